@@ -1,0 +1,40 @@
+"""Literal constants of the TanStack AI interrupt wire format (contract §1.5).
+
+Owns: metadata keys, versions, id prefixes, reasons, boundary phases and tool-resume values.
+Imports nothing.
+"""
+
+from typing import Final, Literal
+
+INTERRUPT_BINDING_METADATA_KEY: Final = "tanstack:interruptBinding"
+INTERRUPT_BINDING_VERSION: Final = 1
+INTERRUPT_PAYLOAD_METADATA_KEY: Final = "tanstack:interruptPayload"
+INTERRUPT_BINDING_KIND: Final = "generic"
+INTERRUPT_CONTINUATION_METADATA_KEY: Final = "tanstack:interruptContinuation"
+INTERRUPT_CONTINUATION_VERSION: Final = 1
+
+BoundaryPhase = Literal["beforeModel", "afterModel", "beforeTools", "afterTools"]
+INTERRUPT_BOUNDARY_PHASES: Final[tuple[BoundaryPhase, ...]] = (
+    "beforeModel",
+    "afterModel",
+    "beforeTools",
+    "afterTools",
+)
+
+ToolResume = Literal["continue", "cancel", "stop"]
+INTERRUPT_TOOL_RESUMES: Final[tuple[ToolResume, ...]] = ("continue", "cancel", "stop")
+
+APPROVAL_ID_PREFIX: Final = "approval_"
+CLIENT_TOOL_ID_PREFIX: Final = "client_tool_"
+TOOL_MESSAGE_ID_PREFIX: Final = "tool-"
+
+APPROVAL_REASON: Final = "tool_call"
+CLIENT_TOOL_REASON: Final = "tanstack:client_tool_execution"
+# Older producers used these; clients still accept them.
+LEGACY_APPROVAL_REASON: Final = "approval_required"
+LEGACY_CLIENT_TOOL_REASON: Final = "client_tool_input"
+
+RUN_ID_HEADER: Final = "X-Run-Id"
+
+DEFAULT_DENIED_RESULT: Final = {"error": "User declined tool execution"}
+CANCELLED_RESULT: Final = {"error": "Tool execution cancelled"}
