@@ -74,6 +74,7 @@ from ._schemas import (
     normalize_approval_schema,
 )
 from ._sse import SSE_HEADERS, SSEDecodeError, SSEDecoder, encode_sse_event
+from ._validation import SchemaProblem, schema_is_usable, schema_problem
 
 __all__ = [
     "ABSENT",
@@ -110,6 +111,7 @@ __all__ = [
     "LEGACY_CLIENT_TOOL_REASON",
     "RUN_ID_HEADER",
     "SSEDecodeError",
+    "SchemaProblem",
     "SSEDecoder",
     "SSE_HEADERS",
     "TOOL_MESSAGE_ID_PREFIX",
@@ -132,6 +134,8 @@ __all__ = [
     "read_generic_continuation",
     "read_interrupt_binding",
     "read_unopened_interrupt_binding",
+    "schema_is_usable",
+    "schema_problem",
     "with_interrupt_binding",
     "without_interrupt_binding",
     "wrap_generic_continuation",

@@ -124,9 +124,7 @@ class GenericBinding(_Correlation):
     @property
     def first_party(self) -> bool:
         return (
-            self.definition_id is not None
-            and self.key is not None
-            and self.batch_index is not None
+            self.definition_id is not None and self.key is not None and self.batch_index is not None
         )
 
     def to_wire(self) -> dict[str, object]:
@@ -279,8 +277,6 @@ def without_interrupt_binding(descriptor: Mapping[str, object]) -> dict[str, obj
     metadata = descriptor.get("metadata")
     if is_record(metadata) and INTERRUPT_BINDING_METADATA_KEY in metadata:
         result["metadata"] = {
-            key: value
-            for key, value in metadata.items()
-            if key != INTERRUPT_BINDING_METADATA_KEY
+            key: value for key, value in metadata.items() if key != INTERRUPT_BINDING_METADATA_KEY
         }
     return result

@@ -25,9 +25,7 @@ import re
 from collections.abc import Callable
 from typing import TypeAlias
 
-JSONValue: TypeAlias = (
-    "None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]"
-)
+JSONValue: TypeAlias = "None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]"
 
 _NOT_JSON = "Interrupt values must be JSON-compatible."
 _CYCLE = "Interrupt values must not cycle."
@@ -43,6 +41,7 @@ _STR_ONLY = frozenset({str})
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _BMP_HIGH = re.compile("[\ue000-\uffff]")
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
 
 def canonical_interrupt_json(value: object) -> str:
     """Return the canonical JSON text of `value` exactly as `canonicalInterruptJson` does.

@@ -118,7 +118,8 @@ def read_generic_continuation(metadata: object = ABSENT) -> ContinuationRead:
     fields = {name: raw.get(name) for name in ("definitionId", "key", "reason", "message")}
     batch_index = non_negative_integer(raw.get("batchIndex"))
     optional = {
-        name: raw[name] for name in ("responseSchemaHash", "expiresAt", "payloadSchemaHash")
+        name: raw[name]
+        for name in ("responseSchemaHash", "expiresAt", "payloadSchemaHash")
         if name in raw
     }
     if (

@@ -9,7 +9,7 @@ accepts more exotic text ("1", "Jan 2020 x"); such values are treated as invalid
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 
 _ISO = re.compile(
@@ -19,7 +19,7 @@ _ISO = re.compile(
     r"(?::(?P<second>\d{2})(?:\.(?P<fraction>\d+))?)?"
     r"(?P<zone>Z|[+-]\d{2}:\d{2})?)?"
 )
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # ECMAScript time values are limited to ±8.64e15 ms around the epoch.
 _MAX_TIME_MS = 8.64e15
 
@@ -34,7 +34,7 @@ def parse_js_date(text: str) -> float | None:
     except (TypeError, ValueError, IndexError):
         return None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     return (parsed - _EPOCH) / timedelta(milliseconds=1)
 
 

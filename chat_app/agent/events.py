@@ -1,0 +1,118 @@
+"""Constructors for the AG-UI events the engine emits (models from `ag_ui.core`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ag_ui.core import (
+    BaseEvent,
+    Interrupt,
+    Message,
+    MessagesSnapshotEvent,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    StateSnapshotEvent,
+    ToolCallResultEvent,
+)
+
+from chat_app.interrupts import InterruptResumeValidationError, js_json_dumps
+
+
+def event_to_wire(event: BaseEvent) -> dict[str, Any]:
+    """An event as its wire dict (camelCase, nulls dropped, payload nulls kept)."""
+    return event.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def run_started(
+    thread_id: str, run_id: str, parent_run_id: str | None, now: int
+) -> RunStartedEvent:
+    return RunStartedEvent(
+        thread_id=thread_id, run_id=run_id, parent_run_id=parent_run_id, timestamp=now
+    )
+
+
+def run_finished(
+    thread_id: str,
+    run_id: str,
+    now: int,
+    *,
+    finish_reason: str,
+    model: str | None,
+    success_outcome: bool = False,
+) -> RunFinishedEvent:
+    tanstack: dict[str, Any] = {"finishReason": finish_reason}
+    if model:
+        tanstack["model"] = model
+    return RunFinishedEvent(
+        thread_id=thread_id,
+        run_id=run_id,
+        timestamp=now,
+        outcome=RunFinishedSuccessOutcome() if success_outcome else None,
+        metadata={"tanstack": tanstack},
+    )
+
+
+def interrupt_terminal(
+    thread_id: str,
+    run_id: str,
+    now: int,
+    *,
+    messages: Sequence[Message],
+    state: Any,
+    interrupts: Sequence[dict[str, Any]],
+    model: str | None,
+) -> list[BaseEvent]:
+    """`MESSAGES_SNAPSHOT`, optional `STATE_SNAPSHOT`, then the one interrupt `RUN_FINISHED`."""
+    events: list[BaseEvent] = [MessagesSnapshotEvent(messages=list(messages), timestamp=now)]
+    if state:
+        events.append(StateSnapshotEvent(snapshot=state, timestamp=now))
+    tanstack: dict[str, Any] = {"finishReason": "tool_calls"}
+    if model:
+        tanstack["model"] = model
+    events.append(
+        RunFinishedEvent(
+            thread_id=thread_id,
+            run_id=run_id,
+            timestamp=now,
+            outcome=RunFinishedInterruptOutcome(
+                interrupts=[Interrupt.model_validate(item) for item in interrupts]
+            ),
+            metadata={"tanstack": tanstack},
+        )
+    )
+    return events
+
+
+def tool_result(
+    message_id: str, call_id: str, content: Any, now: int, *, error: bool = False
+) -> ToolCallResultEvent:
+    return ToolCallResultEvent(
+        message_id=message_id,
+        tool_call_id=call_id,
+        content=content if isinstance(content, str) else js_json_dumps(content),
+        role="tool",
+        timestamp=now,
+        metadata={"tanstack": {"state": "output-error"}} if error else None,
+    )
+
+
+def resume_error(
+    error: InterruptResumeValidationError, thread_id: str, run_id: str, now: int
+) -> RunErrorEvent:
+    """The single `RUN_ERROR` of a rejected continuation (contract §3.4 step 8)."""
+    return RunErrorEvent(
+        message=str(error),
+        code=error.code,
+        timestamp=now,
+        metadata={
+            "tanstack": {
+                "runId": run_id,
+                "threadId": thread_id,
+                "interruptErrors": [item.to_wire() for item in error.errors],
+            }
+        },
+    )

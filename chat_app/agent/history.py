@@ -1,0 +1,102 @@
+"""Reading and extending the message history (AG-UI messages).
+
+Owns argument parsing, finding pending tool calls, and building tool-result messages. Linear
+in the history: one pass to index results, one to collect calls.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ag_ui.core import AssistantMessage, Message, ToolMessage
+
+from chat_app.interrupts import TOOL_MESSAGE_ID_PREFIX, js_json_dumps
+
+
+def parse_arguments(text: str | None) -> dict[str, Any]:
+    """`JSON.parse(arguments.trim() || "{}")`; anything but an object becomes `{}`."""
+    try:
+        value = json.loads((text or "").strip() or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def arguments_are_valid_json(text: str | None) -> bool:
+    try:
+        return isinstance(json.loads((text or "").strip() or "{}"), dict)
+    except json.JSONDecodeError:
+        return False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallRef:
+    """A tool call found in the history, with the assistant message that made it."""
+
+    message_id: str
+    id: str
+    name: str
+    arguments: str
+    has_result: bool
+
+    @property
+    def args(self) -> dict[str, Any]:
+        return parse_arguments(self.arguments)
+
+
+def _is_result(message: ToolMessage) -> bool:
+    # A tool message that only marks a pending execution is not a result.
+    try:
+        content = json.loads(message.content)
+    except (json.JSONDecodeError, TypeError):
+        return True
+    return not (isinstance(content, dict) and content.get("pendingExecution") is True)
+
+
+def tool_calls(messages: Sequence[Message]) -> list[ToolCallRef]:
+    """Every tool call in the history, in order, marked with whether it has a result."""
+    answered = {
+        message.tool_call_id
+        for message in messages
+        if isinstance(message, ToolMessage) and _is_result(message)
+    }
+    found: list[ToolCallRef] = []
+    for message in messages:
+        if not isinstance(message, AssistantMessage) or not message.tool_calls:
+            continue
+        for call in message.tool_calls:
+            metadata = call.metadata if isinstance(getattr(call, "metadata", None), dict) else {}
+            if metadata.get("providerExecuted") is True:
+                continue
+            found.append(
+                ToolCallRef(
+                    message_id=message.id,
+                    id=call.id,
+                    name=call.function.name,
+                    arguments=call.function.arguments,
+                    has_result=call.id in answered,
+                )
+            )
+    return found
+
+
+def tool_message(call_id: str, content: Any, *, error: bool = False) -> ToolMessage:
+    """The history entry for a tool result (`id` = `tool-<toolCallId>`, as TanStack writes)."""
+    text = content if isinstance(content, str) else js_json_dumps(content)
+    return ToolMessage(
+        id=TOOL_MESSAGE_ID_PREFIX + call_id,
+        role="tool",
+        tool_call_id=call_id,
+        content=text,
+        error="error" if error else None,
+    )
+
+
+def wire_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Messages as they go on the wire (camelCase, no nulls)."""
+    return [
+        message.model_dump(by_alias=True, exclude_none=True, mode="json") for message in messages
+    ]

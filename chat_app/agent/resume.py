@@ -1,0 +1,516 @@
+"""Validating a continuation: rebuild the paused batch from the history, check every answer.
+
+Owns `plan_continuation` (contract §3.4). The whole batch is validated before anything
+runs; a failure raises `InterruptResumeValidationError` with item and batch errors in
+TanStack's order, and the run turns it into one `RUN_ERROR`. Stricter than TanStack: raw JSON
+Schemas are validated with `jsonschema`, and a payload on an approval branch without a schema
+is refused. Cost is linear in the history.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ag_ui.core import Message, ResumeEntry
+
+from chat_app.interrupts import (
+    ABSENT,
+    APPROVAL_ID_PREFIX,
+    CLIENT_TOOL_ID_PREFIX,
+    INTERRUPT_CONTINUATION_METADATA_KEY,
+    BatchInterruptError,
+    InterruptError,
+    InterruptResumeValidationError,
+    ItemInterruptError,
+    ItemInterruptErrorCode,
+    collation_key,
+    parse_js_date,
+    read_generic_continuation,
+    schema_problem,
+)
+
+from .definitions import GenericResolution, InterruptDefinition, InterruptRequest
+from .history import ToolCallRef, tool_calls
+from .tools import Tool
+
+PendingKind = Literal["approval", "client", "plain"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PendingCall:
+    """A tool call of the paused turn that has no result yet (or is answered now)."""
+
+    call: ToolCallRef
+    tool: Tool
+    kind: PendingKind
+
+    @property
+    def interrupt_id(self) -> str | None:
+        if self.kind == "approval":
+            return APPROVAL_ID_PREFIX + self.call.id
+        if self.kind == "client":
+            return CLIENT_TOOL_ID_PREFIX + self.call.id
+        return None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalDecision:
+    approved: bool
+    edited_args: Any = ABSENT
+    payload: Any = ABSENT
+
+
+@dataclass(kw_only=True)
+class ResumePlan:
+    """What a valid continuation asks for, keyed by tool call id."""
+
+    interrupted_run_id: str
+    calls: list[PendingCall] = field(default_factory=list)
+    approvals: dict[str, ApprovalDecision] = field(default_factory=dict)
+    cancelled: set[str] = field(default_factory=set)
+    client_results: dict[str, Any] = field(default_factory=dict)
+    generic: list[GenericResolution] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _GenericRecord:
+    interrupt_id: str
+    request: InterruptRequest
+    batch_index: int
+
+
+class _Errors:
+    """Collects errors with the correlation every one of them carries."""
+
+    def __init__(self, thread_id: str, run_id: str) -> None:
+        self.thread_id, self.run_id = thread_id, run_id
+        self.items: dict[str, list[ItemInterruptError]] = {}
+
+    def item(
+        self,
+        interrupt_id: str,
+        code: ItemInterruptErrorCode,
+        message: str,
+        *,
+        path: Sequence[str | int] | None = None,
+        source: Literal["client", "server"] = "client",
+    ) -> None:
+        self.items.setdefault(interrupt_id, []).append(
+            ItemInterruptError(
+                thread_id=self.thread_id,
+                interrupted_run_id=self.run_id,
+                interrupt_id=interrupt_id,
+                code=code,
+                message=message,
+                path=tuple(path) if path else None,
+                source=source,
+            )
+        )
+
+    def batch(
+        self, code: Any, message: str, ids: Sequence[str], source: Any = "client"
+    ) -> BatchInterruptError:
+        return BatchInterruptError(
+            thread_id=self.thread_id,
+            interrupted_run_id=self.run_id,
+            interrupt_ids=tuple(ids),
+            code=code,
+            message=message,
+            source=source,
+        )
+
+
+def is_continuation(resume: Sequence[ResumeEntry] | None) -> bool:
+    return bool(resume)
+
+
+def plan_continuation(
+    *,
+    thread_id: str,
+    run_id: str,
+    parent_run_id: str | None,
+    messages: Sequence[Message],
+    resume: Sequence[ResumeEntry],
+    tools: Mapping[str, Tool],
+    definitions: Mapping[str, InterruptDefinition],
+    now_ms: float,
+) -> ResumePlan:
+    """Validate the whole batch; return the plan, or raise `InterruptResumeValidationError`."""
+    ids = [entry.interrupt_id for entry in resume]
+    calls = _pending_calls(messages, tools, set(ids))
+    batch_calls = [call for call in calls if call.kind != "plain"]
+    tool_ids = {call.interrupt_id for call in batch_calls}
+    if not parent_run_id:
+        # A plain AG-UI client sends no parentRunId. Its answers are accepted when every id
+        # names an item of the batch rebuilt from the history (see README, "Resuming").
+        if not ids or not all(
+            item in tool_ids or _has_continuation(e) for item, e in zip(ids, resume, strict=True)
+        ):
+            errors = _Errors(thread_id, run_id)
+            raise InterruptResumeValidationError(
+                [
+                    errors.batch(
+                        "stale",
+                        "Interrupt continuation requires parentRunId to identify the interrupted run.",
+                        ids,
+                        "server",
+                    )
+                ]
+            )
+    interrupted = parent_run_id or run_id
+    errors = _Errors(thread_id, interrupted)
+    generics = _generic_records(resume, definitions, errors)
+    approvals = [call for call in batch_calls if call.kind == "approval"]
+    clients = [call for call in batch_calls if call.kind == "client"]
+    pending_ids = [str(call.interrupt_id) for call in approvals + clients] + [
+        record.interrupt_id for record in generics
+    ]
+    counts = Counter(ids)
+    first: dict[str, ResumeEntry] = {}
+    for entry in resume:
+        first.setdefault(entry.interrupt_id, entry)
+    for interrupt_id, count in counts.items():
+        if count > 1:
+            errors.item(
+                interrupt_id, "conflict", f"Interrupt {interrupt_id} has duplicate resume entries."
+            )
+    generic_satisfied = bool(generics) and all(record.interrupt_id in first for record in generics)
+    plan = ResumePlan(interrupted_run_id=interrupted, calls=calls)
+    incomplete = False
+    for call in approvals + clients:
+        interrupt_id = str(call.interrupt_id)
+        entry = first.get(interrupt_id)
+        if entry is None:
+            if generic_satisfied and call.kind == "client":
+                continue
+            incomplete = True
+            errors.item(
+                interrupt_id,
+                "unknown-interrupt",
+                f"Missing resume entry for interrupt {interrupt_id}.",
+            )
+            continue
+        _check_tool_entry(call, entry, errors, plan)
+    for record in generics:
+        entry = first.get(record.interrupt_id)
+        if entry is None:
+            incomplete = True
+            errors.item(
+                record.interrupt_id,
+                "unknown-interrupt",
+                f"Missing resume entry for interrupt {record.interrupt_id}.",
+            )
+            continue
+        _check_generic_entry(record, entry, errors, plan, now_ms)
+    known = set(pending_ids)
+    for entry in resume:
+        if entry.interrupt_id not in known:
+            incomplete = True
+            errors.item(
+                entry.interrupt_id,
+                "unknown-interrupt",
+                f"Resume entry references unknown interrupt {entry.interrupt_id}.",
+            )
+    if errors.items or incomplete:
+        ordered: list[InterruptError] = []
+        for interrupt_id in sorted(errors.items, key=collation_key):
+            ordered.extend(errors.items[interrupt_id])
+        if incomplete:
+            ordered.append(
+                errors.batch(
+                    "incomplete-batch",
+                    "Resume entries must resolve or cancel the complete interrupt batch.",
+                    pending_ids,
+                )
+            )
+        ordered.append(
+            errors.batch(
+                "item-validation-failed",
+                "One or more interrupt resolutions are invalid.",
+                pending_ids,
+            )
+        )
+        raise InterruptResumeValidationError(ordered)
+    plan.generic.sort(key=lambda resolution: _batch_index(generics, resolution))
+    return plan
+
+
+def _batch_index(records: Sequence[_GenericRecord], resolution: GenericResolution) -> int:
+    for record in records:
+        if record.request is resolution.request:
+            return record.batch_index
+    return 0
+
+
+def _has_continuation(entry: ResumeEntry) -> bool:
+    return (
+        isinstance(entry.metadata, dict) and INTERRUPT_CONTINUATION_METADATA_KEY in entry.metadata
+    )
+
+
+def _pending_calls(
+    messages: Sequence[Message], tools: Mapping[str, Tool], resume_ids: set[str]
+) -> list[PendingCall]:
+    pending: list[PendingCall] = []
+    seen: set[str] = set()
+    for call in tool_calls(messages):
+        answered_now = (
+            APPROVAL_ID_PREFIX + call.id in resume_ids
+            or CLIENT_TOOL_ID_PREFIX + call.id in resume_ids
+        )
+        if (call.has_result and not answered_now) or call.id in seen:
+            continue
+        tool = tools.get(call.name)
+        if tool is None:
+            continue  # its ids then fail as unknown interrupts
+        seen.add(call.id)
+        client_execution = tool.execute is None and CLIENT_TOOL_ID_PREFIX + call.id in resume_ids
+        if tool.needs_approval and not client_execution:
+            kind: PendingKind = "approval"
+        elif tool.execute is None:
+            kind = "client"
+        else:
+            kind = "plain"
+        pending.append(PendingCall(call=call, tool=tool, kind=kind))
+    return pending
+
+
+def _stale(errors: _Errors, message: str) -> InterruptResumeValidationError:
+    return InterruptResumeValidationError([errors.batch("stale", message, [], "server")])
+
+
+def _generic_records(
+    resume: Sequence[ResumeEntry], definitions: Mapping[str, InterruptDefinition], errors: _Errors
+) -> list[_GenericRecord]:
+    records: list[_GenericRecord] = []
+    seen_ids: set[str] = set()
+    seen_indexes: set[int] = set()
+    for entry in resume:
+        if "metadata" not in entry.model_fields_set or entry.metadata is None:
+            if "metadata" in entry.model_fields_set and entry.metadata is None:
+                raise _stale(errors, "Generic interrupt resume metadata must be an object.")
+            continue
+        read = read_generic_continuation(entry.metadata)
+        if read.status == "absent":
+            continue
+        if read.status == "invalid" or read.continuation is None:
+            raise _stale(errors, str(read.message))
+        continuation = read.continuation
+        definition = definitions.get(continuation.definition_id)
+        if definition is None:
+            raise _stale(
+                errors, f"Generic interrupt definition {continuation.definition_id} is unavailable."
+            )
+        if entry.interrupt_id in seen_ids or continuation.batch_index in seen_indexes:
+            raise _stale(errors, "Generic interrupt continuation contains duplicate entries.")
+        seen_ids.add(entry.interrupt_id)
+        seen_indexes.add(continuation.batch_index)
+        try:
+            request = definition.request(
+                key=continuation.key,
+                reason=continuation.reason,
+                message=continuation.message,
+                payload=continuation.payload,
+                expires_at=continuation.expires_at,
+            )
+        except ValueError as error:
+            raise _stale(
+                errors, f"Generic interrupt continuation {entry.interrupt_id} is invalid: {error}"
+            ) from None
+        if (
+            continuation.response_schema_hash != definition.response_schema_hash
+            or continuation.payload_schema_hash != definition.payload_schema_hash
+        ):
+            raise _stale(
+                errors,
+                f"Generic interrupt continuation {entry.interrupt_id} does not match its definition.",
+            )
+        records.append(
+            _GenericRecord(
+                interrupt_id=entry.interrupt_id,
+                request=request,
+                batch_index=continuation.batch_index,
+            )
+        )
+    return records
+
+
+def _has_payload(entry: ResumeEntry) -> bool:
+    return "payload" in entry.model_fields_set
+
+
+def _check_generic_entry(
+    record: _GenericRecord, entry: ResumeEntry, errors: _Errors, plan: ResumePlan, now_ms: float
+) -> None:
+    interrupt_id = record.interrupt_id
+    expires_at = record.request.expires_at
+    if expires_at is not None:
+        expiry = parse_js_date(expires_at)
+        if expiry is None:
+            errors.item(
+                interrupt_id,
+                "invalid-payload",
+                f"Interrupt {interrupt_id} has an invalid expiresAt.",
+                source="server",
+            )
+            return
+        if expiry <= now_ms:
+            errors.item(
+                interrupt_id, "expired", f"Interrupt {interrupt_id} has expired.", source="server"
+            )
+            return
+    if entry.status == "cancelled":
+        if _has_payload(entry):
+            errors.item(
+                interrupt_id,
+                "invalid-payload",
+                f"Cancelled interrupt {interrupt_id} must not include a payload.",
+            )
+            return
+        plan.generic.append(GenericResolution(request=record.request, status="cancelled"))
+        return
+    schema = record.request.definition.response_schema
+    if schema is not None:
+        if not _has_payload(entry):
+            errors.item(
+                interrupt_id,
+                "invalid-payload",
+                f"Interrupt {interrupt_id} payload is invalid: a response is required.",
+            )
+            return
+        problem = schema_problem(schema, entry.payload)
+        if problem is not None:
+            errors.item(
+                interrupt_id,
+                "invalid-payload",
+                f"Interrupt {interrupt_id} payload is invalid: {problem.message}",
+                path=problem.path,
+            )
+            return
+    plan.generic.append(
+        GenericResolution(request=record.request, status="resolved", response=entry.payload)
+    )
+
+
+def _check_tool_entry(
+    call: PendingCall, entry: ResumeEntry, errors: _Errors, plan: ResumePlan
+) -> None:
+    interrupt_id = str(call.interrupt_id)
+    tool = call.tool
+    if entry.status == "cancelled":
+        if _has_payload(entry):
+            errors.item(
+                interrupt_id,
+                "invalid-payload",
+                f"Cancelled interrupt {interrupt_id} must not include a payload.",
+            )
+            return
+        plan.cancelled.add(call.call.id)
+        return
+    if call.kind == "client":
+        if tool.output_schema is not None:
+            problem = schema_problem(
+                tool.output_schema, entry.payload if _has_payload(entry) else None
+            )
+            if problem is not None or not _has_payload(entry):
+                message = problem.message if problem else "an output is required"
+                errors.item(
+                    interrupt_id,
+                    "invalid-tool-output",
+                    f"Tool {tool.name} output is invalid: {message}",
+                    path=problem.path if problem else None,
+                )
+                return
+        plan.client_results[call.call.id] = entry.payload
+        return
+    _check_approval(call, entry, errors, plan)
+
+
+def _check_approval(
+    call: PendingCall, entry: ResumeEntry, errors: _Errors, plan: ResumePlan
+) -> None:
+    interrupt_id = str(call.interrupt_id)
+    tool = call.tool
+    payload = entry.payload if _has_payload(entry) else ABSENT
+    envelope: Mapping[str, Any] | None = None
+    if isinstance(payload, bool):
+        approved = payload
+    elif isinstance(payload, Mapping) and isinstance(payload.get("approved"), bool):
+        envelope = payload
+        approved = bool(payload["approved"])
+    else:
+        errors.item(
+            interrupt_id,
+            "invalid-payload",
+            f"Approval {interrupt_id} must be a boolean or decision envelope.",
+        )
+        return
+    if envelope is not None:
+        extra = sorted(set(envelope) - {"approved", "editedArgs", "payload"})
+        if extra:
+            errors.item(
+                interrupt_id,
+                "invalid-payload",
+                f"Approval {interrupt_id} envelope is invalid: unexpected field {extra[0]}.",
+                path=(extra[0],),
+            )
+            return
+    decision = "approve" if approved else "reject"
+    edited = envelope.get("editedArgs", ABSENT) if envelope is not None else ABSENT
+    if edited is not ABSENT:
+        if not approved:
+            errors.item(
+                interrupt_id,
+                "invalid-edited-args",
+                "Rejected tool approvals cannot edit tool arguments.",
+            )
+            return
+        if tool.input_schema is None:
+            errors.item(
+                interrupt_id,
+                "invalid-edited-args",
+                f"Approval {interrupt_id} cannot edit arguments without an input schema.",
+            )
+            return
+        problem = schema_problem(tool.input_schema, edited)
+        if problem is not None:
+            errors.item(
+                interrupt_id,
+                "invalid-edited-args",
+                f"Approval {interrupt_id} edited arguments are invalid: {problem.message}",
+                path=("editedArgs", *problem.path),
+            )
+            return
+    branch = tool.approval.branch(approved)
+    decision_payload = envelope.get("payload", ABSENT) if envelope is not None else ABSENT
+    if branch is not None:
+        if decision_payload is ABSENT:
+            errors.item(
+                interrupt_id,
+                "invalid-payload",
+                f"Approval {interrupt_id} requires a payload for the {decision} decision.",
+            )
+            return
+        problem = schema_problem(branch, decision_payload)
+        if problem is not None:
+            errors.item(
+                interrupt_id,
+                "invalid-payload",
+                f"Approval {interrupt_id} payload is invalid: {problem.message}",
+                path=("payload", *problem.path),
+            )
+            return
+    elif decision_payload is not ABSENT:
+        errors.item(
+            interrupt_id,
+            "invalid-payload",
+            f"Approval {interrupt_id} does not accept a payload for the {decision} decision.",
+            path=("payload",),
+        )
+        return
+    plan.approvals[call.call.id] = ApprovalDecision(
+        approved=approved, edited_args=edited, payload=decision_payload
+    )

@@ -1,0 +1,400 @@
+"""The agent and its run loop: stream a turn, pause for people, continue statelessly.
+
+Owns `Agent`. `Agent.run(input)` is an async iterator of AG-UI events. A run that needs
+decisions ends with exactly one `RUN_FINISHED` carrying an interrupt outcome, right after
+`MESSAGES_SNAPSHOT`. A continuation (a new run whose `resume` answers that batch, with the
+full history) is validated as a whole before anything runs, then picks up where the paused
+run stopped. Nothing is kept between runs.
+
+Deliberate difference from TanStack's `chat()`: `RUN_STARTED` is always the first event of a
+continuation (TanStack streams tool results before it), as AG-UI requires.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from ag_ui.core import (
+    AssistantMessage,
+    BaseEvent,
+    FunctionCall,
+    Message,
+    RunAgentInput,
+    RunErrorEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCall,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+
+from chat_app.interrupts import (
+    ABSENT,
+    CANCELLED_RESULT,
+    DEFAULT_DENIED_RESULT,
+    BoundaryPhase,
+    InterruptResumeValidationError,
+    schema_problem,
+)
+
+from . import events
+from .definitions import InterruptDefinition, InterruptRequest, Resolutions
+from .descriptors import (
+    approval_descriptor,
+    client_tool_descriptor,
+    generic_descriptor,
+    new_generic_interrupt_id,
+)
+from .history import arguments_are_valid_json, parse_arguments, tool_message
+from .middleware import Middleware, RunContext, combine_tool_resumes, run_boundary
+from .models import Model, ModelRequest, TextDelta, ToolCallDelta
+from .resume import PendingCall, plan_continuation
+from .tools import Tool
+
+logger = logging.getLogger(__name__)
+
+
+class Agent:
+    """Tools, generic interrupt definitions, middleware and a model.
+
+    Example::
+
+        agent = Agent(model=ScriptedModel(script), tools=[transfer])
+        async for event in agent.run(run_input):
+            ...
+    """
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        tools: Sequence[Tool] = (),
+        interrupts: Sequence[InterruptDefinition] = (),
+        middleware: Sequence[Middleware] = (),
+        max_turns: int = 8,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        names = [item.id for item in interrupts]
+        if len(set(names)) != len(names):
+            raise ValueError("Interrupt definition ids must be unique.")
+        self.model = model
+        self.tools = {item.name: item for item in tools}
+        self.definitions = {item.id: item for item in interrupts}
+        self.middleware = list(middleware)
+        self.max_turns = max_turns
+        self.clock = clock
+
+    def tool_manifest(self) -> list[dict[str, object]]:
+        return [item.manifest() for item in self.tools.values()]
+
+    async def run(self, input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        """Stream one run's AG-UI events."""
+        run = _Run(self, input)
+        try:
+            async for event in run.events():
+                yield event
+        except Exception as error:  # a tool or model bug must end the stream, not hang it
+            logger.exception("agent run %s failed", input.run_id)
+            yield RunErrorEvent(
+                message=f"The agent failed: {error}", code="agent-error", timestamp=run.now()
+            )
+
+
+class _Run:
+    def __init__(self, agent: Agent, input: RunAgentInput) -> None:
+        self.agent = agent
+        self.input = input
+        self.messages: list[Message] = list(input.messages)
+        self.model_name = agent.model.name
+        self.ctx = RunContext(
+            thread_id=input.thread_id,
+            run_id=input.run_id,
+            parent_run_id=input.parent_run_id,
+            messages=self.messages,
+            state=input.state,
+        )
+
+    def now(self) -> int:
+        return int(self.agent.clock() * 1000)
+
+    async def events(self) -> AsyncIterator[BaseEvent]:
+        thread_id, run_id = self.input.thread_id, self.input.run_id
+        if self.input.resume:
+            try:
+                plan = plan_continuation(
+                    thread_id=thread_id,
+                    run_id=run_id,
+                    parent_run_id=self.input.parent_run_id,
+                    messages=self.messages,
+                    resume=self.input.resume,
+                    tools=self.agent.tools,
+                    definitions=self.agent.definitions,
+                    now_ms=self.agent.clock() * 1000,
+                )
+            except InterruptResumeValidationError as error:
+                yield events.resume_error(error, thread_id, run_id, self.now())
+                return
+            yield events.run_started(thread_id, run_id, self.input.parent_run_id, self.now())
+            resolutions = Resolutions(plan.generic)
+            self.ctx.resolutions = resolutions
+            tool_resume = "continue"
+            if plan.generic:
+                tool_resume = combine_tool_resumes(
+                    [
+                        await item.on_interrupt_resolution(self.ctx, resolutions)
+                        for item in self.agent.middleware
+                    ]
+                )
+            if tool_resume == "stop":
+                yield events.run_finished(
+                    thread_id,
+                    run_id,
+                    self.now(),
+                    finish_reason="stop",
+                    model=self.model_name,
+                    success_outcome=True,
+                )
+                return
+            client_requests: list[dict[str, Any]] = []
+            for pending in plan.calls:
+                async for event in self._resume_call(
+                    pending, plan, tool_resume == "cancel", client_requests
+                ):
+                    yield event
+            if client_requests:
+                for event in self._pause(client_requests):
+                    yield event
+                return
+        else:
+            yield events.run_started(thread_id, run_id, None, self.now())
+        async for event in self._loop():
+            yield event
+
+    async def _resume_call(
+        self,
+        pending: PendingCall,
+        plan: Any,
+        cancel_all: bool,
+        client_requests: list[dict[str, Any]],
+    ) -> AsyncIterator[BaseEvent]:
+        call, tool = pending.call, pending.tool
+        if cancel_all or call.id in plan.cancelled:
+            if not call.has_result:
+                yield self._record_result(call.message_id, call.id, CANCELLED_RESULT, error=True)
+            return
+        if pending.kind == "approval":
+            decision = plan.approvals[call.id]
+            if not decision.approved:
+                result = (
+                    decision.payload if decision.payload is not ABSENT else DEFAULT_DENIED_RESULT
+                )
+                yield self._record_result(call.message_id, call.id, result, error=True)
+                return
+            args = decision.edited_args if decision.edited_args is not ABSENT else call.args
+            if tool.execute is None:
+                client_requests.append(
+                    client_tool_descriptor(tool, call.id, args, self.input.run_id)
+                )
+                return
+            yield await self._execute(tool, call.message_id, call.id, args)
+            return
+        if pending.kind == "client":
+            if call.id in plan.client_results:
+                if not call.has_result:
+                    yield self._record_result(
+                        call.message_id, call.id, plan.client_results[call.id]
+                    )
+                return
+            client_requests.append(
+                client_tool_descriptor(tool, call.id, call.args, self.input.run_id)
+            )
+            return
+        yield await self._execute(tool, call.message_id, call.id, call.args)
+
+    def _record_result(
+        self, message_id: str, call_id: str, content: Any, *, error: bool = False
+    ) -> BaseEvent:
+        self.messages.append(tool_message(call_id, content, error=error))
+        return events.tool_result(message_id, call_id, content, self.now(), error=error)
+
+    async def _execute(self, tool: Tool, message_id: str, call_id: str, args: Any) -> BaseEvent:
+        try:
+            result = await tool.run(args)
+        except Exception as error:  # the model reads the failure and can recover
+            logger.warning("tool %s failed: %s", tool.name, error)
+            return self._record_result(message_id, call_id, {"error": str(error)}, error=True)
+        return self._record_result(message_id, call_id, result)
+
+    def _pause(self, interrupts: list[dict[str, Any]]) -> list[BaseEvent]:
+        return events.interrupt_terminal(
+            self.input.thread_id,
+            self.input.run_id,
+            self.now(),
+            messages=self.messages,
+            state=self.input.state,
+            interrupts=interrupts,
+            model=self.model_name,
+        )
+
+    async def _boundary(
+        self, phase: BoundaryPhase, tool_items: list[dict[str, Any]] | None = None
+    ) -> list[dict[str, Any]]:
+        requests: list[InterruptRequest] = await run_boundary(
+            self.agent.middleware, phase, self.ctx
+        )
+        items = list(tool_items or [])
+        for request in requests:
+            items.append(
+                generic_descriptor(
+                    request, new_generic_interrupt_id(), len(items), self.input.run_id
+                )
+            )
+        return items
+
+    async def _loop(self) -> AsyncIterator[BaseEvent]:
+        thread_id, run_id = self.input.thread_id, self.input.run_id
+        for turn in range(self.agent.max_turns):
+            self.ctx.iteration = turn
+            pause = await self._boundary("beforeModel")
+            if pause:
+                for event in self._pause(pause):
+                    yield event
+                return
+            calls: list[ToolCall] = []
+            async for event in self._model_turn(calls):
+                yield event
+            pause = await self._boundary("afterModel")
+            if pause:
+                for event in self._pause(pause):
+                    yield event
+                return
+            if not calls:
+                yield events.run_finished(
+                    thread_id, run_id, self.now(), finish_reason="stop", model=self.model_name
+                )
+                return
+            async for event in self._tool_phase(calls):
+                yield event
+            if self._paused:
+                return
+            pause = await self._boundary("afterTools")
+            if pause:
+                for event in self._pause(pause):
+                    yield event
+                return
+        yield events.run_finished(
+            thread_id, run_id, self.now(), finish_reason="length", model=self.model_name
+        )
+
+    _paused = False
+
+    async def _tool_phase(self, calls: list[ToolCall]) -> AsyncIterator[BaseEvent]:
+        message_id = self.messages[-1].id
+        approvals: list[dict[str, Any]] = []
+        client_items: list[dict[str, Any]] = []
+        runnable: list[tuple[Tool, ToolCall, dict[str, Any]]] = []
+        for call in calls:
+            tool = self.agent.tools.get(call.function.name)
+            problem = self._argument_problem(tool, call)
+            if tool is None or problem is not None:
+                yield self._record_result(message_id, call.id, {"error": problem}, error=True)
+                continue
+            args = parse_arguments(call.function.arguments)
+            if tool.needs_approval:
+                approvals.append(approval_descriptor(tool, call.id, args, self.input.run_id))
+            elif tool.execute is None:
+                client_items.append(client_tool_descriptor(tool, call.id, args, self.input.run_id))
+            else:
+                runnable.append((tool, call, args))
+        # Batch gating: with an approval pending, no side effect happens before people decide.
+        if not approvals:
+            for tool, call, args in runnable:
+                yield await self._execute(tool, message_id, call.id, args)
+        pause = (
+            await self._boundary("beforeTools", approvals + client_items)
+            if (approvals or client_items)
+            else []
+        )
+        if pause:
+            self._paused = True
+            for event in self._pause(pause):
+                yield event
+
+    def _argument_problem(self, tool: Tool | None, call: ToolCall) -> str | None:
+        if tool is None:
+            return f"Unknown tool {call.function.name}."
+        if not arguments_are_valid_json(call.function.arguments):
+            return f"Tool {tool.name} arguments are not a JSON object."
+        if tool.input_schema is not None:
+            problem = schema_problem(tool.input_schema, parse_arguments(call.function.arguments))
+            if problem is not None:
+                where = "/".join(str(part) for part in problem.path)
+                return f"Tool {tool.name} arguments are invalid{' at ' + where if where else ''}: {problem.message}"
+        return None
+
+    async def _model_turn(self, calls: list[ToolCall]) -> AsyncIterator[BaseEvent]:
+        message_id = f"msg_{secrets.token_hex(6)}"
+        text: list[str] = []
+        text_open = False
+        open_call: str | None = None
+        request = ModelRequest(
+            messages=tuple(self.messages),
+            tools=tuple(self.agent.tools.values()),
+            notes=tuple(self.ctx.model_notes),
+        )
+        async for delta in self.agent.model.stream(request):
+            if isinstance(delta, TextDelta):
+                if not text_open:
+                    text_open = True
+                    yield TextMessageStartEvent(
+                        message_id=message_id, role="assistant", timestamp=self.now()
+                    )
+                text.append(delta.text)
+                yield TextMessageContentEvent(
+                    message_id=message_id, delta=delta.text, timestamp=self.now()
+                )
+            elif isinstance(delta, ToolCallDelta):
+                if text_open:
+                    text_open = False
+                    yield TextMessageEndEvent(message_id=message_id, timestamp=self.now())
+                if delta.id != open_call:
+                    if open_call is not None:
+                        yield ToolCallEndEvent(tool_call_id=open_call, timestamp=self.now())
+                    open_call = delta.id
+                    calls.append(
+                        ToolCall(
+                            id=delta.id,
+                            type="function",
+                            function=FunctionCall(name=delta.name or "", arguments=""),
+                        )
+                    )
+                    yield ToolCallStartEvent(
+                        tool_call_id=delta.id,
+                        tool_call_name=delta.name or "",
+                        parent_message_id=message_id,
+                        timestamp=self.now(),
+                    )
+                if delta.arguments:
+                    calls[-1].function.arguments += delta.arguments
+                    yield ToolCallArgsEvent(
+                        tool_call_id=delta.id, delta=delta.arguments, timestamp=self.now()
+                    )
+        if text_open:
+            yield TextMessageEndEvent(message_id=message_id, timestamp=self.now())
+        if open_call is not None:
+            yield ToolCallEndEvent(tool_call_id=open_call, timestamp=self.now())
+        if text or calls:
+            self.messages.append(
+                AssistantMessage(
+                    id=message_id,
+                    role="assistant",
+                    content="".join(text) or None,
+                    tool_calls=calls or None,
+                )
+            )

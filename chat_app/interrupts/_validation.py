@@ -1,0 +1,52 @@
+"""Validating values against raw JSON Schemas with `jsonschema` (server and client alike).
+
+Owns `schema_problem`. TanStack leaves raw JSON Schemas unvalidated; we validate them, with
+formats checked, and report the most relevant error with its path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+import jsonschema
+from jsonschema.exceptions import best_match
+
+from ._canonical import canonical_interrupt_json
+
+_FORMATS = jsonschema.FormatChecker()
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaProblem:
+    message: str
+    path: tuple[str | int, ...]
+
+
+def schema_problem(schema: Mapping[str, object], value: object) -> SchemaProblem | None:
+    """The first problem of `value` against `schema`, or `None` when it is valid."""
+    validator = _validator(canonical_interrupt_json(schema))
+    error = best_match(validator.iter_errors(value))
+    if error is None:
+        return None
+    return SchemaProblem(message=error.message, path=tuple(error.absolute_path))
+
+
+def schema_is_usable(schema: Mapping[str, object]) -> bool:
+    """Whether `schema` is itself a valid JSON Schema."""
+    try:
+        _validator(canonical_interrupt_json(schema))
+    except (jsonschema.SchemaError, TypeError):
+        return False
+    return True
+
+
+@lru_cache(maxsize=512)
+def _validator(schema_text: str) -> jsonschema.protocols.Validator:
+    import json
+
+    schema = json.loads(schema_text)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema, format_checker=_FORMATS)
