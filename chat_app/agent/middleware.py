@@ -36,6 +36,8 @@ class RunContext:
     iteration: int = 0
     resolutions: Resolutions = field(default_factory=lambda: Resolutions([]))
     model_notes: list[str] = field(default_factory=list)
+    #: Pauses owned by other systems (no binding), shown beside ours on the next pause.
+    foreign_interrupts: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def is_continuation(self) -> bool:

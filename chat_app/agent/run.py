@@ -232,6 +232,8 @@ class _Run:
         return self._record_result(message_id, call_id, result)
 
     def _pause(self, interrupts: list[dict[str, Any]]) -> list[BaseEvent]:
+        interrupts = interrupts + self.ctx.foreign_interrupts
+        self.ctx.foreign_interrupts = []
         return events.interrupt_terminal(
             self.input.thread_id,
             self.input.run_id,

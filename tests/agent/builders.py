@@ -8,12 +8,21 @@ from typing import Any
 
 from ag_ui.core import RunAgentInput
 
-from chat_app.agent import Agent, ModelRequest, ScriptedCall, ScriptedModel, ScriptedTurn, event_to_wire
+from chat_app.agent import (
+    Agent,
+    ModelRequest,
+    ScriptedCall,
+    ScriptedModel,
+    ScriptedTurn,
+    event_to_wire,
+)
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
-def obj(properties: dict[str, Any], required: Sequence[str], *, draft: bool = True) -> dict[str, Any]:
+def obj(
+    properties: dict[str, Any], required: Sequence[str], *, draft: bool = True
+) -> dict[str, Any]:
     schema: dict[str, Any] = {"$schema": DRAFT} if draft else {}
     schema.update({"type": "object", "properties": properties, "required": list(required)})
     return schema
@@ -39,7 +48,10 @@ def turns(*script: ScriptedTurn) -> ScriptedModel:
 
 def say(text: str, *calls: tuple[str, str, dict[str, Any]]) -> ScriptedTurn:
     return ScriptedTurn(
-        text=text, calls=[ScriptedCall(id=call_id, name=name, arguments=args) for call_id, name, args in calls]
+        text=text,
+        calls=[
+            ScriptedCall(id=call_id, name=name, arguments=args) for call_id, name, args in calls
+        ],
     )
 
 

@@ -1,0 +1,175 @@
+"""The scripted model of the demo: phrases in, tool calls and replies out. Deterministic."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ag_ui.core import ToolMessage
+
+from chat_app.agent import ModelRequest, ScriptedCall, ScriptedTurn, last_user_text
+
+HELP = (
+    "I'm the ops desk demo agent. Try one of these:\n\n"
+    "- **transfer 25 to Ada** — a payment that needs your approval (rejecting asks for a reason)\n"
+    "- **delete project apollo** — a plain yes/no approval\n"
+    "- **email ada@example.com about Launch** — an email whose fields you can edit first\n"
+    "- **ship order 42** — a form asking how to ship\n"
+    "- **plan release** — review a plan and approve it with a note\n"
+    "- **pay invoices** — three approvals in one batch\n"
+    "- **what time is it** — your browser answers, no decision needed\n"
+    "- **share my location** — asks you first, then your browser answers\n"
+    "- **deploy** — an approval next to a pause owned by another system"
+)
+
+INVOICES = [
+    {"invoice": "INV-1001", "supplier": "Acme Paper", "amount": 120.5},
+    {"invoice": "INV-1002", "supplier": "Globex Cloud", "amount": 980},
+    {"invoice": "INV-1003", "supplier": "Initech Coffee", "amount": 64.25},
+]
+
+_TRANSFER = re.compile(r"\btransfer\s+\$?(\d+(?:\.\d+)?)\s+to\s+(\w[\w .'-]*)", re.IGNORECASE)
+_DELETE = re.compile(r"\bdelete project\s+(\S+)", re.IGNORECASE)
+_EMAIL = re.compile(r"\bemail\s+(\S+@\S+)\s+about\s+(.+)", re.IGNORECASE)
+
+
+def demo_script(request: ModelRequest) -> ScriptedTurn:
+    """Decide the next turn from the latest user message and what happened since."""
+    results = _results_since_user(request)
+    if results:
+        return ScriptedTurn(
+            text=" ".join(_describe(name, content, error) for name, content, error in results)
+        )
+    if request.notes:
+        return _after_generic(request.notes)
+    return _first_turn(last_user_text(request).strip())
+
+
+def _first_turn(text: str) -> ScriptedTurn:
+    lowered = text.lower()
+    if match := _TRANSFER.search(text):
+        amount = float(match.group(1))
+        recipient = match.group(2).strip()
+        return _call(
+            f"I'll send {_money(amount)} to {recipient} once you approve.",
+            "transfer",
+            {"recipient": recipient, "amount": int(amount) if amount.is_integer() else amount},
+        )
+    if match := _DELETE.search(text):
+        return _call(
+            f"Deleting project {match.group(1)} needs your go-ahead.",
+            "delete_project",
+            {"name": match.group(1)},
+        )
+    if match := _EMAIL.search(text):
+        to, topic = match.group(1), match.group(2).strip().rstrip(".")
+        return _call(
+            f"Here's a draft to {to}. Edit it if you like, then approve.",
+            "send_email",
+            {
+                "to": to,
+                "subject": topic,
+                "body": f"Hi,\n\nA quick note about {topic}.\n\nBest,\nThe ops desk",
+            },
+        )
+    if "pay invoices" in lowered:
+        return ScriptedTurn(
+            text="Three invoices are due. Each payment needs your approval.",
+            calls=[ScriptedCall(name="pay_invoice", arguments=invoice) for invoice in INVOICES],
+        )
+    if "what time" in lowered:
+        return _call("Let me check your clock.", "get_local_time", {})
+    if "location" in lowered:
+        return _call("I'd like to read your location.", "get_location", {})
+    if re.search(r"\bdeploy\b", lowered):
+        return _call(
+            "Deploying checkout 2.4.1 to production.",
+            "deploy",
+            {"service": "checkout", "version": "2.4.1"},
+        )
+    return ScriptedTurn(text=HELP)
+
+
+def _call(text: str, name: str, arguments: dict[str, Any]) -> ScriptedTurn:
+    return ScriptedTurn(text=text, calls=[ScriptedCall(name=name, arguments=arguments)])
+
+
+def _money(amount: float) -> str:
+    return f"{amount:,.2f}".removesuffix(".00")
+
+
+def _results_since_user(request: ModelRequest) -> list[tuple[str, Any, bool]]:
+    names: dict[str, str] = {}
+    results: list[tuple[str, Any, bool]] = []
+    for message in request.messages:
+        if message.role == "user":
+            names.clear()
+            results.clear()
+        elif message.role == "assistant":
+            for call in message.tool_calls or []:
+                names[call.id] = call.function.name
+        elif isinstance(message, ToolMessage):
+            try:
+                content = json.loads(message.content)
+            except json.JSONDecodeError:
+                content = message.content
+            results.append(
+                (names.get(message.tool_call_id, "tool"), content, message.error is not None)
+            )
+    return results
+
+
+def _describe(name: str, content: Any, error: bool) -> str:
+    data = content if isinstance(content, dict) else {}
+    if data.get("error") == "Tool execution cancelled":
+        return f"Cancelled: {name.replace('_', ' ')} did not run."
+    if error or "error" in data:
+        reason = data.get("reason") or data.get("error") or "no reason given"
+        return f"Understood — {name.replace('_', ' ')} was not run. Reason: {reason}."
+    if name == "transfer":
+        return f"Sent {_money(float(data['amount']))} to {data['recipient']}. Receipt id: {data['receipt']}."
+    if name == "delete_project":
+        return f"Project {data['deleted']} is deleted."
+    if name == "send_email":
+        return f'Email "{data["subject"]}" sent to {data["to"]} (id {data["messageId"]}).'
+    if name == "pay_invoice":
+        return f"Paid {data['paid']} ({_money(float(data['amount']))}), confirmation {data['confirmation']}."
+    if name == "deploy":
+        return f"Deployed {data['service']} {data['version']} as {data['deployment']}."
+    if name == "ship_order":
+        wrap = ", gift-wrapped" if data.get("giftWrap") else ""
+        return f"Order {data['order']} ships {data['speed']}{wrap}. Tracking number: {data['tracking']}."
+    if name == "get_local_time":
+        return f"It's {data.get('time')} where you are ({data.get('timeZone')})."
+    if name == "get_location":
+        label = data.get("label") or f"{data.get('latitude')}, {data.get('longitude')}"
+        return f"Got it: you're at {label}."
+    return f"{name} returned {json.dumps(content)}."
+
+
+def _after_generic(notes: Any) -> ScriptedTurn:
+    note = json.loads(notes[-1])
+    response = note.get("response") or {}
+    if note["interrupt"] == "shipping-speed":
+        order = note["key"].removeprefix("order-")
+        if note["status"] == "cancelled":
+            return ScriptedTurn(text=f"Okay, order {order} stays where it is.")
+        return ScriptedTurn(
+            text=f"Shipping order {order} {response['speed']}.",
+            calls=[
+                ScriptedCall(
+                    name="ship_order",
+                    arguments={
+                        "order": order,
+                        "speed": response["speed"],
+                        "giftWrap": bool(response.get("giftWrap")),
+                    },
+                )
+            ],
+        )
+    if note["status"] == "cancelled":
+        return ScriptedTurn(text="The release plan review was cancelled; nothing changes.")
+    verdict = "approved" if response.get("approved") else "sent back"
+    extra = f" Note: {response['note']}" if response.get("note") else ""
+    return ScriptedTurn(text=f"Release plan {verdict}.{extra}")

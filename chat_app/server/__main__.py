@@ -1,0 +1,25 @@
+"""Serve the demo agent alone: `python -m chat_app.server --host 127.0.0.1 --port 8001`."""
+
+from __future__ import annotations
+
+import argparse
+
+import uvicorn
+
+from chat_app.demo import build_demo_agent
+
+from .app import create_app
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Serve the chat_app agent over AG-UI (SSE).")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8001)
+    options = parser.parse_args()
+    uvicorn.run(
+        create_app(build_demo_agent()), host=options.host, port=options.port, log_level="info"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,264 @@
+"""Every demo phrase, paused and continued through the in-process engine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chat_app.demo import build_demo_agent
+from chat_app.interrupts import generic_continuation_from_descriptor, wrap_generic_continuation
+from tests.agent.builders import collect, user
+
+
+@pytest.fixture(autouse=True)
+def _no_token_delay(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHAT_APP_DEMO_TOKEN_DELAY_MS", "0")
+
+
+def text_of(events: list[dict[str, Any]]) -> str:
+    return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+
+
+def interrupts_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    last = events[-1]
+    assert last["type"] == "RUN_FINISHED" and last["outcome"]["type"] == "interrupt"
+    assert events[-2]["type"] == "MESSAGES_SNAPSHOT"
+    return last["outcome"]["interrupts"]
+
+
+async def pause(phrase: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    events = await collect(
+        build_demo_agent(), {"threadId": "t", "runId": "r1", "messages": [user(phrase, "u1")]}
+    )
+    return events, interrupts_of(events)
+
+
+async def resume(
+    events: list[dict[str, Any]],
+    entries: list[dict[str, Any]],
+    run_id: str = "r2",
+    extra: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    history = events[-2]["messages"] + (extra or [])
+    return await collect(
+        build_demo_agent(),
+        {
+            "threadId": "t",
+            "runId": run_id,
+            "parentRunId": events[-1]["runId"],
+            "messages": history,
+            "resume": entries,
+        },
+    )
+
+
+async def test_transfer_approved_runs_and_reports_the_receipt() -> None:
+    events, items = await pause("transfer 25 to Ada")
+    assert [i["id"] for i in items] == [f"approval_{items[0]['toolCallId']}"]
+    assert items[0]["metadata"]["input"] == {"recipient": "Ada", "amount": 25}
+    done = await resume(
+        events,
+        [{"interruptId": items[0]["id"], "status": "resolved", "payload": {"approved": True}}],
+    )
+    assert done[0]["type"] == "RUN_STARTED" and done[0]["parentRunId"] == "r1"
+    assert "Receipt id: rcpt-" in text_of(done)
+
+
+async def test_transfer_reject_requires_a_reason_the_model_reads() -> None:
+    events, items = await pause("transfer 25 to Ada")
+    refused = await resume(
+        events,
+        [{"interruptId": items[0]["id"], "status": "resolved", "payload": {"approved": False}}],
+    )
+    assert [e["type"] for e in refused] == ["RUN_ERROR"]
+    assert refused[0]["code"] == "invalid-payload"
+    done = await resume(
+        events,
+        [
+            {
+                "interruptId": items[0]["id"],
+                "status": "resolved",
+                "payload": {"approved": False, "payload": {"reason": "Wrong account"}},
+            }
+        ],
+    )
+    assert "Reason: Wrong account" in text_of(done)
+    assert not any(e["type"] == "TOOL_CALL_RESULT" and "receipt" in e["content"] for e in done)
+
+
+async def test_cancel_runs_nothing() -> None:
+    events, items = await pause("delete project apollo")
+    done = await resume(events, [{"interruptId": items[0]["id"], "status": "cancelled"}])
+    assert "Cancelled" in text_of(done)
+
+
+async def test_email_with_edited_arguments_sends_the_edit() -> None:
+    events, items = await pause("email ada@example.com about Launch")
+    edited = {"to": "grace@example.com", "subject": "Launch day", "body": "See you there."}
+    bad = await resume(
+        events,
+        [
+            {
+                "interruptId": items[0]["id"],
+                "status": "resolved",
+                "payload": {"approved": True, "editedArgs": {**edited, "to": "not-an-email"}},
+            }
+        ],
+    )
+    assert bad[0]["code"] == "invalid-edited-args"
+    done = await resume(
+        events,
+        [
+            {
+                "interruptId": items[0]["id"],
+                "status": "resolved",
+                "payload": {"approved": True, "editedArgs": edited},
+            }
+        ],
+    )
+    assert 'Email "Launch day" sent to grace@example.com' in text_of(done)
+
+
+async def test_ship_order_asks_a_typed_question_and_ships_with_the_answer() -> None:
+    events, items = await pause("ship order 42")
+    assert [e["type"] for e in events] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    item = items[0]
+    assert item["responseSchema"]["properties"]["speed"]["enum"] == [
+        "standard",
+        "express",
+        "overnight",
+    ]
+    metadata = wrap_generic_continuation(generic_continuation_from_descriptor(item))  # type: ignore[arg-type]
+    invalid = await resume(
+        events,
+        [
+            {
+                "interruptId": item["id"],
+                "status": "resolved",
+                "payload": {"speed": "rocket", "giftWrap": True},
+                "metadata": metadata,
+            }
+        ],
+    )
+    assert invalid[0]["code"] == "invalid-payload"
+    done = await resume(
+        events,
+        [
+            {
+                "interruptId": item["id"],
+                "status": "resolved",
+                "payload": {"speed": "express", "giftWrap": True},
+                "metadata": metadata,
+            }
+        ],
+    )
+    assert "Order 42 ships express, gift-wrapped" in text_of(done)
+
+
+async def test_plan_release_shows_its_payload_and_reads_the_note() -> None:
+    events, items = await pause("plan release")
+    item = items[0]
+    assert item["metadata"]["tanstack:interruptPayload"]["title"] == "Release 2026.12"
+    metadata = wrap_generic_continuation(generic_continuation_from_descriptor(item))  # type: ignore[arg-type]
+    done = await resume(
+        events,
+        [
+            {
+                "interruptId": item["id"],
+                "status": "resolved",
+                "payload": {"approved": True, "note": "ship it"},
+                "metadata": metadata,
+            }
+        ],
+    )
+    assert text_of(done) == "Release plan approved. Note: ship it"
+
+
+async def test_pay_invoices_is_one_batch_of_three_and_nothing_runs_until_all_answer() -> None:
+    events, items = await pause("pay invoices")
+    assert len(items) == 3
+    partial = await resume(
+        events,
+        [{"interruptId": items[0]["id"], "status": "resolved", "payload": {"approved": True}}],
+    )
+    assert partial[0]["code"] == "unknown-interrupt"
+    done = await resume(
+        events,
+        [
+            {"interruptId": i["id"], "status": "resolved", "payload": {"approved": True}}
+            for i in items
+        ],
+    )
+    assert text_of(done).count("Paid INV-") == 3
+
+
+async def test_local_time_is_a_client_tool_without_a_decision() -> None:
+    events, items = await pause("what time is it")
+    assert items[0]["reason"] == "tanstack:client_tool_execution"
+    output = {"time": "10:42", "timeZone": "Europe/Paris"}
+    call_id = items[0]["toolCallId"]
+    done = await resume(
+        events,
+        [{"interruptId": items[0]["id"], "status": "resolved", "payload": output}],
+        extra=[
+            {
+                "id": f"tool-{call_id}",
+                "role": "tool",
+                "toolCallId": call_id,
+                "content": '{"time":"10:42","timeZone":"Europe/Paris"}',
+            }
+        ],
+    )
+    assert "10:42" in text_of(done)
+
+
+async def test_location_pauses_for_approval_then_runs_in_the_client() -> None:
+    events, items = await pause("share my location")
+    assert items[0]["id"].startswith("approval_")
+    approved = await resume(
+        events,
+        [{"interruptId": items[0]["id"], "status": "resolved", "payload": {"approved": True}}],
+    )
+    client = interrupts_of(approved)
+    assert client[0]["id"] == "client_tool_" + items[0]["toolCallId"]
+    call_id = items[0]["toolCallId"]
+    done = await resume(
+        approved,
+        [
+            {
+                "interruptId": client[0]["id"],
+                "status": "resolved",
+                "payload": {"latitude": 48.85, "longitude": 2.35, "label": "Paris"},
+            }
+        ],
+        run_id="r3",
+        extra=[
+            {
+                "id": f"tool-{call_id}",
+                "role": "tool",
+                "toolCallId": call_id,
+                "content": '{"latitude":48.85,"longitude":2.35,"label":"Paris"}',
+            }
+        ],
+    )
+    assert "you're at Paris" in text_of(done)
+
+
+async def test_deploy_pauses_with_a_bound_approval_and_a_foreign_unbound_item() -> None:
+    events, items = await pause("deploy")
+    assert [i["id"].split("_")[0] for i in items] == ["approval", "workflow-freeze-r1"]
+    assert "tanstack:interruptBinding" not in items[1]["metadata"]
+    done = await resume(
+        events,
+        [{"interruptId": items[0]["id"], "status": "resolved", "payload": {"approved": True}}],
+    )
+    assert "Deployed checkout 2.4.1" in text_of(done)
+
+
+async def test_anything_else_lists_the_demo() -> None:
+    events = await collect(
+        build_demo_agent(), {"threadId": "t", "runId": "r", "messages": [user("hello", "u")]}
+    )
+    assert "transfer 25 to Ada" in text_of(events)
+    assert events[-1]["type"] == "RUN_FINISHED" and "outcome" not in events[-1]
