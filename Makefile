@@ -1,0 +1,113 @@
+# chat_app: the two commands are `make run` and `make test`.
+#
+# Everything needed is installed from the package registries (PyPI, npm, Debian),
+# so both commands work on a fresh clone: Python 3.11, Node 20 + npm, no bun, no browser.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+REFLEX := $(VENV)/bin/reflex
+
+# bun ships through npm; Reflex cannot download it itself without internet access.
+BUN_DIR := tools/bun
+BUN_BIN := $(CURDIR)/$(BUN_DIR)/node_modules/.bin
+BUN_STAMP := $(BUN_DIR)/node_modules/.installed
+BUN_MIN := 1.4.4
+
+CHROMIUM := /usr/bin/chromium
+INTEROP_JS := tests/interop/js
+
+export PATH := $(BUN_BIN):$(PATH)
+export REFLEX_USE_SYSTEM_BUN := 1
+export REFLEX_TELEMETRY_ENABLED := false
+export REFLEX_CHECK_LATEST_VERSION := false
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export NPM_CONFIG_UPDATE_NOTIFIER := false
+
+.PHONY: help run test lint setup setup-test bun chromium interop-js clean
+
+help:
+	@echo "make run    start the app on http://localhost:$${PORT:-8000} (PORT=… to change)"
+	@echo "make test   install test tools and a headless Chromium, then run pytest over tests/"
+	@echo "make lint   ruff + mypy over chat_app"
+	@echo "make clean  remove build output (.web, .states); keeps .venv"
+
+# --- Python -----------------------------------------------------------------
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed-app: requirements.txt | $(PY)
+	$(PIP) install -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-test: requirements.txt requirements-test.txt | $(PY)
+	$(PIP) install -r requirements-test.txt
+	touch $@
+
+setup: $(VENV)/.installed-app bun
+setup-test: $(VENV)/.installed-test bun chromium interop-js
+
+# --- bun --------------------------------------------------------------------
+# Use a bun >= $(BUN_MIN) found on PATH; otherwise install the pinned one from npm
+# into $(BUN_DIR). Once installed there it is kept in step with its lockfile.
+
+$(BUN_STAMP): $(BUN_DIR)/package.json $(BUN_DIR)/package-lock.json
+	npm ci --prefix $(BUN_DIR) --no-audit --no-fund
+	touch $@
+
+bun:
+	@if [ ! -e $(BUN_DIR)/node_modules ] && v="$$(bun --version 2>/dev/null)" \
+	    && printf '%s\n' "$(BUN_MIN)" "$$v" | sort -V -C; then \
+	  echo "Using bun $$v from $$(command -v bun)"; \
+	else \
+	  $(MAKE) --no-print-directory $(BUN_STAMP); \
+	fi
+
+# --- browser for the UI tests -------------------------------------------------
+
+chromium:
+	@if [ -x $(CHROMIUM) ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "Installing Debian chromium + chromium-driver (for the browser tests)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update && apt-get install -y chromium chromium-driver; \
+	  [ -x $(CHROMIUM) ] || { echo "apt-get finished but $(CHROMIUM) is still missing" >&2; exit 1; }; \
+	else \
+	  echo "The browser tests need $(CHROMIUM). Install it first, e.g.:" >&2; \
+	  echo "    sudo apt-get update && sudo apt-get install -y chromium chromium-driver" >&2; \
+	  echo "(Do not run 'playwright install': the tests use the system Chromium.)" >&2; \
+	  exit 1; \
+	fi
+
+# --- JS clients for the interop tests (only once that folder has a lockfile) ----
+
+ifneq ($(wildcard $(INTEROP_JS)/package-lock.json),)
+$(INTEROP_JS)/node_modules/.installed: $(INTEROP_JS)/package.json $(INTEROP_JS)/package-lock.json
+	npm ci --prefix $(INTEROP_JS) --no-audit --no-fund
+	touch $@
+interop-js: $(INTEROP_JS)/node_modules/.installed
+else
+interop-js:
+	@true
+endif
+
+# --- commands -----------------------------------------------------------------
+
+run: setup
+	$(REFLEX) run --env prod --single-port --backend-port $${PORT:-8000}
+
+test: setup-test
+	$(PY) -m pytest
+
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check chat_app rxconfig.py tests/ui
+	$(VENV)/bin/mypy chat_app
+
+clean:
+	rm -rf .web .states

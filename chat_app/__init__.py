@@ -1,0 +1,1 @@
+"""chat_app: human sign-off for AI agents."""

@@ -1,0 +1,1 @@
+"""Reflex UI for chat_app: state, components and pages."""
