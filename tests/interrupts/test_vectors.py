@@ -17,7 +17,12 @@ VECTORS = load_fixture("wire-server-core")["vectors"]
 
 
 def test_canonical_text_matches_tanstack() -> None:
-    value = {"z": 1, "a": {"value": True}, "b": [1.5, -0.0, 1e21, 1e-7, 'é\u0001"\\/\u2028'], "Z": None}
+    value = {
+        "z": 1,
+        "a": {"value": True},
+        "b": [1.5, -0.0, 1e21, 1e-7, 'é\u0001"\\/\u2028'],
+        "Z": None,
+    }
     assert canonical_interrupt_json(value) == VECTORS["canon1"]
 
 
@@ -76,5 +81,7 @@ def test_client_tool_hashes() -> None:
     assert hash_schema_input(lookup["responseSchema"]) != lookup["outputSchemaHash"]
     pause = load_fixture("wire-server-core")["clientToolPause"]
     assert lookup["outputSchemaHash"] in pause
-    binding_hash = json.dumps(digest_interrupt_json(canonical_interrupt_json(lookup["responseSchema"])))
+    binding_hash = json.dumps(
+        digest_interrupt_json(canonical_interrupt_json(lookup["responseSchema"]))
+    )
     assert binding_hash.strip('"') in pause
