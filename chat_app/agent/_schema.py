@@ -31,4 +31,4 @@ def to_approval_schema(
         return None
     if isinstance(schema, Mapping) and schema and set(schema) <= {"approve", "reject"}:
         return {branch: to_json_schema(value) for branch, value in schema.items()}
-    return to_json_schema(schema)  # type: ignore[arg-type]
+    return to_json_schema(schema)

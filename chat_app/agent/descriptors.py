@@ -114,7 +114,9 @@ def generic_descriptor(
     )
     bound = with_interrupt_binding(descriptor, binding)
     # TanStack writes the binding before the display payload in metadata.
-    if INTERRUPT_PAYLOAD_METADATA_KEY in metadata:
-        payload = bound["metadata"].pop(INTERRUPT_PAYLOAD_METADATA_KEY)
-        bound["metadata"][INTERRUPT_PAYLOAD_METADATA_KEY] = payload
+    bound_metadata: dict[str, Any] = bound["metadata"]  # type: ignore[assignment]
+    if INTERRUPT_PAYLOAD_METADATA_KEY in bound_metadata:
+        bound_metadata[INTERRUPT_PAYLOAD_METADATA_KEY] = bound_metadata.pop(
+            INTERRUPT_PAYLOAD_METADATA_KEY
+        )
     return bound

@@ -50,7 +50,7 @@ class ToolCallRef:
 def _is_result(message: ToolMessage) -> bool:
     # A tool message that only marks a pending execution is not a result.
     try:
-        content = json.loads(message.content)
+        content = json.loads(str(message.content))
     except (json.JSONDecodeError, TypeError):
         return True
     return not (isinstance(content, dict) and content.get("pendingExecution") is True)
@@ -68,7 +68,7 @@ def tool_calls(messages: Sequence[Message]) -> list[ToolCallRef]:
         if not isinstance(message, AssistantMessage) or not message.tool_calls:
             continue
         for call in message.tool_calls:
-            metadata = call.metadata if isinstance(getattr(call, "metadata", None), dict) else {}
+            metadata = getattr(call, "metadata", None) or {}
             if metadata.get("providerExecuted") is True:
                 continue
             found.append(

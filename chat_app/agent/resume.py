@@ -154,7 +154,8 @@ def plan_continuation(
                 [
                     errors.batch(
                         "stale",
-                        "Interrupt continuation requires parentRunId to identify the interrupted run.",
+                        "Interrupt continuation requires parentRunId to identify the "
+                        "interrupted run.",
                         ids,
                         "server",
                     )
@@ -182,8 +183,8 @@ def plan_continuation(
     incomplete = False
     for call in approvals + clients:
         interrupt_id = str(call.interrupt_id)
-        entry = first.get(interrupt_id)
-        if entry is None:
+        tool_entry = first.get(interrupt_id)
+        if tool_entry is None:
             if generic_satisfied and call.kind == "client":
                 continue
             incomplete = True
@@ -193,10 +194,10 @@ def plan_continuation(
                 f"Missing resume entry for interrupt {interrupt_id}.",
             )
             continue
-        _check_tool_entry(call, entry, errors, plan)
+        _check_tool_entry(call, tool_entry, errors, plan)
     for record in generics:
-        entry = first.get(record.interrupt_id)
-        if entry is None:
+        generic_entry = first.get(record.interrupt_id)
+        if generic_entry is None:
             incomplete = True
             errors.item(
                 record.interrupt_id,
@@ -204,7 +205,7 @@ def plan_continuation(
                 f"Missing resume entry for interrupt {record.interrupt_id}.",
             )
             continue
-        _check_generic_entry(record, entry, errors, plan, now_ms)
+        _check_generic_entry(record, generic_entry, errors, plan, now_ms)
     known = set(pending_ids)
     for entry in resume:
         if entry.interrupt_id not in known:
@@ -326,7 +327,8 @@ def _generic_records(
         ):
             raise _stale(
                 errors,
-                f"Generic interrupt continuation {entry.interrupt_id} does not match its definition.",
+                f"Generic interrupt continuation {entry.interrupt_id} "
+                "does not match its definition.",
             )
         records.append(
             _GenericRecord(

@@ -337,7 +337,8 @@ class _Run:
             problem = schema_problem(tool.input_schema, parse_arguments(call.function.arguments))
             if problem is not None:
                 where = "/".join(str(part) for part in problem.path)
-                return f"Tool {tool.name} arguments are invalid{' at ' + where if where else ''}: {problem.message}"
+                place = f" at {where}" if where else ""
+                return f"Tool {tool.name} arguments are invalid{place}: {problem.message}"
         return None
 
     async def _model_turn(self, calls: list[ToolCall]) -> AsyncIterator[BaseEvent]:

@@ -111,7 +111,7 @@ def _results_since_user(request: ModelRequest) -> list[tuple[str, Any, bool]]:
                 names[call.id] = call.function.name
         elif isinstance(message, ToolMessage):
             try:
-                content = json.loads(message.content)
+                content = json.loads(str(message.content))
             except json.JSONDecodeError:
                 content = message.content
             results.append(
@@ -128,18 +128,21 @@ def _describe(name: str, content: Any, error: bool) -> str:
         reason = data.get("reason") or data.get("error") or "no reason given"
         return f"Understood — {name.replace('_', ' ')} was not run. Reason: {reason}."
     if name == "transfer":
-        return f"Sent {_money(float(data['amount']))} to {data['recipient']}. Receipt id: {data['receipt']}."
+        amount = _money(float(data["amount"]))
+        return f"Sent {amount} to {data['recipient']}. Receipt id: {data['receipt']}."
     if name == "delete_project":
         return f"Project {data['deleted']} is deleted."
     if name == "send_email":
         return f'Email "{data["subject"]}" sent to {data["to"]} (id {data["messageId"]}).'
     if name == "pay_invoice":
-        return f"Paid {data['paid']} ({_money(float(data['amount']))}), confirmation {data['confirmation']}."
+        amount = _money(float(data["amount"]))
+        return f"Paid {data['paid']} ({amount}), confirmation {data['confirmation']}."
     if name == "deploy":
         return f"Deployed {data['service']} {data['version']} as {data['deployment']}."
     if name == "ship_order":
         wrap = ", gift-wrapped" if data.get("giftWrap") else ""
-        return f"Order {data['order']} ships {data['speed']}{wrap}. Tracking number: {data['tracking']}."
+        order, speed, tracking = data["order"], data["speed"], data["tracking"]
+        return f"Order {order} ships {speed}{wrap}. Tracking number: {tracking}."
     if name == "get_local_time":
         return f"It's {data.get('time')} where you are ({data.get('timeZone')})."
     if name == "get_location":

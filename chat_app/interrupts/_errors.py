@@ -167,7 +167,7 @@ def interrupt_error_from_wire(raw: Mapping[str, object]) -> InterruptError | Non
             interrupt_ids=tuple(str(item) for item in ids),
             code=code,  # type: ignore[arg-type]
             message=message,
-            source=source if source in ("client", "server", "transport") else "client",  # type: ignore[arg-type]
+            source=source if source in ("client", "server", "transport") else "client",
             retryable=retryable,
         )
     return None
