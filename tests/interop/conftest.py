@@ -52,7 +52,6 @@ class WireOracle:
     def __init__(self, argv: Sequence[str], cwd: Path) -> None:
         env = dict(os.environ)
         env["TZ"] = "UTC"  # Date.parse of local-time forms must not depend on the machine.
-        env.setdefault("NODE_OPTIONS", "")
         self._proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
@@ -143,7 +142,7 @@ class WireOracle:
             writer.join(timeout=ANSWER_TIMEOUT)
             if writer_error:
                 raise writer_error[0]
-        for request, answer in zip(requests, answers):
+        for request, answer in zip(requests, answers, strict=True):
             if answer.get("oracleError"):
                 raise WireOracleError(f"oracle could not handle {request!r}: {answer['error']}")
         return answers
@@ -189,7 +188,9 @@ def wire_oracle() -> Iterator[WireOracle]:
     }
     if versions != expected:
         oracle.close()
-        pytest.fail(f"installed npm versions {versions} != pinned {expected}; {INSTALL_HINT}", pytrace=False)
+        pytest.fail(
+            f"installed npm versions {versions} != pinned {expected}; {INSTALL_HINT}", pytrace=False
+        )
     try:
         yield oracle
     finally:
