@@ -312,10 +312,11 @@ def _generic_records(
         try:
             request = definition.request(
                 key=continuation.key,
-                reason=continuation.reason,
-                message=continuation.message,
+                # The reader accepted these only as strings.
+                reason=str(continuation.reason),
+                message=str(continuation.message),
                 payload=continuation.payload,
-                expires_at=continuation.expires_at,
+                expires_at=_string_or_none(continuation.expires_at),
             )
         except ValueError as error:
             raise _stale(
@@ -338,6 +339,10 @@ def _generic_records(
             )
         )
     return records
+
+
+def _string_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _has_payload(entry: ResumeEntry) -> bool:

@@ -32,6 +32,7 @@ from ag_ui.core import (
     ToolCallArgsEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    ToolMessage,
 )
 
 from chat_app.interrupts import (
@@ -220,7 +221,16 @@ class _Run:
     def _record_result(
         self, message_id: str, call_id: str, content: Any, *, error: bool = False
     ) -> BaseEvent:
-        self.messages.append(tool_message(call_id, content, error=error))
+        # TanStack's client writes a placeholder tool message for an answered approval
+        # (`{"approved":…,"pendingExecution":true,…}`); the real result replaces it, so the
+        # model sees exactly one result per call (as TanStack's engine does, issue #532).
+        message = tool_message(call_id, content, error=error)
+        for index, existing in enumerate(self.messages):
+            if isinstance(existing, ToolMessage) and existing.tool_call_id == call_id:
+                self.messages[index] = message
+                break
+        else:
+            self.messages.append(message)
         return events.tool_result(message_id, call_id, content, self.now(), error=error)
 
     async def _execute(self, tool: Tool, message_id: str, call_id: str, args: Any) -> BaseEvent:

@@ -262,13 +262,25 @@ def with_interrupt_binding(
     """Return a copy of `descriptor` carrying `binding` (never mutates the input)."""
     wire = dict(binding.to_wire() if not isinstance(binding, Mapping) else binding)
     wire["v"] = INTERRUPT_BINDING_VERSION
-    wire["interruptId"] = descriptor.get("id")
-    metadata = descriptor.get("metadata")
-    new_metadata = dict(metadata) if is_record(metadata) else {}
+    # `interruptId: descriptor.id`: a missing id is `undefined`, which JSON leaves out.
+    if "id" in descriptor:
+        wire["interruptId"] = descriptor["id"]
+    else:
+        wire.pop("interruptId", None)
+    new_metadata = _spread(descriptor.get("metadata"))
     new_metadata[INTERRUPT_BINDING_METADATA_KEY] = wire
     result = dict(descriptor)
     result["metadata"] = new_metadata
     return result
+
+
+def _spread(value: object) -> dict[str, object]:
+    """`{...value}` in JavaScript: objects copy, strings and arrays spread by index."""
+    if is_record(value):
+        return dict(value)
+    if isinstance(value, (str, list)):
+        return {str(index): item for index, item in enumerate(value)}
+    return {}
 
 
 def without_interrupt_binding(descriptor: Mapping[str, object]) -> dict[str, object]:

@@ -27,9 +27,11 @@ class GenericInterruptContinuation:
     definition_id: str
     key: str
     batch_index: int
-    reason: str
-    message: str
-    expires_at: str | None = None
+    #: Copied from the descriptor as they are (`ABSENT` when the descriptor has none); a
+    #: reader only accepts strings, which is how a malformed descriptor is caught.
+    reason: object
+    message: object
+    expires_at: object = ABSENT
     response_schema_hash: str | None = None
     payload_schema_hash: str | None = None
     #: The display payload, or `ABSENT` when the interrupt had none.
@@ -41,10 +43,11 @@ class GenericInterruptContinuation:
             "definitionId": self.definition_id,
             "key": self.key,
             "batchIndex": self.batch_index,
-            "reason": self.reason,
-            "message": self.message,
         }
-        if self.expires_at is not None:
+        if self.reason is not ABSENT:
+            wire["reason"] = self.reason
+        wire["message"] = self.message
+        if self.expires_at is not ABSENT:
             wire["expiresAt"] = self.expires_at
         if self.response_schema_hash is not None:
             wire["responseSchemaHash"] = self.response_schema_hash
@@ -82,14 +85,13 @@ def generic_continuation_from_descriptor(
         else ABSENT
     )
     message = descriptor.get("message")
-    expires_at = descriptor.get("expiresAt")
     return GenericInterruptContinuation(
         definition_id=binding.definition_id,
         key=binding.key,
         batch_index=binding.batch_index,
-        reason=str(descriptor.get("reason")),
-        message=message if isinstance(message, str) else "",
-        expires_at=expires_at if isinstance(expires_at, str) else None,
+        reason=descriptor.get("reason", ABSENT),
+        message="" if message is None else message,  # `message ?? ""`
+        expires_at=descriptor.get("expiresAt", ABSENT),
         response_schema_hash=binding.response_schema_hash,
         payload_schema_hash=binding.payload_schema_hash,
         payload=payload,
@@ -137,7 +139,7 @@ def read_generic_continuation(metadata: object = ABSENT) -> ContinuationRead:
             batch_index=batch_index,
             reason=str(fields["reason"]),
             message=str(fields["message"]),
-            expires_at=_optional_str(optional.get("expiresAt")),
+            expires_at=optional.get("expiresAt", ABSENT),
             response_schema_hash=_optional_str(optional.get("responseSchemaHash")),
             payload_schema_hash=_optional_str(optional.get("payloadSchemaHash")),
             payload=raw["payload"] if "payload" in raw else ABSENT,

@@ -1,0 +1,172 @@
+"""What the client registers: client tools and generic interrupt definitions.
+
+Owns `ClientTool` and `InterruptDefinition`. Both hold raw JSON Schemas and compute, once,
+the same schema hashes the server stamps into bindings (contract §2.5): the interrupt
+manager trusts an approval or a typed generic only when these hashes match.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from chat_app.interrupts import (
+    ApprovalSchema,
+    JSONSchema,
+    canonical_interrupt_json,
+    digest_interrupt_json,
+    hash_schema_input,
+    normalize_approval_schema,
+)
+
+__all__ = ["ClientTool", "ClientToolFunction", "DefinitionLike", "InterruptDefinition"]
+
+#: A client tool's implementation: arguments in, JSON-compatible output (sync or async).
+ClientToolFunction = Callable[[dict[str, object]], object]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientTool:
+    """A tool the client knows: to run it (`execute`) or to type its approvals.
+
+    Register every tool whose approvals the person decides, even server tools (without
+    `execute`): the schema hashes must match the server's for the approval to be typed.
+
+    Example::
+
+        clock = ClientTool(name="get_local_time", output_schema={...}, execute=read_clock)
+        chat = ChatClient(connection, tools=[clock, *ClientTool.from_manifest(manifest)])
+    """
+
+    name: str
+    description: str = ""
+    input_schema: JSONSchema | None = None
+    output_schema: JSONSchema | None = None
+    needs_approval: bool = False
+    #: One schema for both decisions, or `{"approve": ..., "reject": ...}`.
+    approval_schema: JSONSchema | None = None
+    execute: ClientToolFunction | None = field(default=None, compare=False)
+    approval: ApprovalSchema = field(init=False, repr=False, compare=False)
+    input_schema_hash: str = field(init=False, repr=False, compare=False)
+    output_schema_hash: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "approval", normalize_approval_schema(self.approval_schema, self.input_schema)
+        )
+        object.__setattr__(self, "input_schema_hash", hash_schema_input(self.input_schema))
+        object.__setattr__(self, "output_schema_hash", hash_schema_input(self.output_schema))
+
+    def branch_schema(self, approved: bool) -> JSONSchema | None:
+        """The payload schema of the approve or reject decision (`None`: no payload)."""
+        return self.approval.branch(approved)
+
+    def wire(self) -> dict[str, object]:
+        """The AG-UI `Tool` entry sent in `RunAgentInput.tools` (as `@tanstack/ai-client`)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": dict(self.input_schema) if self.input_schema else {"type": "object"},
+        }
+
+    async def run(self, args: dict[str, object]) -> object:
+        """Call `execute` (sync or async) with the tool arguments."""
+        if self.execute is None:
+            raise RuntimeError(f"Client tool {self.name} has no implementation.")
+        result = self.execute(args)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    @classmethod
+    def from_manifest(
+        cls,
+        manifest: Mapping[str, object],
+        functions: Mapping[str, ClientToolFunction] | None = None,
+    ) -> list[ClientTool]:
+        """Tools from a `GET /api/tools` answer (`{"tools": [...]}`) or one entry of it.
+
+        `functions` maps tool names to implementations; the other tools are registered
+        without one (their approvals are typed, nothing runs in the client).
+        """
+        raw = manifest.get("tools")
+        entries = raw if isinstance(raw, list) else [manifest]
+        functions = functions or {}
+        tools: list[ClientTool] = []
+        for entry in entries:
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+                raise ValueError("A tool manifest entry needs a string name.")
+            name = str(entry["name"])
+            description = entry.get("description")
+            tools.append(
+                cls(
+                    name=name,
+                    description=description if isinstance(description, str) else "",
+                    input_schema=_schema(entry.get("inputSchema")),
+                    output_schema=_schema(entry.get("outputSchema")),
+                    approval_schema=_schema(entry.get("approvalSchema")),
+                    needs_approval=entry.get("needsApproval") is True,
+                    execute=functions.get(name),
+                )
+            )
+        return tools
+
+
+def _schema(value: object) -> JSONSchema | None:
+    return dict(value) if isinstance(value, Mapping) else None
+
+
+class DefinitionLike(Protocol):
+    """Anything with an id and raw response/payload schemas (e.g. the agent's definitions)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def response_schema(self) -> Mapping[str, object] | None: ...
+
+    @property
+    def payload_schema(self) -> Mapping[str, object] | None: ...
+
+
+def _definition_hash(schema: Mapping[str, object] | None) -> str | None:
+    # `hashInterruptDefinitionSchema`: the draft-07 export without `$schema`, canonicalized.
+    if schema is None:
+        return None
+    return digest_interrupt_json(
+        canonical_interrupt_json({k: v for k, v in schema.items() if k != "$schema"})
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class InterruptDefinition:
+    """A generic interrupt the client can answer with a typed, validated response.
+
+    Example::
+
+        shipping = InterruptDefinition(id="shipping-speed", response_schema={...})
+    """
+
+    id: str
+    response_schema: JSONSchema | None = None
+    payload_schema: JSONSchema | None = None
+    response_schema_hash: str | None = field(init=False, compare=False)
+    payload_schema_hash: str | None = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "response_schema_hash", _definition_hash(self.response_schema))
+        object.__setattr__(self, "payload_schema_hash", _definition_hash(self.payload_schema))
+
+    @classmethod
+    def of(cls, definition: DefinitionLike) -> InterruptDefinition:
+        """Copy any definition-like object (such as `chat_app.agent.InterruptDefinition`)."""
+        if isinstance(definition, InterruptDefinition):
+            return definition
+        return cls(
+            id=definition.id,
+            response_schema=_schema(definition.response_schema),
+            payload_schema=_schema(definition.payload_schema),
+        )
+
