@@ -85,3 +85,12 @@ def test_client_tool_hashes() -> None:
         digest_interrupt_json(canonical_interrupt_json(lookup["responseSchema"]))
     )
     assert binding_hash.strip('"') in pause
+
+
+def test_unsupported_schemas_are_rejected_with_tanstacks_messages() -> None:
+    with pytest.raises(TypeError, match=r"^Expected a supported SchemaInput\.$"):
+        hash_schema_input({"title": "no keywords"})
+    with pytest.raises(TypeError, match=r"^approvalSchema must be a SchemaInput or a nonempty map"):
+        normalize_approval_schema({})
+    with pytest.raises(TypeError, match=r"^approvalSchema must be a SchemaInput or a nonempty map"):
+        normalize_approval_schema({"approve": {"title": "x"}})
