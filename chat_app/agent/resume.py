@@ -10,8 +10,9 @@ is refused. Cost is linear in the history.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 from ag_ui.core import Message, ResumeEntry
@@ -26,6 +27,7 @@ from chat_app.interrupts import (
     InterruptResumeValidationError,
     ItemInterruptError,
     ItemInterruptErrorCode,
+    UnusableSchemaError,
     collation_key,
     parse_js_date,
     read_generic_continuation,
@@ -194,7 +196,7 @@ def plan_continuation(
                 f"Missing resume entry for interrupt {interrupt_id}.",
             )
             continue
-        _check_tool_entry(call, tool_entry, errors, plan)
+        _guard(interrupt_id, errors, partial(_check_tool_entry, call, tool_entry, errors, plan))
     for record in generics:
         generic_entry = first.get(record.interrupt_id)
         if generic_entry is None:
@@ -205,7 +207,11 @@ def plan_continuation(
                 f"Missing resume entry for interrupt {record.interrupt_id}.",
             )
             continue
-        _check_generic_entry(record, generic_entry, errors, plan, now_ms)
+        _guard(
+            record.interrupt_id,
+            errors,
+            partial(_check_generic_entry, record, generic_entry, errors, plan, now_ms),
+        )
     known = set(pending_ids)
     for entry in resume:
         if entry.interrupt_id not in known:
@@ -339,6 +345,19 @@ def _generic_records(
             )
         )
     return records
+
+
+def _guard(interrupt_id: str, errors: _Errors, check: Callable[[], None]) -> None:
+    """Run one item's checks; a schema that cannot validate anything is the item's error."""
+    try:
+        check()
+    except UnusableSchemaError as error:
+        errors.item(
+            interrupt_id,
+            "invalid-response-schema",
+            f"Interrupt {interrupt_id} could not be validated: {error}",
+            source="server",
+        )
 
 
 def _string_or_none(value: object) -> str | None:

@@ -169,4 +169,3 @@ class InterruptDefinition:
             response_schema=_schema(definition.response_schema),
             payload_schema=_schema(definition.payload_schema),
         )
-

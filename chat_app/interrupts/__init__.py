@@ -74,7 +74,7 @@ from ._schemas import (
     normalize_approval_schema,
 )
 from ._sse import SSE_HEADERS, SSEDecodeError, SSEDecoder, encode_sse_event
-from ._validation import SchemaProblem, schema_is_usable, schema_problem
+from ._validation import SchemaProblem, UnusableSchemaError, schema_is_usable, schema_problem
 
 __all__ = [
     "ABSENT",
@@ -118,6 +118,7 @@ __all__ = [
     "BoundaryPhase",
     "ToolApprovalBinding",
     "ToolResume",
+    "UnusableSchemaError",
     "canonical_interrupt_json",
     "canonicalize_interrupt_resolutions",
     "client_tool_response_schema",

@@ -18,6 +18,10 @@ from ._canonical import canonical_interrupt_json
 _FORMATS = jsonschema.FormatChecker()
 
 
+class UnusableSchemaError(ValueError):
+    """The schema itself is not a valid JSON Schema, so nothing can be validated against it."""
+
+
 @dataclass(frozen=True, slots=True)
 class SchemaProblem:
     message: str
@@ -25,8 +29,16 @@ class SchemaProblem:
 
 
 def schema_problem(schema: Mapping[str, object], value: object) -> SchemaProblem | None:
-    """The first problem of `value` against `schema`, or `None` when it is valid."""
-    validator = _validator(canonical_interrupt_json(schema))
+    """The first problem of `value` against `schema`, or `None` when it is valid.
+
+    Raises:
+        UnusableSchemaError: when `schema` is not a valid JSON Schema.
+    """
+    try:
+        validator = _validator(canonical_interrupt_json(schema))
+    except (jsonschema.SchemaError, TypeError) as unusable:
+        message = getattr(unusable, "message", str(unusable))
+        raise UnusableSchemaError(message) from None
     error = best_match(validator.iter_errors(value))
     if error is None:
         return None

@@ -1,0 +1,360 @@
+"""Chat messages with parts, and their AG-UI wire form.
+
+Owns `ChatMessage`, the part types and the two conversions: `to_wire_messages` (what a
+request carries, as `uiMessagesToWire` writes it: anchors plus one `role:"tool"` message
+per tool result, no parts) and `from_wire_messages` (a `MESSAGES_SNAPSHOT` folded back into
+parts, reconciled with what the client already knew). Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Annotated, Literal, TypeAlias
+
+from pydantic import Discriminator
+
+from chat_app.interrupts import (
+    CANCELLED_RESULT,
+    DEFAULT_DENIED_RESULT,
+    TOOL_MESSAGE_ID_PREFIX,
+    js_json_dumps,
+)
+
+__all__ = [
+    "ChatMessage",
+    "MessagePart",
+    "TextPart",
+    "ToolCallPart",
+    "ToolCallStatus",
+    "ToolDecision",
+    "ToolResultPart",
+    "from_wire_messages",
+    "parse_tool_arguments",
+    "to_wire_messages",
+]
+
+ToolCallStatus: TypeAlias = Literal[
+    "streaming",  # arguments are arriving
+    "running",  # arguments complete, no result yet (the server or this client runs it)
+    "awaiting-approval",  # a person must approve, reject or cancel it
+    "approved",  # approved; the result is on its way
+    "rejected",  # a person rejected it; `error` holds the reason the model reads
+    "cancelled",  # abandoned without an answer
+    "done",  # the result arrived
+    "error",  # the tool failed; `error` holds why
+]
+ToolDecision: TypeAlias = Literal["approved", "rejected", "cancelled"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TextPart:
+    kind: Literal["text"] = "text"
+    content: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallPart:
+    """A tool call of an assistant message, with its lifecycle and result."""
+
+    kind: Literal["tool-call"] = "tool-call"
+    id: str
+    name: str
+    #: The raw JSON arguments text, as streamed.
+    arguments: str = ""
+    status: ToolCallStatus = "streaming"
+    #: The parsed arguments once complete.
+    input: object = None
+    #: The approval interrupt that asked about this call, if any.
+    approval_id: str | None = None
+    #: What the person decided (set when the decision is submitted).
+    decision: ToolDecision | None = None
+    #: The parsed result, once `has_output`.
+    output: object = None
+    has_output: bool = False
+    #: Why it failed, or the rejection reason.
+    error: str | None = None
+    metadata: dict[str, object] | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolResultPart:
+    """The result of a tool call as it goes into the history (`role:"tool"` on the wire)."""
+
+    kind: Literal["tool-result"] = "tool-result"
+    tool_call_id: str
+    content: str
+    #: The wire message id (`tool-<toolCallId>` when absent).
+    id: str | None = None
+    error: str | None = None
+    metadata: dict[str, object] | None = None
+
+
+MessagePart: TypeAlias = Annotated[TextPart | ToolCallPart | ToolResultPart, Discriminator("kind")]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChatMessage:
+    """One message of the conversation.
+
+    `raw` holds messages the client does not model (reasoning, activity, multimodal user
+    content, orphan tool results): they are kept and sent back verbatim.
+    """
+
+    id: str
+    role: str
+    parts: tuple[MessagePart, ...] = ()
+    name: str | None = None
+    metadata: dict[str, object] | None = None
+    #: ISO timestamp of a message created by this client (`metadata.tanstack.createdAt`).
+    created_at: str | None = None
+    raw: dict[str, object] | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(part.content for part in self.parts if isinstance(part, TextPart))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        return tuple(part for part in self.parts if isinstance(part, ToolCallPart))
+
+
+def parse_tool_arguments(text: str) -> object:
+    """`JSON.parse(arguments.trim() || "{}")`; unparseable text stays `None`."""
+    try:
+        return json.loads(text.strip() or "{}")
+    except json.JSONDecodeError:
+        return None
+
+
+def parse_content(content: str) -> object:
+    try:
+        return json.loads(content)
+    except (json.JSONDecodeError, TypeError):
+        return content
+
+
+def error_text(output: object) -> str:
+    """The message of a failed result (`{"error": "..."}`, a string, or a generic text)."""
+    if isinstance(output, Mapping) and isinstance(output.get("error"), str):
+        return str(output["error"])
+    if isinstance(output, str):
+        return output
+    return "Tool execution failed"
+
+
+def status_after_result(part: ToolCallPart, output: object, failed: bool) -> ToolCallStatus:
+    if not failed:
+        return "done"
+    if part.decision == "cancelled" or output == CANCELLED_RESULT:
+        return "cancelled"
+    if part.decision == "rejected" or output == DEFAULT_DENIED_RESULT:
+        return "rejected"
+    return "error"
+
+
+def with_result(
+    part: ToolCallPart, output: object, failed: bool, error: str | None = None
+) -> ToolCallPart:
+    """`part` once its result arrived."""
+    status = status_after_result(part, output, failed)
+    reason: str | None = None
+    if status == "rejected":
+        reason = error or (output if isinstance(output, str) else js_json_dumps(output))
+    elif failed:
+        reason = error or error_text(output)
+    return replace(part, status=status, output=output, has_output=True, error=reason)
+
+
+# --- to the wire ---------------------------------------------------------------------------
+
+
+def to_wire_messages(messages: Sequence[ChatMessage]) -> list[dict[str, object]]:
+    """The history as AG-UI wire messages (what `@tanstack/ai-client` sends)."""
+    wire: list[dict[str, object]] = []
+    for message in messages:
+        if message.raw is not None:
+            wire.append(dict(message.raw))
+            continue
+        anchor: dict[str, object] = {"id": message.id, "role": message.role}
+        if message.name is not None:
+            anchor["name"] = message.name
+        metadata = _wire_metadata(message)
+        if message.role == "assistant":
+            text = message.text
+            if text:
+                anchor["content"] = text
+            calls = [_wire_tool_call(part) for part in message.tool_calls]
+            if calls:
+                anchor["toolCalls"] = calls
+        else:
+            anchor["content"] = message.text
+        if metadata is not None:
+            anchor["metadata"] = metadata
+        wire.append(anchor)
+        for part in message.parts:
+            if isinstance(part, ToolResultPart):
+                wire.append(_wire_tool_result(part))
+    return wire
+
+
+def _wire_metadata(message: ChatMessage) -> dict[str, object] | None:
+    if message.created_at is None:
+        return dict(message.metadata) if message.metadata is not None else None
+    metadata = dict(message.metadata or {})
+    tanstack = metadata.get("tanstack")
+    merged = dict(tanstack) if isinstance(tanstack, Mapping) else {}
+    merged["createdAt"] = message.created_at
+    metadata["tanstack"] = merged
+    return metadata
+
+
+def _wire_tool_call(part: ToolCallPart) -> dict[str, object]:
+    call: dict[str, object] = {
+        "id": part.id,
+        "type": "function",
+        "function": {"name": part.name, "arguments": part.arguments},
+    }
+    if part.metadata is not None:
+        call["metadata"] = part.metadata
+    return call
+
+
+def _wire_tool_result(part: ToolResultPart) -> dict[str, object]:
+    message: dict[str, object] = {
+        "role": "tool",
+        "id": part.id or TOOL_MESSAGE_ID_PREFIX + part.tool_call_id,
+        "toolCallId": part.tool_call_id,
+        "content": part.content,
+    }
+    if part.error is not None:
+        message["error"] = part.error
+    if part.metadata is not None:
+        message["metadata"] = part.metadata
+    return message
+
+
+# --- from the wire ------------------------------------------------------------------------
+
+
+def from_wire_messages(
+    wire: Sequence[object], previous: Sequence[ChatMessage] = ()
+) -> tuple[ChatMessage, ...]:
+    """Fold a `MESSAGES_SNAPSHOT` into messages with parts.
+
+    Tool results are anchored into the assistant message that made the call. What the wire
+    cannot carry is taken from `previous`: message metadata, and each tool call's approval
+    id and decision (so a rejected call stays `rejected`).
+    """
+    known_calls = {
+        part.id: part for message in previous for part in message.tool_calls
+    }  # fmt: skip
+    known_metadata = {message.id: message.metadata for message in previous}
+    result: list[ChatMessage] = []
+    for index, item in enumerate(wire):
+        if not isinstance(item, Mapping):
+            continue
+        raw = {str(key): value for key, value in item.items()}
+        message_id = raw.get("id")
+        role = raw.get("role")
+        if not isinstance(message_id, str) or not isinstance(role, str):
+            continue
+        if role == "tool":
+            if not _anchor_result(result, raw):
+                result.append(ChatMessage(id=message_id, role=role, raw=raw))
+            continue
+        message = _message_from_wire(message_id, role, raw, known_calls, index)
+        if message.metadata is None and known_metadata.get(message_id) is not None:
+            message = replace(message, metadata=known_metadata[message_id])
+        result.append(message)
+    return tuple(result)
+
+
+def _message_from_wire(
+    message_id: str,
+    role: str,
+    raw: dict[str, object],
+    known_calls: Mapping[str, ToolCallPart],
+    index: int,
+) -> ChatMessage:
+    content = raw.get("content")
+    name = raw.get("name") if isinstance(raw.get("name"), str) else None
+    metadata = raw.get("metadata")
+    meta = dict(metadata) if isinstance(metadata, Mapping) else None
+    if role in ("user", "system", "developer") and isinstance(content, str):
+        parts: tuple[MessagePart, ...] = (TextPart(content=content),)
+        return ChatMessage(id=message_id, role=role, parts=parts, name=name, metadata=meta)
+    if role != "assistant":
+        return ChatMessage(id=message_id, role=role, raw=raw)
+    built: list[MessagePart] = []
+    if isinstance(content, str) and content:
+        built.append(TextPart(content=content))
+    calls = raw.get("toolCalls")
+    for call in calls if isinstance(calls, list) else []:
+        part = _tool_call_from_wire(call, known_calls)
+        if part is not None:
+            built.append(part)
+    return ChatMessage(
+        id=message_id, role=role, parts=tuple(built), name=str(name) if name else None,
+        metadata=meta,
+    )  # fmt: skip
+
+
+def _tool_call_from_wire(
+    call: object, known_calls: Mapping[str, ToolCallPart]
+) -> ToolCallPart | None:
+    if not isinstance(call, Mapping) or not isinstance(call.get("id"), str):
+        return None
+    function = call.get("function")
+    function = function if isinstance(function, Mapping) else {}
+    arguments = function.get("arguments")
+    arguments = arguments if isinstance(arguments, str) else ""
+    metadata = call.get("metadata")
+    call_id = str(call["id"])
+    known = known_calls.get(call_id)
+    return ToolCallPart(
+        id=call_id,
+        name=str(function.get("name") or ""),
+        arguments=arguments,
+        status=known.status if known is not None and known.status != "streaming" else "running",
+        input=parse_tool_arguments(arguments),
+        approval_id=known.approval_id if known else None,
+        decision=known.decision if known else None,
+        metadata=dict(metadata) if isinstance(metadata, Mapping) else None,
+    )
+
+
+def _anchor_result(messages: list[ChatMessage], raw: dict[str, object]) -> bool:
+    call_id = raw.get("toolCallId")
+    content = raw.get("content")
+    if not isinstance(call_id, str):
+        return False
+    text = content if isinstance(content, str) else js_json_dumps(content)
+    error = raw.get("error")
+    metadata = raw.get("metadata")
+    wire_id = raw.get("id")
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        parts = list(message.parts)
+        for index, part in enumerate(parts):
+            if isinstance(part, ToolCallPart) and part.id == call_id:
+                output = parse_content(text)
+                failed = error is not None
+                parts[index] = with_result(part, output, failed)
+                parts = [
+                    p for p in parts
+                    if not (isinstance(p, ToolResultPart) and p.tool_call_id == call_id)
+                ]  # fmt: skip
+                parts.append(
+                    ToolResultPart(
+                        tool_call_id=call_id,
+                        content=text,
+                        id=wire_id if isinstance(wire_id, str) else None,
+                        error=str(error) if error is not None else None,
+                        metadata=dict(metadata) if isinstance(metadata, Mapping) else None,
+                    )
+                )
+                messages[position] = replace(message, parts=tuple(parts))
+                return True
+    return False
