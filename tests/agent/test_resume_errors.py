@@ -177,9 +177,7 @@ async def test_stale_without_parent_run_id_when_ids_do_not_identify_the_batch() 
     assert events[0]["metadata"]["tanstack"]["interruptErrors"][0]["scope"] == "batch"
 
 
-async def test_a_plain_ag_ui_resume_without_parent_run_id_is_accepted_when_ids_identify_the_batch() -> (
-    None
-):
+async def test_a_plain_ag_ui_resume_without_parent_run_id_is_accepted_when_ids_name_it() -> None:
     agent = tool_agent()
     pause = await paused(agent)
     events = await collect(
