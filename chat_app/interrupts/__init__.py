@@ -74,7 +74,13 @@ from ._schemas import (
     normalize_approval_schema,
 )
 from ._sse import SSE_HEADERS, SSEDecodeError, SSEDecoder, encode_sse_event
-from ._validation import SchemaProblem, UnusableSchemaError, schema_is_usable, schema_problem
+from ._validation import (
+    SchemaProblem,
+    UnusableSchemaError,
+    schema_is_usable,
+    schema_problem,
+    schema_problems,
+)
 
 __all__ = [
     "ABSENT",
@@ -137,6 +143,7 @@ __all__ = [
     "read_unopened_interrupt_binding",
     "schema_is_usable",
     "schema_problem",
+    "schema_problems",
     "with_interrupt_binding",
     "without_interrupt_binding",
     "wrap_generic_continuation",

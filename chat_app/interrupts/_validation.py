@@ -6,6 +6,7 @@ formats checked, and report the most relevant error with its path.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -24,8 +25,31 @@ class UnusableSchemaError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class SchemaProblem:
+    """One reason a value does not match its schema.
+
+    `path` points at the offending value; for a missing required property it points at the
+    property itself. `keyword` is the JSON Schema keyword that failed (`type`, `required`…)
+    and `limit` that keyword's value in the schema, so a form can word its own message.
+    """
+
     message: str
     path: tuple[str | int, ...]
+    keyword: str | None = None
+    limit: object = None
+
+
+def _problem(error: jsonschema.ValidationError) -> SchemaProblem:
+    path = tuple(error.absolute_path)
+    if error.validator == "required":
+        suffix = " is a required property"
+        if error.message.endswith(suffix):
+            try:
+                path += (ast.literal_eval(error.message[: -len(suffix)]),)
+            except (ValueError, SyntaxError):
+                pass
+    return SchemaProblem(
+        message=error.message, path=path, keyword=str(error.validator), limit=error.validator_value
+    )
 
 
 def schema_problem(schema: Mapping[str, object], value: object) -> SchemaProblem | None:
@@ -40,9 +64,16 @@ def schema_problem(schema: Mapping[str, object], value: object) -> SchemaProblem
         message = getattr(unusable, "message", str(unusable))
         raise UnusableSchemaError(message) from None
     error = best_match(validator.iter_errors(value))
-    if error is None:
-        return None
-    return SchemaProblem(message=error.message, path=tuple(error.absolute_path))
+    return None if error is None else _problem(error)
+
+
+def schema_problems(schema: Mapping[str, object], value: object) -> list[SchemaProblem]:
+    """Every problem of `value` against `schema` (for forms: one message per field)."""
+    try:
+        validator = _validator(canonical_interrupt_json(schema))
+    except (jsonschema.SchemaError, TypeError) as unusable:
+        raise UnusableSchemaError(getattr(unusable, "message", str(unusable))) from None
+    return [_problem(error) for error in validator.iter_errors(value)]
 
 
 def schema_is_usable(schema: Mapping[str, object]) -> bool:

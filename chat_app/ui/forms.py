@@ -1,0 +1,332 @@
+"""Forms generated at run time from a JSON Schema: flatten, read back, validate.
+
+Owns `FormField`, `form_fields`, `read_form` and `FormResult`. Pure Python (no Reflex): the
+components render the flat field list with `rx.foreach`, the browser submits strings, and
+`read_form` turns them back into typed JSON and checks them with `jsonschema`, with one
+readable message per field. Nested objects become indented groups; arrays of scalars become
+one-item-per-line text areas (or checkboxes when their items are an enum).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chat_app.interrupts import SchemaProblem, UnusableSchemaError, schema_problems
+
+# Enums with at most this many options are radio buttons; longer ones are a select.
+RADIO_LIMIT = 4
+FORM_ERROR_KEY = ""  # errors that belong to no single field
+
+
+@dataclass
+class FormField:
+    """One row of a generated form. Every value is a string so Reflex can render it."""
+
+    path: str  # dotted path: `address.city`
+    label: str
+    kind: (
+        str  # text | textarea | number | integer | boolean | select | radio | list | checks | group
+    )
+    input_type: str = "text"  # the HTML input type: text, email, date, url, number
+    required: bool = False
+    description: str = ""
+    options: list[str] = field(default_factory=list)
+    option_values: list[str] = field(default_factory=list)  # each option's JSON value
+    value: str = ""  # initial value ("true"/"" for booleans; one item per line for lists)
+    values: list[str] = field(default_factory=list)  # initial choices of a `checks` field
+    depth: int = 0
+    minimum: str = ""
+    maximum: str = ""
+    step: str = ""
+    min_length: str = ""
+    max_length: str = ""
+    pattern: str = ""
+    placeholder: str = ""
+
+
+@dataclass
+class FormResult:
+    """What `read_form` made of a submission: the typed value, or errors by field path."""
+
+    value: Any
+    errors: dict[str, str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def form_fields(schema: Mapping[str, Any], initial: Any = None) -> list[FormField]:
+    """Flatten `schema` into form rows, prefilled from `initial` or the schema's defaults."""
+    fields: list[FormField] = []
+    if _is_object(schema):
+        _object_fields(schema, "", 0, initial if isinstance(initial, Mapping) else {}, fields)
+    else:
+        fields.append(_field(schema, "value", "Value", True, 0, initial))
+    return fields
+
+
+def _is_object(schema: Mapping[str, Any]) -> bool:
+    return schema.get("type") == "object" or "properties" in schema
+
+
+def _object_fields(
+    schema: Mapping[str, Any],
+    prefix: str,
+    depth: int,
+    initial: Mapping[str, Any],
+    out: list[FormField],
+) -> None:
+    required = set(schema.get("required", []))
+    for name, child in (schema.get("properties") or {}).items():
+        if not isinstance(child, Mapping):
+            continue
+        path = f"{prefix}.{name}" if prefix else name
+        label = str(child.get("title") or _humanize(name))
+        if _is_object(child):
+            out.append(
+                FormField(
+                    path=path,
+                    label=label,
+                    kind="group",
+                    required=name in required,
+                    description=str(child.get("description", "")),
+                    depth=depth,
+                )
+            )
+            nested = initial.get(name)
+            _object_fields(
+                child, path, depth + 1, nested if isinstance(nested, Mapping) else {}, out
+            )
+        else:
+            out.append(_field(child, path, label, name in required, depth, initial.get(name)))
+
+
+def _field(
+    schema: Mapping[str, Any], path: str, label: str, required: bool, depth: int, initial: Any
+) -> FormField:
+    value = initial if initial is not None else schema.get("default")
+    row = FormField(
+        path=path,
+        label=label,
+        kind="text",
+        required=required,
+        description=str(schema.get("description", "")),
+        depth=depth,
+    )
+    kind = _scalar_type(schema)
+    if "enum" in schema:
+        row.options = [_text(option) for option in schema["enum"]]
+        row.option_values = [json.dumps(option) for option in schema["enum"]]
+        row.kind = "radio" if len(row.options) <= RADIO_LIMIT else "select"
+        row.value = _text(value) if value is not None else ""
+    elif kind == "boolean":
+        row.kind = "boolean"
+        row.value = "true" if value is True else ""
+    elif kind in ("number", "integer"):
+        row.kind = kind
+        row.input_type = "number"
+        row.step = "1" if kind == "integer" else "any"
+        row.minimum = _bound(schema, "minimum", "exclusiveMinimum")
+        row.maximum = _bound(schema, "maximum", "exclusiveMaximum")
+        row.value = _text(value) if value is not None else ""
+    elif kind == "array":
+        raw_items = schema.get("items")
+        items: Mapping[str, Any] = raw_items if isinstance(raw_items, Mapping) else {}
+        if "enum" in items:
+            row.kind = "checks"
+            row.options = [_text(option) for option in items["enum"]]
+            row.option_values = [json.dumps(option) for option in items["enum"]]
+            row.values = [_text(item) for item in value] if isinstance(value, list) else []
+        else:
+            row.kind = "list"
+            row.placeholder = "One per line"
+            row.value = "\n".join(_text(item) for item in value) if isinstance(value, list) else ""
+    else:
+        fmt = schema.get("format")
+        row.input_type = {"email": "email", "date": "date", "uri": "url"}.get(str(fmt), "text")
+        if row.input_type == "url":
+            row.placeholder = "https://"
+        max_length = schema.get("maxLength")
+        row.kind = "textarea" if isinstance(max_length, int) and max_length > 200 else "text"
+        row.min_length = _text(schema.get("minLength", ""))
+        row.max_length = _text(max_length if max_length is not None else "")
+        row.pattern = str(schema.get("pattern", ""))
+        row.value = _text(value) if value is not None else ""
+    return row
+
+
+def _scalar_type(schema: Mapping[str, Any]) -> str:
+    kind = schema.get("type", "string")
+    if isinstance(kind, list):
+        kind = next((item for item in kind if item != "null"), "string")
+    return str(kind)
+
+
+def _bound(schema: Mapping[str, Any], inclusive: str, exclusive: str) -> str:
+    value = schema.get(inclusive, schema.get(exclusive))
+    return _text(value) if isinstance(value, (int, float)) else ""
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return "" if value is None else str(value)
+
+
+def _humanize(name: str) -> str:
+    spaced = "".join(f" {c.lower()}" if c.isupper() else c for c in name).replace("_", " ")
+    return spaced.strip().capitalize()
+
+
+def read_form(
+    schema: Mapping[str, Any],
+    fields: Sequence[FormField],
+    data: Mapping[str, str | list[str]],
+) -> FormResult:
+    """Turn a submission (strings, as the browser sends them) into typed JSON and check it.
+
+    A value that cannot be converted (`"abc"` for a number) is an error on its field; the
+    converted value is then validated against the whole schema with `jsonschema`.
+    """
+    errors: dict[str, str] = {}
+    value: dict[str, Any] = {}
+    for row in fields:
+        if row.kind == "group":
+            continue
+        try:
+            converted = _convert(row, data)
+        except ValueError as error:
+            errors[row.path] = str(error)
+            continue
+        if converted is not _OMIT:
+            _assign(value, row.path, converted)
+    result: Any = value
+    if not _is_object(schema):
+        result = value.get("value")
+    if errors:
+        return FormResult(value=result, errors=errors)
+    try:
+        problems = schema_problems(schema, result)
+    except UnusableSchemaError as error:
+        return FormResult(
+            value=result, errors={FORM_ERROR_KEY: f"This form cannot be checked: {error}"}
+        )
+    for problem in problems:
+        path = ".".join(str(part) for part in problem.path)
+        if not _is_object(schema):
+            path = "value"
+        known = {row.path for row in fields}
+        while path and path not in known:
+            path = path.rpartition(".")[0]
+        errors.setdefault(path or FORM_ERROR_KEY, friendly_message(problem))
+    return FormResult(value=result, errors=errors)
+
+
+class _Omit:
+    pass
+
+
+_OMIT = _Omit()
+
+
+def _convert(row: FormField, data: Mapping[str, str | list[str]]) -> Any:
+    raw = data.get(row.path)
+    if row.kind == "checks":
+        chosen = raw if isinstance(raw, list) else ([raw] if raw else [])
+        return [_choice(row, item) for item in chosen]
+    text = (raw[-1] if raw else "") if isinstance(raw, list) else (raw or "")
+    if row.kind == "boolean":
+        return text.lower() not in ("", "false", "off", "0")
+    if row.kind == "list":
+        items = [line.strip() for line in text.splitlines() if line.strip()]
+        return items if items or row.required else _OMIT
+    if not text.strip():
+        return _OMIT  # a required field left empty is reported by the schema's `required`
+    if row.kind == "integer":
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError("Enter a whole number.") from None
+        if not number.is_integer():
+            raise ValueError("Enter a whole number.")
+        return int(number)
+    if row.kind == "number":
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError("Enter a number.") from None
+        if not math.isfinite(number):
+            raise ValueError("Enter a number.")
+        return int(number) if number.is_integer() and "." not in text else number
+    if row.kind in ("select", "radio"):
+        return _choice(row, text)
+    return text
+
+
+def _choice(row: FormField, text: str) -> Any:
+    # Enum options are rendered as text; give back the schema's own value (numbers, booleans).
+    if text not in row.options:
+        raise ValueError(f"Choose one of: {', '.join(row.options)}.")
+    return json.loads(row.option_values[row.options.index(text)])
+
+
+def _assign(target: dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for name in parents:
+        target = target.setdefault(name, {})
+    target[last] = value
+
+
+def friendly_message(problem: SchemaProblem) -> str:
+    """A sentence for a person, by the JSON Schema keyword that failed."""
+    limit = problem.limit
+    match problem.keyword:
+        case "required":
+            return "This field is required."
+        case "type":
+            wanted = limit[0] if isinstance(limit, list) else limit
+            return {
+                "integer": "Enter a whole number.",
+                "number": "Enter a number.",
+                "string": "Enter text.",
+                "boolean": "Choose yes or no.",
+                "array": "Enter a list.",
+                "object": "Fill in this group.",
+            }.get(str(wanted), problem.message)
+        case "format":
+            return {
+                "email": "Enter a valid email address.",
+                "date": "Enter a date as YYYY-MM-DD.",
+                "uri": "Enter a full address, like https://example.com.",
+                "date-time": "Enter a date and time.",
+            }.get(str(limit), f"Enter a valid {limit}.")
+        case "minLength":
+            return f"Use at least {limit} character{'s' if limit != 1 else ''}."
+        case "maxLength":
+            return f"Use at most {limit} characters."
+        case "minimum":
+            return f"Must be at least {_text(limit)}."
+        case "maximum":
+            return f"Must be at most {_text(limit)}."
+        case "exclusiveMinimum":
+            return f"Must be more than {_text(limit)}."
+        case "exclusiveMaximum":
+            return f"Must be less than {_text(limit)}."
+        case "pattern":
+            return f"Must match the pattern {limit}."
+        case "enum":
+            options = ", ".join(_text(item) for item in limit) if isinstance(limit, list) else ""
+            return f"Choose one of: {options}."
+        case "minItems":
+            return f"Add at least {limit} item{'s' if limit != 1 else ''}."
+        case "maxItems":
+            return f"Add at most {limit} items."
+        case _:
+            return problem.message

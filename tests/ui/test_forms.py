@@ -1,0 +1,177 @@
+"""Forms generated from JSON Schema: the rows, the read-back, and one message per field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chat_app.demo.interrupts import RELEASE_PLAN, SHIPPING
+from chat_app.demo.tools import SEND_EMAIL, TRANSFER
+from chat_app.ui.forms import FormField, form_fields, read_form
+
+PROFILE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "title": "Full name", "minLength": 2},
+        "email": {"type": "string", "format": "email", "description": "We reply here."},
+        "website": {"type": "string", "format": "uri"},
+        "born": {"type": "string", "format": "date"},
+        "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+        "age": {"type": "integer", "minimum": 18, "maximum": 130},
+        "score": {"type": "number", "default": 2.5},
+        "subscribe": {"type": "boolean", "default": True},
+        "plan": {"type": "string", "enum": ["free", "pro", "team"]},
+        "country": {"type": "string", "enum": ["FR", "DE", "IT", "ES", "PT", "NL"]},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "days": {"type": "array", "items": {"enum": ["mon", "tue", "wed"]}},
+        "address": {
+            "type": "object",
+            "title": "Address",
+            "properties": {"city": {"type": "string"}, "zip": {"type": "integer"}},
+            "required": ["city"],
+        },
+    },
+    "required": ["name", "email", "plan"],
+    "additionalProperties": False,
+}
+
+
+def by_path(fields: list[FormField]) -> dict[str, FormField]:
+    return {row.path: row for row in fields}
+
+
+def test_every_kind_of_field_becomes_a_row_with_labels_help_and_required_marks() -> None:
+    rows = by_path(form_fields(PROFILE))
+    assert rows["name"].label == "Full name" and rows["name"].required
+    assert rows["name"].min_length == "2"
+    assert rows["email"].input_type == "email" and rows["email"].description == "We reply here."
+    assert rows["website"].input_type == "url"
+    assert rows["born"].input_type == "date"
+    assert rows["age"].kind == "integer" and (rows["age"].minimum, rows["age"].maximum) == (
+        "18",
+        "130",
+    )
+    assert rows["score"].value == "2.5"
+    assert rows["subscribe"].kind == "boolean" and rows["subscribe"].value == "true"
+    assert rows["plan"].kind == "radio" and rows["plan"].options == ["free", "pro", "team"]
+    assert rows["country"].kind == "select"
+    assert rows["tags"].kind == "list"
+    assert rows["days"].kind == "checks" and rows["days"].options == ["mon", "tue", "wed"]
+    assert rows["address"].kind == "group" and rows["address.city"].depth == 1
+
+
+def test_a_valid_submission_reads_back_as_typed_nested_json() -> None:
+    fields = form_fields(PROFILE)
+    data: dict[str, str | list[str]] = {
+        "name": "Ada",
+        "email": "ada@example.com",
+        "website": "https://example.com",
+        "born": "1815-12-10",
+        "code": "ADA",
+        "age": "36",
+        "score": "9.5",
+        "subscribe": "on",
+        "plan": "pro",
+        "tags": "math\n\nengines\n",
+        "days": ["mon", "wed"],
+        "address.city": "London",
+        "address.zip": "12345",
+    }
+    result = read_form(PROFILE, fields, data)
+    assert result.errors == {}
+    assert result.value == {
+        "name": "Ada",
+        "email": "ada@example.com",
+        "website": "https://example.com",
+        "born": "1815-12-10",
+        "code": "ADA",
+        "age": 36,
+        "score": 9.5,
+        "subscribe": True,
+        "plan": "pro",
+        "tags": ["math", "engines"],
+        "days": ["mon", "wed"],
+        "address": {"city": "London", "zip": 12345},
+    }
+
+
+def test_invalid_values_are_flagged_on_their_own_fields() -> None:
+    fields = form_fields(PROFILE)
+    data = {
+        "name": "A",
+        "email": "nope",
+        "website": "not a url",
+        "born": "10/12/1815",
+        "code": "ada",
+        "age": "12",
+        "plan": "pro",
+        "address.zip": "x",
+    }
+    result = read_form(PROFILE, fields, data)
+    assert result.errors == {"address.zip": "Enter a whole number."}
+    del data["address.zip"]
+    errors = read_form(PROFILE, fields, data).errors
+    assert errors == {
+        "name": "Use at least 2 characters.",
+        "email": "Enter a valid email address.",
+        "website": "Enter a full address, like https://example.com.",
+        "born": "Enter a date as YYYY-MM-DD.",
+        "code": "Must match the pattern ^[A-Z]{3}$.",
+        "age": "Must be at least 18.",
+    }
+
+
+def test_missing_required_fields_say_so() -> None:
+    errors = read_form(PROFILE, form_fields(PROFILE), {"address.zip": "1"}).errors
+    assert errors["name"] == errors["email"] == errors["plan"] == "This field is required."
+    assert errors["address.city"] == "This field is required."
+
+
+def test_an_unchecked_box_is_false_and_empty_optional_fields_are_left_out() -> None:
+    result = read_form(
+        PROFILE, form_fields(PROFILE), {"name": "Ada", "email": "a@b.co", "plan": "free"}
+    )
+    assert result.value == {
+        "name": "Ada",
+        "email": "a@b.co",
+        "subscribe": False,
+        "plan": "free",
+        "days": [],
+    }
+
+
+def test_edit_arguments_form_is_prefilled_with_the_proposed_arguments() -> None:
+    assert SEND_EMAIL.input_schema is not None
+    proposed = {"to": "ada@example.com", "subject": "Launch", "body": "Hi"}
+    rows = by_path(form_fields(SEND_EMAIL.input_schema, proposed))
+    assert [rows[name].value for name in ("to", "subject", "body")] == [
+        "ada@example.com",
+        "Launch",
+        "Hi",
+    ]
+    assert rows["to"].input_type == "email"
+
+
+def test_the_demo_forms() -> None:
+    assert SHIPPING.response_schema is not None and RELEASE_PLAN.response_schema is not None
+    shipping = form_fields(SHIPPING.response_schema)
+    assert [(row.path, row.kind, row.value) for row in shipping] == [
+        ("speed", "radio", "standard"),
+        ("giftWrap", "boolean", ""),
+    ]
+    result = read_form(SHIPPING.response_schema, shipping, {"speed": "express", "giftWrap": "on"})
+    assert result.value == {"speed": "express", "giftWrap": True}
+    assert read_form(SHIPPING.response_schema, shipping, {"speed": "rocket"}).errors == {
+        "speed": "Choose one of: standard, express, overnight."
+    }
+    reject = TRANSFER.approval.reject
+    assert reject is not None
+    rows = form_fields(reject)
+    assert read_form(reject, rows, {"reason": ""}).errors == {"reason": "This field is required."}
+
+
+def test_enum_options_give_back_the_schemas_own_values() -> None:
+    schema = {"type": "object", "properties": {"n": {"enum": [1, 2, True]}}}
+    rows = form_fields(schema)
+    assert rows[0].options == ["1", "2", "true"]
+    assert read_form(schema, rows, {"n": "2"}).value == {"n": 2}
+    assert read_form(schema, rows, {"n": "true"}).value == {"n": True}
