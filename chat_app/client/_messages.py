@@ -279,7 +279,8 @@ def _message_from_wire(
     index: int,
 ) -> ChatMessage:
     content = raw.get("content")
-    name = raw.get("name") if isinstance(raw.get("name"), str) else None
+    raw_name = raw.get("name")
+    name = raw_name if isinstance(raw_name, str) else None
     metadata = raw.get("metadata")
     meta = dict(metadata) if isinstance(metadata, Mapping) else None
     if role in ("user", "system", "developer") and isinstance(content, str):
@@ -296,7 +297,7 @@ def _message_from_wire(
         if part is not None:
             built.append(part)
     return ChatMessage(
-        id=message_id, role=role, parts=tuple(built), name=str(name) if name else None,
+        id=message_id, role=role, parts=tuple(built), name=name,
         metadata=meta,
     )  # fmt: skip
 

@@ -1,0 +1,89 @@
+"""The headless chat client: Python's counterpart of `@tanstack/ai-client`.
+
+Imports `chat_app.interrupts` (the wire), `ag_ui.core`, `httpx` and `pydantic`; never the
+agent, the server or the UI. An in-process connection takes the agent's run function from
+outside.
+"""
+
+from ._chat import ChatClient
+from ._connections import (
+    Connection,
+    EventEncoder,
+    InProcessConnection,
+    MockConnection,
+    RunFunction,
+    SSEConnection,
+)
+from ._errors import ClientError, ClientErrorCode, RunError, TransportError, UsageError
+from ._items import (
+    GenericInterrupt,
+    InterruptItem,
+    ItemRecord,
+    ItemStatus,
+    ManagerSnapshot,
+    Submission,
+    ToolApprovalInterrupt,
+    UnboundInterrupt,
+)
+from ._manager import ChangeSource, InterruptHandle, InterruptManager, TransactionResolver
+from ._messages import (
+    ChatMessage,
+    MessagePart,
+    TextPart,
+    ToolCallPart,
+    ToolCallStatus,
+    ToolDecision,
+    ToolResultPart,
+    from_wire_messages,
+    to_wire_messages,
+)
+from ._processor import RunStatus, StreamProcessor, StreamState
+from ._request import build_run_input
+from ._state import ClientState, ClientStatus
+from ._tools import ClientTool, ClientToolFunction, DefinitionLike, InterruptDefinition
+
+__all__ = [
+    "ChangeSource",
+    "ChatClient",
+    "ChatMessage",
+    "ClientError",
+    "ClientErrorCode",
+    "ClientState",
+    "ClientStatus",
+    "ClientTool",
+    "ClientToolFunction",
+    "Connection",
+    "DefinitionLike",
+    "EventEncoder",
+    "GenericInterrupt",
+    "InProcessConnection",
+    "InterruptDefinition",
+    "InterruptHandle",
+    "InterruptItem",
+    "InterruptManager",
+    "ItemRecord",
+    "ItemStatus",
+    "ManagerSnapshot",
+    "MessagePart",
+    "MockConnection",
+    "RunError",
+    "RunFunction",
+    "RunStatus",
+    "SSEConnection",
+    "StreamProcessor",
+    "StreamState",
+    "Submission",
+    "TextPart",
+    "ToolApprovalInterrupt",
+    "ToolCallPart",
+    "ToolCallStatus",
+    "ToolDecision",
+    "ToolResultPart",
+    "TransactionResolver",
+    "TransportError",
+    "UnboundInterrupt",
+    "UsageError",
+    "build_run_input",
+    "from_wire_messages",
+    "to_wire_messages",
+]

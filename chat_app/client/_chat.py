@@ -1,0 +1,456 @@
+"""`ChatClient`: Python's counterpart of `@tanstack/ai-client`'s ChatClient.
+
+Owns `ChatClient`. Sends messages, folds the event stream into messages with parts, hands
+each interrupt batch to the `InterruptManager`, runs registered client tools by itself, and
+sends the continuation (fresh run id, same thread, `parentRunId`, full history, canonical
+`resume`) when a batch is complete. Run and transport failures never raise: they land on
+`error` (and, for a continuation, on the interrupt errors, with retry when retryable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from chat_app.interrupts import (
+    ABSENT,
+    APPROVAL_ID_PREFIX,
+    INTERRUPT_BINDING_METADATA_KEY,
+    InterruptError,
+    interrupt_error_from_wire,
+)
+
+from ._answers import Invalid, check_client_tool_output
+from ._connections import Connection
+from ._errors import ClientError, RunError, TransportError, UsageError
+from ._items import InterruptItem, Submission
+from ._manager import ChangeSource, InterruptManager, TransactionResolver
+from ._messages import ChatMessage, ToolDecision, to_wire_messages
+from ._processor import StreamProcessor, StreamState, new_message_id
+from ._request import build_run_input, new_run_id
+from ._state import ClientState, ClientStatus
+from ._tools import ClientTool, DefinitionLike, InterruptDefinition
+
+__all__ = ["ChatClient"]
+
+_CONTINUATION_FAILED = "Interrupt continuation could not be started."
+
+
+class ChatClient:
+    """A headless chat client for any AG-UI agent, with human-in-the-loop interrupts.
+
+    Example::
+
+        client = ChatClient(SSEConnection(url), tools=ClientTool.from_manifest(manifest))
+        await client.send("transfer 25 to Ada")
+        await client.resolve_interrupt(client.interrupts[0].id, approved=True)
+
+    Parameters:
+        connection: where requests go (`InProcessConnection`, `SSEConnection`, …).
+        tools: client tools: run in the client when they have `execute`, and used to type
+            tool approvals (their schema hashes must match the server's).
+        interrupts: generic interrupt definitions this client answers with typed responses.
+        thread_id: the conversation id (generated when absent).
+        on_change: called with the client after every change, for UIs.
+    """
+
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        tools: Iterable[ClientTool] = (),
+        interrupts: Iterable[DefinitionLike] = (),
+        thread_id: str | None = None,
+        forwarded_props: Mapping[str, object] | None = None,
+        context: Sequence[Mapping[str, object]] = (),
+        on_change: Callable[[ChatClient], None] | None = None,
+        new_id: Callable[[], str] = new_run_id,
+        processor: StreamProcessor | None = None,
+    ) -> None:
+        self.connection = connection
+        self.tools = {tool.name: tool for tool in tools}
+        self.thread_id = thread_id or new_message_id("thread")
+        self.forwarded_props = dict(forwarded_props or {})
+        self.context = [dict(item) for item in context]
+        self.on_change = on_change
+        self._new_id = new_id
+        self._processor = processor or StreamProcessor()
+        self._stream = StreamState()
+        self._manager = InterruptManager(
+            tools=self.tools.values(),
+            definitions=[InterruptDefinition.of(item) for item in interrupts],
+            on_change=self._manager_changed,
+        )
+        self._error: ClientError | None = None
+        self._streaming = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._current_run_id: str | None = None
+        self._submitting: Submission | None = None
+        self._submission_errors: list[InterruptError] | None = None
+
+    # --- reading ------------------------------------------------------------------------
+
+    @property
+    def messages(self) -> tuple[ChatMessage, ...]:
+        return self._stream.messages
+
+    @property
+    def interrupts(self) -> tuple[InterruptItem, ...]:
+        return self._manager.interrupts
+
+    @property
+    def interrupt_errors(self) -> tuple[InterruptError, ...]:
+        return self._manager.errors
+
+    @property
+    def resuming(self) -> bool:
+        return self._manager.resuming
+
+    @property
+    def error(self) -> ClientError | None:
+        return self._error
+
+    @property
+    def status(self) -> ClientStatus:
+        if self._streaming:
+            return "streaming"
+        return "error" if self._error is not None else "ready"
+
+    @property
+    def manager(self) -> InterruptManager:
+        return self._manager
+
+    @property
+    def state(self) -> ClientState:
+        """A serializable snapshot (see `ChatClient.restore`)."""
+        return ClientState(
+            thread_id=self.thread_id,
+            messages=self._stream.messages,
+            interrupts=self._manager.interrupts,
+            interrupt_errors=self._manager.errors,
+            resuming=self._manager.resuming,
+            can_retry=self._manager.can_retry,
+            status=self.status,
+            error=self._error.message if self._error else None,
+            error_code=self._error.code if self._error else None,
+            agent_state=self._stream.agent_state,
+            manager=self._manager.snapshot(),
+        )
+
+    @classmethod
+    def restore(
+        cls,
+        state: ClientState | str | bytes,
+        connection: Connection,
+        *,
+        tools: Iterable[ClientTool] = (),
+        interrupts: Iterable[DefinitionLike] = (),
+        forwarded_props: Mapping[str, object] | None = None,
+        on_change: Callable[[ChatClient], None] | None = None,
+    ) -> ChatClient:
+        """Rebuild a client from `client.state` (or its JSON), e.g. after a page reload."""
+        if not isinstance(state, ClientState):
+            state = ClientState.from_json(state)
+        client = cls(
+            connection, tools=tools, interrupts=interrupts, thread_id=state.thread_id,
+            forwarded_props=forwarded_props, on_change=on_change,
+        )  # fmt: skip
+        client._stream = StreamState(messages=state.messages, agent_state=state.agent_state)
+        client._manager.restore(state.manager)
+        return client
+
+    # --- conversation -------------------------------------------------------------------
+
+    async def send(self, text: str) -> None:
+        """Add a user message and run the agent (and any continuation that follows)."""
+        if not text.strip():
+            return
+        if self._streaming or self._manager.resuming:
+            raise UsageError("A run is already in progress.")
+        if self._manager.has_open_items:
+            raise UsageError("Resolve or cancel the pending interrupts before sending.")
+        self._manager.reset()
+        self._stream = self._processor.add_user_message(self._stream, text)
+        await self._request()
+        await self._drive(None)
+
+    async def resolve_interrupt(
+        self,
+        interrupt_id: str,
+        approved: bool | None = None,
+        *,
+        edited_args: object = ABSENT,
+        payload: object = ABSENT,
+        response: object = ABSENT,
+    ) -> None:
+        """Answer one item; when the batch is complete, send the continuation and await it.
+
+        Tool approvals take `approved` (+ `edited_args`, `payload`); generic interrupts take
+        `response`. An invalid answer puts an error on the item; nothing is sent.
+        """
+        submission = self._manager.resolve(
+            interrupt_id, approved=approved, edited_args=edited_args, payload=payload,
+            response=response,
+        )  # fmt: skip
+        await self._drive(submission)
+
+    async def cancel(self, interrupt_id: str) -> None:
+        """Abandon one item (a `cancelled` resume entry, no payload)."""
+        await self._drive(self._manager.cancel_item(interrupt_id))
+
+    def clear_resolution(self, interrupt_id: str) -> None:
+        """Drop an item's staged answer and error."""
+        self._manager.clear_item(interrupt_id)
+
+    async def resolve_interrupts(self, resolution: bool | TransactionResolver) -> None:
+        """Approve or reject all (payloadless approvals only), or answer all in one callback.
+
+        The callback receives each answerable item's `InterruptHandle` and must call its
+        methods synchronously and return `None`; otherwise nothing is staged.
+        """
+        if isinstance(resolution, bool):
+            submission = self._manager.resolve_all(resolution)
+        else:
+            submission = self._manager.transaction(resolution)
+        await self._drive(submission)
+
+    async def cancel_interrupts(self) -> None:
+        await self._drive(self._manager.cancel_all())
+
+    async def retry_interrupts(self) -> None:
+        """Re-send the identical submission after a retryable failure."""
+        await self._drive(self._manager.retry())
+
+    async def add_tool_result(
+        self, tool_call_id: str, output: object = None, *, error: str | None = None
+    ) -> None:
+        """Report a client tool's result by hand (for tools registered without `execute`)."""
+        await self._drive(self._deliver_tool_result(tool_call_id, output, error))
+
+    async def aclose(self) -> None:
+        await self.connection.aclose()
+
+    # --- driving runs -------------------------------------------------------------------
+
+    async def _drive(self, submission: Submission | None) -> None:
+        while True:
+            if submission is not None:
+                await self._perform(submission)
+            submission = await self._run_client_tools()
+            if submission is None:
+                return
+
+    async def _perform(self, submission: Submission) -> None:
+        await self._idle.wait()  # a continuation waits for the current stream to settle
+        for entry in submission.resolutions:
+            self._mirror_decision(entry)
+        self._submitting = submission
+        self._submission_errors = None
+        try:
+            outcome = await self._request(
+                thread_id=submission.thread_id,
+                parent_run_id=submission.interrupted_run_id,
+                resume=submission.resolutions,
+            )
+        finally:
+            self._submitting = None
+        errors = self._submission_errors
+        self._submission_errors = None
+        if errors:
+            self._manager.submission_failed(submission, message=_CONTINUATION_FAILED, errors=errors)
+        elif outcome not in ("finished", "interrupted"):
+            self._manager.submission_failed(submission, message=_CONTINUATION_FAILED)
+        else:
+            hydration = self._manager.hydration
+            if (
+                hydration is not None
+                and hydration.interrupted_run_id == submission.interrupted_run_id
+            ):
+                self._manager.reset()
+        self._manager.submission_settled(submission)
+
+    async def _request(
+        self,
+        *,
+        thread_id: str | None = None,
+        parent_run_id: str | None = None,
+        resume: Sequence[Mapping[str, object]] | None = None,
+    ) -> str:
+        """Stream one request; return how it ended (`finished`, `interrupted`, `error`)."""
+        run_id = self._new_id()
+        body = build_run_input(
+            thread_id=thread_id or self.thread_id,
+            run_id=run_id,
+            parent_run_id=parent_run_id,
+            resume=resume,
+            messages=to_wire_messages(self._stream.messages),
+            tools=[tool.wire() for tool in self.tools.values()],
+            context=self.context,
+            forwarded_props=self.forwarded_props,
+        )
+        self._current_run_id = run_id
+        self._streaming = True
+        self._idle.clear()
+        self._error = None
+        self._stream = self._processor.start_request(self._stream)
+        self._notify()
+        try:
+            async for event in self.connection.stream(body):
+                self._on_event(event)
+            if self._stream.run_status not in ("finished", "interrupted", "error"):
+                raise TransportError("The event stream ended before the run finished.")
+            if self._stream.run_status == "error":
+                self._error = RunError(
+                    self._stream.error or "The run failed.", run_code=self._stream.error_code
+                )
+            return self._stream.run_status
+        except TransportError as error:
+            self._error = error
+            return "error"
+        finally:
+            self._streaming = False
+            self._current_run_id = None
+            self._idle.set()
+            self._notify()
+
+    def _on_event(self, event: Mapping[str, object]) -> None:
+        kind = event.get("type")
+        if kind == "RUN_ERROR" and self._submitting is not None:
+            errors = self._correlated_failure(event, self._submitting)
+            if errors is not None:
+                self._submission_errors = errors
+        self._stream = self._processor.apply(self._stream, event)
+        if kind == "RUN_FINISHED" or kind == "RUN_ERROR":
+            self._observe_terminal(event)
+        self._notify()
+
+    def _observe_terminal(self, event: Mapping[str, object]) -> None:
+        if event.get("type") == "RUN_ERROR" and self._submitting is not None:
+            return  # a failed continuation is a submission failure, handled after the stream
+        if event.get("type") == "RUN_FINISHED" and self._stream.interrupts:
+            run_id = event.get("runId")
+            interrupted = self._current_run_id or (run_id if isinstance(run_id, str) else "")
+            thread = event.get("threadId")
+            self._manager.hydrate(
+                thread_id=thread if isinstance(thread, str) and thread else self.thread_id,
+                interrupted_run_id=interrupted,
+                generation=_generation(self._stream.interrupts),
+                descriptors=self._stream.interrupts,
+            )
+            return
+        self._manager.reset()
+
+    def _correlated_failure(
+        self, event: Mapping[str, object], submission: Submission
+    ) -> list[InterruptError] | None:
+        """The structured errors of a `RUN_ERROR` that answers this submission, else `None`."""
+        metadata = event.get("metadata")
+        tanstack = metadata.get("tanstack") if isinstance(metadata, Mapping) else None
+        raw = tanstack.get("interruptErrors") if isinstance(tanstack, Mapping) else None
+        if not isinstance(raw, list) or not raw:
+            return None
+        run_id = event.get("runId")
+        if run_id is None and isinstance(tanstack, Mapping):
+            run_id = tanstack.get("runId")
+        if run_id is not None and run_id != self._current_run_id:
+            return None
+        thread = event.get("threadId")
+        if isinstance(thread, str) and thread != submission.thread_id:
+            return None
+        errors: list[InterruptError] = []
+        for item in raw:
+            error = interrupt_error_from_wire(item) if isinstance(item, Mapping) else None
+            if error is None:
+                return None
+            if (
+                error.thread_id != submission.thread_id
+                or error.interrupted_run_id != submission.interrupted_run_id
+                or error.generation != submission.generation
+            ):
+                return None
+            errors.append(error)
+        return errors
+
+    def _mirror_decision(self, entry: Mapping[str, object]) -> None:
+        interrupt_id = str(entry.get("interruptId", ""))
+        if not interrupt_id.startswith(APPROVAL_ID_PREFIX):
+            return
+        call_id = next(
+            (
+                part.id
+                for message in self._stream.messages
+                for part in message.tool_calls
+                if part.approval_id == interrupt_id
+            ),
+            None,
+        )
+        if call_id is None:
+            return
+        payload = entry.get("payload")
+        approved = payload.get("approved") if isinstance(payload, Mapping) else payload
+        decision: ToolDecision
+        if entry.get("status") == "cancelled":
+            decision = "cancelled"
+        elif isinstance(approved, bool):
+            decision = "approved" if approved else "rejected"
+        else:
+            return
+        self._stream = self._processor.record_decision(self._stream, call_id, decision)
+
+    # --- client tools -------------------------------------------------------------------
+
+    async def _run_client_tools(self) -> Submission | None:
+        submission: Submission | None = None
+        for call_id, name, args in self._manager.client_tool_requests():
+            tool = self.tools.get(name)
+            if tool is None or tool.execute is None or self._manager.resuming:
+                continue
+            error: str | None = None
+            output: object = None
+            try:
+                output = await tool.run(dict(args) if isinstance(args, Mapping) else {})
+            except Exception as failure:  # the tool's failure is reported, not raised
+                error = str(failure) or type(failure).__name__
+            if error is None:
+                checked = check_client_tool_output(tool, output)
+                if isinstance(checked, Invalid):
+                    error, output = checked.message, None
+            submission = self._deliver_tool_result(call_id, output, error) or submission
+        return submission
+
+    def _deliver_tool_result(
+        self, tool_call_id: str, output: object, error: str | None
+    ) -> Submission | None:
+        self._stream = self._processor.add_tool_result(self._stream, tool_call_id, output, error)
+        self._notify()
+        _, submission = self._manager.resolve_client_tool_output(
+            tool_call_id, {"error": error} if error is not None else output
+        )
+        return submission
+
+    # --- notifications ------------------------------------------------------------------
+
+    def _manager_changed(self, source: ChangeSource) -> None:
+        self._notify()
+
+    def _notify(self) -> None:
+        if self.on_change is not None:
+            self.on_change(self)
+
+
+def _generation(descriptors: Sequence[Mapping[str, object]]) -> int:
+    """The common binding generation of the batch, else 0 (`interruptGeneration`)."""
+    generation: int | None = None
+    for descriptor in descriptors:
+        metadata = descriptor.get("metadata")
+        binding = (
+            metadata.get(INTERRUPT_BINDING_METADATA_KEY) if isinstance(metadata, Mapping) else None
+        )
+        value = binding.get("generation") if isinstance(binding, Mapping) else None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return 0
+        if generation is not None and generation != value:
+            return 0
+        generation = value
+    return generation or 0

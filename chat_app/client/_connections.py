@@ -1,0 +1,177 @@
+"""Connections: how a request reaches an agent and its events come back.
+
+Owns `Connection` (the seam: one method, `stream(body)`), `InProcessConnection` (calls an
+async callable given from outside, e.g. `Agent.run`; no HTTP, and this layer never imports
+the agent), `SSEConnection` (POST to any AG-UI endpoint over `httpx`, read SSE) and
+`MockConnection` (scripted answers for tests). Every failure to deliver a complete stream
+becomes a `TransportError`; a stalled stream times out instead of hanging.
+"""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from typing import Any
+
+import httpx
+from ag_ui.core import RunAgentInput
+from pydantic import BaseModel, ValidationError
+
+from chat_app.interrupts import RUN_ID_HEADER, SSEDecodeError, SSEDecoder, js_json_dumps
+
+from ._errors import TransportError
+
+__all__ = [
+    "Connection",
+    "EventEncoder",
+    "InProcessConnection",
+    "MockConnection",
+    "RunFunction",
+    "SSEConnection",
+]
+
+WireEvent = dict[str, object]
+#: `RunAgentInput -> AsyncIterator[event]`, such as `Agent.run`.
+RunFunction = Callable[[RunAgentInput], AsyncIterator[Any]]
+#: Turns whatever the run function yields into a wire dict (e.g. `event_to_wire`).
+EventEncoder = Callable[[Any], Mapping[str, object]]
+
+
+class Connection(ABC):
+    """Sends one AG-UI `RunAgentInput` body and yields the run's events as wire dicts."""
+
+    @abstractmethod
+    def stream(self, body: Mapping[str, object]) -> AsyncIterator[WireEvent]:
+        """Yield events; raise `TransportError` when the stream cannot be completed."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Release resources (nothing by default)."""
+
+
+def default_encoder(event: object) -> Mapping[str, object]:
+    """Pydantic AG-UI events as camelCase dicts without nulls; dicts as they are."""
+    if isinstance(event, BaseModel):
+        dumped: dict[str, object] = event.model_dump(by_alias=True, exclude_none=True, mode="json")
+        return dumped
+    if isinstance(event, Mapping):
+        return event
+    raise TypeError(f"Cannot encode event of type {type(event).__name__}.")
+
+
+class InProcessConnection(Connection):
+    """Runs the agent in this process.
+
+    Example::
+
+        connection = InProcessConnection(agent.run, encode=event_to_wire)
+    """
+
+    def __init__(self, run: RunFunction, *, encode: EventEncoder = default_encoder) -> None:
+        self._run = run
+        self._encode = encode
+
+    async def stream(self, body: Mapping[str, object]) -> AsyncIterator[WireEvent]:
+        try:
+            run_input = RunAgentInput.model_validate(dict(body))
+        except ValidationError as error:
+            raise TransportError(f"The request is not a valid RunAgentInput: {error}") from error
+        try:
+            async for event in self._run(run_input):
+                yield {str(k): v for k, v in self._encode(event).items()}
+        except TransportError:
+            raise
+        except Exception as error:  # the agent crashed: the stream cannot be completed
+            raise TransportError(f"The in-process agent failed: {error}") from error
+
+
+class SSEConnection(Connection):
+    """POSTs the body to an AG-UI endpoint and reads `text/event-stream`.
+
+    Example::
+
+        connection = SSEConnection("http://127.0.0.1:8001/api/chat", timeout=30)
+
+    Parameters:
+        url: the endpoint.
+        timeout: seconds allowed for connecting and for each read (a stalled stream fails).
+        headers: extra request headers.
+        transport: an `httpx` transport (e.g. `httpx.ASGITransport(app)` in tests).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = 60.0,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url = url
+        self._headers = dict(headers or {})
+        self._client = httpx.AsyncClient(timeout=httpx.Timeout(timeout), transport=transport)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def stream(self, body: Mapping[str, object]) -> AsyncIterator[WireEvent]:
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        run_id = body.get("runId")
+        if isinstance(run_id, str):
+            headers[RUN_ID_HEADER] = run_id
+        headers.update(self._headers)
+        content = js_json_dumps(dict(body)).encode("utf-8")
+        try:
+            async with self._client.stream(
+                "POST", self.url, content=content, headers=headers
+            ) as response:
+                if response.status_code != 200:
+                    text = (await response.aread()).decode("utf-8", "replace")[:500]
+                    raise TransportError(
+                        f"The server answered HTTP {response.status_code}: {text}",
+                        status_code=response.status_code,
+                    )
+                decoder = SSEDecoder()
+                async for chunk in response.aiter_text():
+                    for event in decoder.feed(chunk):
+                        yield event
+                decoder.close()
+        except httpx.TimeoutException as error:
+            raise TransportError(
+                f"The server did not answer in time ({type(error).__name__})."
+            ) from error
+        except httpx.HTTPError as error:
+            raise TransportError(f"The request failed: {error or type(error).__name__}") from error
+        except SSEDecodeError as error:
+            raise TransportError(f"The event stream is malformed: {error}") from error
+
+
+class MockConnection(Connection):
+    """A scripted connection for tests: `handler(body)` returns the events to stream.
+
+    Every body sent is kept in `requests`. A handler may raise `TransportError`.
+    """
+
+    def __init__(self, handler: Callable[[Mapping[str, object]], object]) -> None:
+        self._handler = handler
+        self.requests: list[dict[str, object]] = []
+
+    async def stream(self, body: Mapping[str, object]) -> AsyncIterator[WireEvent]:
+        self.requests.append(dict(body))
+        result = self._handler(body)
+        if inspect.isawaitable(result):
+            result = await result
+        if isinstance(result, AsyncIterator):
+            async for event in result:
+                yield _event(event)
+            return
+        if not isinstance(result, Iterable):
+            raise TypeError("A MockConnection handler must return events.")
+        for event in result:
+            yield _event(event)
+
+
+def _event(event: object) -> WireEvent:
+    if not isinstance(event, Mapping):
+        raise TypeError("Events must be mappings.")
+    return {str(k): v for k, v in event.items()}

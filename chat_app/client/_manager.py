@@ -1,0 +1,837 @@
+"""The interrupt manager: one batch of interrupts, the answers to it, and its submission.
+
+Owns `InterruptManager` and `InterruptHandle` (contract §4, rule by rule). Synchronous and
+I/O-free: every mutating call returns the `Submission` to send when the batch became
+complete (auto-submit), or `None`. The chat client sends it and reports back with
+`submission_failed` / `submission_settled`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from chat_app.interrupts import (
+    ABSENT,
+    CLIENT_TOOL_REASON,
+    LEGACY_CLIENT_TOOL_REASON,
+    BatchInterruptError,
+    BatchInterruptErrorCode,
+    InterruptError,
+    ItemInterruptError,
+    ItemInterruptErrorCode,
+    canonicalize_interrupt_resolutions,
+    generic_continuation_from_descriptor,
+    wrap_generic_continuation,
+)
+
+from ._answers import Invalid, Valid, check_approval, check_client_tool_output, check_generic
+from ._classify import Hydration, RuntimeKind, classify, first_party_index_counts, legacy_kind
+from ._errors import UsageError
+from ._items import (
+    GenericInterrupt,
+    InterruptItem,
+    ItemRecord,
+    ItemStatus,
+    ManagerSnapshot,
+    Submission,
+    ToolApprovalInterrupt,
+    UnboundInterrupt,
+)
+from ._tools import ClientTool, InterruptDefinition
+
+__all__ = ["ChangeSource", "InterruptHandle", "InterruptManager", "TransactionResolver"]
+
+ChangeSource: TypeAlias = Literal["live", "hydrate"]
+_NO_RETRY_CODES = frozenset({"stale", "expired", "conflict"})
+
+
+@dataclass(eq=False, kw_only=True)
+class _Item:
+    """The manager's mutable record of one descriptor."""
+
+    descriptor: dict[str, object]
+    kind: RuntimeKind
+    binding: dict[str, object] | None
+    can_resolve: bool
+    resumable: bool
+    status: ItemStatus = "pending"
+    error: ItemInterruptError | None = None
+    resolution: dict[str, object] | None = None
+    draft: dict[str, object] | None = None
+    tool: ClientTool | None = None
+    definition: InterruptDefinition | None = None
+    payload: object = None
+
+    @property
+    def id(self) -> str:
+        return str(self.descriptor.get("id"))
+
+
+@dataclass(eq=False)
+class _Token:
+    active: bool = True
+
+
+class InterruptHandle:
+    """An item plus its controls, as a `resolve_interrupts(fn)` resolver receives it."""
+
+    def __init__(self, manager: InterruptManager, item: InterruptItem, token: _Token) -> None:
+        self.item = item
+        self._manager = manager
+        self._token = token
+
+    @property
+    def id(self) -> str:
+        return self.item.id
+
+    @property
+    def kind(self) -> str:
+        return self.item.kind
+
+    def resolve_interrupt(
+        self,
+        approved: bool | None = None,
+        *,
+        edited_args: object = ABSENT,
+        payload: object = ABSENT,
+        response: object = ABSENT,
+    ) -> None:
+        self._manager.resolve(
+            self.item.id, approved=approved, edited_args=edited_args, payload=payload,
+            response=response, _token=self._token,
+        )  # fmt: skip
+
+    def cancel(self) -> None:
+        self._manager.cancel_item(self.item.id, _token=self._token)
+
+    def clear_resolution(self) -> None:
+        self._manager.clear_item(self.item.id, _token=self._token)
+
+
+TransactionResolver: TypeAlias = Callable[[InterruptHandle], object]
+
+
+class InterruptManager:
+    """Classifies a batch, stages answers, and decides when the batch is complete.
+
+    Example::
+
+        manager = InterruptManager(tools=[transfer], definitions=[shipping])
+        manager.hydrate(thread_id="t", interrupted_run_id="run-1", generation=0,
+                        descriptors=outcome["interrupts"])
+        submission = manager.resolve("approval_call_1", approved=True)
+    """
+
+    def __init__(
+        self,
+        *,
+        tools: Iterable[ClientTool] = (),
+        definitions: Iterable[InterruptDefinition] = (),
+        on_change: Callable[[ChangeSource], None] | None = None,
+    ) -> None:
+        self.tools = {tool.name: tool for tool in tools}
+        self.definitions: dict[str, InterruptDefinition] = {}
+        for definition in definitions:
+            if definition.id in self.definitions:
+                raise UsageError(f"Duplicate interrupt definition id: {definition.id}")
+            self.definitions[definition.id] = definition
+        self.on_change = on_change
+        self._hydration: Hydration | None = None
+        self._items: list[_Item] = []
+        self._root_errors: tuple[BatchInterruptError, ...] = ()
+        self._submission_root_errors: tuple[BatchInterruptError, ...] = ()
+        self._retry: Submission | None = None
+        self._active: Submission | None = None
+        self._transaction: _Token | None = None
+        self._interrupts: tuple[InterruptItem, ...] = ()
+
+    # --- reading ----------------------------------------------------------------------------
+
+    @property
+    def interrupts(self) -> tuple[InterruptItem, ...]:
+        """Public items: no hidden client-tool executions, nothing being submitted."""
+        return self._interrupts
+
+    @property
+    def errors(self) -> tuple[BatchInterruptError, ...]:
+        return self._root_errors
+
+    @property
+    def resuming(self) -> bool:
+        return self._active is not None
+
+    @property
+    def active_submission(self) -> Submission | None:
+        return self._active
+
+    @property
+    def can_retry(self) -> bool:
+        return self._retry is not None
+
+    @property
+    def hydration(self) -> Hydration | None:
+        return self._hydration
+
+    @property
+    def has_open_items(self) -> bool:
+        """Whether answers this client can give are still owed (blocks a new message)."""
+        return any(item.resumable for item in self._items)
+
+    def client_tool_requests(self) -> list[tuple[str, str, object]]:
+        """`(toolCallId, toolName, input)` of client tools the batch asks this client to run.
+
+        As TanStack: read from the legacy `metadata.kind == "client_tool"` marker, and none
+        while a generic interrupt shares the batch (its answer decides whether tools run).
+        """
+        if self._hydration is None:
+            return []
+        if any(_binding_kind(item.descriptor) == "generic" for item in self._items):
+            return []
+        requests: list[tuple[str, str, object]] = []
+        for item in self._items:
+            descriptor = item.descriptor
+            metadata = descriptor.get("metadata")
+            call_id = descriptor.get("toolCallId")
+            if not isinstance(metadata, Mapping) or not isinstance(call_id, str):
+                continue
+            if not (
+                metadata.get("kind") == "client_tool"
+                or descriptor.get("reason") == LEGACY_CLIENT_TOOL_REASON
+            ):
+                continue
+            if item.status != "pending":
+                continue
+            name = metadata.get("toolName")
+            requests.append((call_id, str(name or ""), metadata.get("input", {})))
+        return requests
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def hydrate(
+        self,
+        *,
+        thread_id: str,
+        interrupted_run_id: str,
+        generation: int,
+        descriptors: Sequence[Mapping[str, object]],
+        source: ChangeSource = "live",
+    ) -> None:
+        """Replace the batch (a `RUN_FINISHED` with an interrupt outcome arrived)."""
+        self._active = None
+        hydration = Hydration(
+            thread_id=thread_id,
+            interrupted_run_id=interrupted_run_id,
+            generation=generation,
+            descriptors=tuple({str(k): v for k, v in d.items()} for d in descriptors),
+        )
+        self._hydration = hydration
+        counts = first_party_index_counts(hydration.descriptors)
+        self._items = []
+        for descriptor in hydration.descriptors:
+            found = classify(descriptor, hydration, self.tools, self.definitions, counts)
+            item = _Item(
+                descriptor=descriptor, kind=found.kind, binding=found.binding,
+                can_resolve=found.can_resolve, resumable=found.resumable, tool=found.tool,
+                definition=found.definition, payload=found.payload,
+            )  # fmt: skip
+            if found.error is not None:
+                item.status = "error"
+                item.error = self._item_error(item.id, "stale", found.error)
+            self._items.append(item)
+        self._root_errors = ()
+        self._submission_root_errors = ()
+        self._retry = None
+        self._publish(source)
+
+    def reset(self, *, source: ChangeSource = "live") -> None:
+        """Forget the batch (the run finished, or failed, without pausing)."""
+        self._active = None
+        self._hydration = None
+        self._items = []
+        self._root_errors = ()
+        self._submission_root_errors = ()
+        self._retry = None
+        self._publish(source)
+
+    # --- answering one item -------------------------------------------------------------
+
+    def resolve(
+        self,
+        interrupt_id: str,
+        *,
+        approved: bool | None = None,
+        edited_args: object = ABSENT,
+        payload: object = ABSENT,
+        response: object = ABSENT,
+        _token: _Token | None = None,
+    ) -> Submission | None:
+        """Answer one item: `approved=` (+ `edited_args=`, `payload=`) or `response=`."""
+        self._assert_item_mutable(_token)
+        item = self._find(interrupt_id)
+        if item.kind == "unbound":
+            raise UsageError(f"Interrupt {interrupt_id} belongs to another system.")
+        if item.kind == "tool-approval":
+            if response is not ABSENT:
+                raise UsageError("Tool approvals are resolved with approved=, not response=.")
+            candidate: object = {"approved": approved}
+            assert isinstance(candidate, dict)
+            if approved and edited_args is not ABSENT:
+                candidate["editedArgs"] = edited_args
+            if payload is not ABSENT:
+                candidate["payload"] = payload
+        else:
+            if response is ABSENT or approved is not None:
+                raise UsageError(f"Interrupt {interrupt_id} is resolved with response=.")
+            if edited_args is not ABSENT or payload is not ABSENT:
+                raise UsageError(f"Interrupt {interrupt_id} takes only response=.")
+            candidate = response
+        return self._resolve_item(item, candidate, _token)
+
+    def cancel_item(self, interrupt_id: str, *, _token: _Token | None = None) -> Submission | None:
+        """Abandon one item without an answer (`status: "cancelled"`, no payload)."""
+        self._assert_item_mutable(_token)
+        item = self._find(interrupt_id)
+        if item.kind == "unbound":
+            raise UsageError(f"Interrupt {interrupt_id} belongs to another system.")
+        self._retry = None
+        item.resolution = _with_continuation(item, {"interruptId": item.id, "status": "cancelled"})
+        item.status = "staged"
+        item.error = None
+        if _token is not None:
+            return None
+        self._publish()
+        return self._maybe_submit()
+
+    def clear_item(self, interrupt_id: str, *, _token: _Token | None = None) -> None:
+        """Drop the staged answer and the error; the item is pending again."""
+        self._assert_item_mutable(_token)
+        item = self._find(interrupt_id)
+        if item.kind == "unbound":
+            raise UsageError(f"Interrupt {interrupt_id} belongs to another system.")
+        self._retry = None
+        item.resolution = None
+        item.error = None
+        item.draft = None
+        item.status = "pending"
+        if _token is None:
+            self._publish()
+
+    def resolve_client_tool_output(
+        self, tool_call_id: str, output: object
+    ) -> tuple[bool, Submission | None]:
+        """Stage a client tool's output for its (hidden) item; `(found, submission)`."""
+        for item in self._items:
+            binding = item.binding or {}
+            hidden = (
+                item.kind == "client-tool-execution" and binding.get("toolCallId") == tool_call_id
+            )
+            degraded = (
+                item.kind == "generic"
+                and item.descriptor.get("reason") in (CLIENT_TOOL_REASON, LEGACY_CLIENT_TOOL_REASON)
+                and item.descriptor.get("toolCallId") == tool_call_id
+                and legacy_kind(item.descriptor) == "client_tool"
+            )
+            if hidden or degraded:
+                return True, self._resolve_item(item, output, None)
+        return False, None
+
+    # --- root operations ----------------------------------------------------------------
+
+    def resolve_all(self, approved: bool) -> Submission | None:
+        """`resolveInterrupts(true|false)`: only for batches of payloadless approvals."""
+        self._assert_root_mutable()
+        resolvable = [
+            item for item in self._items
+            if item.resumable and item.kind != "client-tool-execution"
+        ]  # fmt: skip
+        eligible = all(
+            item.kind == "tool-approval"
+            and (item.tool is None or item.tool.branch_schema(approved) is None)
+            for item in resolvable
+        )
+        if not eligible or not resolvable:
+            self._add_root_error(
+                "unsupported-bulk-operation",
+                "Boolean bulk resolution requires payloadless tool approvals.",
+            )
+            return None
+        self._retry = None
+        for item in resolvable:
+            item.resolution = _canonical_entry(
+                {"interruptId": item.id, "status": "resolved", "payload": {"approved": approved}}
+            )
+            item.draft = {"approved": approved}
+            item.status = "staged"
+            item.error = None
+        self._publish()
+        return self._maybe_submit()
+
+    def transaction(self, resolver: TransactionResolver) -> Submission | None:
+        """`resolveInterrupts(fn)`: all items answered in one synchronous call, or none."""
+        self._assert_root_mutable()
+        checkpoints = [(i.status, i.resolution, i.error, i.draft) for i in self._items]
+        token = _Token()
+        self._transaction = token
+        failure: tuple[BatchInterruptErrorCode, str] | None = None
+        try:
+            for item in self._build_public(include_submitting=False):
+                if isinstance(item, UnboundInterrupt):
+                    continue
+                result = resolver(InterruptHandle(self, item, token))
+                if inspect.isawaitable(result):
+                    if inspect.iscoroutine(result):
+                        result.close()
+                    failure = (
+                        "async-resolver",
+                        "Interrupt transaction resolvers must be synchronous.",
+                    )
+                    break
+                if result is not None:
+                    failure = (
+                        "inactive-transaction",
+                        "Interrupt transaction resolvers must return literal undefined.",
+                    )
+                    break
+            if failure is None and any(
+                item.resumable
+                and item.kind != "client-tool-execution"
+                and (item.resolution is None or item.status != "staged")
+                for item in self._items
+            ):
+                failure = ("incomplete-batch", "Interrupt transaction did not resolve every item.")
+        except Exception as problem:  # the resolver's own failure rolls the batch back
+            failure = ("item-validation-failed", str(problem))
+        finally:
+            token.active = False
+            self._transaction = None
+        if failure is not None:
+            for record, checkpoint in zip(self._items, checkpoints, strict=True):
+                record.status, record.resolution, record.error, record.draft = checkpoint
+            self._add_root_error(*failure)
+            return None
+        self._publish()
+        return self._maybe_submit()
+
+    def cancel_all(self) -> Submission | None:
+        """`cancelInterrupts()`: cancel every resumable item (hidden client tools too)."""
+        self._assert_root_mutable()
+        self._retry = None
+        for item in self._items:
+            if not item.resumable:
+                continue
+            item.resolution = _with_continuation(
+                item, {"interruptId": item.id, "status": "cancelled"}
+            )
+            item.status = "staged"
+            item.error = None
+        self._publish()
+        return self._maybe_submit()
+
+    def retry(self) -> Submission | None:
+        """Re-send the identical submission after a retryable failure."""
+        if self._active is not None:
+            raise UsageError("Interrupt submission is already active.")
+        if self._retry is None:
+            self._add_root_error("transport", "There is no retryable interrupt submission.")
+            return None
+        return self._submit(self._retry)
+
+    # --- submission outcome -------------------------------------------------------------
+
+    def submission_failed(
+        self,
+        submission: Submission,
+        *,
+        message: str,
+        errors: Sequence[InterruptError] = (),
+    ) -> None:
+        """The continuation failed: a transport failure (no `errors`) or the server's errors."""
+        if self._active is not submission:
+            return  # superseded: a newer batch owns the state
+        if not errors:
+            self._add_root_error(
+                "transport", message, retryable=True, source="transport", publish=False
+            )
+            self._retry = submission
+            for item in self._items:
+                if item.resumable:
+                    item.status = "error"
+            return
+        correlated = [e for e in errors if _matches(e, submission)]
+        if len(correlated) != len(errors):
+            self._add_root_error(
+                "protocol",
+                "Interrupt submission errors did not match the active batch.",
+                publish=False,
+            )
+        no_retry = any(e.code in _NO_RETRY_CODES for e in correlated)
+        retryable = any(e.retryable for e in correlated)
+        batch: list[BatchInterruptError] = []
+        for error in correlated:
+            if isinstance(error, ItemInterruptError):
+                for item in self._items:
+                    if item.resumable and item.id == error.interrupt_id:
+                        item.status = "error"
+                        item.error = error
+            else:
+                batch.append(error)
+        self._merge_batch_errors(batch)
+        for item in self._items:
+            if item.resumable and item.status == "submitting":
+                item.status = "error"
+        self._retry = submission if retryable and not no_retry else None
+
+    def submission_settled(self, submission: Submission) -> None:
+        """The continuation ended (either way); publish if this batch still owns the state."""
+        if self._active is submission:
+            self._active = None
+            self._publish()
+
+    # --- state ------------------------------------------------------------------------------
+
+    def snapshot(self) -> ManagerSnapshot:
+        hydration = self._hydration
+        return ManagerSnapshot(
+            thread_id=hydration.thread_id if hydration else None,
+            interrupted_run_id=hydration.interrupted_run_id if hydration else None,
+            generation=hydration.generation if hydration else 0,
+            descriptors=hydration.descriptors if hydration else (),
+            items=tuple(
+                ItemRecord(
+                    id=i.id, status=i.status, resolution=i.resolution, error=i.error, draft=i.draft
+                )
+                for i in self._items
+            ),
+            root_errors=self._root_errors,
+            submission_root_errors=self._submission_root_errors,
+            retry_submission=self._retry,
+            active_submission=self._active,
+        )
+
+    def restore(self, snapshot: ManagerSnapshot) -> None:
+        """Rebuild from a snapshot (after a reload), re-classifying with the current tools.
+
+        A submission that was in flight when the snapshot was taken is treated as a failed
+        send: the items are in error and `retry` re-sends it.
+        """
+        if snapshot.thread_id is None or snapshot.interrupted_run_id is None:
+            self.reset(source="hydrate")
+            return
+        self.hydrate(
+            thread_id=snapshot.thread_id, interrupted_run_id=snapshot.interrupted_run_id,
+            generation=snapshot.generation, descriptors=snapshot.descriptors, source="hydrate",
+        )  # fmt: skip
+        records = {record.id: record for record in snapshot.items}
+        for item in self._items:
+            record = records.get(item.id)
+            if record is None or not item.resumable:
+                continue
+            item.status, item.resolution = record.status, record.resolution
+            item.error, item.draft = record.error, record.draft
+        self._root_errors = snapshot.root_errors
+        self._submission_root_errors = snapshot.submission_root_errors
+        self._retry = snapshot.retry_submission
+        if snapshot.active_submission is not None:
+            self._active = snapshot.active_submission
+            self.submission_failed(
+                snapshot.active_submission,
+                message="The interrupt submission did not finish before the client was restored.",
+            )
+            self._active = None
+        self._publish("hydrate")
+
+    # --- internals ----------------------------------------------------------------------
+
+    def _resolve_item(
+        self, item: _Item, candidate: object, token: _Token | None
+    ) -> Submission | None:
+        self._retry = None
+        item.draft = _draft(item, candidate)
+        if not item.can_resolve:
+            item.status = "error"
+            item.error = self._item_error(
+                item.id, "invalid-response-schema",
+                "The interrupt response schema is invalid and cannot be resolved.",
+            )  # fmt: skip
+            if token is None:
+                self._publish()
+            return None
+        result = self._check(item, candidate)
+        if isinstance(result, Invalid):
+            item.status = "error"
+            item.error = self._item_error(item.id, result.code, result.message, result.path)
+            if item.kind == "client-tool-execution":
+                self._root_errors = (
+                    *(
+                        e for e in self._root_errors
+                        if not (e.code == "item-validation-failed" and item.id in e.interrupt_ids)
+                    ),
+                    self._batch_error(
+                        "item-validation-failed", result.message, interrupt_ids=(item.id,)
+                    ),
+                )  # fmt: skip
+            if token is None:
+                self._publish()
+            return None
+        item.resolution = _canonical_entry(
+            _with_continuation(
+                item, {"interruptId": item.id, "status": "resolved", "payload": result.payload}
+            )
+        )
+        item.status = "staged"
+        item.error = None
+        if token is not None:
+            return None
+        self._publish()
+        return self._maybe_submit()
+
+    def _check(self, item: _Item, candidate: object) -> Valid | Invalid:
+        if item.kind == "generic":
+            return check_generic(item.definition, item.descriptor.get("responseSchema"), candidate)
+        if item.kind == "client-tool-execution":
+            return check_client_tool_output(item.tool, candidate)
+        return check_approval(item.tool, candidate)
+
+    def _maybe_submit(self) -> Submission | None:
+        has_generic = any(item.kind == "generic" for item in self._items)
+        ours = [
+            item for item in self._items
+            if item.resumable and not (has_generic and item.kind == "client-tool-execution")
+        ]  # fmt: skip
+        if not ours or any(i.resolution is None or i.status != "staged" for i in ours):
+            return None
+        hydration = self._require_hydration()
+        canonical = canonicalize_interrupt_resolutions(
+            [item.resolution for item in ours if item.resolution is not None]
+        )
+        return self._submit(
+            Submission(
+                thread_id=hydration.thread_id,
+                interrupted_run_id=hydration.interrupted_run_id,
+                generation=hydration.generation,
+                resolutions=canonical.resolutions,
+                canonical_resolutions=canonical.text,
+                fingerprint=canonical.fingerprint,
+            )
+        )
+
+    def _submit(self, submission: Submission) -> Submission:
+        self._active = submission
+        self._retry = None
+        for item in self._items:
+            if item.resumable:
+                item.status = "submitting"
+        self._publish()
+        return submission
+
+    def _merge_batch_errors(self, incoming: Sequence[BatchInterruptError]) -> None:
+        replaceable = [e for e in incoming if e.source != "transport"]
+
+        def superseded(candidate: BatchInterruptError) -> bool:
+            return any(_same_correlation(candidate, e) for e in replaceable)
+
+        self._root_errors = (
+            *(
+                e for e in self._root_errors
+                if not (e in self._submission_root_errors and superseded(e))
+            ),
+            *incoming,
+        )  # fmt: skip
+        self._submission_root_errors = (
+            *(e for e in self._submission_root_errors if not superseded(e)),
+            *replaceable,
+        )
+
+    def _assert_item_mutable(self, token: _Token | None) -> None:
+        if token is not None and not token.active:
+            raise UsageError("Interrupt transaction is inactive.")
+        if self._transaction is not None and token is not self._transaction:
+            raise UsageError("Interrupt transaction is inactive.")
+        if self._active is not None:
+            raise UsageError("Interrupts cannot be mutated while submitting.")
+
+    def _assert_root_mutable(self) -> None:
+        if self._transaction is not None:
+            raise UsageError("Interrupt transaction is already active.")
+        if self._active is not None:
+            raise UsageError("Interrupts cannot be mutated while submitting.")
+
+    def _find(self, interrupt_id: str) -> _Item:
+        for item in self._items:
+            if item.id == interrupt_id:
+                return item
+        raise UsageError(f"Unknown interrupt: {interrupt_id}")
+
+    def _require_hydration(self) -> Hydration:
+        if self._hydration is None:
+            raise UsageError("InterruptManager is not hydrated.")
+        return self._hydration
+
+    def _item_error(
+        self,
+        interrupt_id: str,
+        code: ItemInterruptErrorCode,
+        message: str,
+        path: tuple[str | int, ...] | None = None,
+    ) -> ItemInterruptError:
+        hydration = self._require_hydration()
+        return ItemInterruptError(
+            thread_id=hydration.thread_id, interrupted_run_id=hydration.interrupted_run_id,
+            generation=hydration.generation, interrupt_id=interrupt_id, code=code,
+            message=message, path=path,
+        )  # fmt: skip
+
+    def _batch_error(
+        self,
+        code: BatchInterruptErrorCode,
+        message: str,
+        *,
+        retryable: bool = False,
+        source: Literal["client", "server", "transport"] = "client",
+        interrupt_ids: tuple[str, ...] | None = None,
+    ) -> BatchInterruptError:
+        hydration = self._require_hydration()
+        ids = interrupt_ids
+        if ids is None:
+            ids = tuple(item.id for item in self._items if item.resumable)
+        return BatchInterruptError(
+            thread_id=hydration.thread_id, interrupted_run_id=hydration.interrupted_run_id,
+            generation=hydration.generation, interrupt_ids=ids, code=code, message=message,
+            source=source, retryable=retryable,
+        )  # fmt: skip
+
+    def _add_root_error(
+        self,
+        code: BatchInterruptErrorCode,
+        message: str,
+        *,
+        retryable: bool = False,
+        source: Literal["client", "server", "transport"] = "client",
+        publish: bool = True,
+    ) -> None:
+        error = self._batch_error(code, message, retryable=retryable, source=source)
+        self._root_errors = (*self._root_errors, error)
+        if publish:
+            self._publish()
+
+    def _publish(self, source: ChangeSource = "live") -> None:
+        self._interrupts = self._build_public(include_submitting=False)
+        if self.on_change is not None:
+            self.on_change(source)
+
+    def _build_public(self, *, include_submitting: bool) -> tuple[InterruptItem, ...]:
+        hydration = self._hydration
+        if hydration is None:
+            return ()
+        return tuple(
+            _public(item, hydration)
+            for item in self._items
+            if item.kind != "client-tool-execution"
+            and (include_submitting or item.status != "submitting")
+        )
+
+
+def _public(item: _Item, hydration: Hydration) -> InterruptItem:
+    d = item.descriptor
+    base = {
+        "id": item.id,
+        "reason": str(d.get("reason", "")),
+        "message": d.get("message") if isinstance(d.get("message"), str) else None,
+        "response_schema": _dict_or_none(d.get("responseSchema")),
+        "expires_at": d.get("expiresAt") if isinstance(d.get("expiresAt"), str) else None,
+        "metadata": _dict_or_none(d.get("metadata")),
+        "thread_id": hydration.thread_id,
+        "interrupted_run_id": hydration.interrupted_run_id,
+        "generation": hydration.generation,
+        "status": item.status,
+        "errors": (item.error,) if item.error is not None else (),
+        "can_resolve": item.can_resolve,
+        "draft": item.draft,
+        "resolution": item.resolution,
+    }
+    if item.kind == "unbound" or item.binding is None:
+        return UnboundInterrupt(**base)  # type: ignore[arg-type]
+    if item.kind == "tool-approval":
+        binding = item.binding
+        tool = item.tool
+        return ToolApprovalInterrupt(
+            **base,  # type: ignore[arg-type]
+            binding=binding,
+            tool_name=str(binding.get("toolName")),
+            tool_call_id=str(binding.get("toolCallId")),
+            original_args=binding.get("originalArgs"),
+            approve_schema=tool.branch_schema(True) if tool else None,
+            reject_schema=tool.branch_schema(False) if tool else None,
+            input_schema=tool.input_schema if tool else None,
+        )
+    binding = item.binding
+    if binding.get("kind") != "generic":
+        binding = {
+            "v": binding.get("v", 1), "kind": "generic", "interruptId": item.id,
+            "interruptedRunId": hydration.interrupted_run_id, "generation": hydration.generation,
+            **({"responseSchemaHash": binding["responseSchemaHash"]}
+               if isinstance(binding.get("responseSchemaHash"), str) else {}),
+        }  # fmt: skip
+    if item.definition is not None:
+        return GenericInterrupt(
+            **base,  # type: ignore[arg-type]
+            binding=binding,
+            definition_id=item.definition.id,
+            key=str(binding.get("key", "")),
+            payload=item.payload,
+        )
+    return GenericInterrupt(**base, binding=binding)  # type: ignore[arg-type]
+
+
+def _dict_or_none(value: object) -> dict[str, object] | None:
+    return {str(k): v for k, v in value.items()} if isinstance(value, Mapping) else None
+
+
+def _binding_kind(descriptor: Mapping[str, object]) -> object:
+    metadata = descriptor.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return None
+    binding = metadata.get("tanstack:interruptBinding")
+    return binding.get("kind") if isinstance(binding, Mapping) else None
+
+
+def _with_continuation(item: _Item, entry: dict[str, object]) -> dict[str, object]:
+    continuation = generic_continuation_from_descriptor(item.descriptor)
+    if continuation is None:
+        return entry
+    return {**entry, "metadata": wrap_generic_continuation(continuation)}
+
+
+def _canonical_entry(entry: dict[str, object]) -> dict[str, object]:
+    return dict(canonicalize_interrupt_resolutions([entry]).resolutions[0])
+
+
+def _draft(item: _Item, candidate: object) -> dict[str, object] | None:
+    if item.kind == "tool-approval" and isinstance(candidate, Mapping):
+        return {str(k): v for k, v in candidate.items()}
+    return {"response": candidate}
+
+
+def _matches(error: InterruptError, submission: Submission) -> bool:
+    if (
+        error.thread_id != submission.thread_id
+        or error.interrupted_run_id != submission.interrupted_run_id
+        or error.generation != submission.generation
+    ):
+        return False
+    ids = submission.interrupt_ids
+    if isinstance(error, ItemInterruptError):
+        return error.interrupt_id in ids
+    return sorted(error.interrupt_ids) == sorted(ids)
+
+
+def _same_correlation(left: BatchInterruptError, right: BatchInterruptError) -> bool:
+    return (
+        left.thread_id == right.thread_id
+        and left.interrupted_run_id == right.interrupted_run_id
+        and left.generation == right.generation
+        and sorted(left.interrupt_ids) == sorted(right.interrupt_ids)
+    )

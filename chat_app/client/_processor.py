@@ -1,0 +1,369 @@
+"""The stream processor: a pure fold of AG-UI events into messages with parts.
+
+Owns `StreamState` and `StreamProcessor`. `apply(state, event) -> state` never mutates its
+input and does no I/O, so it is tested event by event. It tolerates what real servers send:
+TanStack's `TOOL_CALL_RESULT` before `RUN_STARTED`, a `RUN_ERROR` without `RUN_STARTED`,
+events without message ids, and event types it does not know (ignored).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal, TypeAlias
+
+from chat_app.interrupts import LEGACY_APPROVAL_REASON, js_json_dumps
+
+from ._messages import (
+    ChatMessage,
+    MessagePart,
+    TextPart,
+    ToolCallPart,
+    ToolDecision,
+    ToolResultPart,
+    error_text,
+    from_wire_messages,
+    parse_content,
+    parse_tool_arguments,
+    with_result,
+)
+
+__all__ = ["RunStatus", "StreamProcessor", "StreamState", "new_message_id"]
+
+RunStatus: TypeAlias = Literal["idle", "running", "finished", "interrupted", "error"]
+
+
+def new_message_id(prefix: str = "msg") -> str:
+    """`<prefix>-<ms>-<random>`, the shape `@tanstack/ai-client` uses."""
+    return f"{prefix}-{int(time.time() * 1000)}-{secrets.token_hex(4)[:7]}"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StreamState:
+    """Everything the event stream has told the client so far."""
+
+    messages: tuple[ChatMessage, ...] = ()
+    #: The status of the run the latest events belong to.
+    run_status: RunStatus = "idle"
+    run_id: str | None = None
+    #: The assistant message that text and tool calls without a message id go to.
+    active_message_id: str | None = None
+    #: The interrupt descriptors of the latest `RUN_FINISHED` with an interrupt outcome.
+    interrupts: tuple[dict[str, object], ...] = ()
+    finish_reason: str | None = None
+    #: The `message` and `code` of the latest `RUN_ERROR`.
+    error: str | None = None
+    error_code: str | None = None
+    #: The latest `STATE_SNAPSHOT`.
+    agent_state: object = None
+    #: The last `RUN_ERROR` or `RUN_FINISHED` event as received.
+    terminal: dict[str, object] | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamProcessor:
+    """Folds AG-UI wire events (camelCase dicts) into a `StreamState`.
+
+    Example::
+
+        processor = StreamProcessor()
+        state = StreamState()
+        for event in events:
+            state = processor.apply(state, event)
+    """
+
+    new_id: Callable[[], str] = new_message_id
+
+    def apply(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
+        kind = event.get("type")
+        handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
+        return handler(self, state, event) if handler is not None else state
+
+    # --- local actions (not events) -----------------------------------------------------
+
+    def add_user_message(
+        self, state: StreamState, text: str, *, message_id: str | None = None
+    ) -> StreamState:
+        message = ChatMessage(
+            id=message_id or self.new_id(),
+            role="user",
+            parts=(TextPart(content=text),),
+            created_at=_iso_now(),
+        )
+        return replace(state, messages=(*state.messages, message), active_message_id=None)
+
+    def record_decision(
+        self, state: StreamState, tool_call_id: str, decision: ToolDecision
+    ) -> StreamState:
+        """Mirror a submitted approval decision onto the tool call."""
+        return _update_call(
+            state, tool_call_id, lambda part: replace(part, decision=decision, status=decision)
+        )
+
+    def add_tool_result(
+        self, state: StreamState, tool_call_id: str, output: object, error: str | None = None
+    ) -> StreamState:
+        """Write a client tool's output (or failure) into the history."""
+        content = output if isinstance(output, str) else js_json_dumps(output)
+        return _set_result(state, tool_call_id, content, output, error)
+
+    def start_request(self, state: StreamState) -> StreamState:
+        """Forget the previous run's outcome before a new request streams."""
+        return replace(
+            state, run_status="idle", active_message_id=None, interrupts=(), error=None,
+            error_code=None, terminal=None, finish_reason=None,
+        )  # fmt: skip
+
+    # --- events -------------------------------------------------------------------------
+
+    def _run_started(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
+        return replace(
+            state, run_status="running", run_id=_str(event.get("runId")) or state.run_id,
+            error=None, error_code=None, active_message_id=None,
+        )  # fmt: skip
+
+    def _text_start(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
+        state, _ = self._ensure_assistant(state, _str(event.get("messageId")))
+        return state
+
+    def _text_content(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
+        delta = event.get("delta")
+        if not isinstance(delta, str) or not delta:
+            return state
+        state, message_id = self._ensure_assistant(state, _str(event.get("messageId")))
+
+        def append(message: ChatMessage) -> ChatMessage:
+            parts = list(message.parts)
+            if parts and isinstance(parts[-1], TextPart):
+                parts[-1] = TextPart(content=parts[-1].content + delta)
+            else:
+                parts.append(TextPart(content=delta))
+            return replace(message, parts=tuple(parts))
+
+        return _update_message(state, message_id, append)
+
+    def _tool_start(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
+        call_id = _str(event.get("toolCallId"))
+        if call_id is None or _find_call(state, call_id) is not None:
+            return state
+        state, message_id = self._ensure_assistant(state, _str(event.get("parentMessageId")))
+        metadata = event.get("metadata")
+        part = ToolCallPart(
+            id=call_id,
+            name=_str(event.get("toolCallName")) or "",
+            metadata=dict(metadata) if isinstance(metadata, Mapping) else None,
+        )
+        return _update_message(
+            state, message_id, lambda message: replace(message, parts=(*message.parts, part))
+        )
+
+    def _tool_args(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
+        call_id, delta = _str(event.get("toolCallId")), event.get("delta")
+        if call_id is None or not isinstance(delta, str):
+            return state
+        return _update_call(
+            state, call_id, lambda part: replace(part, arguments=part.arguments + delta)
+        )
+
+    def _tool_end(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
+        call_id = _str(event.get("toolCallId"))
+        if call_id is None:
+            return state
+
+        def complete(part: ToolCallPart) -> ToolCallPart:
+            if part.status != "streaming":
+                return part
+            if "input" in event and not part.arguments:
+                arguments = js_json_dumps(event["input"])
+                return replace(part, status="running", arguments=arguments, input=event["input"])
+            return replace(part, status="running", input=parse_tool_arguments(part.arguments))
+
+        return _update_call(state, call_id, complete)
+
+    def _tool_chunk(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
+        call_id = _str(event.get("toolCallId"))
+        if call_id is not None and _find_call(state, call_id) is None:
+            state = self._tool_start(state, event)
+        return self._tool_args(state, event)
+
+    def _tool_result(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
+        call_id, content = _str(event.get("toolCallId")), event.get("content")
+        if call_id is None:
+            return state
+        text = content if isinstance(content, str) else js_json_dumps(content)
+        metadata = event.get("metadata")
+        tanstack = metadata.get("tanstack") if isinstance(metadata, Mapping) else None
+        failed = event.get("state") == "output-error" or (
+            isinstance(tanstack, Mapping) and tanstack.get("state") == "output-error"
+        )
+        output = parse_content(text)
+        return _set_result(state, call_id, text, output, error_text(output) if failed else None)
+
+    def _snapshot(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
+        messages = event.get("messages")
+        if not isinstance(messages, list):
+            return state
+        return replace(
+            state, messages=from_wire_messages(messages, state.messages), active_message_id=None
+        )
+
+    def _state_snapshot(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
+        return replace(state, agent_state=event.get("snapshot"))
+
+    def _run_finished(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
+        outcome = event.get("outcome")
+        interrupts: tuple[dict[str, object], ...] = ()
+        if isinstance(outcome, Mapping) and outcome.get("type") == "interrupt":
+            raw = outcome.get("interrupts")
+            interrupts = tuple(
+                {str(k): v for k, v in item.items()}
+                for item in (raw if isinstance(raw, list) else [])
+                if isinstance(item, Mapping)
+            )
+        metadata = event.get("metadata")
+        tanstack = metadata.get("tanstack") if isinstance(metadata, Mapping) else None
+        reason = tanstack.get("finishReason") if isinstance(tanstack, Mapping) else None
+        state = _complete_streaming_calls(state)
+        for descriptor in interrupts:
+            state = _mark_approval(state, descriptor)
+        return replace(
+            state,
+            run_status="interrupted" if interrupts else "finished",
+            run_id=_str(event.get("runId")) or state.run_id,
+            interrupts=interrupts,
+            finish_reason=reason if isinstance(reason, str) else None,
+            terminal=dict(event),
+        )
+
+    def _run_error(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
+        message = _str(event.get("message")) or "An error occurred"
+        return replace(
+            state, run_status="error", error=message, error_code=_str(event.get("code")),
+            terminal=dict(event),
+        )  # fmt: skip
+
+    def _ensure_assistant(
+        self, state: StreamState, message_id: str | None
+    ) -> tuple[StreamState, str]:
+        target = message_id or state.active_message_id
+        if target is not None and any(m.id == target for m in state.messages):
+            return replace(state, active_message_id=target), target
+        target = target or self.new_id()
+        message = ChatMessage(id=target, role="assistant")
+        return replace(state, messages=(*state.messages, message), active_message_id=target), target
+
+
+_Handler = Callable[[StreamProcessor, StreamState, Mapping[str, object]], StreamState]
+_HANDLERS: dict[str, _Handler] = {
+    "RUN_STARTED": StreamProcessor._run_started,
+    "TEXT_MESSAGE_START": StreamProcessor._text_start,
+    "TEXT_MESSAGE_CONTENT": StreamProcessor._text_content,
+    "TEXT_MESSAGE_CHUNK": StreamProcessor._text_content,
+    "TOOL_CALL_START": StreamProcessor._tool_start,
+    "TOOL_CALL_ARGS": StreamProcessor._tool_args,
+    "TOOL_CALL_END": StreamProcessor._tool_end,
+    "TOOL_CALL_CHUNK": StreamProcessor._tool_chunk,
+    "TOOL_CALL_RESULT": StreamProcessor._tool_result,
+    "MESSAGES_SNAPSHOT": StreamProcessor._snapshot,
+    "STATE_SNAPSHOT": StreamProcessor._state_snapshot,
+    "RUN_FINISHED": StreamProcessor._run_finished,
+    "RUN_ERROR": StreamProcessor._run_error,
+}
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _iso_now() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+
+
+def _update_message(
+    state: StreamState, message_id: str, change: Callable[[ChatMessage], ChatMessage]
+) -> StreamState:
+    messages = tuple(change(m) if m.id == message_id else m for m in state.messages)
+    return replace(state, messages=messages)
+
+
+def _find_call(state: StreamState, call_id: str) -> tuple[int, int] | None:
+    for position in range(len(state.messages) - 1, -1, -1):
+        for index, part in enumerate(state.messages[position].parts):
+            if isinstance(part, ToolCallPart) and part.id == call_id:
+                return position, index
+    return None
+
+
+def _update_call(
+    state: StreamState, call_id: str, change: Callable[[ToolCallPart], ToolCallPart]
+) -> StreamState:
+    found = _find_call(state, call_id)
+    if found is None:
+        return state
+    position, index = found
+    message = state.messages[position]
+    parts = list(message.parts)
+    part = parts[index]
+    assert isinstance(part, ToolCallPart)
+    parts[index] = change(part)
+    messages = list(state.messages)
+    messages[position] = replace(message, parts=tuple(parts))
+    return replace(state, messages=tuple(messages))
+
+
+def _set_result(
+    state: StreamState, call_id: str, content: str, output: object, error: str | None
+) -> StreamState:
+    found = _find_call(state, call_id)
+    if found is None:  # a result for a call we never saw: nothing to attach it to
+        return state
+    position, index = found
+    message = state.messages[position]
+    part = message.parts[index]
+    assert isinstance(part, ToolCallPart)
+    parts: list[MessagePart] = [
+        p for p in message.parts
+        if not (isinstance(p, ToolResultPart) and p.tool_call_id == call_id)
+    ]  # fmt: skip
+    parts[parts.index(part)] = with_result(part, output, error is not None, error)
+    parts.append(ToolResultPart(tool_call_id=call_id, content=content, error=error))
+    messages = list(state.messages)
+    messages[position] = replace(message, parts=tuple(parts))
+    return replace(state, messages=tuple(messages))
+
+
+def _complete_streaming_calls(state: StreamState) -> StreamState:
+    if not any(p.status == "streaming" for m in state.messages for p in m.tool_calls):
+        return state
+
+    def complete(message: ChatMessage) -> ChatMessage:
+        parts = tuple(
+            replace(p, status="running", input=parse_tool_arguments(p.arguments))
+            if isinstance(p, ToolCallPart) and p.status == "streaming"
+            else p
+            for p in message.parts
+        )
+        return replace(message, parts=parts)
+
+    return replace(state, messages=tuple(complete(m) for m in state.messages))
+
+
+def _mark_approval(state: StreamState, descriptor: Mapping[str, object]) -> StreamState:
+    call_id = _str(descriptor.get("toolCallId"))
+    metadata = descriptor.get("metadata")
+    kind = metadata.get("kind") if isinstance(metadata, Mapping) else None
+    if call_id is None or not (
+        kind == "approval" or descriptor.get("reason") == LEGACY_APPROVAL_REASON
+    ):
+        return state
+    approval_id = _str(descriptor.get("id"))
+    return _update_call(
+        state,
+        call_id,
+        lambda part: replace(
+            part, status="awaiting-approval", approval_id=approval_id, decision=None
+        ),
+    )

@@ -1,0 +1,58 @@
+"""The client as data: `ClientState`, which round-trips through JSON.
+
+Owns `ClientState`. A UI keeps it (Reflex state, Redis), and `ChatClient.restore` rebuilds
+a client from it after a reload: messages, the interrupt batch, staged answers, drafts,
+errors and a pending or retryable submission.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal, TypeAlias
+
+from pydantic import TypeAdapter
+
+from chat_app.interrupts import BatchInterruptError
+
+from ._items import InterruptItem, ManagerSnapshot
+from ._messages import ChatMessage
+
+__all__ = ["ClientState", "ClientStatus"]
+
+ClientStatus: TypeAlias = Literal["ready", "streaming", "error"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ClientState:
+    """Everything a UI shows, and everything needed to resume after a reload."""
+
+    thread_id: str
+    messages: tuple[ChatMessage, ...] = ()
+    #: Public interrupt items (no hidden client-tool executions, none being submitted).
+    interrupts: tuple[InterruptItem, ...] = ()
+    #: Root (batch) errors: transport, protocol, unsupported bulk operation, …
+    interrupt_errors: tuple[BatchInterruptError, ...] = ()
+    #: A continuation is in flight.
+    resuming: bool = False
+    #: `retry_interrupts()` would re-send the last submission.
+    can_retry: bool = False
+    status: ClientStatus = "ready"
+    #: The last run or transport failure (`code`, `message`).
+    error: str | None = None
+    error_code: str | None = None
+    #: The latest `STATE_SNAPSHOT` from the agent.
+    agent_state: object = None
+    manager: ManagerSnapshot = ManagerSnapshot()
+
+    def to_json(self) -> str:
+        return _adapter().dump_json(self).decode("utf-8")
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ClientState:
+        return _adapter().validate_json(text)
+
+
+@cache
+def _adapter() -> TypeAdapter[ClientState]:
+    return TypeAdapter(ClientState)
