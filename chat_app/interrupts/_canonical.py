@@ -1,9 +1,10 @@
 """Canonical interrupt JSON and its digest, byte-identical to `@tanstack/ai`.
 
-Owns `canonical_interrupt_json` and `digest_interrupt_json` (contract §2.4). Pure: stdlib only.
+Owns `canonical_interrupt_json` and `digest_interrupt_json` (contract §2.4). Pure: stdlib
+and orjson.
 
-The common case goes through the C encoder (`json.dumps` with sorted keys) and is then
-checked for the three places where Python and JavaScript disagree:
+The common case goes through orjson (sorted keys, UTF-8 out) and is then checked for the
+places where its output and JavaScript's disagree:
 
 * numbers: JavaScript prints the double that `JSON.parse` reads (`1.0` -> `1`, `1e-7`,
   `1e+21`, integers past 2**53 rounded to a double);
@@ -11,7 +12,7 @@ checked for the three places where Python and JavaScript disagree:
 * key order: JavaScript sorts by UTF-16 code unit, Python by code point; they differ only
   when keys mix U+E000..U+FFFF with astral characters.
 
-A walk over the value (cheaper than the encoder itself) decides whether the C output can be
+Byte searches over the output (cheaper than the encoding) decide whether it can be
 trusted; when it cannot, the exact (slower) encoder below writes the text. Integer keys are
 written as their decimal text, as a JavaScript object holds them; other non-string keys are
 rejected.
@@ -25,6 +26,8 @@ import re
 from collections.abc import Callable
 from typing import TypeAlias
 
+import orjson
+
 JSONValue: TypeAlias = "None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]"
 
 _NOT_JSON = "Interrupt values must be JSON-compatible."
@@ -33,14 +36,18 @@ _NOT_PLAIN = "Interrupt values must use plain JSON objects."
 _NOT_TEXT = "Interrupt digests require canonical JSON text."
 
 _SAFE_INTEGER = 2**53
-# repr() and Number::toString agree on non-integral doubles in this range: below it repr
-# switches to exponents at 1e-5 (JavaScript at 1e-7), above it at 1e16 (JavaScript at 1e21).
-_REPR_LIKE_JS_LOW = 1e-4
-_REPR_LIKE_JS_HIGH = 1e16
-_STR_ONLY = frozenset({str})
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_BMP_HIGH = re.compile("[\ue000-\uffff]")
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_ASTRAL_UTF8 = re.compile(b"[\xf0-\xf4]")
+# Subclasses, dataclasses and datetimes go to `default`, which refuses them.
+_ORJSON_UNSORTED = (
+    orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+)
+_ORJSON_SORTED = _ORJSON_UNSORTED | orjson.OPT_SORT_KEYS
+# A run of sixteen digits may be an integer past 2**53.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_SIXTEEN_ZEROS = b"0" * 16
 
 
 def canonical_interrupt_json(value: object) -> str:
@@ -76,69 +83,41 @@ def digest_interrupt_json(text: str) -> str:
 
 
 def _dumps(value: object, *, sort_keys: bool) -> str:
+    options = _ORJSON_SORTED if sort_keys else _ORJSON_UNSORTED
     try:
-        text = json.dumps(
-            value,
-            ensure_ascii=False,
-            separators=(",", ":"),
-            sort_keys=sort_keys,
-            allow_nan=False,
-            default=_reject,
-        )
-    except (ValueError, TypeError, RecursionError):
-        # The C encoder reports cycles and NaN as ValueError and in its own words; the exact
-        # encoder walks in TanStack's order and raises TanStack's TypeError.
+        data = orjson.dumps(value, default=_reject, option=options)
+    except (orjson.JSONEncodeError, TypeError, RecursionError):
+        # Cycles, non-string keys, lone surrogates, integers past 64 bits, subclasses, deep
+        # nesting: the exact encoder decides, walking in TanStack's order and raising
+        # TanStack's TypeError.
         return _exact(value, sort_keys=sort_keys)
-    # json.dumps succeeded, so the value is acyclic and the walk below terminates.
-    if not _c_encoder_agrees(value):
+    if not _orjson_agrees(data, value, sort_keys=sort_keys):
         return _exact(value, sort_keys=sort_keys)
-    if not text.isascii():
-        if _SURROGATE.search(text):
-            return _exact(value, sort_keys=sort_keys)
-        if sort_keys and _BMP_HIGH.search(text) and _ASTRAL.search(text):
-            return _exact(value, sort_keys=sort_keys)
-    return text
+    return data.decode()
 
 
-def _c_encoder_agrees(value: object) -> bool:
-    """Whether json.dumps printed every number and key of `value` as JavaScript would.
+def _orjson_agrees(data: bytes, value: object, *, sort_keys: bool) -> bool:
+    """Whether orjson wrote `value` exactly as JavaScript would.
 
-    Floats agree when repr() uses neither an exponent nor a trailing `.0`; integers agree up
-    to 2**53; keys agree when they are strings (json.dumps coerces others, and sorts ints
-    numerically where JavaScript sorts their text).
+    Every check is a byte search over the output, cheaper than the encoding. orjson differs
+    from JavaScript on integral floats (`1.0`, `-0.0`), on exponents (`1e-7` agrees, but
+    `1e+16` and `1.5e-5` do not), on integers past 2**53 (printed exactly, where JavaScript
+    rounds to a double), on NaN and infinities (written as `null`), and on key order when keys
+    mix U+E000..U+FFFF with astral characters (UTF-8 order against UTF-16 order). A match
+    inside a string only costs the exact path, never a wrong answer.
     """
-    if type(value) is not dict and type(value) is not list:
-        return _leaf_agrees(value)
-    containers: list[object] = [value]
-    pop, push = containers.pop, containers.append
-    while containers:
-        container = pop()
-        if type(container) is dict:
-            if not _STR_ONLY >= set(map(type, container)):
-                return False
-            items = container.values()
-        else:
-            items = container  # type: ignore[assignment]
-        for item in items:
-            kind = type(item)
-            if kind is str or kind is bool or item is None:
-                continue
-            if kind is dict or kind is list:
-                push(item)
-            elif not _leaf_agrees(item):
-                return False
+    if b".0," in data or b".0]" in data or b".0}" in data or data.endswith(b".0"):
+        return False
+    if b"e+" in data or b"e-" in data:
+        return False
+    if _SIXTEEN_ZEROS in data.translate(_DIGITS_AS_ZERO):
+        return False
+    if b"null" in data and orjson.loads(data) != value:
+        return False
+    if sort_keys and not data.isascii():
+        if (b"\xee" in data or b"\xef" in data) and _ASTRAL_UTF8.search(data):
+            return False
     return True
-
-
-def _leaf_agrees(item: object) -> bool:
-    kind = type(item)
-    if kind is int:
-        return -_SAFE_INTEGER <= item <= _SAFE_INTEGER  # type: ignore[operator]
-    if kind is float:
-        number: float = item  # type: ignore[assignment]
-        return not number.is_integer() and _REPR_LIKE_JS_LOW <= abs(number) < _REPR_LIKE_JS_HIGH
-    # Tuples, subclasses and the like: the exact encoder decides.
-    return kind is str or kind is bool or item is None
 
 
 def _reject(value: object) -> object:
