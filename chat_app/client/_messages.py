@@ -144,6 +144,15 @@ def error_text(output: object) -> str:
     return "Tool execution failed"
 
 
+def rejection_reason(output: object) -> str:
+    """What the model reads about a rejection: a `reason`, an `error`, or the payload."""
+    if isinstance(output, Mapping):
+        for key in ("reason", "error"):
+            if isinstance(output.get(key), str):
+                return str(output[key])
+    return output if isinstance(output, str) else js_json_dumps(output)
+
+
 def status_after_result(part: ToolCallPart, output: object, failed: bool) -> ToolCallStatus:
     if not failed:
         return "done"
@@ -161,7 +170,7 @@ def with_result(
     status = status_after_result(part, output, failed)
     reason: str | None = None
     if status == "rejected":
-        reason = error or (output if isinstance(output, str) else js_json_dumps(output))
+        reason = rejection_reason(output)
     elif failed:
         reason = error or error_text(output)
     return replace(part, status=status, output=output, has_output=True, error=reason)
