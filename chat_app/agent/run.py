@@ -7,7 +7,8 @@ full history) is validated as a whole before anything runs, then picks up where 
 run stopped. Nothing is kept between runs.
 
 Deliberate difference from TanStack's `chat()`: `RUN_STARTED` is always the first event of a
-continuation (TanStack streams tool results before it), as AG-UI requires.
+continuation, as AG-UI requires (TanStack streams tool results before it, and sends a refused
+continuation's `RUN_ERROR` alone).
 """
 
 from __future__ import annotations
@@ -139,6 +140,9 @@ class _Run:
                     now_ms=self.agent.clock() * 1000,
                 )
             except InterruptResumeValidationError as error:
+                # AG-UI wants RUN_STARTED first; TanStack sends the RUN_ERROR alone, and its
+                # client reads the errors either way (checked by the interop tests).
+                yield events.run_started(thread_id, run_id, self.input.parent_run_id, self.now())
                 yield events.resume_error(error, thread_id, run_id, self.now())
                 return
             yield events.run_started(thread_id, run_id, self.input.parent_run_id, self.now())

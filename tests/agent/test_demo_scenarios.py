@@ -71,8 +71,8 @@ async def test_transfer_reject_requires_a_reason_the_model_reads() -> None:
         events,
         [{"interruptId": items[0]["id"], "status": "resolved", "payload": {"approved": False}}],
     )
-    assert [e["type"] for e in refused] == ["RUN_ERROR"]
-    assert refused[0]["code"] == "invalid-payload"
+    assert [e["type"] for e in refused] == ["RUN_STARTED", "RUN_ERROR"]
+    assert refused[1]["code"] == "invalid-payload"
     done = await resume(
         events,
         [
@@ -106,7 +106,7 @@ async def test_email_with_edited_arguments_sends_the_edit() -> None:
             }
         ],
     )
-    assert bad[0]["code"] == "invalid-edited-args"
+    assert bad[-1]["code"] == "invalid-edited-args"
     done = await resume(
         events,
         [
@@ -141,7 +141,7 @@ async def test_ship_order_asks_a_typed_question_and_ships_with_the_answer() -> N
             }
         ],
     )
-    assert invalid[0]["code"] == "invalid-payload"
+    assert invalid[-1]["code"] == "invalid-payload"
     done = await resume(
         events,
         [
@@ -182,7 +182,7 @@ async def test_pay_invoices_is_one_batch_of_three_and_nothing_runs_until_all_ans
         events,
         [{"interruptId": items[0]["id"], "status": "resolved", "payload": {"approved": True}}],
     )
-    assert partial[0]["code"] == "unknown-interrupt"
+    assert partial[-1]["code"] == "unknown-interrupt"
     done = await resume(
         events,
         [
@@ -262,3 +262,22 @@ async def test_anything_else_lists_the_demo() -> None:
     )
     assert "transfer 25 to Ada" in text_of(events)
     assert events[-1]["type"] == "RUN_FINISHED" and "outcome" not in events[-1]
+
+
+async def test_tanstacks_approval_placeholder_is_replaced_by_the_real_result() -> None:
+    # @tanstack/ai-client writes a placeholder tool message for an answered approval.
+    events, items = await pause("transfer 25 to Ada")
+    call_id = items[0]["toolCallId"]
+    placeholder = {
+        "id": f"tool-{call_id}",
+        "role": "tool",
+        "toolCallId": call_id,
+        "content": '{"approved":true,"pendingExecution":true,"message":"User approved it"}',
+    }
+    done = await resume(
+        events,
+        [{"interruptId": items[0]["id"], "status": "resolved", "payload": {"approved": True}}],
+        extra=[placeholder],
+    )
+    assert "Receipt id: rcpt-" in text_of(done)
+    assert sum(e["type"] == "TOOL_CALL_RESULT" for e in done) == 1

@@ -65,8 +65,8 @@ async def answer(
         **extra,
     }
     events = await collect(agent, body)
-    assert [e["type"] for e in events] == ["RUN_ERROR"], "a refused continuation is one RUN_ERROR"
-    return events[0]
+    assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"], "refused: one RUN_ERROR"
+    return events[1]
 
 
 def codes(error: dict[str, Any]) -> list[tuple[str, str]]:
@@ -173,8 +173,8 @@ async def test_stale_without_parent_run_id_when_ids_do_not_identify_the_batch() 
             "resume": [{"interruptId": "nope", "status": "cancelled"}],
         },
     )
-    assert events[0]["code"] == "stale"
-    assert events[0]["metadata"]["tanstack"]["interruptErrors"][0]["scope"] == "batch"
+    assert events[-1]["code"] == "stale"
+    assert events[-1]["metadata"]["tanstack"]["interruptErrors"][0]["scope"] == "batch"
 
 
 async def test_a_plain_ag_ui_resume_without_parent_run_id_is_accepted_when_ids_name_it() -> None:

@@ -2,8 +2,9 @@
 
 Normalized for timestamps, generated message/call ids and `createdAt`; consecutive text deltas
 are merged (our scripted model streams word by word). One deliberate difference: TanStack
-streams a continuation's tool results before `RUN_STARTED`; we put `RUN_STARTED` first, as
-AG-UI requires, so the expected stream is reordered the same way.
+streams a continuation's tool results before `RUN_STARTED` and sends a refused continuation's
+`RUN_ERROR` without one; we always start with `RUN_STARTED`, as AG-UI requires, so the
+expected streams are normalized the same way.
 """
 
 from __future__ import annotations
@@ -48,6 +49,12 @@ def normalize(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out[-1]["delta"] += event["delta"]
             continue
         out.append(event)
+    if out and out[0]["type"] == "RUN_ERROR":
+        # TanStack sends a refused continuation's RUN_ERROR alone; we start the run first.
+        tanstack = out[0]["metadata"]["tanstack"]
+        out.insert(
+            0, {"type": "RUN_STARTED", "runId": tanstack["runId"], "threadId": tanstack["threadId"]}
+        )
     starts = [i for i, e in enumerate(out) if e["type"] == "RUN_STARTED"]
     if starts and starts[0] > 0:
         out.insert(0, out.pop(starts[0]))

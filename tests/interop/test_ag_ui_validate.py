@@ -4,8 +4,8 @@ The streams are the raw SSE bodies captured by ``chatclient_scenarios.mjs`` (see
 ``test_chatclient_interop.py``): every pause, every continuation, the refused continuation
 of ``email_refused_then_fixed`` and the client-tool chain of ``location``.  Each body goes
 through ``ag_ui_validate.transport.validate_body`` as a recording (SSE framing, the core
-rules, Content-Type); every finding of any severity fails the test, except these two, which
-are deliberate and conform to AG-UI 1.0 — the validator's rule table is generated from
+rules, Content-Type); every finding of any severity fails the test, except this one, which
+is deliberate and conforms to AG-UI 1.0 — the validator's rule table is generated from
 ag-ui-protocol 0.1.21 and tracks tool calls per run:
 
 * ``AGUI207`` (error) ``TOOL_CALL_RESULT references toolCallId '<id>', which was never
@@ -20,15 +20,7 @@ ag-ui-protocol 0.1.21 and tracks tool calls per run:
   Allowed only on a continuation, only for an id that the paused run started with
   ``TOOL_CALL_START``, that the continuation's history carries as an assistant tool call,
   and that the continuation does not start again.
-* ``AGUI001`` (error) ``First event of the run is RUN_ERROR; expected RUN_STARTED`` — a
-  refused continuation is one ``RUN_ERROR`` carrying ``metadata.tanstack.interruptErrors``,
-  nothing else.  AG-UI 1.0 (interrupt-resume) lets a producer reject a resume "before the run
-  starts (an HTTP error, or a stream that opens with RUN_ERROR)", and TanStack's server sends
-  exactly this stream.  (TanStack's client would also accept ``RUN_STARTED`` first — tried:
-  the same item and batch errors — but our transcripts pin TanStack's form.)  Allowed only on
-  a stream that is exactly that one ``RUN_ERROR``, for the continuation's own runId.
-
-``test_documented_exceptions_still_occur`` fails when either exception stops firing, so the
+``test_documented_exceptions_still_occur`` fails when the exception stops firing, so the
 list above cannot go stale.  ag-ui-validate checks an interrupt outcome only as "an object",
 so every event is also parsed with ``@ag-ui/core``'s zod ``EventSchemas`` in node.
 """
@@ -53,7 +45,6 @@ from tests.interop.test_chatclient_interop import (
 pytestmark = pytest.mark.interop
 
 NEVER_STARTED = "TOOL_CALL_RESULT references toolCallId '{}', which was never started"
-RUN_ERROR_FIRST = "First event of the run is RUN_ERROR; expected RUN_STARTED"
 
 
 @pytest.fixture(scope="session")
@@ -106,17 +97,6 @@ def is_documented_exception(diagnostic: Diagnostic, summary: dict[str, Any], ind
             and call_id in history_calls
             and call_id not in _started(events)
         )
-    if diagnostic.rule == "AGUI001" and diagnostic.severity == "error":
-        if diagnostic.message != RUN_ERROR_FIRST or len(events) != 1:
-            return False
-        [event] = events
-        tanstack = event.get("metadata", {}).get("tanstack", {})
-        return (
-            event["type"] == "RUN_ERROR"
-            and bool(tanstack.get("interruptErrors"))
-            and tanstack.get("runId") == body["runId"]
-            and tanstack.get("threadId") == body["threadId"]
-        )
     return False
 
 
@@ -141,18 +121,17 @@ async def test_every_stream_passes_ag_ui_validate(captured: dict[str, Any], name
 
 
 async def test_documented_exceptions_still_occur(captured: dict[str, Any]) -> None:
-    """If one of these stops firing, delete it from the module docstring and the filter."""
+    """If this stops firing, delete it from the module docstring and the filter."""
     approve = scenario(captured, "transfer_approve")
     report = await validate(approve["requests"][1])
     [never_started] = report.diagnostics
     assert never_started.rule == "AGUI207"
     assert is_documented_exception(never_started, approve, 1)
 
+    # A refused continuation starts with RUN_STARTED, so the validator has nothing to say.
     refused = scenario(captured, "email_refused_then_fixed")
     report = await validate(refused["requests"][1])
-    [run_error_first] = report.diagnostics
-    assert run_error_first.rule == "AGUI001"
-    assert is_documented_exception(run_error_first, refused, 1)
+    assert report.diagnostics == []
 
 
 async def test_the_validator_is_not_vacuous(captured: dict[str, Any]) -> None:

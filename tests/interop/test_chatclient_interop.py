@@ -505,7 +505,8 @@ def test_email_refused_continuation_then_fixed(chatclient_run: dict[str, Any]) -
         ],
     )
     refused_run = bodies(summary)[1]["runId"]
-    [error] = streams(summary)[1]
+    started, error = streams(summary)[1]
+    assert started["type"] == "RUN_STARTED" and started["runId"] == refused_run
     assert error["type"] == "RUN_ERROR" and error["code"] == "invalid-edited-args"
     tanstack = error["metadata"]["tanstack"]
     assert tanstack["runId"] == refused_run
