@@ -328,15 +328,14 @@ class _Run:
                 client_items.append(client_tool_descriptor(tool, call.id, args, self.input.run_id))
             else:
                 runnable.append((tool, call, args))
-        # Batch gating: with an approval pending, no side effect happens before people decide.
-        if not approvals:
+        tool_items = approvals + client_items
+        pause = await self._boundary("beforeTools", tool_items)
+        asks_generic = len(pause) > len(tool_items)
+        # Batch gating: with a decision pending, no side effect happens before people decide;
+        # the deferred calls run on the continuation.
+        if not approvals and not asks_generic:
             for tool, call, args in runnable:
                 yield await self._execute(tool, message_id, call.id, args)
-        pause = (
-            await self._boundary("beforeTools", approvals + client_items)
-            if (approvals or client_items)
-            else []
-        )
         if pause:
             self._paused = True
             for event in self._pause(pause):

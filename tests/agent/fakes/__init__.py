@@ -1,0 +1,1 @@
+"""Test doubles for the engine's outside world: a fake model provider served over real HTTP."""
