@@ -1,0 +1,270 @@
+"""The acceptance scenarios (contract §6) through three backends: the in-process engine,
+our server over SSE, and a real TanStack AI server over SSE. Same client, same assertions."""
+
+from __future__ import annotations
+
+from chat_app.client import (
+    ChatClient,
+    ClientState,
+    GenericInterrupt,
+    InterruptHandle,
+    ToolApprovalInterrupt,
+    ToolCallPart,
+    UnboundInterrupt,
+    UsageError,
+)
+from tests.client.conftest import Backend
+
+CLOCK = {"time": "10:00", "timeZone": "UTC"}
+HOME = {"latitude": 1.5, "longitude": 2.5, "label": "Home"}
+
+
+def calls(client: ChatClient, name: str) -> list[ToolCallPart]:
+    return [p for m in client.messages for p in m.tool_calls if p.name == name]
+
+
+def only(client: ChatClient, name: str) -> ToolCallPart:
+    (part,) = calls(client, name)
+    return part
+
+
+def approval(client: ChatClient) -> ToolApprovalInterrupt:
+    (item,) = [i for i in client.interrupts if isinstance(i, ToolApprovalInterrupt)]
+    return item
+
+
+async def test_an_approved_server_tool_runs_and_the_run_completes(backend: Backend) -> None:
+    client, _ = backend.client()
+    await client.send("transfer 25 to Ada")
+    item = approval(client)
+    assert (item.tool_name, item.original_args, item.can_resolve) == (
+        "transfer", {"recipient": "Ada", "amount": 25}, True,
+    )  # fmt: skip
+    assert only(client, "transfer").status == "awaiting-approval"
+    await client.resolve_interrupt(item.id, approved=True)
+    part = only(client, "transfer")
+    assert (part.status, part.output["recipient"], client.interrupts, client.error) == (
+        "done", "Ada", (), None,
+    )  # fmt: skip
+    assert client.messages[-1].role == "assistant" and client.messages[-1].text
+
+
+async def test_a_rejection_needs_its_reason_and_the_tool_does_not_run(backend: Backend) -> None:
+    client, connection = backend.client()
+    await client.send("transfer 25 to Ada")
+    item = approval(client)
+    await client.resolve_interrupt(item.id, approved=False)
+    assert approval(client).errors[0].message == "This approval branch requires a payload."
+    assert len(connection.requests) == 1  # nothing was sent
+    await client.resolve_interrupt(item.id, approved=False, payload={"reason": "too much"})
+    part = only(client, "transfer")
+    assert (part.status, part.error, part.output) == (
+        "rejected",
+        "too much",
+        {"reason": "too much"},
+    )
+    assert connection.requests[1]["resume"] == [
+        {
+            "interruptId": item.id,
+            "payload": {"approved": False, "payload": {"reason": "too much"}},
+            "status": "resolved",
+        }
+    ]
+
+
+async def test_a_payloadless_rejection_reports_the_default_denial(backend: Backend) -> None:
+    client, _ = backend.client()
+    await client.send("delete project apollo")
+    await client.resolve_interrupt(approval(client).id, approved=False)
+    part = only(client, "delete_project")
+    assert (part.status, part.error) == ("rejected", "User declined tool execution")
+
+
+async def test_cancelling_sends_no_payload_and_the_tool_is_cancelled(backend: Backend) -> None:
+    client, connection = backend.client()
+    await client.send("delete project apollo")
+    item = approval(client)
+    await client.cancel(item.id)
+    assert connection.requests[1]["resume"] == [{"interruptId": item.id, "status": "cancelled"}]
+    assert only(client, "delete_project").status == "cancelled"
+    assert client.error is None
+
+
+async def test_edited_arguments_are_validated_then_replace_the_original(backend: Backend) -> None:
+    client, connection = backend.client()
+    await client.send("email ada@example.com about Launch")
+    item = approval(client)
+    await client.resolve_interrupt(item.id, approved=True, edited_args={"to": "ada@example.com"})
+    assert approval(client).errors[0].code == "invalid-edited-args"
+    assert len(connection.requests) == 1
+    edited = {"to": "ada@example.com", "subject": "Launch moved", "body": "See you Friday."}
+    await client.resolve_interrupt(item.id, approved=True, edited_args=edited)
+    part = only(client, "send_email")
+    assert (part.status, part.output["subject"]) == ("done", "Launch moved")
+    assert part.input["subject"] == "Launch"  # the history keeps the original arguments
+
+
+async def test_a_client_tool_runs_by_itself_and_its_result_goes_into_history(
+    backend: Backend,
+) -> None:
+    client, connection = backend.client(get_local_time=lambda args: CLOCK)
+    await client.send("what time is it")
+    assert backend.executed == ["get_local_time"]
+    part = only(client, "get_local_time")
+    assert (part.status, part.output, client.interrupts) == ("done", CLOCK, ())
+    body = connection.requests[1]
+    tool_message = [m for m in body["messages"] if m["role"] == "tool"]  # type: ignore[union-attr]
+    assert tool_message == [
+        {
+            "role": "tool",
+            "id": f"tool-{part.id}",
+            "toolCallId": part.id,
+            "content": '{"time":"10:00","timeZone":"UTC"}',
+        }
+    ]
+    assert body["resume"] == [
+        {"interruptId": f"client_tool_{part.id}", "payload": CLOCK, "status": "resolved"}
+    ]
+
+
+async def test_an_approved_client_tool_runs_after_approval(backend: Backend) -> None:
+    client, connection = backend.client(get_location=lambda args: HOME)
+    await client.send("share my location")
+    assert backend.executed == []
+    await client.resolve_interrupt(approval(client).id, approved=True)
+    assert backend.executed == ["get_location"]
+    assert only(client, "get_location").output == HOME
+    assert len(connection.requests) == 3
+    assert connection.requests[2]["parentRunId"] == connection.requests[1]["runId"]
+
+
+async def test_a_denied_or_cancelled_client_tool_never_runs(backend: Backend) -> None:
+    client, _ = backend.client(get_location=lambda args: HOME)
+    await client.send("share my location")
+    await client.resolve_interrupt(approval(client).id, approved=False)
+    await client.send("share my location")
+    await client.cancel(approval(client).id)
+    assert backend.executed == []
+    assert [p.status for p in calls(client, "get_location")] == ["rejected", "cancelled"]
+
+
+async def test_a_batch_approved_with_true_runs_all_three_in_one_submission(
+    backend: Backend,
+) -> None:
+    client, connection = backend.client()
+    await client.send("pay invoices")
+    assert [i.kind for i in client.interrupts] == ["tool-approval"] * 3
+    await client.resolve_interrupts(True)
+    assert [p.status for p in calls(client, "pay_invoice")] == ["done"] * 3
+    assert len(connection.requests) == 2
+
+
+async def test_a_batch_rejected_with_false_runs_nothing(backend: Backend) -> None:
+    client, _ = backend.client()
+    await client.send("pay invoices")
+    await client.resolve_interrupts(False)
+    assert [p.status for p in calls(client, "pay_invoice")] == ["rejected"] * 3
+    assert client.error is None
+
+
+async def test_cancel_interrupts_cancels_the_whole_batch(backend: Backend) -> None:
+    client, connection = backend.client()
+    await client.send("pay invoices")
+    await client.cancel_interrupts()
+    assert [p.status for p in calls(client, "pay_invoice")] == ["cancelled"] * 3
+    assert all(entry["status"] == "cancelled" for entry in connection.requests[1]["resume"])  # type: ignore[union-attr]
+
+
+async def test_a_batch_answered_item_by_item_is_sent_once(backend: Backend) -> None:
+    client, connection = backend.client()
+    await client.send("pay invoices")
+    first, second, third = client.interrupts
+    await client.resolve_interrupt(first.id, approved=True)
+    await client.resolve_interrupt(second.id, approved=False)
+    assert len(connection.requests) == 1
+    await client.resolve_interrupt(third.id, approved=True)
+    assert len(connection.requests) == 2
+    assert [p.status for p in calls(client, "pay_invoice")] == ["done", "rejected", "done"]
+
+
+async def test_a_batch_answered_by_a_resolver_callback(backend: Backend) -> None:
+    client, _ = backend.client()
+    await client.send("pay invoices")
+
+    def decide(item: InterruptHandle) -> None:
+        assert isinstance(item.item, ToolApprovalInterrupt)
+        item.resolve_interrupt(item.item.original_args["amount"] < 500)  # type: ignore[index]
+
+    await client.resolve_interrupts(decide)
+    assert [p.status for p in calls(client, "pay_invoice")] == ["done", "rejected", "done"]
+
+
+async def test_a_generic_form_is_validated_then_answered(backend: Backend) -> None:
+    client, connection = backend.client()
+    await client.send("ship order 42")
+    (item,) = client.interrupts
+    assert isinstance(item, GenericInterrupt)
+    assert (item.definition_id, item.can_resolve, item.response_schema is not None) == (
+        "shipping-speed", True, True,
+    )  # fmt: skip
+    await client.resolve_interrupt(item.id, response={"speed": "warp", "giftWrap": False})
+    assert client.interrupts[0].errors[0].code == "invalid-payload"
+    assert len(connection.requests) == 1
+    await client.resolve_interrupt(item.id, response={"speed": "express", "giftWrap": True})
+    assert (client.interrupts, client.error) == ((), None)
+    assert "express" in client.messages[-1].text
+    resume = connection.requests[1]["resume"][0]  # type: ignore[index]
+    assert resume["metadata"]["tanstack:interruptContinuation"]["definitionId"] == "shipping-speed"
+
+
+async def test_a_generic_form_can_be_cancelled(backend: Backend) -> None:
+    client, connection = backend.client()
+    await client.send("ship order 7")
+    await client.cancel(client.interrupts[0].id)
+    entry = connection.requests[1]["resume"][0]  # type: ignore[index]
+    assert (entry["status"], "payload" in entry, client.error) == ("cancelled", False, None)
+
+
+async def test_a_foreign_unbound_pause_is_shown_and_does_not_block(backend: Backend) -> None:
+    client, connection = backend.client()
+    await client.send("deploy")
+    kinds = sorted(i.kind for i in client.interrupts)
+    assert kinds == ["tool-approval", "unbound"]
+    (foreign,) = [i for i in client.interrupts if isinstance(i, UnboundInterrupt)]
+    assert (foreign.can_resolve, foreign.message is not None) == (False, True)
+    try:
+        await client.resolve_interrupt(foreign.id, response={})
+        raise AssertionError("an unbound item must not be answerable")
+    except UsageError:
+        pass
+    ours = approval(client).id
+    await client.resolve_interrupt(ours, approved=True)
+    assert [e["interruptId"] for e in connection.requests[1]["resume"]] == [ours]  # type: ignore[union-attr]
+    assert only(client, "deploy").status == "done"
+
+
+async def test_a_pending_generic_resumes_after_the_state_is_serialized_and_restored(
+    backend: Backend,
+) -> None:
+    client, _ = backend.client()
+    await client.send("ship order 9")
+    await client.resolve_interrupt(client.interrupts[0].id, response={"speed": "fast"})
+    saved = client.state.to_json()
+    await client.aclose()
+
+    restored = ChatClient.restore(
+        ClientState.from_json(saved),
+        backend.client()[1],
+        tools=list(client.tools.values()),
+        interrupts=backend.definitions,
+    )
+    (item,) = restored.interrupts
+    assert (item.kind, item.status, item.draft) == (
+        "generic",
+        "error",
+        {"response": {"speed": "fast"}},
+    )
+    assert [m.text for m in restored.messages] == [m.text for m in client.messages]
+    await restored.resolve_interrupt(item.id, response={"speed": "standard", "giftWrap": False})
+    assert (restored.interrupts, restored.error) == ((), None)
+    assert "standard" in restored.messages[-1].text
