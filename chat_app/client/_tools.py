@@ -64,12 +64,16 @@ class ClientTool:
         return self.approval.branch(approved)
 
     def wire(self) -> dict[str, object]:
-        """The AG-UI `Tool` entry sent in `RunAgentInput.tools` (as `@tanstack/ai-client`)."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "parameters": dict(self.input_schema) if self.input_schema else {"type": "object"},
-        }
+        """The AG-UI `Tool` entry sent in `RunAgentInput.tools` (as `@tanstack/ai-client`).
+
+        `parameters` is the input schema without `$schema` (LLM providers do not want it).
+        """
+        parameters = (
+            {k: v for k, v in self.input_schema.items() if k != "$schema"}
+            if self.input_schema
+            else {"type": "object"}
+        )
+        return {"name": self.name, "description": self.description, "parameters": parameters}
 
     async def run(self, args: dict[str, object]) -> object:
         """Call `execute` (sync or async) with the tool arguments."""

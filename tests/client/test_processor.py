@@ -1,0 +1,133 @@
+"""The stream processor is a pure fold of AG-UI events into messages with parts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from chat_app.client import StreamProcessor, StreamState, ToolResultPart, to_wire_messages
+
+P = StreamProcessor(new_id=lambda: "generated")
+
+
+def fold(events: Iterable[dict[str, Any]], state: StreamState | None = None) -> StreamState:
+    state = state or StreamState()
+    for event in events:
+        state = P.apply(state, event)
+    return state
+
+
+CALL = [
+    {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "pay", "parentMessageId": "a"},
+    {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '{"cents"'},
+    {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": ":1}"},
+]
+
+
+def test_text_deltas_accumulate_into_one_text_part_of_the_message() -> None:
+    state = fold(
+        [
+            {"type": "RUN_STARTED", "runId": "r"},
+            {"type": "TEXT_MESSAGE_START", "messageId": "a", "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "a", "delta": "Hel"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "a", "delta": "lo"},
+            {"type": "TEXT_MESSAGE_END", "messageId": "a"},
+        ]
+    )
+    (message,) = state.messages
+    assert (message.id, message.role, message.text, len(message.parts)) == (
+        "a",
+        "assistant",
+        "Hello",
+        1,
+    )
+
+
+def test_applying_an_event_never_mutates_the_previous_state() -> None:
+    before = fold(CALL)
+    after = P.apply(before, {"type": "TOOL_CALL_END", "toolCallId": "c1"})
+    assert before.messages[0].tool_calls[0].status == "streaming"
+    assert after.messages[0].tool_calls[0].status == "running"
+    assert after.messages[0].tool_calls[0].input == {"cents": 1}
+
+
+def test_a_tool_result_before_run_started_is_attached_to_its_call() -> None:
+    state = fold([*CALL, {"type": "TOOL_CALL_END", "toolCallId": "c1"}])
+    state = P.start_request(state)
+    state = fold(
+        [
+            {
+                "type": "TOOL_CALL_RESULT",
+                "toolCallId": "c1",
+                "messageId": "a",
+                "content": '{"ok":true}',
+                "role": "tool",
+            },
+            {"type": "RUN_STARTED", "runId": "r2"},
+        ],
+        state,
+    )
+    part = state.messages[0].tool_calls[0]
+    assert (part.status, part.output, state.run_status) == ("done", {"ok": True}, "running")
+    assert isinstance(state.messages[0].parts[-1], ToolResultPart)
+
+
+def test_an_output_error_result_after_a_rejection_is_rejected_with_its_reason() -> None:
+    state = fold([*CALL, {"type": "TOOL_CALL_END", "toolCallId": "c1"}])
+    state = P.record_decision(state, "c1", "rejected")
+    state = P.apply(
+        state,
+        {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "content": '{"reason":"no"}',
+         "metadata": {"tanstack": {"state": "output-error"}}},
+    )  # fmt: skip
+    part = state.messages[0].tool_calls[0]
+    assert (part.status, part.error) == ("rejected", "no")
+
+
+def test_a_run_error_without_run_started_ends_the_run_with_its_message() -> None:
+    state = fold([{"type": "RUN_ERROR", "message": "bad", "code": "invalid-payload"}])
+    assert (state.run_status, state.error, state.error_code) == ("error", "bad", "invalid-payload")
+
+
+def test_unknown_events_are_ignored() -> None:
+    state = fold(CALL)
+    assert fold([{"type": "SOMETHING_NEW", "x": 1}, {"no": "type"}], state) == state
+
+
+def test_an_interrupt_outcome_marks_the_approval_call_awaiting_approval() -> None:
+    descriptor = {"id": "approval_c1", "reason": "tool_call", "toolCallId": "c1",
+                  "metadata": {"kind": "approval", "toolName": "pay", "input": {}}}  # fmt: skip
+    state = fold(
+        [
+            *CALL,
+            {
+                "type": "RUN_FINISHED",
+                "runId": "r",
+                "outcome": {"type": "interrupt", "interrupts": [descriptor]},
+            },
+        ]
+    )
+    part = state.messages[0].tool_calls[0]
+    assert (state.run_status, part.status, part.approval_id) == (
+        "interrupted",
+        "awaiting-approval",
+        "approval_c1",
+    )
+    assert state.interrupts == (descriptor,)
+
+
+def test_a_snapshot_anchors_tool_results_and_keeps_what_the_wire_cannot_carry() -> None:
+    state = fold([*CALL, {"type": "TOOL_CALL_END", "toolCallId": "c1"}])
+    state = P.record_decision(state, "c1", "rejected")
+    wire = [
+        {"id": "u", "role": "user", "content": "pay"},
+        {"id": "a", "role": "assistant", "content": "Sure.", "toolCalls": [
+            {"id": "c1", "type": "function", "function": {"name": "pay", "arguments": '{"cents":1}'}}]},
+        {"id": "tool-c1", "role": "tool", "toolCallId": "c1", "content": '{"error":"User declined tool execution"}', "error": "error"},
+        {"id": "x", "role": "reasoning", "content": "hmm"},
+    ]  # fmt: skip
+    state = P.apply(state, {"type": "MESSAGES_SNAPSHOT", "messages": wire})
+    assert [m.role for m in state.messages] == ["user", "assistant", "reasoning"]
+    part = state.messages[1].tool_calls[0]
+    assert (part.status, part.error) == ("rejected", "User declined tool execution")
+    assert to_wire_messages(state.messages) == wire
