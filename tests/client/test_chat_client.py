@@ -146,9 +146,17 @@ async def test_a_continuation_is_a_fresh_child_run_with_the_full_history() -> No
     first, second = connection.requests
     assert (second["threadId"], second["runId"], second["parentRunId"]) == ("t", "run-2", "run-1")
     assert list(second) == [
-        "threadId", "runId", "parentRunId", "resume", "state", "messages", "tools", "context",
-        "forwardedProps", "data",
-    ]  # fmt: skip
+        "threadId",
+        "runId",
+        "parentRunId",
+        "resume",
+        "state",
+        "messages",
+        "tools",
+        "context",
+        "forwardedProps",
+        "data",
+    ]
     assert "parentRunId" not in first and "resume" not in first
     assert [m["id"] for m in second["messages"]] == ["u", "a"]  # type: ignore[union-attr]
 
@@ -170,16 +178,32 @@ async def test_a_correlated_server_refusal_puts_the_errors_on_the_items() -> Non
                 "runId": "run-2",
                 "threadId": "t",
                 "interruptErrors": [
-                    {"scope": "item", "threadId": "t", "interruptedRunId": "run-1", "generation": 0,
-                     "interruptId": "approval_c1", "code": "invalid-payload", "message": "wrong",
-                     "source": "client", "retryable": False},
-                    {"scope": "batch", "threadId": "t", "interruptedRunId": "run-1", "generation": 0,
-                     "code": "item-validation-failed", "message": "One or more interrupt resolutions are invalid.",
-                     "source": "client", "retryable": False, "interruptIds": ["approval_c1"]},
+                    {
+                        "scope": "item",
+                        "threadId": "t",
+                        "interruptedRunId": "run-1",
+                        "generation": 0,
+                        "interruptId": "approval_c1",
+                        "code": "invalid-payload",
+                        "message": "wrong",
+                        "source": "client",
+                        "retryable": False,
+                    },
+                    {
+                        "scope": "batch",
+                        "threadId": "t",
+                        "interruptedRunId": "run-1",
+                        "generation": 0,
+                        "code": "item-validation-failed",
+                        "message": "invalid",
+                        "source": "client",
+                        "retryable": False,
+                        "interruptIds": ["approval_c1"],
+                    },
                 ],
             }
         },
-    }  # fmt: skip
+    }
     client, _ = paused_client([refusal])
     await client.send("go")
     await client.resolve_interrupt("approval_c1", approved=True)
@@ -201,8 +225,10 @@ async def test_a_refusal_for_another_thread_is_treated_as_a_transport_failure() 
     await client.resolve_interrupt("approval_c1", approved=True)
     (error,) = client.interrupt_errors
     assert (error.code, error.retryable, error.message) == (
-        "transport", True, "Interrupt continuation could not be started.",
-    )  # fmt: skip
+        "transport",
+        True,
+        "Interrupt continuation could not be started.",
+    )
 
 
 async def test_retry_after_a_network_failure_resends_the_identical_resume() -> None:
@@ -243,9 +269,13 @@ async def test_a_client_tool_output_that_breaks_its_schema_becomes_an_error_resu
     stream = [
         {"type": "TOOL_CALL_START", "toolCallId": "k1", "toolCallName": "printTag"},
         {"type": "TOOL_CALL_END", "toolCallId": "k1"},
-        {"type": "RUN_FINISHED", "threadId": "t", "runId": "run-1",
-         "outcome": {"type": "interrupt", "interrupts": [client_call(tool)]}},
-    ]  # fmt: skip
+        {
+            "type": "RUN_FINISHED",
+            "threadId": "t",
+            "runId": "run-1",
+            "outcome": {"type": "interrupt", "interrupts": [client_call(tool)]},
+        },
+    ]
     client = ChatClient(scripted(stream), tools=[tool], thread_id="t", new_id=lambda: "run-1")
     await client.send("print")
     part = client.messages[-1].tool_calls[0]

@@ -30,7 +30,10 @@ async def test_sse_events_are_decoded_and_the_request_carries_the_run_id_header(
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        text = 'data: {"type":"RUN_STARTED","runId":"r"}\n\n: comment\n\ndata: {"type":"RUN_FINISHED","runId":"r"}\n\n'
+        text = (
+            'data: {"type":"RUN_STARTED","runId":"r"}\n\n: comment\n\n'
+            'data: {"type":"RUN_FINISHED","runId":"r"}\n\n'
+        )
         return httpx.Response(200, text=text, headers={"content-type": "text/event-stream"})
 
     events = await drain(mock(handler))

@@ -8,6 +8,7 @@ from typing import Any
 from chat_app.client import StreamProcessor, StreamState, ToolResultPart, to_wire_messages
 
 P = StreamProcessor(new_id=lambda: "generated")
+DENIED = '{"error":"User declined tool execution"}'
 
 
 def fold(events: Iterable[dict[str, Any]], state: StreamState | None = None) -> StreamState:
@@ -77,9 +78,13 @@ def test_an_output_error_result_after_a_rejection_is_rejected_with_its_reason() 
     state = P.record_decision(state, "c1", "rejected")
     state = P.apply(
         state,
-        {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "content": '{"reason":"no"}',
-         "metadata": {"tanstack": {"state": "output-error"}}},
-    )  # fmt: skip
+        {
+            "type": "TOOL_CALL_RESULT",
+            "toolCallId": "c1",
+            "content": '{"reason":"no"}',
+            "metadata": {"tanstack": {"state": "output-error"}},
+        },
+    )
     part = state.messages[0].tool_calls[0]
     assert (part.status, part.error) == ("rejected", "no")
 
@@ -95,8 +100,12 @@ def test_unknown_events_are_ignored() -> None:
 
 
 def test_an_interrupt_outcome_marks_the_approval_call_awaiting_approval() -> None:
-    descriptor = {"id": "approval_c1", "reason": "tool_call", "toolCallId": "c1",
-                  "metadata": {"kind": "approval", "toolName": "pay", "input": {}}}  # fmt: skip
+    descriptor = {
+        "id": "approval_c1",
+        "reason": "tool_call",
+        "toolCallId": "c1",
+        "metadata": {"kind": "approval", "toolName": "pay", "input": {}},
+    }
     state = fold(
         [
             *CALL,
@@ -121,11 +130,21 @@ def test_a_snapshot_anchors_tool_results_and_keeps_what_the_wire_cannot_carry() 
     state = P.record_decision(state, "c1", "rejected")
     wire = [
         {"id": "u", "role": "user", "content": "pay"},
-        {"id": "a", "role": "assistant", "content": "Sure.", "toolCalls": [
-            {"id": "c1", "type": "function", "function": {"name": "pay", "arguments": '{"cents":1}'}}]},
-        {"id": "tool-c1", "role": "tool", "toolCallId": "c1", "content": '{"error":"User declined tool execution"}', "error": "error"},
+        {
+            "id": "a",
+            "role": "assistant",
+            "content": "Sure.",
+            "toolCalls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "pay", "arguments": '{"cents":1}'},
+                }
+            ],
+        },
+        {"id": "tool-c1", "role": "tool", "toolCallId": "c1", "content": DENIED, "error": "error"},
         {"id": "x", "role": "reasoning", "content": "hmm"},
-    ]  # fmt: skip
+    ]
     state = P.apply(state, {"type": "MESSAGES_SNAPSHOT", "messages": wire})
     assert [m.role for m in state.messages] == ["user", "assistant", "reasoning"]
     part = state.messages[1].tool_calls[0]

@@ -41,9 +41,16 @@ async def test_a_submission_in_flight_when_saved_is_retryable_after_restore() ->
 async def test_a_restored_batch_keeps_staged_answers_and_submits_when_complete() -> None:
     tool = plain_tool()
     stream = [
-        {"type": "RUN_FINISHED", "threadId": "t", "runId": "run-1",
-         "outcome": {"type": "interrupt", "interrupts": [approval(tool, "a"), approval(tool, "b")]}},
-    ]  # fmt: skip
+        {
+            "type": "RUN_FINISHED",
+            "threadId": "t",
+            "runId": "run-1",
+            "outcome": {
+                "type": "interrupt",
+                "interrupts": [approval(tool, "a"), approval(tool, "b")],
+            },
+        },
+    ]
     client = ChatClient(
         MockConnection(lambda body: stream), tools=[tool], thread_id="t", new_id=lambda: "run-1"
     )
