@@ -9,7 +9,7 @@ config = rx.Config(
     # App(theme=...); the theme lives on the plugin.
     plugins=[
         rx.plugins.RadixThemesPlugin(
-            theme=rx.theme(appearance="light", accent_color="indigo", radius="medium"),
+            theme=rx.theme(appearance="inherit", accent_color="indigo", radius="medium"),
         ),
     ],
     # The sitemap plugin is on by default; this app has no public pages to index.

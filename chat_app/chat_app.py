@@ -1,19 +1,60 @@
-"""Reflex entry point: Reflex imports `app` from this module.
+"""Reflex entry point: the app, its page, and the backend the chat talks to.
 
-Keep this module thin. Pages live in `chat_app.ui.pages`; HTTP routes are
-attached here through `rx.App(api_transformer=...)` when the server package
-provides them.
+By default the chat runs the demo agent in this process; with `CHAT_APP_AGENT_URL` set to an
+AG-UI endpoint (ours, a TanStack AI server, any AG-UI server) it talks to it over SSE. The
+AG-UI routes (`POST /api/chat`, `GET /api/tools`) are served on the app's own port either way.
 """
 
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
 import reflex as rx
 
+from chat_app.agent import event_to_wire
+from chat_app.client import Connection, InProcessConnection, SSEConnection
 from chat_app.demo import build_demo_agent
 from chat_app.server import create_app
+from chat_app.ui import session
 from chat_app.ui.pages.index import index
+from chat_app.ui.state import ChatState
+
+agent = build_demo_agent()
+AGENT_URL = os.environ.get("CHAT_APP_AGENT_URL", "").strip()
+
+
+def _connection() -> Connection:
+    if AGENT_URL:
+        return SSEConnection(AGENT_URL, timeout=120)
+    return InProcessConnection(agent.run, encode=event_to_wire)
+
+
+def _manifest() -> Mapping[str, Any]:
+    """The tools the client types approvals with: the remote server's manifest when it has
+    one (`<agent url>/../tools`), else the demo agent's (TanStack servers have no manifest;
+    the tool definitions must then match by name and schema)."""
+    if AGENT_URL:
+        tools_url = os.environ.get("CHAT_APP_TOOLS_URL") or AGENT_URL.rsplit("/", 1)[0] + "/tools"
+        try:
+            response = httpx.get(tools_url, timeout=5)
+            if response.status_code == 200:
+                data: Mapping[str, Any] = response.json()
+                return data
+        except (httpx.HTTPError, ValueError):
+            pass
+    return {"tools": agent.tool_manifest()}
+
+
+session.configure(_connection, _manifest)
 
 app = rx.App(
     # POST /api/chat and GET /api/tools on the app's own port.
-    api_transformer=create_app(build_demo_agent()),
+    api_transformer=create_app(agent),
     head_components=[rx.el.link(rel="icon", type="image/svg+xml", href="/favicon.svg")],
 )
-app.add_page(index, route="/", title="Ops desk · chat_app", image="/logo.svg")
+app.add_page(
+    index, route="/", title="Ops desk · chat_app", image="/logo.svg", on_load=ChatState.on_load
+)

@@ -37,7 +37,7 @@ class FormField:
     options: list[str] = field(default_factory=list)
     option_values: list[str] = field(default_factory=list)  # each option's JSON value
     value: str = ""  # initial value ("true"/"" for booleans; one item per line for lists)
-    values: list[str] = field(default_factory=list)  # initial choices of a `checks` field
+    chosen: list[str] = field(default_factory=list)  # initial choices of a `checks` field
     depth: int = 0
     minimum: str = ""
     maximum: str = ""
@@ -46,6 +46,7 @@ class FormField:
     max_length: str = ""
     pattern: str = ""
     placeholder: str = ""
+    error: str = ""  # the message shown under the control after a failed submit
 
 
 @dataclass
@@ -141,7 +142,7 @@ def _field(
             row.kind = "checks"
             row.options = [_text(option) for option in items["enum"]]
             row.option_values = [json.dumps(option) for option in items["enum"]]
-            row.values = [_text(item) for item in value] if isinstance(value, list) else []
+            row.chosen = [_text(item) for item in value] if isinstance(value, list) else []
         else:
             row.kind = "list"
             row.placeholder = "One per line"

@@ -1,47 +1,328 @@
-"""UI state for the chat shell.
+"""The chat page's Reflex state: a thin shell over the headless client.
 
-Only plain, picklable data lives here (Reflex persists state to disk or
-redis). Agent runs and other live objects belong outside the state.
+Only plain, picklable data lives here (Reflex persists state to disk or redis); the live
+`ChatClient` lives in `chat_app.ui.session`, keyed by the tab's token, and is rebuilt from
+`_client_json` after a restart. Runs go on in background tasks: the text being streamed is
+flushed into a small var every 50 ms, and the transcript list is rebuilt only when a message
+is finished, so the bytes sent per token do not grow with the history.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import uuid
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import reflex as rx
 
+from chat_app.client import (
+    ChatClient,
+    ClientError,
+    GenericInterrupt,
+    ToolApprovalInterrupt,
+    UsageError,
+)
 
-@dataclasses.dataclass
-class ChatMessage:
-    """One line of the transcript."""
+from . import session as sessions
+from .forms import form_fields, read_form
+from .views import DecisionView, FormMemory, MessageView, build_views, streaming_preview
 
-    id: str
-    role: str  # "user" | "assistant"
-    content: str
+FLUSH_SECONDS = 0.05
+SUGGESTIONS = [
+    "transfer 25 to Ada",
+    "delete project apollo",
+    "email ada@example.com about Launch",
+    "ship order 42",
+    "plan release",
+    "pay invoices",
+    "what time is it",
+    "share my location",
+    "deploy",
+]
+HELD_NOTICE = (
+    "Answer the pending decisions first — your message is kept here and you can send it after."
+)
 
 
 class ChatState(rx.State):
-    """Transcript and composer draft for one browser tab."""
+    """Transcript, decisions and composer for one browser tab."""
 
-    messages: list[ChatMessage] = []
+    messages: list[MessageView] = []
+    loose_decisions: list[DecisionView] = []
+    streaming_id: str = ""
+    streaming_text: str = ""
+    streaming_tools: list[str] = []
+    running: bool = False
+    resuming: bool = False
+    open_count: int = 0
+    bulk_ok: bool = False
+    batch_errors: list[str] = []
+    can_retry: bool = False
+    run_error: str = ""
     draft: str = ""
+    held: bool = False
+    focus_decision: str = ""
+
+    _client_json: str = ""
+    _memory: dict[str, FormMemory] = {}
+    _stop: bool = False
+
+    # --- reading ------------------------------------------------------------------------
 
     @rx.var
     def has_messages(self) -> bool:
-        """Whether the transcript has anything to show."""
-        return len(self.messages) > 0
+        return len(self.messages) > 0 or self.streaming_text != "" or self.running
+
+    @rx.var
+    def decisions_pending(self) -> bool:
+        return self.open_count > 0
+
+    @rx.var
+    def batch_title(self) -> str:
+        return f"{self.open_count} decision{'s' if self.open_count != 1 else ''} needed"
+
+    def _session(self) -> sessions.Session:
+        return sessions.session_for(self.router.session.client_token, self._client_json)
+
+    def _refresh(self, client: ChatClient) -> None:
+        """Copy the client's state into the page's vars (the whole transcript)."""
+        state = client.state
+        views = build_views(state, self._memory)
+        streaming = client.status == "streaming"
+        messages = views.messages
+        if streaming and messages and messages[-1].role == "assistant":
+            # The message being streamed is shown by the small streaming vars instead.
+            messages = messages[:-1]
+        self.messages = messages
+        self.loose_decisions = views.loose_decisions
+        self.open_count = views.open_count
+        self.bulk_ok = views.bulk_ok
+        self.batch_errors = views.batch_errors
+        self.can_retry = state.can_retry
+        self.resuming = state.resuming
+        self.run_error = state.error or ""
+        self._refresh_streaming(client)
+        self._client_json = state.to_json()
+        if self.open_count and not self.held:
+            self.focus_decision = next((d.id for d in self._all_decisions() if d.can_resolve), "")
+
+    def _refresh_streaming(self, client: ChatClient) -> bool:
+        """Update only the streamed message; return whether the transcript needs rebuilding."""
+        if client.status != "streaming":
+            changed = self.streaming_id != ""
+            self.streaming_id, self.streaming_text, self.streaming_tools = "", "", []
+            return changed
+        message_id, text, tools = streaming_preview(client.messages)
+        rebuild = message_id != self.streaming_id or tools != self.streaming_tools
+        self.streaming_id, self.streaming_text = message_id, text
+        self.streaming_tools = tools
+        return rebuild
+
+    def _all_decisions(self) -> list[DecisionView]:
+        attached = [t.decision for m in self.messages for t in m.tools if t.has_decision]
+        return attached + list(self.loose_decisions)
+
+    # --- page lifecycle -----------------------------------------------------------------
+
+    @rx.event
+    def on_load(self) -> None:
+        """Show the tab's conversation, pending decisions included (also after a reload)."""
+        self._refresh(self._session().client)
+        self.running = self._session().busy
+
+    # --- composer -----------------------------------------------------------------------
 
     @rx.event
     def set_draft(self, value: str) -> None:
-        """Track the composer's text (auto-setters are off in Reflex 0.10)."""
         self.draft = value
+        if not value.strip():
+            self.held = False
 
     @rx.event
-    def send(self) -> None:
-        """Append the draft to the transcript as a user message."""
+    def send(self, _: dict[str, Any] | None = None) -> Any:
         text = self.draft.strip()
-        if not text:
-            return
-        self.messages.append(ChatMessage(id=uuid.uuid4().hex, role="user", content=text))
+        if not text or self.running:
+            return None
+        if self.open_count:
+            # Held back, not lost: the person answers the decisions, then sends.
+            self.held = True
+            return None
+        self.held = False
         self.draft = ""
+        self.run_error = ""
+        return ChatState.run(text)
+
+    @rx.event
+    def use_suggestion(self, text: str) -> Any:
+        self.draft = text
+        return ChatState.send(None)
+
+    @rx.event
+    def stop(self) -> None:
+        self._stop = True
+
+    # --- decisions ----------------------------------------------------------------------
+
+    @rx.event
+    def toggle_panel(self, interrupt_id: str, panel: str) -> None:
+        memory = self._memory.setdefault(interrupt_id, FormMemory())
+        memory.panel = "" if memory.panel == panel else panel
+        self._refresh(self._session().client)
+
+    @rx.event
+    def approve(self, interrupt_id: str) -> Any:
+        return self._decide(interrupt_id, "approve", {})
+
+    @rx.event
+    def reject(self, interrupt_id: str) -> Any:
+        return self._decide(interrupt_id, "reject", {})
+
+    @rx.event
+    def submit_form(self, form_data: dict[str, Any]) -> Any:
+        """Every decision form posts here; hidden inputs say which decision and which form."""
+        interrupt_id = str(form_data.pop("__interrupt", ""))
+        form = str(form_data.pop("__form", ""))
+        return self._decide(interrupt_id, form, form_data)
+
+    def _decide(self, interrupt_id: str, form: str, data: dict[str, Any]) -> Any:
+        client = self._session().client
+        item = next((i for i in client.interrupts if i.id == interrupt_id), None)
+        if item is None or self.resuming:
+            return None
+        memory = self._memory.setdefault(interrupt_id, FormMemory())
+        memory.drafts[form] = {key: value for key, value in data.items()}
+        memory.message = ""
+        schema: dict[str, Any] | None = None
+        if isinstance(item, ToolApprovalInterrupt):
+            schema = {
+                "approve": item.approve_schema,
+                "reject": item.reject_schema,
+                "edit": item.input_schema,
+            }.get(form)
+        elif isinstance(item, GenericInterrupt):
+            schema = item.response_schema
+        value: Any = None
+        if schema:
+            editing = form == "edit" and isinstance(item, ToolApprovalInterrupt)
+            initial = item.original_args if editing else None
+            result = read_form(schema, form_fields(schema, initial), data)
+            memory.errors[form] = result.errors
+            if not result.ok:
+                # Nothing is sent; the fields show their errors and keep what was typed.
+                self._refresh(client)
+                return None
+            value = result.value
+        memory.errors.pop(form, None)
+        self._refresh(client)
+        return ChatState.resolve(interrupt_id, form, value)
+
+    @rx.event
+    def cancel_decision(self, interrupt_id: str) -> Any:
+        return ChatState.resolve(interrupt_id, "cancel", None)
+
+    @rx.event
+    def approve_all(self) -> Any:
+        return ChatState.resolve_all("approve")
+
+    @rx.event
+    def reject_all(self) -> Any:
+        return ChatState.resolve_all("reject")
+
+    @rx.event
+    def cancel_all(self) -> Any:
+        return ChatState.resolve_all("cancel")
+
+    @rx.event
+    def retry(self) -> Any:
+        return ChatState.resolve_all("retry")
+
+    @rx.event
+    def browser_result(self, result: dict[str, Any]) -> None:
+        """A JavaScript client tool finished in the page."""
+        call_id = str(result.get("id", ""))
+        self._session().bridge.settle(call_id, result.get("value"))
+
+    # --- background work ----------------------------------------------------------------
+
+    @rx.event(background=True)
+    async def run(self, text: str) -> AsyncIterator[Any]:
+        async for event in self._work(lambda client: client.send(text)):
+            yield event
+
+    @rx.event(background=True)
+    async def resolve(self, interrupt_id: str, form: str, value: Any) -> AsyncIterator[Any]:
+        def action(client: ChatClient) -> Awaitable[None]:
+            if form == "cancel":
+                return client.cancel(interrupt_id)
+            if form == "response":
+                return client.resolve_interrupt(interrupt_id, response=value)
+            if form == "edit":
+                return client.resolve_interrupt(interrupt_id, approved=True, edited_args=value)
+            approved = form == "approve"
+            if value is None:
+                return client.resolve_interrupt(interrupt_id, approved=approved)
+            return client.resolve_interrupt(interrupt_id, approved=approved, payload=value)
+
+        async for event in self._work(action):
+            yield event
+
+    @rx.event(background=True)
+    async def resolve_all(self, how: str) -> AsyncIterator[Any]:
+        def action(client: ChatClient) -> Awaitable[None]:
+            if how == "cancel":
+                return client.cancel_interrupts()
+            if how == "retry":
+                return client.retry_interrupts()
+            return client.resolve_interrupts(how == "approve")
+
+        async for event in self._work(action):
+            yield event
+
+    async def _work(self, action: Callable[[ChatClient], Awaitable[None]]) -> AsyncIterator[Any]:
+        """Run one client action, streaming its progress into the page."""
+        async with self:
+            if self.running:
+                return
+            session = self._session()
+            self.running = True
+            self._stop = False
+        client = session.client
+        task = session.task = asyncio.ensure_future(action(client))
+        last_flush = 0.0
+        while True:
+            for call in session.bridge.take_unsent():
+                # A JavaScript client tool: the page evaluates it and posts the value back.
+                yield rx.call_script(
+                    f"Promise.resolve({call.script}).then(v => ({{id: {call.id!r}, value: v}}))",
+                    callback=ChatState.browser_result,
+                )
+            if task.done():
+                break
+            changed = asyncio.ensure_future(session.changed.wait())
+            called = asyncio.ensure_future(session.bridge.wakeup.wait())
+            await asyncio.wait(
+                [task, changed, called], timeout=FLUSH_SECONDS, return_when=asyncio.FIRST_COMPLETED
+            )
+            changed.cancel()
+            called.cancel()
+            session.bridge.wakeup.clear()
+            if time.monotonic() - last_flush < FLUSH_SECONDS and not task.done():
+                continue
+            last_flush = time.monotonic()
+            async with self:
+                if self._stop:
+                    task.cancel()
+                if session.changed.is_set():
+                    session.changed.clear()
+                    if self._refresh_streaming(client):
+                        self._refresh(client)
+        error = task.exception() if not task.cancelled() else None
+        async with self:
+            self.running = False
+            self._refresh(client)
+            if isinstance(error, UsageError | ClientError):
+                self.run_error = str(error)
+            if self._stop:
+                self.run_error = "Stopped."
+                self._stop = False

@@ -12,12 +12,17 @@ def header() -> rx.Component:
             align="center",
             spacing="3",
         ),
-        rx.text(
-            "chat_app — human sign-off for AI agents",
-            size="2",
-            color_scheme="gray",
-            # Hidden on phones, where it would squeeze the title.
-            display=["none", "none", "block"],
+        rx.hstack(
+            rx.text(
+                "chat_app — human sign-off for AI agents",
+                size="2",
+                color_scheme="gray",
+                # Hidden on phones, where it would squeeze the title.
+                display=["none", "none", "block"],
+            ),
+            rx.color_mode.button(size="2", variant="ghost", aria_label="Toggle dark mode"),
+            align="center",
+            spacing="3",
         ),
         justify="between",
         align="center",

@@ -1,0 +1,334 @@
+"""Decision cards: approvals inline at their tool call, generic questions, unbound pauses, and
+the batch bar."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from chat_app.ui.state import ChatState
+from chat_app.ui.views import DecisionView
+
+from .schema_form import schema_form
+
+
+def _error(decision: DecisionView) -> rx.Component:
+    return rx.cond(
+        decision.error != "",
+        rx.callout(
+            decision.error,
+            icon="triangle_alert",
+            color_scheme="red",
+            size="1",
+            role="alert",
+            class_name="decision-error",
+        ),
+    )
+
+
+def _arguments(decision: DecisionView) -> rx.Component:
+    return rx.el.dl(
+        rx.foreach(
+            decision.arguments,
+            lambda row: rx.fragment(
+                rx.el.dt(row[0], font_weight="500", color=rx.color("gray", 11)),
+                rx.el.dd(row[1], margin="0", white_space="pre-wrap", overflow_wrap="anywhere"),
+            ),
+        ),
+        display="grid",
+        grid_template_columns="max-content 1fr",
+        column_gap="1em",
+        row_gap="0.25em",
+        font_size="0.875rem",
+        margin="0",
+    )
+
+
+def approval_controls(decision: DecisionView) -> rx.Component:
+    """Approve, Reject (with a reason form when the schema asks), Edit arguments, Cancel."""
+    is_focus = decision.id == ChatState.focus_decision
+    approve_button = rx.cond(
+        decision.approve_fields.length() > 0,
+        rx.button(
+            "Approve…",
+            on_click=ChatState.toggle_panel(decision.id, "approve"),
+            color_scheme="green",
+            class_name="approve",
+            auto_focus=is_focus,
+        ),
+        rx.button(
+            "Approve",
+            on_click=ChatState.approve(decision.id),
+            color_scheme="green",
+            class_name="approve",
+            auto_focus=is_focus,
+        ),
+    )
+    reject_button = rx.cond(
+        decision.reject_fields.length() > 0,
+        rx.button(
+            "Reject…",
+            on_click=ChatState.toggle_panel(decision.id, "reject"),
+            color_scheme="red",
+            variant="soft",
+            class_name="reject",
+        ),
+        rx.button(
+            "Reject",
+            on_click=ChatState.reject(decision.id),
+            color_scheme="red",
+            variant="soft",
+            class_name="reject",
+        ),
+    )
+    return rx.vstack(
+        rx.hstack(
+            approve_button,
+            reject_button,
+            rx.cond(
+                decision.can_edit,
+                rx.button(
+                    "Edit arguments",
+                    on_click=ChatState.toggle_panel(decision.id, "edit"),
+                    variant="outline",
+                    class_name="edit",
+                ),
+            ),
+            rx.button(
+                "Cancel",
+                on_click=ChatState.cancel_decision(decision.id),
+                variant="ghost",
+                color_scheme="gray",
+                class_name="cancel",
+            ),
+            spacing="2",
+            wrap="wrap",
+        ),
+        rx.match(
+            decision.panel,
+            (
+                "approve",
+                schema_form(
+                    decision.id,
+                    "approve",
+                    decision.approve_fields,
+                    rx.button("Approve", type="submit", color_scheme="green", class_name="submit"),
+                    key=decision.id + "-approve",
+                ),
+            ),
+            (
+                "reject",
+                schema_form(
+                    decision.id,
+                    "reject",
+                    decision.reject_fields,
+                    rx.button("Reject", type="submit", color_scheme="red", class_name="submit"),
+                    key=decision.id + "-reject",
+                ),
+            ),
+            (
+                "edit",
+                schema_form(
+                    decision.id,
+                    "edit",
+                    decision.edit_fields,
+                    rx.button(
+                        "Approve with changes",
+                        type="submit",
+                        color_scheme="green",
+                        class_name="submit",
+                    ),
+                    key=decision.id + "-edit",
+                ),
+            ),
+            rx.fragment(),
+        ),
+        _error(decision),
+        spacing="2",
+        width="100%",
+    )
+
+
+def approval_card(decision: DecisionView) -> rx.Component:
+    return rx.box(
+        rx.vstack(
+            rx.hstack(
+                rx.icon("shield_check", size=16),
+                rx.text(decision.title, weight="bold", size="2"),
+                align="center",
+                spacing="2",
+            ),
+            _arguments(decision),
+            rx.cond(
+                decision.can_resolve,
+                approval_controls(decision),
+                rx.text("This decision cannot be answered here.", size="1", color_scheme="gray"),
+            ),
+            spacing="2",
+            width="100%",
+        ),
+        class_name="decision approval-card",
+        role="group",
+        aria_label=decision.title,
+        data_decision=decision.id,
+        padding="0.75em",
+        border_radius="8px",
+        border=f"1px solid {rx.color('amber', 7)}",
+        background_color=rx.color("amber", 2),
+        width="100%",
+    )
+
+
+def generic_card(decision: DecisionView) -> rx.Component:
+    return rx.box(
+        rx.vstack(
+            rx.hstack(
+                rx.icon("message_circle_question", size=16),
+                rx.text(decision.message, weight="bold", size="2"),
+                align="center",
+                spacing="2",
+            ),
+            rx.cond(
+                decision.payload_title != "",
+                rx.text(decision.payload_title, weight="medium", size="2"),
+            ),
+            rx.cond(
+                decision.payload_items.length() > 0,
+                rx.el.ul(
+                    rx.foreach(decision.payload_items, lambda item: rx.el.li(item)),
+                    margin="0",
+                    padding_left="1.25em",
+                    font_size="0.875rem",
+                ),
+            ),
+            rx.cond(
+                decision.payload_json != "",
+                rx.code_block(decision.payload_json, language="json", font_size="0.75rem"),
+            ),
+            rx.cond(
+                decision.can_resolve,
+                schema_form(
+                    decision.id,
+                    "response",
+                    decision.response_fields,
+                    rx.button(
+                        "Submit",
+                        type="submit",
+                        class_name="submit",
+                        auto_focus=decision.id == ChatState.focus_decision,
+                    ),
+                    rx.button(
+                        "Cancel",
+                        type="button",
+                        on_click=ChatState.cancel_decision(decision.id),
+                        variant="ghost",
+                        color_scheme="gray",
+                        class_name="cancel",
+                    ),
+                    key=decision.id + "-response",
+                ),
+                rx.text("This question cannot be answered here.", size="1", color_scheme="gray"),
+            ),
+            _error(decision),
+            spacing="2",
+            width="100%",
+        ),
+        class_name="decision generic-card",
+        role="group",
+        aria_label=decision.message,
+        data_decision=decision.id,
+        padding="0.75em",
+        border_radius="8px",
+        border=f"1px solid {rx.color('indigo', 7)}",
+        background_color=rx.color("indigo", 2),
+        width="100%",
+    )
+
+
+def unbound_card(decision: DecisionView) -> rx.Component:
+    return rx.hstack(
+        rx.icon("hourglass", size=16),
+        rx.text("Paused elsewhere: ", rx.text.span(decision.message), size="2"),
+        class_name="decision unbound-card",
+        role="status",
+        data_decision=decision.id,
+        padding="0.6em 0.75em",
+        border_radius="8px",
+        border=f"1px dashed {rx.color('gray', 7)}",
+        color=rx.color("gray", 11),
+        align="center",
+        spacing="2",
+        width="100%",
+    )
+
+
+def loose_decision(decision: DecisionView) -> rx.Component:
+    return rx.match(
+        decision.kind,
+        ("generic", generic_card(decision)),
+        ("unbound", unbound_card(decision)),
+        approval_card(decision),
+    )
+
+
+def batch_bar() -> rx.Component:
+    """Shown when several decisions are pending: bulk actions, batch errors, retry."""
+    return rx.cond(
+        (ChatState.open_count > 1) | (ChatState.batch_errors.length() > 0),
+        rx.vstack(
+            rx.hstack(
+                rx.text(ChatState.batch_title, weight="bold", size="2", id="batch-title"),
+                rx.spacer(),
+                rx.cond(
+                    ChatState.bulk_ok & (ChatState.open_count > 1),
+                    rx.hstack(
+                        rx.button(
+                            "Approve all",
+                            on_click=ChatState.approve_all,
+                            color_scheme="green",
+                            size="1",
+                            id="approve-all",
+                        ),
+                        rx.button(
+                            "Reject all",
+                            on_click=ChatState.reject_all,
+                            color_scheme="red",
+                            variant="soft",
+                            size="1",
+                            id="reject-all",
+                        ),
+                        spacing="2",
+                    ),
+                ),  # fmt: skip
+                rx.cond(
+                    ChatState.open_count > 1,
+                    rx.button(
+                        "Cancel all",
+                        on_click=ChatState.cancel_all,
+                        variant="ghost",
+                        color_scheme="gray",
+                        size="1",
+                        id="cancel-all",
+                    ),
+                ),
+                align="center",
+                width="100%",
+                wrap="wrap",
+            ),
+            rx.foreach(
+                ChatState.batch_errors,
+                lambda message: rx.text(message, size="1", color=rx.color("red", 11), role="alert"),
+            ),
+            rx.cond(
+                ChatState.can_retry,
+                rx.button("Retry", on_click=ChatState.retry, size="1", id="retry"),
+            ),
+            class_name="batch-bar",
+            role="region",
+            aria_label="Pending decisions",
+            padding="0.6em 0.9em",
+            border_radius="8px",
+            background_color=rx.color("gray", 3),
+            width="100%",
+            spacing="1",
+        ),
+    )

@@ -1,0 +1,166 @@
+"""A form generated at run time: one control per `FormField` row (see `chat_app.ui.forms`).
+
+Inputs are uncontrolled (no websocket round trip per keystroke); every form posts to one
+handler, `ChatState.submit_form`, with hidden inputs naming the decision and the form,
+because a per-item `on_submit` inside `rx.foreach` breaks in Reflex 0.10.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import reflex as rx
+
+from chat_app.ui.forms import FormField
+from chat_app.ui.state import ChatState
+
+
+def _label(row: FormField) -> rx.Component:
+    return rx.el.label(
+        row.label,
+        rx.cond(row.required, rx.text.span(" *", color=rx.color("red", 10), aria_hidden="true")),
+        html_for=row.path,
+        class_name="field-label",
+        font_weight="500",
+        font_size="0.875rem",
+    )
+
+
+def _help(row: FormField) -> rx.Component:
+    return rx.cond(row.description != "", rx.text(row.description, size="1", color_scheme="gray"))
+
+
+def _error(row: FormField) -> rx.Component:
+    return rx.cond(
+        row.error != "",
+        rx.text(
+            row.error, size="1", color=rx.color("red", 11), role="alert", class_name="field-error"
+        ),
+    )
+
+
+def _text_input(row: FormField, **extra: Any) -> rx.Component:
+    return rx.input(
+        name=row.path,
+        id=row.path,
+        default_value=row.value,
+        type=row.input_type,
+        placeholder=row.placeholder,
+        aria_invalid=rx.cond(row.error != "", "true", "false"),
+        width="100%",
+        **extra,
+    )
+
+
+def _control(row: FormField) -> rx.Component:
+    return rx.match(
+        row.kind,
+        (
+            "boolean",
+            rx.el.label(
+                rx.checkbox(name=row.path, id=row.path, default_checked=row.value == "true"),
+                rx.text(row.label, size="2"),
+                display="flex",
+                gap="0.5em",
+                align_items="center",
+            ),
+        ),  # fmt: skip
+        (
+            "radio",
+            rx.radio_group(
+                row.options,
+                name=row.path,
+                default_value=row.value,
+                direction="row",
+                aria_label=row.label,
+            ),
+        ),  # fmt: skip
+        (
+            "select",
+            rx.select(row.options, name=row.path, default_value=row.value, aria_label=row.label),
+        ),
+        ("number", _text_input(row, step=row.step, min=row.minimum, max=row.maximum)),
+        ("integer", _text_input(row, step=row.step, min=row.minimum, max=row.maximum)),
+        (
+            "textarea",
+            rx.text_area(name=row.path, id=row.path, default_value=row.value, width="100%"),
+        ),
+        (
+            "list",
+            rx.text_area(
+                name=row.path,
+                id=row.path,
+                default_value=row.value,
+                placeholder=row.placeholder,
+                width="100%",
+                rows="3",
+            ),
+        ),  # fmt: skip
+        (
+            "checks",
+            rx.hstack(
+                rx.foreach(
+                    row.options,
+                    lambda option: rx.el.label(
+                        rx.el.input(
+                            type="checkbox",
+                            name=row.path,
+                            value=option,
+                            default_checked=row.chosen.contains(option),
+                        ),
+                        rx.text(option, size="2"),
+                        display="flex",
+                        gap="0.35em",
+                        align_items="center",
+                    ),
+                ),
+                wrap="wrap",
+                spacing="3",
+            ),
+        ),  # fmt: skip
+        _text_input(row),
+    )
+
+
+def field_row(row: FormField) -> rx.Component:
+    return rx.cond(
+        row.kind == "group",
+        rx.box(
+            rx.text(row.label, weight="bold", size="2"),
+            _help(row),
+            padding_left=f"calc({row.depth} * 1em)",
+            padding_top="0.25em",
+        ),
+        rx.vstack(
+            rx.cond(row.kind != "boolean", _label(row)),
+            _control(row),
+            _help(row),
+            _error(row),
+            spacing="1",
+            width="100%",
+            padding_left=rx.cond(row.depth > 0, f"calc({row.depth} * 1em)", "0"),
+            class_name="form-field",
+            data_field=row.path,
+        ),
+    )
+
+
+def schema_form(
+    interrupt_id: Any,
+    form: str,
+    fields: Any,
+    *actions: rx.Component,
+    key: Any = None,
+) -> rx.Component:
+    """A form of `fields` whose submit goes to `ChatState.submit_form` with its identity."""
+    return rx.form(
+        rx.el.input(type="hidden", name="__interrupt", value=interrupt_id),
+        rx.el.input(type="hidden", name="__form", value=form),
+        rx.vstack(rx.foreach(fields, field_row), spacing="3", width="100%"),
+        rx.hstack(*actions, spacing="2", padding_top="0.5em", wrap="wrap"),
+        on_submit=ChatState.submit_form,
+        reset_on_submit=False,
+        width="100%",
+        class_name=f"decision-form form-{form}",
+        key=key,
+    )

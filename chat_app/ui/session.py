@@ -1,0 +1,150 @@
+"""Live chat clients, one per browser tab, kept outside Reflex state.
+
+Owns `Session`, `BrowserBridge`, `configure` and `session_for`. Reflex state must pickle, so
+the `ChatClient` (with its connection and tasks) lives in a module-level registry keyed by
+the tab's client token; the state keeps only the client's JSON, from which a session is
+rebuilt after a restart. `configure` is called once by the app module with the backend:
+the in-process agent by default, or an AG-UI endpoint over SSE.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from chat_app.client import ChatClient, ClientState, ClientTool, Connection
+
+ConnectionFactory = Callable[[], Connection]
+
+
+@dataclass
+class BrowserCall:
+    id: str
+    script: str
+    future: asyncio.Future[Any]
+
+
+@dataclass
+class BrowserBridge:
+    """Client tools written in JavaScript: the run waits while the page evaluates them."""
+
+    pending: dict[str, BrowserCall] = field(default_factory=dict)
+    unsent: list[BrowserCall] = field(default_factory=list)
+    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    _ids: itertools.count[int] = field(default_factory=itertools.count)
+
+    async def call(self, script: str) -> Any:
+        """Evaluate `script` (a JS expression, maybe a promise) in the page; return its value."""
+        call = BrowserCall(
+            id=f"b{next(self._ids)}",
+            script=script,
+            future=asyncio.get_running_loop().create_future(),
+        )
+        self.pending[call.id] = call
+        self.unsent.append(call)
+        self.wakeup.set()
+        try:
+            return await asyncio.wait_for(call.future, timeout=30)
+        finally:
+            self.pending.pop(call.id, None)
+
+    def take_unsent(self) -> list[BrowserCall]:
+        calls, self.unsent = self.unsent, []
+        return calls
+
+    def settle(self, call_id: str, value: Any) -> None:
+        call = self.pending.get(call_id)
+        if call is not None and not call.future.done():
+            call.future.set_result(value)
+
+
+#: The JavaScript of `get_local_time`: the browser's clock and IANA time zone.
+LOCAL_TIME_SCRIPT = (
+    "({time: new Date().toLocaleTimeString([], {hour: '2-digit', minute: '2-digit'}),"
+    " timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone})"
+)
+
+
+def demo_location(_: Mapping[str, Any]) -> dict[str, Any]:
+    """`get_location` runs in Python in the app (a browser may not grant geolocation)."""
+    return {"latitude": 48.8566, "longitude": 2.3522, "accuracy": 50, "label": "Paris, France"}
+
+
+@dataclass
+class Session:
+    client: ChatClient
+    bridge: BrowserBridge
+    changed: asyncio.Event
+    task: asyncio.Task[None] | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+
+@dataclass
+class _Backend:
+    connection: ConnectionFactory | None = None
+    manifest: Callable[[], Mapping[str, Any]] | None = None
+
+
+_backend = _Backend()
+_sessions: dict[str, Session] = {}
+
+
+def configure(connection: ConnectionFactory, manifest: Callable[[], Mapping[str, Any]]) -> None:
+    """Set where chats go and which tools the client knows (the server's tool manifest)."""
+    _backend.connection = connection
+    _backend.manifest = manifest
+    _sessions.clear()
+
+
+def _tools(bridge: BrowserBridge) -> list[ClientTool]:
+    assert _backend.manifest is not None, "call chat_app.ui.session.configure first"
+
+    async def local_time(_: Mapping[str, Any]) -> Any:
+        return await bridge.call(LOCAL_TIME_SCRIPT)
+
+    functions = {"get_local_time": local_time, "get_location": demo_location}
+    return ClientTool.from_manifest(_backend.manifest(), functions)
+
+
+def session_for(token: str, saved: str = "") -> Session:
+    """The tab's live session, rebuilt from its saved client state when needed."""
+    session = _sessions.get(token)
+    if session is not None:
+        return session
+    assert _backend.connection is not None, "call chat_app.ui.session.configure first"
+    bridge = BrowserBridge()
+    changed = asyncio.Event()
+    tools = _tools(bridge)
+
+    def on_change(_: ChatClient) -> None:
+        changed.set()
+
+    if saved:
+        client = ChatClient.restore(
+            ClientState.from_json(saved), _backend.connection(), tools=tools, on_change=on_change
+        )
+    else:
+        client = ChatClient(_backend.connection(), tools=tools, on_change=on_change)
+    session = Session(client=client, bridge=bridge, changed=changed)
+    _sessions[token] = session
+    return session
+
+
+def forget(token: str) -> None:
+    _sessions.pop(token, None)
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,313 @@
+"""What the page shows, computed from the headless client's state. Pure Python, no Reflex.
+
+Owns the view dataclasses (`MessageView`, `ToolCardView`, `DecisionView`, `NoticeView`) and
+`build_views`. Reflex renders these with `rx.foreach`, so every field is a plain, typed
+value; the protocol rules stay in `chat_app.client`, this module only decides what a person
+sees: labels, pretty JSON, which controls a card has, and the fields of its forms.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chat_app.client import (
+    ChatMessage,
+    ClientState,
+    GenericInterrupt,
+    InterruptItem,
+    TextPart,
+    ToolApprovalInterrupt,
+    ToolCallPart,
+    UnboundInterrupt,
+)
+from chat_app.interrupts import INTERRUPT_PAYLOAD_METADATA_KEY
+
+from .forms import FormField, form_fields
+
+STATUS_LABELS = {
+    "streaming": "Preparing",
+    "running": "Running",
+    "awaiting-approval": "Awaiting approval",
+    "approved": "Approved",
+    "rejected": "Rejected",
+    "cancelled": "Cancelled",
+    "done": "Done",
+    "error": "Error",
+}
+STATUS_COLORS = {
+    "streaming": "gray",
+    "running": "blue",
+    "awaiting-approval": "amber",
+    "approved": "green",
+    "rejected": "red",
+    "cancelled": "gray",
+    "done": "green",
+    "error": "red",
+}
+
+
+@dataclass
+class DecisionView:
+    """One pending decision, with the controls and forms it needs."""
+
+    id: str
+    kind: str = "approval"  # approval | generic | unbound
+    title: str = ""
+    message: str = ""
+    tool_call_id: str = ""
+    status: str = "pending"
+    can_resolve: bool = False
+    error: str = ""
+    #: For approvals: the proposed arguments, one `key: value` row each.
+    arguments: list[list[str]] = field(default_factory=list)
+    approve_fields: list[FormField] = field(default_factory=list)
+    reject_fields: list[FormField] = field(default_factory=list)
+    edit_fields: list[FormField] = field(default_factory=list)
+    can_edit: bool = False
+    #: Which panel is open: "" | "approve" | "reject" | "edit".
+    panel: str = ""
+    #: For generic interrupts: the response form and the display payload.
+    response_fields: list[FormField] = field(default_factory=list)
+    payload_title: str = ""
+    payload_items: list[str] = field(default_factory=list)
+    payload_json: str = ""
+    expires_at: str = ""
+
+
+@dataclass
+class ToolCardView:
+    id: str
+    name: str
+    arguments: str  # pretty JSON
+    status: str
+    status_label: str
+    status_color: str
+    result: str = ""  # pretty JSON or text
+    reason: str = ""  # rejection reason or error
+    decision: DecisionView = field(default_factory=lambda: DecisionView(id=""))
+    has_decision: bool = False
+
+
+@dataclass
+class MessageView:
+    id: str
+    role: str
+    text: str
+    tools: list[ToolCardView] = field(default_factory=list)
+
+
+@dataclass
+class Views:
+    messages: list[MessageView]
+    #: Decisions not attached to a tool call (generic and unbound), in batch order.
+    loose_decisions: list[DecisionView]
+    #: How many decisions a person can still answer.
+    open_count: int
+    #: Whether Approve all / Reject all apply (every answerable item is a payloadless approval).
+    bulk_ok: bool
+    batch_errors: list[str]
+
+
+def pretty(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _argument_rows(args: Any) -> list[list[str]]:
+    if isinstance(args, Mapping):
+        return [[str(key), _short(value)] for key, value in args.items()]
+    return [["arguments", _short(args)]] if args is not None else []
+
+
+def _short(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _apply_drafts(
+    fields: list[FormField], draft: Mapping[str, str | list[str]], errors: Mapping[str, str]
+) -> list[FormField]:
+    for row in fields:
+        if row.path in draft:
+            raw = draft[row.path]
+            if row.kind == "checks":
+                row.chosen = list(raw) if isinstance(raw, list) else [raw]
+            elif row.kind == "boolean":
+                row.value = "true" if raw else ""
+            else:
+                row.value = raw[-1] if isinstance(raw, list) and raw else str(raw)
+        row.error = errors.get(row.path, "")
+    return fields
+
+
+@dataclass
+class FormMemory:
+    """What the page remembers of one decision's forms: open panel, drafts, field errors."""
+
+    panel: str = ""
+    drafts: dict[str, dict[str, Any]] = field(default_factory=dict)  # form -> path -> raw
+    errors: dict[str, dict[str, str]] = field(default_factory=dict)  # form -> path -> message
+    message: str = ""
+
+
+def decision_view(item: InterruptItem, memory: FormMemory | None = None) -> DecisionView:
+    memory = memory or FormMemory()
+    error = item.error.message if item.error else memory.message
+
+    def fields(form: str, schema: Mapping[str, Any] | None, initial: Any = None) -> list[FormField]:
+        if not schema:
+            return []
+        rows = form_fields(schema, initial)
+        return _apply_drafts(rows, memory.drafts.get(form, {}), memory.errors.get(form, {}))
+
+    if isinstance(item, ToolApprovalInterrupt):
+        return DecisionView(
+            id=item.id,
+            kind="approval",
+            title=f"Approve {item.tool_name.replace('_', ' ')}?",
+            message=item.message or "",
+            tool_call_id=item.tool_call_id,
+            status=item.status,
+            can_resolve=item.can_resolve,
+            error=error,
+            arguments=_argument_rows(item.original_args),
+            approve_fields=fields("approve", item.approve_schema),
+            reject_fields=fields("reject", item.reject_schema),
+            edit_fields=fields("edit", item.input_schema, item.original_args),
+            can_edit=item.input_schema is not None,
+            panel=memory.panel,
+            expires_at=item.expires_at or "",
+        )
+    if isinstance(item, GenericInterrupt):
+        payload = item.payload
+        if payload is None and isinstance(item.metadata, Mapping):
+            payload = item.metadata.get(INTERRUPT_PAYLOAD_METADATA_KEY)
+        title, items, rest = _payload_parts(payload)
+        return DecisionView(
+            id=item.id,
+            kind="generic",
+            title=title or "Your input is needed",
+            message=item.message or "",
+            status=item.status,
+            can_resolve=item.can_resolve,
+            error=error,
+            response_fields=fields("response", item.response_schema)
+            if item.response_schema
+            else [],
+            payload_title=title,
+            payload_items=items,
+            payload_json=rest,
+            expires_at=item.expires_at or "",
+        )
+    assert isinstance(item, UnboundInterrupt)
+    return DecisionView(
+        id=item.id,
+        kind="unbound",
+        title="Paused elsewhere",
+        message=item.message or item.reason,
+        status=item.status,
+    )
+
+
+def _payload_parts(payload: Any) -> tuple[str, list[str], str]:
+    """A display payload as a title, a list of bullet items, and any other fields as JSON."""
+    if not isinstance(payload, Mapping):
+        return "", [], pretty(payload) if payload is not None else ""
+    rest = dict(payload)
+    title = rest.pop("title", "")
+    items: list[str] = []
+    for name in ("changes", "items", "steps"):
+        value = rest.get(name)
+        if isinstance(value, list) and all(isinstance(entry, str) for entry in value):
+            items = list(value)
+            rest.pop(name)
+            break
+    return str(title), items, pretty(rest) if rest else ""
+
+
+def build_views(state: ClientState, memory: Mapping[str, FormMemory]) -> Views:
+    """Everything the transcript and the decision cards show."""
+    decisions = {item.id: item for item in state.interrupts}
+    by_call = {
+        item.tool_call_id: item
+        for item in state.interrupts
+        if isinstance(item, ToolApprovalInterrupt)
+    }
+    attached: set[str] = set()
+    messages: list[MessageView] = []
+    for message in state.messages:
+        view = _message_view(message, by_call, memory, attached)
+        if view is not None:
+            messages.append(view)
+    loose = [
+        decision_view(item, memory.get(item.id))
+        for item in state.interrupts
+        if item.id not in attached
+    ]
+    answerable = [item for item in decisions.values() if item.can_resolve]
+    bulk_ok = bool(answerable) and all(
+        isinstance(item, ToolApprovalInterrupt)
+        and item.approve_schema is None
+        and item.reject_schema is None
+        for item in answerable
+    )
+    return Views(
+        messages=messages,
+        loose_decisions=loose,
+        open_count=sum(1 for item in answerable if item.status != "submitting"),
+        bulk_ok=bulk_ok,
+        batch_errors=[error.message for error in state.interrupt_errors],
+    )
+
+
+def _message_view(
+    message: ChatMessage,
+    by_call: Mapping[str, ToolApprovalInterrupt],
+    memory: Mapping[str, FormMemory],
+    attached: set[str],
+) -> MessageView | None:
+    if message.role not in ("user", "assistant"):
+        return None
+    tools: list[ToolCardView] = []
+    for part in message.parts:
+        if isinstance(part, ToolCallPart):
+            tools.append(_tool_card(part, by_call, memory, attached))
+    text = "".join(part.content for part in message.parts if isinstance(part, TextPart))
+    if not text and not tools:
+        return None
+    return MessageView(id=message.id, role=message.role, text=text, tools=tools)
+
+
+def _tool_card(
+    part: ToolCallPart,
+    by_call: Mapping[str, ToolApprovalInterrupt],
+    memory: Mapping[str, FormMemory],
+    attached: set[str],
+) -> ToolCardView:
+    item = by_call.get(part.id)
+    card = ToolCardView(
+        id=part.id,
+        name=part.name,
+        arguments=pretty(part.input if part.input is not None else part.arguments),
+        status=part.status,
+        status_label=STATUS_LABELS.get(part.status, part.status),
+        status_color=STATUS_COLORS.get(part.status, "gray"),
+        result=pretty(part.output) if part.has_output and part.status == "done" else "",
+        reason=part.error or "",
+    )
+    if item is not None:
+        attached.add(item.id)
+        card.decision = decision_view(item, memory.get(item.id))
+        card.has_decision = True
+    return card
+
+
+def streaming_preview(messages: Sequence[ChatMessage]) -> tuple[str, str, list[str]]:
+    """The id, text and tool names of the assistant message being streamed (the last one)."""
+    if not messages or messages[-1].role != "assistant":
+        return "", "", []
+    last = messages[-1]
+    return last.id, last.text, [part.name for part in last.tool_calls]
