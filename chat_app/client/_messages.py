@@ -145,20 +145,22 @@ def error_text(output: object) -> str:
 
 
 def rejection_reason(output: object) -> str:
-    """What the model reads about a rejection: a `reason`, an `error`, or the payload."""
+    """What the model read about a rejection: its `reason`, `error` or `message`, or the payload."""
     if isinstance(output, Mapping):
-        for key in ("reason", "error"):
+        for key in ("reason", "error", "message"):
             if isinstance(output.get(key), str):
                 return str(output[key])
     return output if isinstance(output, str) else js_json_dumps(output)
 
 
 def status_after_result(part: ToolCallPart, output: object, failed: bool) -> ToolCallStatus:
+    if part.decision in ("cancelled", "rejected"):
+        return part.decision
     if not failed:
         return "done"
-    if part.decision == "cancelled" or output == CANCELLED_RESULT:
+    if output == CANCELLED_RESULT:
         return "cancelled"
-    if part.decision == "rejected" or output == DEFAULT_DENIED_RESULT:
+    if output == DEFAULT_DENIED_RESULT:
         return "rejected"
     return "error"
 
@@ -202,10 +204,25 @@ def to_wire_messages(messages: Sequence[ChatMessage]) -> list[dict[str, object]]
         if metadata is not None:
             anchor["metadata"] = metadata
         wire.append(anchor)
+        # Decisions are not written into the history (contract §3.1). @tanstack/ai-client 0.33
+        # adds a placeholder tool message per decision; a TanStack server then takes it for
+        # the result and the model never reads a rejection's reason, so we do not.
         for part in message.parts:
             if isinstance(part, ToolResultPart):
                 wire.append(_wire_tool_result(part))
     return wire
+
+
+def _tool_result_metadata(metadata: Mapping[str, object] | None) -> dict[str, object]:
+    """`rebuiltToolMetadata`: the result's metadata with `tanstack.toolResult` ensured."""
+    source = dict(metadata or {})
+    tanstack = source.get("tanstack")
+    merged = dict(tanstack) if isinstance(tanstack, Mapping) else {}
+    merged.pop("uiResources", None)
+    tool_result = merged.get("toolResult")
+    merged["toolResult"] = dict(tool_result) if isinstance(tool_result, Mapping) else {}
+    source["tanstack"] = merged
+    return source
 
 
 def _wire_metadata(message: ChatMessage) -> dict[str, object] | None:
@@ -239,8 +256,7 @@ def _wire_tool_result(part: ToolResultPart) -> dict[str, object]:
     }
     if part.error is not None:
         message["error"] = part.error
-    if part.metadata is not None:
-        message["metadata"] = part.metadata
+    message["metadata"] = _tool_result_metadata(part.metadata)
     return message
 
 
@@ -259,7 +275,7 @@ def from_wire_messages(
     known_calls = {
         part.id: part for message in previous for part in message.tool_calls
     }  # fmt: skip
-    known_metadata = {message.id: message.metadata for message in previous}
+    known = {message.id: message for message in previous}
     result: list[ChatMessage] = []
     for index, item in enumerate(wire):
         if not isinstance(item, Mapping):
@@ -274,8 +290,9 @@ def from_wire_messages(
                 result.append(ChatMessage(id=message_id, role=role, raw=raw))
             continue
         message = _message_from_wire(message_id, role, raw, known_calls, index)
-        if message.metadata is None and known_metadata.get(message_id) is not None:
-            message = replace(message, metadata=known_metadata[message_id])
+        before = known.get(message_id)
+        if before is not None and message.metadata is None and message.raw is None:
+            message = replace(message, metadata=before.metadata, created_at=before.created_at)
         result.append(message)
     return tuple(result)
 

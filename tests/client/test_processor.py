@@ -149,4 +149,6 @@ def test_a_snapshot_anchors_tool_results_and_keeps_what_the_wire_cannot_carry() 
     assert [m.role for m in state.messages] == ["user", "assistant", "reasoning"]
     part = state.messages[1].tool_calls[0]
     assert (part.status, part.error) == ("rejected", "User declined tool execution")
-    assert to_wire_messages(state.messages) == wire
+    sent = to_wire_messages(state.messages)
+    assert sent[2] == {**wire[2], "metadata": {"tanstack": {"toolResult": {}}}}
+    assert sent[:2] + sent[3:] == wire[:2] + wire[3:]

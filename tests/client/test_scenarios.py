@@ -120,6 +120,7 @@ async def test_a_client_tool_runs_by_itself_and_its_result_goes_into_history(
             "id": f"tool-{part.id}",
             "toolCallId": part.id,
             "content": '{"time":"10:00","timeZone":"UTC"}',
+            "metadata": {"tanstack": {"toolResult": {}}},
         }
     ]
     assert body["resume"] == [
