@@ -23,22 +23,27 @@ from chat_app.interrupts import (
     ItemInterruptError,
     ItemInterruptErrorCode,
     canonicalize_interrupt_resolutions,
-    generic_continuation_from_descriptor,
-    wrap_generic_continuation,
 )
 
 from ._answers import Invalid, Valid, check_approval, check_client_tool_output, check_generic
-from ._classify import Hydration, RuntimeKind, classify, first_party_index_counts, legacy_kind
+from ._classify import Hydration, classify, first_party_index_counts, legacy_kind
 from ._errors import UsageError
 from ._items import (
-    GenericInterrupt,
     InterruptItem,
     ItemRecord,
-    ItemStatus,
     ManagerSnapshot,
     Submission,
-    ToolApprovalInterrupt,
     UnboundInterrupt,
+)
+from ._records import (
+    Record,
+    binding_kind,
+    canonical_entry,
+    draft_of,
+    error_matches,
+    public_item,
+    same_correlation,
+    with_continuation,
 )
 from ._tools import ClientTool, InterruptDefinition
 
@@ -46,28 +51,6 @@ __all__ = ["ChangeSource", "InterruptHandle", "InterruptManager", "TransactionRe
 
 ChangeSource: TypeAlias = Literal["live", "hydrate"]
 _NO_RETRY_CODES = frozenset({"stale", "expired", "conflict"})
-
-
-@dataclass(eq=False, kw_only=True)
-class _Item:
-    """The manager's mutable record of one descriptor."""
-
-    descriptor: dict[str, object]
-    kind: RuntimeKind
-    binding: dict[str, object] | None
-    can_resolve: bool
-    resumable: bool
-    status: ItemStatus = "pending"
-    error: ItemInterruptError | None = None
-    resolution: dict[str, object] | None = None
-    draft: dict[str, object] | None = None
-    tool: ClientTool | None = None
-    definition: InterruptDefinition | None = None
-    payload: object = None
-
-    @property
-    def id(self) -> str:
-        return str(self.descriptor.get("id"))
 
 
 @dataclass(eq=False)
@@ -140,7 +123,7 @@ class InterruptManager:
             self.definitions[definition.id] = definition
         self.on_change = on_change
         self._hydration: Hydration | None = None
-        self._items: list[_Item] = []
+        self._items: list[Record] = []
         self._root_errors: tuple[BatchInterruptError, ...] = ()
         self._submission_root_errors: tuple[BatchInterruptError, ...] = ()
         self._retry: Submission | None = None
@@ -188,7 +171,7 @@ class InterruptManager:
         """
         if self._hydration is None:
             return []
-        if any(_binding_kind(item.descriptor) == "generic" for item in self._items):
+        if any(binding_kind(item.descriptor) == "generic" for item in self._items):
             return []
         requests: list[tuple[str, str, object]] = []
         for item in self._items:
@@ -232,7 +215,7 @@ class InterruptManager:
         self._items = []
         for descriptor in hydration.descriptors:
             found = classify(descriptor, hydration, self.tools, self.definitions, counts)
-            item = _Item(
+            item = Record(
                 descriptor=descriptor, kind=found.kind, binding=found.binding,
                 can_resolve=found.can_resolve, resumable=found.resumable, tool=found.tool,
                 definition=found.definition, payload=found.payload,
@@ -297,7 +280,7 @@ class InterruptManager:
         if item.kind == "unbound":
             raise UsageError(f"Interrupt {interrupt_id} belongs to another system.")
         self._retry = None
-        item.resolution = _with_continuation(item, {"interruptId": item.id, "status": "cancelled"})
+        item.resolution = with_continuation(item, {"interruptId": item.id, "status": "cancelled"})
         item.status = "staged"
         item.error = None
         if _token is not None:
@@ -360,7 +343,7 @@ class InterruptManager:
             return None
         self._retry = None
         for item in resolvable:
-            item.resolution = _canonical_entry(
+            item.resolution = canonical_entry(
                 {"interruptId": item.id, "status": "resolved", "payload": {"approved": approved}}
             )
             item.draft = {"approved": approved}
@@ -377,7 +360,7 @@ class InterruptManager:
         self._transaction = token
         failure: tuple[BatchInterruptErrorCode, str] | None = None
         try:
-            for item in self._build_public(include_submitting=False):
+            for item in self._buildpublic_item(include_submitting=False):
                 if isinstance(item, UnboundInterrupt):
                     continue
                 result = resolver(InterruptHandle(self, item, token))
@@ -422,7 +405,7 @@ class InterruptManager:
         for item in self._items:
             if not item.resumable:
                 continue
-            item.resolution = _with_continuation(
+            item.resolution = with_continuation(
                 item, {"interruptId": item.id, "status": "cancelled"}
             )
             item.status = "staged"
@@ -460,7 +443,7 @@ class InterruptManager:
                 if item.resumable:
                     item.status = "error"
             return
-        correlated = [e for e in errors if _matches(e, submission)]
+        correlated = [e for e in errors if error_matches(e, submission)]
         if len(correlated) != len(errors):
             self._add_root_error(
                 "protocol",
@@ -546,10 +529,10 @@ class InterruptManager:
     # --- internals ----------------------------------------------------------------------
 
     def _resolve_item(
-        self, item: _Item, candidate: object, token: _Token | None
+        self, item: Record, candidate: object, token: _Token | None
     ) -> Submission | None:
         self._retry = None
-        item.draft = _draft(item, candidate)
+        item.draft = draft_of(item, candidate)
         if not item.can_resolve:
             item.status = "error"
             item.error = self._item_error(
@@ -576,8 +559,8 @@ class InterruptManager:
             if token is None:
                 self._publish()
             return None
-        item.resolution = _canonical_entry(
-            _with_continuation(
+        item.resolution = canonical_entry(
+            with_continuation(
                 item, {"interruptId": item.id, "status": "resolved", "payload": result.payload}
             )
         )
@@ -588,7 +571,7 @@ class InterruptManager:
         self._publish()
         return self._maybe_submit()
 
-    def _check(self, item: _Item, candidate: object) -> Valid | Invalid:
+    def _check(self, item: Record, candidate: object) -> Valid | Invalid:
         if item.kind == "generic":
             return check_generic(item.definition, item.descriptor.get("responseSchema"), candidate)
         if item.kind == "client-tool-execution":
@@ -631,7 +614,7 @@ class InterruptManager:
         replaceable = [e for e in incoming if e.source != "transport"]
 
         def superseded(candidate: BatchInterruptError) -> bool:
-            return any(_same_correlation(candidate, e) for e in replaceable)
+            return any(same_correlation(candidate, e) for e in replaceable)
 
         self._root_errors = (
             *(
@@ -659,7 +642,7 @@ class InterruptManager:
         if self._active is not None:
             raise UsageError("Interrupts cannot be mutated while submitting.")
 
-    def _find(self, interrupt_id: str) -> _Item:
+    def _find(self, interrupt_id: str) -> Record:
         for item in self._items:
             if item.id == interrupt_id:
                 return item
@@ -718,120 +701,17 @@ class InterruptManager:
             self._publish()
 
     def _publish(self, source: ChangeSource = "live") -> None:
-        self._interrupts = self._build_public(include_submitting=False)
+        self._interrupts = self._buildpublic_item(include_submitting=False)
         if self.on_change is not None:
             self.on_change(source)
 
-    def _build_public(self, *, include_submitting: bool) -> tuple[InterruptItem, ...]:
+    def _buildpublic_item(self, *, include_submitting: bool) -> tuple[InterruptItem, ...]:
         hydration = self._hydration
         if hydration is None:
             return ()
         return tuple(
-            _public(item, hydration)
+            public_item(item, hydration)
             for item in self._items
             if item.kind != "client-tool-execution"
             and (include_submitting or item.status != "submitting")
         )
-
-
-def _public(item: _Item, hydration: Hydration) -> InterruptItem:
-    d = item.descriptor
-    base = {
-        "id": item.id,
-        "reason": str(d.get("reason", "")),
-        "message": d.get("message") if isinstance(d.get("message"), str) else None,
-        "response_schema": _dict_or_none(d.get("responseSchema")),
-        "expires_at": d.get("expiresAt") if isinstance(d.get("expiresAt"), str) else None,
-        "metadata": _dict_or_none(d.get("metadata")),
-        "thread_id": hydration.thread_id,
-        "interrupted_run_id": hydration.interrupted_run_id,
-        "generation": hydration.generation,
-        "status": item.status,
-        "errors": (item.error,) if item.error is not None else (),
-        "can_resolve": item.can_resolve,
-        "draft": item.draft,
-        "resolution": item.resolution,
-    }
-    if item.kind == "unbound" or item.binding is None:
-        return UnboundInterrupt(**base)  # type: ignore[arg-type]
-    if item.kind == "tool-approval":
-        binding = item.binding
-        tool = item.tool
-        return ToolApprovalInterrupt(
-            **base,  # type: ignore[arg-type]
-            binding=binding,
-            tool_name=str(binding.get("toolName")),
-            tool_call_id=str(binding.get("toolCallId")),
-            original_args=binding.get("originalArgs"),
-            approve_schema=tool.branch_schema(True) if tool else None,
-            reject_schema=tool.branch_schema(False) if tool else None,
-            input_schema=tool.input_schema if tool else None,
-        )
-    binding = item.binding
-    if binding.get("kind") != "generic":
-        binding = {
-            "v": binding.get("v", 1), "kind": "generic", "interruptId": item.id,
-            "interruptedRunId": hydration.interrupted_run_id, "generation": hydration.generation,
-            **({"responseSchemaHash": binding["responseSchemaHash"]}
-               if isinstance(binding.get("responseSchemaHash"), str) else {}),
-        }  # fmt: skip
-    if item.definition is not None:
-        return GenericInterrupt(
-            **base,  # type: ignore[arg-type]
-            binding=binding,
-            definition_id=item.definition.id,
-            key=str(binding.get("key", "")),
-            payload=item.payload,
-        )
-    return GenericInterrupt(**base, binding=binding)  # type: ignore[arg-type]
-
-
-def _dict_or_none(value: object) -> dict[str, object] | None:
-    return {str(k): v for k, v in value.items()} if isinstance(value, Mapping) else None
-
-
-def _binding_kind(descriptor: Mapping[str, object]) -> object:
-    metadata = descriptor.get("metadata")
-    if not isinstance(metadata, Mapping):
-        return None
-    binding = metadata.get("tanstack:interruptBinding")
-    return binding.get("kind") if isinstance(binding, Mapping) else None
-
-
-def _with_continuation(item: _Item, entry: dict[str, object]) -> dict[str, object]:
-    continuation = generic_continuation_from_descriptor(item.descriptor)
-    if continuation is None:
-        return entry
-    return {**entry, "metadata": wrap_generic_continuation(continuation)}
-
-
-def _canonical_entry(entry: dict[str, object]) -> dict[str, object]:
-    return dict(canonicalize_interrupt_resolutions([entry]).resolutions[0])
-
-
-def _draft(item: _Item, candidate: object) -> dict[str, object] | None:
-    if item.kind == "tool-approval" and isinstance(candidate, Mapping):
-        return {str(k): v for k, v in candidate.items()}
-    return {"response": candidate}
-
-
-def _matches(error: InterruptError, submission: Submission) -> bool:
-    if (
-        error.thread_id != submission.thread_id
-        or error.interrupted_run_id != submission.interrupted_run_id
-        or error.generation != submission.generation
-    ):
-        return False
-    ids = submission.interrupt_ids
-    if isinstance(error, ItemInterruptError):
-        return error.interrupt_id in ids
-    return sorted(error.interrupt_ids) == sorted(ids)
-
-
-def _same_correlation(left: BatchInterruptError, right: BatchInterruptError) -> bool:
-    return (
-        left.thread_id == right.thread_id
-        and left.interrupted_run_id == right.interrupted_run_id
-        and left.generation == right.generation
-        and sorted(left.interrupt_ids) == sorted(right.interrupt_ids)
-    )
