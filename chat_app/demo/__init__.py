@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from chat_app.agent import Agent, Model, ScriptedModel
+from chat_app.agent.models import model_from_env
 
 from .interrupts import RELEASE_PLAN, SHIPPING, DemoInterrupts
 from .script import HELP, demo_script
@@ -12,9 +13,23 @@ from .tools import DEMO_TOOLS
 
 DEFAULT_TOKEN_DELAY_MS = 25.0
 
+#: What a real model is told about the ops desk (the scripted model needs no telling).
+INSTRUCTIONS = (
+    "You are the ops desk agent. Act through your tools. Tools that move money, delete, send "
+    "email or deploy pause for a person to approve, so call them directly when asked instead "
+    "of asking for confirmation in text. When a person rejects or cancels a call, the tool "
+    "result says why: acknowledge it and do not retry unless asked. Be brief."
+)
+
 
 def demo_model() -> Model:
-    """The scripted model, pacing tokens by `CHAT_APP_DEMO_TOKEN_DELAY_MS` (0 in tests)."""
+    """The model `CHAT_APP_MODEL` names (e.g. `openai:gpt-4o-mini`), else the scripted one.
+
+    The scripted model paces tokens by `CHAT_APP_DEMO_TOKEN_DELAY_MS` (0 in tests).
+    """
+    chosen = model_from_env(instructions=INSTRUCTIONS)
+    if chosen is not None:
+        return chosen
     delay_ms = float(os.environ.get("CHAT_APP_DEMO_TOKEN_DELAY_MS", DEFAULT_TOKEN_DELAY_MS))
     model = ScriptedModel(demo_script, token_delay=delay_ms / 1000)
     model.name = "demo-scripted"
