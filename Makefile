@@ -46,7 +46,7 @@ $(VENV)/.installed-app: requirements.txt | $(PY)
 	$(PIP) install -r requirements.txt
 	touch $@
 
-$(VENV)/.installed-test: requirements.txt requirements-test.txt | $(PY)
+$(VENV)/.installed-test: requirements.txt requirements-test.txt requirements-models.txt | $(PY)
 	$(PIP) install -r requirements-test.txt
 	touch $@
 

@@ -55,7 +55,7 @@ from .descriptors import (
 )
 from .history import arguments_are_valid_json, parse_arguments, tool_message
 from .middleware import Middleware, RunContext, combine_tool_resumes, run_boundary
-from .models import Model, ModelRequest, TextDelta, ToolCallDelta
+from .models import Model, ModelError, ModelRequest, TextDelta, ToolCallDelta
 from .resume import PendingCall, plan_continuation
 from .tools import Tool
 
@@ -101,6 +101,9 @@ class Agent:
         try:
             async for event in run.events():
                 yield event
+        except ModelError as error:  # the provider said no: its words, no traceback
+            logger.warning("agent run %s: %s", input.run_id, error)
+            yield RunErrorEvent(message=str(error), code=f"model-{error.code}", timestamp=run.now())
         except Exception as error:  # a tool or model bug must end the stream, not hang it
             logger.exception("agent run %s failed", input.run_id)
             yield RunErrorEvent(

@@ -20,6 +20,8 @@ from chat_app.interrupts import SchemaProblem, UnusableSchemaError, schema_probl
 # Enums with at most this many options are radio buttons; longer ones are a select.
 RADIO_LIMIT = 4
 FORM_ERROR_KEY = ""  # errors that belong to no single field
+# Free-text fields people write several lines in, whatever their schema says.
+_LONG_TEXT_NAMES = frozenset({"body", "description", "message", "comment", "notes"})
 
 
 @dataclass
@@ -153,7 +155,10 @@ def _field(
         if row.input_type == "url":
             row.placeholder = "https://"
         max_length = schema.get("maxLength")
-        row.kind = "textarea" if isinstance(max_length, int) and max_length > 200 else "text"
+        long_text = isinstance(max_length, int) and max_length > 200
+        row.kind = (
+            "textarea" if long_text or path.rsplit(".", 1)[-1] in _LONG_TEXT_NAMES else "text"
+        )
         row.min_length = _text(schema.get("minLength", ""))
         row.max_length = _text(max_length if max_length is not None else "")
         row.pattern = str(schema.get("pattern", ""))

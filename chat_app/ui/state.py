@@ -205,7 +205,9 @@ class ChatState(rx.State):
         value: Any = None
         if schema:
             editing = form == "edit" and isinstance(item, ToolApprovalInterrupt)
-            initial = item.original_args if editing else None
+            initial = (
+                item.original_args if editing and isinstance(item, ToolApprovalInterrupt) else None
+            )
             result = read_form(schema, form_fields(schema, initial), data)
             memory.errors[form] = result.errors
             if not result.ok:
@@ -216,6 +218,14 @@ class ChatState(rx.State):
         memory.errors.pop(form, None)
         self._refresh(client)
         return ChatState.resolve(interrupt_id, form, value)
+
+    @rx.event
+    def change_answer(self, interrupt_id: str) -> None:
+        """Take back a staged answer while the rest of the batch is still open."""
+        client = self._session().client
+        if not self.resuming and any(item.id == interrupt_id for item in client.interrupts):
+            client.clear_resolution(interrupt_id)
+        self._refresh(client)
 
     @rx.event
     def cancel_decision(self, interrupt_id: str) -> Any:

@@ -75,6 +75,8 @@ class DecisionView:
     payload_items: list[str] = field(default_factory=list)
     payload_json: str = ""
     expires_at: str = ""
+    #: The answer already given while the rest of the batch is pending ("" when none).
+    staged: str = ""
 
 
 @dataclass
@@ -153,6 +155,21 @@ class FormMemory:
     message: str = ""
 
 
+def staged_label(item: InterruptItem) -> str:
+    """How a staged answer reads while the rest of the batch is pending."""
+    if item.status != "staged" or item.resolution is None:
+        return ""
+    if item.resolution.get("status") == "cancelled":
+        return "Cancelled"
+    payload = item.resolution.get("payload")
+    approved = payload.get("approved") if isinstance(payload, Mapping) else payload
+    if isinstance(item, ToolApprovalInterrupt) and isinstance(approved, bool):
+        if approved and isinstance(payload, Mapping) and "editedArgs" in payload:
+            return "Approved with changes"
+        return "Approved" if approved else "Rejected"
+    return "Answered"
+
+
 def decision_view(item: InterruptItem, memory: FormMemory | None = None) -> DecisionView:
     memory = memory or FormMemory()
     error = item.error.message if item.error else memory.message
@@ -180,6 +197,7 @@ def decision_view(item: InterruptItem, memory: FormMemory | None = None) -> Deci
             can_edit=item.input_schema is not None,
             panel=memory.panel,
             expires_at=item.expires_at or "",
+            staged=staged_label(item),
         )
     if isinstance(item, GenericInterrupt):
         payload = item.payload
@@ -201,6 +219,7 @@ def decision_view(item: InterruptItem, memory: FormMemory | None = None) -> Deci
             payload_items=items,
             payload_json=rest,
             expires_at=item.expires_at or "",
+            staged=staged_label(item),
         )
     assert isinstance(item, UnboundInterrupt)
     return DecisionView(
@@ -257,7 +276,7 @@ def build_views(state: ClientState, memory: Mapping[str, FormMemory]) -> Views:
     return Views(
         messages=messages,
         loose_decisions=loose,
-        open_count=sum(1 for item in answerable if item.status != "submitting"),
+        open_count=sum(1 for item in answerable if item.status in ("pending", "error")),
         bulk_ok=bulk_ok,
         batch_errors=[error.message for error in state.interrupt_errors],
     )

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.browser
 
 
 def test_send_appends_message(page: Page, screenshot_dir: Path) -> None:
-    expect(page.get_by_role("heading", name="Ops desk")).to_be_visible()
+    expect(page.get_by_role("heading", name="Ops desk", exact=True)).to_be_visible()
     expect(page.locator("#transcript-empty")).to_be_visible()
 
     message = "Please restart the staging database"

@@ -148,6 +148,25 @@ def approval_controls(decision: DecisionView) -> rx.Component:
     )
 
 
+def staged_row(decision: DecisionView) -> rx.Component:
+    """An answer given while other decisions of the batch are still open."""
+    return rx.hstack(
+        rx.icon("circle_check", size=16, color=rx.color("green", 10)),
+        rx.text(decision.staged, size="2", weight="medium", class_name="staged-label"),
+        rx.text("— sent with the other decisions.", size="2", color_scheme="gray"),
+        rx.button(
+            "Change",
+            on_click=ChatState.change_answer(decision.id),
+            variant="ghost",
+            size="1",
+            class_name="change",
+        ),
+        align="center",
+        spacing="2",
+        class_name="staged",
+    )
+
+
 def approval_card(decision: DecisionView) -> rx.Component:
     return rx.box(
         rx.vstack(
@@ -159,9 +178,15 @@ def approval_card(decision: DecisionView) -> rx.Component:
             ),
             _arguments(decision),
             rx.cond(
-                decision.can_resolve,
-                approval_controls(decision),
-                rx.text("This decision cannot be answered here.", size="1", color_scheme="gray"),
+                decision.staged != "",
+                staged_row(decision),
+                rx.cond(
+                    decision.can_resolve,
+                    approval_controls(decision),
+                    rx.text(
+                        "This decision cannot be answered here.", size="1", color_scheme="gray"
+                    ),
+                ),
             ),
             spacing="2",
             width="100%",
@@ -205,28 +230,34 @@ def generic_card(decision: DecisionView) -> rx.Component:
                 rx.code_block(decision.payload_json, language="json", font_size="0.75rem"),
             ),
             rx.cond(
-                decision.can_resolve,
-                schema_form(
-                    decision.id,
-                    "response",
-                    decision.response_fields,
-                    rx.button(
-                        "Submit",
-                        type="submit",
-                        class_name="submit",
-                        auto_focus=decision.id == ChatState.focus_decision,
+                decision.staged != "",
+                staged_row(decision),
+                rx.cond(
+                    decision.can_resolve,
+                    schema_form(
+                        decision.id,
+                        "response",
+                        decision.response_fields,
+                        rx.button(
+                            "Submit",
+                            type="submit",
+                            class_name="submit",
+                            auto_focus=decision.id == ChatState.focus_decision,
+                        ),
+                        rx.button(
+                            "Cancel",
+                            type="button",
+                            on_click=ChatState.cancel_decision(decision.id),
+                            variant="ghost",
+                            color_scheme="gray",
+                            class_name="cancel",
+                        ),
+                        key=decision.id + "-response",
                     ),
-                    rx.button(
-                        "Cancel",
-                        type="button",
-                        on_click=ChatState.cancel_decision(decision.id),
-                        variant="ghost",
-                        color_scheme="gray",
-                        class_name="cancel",
+                    rx.text(
+                        "This question cannot be answered here.", size="1", color_scheme="gray"
                     ),
-                    key=decision.id + "-response",
                 ),
-                rx.text("This question cannot be answered here.", size="1", color_scheme="gray"),
             ),
             _error(decision),
             spacing="2",

@@ -160,6 +160,8 @@ def schema_form(
         rx.hstack(*actions, spacing="2", padding_top="0.5em", wrap="wrap"),
         on_submit=ChatState.submit_form,
         reset_on_submit=False,
+        # Our own checks (jsonschema) word the errors; the browser's would pre-empt them.
+        no_validate=True,
         width="100%",
         class_name=f"decision-form form-{form}",
         key=key,

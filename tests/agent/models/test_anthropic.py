@@ -234,7 +234,7 @@ async def test_a_rejected_api_key_ends_the_run_with_a_clear_error(fake: FakeProv
     events = await say(anthropic_model(fake), "hi")
     assert types_of(events) == ["RUN_STARTED", "RUN_ERROR"]
     assert run_error(events) == (
-        "The agent failed: Anthropic rejected the API key (401): invalid x-api-key"
+        "Anthropic rejected the API key (401): invalid x-api-key"
     )
     assert len(fake.received) == 1
 
@@ -256,7 +256,7 @@ async def test_an_overloaded_provider_ends_the_run_after_a_bounded_number_of_ret
     fake.queue(overloaded, overloaded, anthropic_reply("never read"))
     events = await say(anthropic_model(fake, max_retries=1), "hi")
     assert run_error(events) == (
-        "The agent failed: Anthropic failed with HTTP 529 (after 1 retries): Overloaded"
+        "Anthropic failed with HTTP 529 (after 1 retries): Overloaded"
     )
     assert len(fake.received) == 2
 
@@ -268,7 +268,7 @@ async def test_a_provider_that_never_answers_times_out_instead_of_hanging(
     events = await say(anthropic_model(fake, timeout=0.3, max_retries=0), "hi")
     assert types_of(events) == ["RUN_STARTED", "RUN_ERROR"]
     assert run_error(events) == (
-        "The agent failed: Anthropic did not answer within 0.3 s (timed out, 1 attempt)."
+        "Anthropic did not answer within 0.3 s (timed out, 1 attempt)."
     )
 
 
@@ -293,7 +293,7 @@ async def test_an_error_event_inside_the_stream_ends_the_run_with_its_message(
     events = await say(anthropic_model(fake), "hi")
     assert text_of(events) == "Hello"
     assert run_error(events) == (
-        "The agent failed: Anthropic reported an error while streaming: Overloaded"
+        "Anthropic reported an error while streaming: Overloaded"
     )
 
 

@@ -289,6 +289,7 @@ async def test_a_rejected_api_key_ends_the_run_with_a_clear_error(fake: FakeProv
     events = await say(openai_model(fake), "hi")
     assert types_of(events) == ["RUN_STARTED", "RUN_ERROR"]
     assert "OpenAI rejected the API key (401): Incorrect API key provided" in run_error(events)
+    assert events[-1]["code"] == "model-authentication"
     assert len(fake.received) == 1  # a 401 is not retried
 
 
@@ -322,7 +323,7 @@ async def test_a_provider_that_never_answers_times_out_instead_of_hanging(
     events = await say(openai_model(fake, timeout=0.3, max_retries=1), "hi")
     assert types_of(events) == ["RUN_STARTED", "RUN_ERROR"]
     assert run_error(events) == (
-        "The agent failed: OpenAI did not answer within 0.3 s (timed out, 2 attempts)."
+        "OpenAI did not answer within 0.3 s (timed out, 2 attempts)."
     )
     assert len(fake.received) == 2
 
@@ -344,7 +345,7 @@ async def test_an_error_inside_the_stream_ends_the_run_with_the_providers_messag
     fake.queue(Reply(frames=frames))
     events = await say(openai_model(fake), "hi")
     assert run_error(events) == (
-        "The agent failed: OpenAI reported an error while streaming: The server had an error."
+        "OpenAI reported an error while streaming: The server had an error."
     )
 
 

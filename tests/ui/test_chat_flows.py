@@ -1,0 +1,247 @@
+"""Every demo scenario, clicked through in Chromium against the production build.
+
+Each test starts from a fresh browser context (a fresh Reflex token, so a fresh chat) and
+saves a screenshot of the states it passes through.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, WebSocket, expect
+
+pytestmark = pytest.mark.browser
+
+
+def ask(page: Page, text: str) -> None:
+    page.locator("#composer-input").fill(text)
+    page.locator("#composer-input").press("Enter")
+
+
+def card(page: Page, tool: str) -> object:
+    return page.locator(f'.tool-card[data-tool="{tool}"]').last
+
+
+def shot(page: Page, directory: Path, name: str) -> None:
+    page.screenshot(path=str(directory / f"{name}.png"), full_page=True)
+
+
+def test_suggestion_chips_list_the_demo(page: Page, screenshot_dir: Path) -> None:
+    chips = page.locator(".suggestion")
+    expect(chips).to_have_count(9)
+    expect(chips.first).to_have_text("transfer 25 to Ada")
+    shot(page, screenshot_dir, "empty")
+
+
+def test_transfer_approved_reports_the_receipt(page: Page, screenshot_dir: Path) -> None:
+    page.get_by_role("button", name="transfer 25 to Ada").click()
+    decision = page.locator(".approval-card")
+    expect(decision).to_be_visible()
+    expect(decision.locator("button.approve")).to_be_focused()
+    expect(page.locator(".tool-status")).to_have_text("Awaiting approval")
+    shot(page, screenshot_dir, "transfer-pending")
+    decision.locator("button.approve").click()
+    expect(page.get_by_text("Receipt id: rcpt-")).to_be_visible()
+    expect(page.locator('.tool-card[data-tool="transfer"] .tool-status')).to_have_text("Done")
+    expect(page.locator(".approval-card")).to_have_count(0)
+    shot(page, screenshot_dir, "transfer-approved")
+
+
+def test_reject_needs_a_reason_and_the_model_reads_it(page: Page, screenshot_dir: Path) -> None:
+    ask(page, "transfer 25 to Ada")
+    page.locator(".approval-card button.reject").click()
+    form = page.locator(".form-reject")
+    form.locator("button[type=submit]").click()
+    expect(form.locator(".field-error")).to_have_text("This field is required.")
+    expect(page.locator(".approval-card")).to_be_visible()  # nothing was sent
+    shot(page, screenshot_dir, "reject-without-reason")
+    form.locator('input[name="reason"]').fill("Wrong account")
+    form.locator("button[type=submit]").click()
+    expect(page.get_by_text("Reason: Wrong account.")).to_be_visible()
+    expect(page.locator('.tool-card[data-tool="transfer"] .tool-status')).to_have_text("Rejected")
+    shot(page, screenshot_dir, "transfer-rejected")
+
+
+def test_cancel_runs_nothing(page: Page, screenshot_dir: Path) -> None:
+    ask(page, "delete project apollo")
+    page.locator(".approval-card button.cancel").click()
+    expect(page.get_by_text("Cancelled: delete project did not run.")).to_be_visible()
+    expect(page.locator('.tool-card[data-tool="delete_project"] .tool-status')).to_have_text(
+        "Cancelled"
+    )
+    shot(page, screenshot_dir, "delete-cancelled")
+
+
+def test_edited_arguments_are_validated_then_sent(page: Page, screenshot_dir: Path) -> None:
+    ask(page, "email ada@example.com about Launch")
+    page.locator(".approval-card button.edit").click()
+    form = page.locator(".form-edit")
+    expect(form.locator('input[name="to"]')).to_have_value("ada@example.com")
+    form.locator('input[name="to"]').fill("not an email")
+    form.locator('input[name="subject"]').fill("Launch day")
+    form.locator("button[type=submit]").click()
+    error = form.locator('[data-field="to"] .field-error')
+    expect(error).to_have_text("Enter a valid email address.")
+    expect(form.locator('input[name="subject"]')).to_have_value("Launch day")  # draft kept
+    shot(page, screenshot_dir, "edit-invalid")
+    form.locator('input[name="to"]').fill("grace@example.com")
+    form.locator("button[type=submit]").click()
+    expect(page.get_by_text('Email "Launch day" sent to grace@example.com')).to_be_visible()
+    shot(page, screenshot_dir, "edit-sent")
+
+
+def test_batch_approved_all_at_once(page: Page, screenshot_dir: Path) -> None:
+    ask(page, "pay invoices")
+    expect(page.locator("#batch-title")).to_have_text("3 decisions needed")
+    expect(page.locator(".approval-card")).to_have_count(3)
+    shot(page, screenshot_dir, "batch-pending")
+    page.locator("#approve-all").click()
+    for invoice in ("INV-1001", "INV-1002", "INV-1003"):
+        expect(page.get_by_text(f"Paid {invoice}")).to_be_visible()
+    expect(page.locator(".batch-bar")).to_have_count(0)
+    shot(page, screenshot_dir, "batch-approved")
+
+
+def test_batch_answered_item_by_item_sends_once_the_last_is_answered(
+    page: Page, screenshot_dir: Path
+) -> None:
+    ask(page, "pay invoices")
+    cards = page.locator(".approval-card")
+    expect(cards).to_have_count(3)
+    cards.nth(0).locator("button.approve").click()
+    expect(page.locator("#batch-title")).to_have_text("2 decisions needed")
+    cards.nth(1).locator("button.reject").click()
+    expect(page.locator("#batch-title")).to_have_text("1 decision needed")
+    expect(page.get_by_text("Paid INV-1001")).to_have_count(0)  # nothing ran yet
+    shot(page, screenshot_dir, "batch-partial")
+    page.locator(".approval-card").last.locator("button.approve").click()
+    expect(page.get_by_text("Paid INV-1001")).to_be_visible()
+    expect(page.get_by_text("Paid INV-1003")).to_be_visible()
+    expect(page.get_by_text("pay invoice was not run")).to_be_visible()
+    shot(page, screenshot_dir, "batch-item-by-item")
+
+
+def test_generic_form_invalid_then_valid(page: Page, screenshot_dir: Path) -> None:
+    ask(page, "plan release")
+    generic = page.locator(".generic-card")
+    expect(generic.get_by_text("Release 2026.12")).to_be_visible()
+    expect(generic.get_by_text("Audit export as JSON lines")).to_be_visible()
+    generic.locator('[name="note"]').fill("x" * 501)
+    generic.locator("button[type=submit]").click()
+    expect(generic.locator('[data-field="note"] .field-error')).to_have_text(
+        "Use at most 500 characters."
+    )
+    expect(page.locator(".generic-card")).to_have_count(1)  # nothing was sent
+    shot(page, screenshot_dir, "plan-invalid")
+    generic.locator('button[role="checkbox"]').click()
+    generic.locator('[name="note"]').fill("Ship it")
+    generic.locator("button[type=submit]").click()
+    expect(page.get_by_text("Release plan approved. Note: Ship it")).to_be_visible()
+    shot(page, screenshot_dir, "plan-approved")
+
+
+def test_shipping_form_ships_with_the_answer(page: Page, screenshot_dir: Path) -> None:
+    ask(page, "ship order 42")
+    generic = page.locator(".generic-card")
+    expect(generic).to_contain_text("How should order 42 ship?")
+    generic.get_by_role("radio", name="overnight").click()
+    generic.locator("button[type=submit]").click()
+    expect(page.get_by_text("Order 42 ships overnight.")).to_be_visible()
+    shot(page, screenshot_dir, "shipped")
+
+
+def test_unbound_item_is_visible_and_does_not_block(page: Page, screenshot_dir: Path) -> None:
+    ask(page, "deploy")
+    unbound = page.locator(".unbound-card")
+    expect(unbound).to_contain_text("Paused elsewhere: Change-freeze sign-off is pending")
+    expect(unbound.locator("button")).to_have_count(0)
+    shot(page, screenshot_dir, "deploy-pending")
+    page.locator(".approval-card button.approve").click()
+    expect(page.get_by_text("Deployed checkout 2.4.1")).to_be_visible()
+    shot(page, screenshot_dir, "deploy-approved")
+
+
+def test_local_time_runs_in_the_browser_without_a_decision(page: Page) -> None:
+    ask(page, "what time is it")
+    expect(page.get_by_text("where you are")).to_be_visible()
+    zone = page.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone")
+    expect(page.get_by_text(f"({zone})")).to_be_visible()
+    expect(page.locator(".decision")).to_have_count(0)
+
+
+def test_location_runs_only_after_its_approval(page: Page, screenshot_dir: Path) -> None:
+    ask(page, "share my location")
+    expect(page.locator(".approval-card")).to_be_visible()
+    expect(page.get_by_text("you're at")).to_have_count(0)
+    page.locator(".approval-card button.approve").click()
+    expect(page.get_by_text("Got it: you're at Paris, France.")).to_be_visible()
+    shot(page, screenshot_dir, "location")
+
+
+def test_a_reload_during_a_pause_keeps_the_decision_and_it_still_resolves(
+    page: Page, screenshot_dir: Path
+) -> None:
+    ask(page, "transfer 25 to Ada")
+    expect(page.locator(".approval-card")).to_be_visible()
+    page.reload()
+    page.wait_for_selector('#app-root[data-hydrated="true"]')
+    expect(page.locator(".approval-card")).to_be_visible()
+    expect(page.locator(".chat-message").filter(has_text="transfer 25 to Ada")).to_have_count(1)
+    shot(page, screenshot_dir, "reloaded-pause")
+    page.locator(".approval-card button.approve").click()
+    expect(page.get_by_text("Receipt id: rcpt-")).to_be_visible()
+
+
+def test_a_message_is_held_while_decisions_are_pending(page: Page, screenshot_dir: Path) -> None:
+    ask(page, "delete project apollo")
+    expect(page.locator(".approval-card")).to_be_visible()
+    ask(page, "what time is it")
+    expect(page.locator("#held-notice")).to_be_visible()
+    expect(page.locator("#composer-input")).to_have_value("what time is it")
+    shot(page, screenshot_dir, "held")
+    page.locator(".approval-card button.approve").click()
+    expect(page.get_by_text("Project apollo is deleted.")).to_be_visible()
+    page.locator("#composer-input").press("Enter")
+    expect(page.get_by_text("where you are")).to_be_visible()
+
+
+def test_stop_ends_a_reply_mid_stream(page: Page, screenshot_dir: Path) -> None:
+    ask(page, "hello")
+    streaming = page.locator(".chat-message.streaming")
+    expect(streaming).to_be_visible()
+    page.locator("#composer-stop").click()
+    expect(page.locator("#run-error")).to_have_text("Stopped.")
+    expect(page.locator("#composer-send")).to_be_enabled()
+    full_help = "deploy** — an approval next to a pause owned by another system"
+    expect(page.get_by_text(full_help)).to_have_count(0)
+    shot(page, screenshot_dir, "stopped")
+
+
+def test_bytes_per_streamed_token_do_not_grow_with_the_history(page: Page) -> None:
+    """The frames that carry streamed text are as small with a long history as a short one."""
+    frames: list[str] = []
+
+    def watch(socket: WebSocket) -> None:
+        socket.on("framereceived", lambda payload: frames.append(str(payload)))
+
+    page.on("websocket", watch)
+    page.reload()
+    page.wait_for_selector('#app-root[data-hydrated="true"]')
+
+    def streamed_frame_sizes() -> list[int]:
+        frames.clear()
+        ask(page, "hello")
+        expect(page.get_by_text("Try one of these").last).to_be_visible()
+        expect(page.locator("#composer-send")).to_be_enabled()
+        return [
+            len(frame) for frame in frames if "streaming_text" in frame and '"messages' not in frame
+        ]
+
+    short = streamed_frame_sizes()
+    for _ in range(5):
+        streamed_frame_sizes()
+    long = streamed_frame_sizes()
+    assert len(short) >= 3 and len(long) >= 3, (short, long)
+    # Same reply, five more exchanges of history: a token frame costs the same.
+    assert max(long) <= max(short) * 1.1 + 64, (short, long)
