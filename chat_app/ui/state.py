@@ -56,6 +56,7 @@ class ChatState(rx.State):
     running: bool = False
     resuming: bool = False
     open_count: int = 0
+    batch_size: int = 0
     bulk_ok: bool = False
     batch_errors: list[str] = []
     can_retry: bool = False
@@ -97,6 +98,7 @@ class ChatState(rx.State):
         self.messages = messages
         self.loose_decisions = views.loose_decisions
         self.open_count = views.open_count
+        self.batch_size = views.batch_size
         self.bulk_ok = views.bulk_ok
         self.batch_errors = views.batch_errors
         self.can_retry = state.can_retry

@@ -106,8 +106,9 @@ class Views:
     messages: list[MessageView]
     #: Decisions not attached to a tool call (generic and unbound), in batch order.
     loose_decisions: list[DecisionView]
-    #: How many decisions a person can still answer.
+    #: How many decisions a person can still answer, and how many the batch has in all.
     open_count: int
+    batch_size: int
     #: Whether Approve all / Reject all apply (every answerable item is a payloadless approval).
     bulk_ok: bool
     batch_errors: list[str]
@@ -277,6 +278,7 @@ def build_views(state: ClientState, memory: Mapping[str, FormMemory]) -> Views:
         messages=messages,
         loose_decisions=loose,
         open_count=sum(1 for item in answerable if item.status in ("pending", "error")),
+        batch_size=len(answerable),
         bulk_ok=bulk_ok,
         batch_errors=[error.message for error in state.interrupt_errors],
     )

@@ -304,7 +304,8 @@ def loose_decision(decision: DecisionView) -> rx.Component:
 def batch_bar() -> rx.Component:
     """Shown when several decisions are pending: bulk actions, batch errors, retry."""
     return rx.cond(
-        (ChatState.open_count > 1) | (ChatState.batch_errors.length() > 0),
+        ((ChatState.batch_size > 1) & (ChatState.open_count > 0))
+        | (ChatState.batch_errors.length() > 0),
         rx.vstack(
             rx.hstack(
                 rx.text(ChatState.batch_title, weight="bold", size="2", id="batch-title"),
