@@ -16,13 +16,15 @@ import reflex as rx
 
 from chat_app.agent import event_to_wire
 from chat_app.client import Connection, InProcessConnection, SSEConnection
+from chat_app.config import security_from_env
 from chat_app.demo import build_demo_agent
 from chat_app.server import create_app
 from chat_app.ui import session
 from chat_app.ui.pages.index import index
 from chat_app.ui.state import ChatState
 
-agent = build_demo_agent()
+security = security_from_env()
+agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger)
 AGENT_URL = os.environ.get("CHAT_APP_AGENT_URL", "").strip()
 
 

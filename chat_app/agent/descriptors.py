@@ -31,7 +31,9 @@ from .tools import Tool
 Descriptor = dict[str, Any]
 
 
-def approval_descriptor(tool: Tool, call_id: str, args: Any, run_id: str) -> Descriptor:
+def approval_descriptor(
+    tool: Tool, call_id: str, args: Any, run_id: str, expires_at: str | None = None
+) -> Descriptor:
     interrupt_id = APPROVAL_ID_PREFIX + call_id
     descriptor: Descriptor = {
         "id": interrupt_id,
@@ -39,9 +41,11 @@ def approval_descriptor(tool: Tool, call_id: str, args: Any, run_id: str) -> Des
         "message": f"Approval required to run {tool.name}",
         "toolCallId": call_id,
         "responseSchema": tool.approval.response_schema,
+        **({"expiresAt": expires_at} if expires_at else {}),
         "metadata": {"kind": "approval", "toolName": tool.name, "input": args},
     }
     binding = ToolApprovalBinding(
+        expires_at=expires_at,
         interrupt_id=interrupt_id,
         tool_name=tool.name,
         tool_call_id=call_id,
@@ -55,7 +59,9 @@ def approval_descriptor(tool: Tool, call_id: str, args: Any, run_id: str) -> Des
     return with_interrupt_binding(descriptor, binding)
 
 
-def client_tool_descriptor(tool: Tool, call_id: str, args: Any, run_id: str) -> Descriptor:
+def client_tool_descriptor(
+    tool: Tool, call_id: str, args: Any, run_id: str, expires_at: str | None = None
+) -> Descriptor:
     interrupt_id = CLIENT_TOOL_ID_PREFIX + call_id
     response_schema = tool.client_response_schema
     descriptor: Descriptor = {
@@ -64,9 +70,11 @@ def client_tool_descriptor(tool: Tool, call_id: str, args: Any, run_id: str) -> 
         "message": f"Client tool {tool.name} is ready to run",
         "toolCallId": call_id,
         "responseSchema": response_schema,
+        **({"expiresAt": expires_at} if expires_at else {}),
         "metadata": {"kind": "client_tool", "toolName": tool.name, "input": args},
     }
     binding = ClientToolExecutionBinding(
+        expires_at=expires_at,
         interrupt_id=interrupt_id,
         tool_name=tool.name,
         tool_call_id=call_id,
@@ -84,9 +92,33 @@ def new_generic_interrupt_id() -> str:
     return f"interrupt-{int(time.time() * 1000)}-{suffix}"
 
 
+def generic_fields(request: InterruptRequest, key: str, batch_index: int) -> dict[str, Any]:
+    """Everything a generic interrupt's continuation metadata carries back (what is sealed)."""
+    definition = request.definition
+    fields: dict[str, Any] = {
+        "definitionId": definition.id,
+        "key": key,
+        "batchIndex": batch_index,
+        "reason": request.reason,
+        "message": request.message,
+        "expiresAt": request.expires_at,
+        "responseSchemaHash": definition.response_schema_hash,
+        "payloadSchemaHash": definition.payload_schema_hash,
+    }
+    if request.payload is not ABSENT and definition.payload_schema is not None:
+        fields["payload"] = request.payload
+    return fields
+
+
 def generic_descriptor(
-    request: InterruptRequest, interrupt_id: str, batch_index: int, run_id: str
+    request: InterruptRequest,
+    interrupt_id: str,
+    batch_index: int,
+    run_id: str,
+    *,
+    key: str | None = None,
 ) -> Descriptor:
+    """`key` overrides the request's key on the wire (a sealed key)."""
     definition = request.definition
     descriptor: Descriptor = {
         "id": interrupt_id,
@@ -106,7 +138,7 @@ def generic_descriptor(
         response_schema_hash=definition.response_schema_hash,
         expires_at=request.expires_at,
         definition_id=definition.id,
-        key=request.key,
+        key=key or request.key,
         batch_index=batch_index,
         payload_schema_hash=definition.payload_schema_hash,
         interrupted_run_id=run_id,

@@ -36,6 +36,7 @@ from chat_app.interrupts import (
 
 from .definitions import GenericResolution, InterruptDefinition, InterruptRequest
 from .history import ToolCallRef, tool_calls
+from .seal import SealCheck, Sealer
 from .tools import Tool
 
 PendingKind = Literal["approval", "client", "plain"]
@@ -139,10 +140,17 @@ def plan_continuation(
     tools: Mapping[str, Tool],
     definitions: Mapping[str, InterruptDefinition],
     now_ms: float,
+    sealer: Sealer | None = None,
 ) -> ResumePlan:
-    """Validate the whole batch; return the plan, or raise `InterruptResumeValidationError`."""
+    """Validate the whole batch; return the plan, or raise `InterruptResumeValidationError`.
+
+    With a `sealer`, every tool call about to be answered or run must carry this server's
+    seal over its thread, name and arguments, and every generic interrupt's key a seal over
+    its thread, paused run and metadata; anything else is `stale` (or `expired`).
+    """
     ids = [entry.interrupt_id for entry in resume]
     calls = _pending_calls(messages, tools, set(ids))
+    seals = _check_seals(calls, thread_id, run_id, sealer) if sealer else {}
     batch_calls = [call for call in calls if call.kind != "plain"]
     tool_ids = {call.interrupt_id for call in batch_calls}
     if not parent_run_id:
@@ -165,7 +173,7 @@ def plan_continuation(
             )
     interrupted = parent_run_id or run_id
     errors = _Errors(thread_id, interrupted)
-    generics = _generic_records(resume, definitions, errors)
+    generics = _generic_records(resume, definitions, errors, sealer, thread_id, interrupted)
     approvals = [call for call in batch_calls if call.kind == "approval"]
     clients = [call for call in batch_calls if call.kind == "client"]
     pending_ids = [str(call.interrupt_id) for call in approvals + clients] + [
@@ -195,6 +203,9 @@ def plan_continuation(
                 "unknown-interrupt",
                 f"Missing resume entry for interrupt {interrupt_id}.",
             )
+            continue
+        if seals.get(call.call.id, "ok") != "ok":
+            _seal_error(errors, interrupt_id, call.call.id, seals[call.call.id])
             continue
         _guard(interrupt_id, errors, partial(_check_tool_entry, call, tool_entry, errors, plan))
     for record in generics:
@@ -290,7 +301,12 @@ def _stale(errors: _Errors, message: str) -> InterruptResumeValidationError:
 
 
 def _generic_records(
-    resume: Sequence[ResumeEntry], definitions: Mapping[str, InterruptDefinition], errors: _Errors
+    resume: Sequence[ResumeEntry],
+    definitions: Mapping[str, InterruptDefinition],
+    errors: _Errors,
+    sealer: Sealer | None = None,
+    thread_id: str = "",
+    run_id: str = "",
 ) -> list[_GenericRecord]:
     records: list[_GenericRecord] = []
     seen_ids: set[str] = set()
@@ -315,9 +331,37 @@ def _generic_records(
             raise _stale(errors, "Generic interrupt continuation contains duplicate entries.")
         seen_ids.add(entry.interrupt_id)
         seen_indexes.add(continuation.batch_index)
+        key = continuation.key
+        if sealer is not None:
+            key = Sealer.unsealed_key(continuation.key)
+            fields: dict[str, object] = {
+                "definitionId": continuation.definition_id,
+                "key": key,
+                "batchIndex": continuation.batch_index,
+                "reason": continuation.reason,
+                "message": continuation.message,
+                "expiresAt": _string_or_none(continuation.expires_at),
+                "responseSchemaHash": continuation.response_schema_hash,
+                "payloadSchemaHash": continuation.payload_schema_hash,
+            }
+            if continuation.payload is not ABSENT:
+                fields["payload"] = continuation.payload
+            check = sealer.check_key(
+                continuation.key,
+                thread_id=thread_id,
+                run_id=run_id,
+                interrupt_id=entry.interrupt_id,
+                fields=fields,
+            )
+            if check != "ok":
+                raise _stale(
+                    errors,
+                    f"Generic interrupt continuation {entry.interrupt_id} was not issued by this "
+                    "server for this run.",
+                )
         try:
             request = definition.request(
-                key=continuation.key,
+                key=key,
                 # The reader accepted these only as strings.
                 reason=str(continuation.reason),
                 message=str(continuation.message),
@@ -345,6 +389,44 @@ def _generic_records(
             )
         )
     return records
+
+
+def _check_seals(
+    calls: Sequence[PendingCall], thread_id: str, run_id: str, sealer: Sealer
+) -> dict[str, SealCheck]:
+    results: dict[str, SealCheck] = {}
+    for pending in calls:
+        call = pending.call
+        result = sealer.check_tool_call(thread_id, call.id, call.name, call.args)
+        if result != "ok" and pending.kind == "plain":
+            # A call that would run without any approval: refuse the whole continuation.
+            raise InterruptResumeValidationError(
+                [
+                    _Errors(thread_id, run_id).batch(
+                        result,
+                        f"Tool call {call.id} in the history was not proposed by this server"
+                        + (" or has expired." if result == "expired" else "."),
+                        [],
+                        "server",
+                    )
+                ]
+            )
+        results[call.id] = result
+    return results
+
+
+def _seal_error(errors: _Errors, interrupt_id: str, call_id: str, result: SealCheck) -> None:
+    if result == "expired":
+        errors.item(
+            interrupt_id, "expired", f"Interrupt {interrupt_id} has expired.", source="server"
+        )
+    else:
+        errors.item(
+            interrupt_id,
+            "stale",
+            f"Tool call {call_id} was not proposed by this server, or its arguments were changed.",
+            source="server",
+        )
 
 
 def _guard(interrupt_id: str, errors: _Errors, check: Callable[[], None]) -> None:

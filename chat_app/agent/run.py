@@ -17,6 +17,7 @@ import logging
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ag_ui.core import (
@@ -40,23 +41,30 @@ from chat_app.interrupts import (
     ABSENT,
     CANCELLED_RESULT,
     DEFAULT_DENIED_RESULT,
+    BatchInterruptError,
     BoundaryPhase,
+    InterruptError,
     InterruptResumeValidationError,
+    ItemInterruptError,
     schema_problem,
 )
 
 from . import events
+from .audit_records import decision_record, pause_record
 from .definitions import InterruptDefinition, InterruptRequest, Resolutions
 from .descriptors import (
     approval_descriptor,
     client_tool_descriptor,
     generic_descriptor,
+    generic_fields,
     new_generic_interrupt_id,
 )
 from .history import arguments_are_valid_json, parse_arguments, tool_message
+from .ledger import AuditEntry, Ledger
 from .middleware import Middleware, RunContext, combine_tool_resumes, run_boundary
 from .models import Model, ModelError, ModelRequest, TextDelta, ToolCallDelta
-from .resume import PendingCall, plan_continuation
+from .resume import PendingCall, ResumePlan, plan_continuation
+from .seal import Sealer, iso_from_epoch
 from .tools import Tool
 
 logger = logging.getLogger(__name__)
@@ -81,6 +89,8 @@ class Agent:
         middleware: Sequence[Middleware] = (),
         max_turns: int = 8,
         clock: Callable[[], float] = time.time,
+        sealer: Sealer | None = None,
+        ledger: Ledger | None = None,
     ) -> None:
         names = [item.id for item in interrupts]
         if len(set(names)) != len(names):
@@ -91,6 +101,10 @@ class Agent:
         self.middleware = list(middleware)
         self.max_turns = max_turns
         self.clock = clock
+        #: Authenticates what the server proposes (see `chat_app.agent.seal`).
+        self.sealer = sealer
+        #: Records pauses, answers (exactly once) and executions (see `chat_app.agent.ledger`).
+        self.ledger = ledger
 
     def tool_manifest(self) -> list[dict[str, object]]:
         return [item.manifest() for item in self.tools.values()]
@@ -128,6 +142,56 @@ class _Run:
     def now(self) -> int:
         return int(self.agent.clock() * 1000)
 
+    @property
+    def actor(self) -> str | None:
+        """Who answered: `forwardedProps.actor`, set by the app for its signed-in user."""
+        props = self.input.forwarded_props
+        actor = props.get("actor") if isinstance(props, dict) else None
+        return actor if isinstance(actor, str) and actor else None
+
+    def _audit(self, kind: str, data: dict[str, Any]) -> AuditEntry:
+        return AuditEntry(
+            kind=kind,
+            thread_id=self.input.thread_id,
+            run_id=self.input.run_id,
+            actor=self.actor,
+            data=data,
+        )
+
+    def _commit(self, plan: ResumePlan) -> None:
+        """Record the answers exactly once, before anything runs; a replay is a `conflict`."""
+        ledger = self.agent.ledger
+        if ledger is None:
+            return
+        resume = self.input.resume or []
+        ids = sorted({entry.interrupt_id for entry in resume})
+        taken = ledger.commit_batch(
+            thread_id=self.input.thread_id,
+            interrupt_ids=ids,
+            entries=[self._audit("decision", decision_record(plan, entry)) for entry in resume],
+        )
+        if taken:
+            thread_id, interrupted = self.input.thread_id, plan.interrupted_run_id
+            errors: list[InterruptError] = [
+                ItemInterruptError(
+                    thread_id=thread_id, interrupted_run_id=interrupted, interrupt_id=item,
+                    code="conflict", message=f"Interrupt {item} was already resolved.",
+                    source="server",
+                )
+                for item in taken
+            ]  # fmt: skip
+            errors.append(
+                BatchInterruptError(
+                    thread_id=thread_id, interrupted_run_id=interrupted, interrupt_ids=tuple(ids),
+                    code="conflict", message="This batch was already answered; nothing ran.",
+                    source="server",
+                )
+            )  # fmt: skip
+            raise InterruptResumeValidationError(errors)
+
+    def _call_expiry(self, call_id: str) -> str | None:
+        return self.agent.sealer.tool_call_expiry(call_id) if self.agent.sealer else None
+
     async def events(self) -> AsyncIterator[BaseEvent]:
         thread_id, run_id = self.input.thread_id, self.input.run_id
         if self.input.resume:
@@ -141,7 +205,9 @@ class _Run:
                     tools=self.agent.tools,
                     definitions=self.agent.definitions,
                     now_ms=self.agent.clock() * 1000,
+                    sealer=self.agent.sealer,
                 )
+                self._commit(plan)
             except InterruptResumeValidationError as error:
                 # AG-UI wants RUN_STARTED first; TanStack sends the RUN_ERROR alone, and its
                 # client reads the errors either way (checked by the interop tests).
@@ -207,7 +273,9 @@ class _Run:
             args = decision.edited_args if decision.edited_args is not ABSENT else call.args
             if tool.execute is None:
                 client_requests.append(
-                    client_tool_descriptor(tool, call.id, args, self.input.run_id)
+                    client_tool_descriptor(
+                        tool, call.id, args, self.input.run_id, self._call_expiry(call.id)
+                    )
                 )
                 return
             yield await self._execute(tool, call.message_id, call.id, args)
@@ -220,7 +288,9 @@ class _Run:
                     )
                 return
             client_requests.append(
-                client_tool_descriptor(tool, call.id, call.args, self.input.run_id)
+                client_tool_descriptor(
+                    tool, call.id, call.args, self.input.run_id, self._call_expiry(call.id)
+                )
             )
             return
         yield await self._execute(tool, call.message_id, call.id, call.args)
@@ -245,12 +315,21 @@ class _Run:
             result = await tool.run(args)
         except Exception as error:  # the model reads the failure and can recover
             logger.warning("tool %s failed: %s", tool.name, error)
-            return self._record_result(message_id, call_id, {"error": str(error)}, error=True)
-        return self._record_result(message_id, call_id, result)
+            result, failed = {"error": str(error)}, True
+        else:
+            failed = False
+        if self.agent.ledger is not None:
+            record = {"toolCallId": call_id, "toolName": tool.name, "args": args,
+                      "result": result, "error": failed}  # fmt: skip
+            self.agent.ledger.append([self._audit("execution", record)])
+        return self._record_result(message_id, call_id, result, error=failed)
 
     def _pause(self, interrupts: list[dict[str, Any]]) -> list[BaseEvent]:
         interrupts = interrupts + self.ctx.foreign_interrupts
         self.ctx.foreign_interrupts = []
+        if self.agent.ledger is not None:
+            shown = [pause_record(item) for item in interrupts]
+            self.agent.ledger.append([self._audit("pause", {"interrupts": shown})])
         return events.interrupt_terminal(
             self.input.thread_id,
             self.input.run_id,
@@ -268,11 +347,22 @@ class _Run:
             self.agent.middleware, phase, self.ctx
         )
         items = list(tool_items or [])
+        sealer = self.agent.sealer
         for request in requests:
-            items.append(
-                generic_descriptor(
-                    request, new_generic_interrupt_id(), len(items), self.input.run_id
+            interrupt_id, batch_index = new_generic_interrupt_id(), len(items)
+            key = None
+            if sealer is not None:
+                if request.expires_at is None:  # every sealed interrupt expires
+                    request = replace(request, expires_at=iso_from_epoch(sealer.expiry()))
+                key = sealer.seal_key(
+                    request.key,
+                    thread_id=self.input.thread_id,
+                    run_id=self.input.run_id,
+                    interrupt_id=interrupt_id,
+                    fields=generic_fields(request, request.key, batch_index),
                 )
+            items.append(
+                generic_descriptor(request, interrupt_id, batch_index, self.input.run_id, key=key)
             )
         return items
 
@@ -326,9 +416,17 @@ class _Run:
                 continue
             args = parse_arguments(call.function.arguments)
             if tool.needs_approval:
-                approvals.append(approval_descriptor(tool, call.id, args, self.input.run_id))
+                approvals.append(
+                    approval_descriptor(
+                        tool, call.id, args, self.input.run_id, self._call_expiry(call.id)
+                    )
+                )
             elif tool.execute is None:
-                client_items.append(client_tool_descriptor(tool, call.id, args, self.input.run_id))
+                client_items.append(
+                    client_tool_descriptor(
+                        tool, call.id, args, self.input.run_id, self._call_expiry(call.id)
+                    )
+                )
             else:
                 runnable.append((tool, call, args))
         tool_items = approvals + client_items
@@ -362,6 +460,7 @@ class _Run:
         text: list[str] = []
         text_open = False
         open_call: str | None = None
+        buffered: list[tuple[str, str, list[str]]] = []
         request = ModelRequest(
             messages=tuple(self.messages),
             tools=tuple(self.agent.tools.values()),
@@ -378,6 +477,11 @@ class _Run:
                 yield TextMessageContentEvent(
                     message_id=message_id, delta=delta.text, timestamp=self.now()
                 )
+            elif isinstance(delta, ToolCallDelta) and self.agent.sealer is not None:
+                # Sealed: the id covers name and arguments, so a call is announced whole.
+                if not buffered or buffered[-1][0] != delta.id:
+                    buffered.append((delta.id, delta.name or "", []))
+                buffered[-1][2].append(delta.arguments)
             elif isinstance(delta, ToolCallDelta):
                 if text_open:
                     text_open = False
@@ -408,6 +512,25 @@ class _Run:
             yield TextMessageEndEvent(message_id=message_id, timestamp=self.now())
         if open_call is not None:
             yield ToolCallEndEvent(tool_call_id=open_call, timestamp=self.now())
+        for _, name, parts in buffered:
+            arguments = "".join(parts)
+            assert self.agent.sealer is not None
+            sealed = self.agent.sealer.seal_tool_call(
+                self.input.thread_id, name, parse_arguments(arguments)
+            )
+            calls.append(
+                ToolCall(id=sealed.id, type="function",
+                         function=FunctionCall(name=name, arguments=arguments))
+            )  # fmt: skip
+            yield ToolCallStartEvent(
+                tool_call_id=sealed.id, tool_call_name=name, parent_message_id=message_id,
+                timestamp=self.now(),
+            )  # fmt: skip
+            if arguments:
+                yield ToolCallArgsEvent(
+                    tool_call_id=sealed.id, delta=arguments, timestamp=self.now()
+                )
+            yield ToolCallEndEvent(tool_call_id=sealed.id, timestamp=self.now())
         if text or calls:
             self.messages.append(
                 AssistantMessage(

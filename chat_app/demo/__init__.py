@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 
 from chat_app.agent import Agent, Model, ScriptedModel
+from chat_app.agent.ledger import Ledger
 from chat_app.agent.models import model_from_env
+from chat_app.agent.seal import Sealer
 
 from .interrupts import RELEASE_PLAN, SHIPPING, DemoInterrupts
 from .script import HELP, demo_script
@@ -36,12 +38,17 @@ def demo_model() -> Model:
     return model
 
 
-def build_demo_agent(model: Model | None = None) -> Agent:
+def build_demo_agent(
+    model: Model | None = None, *, sealer: Sealer | None = None, ledger: Ledger | None = None
+) -> Agent:
+    """The ops desk agent; the app and the standalone server pass a sealer and a ledger."""
     return Agent(
         model=model or demo_model(),
         tools=DEMO_TOOLS,
         interrupts=[SHIPPING, RELEASE_PLAN],
         middleware=[DemoInterrupts()],
+        sealer=sealer,
+        ledger=ledger,
     )
 
 

@@ -6,6 +6,7 @@ import argparse
 
 import uvicorn
 
+from chat_app.config import security_from_env
 from chat_app.demo import build_demo_agent
 
 from .app import create_app
@@ -16,9 +17,9 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8001)
     options = parser.parse_args()
-    uvicorn.run(
-        create_app(build_demo_agent()), host=options.host, port=options.port, log_level="info"
-    )
+    security = security_from_env()
+    agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger)
+    uvicorn.run(create_app(agent), host=options.host, port=options.port, log_level="info")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ from typing import Any
 
 import pytest
 
+from chat_app.interrupts import collation_key
+
 pytestmark = pytest.mark.interop
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,6 +100,9 @@ class ChatServer:
         )
         env = dict(os.environ)
         env["CHAT_APP_DEMO_TOKEN_DELAY_MS"] = "0"
+        # The server runs sealed, with a ledger, as deployed: TanStack's client must not notice.
+        env["CHAT_APP_SECURE"] = "1"
+        env["CHAT_APP_DATA_DIR"] = tempfile.mkdtemp(prefix="chat-server-data-")
         self._proc = subprocess.Popen(
             [
                 sys.executable,
@@ -553,10 +558,12 @@ def _invoice_items(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _approvals(items: list[dict[str, Any]], decisions: list[bool]) -> list[dict[str, Any]]:
-    return [
+    entries = [
         {"interruptId": item["id"], "payload": {"approved": approved}, "status": "resolved"}
         for item, approved in zip(items, decisions, strict=True)
     ]
+    # The client sends the batch in locale order of the ids (sealed ids are random).
+    return sorted(entries, key=lambda entry: collation_key(entry["interruptId"]))
 
 
 def test_invoices_bulk_true(chatclient_run: dict[str, Any]) -> None:
@@ -622,10 +629,15 @@ def test_ship_order_generic_form(chatclient_run: dict[str, Any]) -> None:
     assert item["bindingKind"] == "generic" and item["hasResolve"]
     [descriptor] = interrupt_outcome(streams(summary)[0])
     binding = descriptor["metadata"][BINDING_KEY]
+    # The sealed server's key is `order-42.<seal>` and every interrupt expires; the client
+    # must echo both exactly as the pause carried them.
+    assert binding["key"].startswith("order-42.")
+    assert descriptor["expiresAt"] == binding["expiresAt"]
     continuation = {
         "batchIndex": 0,
         "definitionId": "shipping-speed",
-        "key": "order-42",
+        "expiresAt": descriptor["expiresAt"],
+        "key": binding["key"],
         "message": "How should order 42 ship?",
         "reason": "shipping_speed",
         "responseSchemaHash": binding["responseSchemaHash"],

@@ -1,0 +1,160 @@
+"""Sealed interrupts: what the server proposed, authenticated with its secret (HMAC-SHA256).
+
+Owns `Sealer` and `load_secret`. A stateless server rebuilds a paused batch from the history
+the client sends back, so a client could approve a tool call the agent never proposed or
+change its arguments. Sealing closes that without a database and without new fields: the
+seal rides in values every client echoes back unchanged.
+
+* A tool call's id is assigned by the server once the model has finished the call:
+  `tc` + 8 hex nonce + 8 hex expiry (unix seconds) + 16 base64url characters of
+  HMAC(thread, nonce, expiry, tool name, canonical arguments). 34 characters of
+  `[A-Za-z0-9_-]`, which every model provider accepts back as a tool call id.
+* A generic interrupt's `key` becomes `<key>.<seal>`, the seal covering the thread, the
+  paused run, the interrupt id and everything its continuation metadata carries (definition,
+  batch index, reason, message, expiry, schema hashes, display payload).
+
+What it does not protect: replays (the same sealed answer sent twice) need the ledger; the
+secret must stay on the server; a person who can read the page can of course answer it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import re
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from chat_app.interrupts import canonical_interrupt_json
+
+SealCheck = Literal["ok", "stale", "expired"]
+
+DEFAULT_TTL_SECONDS = 24 * 3600
+SECRET_ENV = "CHAT_APP_SECRET"
+_TOOL_CALL_ID = re.compile(r"tc([0-9a-f]{8})([0-9a-f]{8})([A-Za-z0-9_-]{16})")
+_KEY_SEAL = re.compile(r"(.+)\.([A-Za-z0-9_-]{22})")
+
+
+def load_secret(data_dir: Path) -> bytes:
+    """`CHAT_APP_SECRET`, or a random secret generated once and kept in `data_dir`."""
+    if value := os.environ.get(SECRET_ENV):
+        return value.encode()
+    path = data_dir / "secret"
+    if path.exists():
+        return path.read_bytes().strip()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    secret = secrets.token_urlsafe(32).encode()
+    # Created exclusively and private: a second worker starting at the same moment reads it.
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_bytes().strip()
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(secret)
+    return secret
+
+
+def iso_from_epoch(seconds: float) -> str:
+    moment = datetime.fromtimestamp(seconds, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SealedCall:
+    id: str
+    expires_at: str
+
+
+class Sealer:
+    """Seals and checks what the server proposes.
+
+    Example::
+
+        sealer = Sealer(load_secret(Path(".data")), ttl_seconds=3600)
+        agent = Agent(model=model, tools=tools, sealer=sealer)
+    """
+
+    def __init__(
+        self,
+        secret: bytes,
+        *,
+        ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if len(secret) < 16:
+            raise ValueError("A sealing secret needs at least 16 bytes.")
+        self._secret = secret
+        self.ttl_seconds = ttl_seconds
+        self._clock = clock
+
+    def _mac(self, parts: list[object], length: int) -> str:
+        digest = hmac.new(self._secret, canonical_interrupt_json(parts).encode(), hashlib.sha256)
+        return base64.urlsafe_b64encode(digest.digest()).decode()[:length]
+
+    def expiry(self) -> int:
+        return int(self._clock() + self.ttl_seconds)
+
+    # --- tool calls ---------------------------------------------------------------------
+
+    def seal_tool_call(self, thread_id: str, name: str, args: object) -> SealedCall:
+        nonce = secrets.token_hex(4)
+        expires = self.expiry()
+        mac = self._mac(["tool", thread_id, nonce, expires, name, args], 16)
+        return SealedCall(id=f"tc{nonce}{expires:08x}{mac}", expires_at=iso_from_epoch(expires))
+
+    def check_tool_call(self, thread_id: str, call_id: str, name: str, args: object) -> SealCheck:
+        match = _TOOL_CALL_ID.fullmatch(call_id)
+        if match is None:
+            return "stale"
+        nonce, expires_hex, mac = match.groups()
+        expires = int(expires_hex, 16)
+        expected = self._mac(["tool", thread_id, nonce, expires, name, args], 16)
+        if not hmac.compare_digest(mac, expected):
+            return "stale"
+        return "expired" if expires <= self._clock() else "ok"
+
+    def tool_call_expiry(self, call_id: str) -> str | None:
+        match = _TOOL_CALL_ID.fullmatch(call_id)
+        return iso_from_epoch(int(match.group(2), 16)) if match else None
+
+    # --- generic interrupts -------------------------------------------------------------
+
+    @staticmethod
+    def _generic_parts(
+        thread_id: str, run_id: str, interrupt_id: str, fields: dict[str, object]
+    ) -> list[object]:
+        return ["generic", thread_id, run_id, interrupt_id, fields]
+
+    def seal_key(
+        self, key: str, *, thread_id: str, run_id: str, interrupt_id: str, fields: dict[str, object]
+    ) -> str:
+        """`key` with a seal over everything the continuation metadata will carry."""
+        mac = self._mac(self._generic_parts(thread_id, run_id, interrupt_id, fields), 22)
+        return f"{key}.{mac}"
+
+    def check_key(
+        self,
+        sealed_key: str,
+        *,
+        thread_id: str,
+        run_id: str,
+        interrupt_id: str,
+        fields: dict[str, object],
+    ) -> SealCheck:
+        match = _KEY_SEAL.fullmatch(sealed_key)
+        if match is None:
+            return "stale"
+        expected = self._mac(self._generic_parts(thread_id, run_id, interrupt_id, fields), 22)
+        return "ok" if hmac.compare_digest(match.group(2), expected) else "stale"
+
+    @staticmethod
+    def unsealed_key(sealed_key: str) -> str:
+        match = _KEY_SEAL.fullmatch(sealed_key)
+        return match.group(1) if match else sealed_key
