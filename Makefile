@@ -72,15 +72,15 @@ bun:
 # --- browser for the UI tests -------------------------------------------------
 
 chromium:
-	@if [ -x $(CHROMIUM) ]; then exit 0; fi; \
+	@if [ -x $(CHROMIUM) ] && command -v redis-server >/dev/null; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  echo "Installing Debian chromium + chromium-driver (for the browser tests)"; \
+	  echo "Installing Debian chromium, chromium-driver and redis-server (for the tests)"; \
 	  export DEBIAN_FRONTEND=noninteractive; \
-	  apt-get update && apt-get install -y chromium chromium-driver; \
+	  apt-get update && apt-get install -y chromium chromium-driver redis-server; \
 	  [ -x $(CHROMIUM) ] || { echo "apt-get finished but $(CHROMIUM) is still missing" >&2; exit 1; }; \
 	else \
-	  echo "The browser tests need $(CHROMIUM). Install it first, e.g.:" >&2; \
-	  echo "    sudo apt-get update && sudo apt-get install -y chromium chromium-driver" >&2; \
+	  echo "The tests need $(CHROMIUM) and redis-server. Install them first, e.g.:" >&2; \
+	  echo "    sudo apt-get update && sudo apt-get install -y chromium chromium-driver redis-server" >&2; \
 	  echo "(Do not run 'playwright install': the tests use the system Chromium.)" >&2; \
 	  exit 1; \
 	fi
