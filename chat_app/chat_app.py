@@ -7,6 +7,7 @@ AG-UI routes (`POST /api/chat`, `GET /api/tools`) are served on the app's own po
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -15,11 +16,14 @@ import httpx
 import reflex as rx
 
 from chat_app.agent import event_to_wire
+from chat_app.agent.ledger import verify_chain
 from chat_app.client import Connection, InProcessConnection, SSEConnection
 from chat_app.config import security_from_env
 from chat_app.demo import build_demo_agent
 from chat_app.server import create_app
 from chat_app.ui import session
+from chat_app.ui.audit_state import AuditState
+from chat_app.ui.pages.audit import audit
 from chat_app.ui.pages.index import index
 from chat_app.ui.state import ChatState
 
@@ -50,7 +54,28 @@ def _manifest() -> Mapping[str, Any]:
     return {"tools": agent.tool_manifest()}
 
 
-session.configure(_connection, _manifest)
+def _audit() -> Mapping[str, Any]:
+    """The audit trail: the remote server's `GET /api/audit`, or this app's own ledger."""
+    if AGENT_URL:
+        try:
+            response = httpx.get(AGENT_URL.rsplit("/", 1)[0] + "/audit", timeout=5)
+            if response.status_code == 200:
+                data: Mapping[str, Any] = response.json()
+                return data
+        except (httpx.HTTPError, ValueError):
+            pass
+        return {"chain": {"ok": True}, "records": []}
+    if agent.ledger is None:
+        return {"chain": {"ok": True}, "records": []}
+    records = agent.ledger.records()
+    check = verify_chain(records)
+    return {
+        "chain": {"ok": check.ok, "brokenAt": check.broken_at, "reason": check.reason},
+        "records": [json.loads(record.to_json()) for record in records],
+    }
+
+
+session.configure(_connection, _manifest, _audit if security.ledger is not None else None)
 
 app = rx.App(
     # POST /api/chat and GET /api/tools on the app's own port.
@@ -60,3 +85,4 @@ app = rx.App(
 app.add_page(
     index, route="/", title="Ops desk · chat_app", image="/logo.svg", on_load=ChatState.on_load
 )
+app.add_page(audit, route="/audit", title="Audit · chat_app", on_load=AuditState.load)

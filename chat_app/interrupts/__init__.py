@@ -52,6 +52,8 @@ from ._continuation import (
 )
 from ._dates import parse_js_date
 from ._errors import (
+    BATCH_ERROR_CODES,
+    ITEM_ERROR_CODES,
     BatchInterruptError,
     BatchInterruptErrorCode,
     InterruptError,
@@ -84,6 +86,8 @@ from ._validation import (
 
 __all__ = [
     "ABSENT",
+    "BATCH_ERROR_CODES",
+    "ITEM_ERROR_CODES",
     "APPROVAL_ID_PREFIX",
     "APPROVAL_REASON",
     "ApprovalSchema",

@@ -1,4 +1,5 @@
-"""HTTP: `POST /api/chat` (AG-UI `RunAgentInput` in, SSE out) and `GET /api/tools`.
+"""HTTP: `POST /api/chat` (AG-UI `RunAgentInput` in, SSE out), `GET /api/tools`, and the
+audit trail (`GET /api/audit` as JSON with its chain check, `GET /api/audit.jsonl`).
 
 Owns `create_app`. A malformed request gets HTTP 400 (or 413 when too large) with a message
 naming the field; nothing runs. A continuation the engine refuses is an in-stream `RUN_ERROR`
@@ -7,7 +8,10 @@ with HTTP 200, as in TanStack AI.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
+import os
 from collections.abc import AsyncIterator
 
 from ag_ui.core import RunAgentInput
@@ -18,9 +22,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from chat_app.agent import Agent, event_to_wire
+from chat_app.agent.ledger import verify_chain
 from chat_app.interrupts import SSE_HEADERS, encode_sse_event
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
+#: When set, `GET /api/audit[.jsonl]` needs `Authorization: Bearer <token>`.
+AUDIT_TOKEN_ENV = "CHAT_APP_AUDIT_TOKEN"
 MAX_NESTING = 200
 
 
@@ -43,10 +50,36 @@ def create_app(agent: Agent, *, max_body_bytes: int = MAX_BODY_BYTES) -> Starlet
     async def tools(_: Request) -> Response:
         return JSONResponse({"tools": agent.tool_manifest()})
 
+    async def audit(request: Request) -> Response:
+        if agent.ledger is None:
+            return JSONResponse({"error": "This server keeps no ledger."}, status_code=404)
+        token = os.environ.get(AUDIT_TOKEN_ENV)
+        if token and request.headers.get("authorization") != f"Bearer {token}":
+            return JSONResponse(
+                {"error": "The audit trail needs the audit token."}, status_code=401
+            )
+        records = await asyncio.to_thread(agent.ledger.records)
+        if request.url.path.endswith(".jsonl"):
+            lines = "".join(record.to_json() + "\n" for record in records)
+            return Response(
+                lines,
+                media_type="application/jsonl",
+                headers={"Content-Disposition": 'attachment; filename="audit.jsonl"'},
+            )
+        check = verify_chain(records)
+        return JSONResponse(
+            {
+                "chain": {"ok": check.ok, "brokenAt": check.broken_at, "reason": check.reason},
+                "records": [json.loads(record.to_json()) for record in records],
+            }
+        )
+
     return Starlette(
         routes=[
             Route("/api/chat", chat, methods=["POST"]),
             Route("/api/tools", tools, methods=["GET"]),
+            Route("/api/audit", audit, methods=["GET"]),
+            Route("/api/audit.jsonl", audit, methods=["GET"]),
         ]
     )
 
@@ -66,11 +99,13 @@ async def _read_run_input(request: Request, limit: int) -> RunAgentInput:
         if len(body) > limit:
             raise BadRequest(f"Request body is larger than {limit} bytes.", 413)
     try:
-        data = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise BadRequest(f"Request body is not valid JSON: {error}.") from None
+        data = json.loads(
+            body, parse_int=_finite_int, parse_float=_finite_float, parse_constant=_no_constant
+        )
     except RecursionError:
         raise BadRequest("Request body is nested too deeply.") from None
+    except ValueError as error:  # also UnicodeDecodeError and the numbers refused below
+        raise BadRequest(f"Request body is not valid JSON: {error}.") from None
     if not isinstance(data, dict):
         raise BadRequest("Request body must be a JSON object (an AG-UI RunAgentInput).")
     if _depth(data) > MAX_NESTING:
@@ -82,6 +117,25 @@ async def _read_run_input(request: Request, limit: int) -> RunAgentInput:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "body"
         raise BadRequest(f"Invalid AG-UI RunAgentInput: {where}: {first['msg']}.") from None
+
+
+# A number JavaScript reads as Infinity, and NaN/Infinity (not JSON at all), could not be put
+# back on the wire or hashed: refused here, before anything runs.
+def _finite_int(text: str) -> int:
+    if not math.isfinite(float(text)):  # also keeps Python's 4300-digit int limit unreached
+        raise ValueError(f"the number {text[:16]}... is out of range")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:24]} is out of range")
+    return value
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def _depth(value: object) -> int:

@@ -91,17 +91,28 @@ class Session:
 class _Backend:
     connection: ConnectionFactory | None = None
     manifest: Callable[[], Mapping[str, Any]] | None = None
+    #: The audit trail as `GET /api/audit` answers it (`{"chain": …, "records": […]}`).
+    audit: Callable[[], Mapping[str, Any]] | None = None
 
 
 _backend = _Backend()
 _sessions: dict[str, Session] = {}
 
 
-def configure(connection: ConnectionFactory, manifest: Callable[[], Mapping[str, Any]]) -> None:
-    """Set where chats go and which tools the client knows (the server's tool manifest)."""
+def configure(
+    connection: ConnectionFactory,
+    manifest: Callable[[], Mapping[str, Any]],
+    audit: Callable[[], Mapping[str, Any]] | None = None,
+) -> None:
+    """Set where chats go, which tools the client knows, and where the audit trail is read."""
     _backend.connection = connection
     _backend.manifest = manifest
+    _backend.audit = audit
     _sessions.clear()
+
+
+def read_audit() -> Mapping[str, Any] | None:
+    return _backend.audit() if _backend.audit is not None else None
 
 
 def _tools(bridge: BrowserBridge) -> list[ClientTool]:

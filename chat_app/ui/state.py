@@ -23,6 +23,7 @@ from chat_app.client import (
     ToolApprovalInterrupt,
     UsageError,
 )
+from chat_app.interrupts import BATCH_ERROR_CODES, ITEM_ERROR_CODES
 
 from . import session as sessions
 from .forms import form_fields, read_form
@@ -103,7 +104,9 @@ class ChatState(rx.State):
         self.batch_errors = views.batch_errors
         self.can_retry = state.can_retry
         self.resuming = state.resuming
-        self.run_error = state.error or ""
+        # A refused continuation is shown on its decisions, not again as a run error.
+        refused = state.error_code in ITEM_ERROR_CODES | BATCH_ERROR_CODES
+        self.run_error = "" if refused else state.error or ""
         self._refresh_streaming(client)
         self._client_json = state.to_json()
         if self.open_count and not self.held:
@@ -220,6 +223,18 @@ class ChatState(rx.State):
         memory.errors.pop(form, None)
         self._refresh(client)
         return ChatState.resolve(interrupt_id, form, value)
+
+    @rx.event
+    def start_over(self) -> None:
+        """Leave an expired pause behind: a new conversation, the last request in the box."""
+        client = self._session().client
+        last = next((m.text for m in reversed(client.messages) if m.role == "user"), "")
+        sessions.forget(self.router.session.client_token)
+        self._client_json = ""
+        self._memory = {}
+        self.held = False
+        self.draft = last
+        self._refresh(self._session().client)
 
     @rx.event
     def change_answer(self, interrupt_id: str) -> None:

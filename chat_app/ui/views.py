@@ -9,6 +9,7 @@ sees: labels, pretty JSON, which controls a card has, and the fields of its form
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,7 @@ from chat_app.client import (
     ToolCallPart,
     UnboundInterrupt,
 )
-from chat_app.interrupts import INTERRUPT_PAYLOAD_METADATA_KEY
+from chat_app.interrupts import INTERRUPT_PAYLOAD_METADATA_KEY, parse_js_date
 
 from .forms import FormField, form_fields
 
@@ -77,6 +78,8 @@ class DecisionView:
     expires_at: str = ""
     #: The answer already given while the rest of the batch is pending ("" when none).
     staged: str = ""
+    #: Past its expiry (or refused as expired by the server): nothing can be answered.
+    expired: bool = False
 
 
 @dataclass
@@ -171,9 +174,19 @@ def staged_label(item: InterruptItem) -> str:
     return "Answered"
 
 
-def decision_view(item: InterruptItem, memory: FormMemory | None = None) -> DecisionView:
+def is_expired(item: InterruptItem, now_ms: float) -> bool:
+    if item.error is not None and item.error.code == "expired":
+        return True
+    expiry = parse_js_date(item.expires_at) if item.expires_at else None
+    return expiry is not None and expiry <= now_ms
+
+
+def decision_view(
+    item: InterruptItem, memory: FormMemory | None = None, now_ms: float | None = None
+) -> DecisionView:
     memory = memory or FormMemory()
     error = item.error.message if item.error else memory.message
+    expired = is_expired(item, time.time() * 1000 if now_ms is None else now_ms)
 
     def fields(form: str, schema: Mapping[str, Any] | None, initial: Any = None) -> list[FormField]:
         if not schema:
@@ -199,6 +212,7 @@ def decision_view(item: InterruptItem, memory: FormMemory | None = None) -> Deci
             panel=memory.panel,
             expires_at=item.expires_at or "",
             staged=staged_label(item),
+            expired=expired,
         )
     if isinstance(item, GenericInterrupt):
         payload = item.payload
@@ -221,6 +235,7 @@ def decision_view(item: InterruptItem, memory: FormMemory | None = None) -> Deci
             payload_json=rest,
             expires_at=item.expires_at or "",
             staged=staged_label(item),
+            expired=expired,
         )
     assert isinstance(item, UnboundInterrupt)
     return DecisionView(
@@ -267,7 +282,10 @@ def build_views(state: ClientState, memory: Mapping[str, FormMemory]) -> Views:
         for item in state.interrupts
         if item.id not in attached
     ]
-    answerable = [item for item in decisions.values() if item.can_resolve]
+    now_ms = time.time() * 1000
+    answerable = [
+        item for item in decisions.values() if item.can_resolve and not is_expired(item, now_ms)
+    ]
     bulk_ok = bool(answerable) and all(
         isinstance(item, ToolApprovalInterrupt)
         and item.approve_schema is None
@@ -280,7 +298,12 @@ def build_views(state: ClientState, memory: Mapping[str, FormMemory]) -> Views:
         open_count=sum(1 for item in answerable if item.status in ("pending", "error")),
         batch_size=len(answerable),
         bulk_ok=bulk_ok,
-        batch_errors=[error.message for error in state.interrupt_errors],
+        # "One or more … are invalid" only repeats what the items themselves show.
+        batch_errors=[
+            error.message
+            for error in state.interrupt_errors
+            if error.code != "item-validation-failed"
+        ],
     )
 
 
@@ -323,6 +346,9 @@ def _tool_card(
         attached.add(item.id)
         card.decision = decision_view(item, memory.get(item.id))
         card.has_decision = True
+        if card.decision.expired:
+            # Whatever was clicked, nothing ran: the server refused the expired answer.
+            card.status, card.status_label, card.status_color = "expired", "Expired", "gray"
     return card
 
 

@@ -13,11 +13,13 @@ Environment knobs:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -69,6 +71,8 @@ def app_env() -> dict[str, str]:
     env.pop("PYTEST_CURRENT_TEST", None)  # Reflex treats this as "inside a unit test"
     env["REFLEX_TELEMETRY_ENABLED"] = "false"
     env["REFLEX_CHECK_LATEST_VERSION"] = "false"
+    # Sealed, with a ledger, as deployed; the secret and ledger live outside the checkout.
+    env.setdefault("CHAT_APP_DATA_DIR", tempfile.mkdtemp(prefix="chat-app-data-"))
     bun_bin = REPO_ROOT / "tools" / "bun" / "node_modules" / ".bin"
     if (bun_bin / "bun").exists():
         env["PATH"] = f"{bun_bin}{os.pathsep}{env.get('PATH', '')}"
@@ -191,3 +195,58 @@ def screenshot_dir() -> Path:
     """Where UI tests save screenshots (gitignored)."""
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     return SCREENSHOT_DIR
+
+
+def copy_app(target: Path) -> None:
+    """The tracked files of the app (no tests or tools) copied to `target`."""
+    import shutil
+
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=REPO_ROOT,
+            check=True,
+            capture_output=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    for name in filter(None, files):
+        source = REPO_ROOT / name
+        if source.is_file() and not name.startswith(("tests/", "tools/", "docs/")):
+            destination = target / name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination)
+
+
+@contextlib.contextmanager
+def app_copy(root: Path, extra_env: dict[str, str]) -> Iterator[str]:
+    """A second app, built in `root` with `extra_env` (a prod build is tied to its port)."""
+    copy_app(root)
+    port = _free_port()
+    env = {**app_env(), **extra_env}
+    log_path = root / "reflex-run.log"
+    reflex = Path(sys.executable).with_name("reflex")
+    cmd = [str(reflex), "run", "--env", "prod", "--single-port", "--backend-port", str(port)]
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            cmd, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        started = time.monotonic()
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"The app copy exited:\n{_tail(log_path)}", pytrace=False)
+            try:
+                if _get(f"{base}/ping")[0] == 200 and _get(f"{base}/")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() - started > START_TIMEOUT:
+                pytest.fail(f"The app copy did not start:\n{_tail(log_path)}", pytrace=False)
+            time.sleep(0.5)
+        yield base
+    finally:
+        _stop(proc)

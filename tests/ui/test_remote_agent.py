@@ -7,10 +7,7 @@ to its port), started with `CHAT_APP_AGENT_URL`, and driven through an approval.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.ui.conftest import REPO_ROOT, START_TIMEOUT, _free_port, _get, _stop, _tail, app_env
+from tests.ui.conftest import REPO_ROOT, _stop, app_copy
 
 pytestmark = pytest.mark.browser
 TANSTACK_SERVER = REPO_ROOT / "tests" / "interop" / "js" / "tanstack_server.mjs"
@@ -44,54 +41,11 @@ def tanstack_url() -> Iterator[str]:
         _stop(proc)
 
 
-def _copy_app(target: Path) -> None:
-    files = (
-        subprocess.run(["git", "ls-files", "-z"], cwd=REPO_ROOT, check=True, capture_output=True)
-        .stdout.decode()
-        .split("\0")
-    )
-    for name in filter(None, files):
-        source = REPO_ROOT / name
-        if source.is_file() and not name.startswith(("tests/", "tools/", "docs/")):
-            destination = target / name
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, destination)
-
-
 @pytest.fixture(scope="module")
 def remote_app_url(tanstack_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    root = tmp_path_factory.mktemp("remote-app")
-    _copy_app(root)
-    port = _free_port()
-    env = app_env()
-    env["CHAT_APP_AGENT_URL"] = f"{tanstack_url}/api/chat"
-    log_path = root / "reflex-run.log"
-    reflex = Path(sys.executable).with_name("reflex")
-    cmd = [str(reflex), "run", "--env", "prod", "--single-port", "--backend-port", str(port)]
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            cmd, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        started = time.monotonic()
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"The remote-agent app exited:\n{_tail(log_path)}", pytrace=False)
-            try:
-                if _get(f"{base}/ping")[0] == 200 and _get(f"{base}/")[0] == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() - started > START_TIMEOUT:
-                pytest.fail(
-                    f"The remote-agent app did not start:\n{_tail(log_path)}", pytrace=False
-                )
-            time.sleep(0.5)
-        yield base
-    finally:
-        _stop(proc)
+    extra = {"CHAT_APP_AGENT_URL": f"{tanstack_url}/api/chat"}
+    with app_copy(tmp_path_factory.mktemp("remote-app"), extra) as url:
+        yield url
 
 
 def test_approving_through_a_tanstack_server(

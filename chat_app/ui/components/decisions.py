@@ -148,6 +148,19 @@ def approval_controls(decision: DecisionView) -> rx.Component:
     )
 
 
+def expired_row(decision: DecisionView) -> rx.Component:
+    """An interrupt past its expiry: nothing can be answered, nothing ran."""
+    return rx.hstack(
+        rx.badge("Expired", color_scheme="gray", class_name="expired-badge"),
+        rx.text("This decision expired; nothing ran.", size="2", color_scheme="gray"),
+        rx.button("Start over", on_click=ChatState.start_over, size="1", class_name="start-over"),
+        align="center",
+        spacing="2",
+        wrap="wrap",
+        class_name="expired",
+    )
+
+
 def staged_row(decision: DecisionView) -> rx.Component:
     """An answer given while other decisions of the batch are still open."""
     return rx.hstack(
@@ -178,13 +191,17 @@ def approval_card(decision: DecisionView) -> rx.Component:
             ),
             _arguments(decision),
             rx.cond(
-                decision.staged != "",
-                staged_row(decision),
+                decision.expired,
+                expired_row(decision),
                 rx.cond(
-                    decision.can_resolve,
-                    approval_controls(decision),
-                    rx.text(
-                        "This decision cannot be answered here.", size="1", color_scheme="gray"
+                    decision.staged != "",
+                    staged_row(decision),
+                    rx.cond(
+                        decision.can_resolve,
+                        approval_controls(decision),
+                        rx.text(
+                            "This decision cannot be answered here.", size="1", color_scheme="gray"
+                        ),
                     ),
                 ),
             ),
@@ -230,32 +247,36 @@ def generic_card(decision: DecisionView) -> rx.Component:
                 rx.code_block(decision.payload_json, language="json", font_size="0.75rem"),
             ),
             rx.cond(
-                decision.staged != "",
-                staged_row(decision),
+                decision.expired,
+                expired_row(decision),
                 rx.cond(
-                    decision.can_resolve,
-                    schema_form(
-                        decision.id,
-                        "response",
-                        decision.response_fields,
-                        rx.button(
-                            "Submit",
-                            type="submit",
-                            class_name="submit",
-                            auto_focus=decision.id == ChatState.focus_decision,
+                    decision.staged != "",
+                    staged_row(decision),
+                    rx.cond(
+                        decision.can_resolve,
+                        schema_form(
+                            decision.id,
+                            "response",
+                            decision.response_fields,
+                            rx.button(
+                                "Submit",
+                                type="submit",
+                                class_name="submit",
+                                auto_focus=decision.id == ChatState.focus_decision,
+                            ),
+                            rx.button(
+                                "Cancel",
+                                type="button",
+                                on_click=ChatState.cancel_decision(decision.id),
+                                variant="ghost",
+                                color_scheme="gray",
+                                class_name="cancel",
+                            ),
+                            key=decision.id + "-response",
                         ),
-                        rx.button(
-                            "Cancel",
-                            type="button",
-                            on_click=ChatState.cancel_decision(decision.id),
-                            variant="ghost",
-                            color_scheme="gray",
-                            class_name="cancel",
+                        rx.text(
+                            "This question cannot be answered here.", size="1", color_scheme="gray"
                         ),
-                        key=decision.id + "-response",
-                    ),
-                    rx.text(
-                        "This question cannot be answered here.", size="1", color_scheme="gray"
                     ),
                 ),
             ),

@@ -20,6 +20,8 @@ def header() -> rx.Component:
                 # Hidden on phones, where it would squeeze the title.
                 display=["none", "none", "block"],
             ),
+            rx.link("Chat", href="/", size="2", id="nav-chat"),
+            rx.link("Audit", href="/audit", size="2", id="nav-audit"),
             rx.color_mode.button(size="2", variant="ghost", aria_label="Toggle dark mode"),
             align="center",
             spacing="3",

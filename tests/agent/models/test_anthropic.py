@@ -233,9 +233,7 @@ async def test_a_rejected_api_key_ends_the_run_with_a_clear_error(fake: FakeProv
     fake.queue(anthropic_error(401, "authentication_error", "invalid x-api-key"))
     events = await say(anthropic_model(fake), "hi")
     assert types_of(events) == ["RUN_STARTED", "RUN_ERROR"]
-    assert run_error(events) == (
-        "Anthropic rejected the API key (401): invalid x-api-key"
-    )
+    assert run_error(events) == ("Anthropic rejected the API key (401): invalid x-api-key")
     assert len(fake.received) == 1
 
 
@@ -255,9 +253,7 @@ async def test_an_overloaded_provider_ends_the_run_after_a_bounded_number_of_ret
     overloaded = anthropic_error(529, "overloaded_error", "Overloaded")
     fake.queue(overloaded, overloaded, anthropic_reply("never read"))
     events = await say(anthropic_model(fake, max_retries=1), "hi")
-    assert run_error(events) == (
-        "Anthropic failed with HTTP 529 (after 1 retries): Overloaded"
-    )
+    assert run_error(events) == ("Anthropic failed with HTTP 529 (after 1 retries): Overloaded")
     assert len(fake.received) == 2
 
 
@@ -267,9 +263,7 @@ async def test_a_provider_that_never_answers_times_out_instead_of_hanging(
     fake.queue(Reply(hang_before_headers=True))
     events = await say(anthropic_model(fake, timeout=0.3, max_retries=0), "hi")
     assert types_of(events) == ["RUN_STARTED", "RUN_ERROR"]
-    assert run_error(events) == (
-        "Anthropic did not answer within 0.3 s (timed out, 1 attempt)."
-    )
+    assert run_error(events) == ("Anthropic did not answer within 0.3 s (timed out, 1 attempt).")
 
 
 async def test_a_stream_that_stalls_midway_times_out_after_the_text_so_far(
@@ -292,9 +286,7 @@ async def test_an_error_event_inside_the_stream_ends_the_run_with_its_message(
     fake.queue(Reply(frames=frames))
     events = await say(anthropic_model(fake), "hi")
     assert text_of(events) == "Hello"
-    assert run_error(events) == (
-        "Anthropic reported an error while streaming: Overloaded"
-    )
+    assert run_error(events) == ("Anthropic reported an error while streaming: Overloaded")
 
 
 async def test_events_the_engine_does_not_use_are_skipped(fake: FakeProvider) -> None:

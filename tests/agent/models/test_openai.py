@@ -322,9 +322,7 @@ async def test_a_provider_that_never_answers_times_out_instead_of_hanging(
     fake.queue(Reply(hang_before_headers=True), Reply(hang_before_headers=True))
     events = await say(openai_model(fake, timeout=0.3, max_retries=1), "hi")
     assert types_of(events) == ["RUN_STARTED", "RUN_ERROR"]
-    assert run_error(events) == (
-        "OpenAI did not answer within 0.3 s (timed out, 2 attempts)."
-    )
+    assert run_error(events) == ("OpenAI did not answer within 0.3 s (timed out, 2 attempts).")
     assert len(fake.received) == 2
 
 

@@ -1,0 +1,81 @@
+"""The Audit page's state: the ledger's records, newest first, and whether the chain holds."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import reflex as rx
+
+from . import session as sessions
+
+
+@dataclass
+class AuditRow:
+    seq: int
+    at: str
+    kind: str
+    actor: str
+    thread: str
+    summary: str
+    detail: str  # pretty JSON of the record's data
+    hash: str
+
+
+def summarize(record: dict[str, Any]) -> str:
+    """One line a reviewer can scan: what was shown, decided, or run."""
+    data = record.get("data") or {}
+    kind = record.get("kind")
+    if kind == "pause":
+        shown = data.get("interrupts") or []
+        names = [
+            item.get("toolName") or item.get("message") or item.get("interruptId") for item in shown
+        ]
+        return "Paused for: " + ", ".join(str(name) for name in names)
+    if kind == "decision":
+        what = data.get("toolName") or data.get("interruptId")
+        text = f"{str(data.get('decision', '')).capitalize()} {what}"
+        if "editedArgs" in data:
+            text += " with edited arguments"
+        return text
+    if kind == "execution":
+        return f"Ran {data.get('toolName')}" + (" (failed)" if data.get("error") else "")
+    return str(kind)
+
+
+class AuditState(rx.State):
+    rows: list[AuditRow] = []
+    chain_ok: bool = True
+    chain_message: str = ""
+    available: bool = True
+
+    @rx.event
+    def load(self) -> None:
+        trail = sessions.read_audit()
+        if trail is None:
+            self.available = False
+            self.rows = []
+            return
+        self.available = True
+        chain = trail.get("chain") or {}
+        self.chain_ok = bool(chain.get("ok", True))
+        records = list(trail.get("records") or [])
+        self.chain_message = (
+            f"Intact: {len(records)} records, each linked to the one before by its SHA-256."
+            if self.chain_ok
+            else f"Broken at record {chain.get('brokenAt')}: {chain.get('reason')}."
+        )
+        self.rows = [
+            AuditRow(
+                seq=int(record.get("seq", 0)),
+                at=str(record.get("at", "")),
+                kind=str(record.get("kind", "")),
+                actor=str(record.get("actor") or "—"),
+                thread=str(record.get("thread_id", "")),
+                summary=summarize(record),
+                detail=json.dumps(record.get("data"), indent=2, ensure_ascii=False),
+                hash=str(record.get("hash", ""))[7:19],
+            )
+            for record in reversed(records)
+        ]

@@ -1,0 +1,93 @@
+"""The Audit page: every pause, decision and execution, and whether the chain holds."""
+
+import reflex as rx
+
+from chat_app.ui.audit_state import AuditRow, AuditState
+from chat_app.ui.components.header import header
+
+
+def _row(row: AuditRow) -> rx.Component:
+    return rx.table.row(
+        rx.table.cell(row.seq),
+        rx.table.cell(row.at, white_space="nowrap"),
+        rx.table.cell(rx.badge(row.kind)),
+        rx.table.cell(row.actor),
+        rx.table.cell(
+            rx.el.details(
+                rx.el.summary(row.summary, cursor="pointer"),
+                rx.code_block(row.detail, language="json", font_size="0.75rem"),
+            )
+        ),
+        rx.table.cell(rx.code(row.hash), title="SHA-256 of this record and the previous one"),
+        class_name="audit-row",
+        data_kind=row.kind,
+    )
+
+
+def audit() -> rx.Component:
+    return rx.box(
+        rx.vstack(
+            header(),
+            rx.vstack(
+                rx.hstack(
+                    rx.heading("Audit trail", size="5"),
+                    rx.spacer(),
+                    rx.link(
+                        rx.button("Export JSON lines", variant="outline", size="2"),
+                        href="/api/audit.jsonl",
+                        is_external=True,
+                        id="audit-export",
+                    ),
+                    rx.button("Refresh", on_click=AuditState.load, size="2", variant="soft"),
+                    width="100%",
+                    align="center",
+                ),
+                rx.cond(
+                    AuditState.available,
+                    rx.callout(
+                        AuditState.chain_message,
+                        icon=rx.cond(AuditState.chain_ok, "shield_check", "shield_alert"),
+                        color_scheme=rx.cond(AuditState.chain_ok, "green", "red"),
+                        id="audit-chain",
+                        role="status",
+                    ),
+                    rx.callout("This app keeps no ledger (CHAT_APP_SECURE=0).", icon="info"),
+                ),
+                rx.box(
+                    rx.table.root(
+                        rx.table.header(
+                            rx.table.row(
+                                *[
+                                    rx.table.column_header_cell(name)
+                                    for name in (
+                                        "#",
+                                        "When (UTC)",
+                                        "What",
+                                        "Who",
+                                        "Details",
+                                        "Hash",
+                                    )
+                                ]
+                            )
+                        ),
+                        rx.table.body(rx.foreach(AuditState.rows, _row)),
+                        size="1",
+                        width="100%",
+                    ),
+                    width="100%",
+                    overflow_x="auto",
+                ),
+                padding="1.25em",
+                spacing="3",
+                width="100%",
+            ),
+            spacing="0",
+            max_width="1100px",
+            margin_x="auto",
+            min_height="100dvh",
+            background_color=rx.color("gray", 1),
+        ),
+        background_color=rx.color("gray", 2),
+        id="app-root",
+        custom_attrs={"data-hydrated": rx.cond(rx.State.is_hydrated, "true", "false")},
+    )

@@ -1,0 +1,76 @@
+"""Expired decisions and the Audit page, in Chromium."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.ui.conftest import app_copy
+
+pytestmark = pytest.mark.browser
+TTL_SECONDS = 4
+
+
+def ask(page: Page, text: str) -> None:
+    page.locator("#composer-input").fill(text)
+    page.locator("#composer-input").press("Enter")
+
+
+@pytest.fixture(scope="module")
+def short_ttl_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    extra = {"CHAT_APP_INTERRUPT_TTL_SECONDS": str(TTL_SECONDS)}
+    with app_copy(tmp_path_factory.mktemp("short-ttl-app"), extra) as url:
+        yield url
+
+
+def test_an_expired_decision_shows_as_expired_and_offers_to_start_over(
+    browser: Browser, short_ttl_url: str, screenshot_dir: Path
+) -> None:
+    context = browser.new_context(base_url=short_ttl_url, viewport={"width": 1200, "height": 800})
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    try:
+        page.goto("/")
+        page.wait_for_selector('#app-root[data-hydrated="true"]')
+        ask(page, "transfer 25 to Ada")
+        expect(page.locator(".approval-card")).to_be_visible()
+        time.sleep(TTL_SECONDS + 1)  # let the approval expire on the server's clock
+        page.locator(".approval-card button.approve").click()
+        expect(page.locator(".approval-card .expired-badge")).to_have_text("Expired")
+        expect(page.get_by_text("Receipt id:")).to_have_count(0)
+        page.screenshot(path=str(screenshot_dir / "expired.png"), full_page=True)
+        page.locator(".approval-card button.start-over").click()
+        expect(page.locator("#transcript-empty")).to_be_visible()
+        expect(page.locator("#composer-input")).to_have_value("transfer 25 to Ada")
+    finally:
+        context.close()
+
+
+def test_the_audit_page_shows_the_chain_and_exports_json_lines(
+    page: Page, app_url: str, screenshot_dir: Path
+) -> None:
+    ask(page, "delete project apollo")
+    page.locator(".approval-card button.approve").click()
+    expect(page.get_by_text("Project apollo is deleted.")).to_be_visible()
+    page.locator("#nav-audit").click()
+    expect(page.locator("#audit-chain")).to_contain_text("Intact")
+    rows = page.locator(".audit-row")
+    expect(rows.first).to_be_visible()
+    expect(page.locator('.audit-row[data-kind="execution"]').first).to_contain_text(
+        "Ran delete_project"
+    )
+    expect(page.locator('.audit-row[data-kind="decision"]').first).to_contain_text(
+        "Approved delete_project"
+    )
+    page.screenshot(path=str(screenshot_dir / "audit.png"), full_page=True)
+    with urllib.request.urlopen(f"{app_url}/api/audit.jsonl", timeout=10) as response:
+        lines = [json.loads(line) for line in response.read().decode().splitlines()]
+    assert any(line["kind"] == "execution" and line["data"]["toolName"] == "delete_project"
+               for line in lines)  # fmt: skip
+    assert all(line["hash"].startswith("sha256:") for line in lines)
