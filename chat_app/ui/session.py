@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from chat_app.client import ChatClient, ClientState, ClientTool, Connection
@@ -125,7 +124,21 @@ def _tools(bridge: BrowserBridge) -> list[ClientTool]:
     return ClientTool.from_manifest(_backend.manifest(), functions)
 
 
-def session_for(token: str, saved: str = "") -> Session:
+def actor_from(headers: Mapping[str, str]) -> str | None:
+    """Who is at the keyboard, for the audit trail.
+
+    `CHAT_APP_USER_HEADER` names a header your sign-in proxy sets (e.g. `X-Forwarded-Email`);
+    `CHAT_APP_USER` is a fixed name for single-user deployments. Neither: anonymous.
+    """
+    header = os.environ.get("CHAT_APP_USER_HEADER", "").strip().lower()
+    if header:
+        for name, value in headers.items():
+            if name.lower() == header and value:
+                return value
+    return os.environ.get("CHAT_APP_USER") or None
+
+
+def session_for(token: str, saved: str = "", actor: str | None = None) -> Session:
     """The tab's live session, rebuilt from its saved client state when needed."""
     session = _sessions.get(token)
     if session is not None:
@@ -138,12 +151,19 @@ def session_for(token: str, saved: str = "") -> Session:
     def on_change(_: ChatClient) -> None:
         changed.set()
 
+    props = {"actor": actor} if actor else None
     if saved:
         client = ChatClient.restore(
-            ClientState.from_json(saved), _backend.connection(), tools=tools, on_change=on_change
+            ClientState.from_json(saved),
+            _backend.connection(),
+            tools=tools,
+            on_change=on_change,
+            forwarded_props=props,
         )
     else:
-        client = ChatClient(_backend.connection(), tools=tools, on_change=on_change)
+        client = ChatClient(
+            _backend.connection(), tools=tools, on_change=on_change, forwarded_props=props
+        )
     session = Session(client=client, bridge=bridge, changed=changed)
     _sessions[token] = session
     return session
@@ -151,11 +171,3 @@ def session_for(token: str, saved: str = "") -> Session:
 
 def forget(token: str) -> None:
     _sessions.pop(token, None)
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)

@@ -85,7 +85,10 @@ class ChatState(rx.State):
         return f"{self.open_count} decision{'s' if self.open_count != 1 else ''} needed"
 
     def _session(self) -> sessions.Session:
-        return sessions.session_for(self.router.session.client_token, self._client_json)
+        headers = getattr(self.router.headers, "raw_headers", {}) or {}
+        return sessions.session_for(
+            self.router.session.client_token, self._client_json, sessions.actor_from(headers)
+        )
 
     def _refresh(self, client: ChatClient) -> None:
         """Copy the client's state into the page's vars (the whole transcript)."""
