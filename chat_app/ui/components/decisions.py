@@ -180,16 +180,28 @@ def staged_row(decision: DecisionView) -> rx.Component:
     )
 
 
-def approval_card(decision: DecisionView) -> rx.Component:
+def _decision_card(
+    decision: DecisionView,
+    *,
+    kind: str,
+    icon: str,
+    title: rx.Var[str] | str,
+    color: str,
+    details: list[rx.Component],
+    controls: rx.Component,
+    cannot: str,
+) -> rx.Component:
+    """The frame every answerable decision shares: heading, details, then what can be done
+    (nothing once expired, the staged answer, the controls, or a note that it is not ours)."""
     return rx.box(
         rx.vstack(
             rx.hstack(
-                rx.icon("shield_check", size=16),
-                rx.text(decision.title, weight="bold", size="2"),
+                rx.icon(icon, size=16),
+                rx.text(title, weight="bold", size="2"),
                 align="center",
                 spacing="2",
             ),
-            _arguments(decision),
+            *details,
             rx.cond(
                 decision.expired,
                 expired_row(decision),
@@ -198,101 +210,92 @@ def approval_card(decision: DecisionView) -> rx.Component:
                     staged_row(decision),
                     rx.cond(
                         decision.can_resolve,
-                        approval_controls(decision),
-                        rx.text(
-                            "This decision cannot be answered here.", size="1", color_scheme="gray"
-                        ),
+                        controls,
+                        rx.text(cannot, size="1", color_scheme="gray"),
                     ),
                 ),
             ),
             spacing="2",
             width="100%",
         ),
-        class_name="decision approval-card",
+        class_name=f"decision {kind}-card",
         role="group",
-        aria_label=decision.title,
+        aria_label=title,
         data_decision=decision.id,
         padding="0.75em",
         border_radius="8px",
-        border=f"1px solid {rx.color('amber', 7)}",
-        background_color=rx.color("amber", 2),
+        border=f"1px solid {rx.color(color, 7)}",
+        background_color=rx.color(color, 2),
         width="100%",
     )
 
 
+def approval_card(decision: DecisionView) -> rx.Component:
+    return _decision_card(
+        decision,
+        kind="approval",
+        icon="shield_check",
+        title=decision.title,
+        color="amber",
+        details=[_arguments(decision)],
+        controls=approval_controls(decision),
+        cannot="This decision cannot be answered here.",
+    )
+
+
 def generic_card(decision: DecisionView) -> rx.Component:
-    return rx.box(
-        rx.vstack(
-            rx.hstack(
-                rx.icon("message_circle_question", size=16),
-                rx.text(decision.message, weight="bold", size="2"),
-                align="center",
-                spacing="2",
-            ),
-            rx.cond(
-                decision.payload_title != "",
-                rx.text(decision.payload_title, weight="medium", size="2"),
-            ),
-            rx.cond(
-                decision.payload_items.length() > 0,
-                rx.el.ul(
-                    rx.foreach(decision.payload_items, lambda item: rx.el.li(item)),
-                    margin="0",
-                    padding_left="1.25em",
-                    font_size="0.875rem",
-                ),
-            ),
-            rx.cond(
-                decision.payload_json != "",
-                rx.code_block(decision.payload_json, language="json", font_size="0.75rem"),
-            ),
-            rx.cond(
-                decision.expired,
-                expired_row(decision),
-                rx.cond(
-                    decision.staged != "",
-                    staged_row(decision),
-                    rx.cond(
-                        decision.can_resolve,
-                        schema_form(
-                            decision.id,
-                            "response",
-                            decision.response_fields,
-                            rx.button(
-                                "Submit",
-                                type="submit",
-                                class_name="submit",
-                                auto_focus=decision.id == ChatState.focus_decision,
-                            ),
-                            rx.button(
-                                "Cancel",
-                                type="button",
-                                on_click=ChatState.cancel_decision(decision.id),
-                                variant="ghost",
-                                color_scheme="gray",
-                                class_name="cancel",
-                            ),
-                            key=decision.id + "-response",
-                        ),
-                        rx.text(
-                            "This question cannot be answered here.", size="1", color_scheme="gray"
-                        ),
-                    ),
-                ),
-            ),
-            _error(decision),
-            spacing="2",
-            width="100%",
+    payload = [
+        rx.cond(
+            decision.payload_title != "",
+            rx.text(decision.payload_title, weight="medium", size="2"),
         ),
-        class_name="decision generic-card",
-        role="group",
-        aria_label=decision.message,
-        data_decision=decision.id,
-        padding="0.75em",
-        border_radius="8px",
-        border=f"1px solid {rx.color('indigo', 7)}",
-        background_color=rx.color("indigo", 2),
+        rx.cond(
+            decision.payload_items.length() > 0,
+            rx.el.ul(
+                rx.foreach(decision.payload_items, lambda item: rx.el.li(item)),
+                margin="0",
+                padding_left="1.25em",
+                font_size="0.875rem",
+            ),
+        ),
+        rx.cond(
+            decision.payload_json != "",
+            rx.code_block(decision.payload_json, language="json", font_size="0.75rem"),
+        ),
+    ]
+    form = rx.vstack(
+        schema_form(
+            decision.id,
+            "response",
+            decision.response_fields,
+            rx.button(
+                "Submit",
+                type="submit",
+                class_name="submit",
+                auto_focus=decision.id == ChatState.focus_decision,
+            ),
+            rx.button(
+                "Cancel",
+                type="button",
+                on_click=ChatState.cancel_decision(decision.id),
+                variant="ghost",
+                color_scheme="gray",
+                class_name="cancel",
+            ),
+            key=decision.id + "-response",
+        ),
+        _error(decision),
         width="100%",
+    )
+    return _decision_card(
+        decision,
+        kind="generic",
+        icon="message_circle_question",
+        title=decision.message,
+        color="indigo",
+        details=payload,
+        controls=form,
+        cannot="This question cannot be answered here.",
     )
 
 
