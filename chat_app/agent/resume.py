@@ -9,6 +9,8 @@ is refused. Cost is linear in the history.
 
 from __future__ import annotations
 
+import json
+import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +37,7 @@ from chat_app.interrupts import (
 )
 
 from .definitions import GenericResolution, InterruptDefinition, InterruptRequest
-from .history import ToolCallRef, tool_calls
+from .history import ToolCallRef, arguments_are_valid_json, tool_calls
 from .seal import SealCheck, Sealer
 from .tools import Tool
 
@@ -150,6 +152,14 @@ def plan_continuation(
     """
     ids = [entry.interrupt_id for entry in resume]
     calls = _pending_calls(messages, tools, set(ids))
+    for pending in calls:
+        if not _readable_arguments(pending.call.arguments):
+            raise _stale(
+                _Errors(thread_id, parent_run_id or run_id),
+                f"Tool call {pending.call.id} ({pending.call.name}) arguments in the history "
+                "cannot be read back: NaN, Infinity, a number out of range, or nesting deeper "
+                f"than {_MAX_ARGUMENT_DEPTH}.",
+            )
     seals = _check_seals(calls, thread_id, run_id, sealer) if sealer else {}
     batch_calls = [call for call in calls if call.kind != "plain"]
     tool_ids = {call.interrupt_id for call in batch_calls}
@@ -173,6 +183,10 @@ def plan_continuation(
             )
     interrupted = parent_run_id or run_id
     errors = _Errors(thread_id, interrupted)
+    for call in calls:
+        problem = _history_arguments_problem(call) if call.kind == "plain" else None
+        if problem is not None:
+            raise _stale(errors, problem)
     generics = _generic_records(resume, definitions, errors, sealer, thread_id, interrupted)
     approvals = [call for call in batch_calls if call.kind == "approval"]
     clients = [call for call in batch_calls if call.kind == "client"]
@@ -619,6 +633,78 @@ def _check_approval(
             path=("payload",),
         )
         return
+    if approved and edited is ABSENT:
+        altered = _history_arguments_problem(call)
+        if altered is not None:
+            errors.item(interrupt_id, "stale", altered)
+            return
     plan.approvals[call.call.id] = ApprovalDecision(
         approved=approved, edited_args=edited, payload=decision_payload
+    )
+
+
+def _readable_arguments(text: str | None) -> bool:
+    """False for arguments no JavaScript peer reads as we do: NaN or Infinity, a number past
+    1.8e308, more digits than Python converts, nesting deeper than the request allows (or the
+    parser takes). Text that is not JSON at all stays for `parse_arguments` (it reads `{}`)."""
+    try:
+        value = json.loads(
+            (text or "").strip() or "{}",
+            parse_constant=_not_finite,
+            parse_int=_finite_number,
+            parse_float=_finite_number,
+        )
+    except json.JSONDecodeError:
+        return True
+    except (ValueError, RecursionError):
+        return False
+    return _depth_at_most(value, _MAX_ARGUMENT_DEPTH)
+
+
+_MAX_ARGUMENT_DEPTH = 200
+
+
+def _not_finite(name: str) -> float:
+    raise ValueError(name)
+
+
+def _finite_number(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
+
+
+def _depth_at_most(value: object, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return False
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return True
+
+
+def _history_arguments_problem(call: PendingCall) -> str | None:
+    """Why the history's arguments of `call` must not run as they are, if they must not.
+
+    A run never pauses on a call whose arguments its tool refuses (it records an error result
+    instead), so a pending call with such arguments comes from an altered history.
+    """
+    ref, tool = call.call, call.tool
+    if not arguments_are_valid_json(ref.arguments):
+        return f"Tool call {ref.id} ({tool.name}) arguments in the history are not a JSON object."
+    if tool.input_schema is None:
+        return None
+    problem = schema_problem(tool.input_schema, ref.args)
+    if problem is None:
+        return None
+    where = "/".join(str(part) for part in problem.path)
+    place = f" at {where}" if where else ""
+    return (
+        f"Tool call {ref.id} ({tool.name}) arguments in the history are invalid{place}: "
+        f"{problem.message}"
     )
