@@ -80,6 +80,8 @@ class Session:
     bridge: BrowserBridge
     changed: asyncio.Event
     task: asyncio.Task[None] | None = None
+    #: The saved client state (the Reflex state's `_client_json`) this session last matched.
+    saved: str = ""
 
     @property
     def busy(self) -> bool:
@@ -139,9 +141,17 @@ def actor_from(headers: Mapping[str, str]) -> str | None:
 
 
 def session_for(token: str, saved: str = "", actor: str | None = None) -> Session:
-    """The tab's live session, rebuilt from its saved client state when needed."""
+    """The tab's live session, rebuilt from its saved client state when needed.
+
+    The registry is per process and a tab's socket can move between workers, so a session
+    made here earlier is kept only while it runs or still matches the saved state: another
+    worker may have moved the conversation on since (then it is rebuilt from `saved`).
+    """
     session = _sessions.get(token)
-    if session is not None:
+    if session is not None and (
+        session.busy or saved in ("", session.saved) or saved == session.client.state.to_json()
+    ):
+        session.saved = saved or session.saved
         return session
     assert _backend.connection is not None, "call chat_app.ui.session.configure first"
     bridge = BrowserBridge()
@@ -164,7 +174,7 @@ def session_for(token: str, saved: str = "", actor: str | None = None) -> Sessio
         client = ChatClient(
             _backend.connection(), tools=tools, on_change=on_change, forwarded_props=props
         )
-    session = Session(client=client, bridge=bridge, changed=changed)
+    session = Session(client=client, bridge=bridge, changed=changed, saved=saved)
     _sessions[token] = session
     return session
 

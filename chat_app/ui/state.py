@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import reflex as rx
+from reflex.istate.manager import get_state_manager
 
 from chat_app.client import (
     ChatClient,
@@ -65,6 +66,12 @@ class ChatState(rx.State):
     draft: str = ""
     held: bool = False
     focus_decision: str = ""
+
+    #: The client token this tab's conversation was last shown under, kept in the tab's
+    #: sessionStorage. Reflex gives a reconnecting tab a new token, and so an empty state,
+    #: when the old token's socket record outlived its worker (a killed worker;
+    #: reflex-dev/reflex#6345); `on_load` then takes the conversation over from the old state.
+    shown_under: str = rx.SessionStorage("", name="chat_app_shown_under")
 
     _client_json: str = ""
     _memory: dict[str, FormMemory] = {}
@@ -133,11 +140,24 @@ class ChatState(rx.State):
 
     # --- page lifecycle -----------------------------------------------------------------
 
+    async def _loaded_session(self) -> sessions.Session:
+        """The tab's session, after taking its conversation over from the tab's old token.
+
+        A click can reach the new token before `on_load` does, so deciding loads it too.
+        """
+        token = self.router.session.client_token
+        if self.shown_under not in ("", token) and not self.messages and not self.running:
+            self._client_json, self._memory = await _saved_conversation(self.shown_under)
+            sessions.forget(token)  # an event may have made an empty session already
+        self.shown_under = token
+        return self._session()
+
     @rx.event
-    def on_load(self) -> None:
+    async def on_load(self) -> None:
         """Show the tab's conversation, pending decisions included (also after a reload)."""
-        self._refresh(self._session().client)
-        self.running = self._session().busy
+        session = await self._loaded_session()
+        self._refresh(session.client)
+        self.running = session.busy
 
     # --- composer -----------------------------------------------------------------------
 
@@ -179,22 +199,22 @@ class ChatState(rx.State):
         self._refresh(self._session().client)
 
     @rx.event
-    def approve(self, interrupt_id: str) -> Any:
-        return self._decide(interrupt_id, "approve", {})
+    async def approve(self, interrupt_id: str) -> Any:
+        return await self._decide(interrupt_id, "approve", {})
 
     @rx.event
-    def reject(self, interrupt_id: str) -> Any:
-        return self._decide(interrupt_id, "reject", {})
+    async def reject(self, interrupt_id: str) -> Any:
+        return await self._decide(interrupt_id, "reject", {})
 
     @rx.event
-    def submit_form(self, form_data: dict[str, Any]) -> Any:
+    async def submit_form(self, form_data: dict[str, Any]) -> Any:
         """Every decision form posts here; hidden inputs say which decision and which form."""
         interrupt_id = str(form_data.pop("__interrupt", ""))
         form = str(form_data.pop("__form", ""))
-        return self._decide(interrupt_id, form, form_data)
+        return await self._decide(interrupt_id, form, form_data)
 
-    def _decide(self, interrupt_id: str, form: str, data: dict[str, Any]) -> Any:
-        client = self._session().client
+    async def _decide(self, interrupt_id: str, form: str, data: dict[str, Any]) -> Any:
+        client = (await self._loaded_session()).client
         item = next((i for i in client.interrupts if i.id == interrupt_id), None)
         if item is None or self.resuming:
             return None
@@ -356,3 +376,11 @@ class ChatState(rx.State):
             if self._stop:
                 self.run_error = "Stopped."
                 self._stop = False
+
+
+async def _saved_conversation(token: str) -> tuple[str, dict[str, FormMemory]]:
+    """The client state and form memory saved in another token's `ChatState`."""
+    root = await get_state_manager().get_state(rx.BaseStateToken(ident=token, cls=ChatState))
+    saved = root.get_substate(ChatState.get_full_name().split("."))
+    assert isinstance(saved, ChatState)
+    return saved._client_json, dict(saved._memory)
