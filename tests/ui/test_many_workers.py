@@ -18,8 +18,9 @@ an empty state (reflex-dev/reflex#6345). The page takes the conversation over fr
 token's state (`ChatState.shown_under`); before that, every tab of the dead worker lost its
 conversation and its pending decision on screen.
 
-The app runs under `respawning_reflex.py`: Reflex 0.10.1 does not ask granian to replace a
-dead worker, so with the plain `reflex run` one killed worker stops the whole app.
+The app runs under `python -m chat_app.launch`, as `make run` serves it: Reflex 0.10.1 does
+not ask granian to replace a dead worker, so with the plain `reflex run` one killed worker
+stops the whole app.
 
 The last test is the registry half without a browser: a worker that served a tab before must
 not bring back the tab's old state after another worker moved the conversation on.
@@ -69,7 +70,6 @@ BUSY_TABS = 8
 #: Generous: 50 tabs on two cores, and a worker respawning in the middle.
 WAIT_MS = 180_000
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
-LAUNCHER = Path(__file__).resolve().with_name("respawning_reflex.py")
 SPAWNED = re.compile(r"Spawning worker-(\d+) with PID: (\d+)")
 RECEIPT = re.compile(r"Receipt id: (rcpt-[0-9a-f]+)")
 TOKEN_JS = "sessionStorage.getItem('token')"
@@ -161,7 +161,6 @@ def _copy_app(target: Path) -> None:
             destination = target / name
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, destination)
-    shutil.copy2(LAUNCHER, target / LAUNCHER.name)
 
 
 def _wait_for(what: str, check: Callable[[], bool], app: ManyWorkersApp, timeout: float) -> None:
@@ -190,7 +189,7 @@ def many_workers_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManyW
             CHAT_APP_DEMO_TOKEN_DELAY_MS="0",
         )
         log_path = root / "reflex-run.log"
-        cmd = [sys.executable, LAUNCHER.name, "run", "--env", "prod", "--single-port",
+        cmd = [sys.executable, "-m", "chat_app.launch", "run", "--env", "prod", "--single-port",
                "--backend-port", str(port)]  # fmt: skip
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(

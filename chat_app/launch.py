@@ -1,12 +1,13 @@
-"""`reflex …` with granian respawning a backend worker that dies (used by test_many_workers).
+"""`reflex …`, with granian replacing a backend worker that dies: how the app is served.
 
-Run as a script in place of the `reflex` command: `python respawning_reflex.py run --env prod`.
+`python -m chat_app.launch run --env prod --single-port` in place of `reflex run …` (`make run`
+does this).
 
 Reflex 0.10.1 builds its granian server without `respawn_failed_workers`, which granian
 leaves off by default, and then ONE worker that dies (SIGKILL, out of memory) makes granian
-shut the whole server down: every other worker is stopped and `reflex run` exits. A
-deployment runs the workers under a supervisor that replaces a dead one; this script is that
-supervisor for the test, and changes nothing else.
+shut the whole server down: every other worker is stopped and `reflex run` exits. With
+several workers behind Redis, a worker that dies mid-pause must cost nothing: this launcher
+turns that one setting on and changes nothing else (tests/ui/test_many_workers.py kills one).
 """
 
 from __future__ import annotations
