@@ -29,6 +29,7 @@ not bring back the tab's old state after another worker moved the conversation o
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import re
 import shutil
@@ -430,11 +431,17 @@ def test_fifty_tabs_pause_and_resume_across_a_killed_worker(
     )
 
 
-async def test_a_worker_that_served_a_tab_before_picks_up_where_another_left_it(
+def test_a_worker_that_served_a_tab_before_picks_up_where_another_left_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Worker B's registry still holds the tab as it paused there; meanwhile the tab moved to
     worker C and approved. Back on B, the tab's saved state (from Redis) is the truth."""
+    # Its own thread and loop: the sync Playwright fixtures of this session own this thread's.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, _registry_scenario(monkeypatch)).result()
+
+
+async def _registry_scenario(monkeypatch: pytest.MonkeyPatch) -> None:
     agent = build_demo_agent()
     manifest = {"tools": agent.tool_manifest()}
     monkeypatch.setattr(sessions, "_backend", sessions._Backend())
