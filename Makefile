@@ -100,7 +100,7 @@ endif
 # --- commands -----------------------------------------------------------------
 
 run: setup
-	$(REFLEX) run --env prod --single-port --backend-port $${PORT:-8000}
+	$(PY) -m chat_app.launch run --env prod --single-port --backend-port $${PORT:-8000}
 
 test: setup-test
 	$(PY) -m pytest
