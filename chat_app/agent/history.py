@@ -49,8 +49,11 @@ class ToolCallRef:
 
 def _is_result(message: ToolMessage) -> bool:
     # A tool message that only marks a pending execution is not a result.
+    text = str(message.content)
+    if "pendingExecution" not in text and "\\u" not in text:
+        return True  # no such key, however the JSON is written: nothing to parse
     try:
-        content = json.loads(str(message.content))
+        content = json.loads(text)
     except (json.JSONDecodeError, TypeError):
         return True
     return not (isinstance(content, dict) and content.get("pendingExecution") is True)

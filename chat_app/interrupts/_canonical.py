@@ -20,6 +20,7 @@ rejected.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import re
@@ -48,6 +49,11 @@ _ORJSON_SORTED = _ORJSON_UNSORTED | orjson.OPT_SORT_KEYS
 # A run of sixteen digits may be an integer past 2**53.
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _SIXTEEN_ZEROS = b"0" * 16
+# The `.0` orjson writes at the end of an integral float (`24.0`); JavaScript writes `24`.
+_INTEGRAL_FRACTION = re.compile(rb"\.0(?=[,\]}])")
+# The exponents where orjson's notation differs from JavaScript's (`1e-6` is `0.000001`,
+# `1e+16`..`1e+20` are written in full); every other exponent is written alike.
+_JS_WRITES_IN_FULL = re.compile(rb"e(?:-6|\+1[6-9]|\+20)(?=[,\]}]|$)")
 
 
 def canonical_interrupt_json(value: object) -> str:
@@ -91,33 +97,55 @@ def _dumps(value: object, *, sort_keys: bool) -> str:
         # nesting: the exact encoder decides, walking in TanStack's order and raising
         # TanStack's TypeError.
         return _exact(value, sort_keys=sort_keys)
-    if not _orjson_agrees(data, value, sort_keys=sort_keys):
+    # Integral floats (`24.0`, as Python writes them) are the common difference: drop their
+    # `.0`. A `.0` dropped inside a string is caught when `_orjson_agrees` reads the text back.
+    # (A regex search for a two-byte literal beats `in` here.)
+    edited = False
+    trimmed, count = _INTEGRAL_FRACTION.subn(b"", data)
+    if count and b"-0.0" not in data:
+        data, edited = trimmed, True
+    if not _orjson_agrees(data, value, sort_keys=sort_keys, edited=edited):
         return _exact(value, sort_keys=sort_keys)
     return data.decode()
 
 
-def _orjson_agrees(data: bytes, value: object, *, sort_keys: bool) -> bool:
+def _orjson_agrees(data: bytes, value: object, *, sort_keys: bool, edited: bool) -> bool:
     """Whether orjson wrote `value` exactly as JavaScript would.
 
     Every check is a byte search over the output, cheaper than the encoding. orjson differs
-    from JavaScript on integral floats (`1.0`, `-0.0`), on exponents (`1e-7` agrees, but
-    `1e+16` and `1.5e-5` do not), on integers past 2**53 (printed exactly, where JavaScript
-    rounds to a double), on NaN and infinities (written as `null`), and on key order when keys
-    mix U+E000..U+FFFF with astral characters (UTF-8 order against UTF-16 order). A match
-    inside a string only costs the exact path, never a wrong answer.
+    from JavaScript on integral floats (`1.0`, `-0.0`), on exponents -6 and 16..20 (`1e-7`
+    and `1e+21` agree, `1e-6` and `1e+16` do not), on integers past 2**53 (printed exactly,
+    where JavaScript rounds to a double), on NaN and infinities (written as `null`), and on
+    key order when keys mix U+E000..U+FFFF with astral characters (UTF-8 order against UTF-16
+    order). A match inside a string only costs the exact path, never a wrong answer. `edited`
+    text (integral floats' `.0` dropped) is read back and compared, as text with a `null`
+    (maybe a NaN) is.
     """
-    if b".0," in data or b".0]" in data or b".0}" in data or data.endswith(b".0"):
+    if _INTEGRAL_FRACTION.search(data) or data.endswith(b".0"):
         return False
-    if b"e+" in data or b"e-" in data:
+    if _JS_WRITES_IN_FULL.search(data):
         return False
     if _SIXTEEN_ZEROS in data.translate(_DIGITS_AS_ZERO):
         return False
-    if b"null" in data and orjson.loads(data) != value:
+    if (edited or b"null" in data) and _read_back(data) != value:
         return False
     if sort_keys and not data.isascii():
         if (b"\xee" in data or b"\xef" in data) and _ASTRAL_UTF8.search(data):
             return False
     return True
+
+
+def _read_back(data: bytes) -> object:
+    if len(data) < 65536:
+        return orjson.loads(data)
+    # Reading a large payload creates many containers; the collector would scan them all.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return orjson.loads(data)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _reject(value: object) -> object:
