@@ -29,12 +29,13 @@ export REFLEX_CHECK_LATEST_VERSION := false
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export NPM_CONFIG_UPDATE_NOTIFIER := false
 
-.PHONY: help run test lint setup setup-test bun chromium interop-js clean
+.PHONY: help run test lint bench setup setup-test bun chromium interop-js clean
 
 help:
 	@echo "make run    start the app on http://localhost:$${PORT:-8000} (PORT=… to change)"
 	@echo "make test   install test tools and a headless Chromium, then run pytest over tests/"
 	@echo "make lint   ruff + mypy over chat_app"
+	@echo "make bench  benchmarks side by side with TanStack AI -> docs/benchmarks.md (~10 min)"
 	@echo "make clean  remove build output (.web, .states); keeps .venv"
 
 # --- Python -----------------------------------------------------------------
@@ -48,6 +49,10 @@ $(VENV)/.installed-app: requirements.txt | $(PY)
 
 $(VENV)/.installed-test: requirements.txt requirements-test.txt requirements-models.txt | $(PY)
 	$(PIP) install -r requirements-test.txt
+	touch $@
+
+$(VENV)/.installed-bench: requirements-bench.txt requirements-test.txt requirements.txt | $(PY)
+	$(PIP) install -r requirements-bench.txt
 	touch $@
 
 setup: $(VENV)/.installed-app bun
@@ -104,6 +109,9 @@ run: setup
 
 test: setup-test
 	$(PY) -m pytest
+
+bench: setup-test $(VENV)/.installed-bench
+	$(PY) -m benchmarks
 
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check chat_app rxconfig.py tests/ui

@@ -1,0 +1,50 @@
+"""`python -m benchmarks [--quick] [--only NAME ...]`: run the benchmarks, write the report.
+
+Writes `docs/benchmarks.md`, `docs/benchmarks/*.png` and `docs/benchmarks/results.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import time
+from pathlib import Path
+
+from .report import log, write_report
+
+FINDINGS = Path(__file__).with_name("FINDINGS.md")
+
+ALL = ["canonical", "continuation", "http", "browser"]
+
+HEADER = (
+    "Each figure is measured in one run, ours and the reference on the same machine and the "
+    "same inputs; times are medians over repeated runs. Ratios above 1 mean chat_app is "
+    "ahead. Raw numbers: [`benchmarks/results.json`](benchmarks/results.json)."
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
+    parser.add_argument("--only", nargs="*", choices=ALL, default=ALL)
+    options = parser.parse_args()
+    started = time.monotonic()
+    sections = []
+    for name in options.only:
+        log(f"--- {name}")
+        module = importlib.import_module(f"benchmarks.bench_{name}")
+        load_before, begun = os.getloadavg()[0], time.monotonic()
+        section = module.run(options.quick)
+        section.notes.append(
+            f"_This benchmark took {time.monotonic() - begun:.0f} s; the machine's load average "
+            f"was {load_before:.1f} before it and {os.getloadavg()[0]:.1f} after._"
+        )
+        sections.append(section)
+    findings = FINDINGS.read_text() if FINDINGS.exists() and options.only == ALL else ""
+    path = write_report(sections, HEADER, time.monotonic() - started, findings)
+    log(f"wrote {path} in {time.monotonic() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,343 @@
+"""3. Pause -> resume cycles per second over HTTP, ours against a node TanStack AI server.
+
+Servers: `python -m chat_app.server` (uvicorn, one process) as shipped — sealing and the
+SQLite ledger on — and with `CHAT_APP_SECURE=0` (a bare server, like TanStack's); and
+`tests/interop/js/tanstack_server.mjs` (`chat()` with a scripted mock adapter, same phrases).
+Scripted models, no token delay.
+
+One load generator for all (httpx async, this process): C clients each loop over cycles of
+`transfer 25 to Ada` -> the approval pause (RUN_FINISHED with an interrupt outcome) -> a
+continuation approving it, built from the streamed events as a client does -> the final
+answer (RUN_FINISHED). The first request body is byte-identical for every server; the
+continuation differs only in the ids the server chose. A cycle's latency is send to final
+answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .report import INTEROP_JS, ROOT, Section, fmt, log, median, new_figure, save_figure
+
+CONCURRENCY = [1, 16, 64]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (robust to other load on the machine)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def server(kind: str) -> Iterator[tuple[str, int]]:
+    """Start one server; yield its base URL and process id."""
+    with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
+        env = {**os.environ, "CHAT_APP_DEMO_TOKEN_DELAY_MS": "0", "CHAT_APP_DATA_DIR": tmp}
+        env.pop("CHAT_APP_MODEL", None)
+        if kind == "tanstack":
+            cmd = ["node", str(INTEROP_JS / "tanstack_server.mjs"), "0"]
+            proc = subprocess.Popen(
+                cmd,
+                cwd=INTEROP_JS,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+            assert proc.stdout
+            port = int(json.loads(proc.stdout.readline())["port"])
+        else:
+            if kind == "ours-bare":
+                env["CHAT_APP_SECURE"] = "0"
+            port = _free_port()
+            cmd = [sys.executable, "-m", "chat_app.server", "--port", str(port)]
+            if kind == "ours-frozen":  # the proposed change, without editing the server
+                cmd[1:3] = ["-c", FROZEN]
+            proc = subprocess.Popen(
+                cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if httpx.get(f"{base}/api/tools", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"{kind} server did not start ({proc.poll()})")
+                time.sleep(0.2)
+            yield base, proc.pid
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+WIRE = {"events": 0, "bytes": 0}  # what the servers sent, for the per-cycle figures
+
+
+async def _events(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> list[dict]:
+    events = []
+    async with client.stream("POST", url, json=body) as response:
+        if response.status_code != 200:
+            raise RuntimeError(f"HTTP {response.status_code}: {await response.aread()!r}")
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                events.append(json.loads(line[6:]))
+                WIRE["bytes"] += len(line) + 2
+    WIRE["events"] += len(events)
+    return events
+
+
+def _assistant(events: list[dict]) -> dict[str, Any]:
+    """The assistant message a client rebuilds from the stream: text and tool calls."""
+    text, calls, message_id = "", {}, ""
+    for e in events:
+        if e["type"] == "TEXT_MESSAGE_START":
+            message_id = e["messageId"]
+        elif e["type"] == "TEXT_MESSAGE_CONTENT":
+            text += e["delta"]
+        elif e["type"] == "TOOL_CALL_START":
+            calls[e["toolCallId"]] = {
+                "id": e["toolCallId"],
+                "type": "function",
+                "function": {"name": e["toolCallName"], "arguments": ""},
+            }
+        elif e["type"] == "TOOL_CALL_ARGS":
+            calls[e["toolCallId"]]["function"]["arguments"] += e["delta"]
+    return {
+        "id": message_id,
+        "role": "assistant",
+        "content": text,
+        "toolCalls": list(calls.values()),
+    }
+
+
+async def cycle(client: httpx.AsyncClient, base: str) -> None:
+    """send -> approval pause -> approve -> final answer; raises if any step goes wrong."""
+    url = f"{base}/api/chat"
+    thread, paused_run = f"thread-{uuid.uuid4().hex[:12]}", f"run-{uuid.uuid4().hex[:12]}"
+    user = {"id": f"user-{thread}", "role": "user", "content": "transfer 25 to Ada"}
+    first = await _events(
+        client,
+        url,
+        {
+            "threadId": thread,
+            "runId": paused_run,
+            "state": {},
+            "messages": [user],
+            "tools": [],
+            "context": [],
+            "forwardedProps": {},
+        },
+    )
+    finished = first[-1]
+    interrupts = (finished.get("outcome") or {}).get("interrupts") or []
+    if finished["type"] != "RUN_FINISHED" or len(interrupts) != 1:
+        raise RuntimeError(f"expected one approval pause, got {[e['type'] for e in first]}")
+    final = await _events(
+        client,
+        url,
+        {
+            "threadId": thread,
+            "runId": f"run-{uuid.uuid4().hex[:12]}",
+            "parentRunId": paused_run,
+            "resume": [{"interruptId": interrupts[0]["id"], "status": "resolved", "payload": True}],
+            "state": {},
+            "messages": [user, _assistant(first)],
+            "tools": [],
+            "context": [],
+            "forwardedProps": {},
+        },
+    )
+    text = "".join(e["delta"] for e in final if e["type"] == "TEXT_MESSAGE_CONTENT")
+    if final[-1]["type"] != "RUN_FINISHED" or "rcpt" not in text:
+        raise RuntimeError(f"expected the receipt, got {[e['type'] for e in final]} {text!r}")
+
+
+async def load(base: str, concurrency: int, cycles: int, pid: int) -> dict[str, float]:
+    """Run `cycles` cycles from `concurrency` clients: throughput, latency percentiles, and
+    the server's CPU time per cycle. Each client has its own httpx client and connection (one
+    shared pool of 64 connections costs the load generator more CPU than the servers use)."""
+    latencies: list[float] = []
+    remaining = cycles
+
+    async def worker() -> None:
+        nonlocal remaining
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        async with httpx.AsyncClient(limits=limits, timeout=120) as client:
+            await client.get(f"{base}/api/tools")  # connect before the clock starts
+            await ready.wait()
+            while remaining > 0:
+                remaining -= 1
+                start = time.perf_counter()
+                await cycle(client, base)
+                latencies.append(time.perf_counter() - start)
+
+    ready = asyncio.Event()
+    workers = [asyncio.ensure_future(worker()) for _ in range(concurrency)]
+    await asyncio.sleep(0.5)  # let every client connect
+    WIRE.update(events=0, bytes=0)
+    started, cpu = time.perf_counter(), cpu_seconds(pid)
+    ready.set()
+    await asyncio.gather(*workers)
+    elapsed, cpu = time.perf_counter() - started, cpu_seconds(pid) - cpu
+    latencies.sort()
+
+    def pct(p: float) -> float:
+        return latencies[min(len(latencies) - 1, int(p * len(latencies)))]
+
+    return {
+        "events": WIRE["events"] / len(latencies),
+        "bytes": WIRE["bytes"] / len(latencies),
+        "cps": len(latencies) / elapsed,
+        "p50": pct(0.50),
+        "p99": pct(0.99),
+        "cpu_ms": cpu / len(latencies) * 1e3,
+    }
+
+
+# `python -m chat_app.server`, with `gc.freeze()` once everything is imported.
+FROZEN = (
+    "import gc, sys; from chat_app.server.__main__ import main; "
+    "sys.argv[0] = 'chat_app.server'; gc.freeze(); main()"
+)
+SERVERS = {
+    "ours": "ours (as shipped: sealed, ledger)",
+    "ours-frozen": "ours as shipped + `gc.freeze()` at start-up (proposed)",
+    "ours-bare": "ours, CHAT_APP_SECURE=0",
+    "tanstack": "TanStack AI (node)",
+}
+
+
+CYCLES = {1: 40, 16: 160, 64: 256}  # per round and server
+
+
+def run(quick: bool) -> Section:
+    rounds = 3
+    cycles = {c: n // 2 for c, n in CYCLES.items()} if quick else CYCLES
+    results: dict[str, dict[int, list[dict[str, float]]]] = {k: {} for k in SERVERS}
+    with ExitStack() as exits:  # all servers up at once, rounds interleaved
+        bases = {kind: exits.enter_context(server(kind)) for kind in SERVERS}
+        for base, pid in bases.values():
+            asyncio.run(load(base, 4, 16, pid))  # warm-up (JIT, imports, the SQLite file)
+        for round_ in range(rounds):
+            for c in CONCURRENCY:
+                for kind, (base, pid) in bases.items():
+                    figures = asyncio.run(load(base, c, cycles[c], pid))
+                    results[kind].setdefault(c, []).append(figures)
+                    log(
+                        f"http round {round_ + 1} C={c} {kind}: {figures['cps']:.0f} cycles/s, "
+                        f"p50 {figures['p50'] * 1e3:.1f} ms, p99 {figures['p99'] * 1e3:.1f} ms, "
+                        f"server CPU {figures['cpu_ms']:.1f} ms/cycle"
+                    )
+    return _section(results, rounds)
+
+
+def _med(samples: list[dict[str, float]], key: str) -> float:
+    return median([s[key] for s in samples])
+
+
+def _section(results: dict[str, dict[int, list[dict[str, float]]]], rounds: int) -> Section:
+    rows = []
+    for c in CONCURRENCY:
+        ref = results["tanstack"][c]
+        for kind, label in SERVERS.items():
+            got = results[kind][c]
+            ratio = "" if kind == "tanstack" else f"**{_med(got, 'cps') / _med(ref, 'cps'):.2f}×**"
+            p99 = "" if kind == "tanstack" else f"{_med(got, 'p99') / _med(ref, 'p99'):.2f}"
+            cpu = "" if kind == "tanstack" else f"{_med(got, 'cpu_ms') / _med(ref, 'cpu_ms'):.2f}"
+            rows.append(
+                [
+                    c,
+                    label,
+                    fmt(_med(got, "cps")),
+                    ratio,
+                    fmt(_med(got, "p50") * 1e3),
+                    fmt(_med(got, "p99") * 1e3),
+                    p99,
+                    fmt(_med(got, "cpu_ms")),
+                    cpu,
+                    f"{_med(got, 'events'):.0f} / {_med(got, 'bytes') / 1024:.1f} KiB",
+                ]
+            )
+    data = {k: {str(c): v for c, v in per.items()} for k, per in results.items()}
+    per_round = ", ".join(f"{n} cycles at C={c}" for c, n in CYCLES.items())
+    return Section(
+        title="3. Pause → resume cycles per second over HTTP",
+        intro=(
+            "Each cycle: POST `transfer 25 to Ada` → approval pause → POST the continuation "
+            "approving it (rebuilt from the streamed events) → final answer with the receipt. "
+            "C concurrent clients in one httpx async load generator (in the benchmark "
+            "process, on the same cores as the servers), each with its own keep-alive "
+            "connection; the server CPU time per cycle (from `/proc`) is what other load on "
+            "the machine disturbs least. The servers "
+            "run one process each, scripted models, no token delay (`CHAT_APP_DEMO_TOKEN_DELAY"
+            f"_MS=0`). Per round and server: {per_round}; medians of {rounds} interleaved "
+            "rounds. Goal: at least TanStack's "
+            "throughput, p99 no worse (p99 ratio ≤ 1)."
+        ),
+        headers=[
+            "C clients",
+            "server",
+            "cycles/s",
+            "throughput vs TanStack",
+            "p50 ms",
+            "p99 ms",
+            "p99 / TanStack p99",
+            "server CPU ms / cycle",
+            "CPU / TanStack CPU",
+            "events / bytes sent per cycle",
+        ],
+        rows=rows,
+        notes=[
+            "Ours as shipped also seals every tool call id (HMAC), commits each answer "
+            "exactly once in the SQLite ledger and appends pause, decision and execution "
+            "records to the hash-chained audit trail; uvicorn writes an access log line per "
+            "request (to /dev/null here). TanStack's server does none of these. The scripted "
+            "models differ in how they stream: ours word by word (one TEXT_MESSAGE_CONTENT "
+            "per word), the TanStack server's mock adapter one delta per message, and ours "
+            "adds a MESSAGES_SNAPSHOT before each pause (the last column); the load "
+            "generator's work, on the same cores, grows with what it reads."
+        ],
+        plots=[_plot(results)],
+        data=data,
+    )
+
+
+def _plot(results: dict[str, dict[int, list[dict[str, float]]]]) -> str:
+    fig, ax = new_figure("Pause → resume cycles per second", "concurrent clients", "cycles/s")
+    for kind, label in SERVERS.items():
+        ax.plot(
+            CONCURRENCY, [_med(results[kind][c], "cps") for c in CONCURRENCY], "o-", label=label
+        )
+    ax.set_xscale("log")
+    ax.set_xticks(CONCURRENCY, [str(c) for c in CONCURRENCY])
+    ax.set_ylim(bottom=0)
+    ax.legend()
+    return save_figure(fig, "http.png")

@@ -1,0 +1,199 @@
+"""Shared helpers: timing, the node side, results and the markdown/PNG report.
+
+Every benchmark module has `run(quick: bool) -> Section`; `python -m benchmarks` runs them
+and `write_report` turns the sections into `docs/benchmarks.md` and `docs/benchmarks/*.png`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+JS_DIR = Path(__file__).resolve().parent / "js"
+INTEROP_JS = ROOT / "tests" / "interop" / "js"
+DOCS = ROOT / "docs"
+PLOTS = DOCS / "benchmarks"
+
+
+@dataclass
+class Section:
+    """One benchmark's part of the report."""
+
+    title: str
+    intro: str
+    headers: list[str]
+    rows: list[list[Any]]
+    notes: list[str] = field(default_factory=list)
+    plots: list[str] = field(default_factory=list)  # file names under docs/benchmarks/
+    data: dict[str, Any] = field(default_factory=dict)  # raw figures, for results.json
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def calibrate(fn: Callable[[], object], min_seconds: float) -> int:
+    """How many calls of `fn` take about `min_seconds` (after a warm-up call)."""
+    fn()
+    loops = 1
+    while True:
+        spent = sample(fn, loops) * loops
+        if spent >= min_seconds / 4 or loops >= 1 << 22:
+            return max(1, round(loops * min_seconds / max(spent, 1e-9)))
+        loops *= 2
+
+
+def sample(fn: Callable[[], object], loops: int) -> float:
+    """Mean seconds per call over `loops` calls."""
+    start = time.perf_counter()
+    for _ in range(loops):
+        fn()
+    return (time.perf_counter() - start) / loops
+
+
+class Node:
+    """A long-lived `node benchmarks/js/<script>` answering one JSON line per request line."""
+
+    def __init__(self, script: str, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            ["node", str(JS_DIR / script), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "TZ": "UTC", "INTEROP_JS": str(INTEROP_JS)},
+        )
+
+    def ask(self, line: str) -> Any:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline()
+        if not answer:
+            raise RuntimeError(f"node exited ({self.proc.wait()}) on request {line[:200]!r}")
+        return json.loads(answer)
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self) -> Node:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def fmt(value: float, digits: int = 3) -> str:
+    """A number with `digits` significant digits, without scientific notation when small."""
+    if value == 0:
+        return "0"
+    if abs(value) >= 10 ** (digits - 1):
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}"
+
+
+def loglog_slope(xs: list[float], ys: list[float]) -> float:
+    """Least-squares slope of log(y) against log(x): the growth exponent."""
+    import math
+
+    lx = [math.log(x) for x in xs]
+    ly = [math.log(y) for y in ys]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    den = sum((x - mx) ** 2 for x in lx)
+    return sum((x - mx) * (y - my) for x, y in zip(lx, ly, strict=True)) / den
+
+
+def new_figure(title: str, xlabel: str, ylabel: str) -> tuple[Any, Any]:
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    return fig, ax
+
+
+def save_figure(fig: Any, name: str) -> str:
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(PLOTS / name)
+    plt.close(fig)
+    return name
+
+
+def environment() -> dict[str, str]:
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False)
+    pkg = INTEROP_JS / "node_modules" / "@tanstack" / "ai" / "package.json"
+    tanstack = json.loads(pkg.read_text())["version"] if pkg.exists() else "?"
+    return {
+        "python": platform.python_version(),
+        "node": node.stdout.strip(),
+        "@tanstack/ai": tanstack,
+        "cpu": f"{os.cpu_count()} cores, {platform.machine()}",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return fmt(value)
+    return str(value)
+
+
+def write_report(sections: list[Section], header: str, elapsed: float, findings: str) -> Path:
+    """Write docs/benchmarks.md (the sections, then the hand-written findings) and the raw
+    numbers to docs/benchmarks/results.json."""
+    env = environment()
+    lines = [
+        "# Benchmarks: chat_app side by side with TanStack AI",
+        "",
+        "Generated by `make bench` (`.venv/bin/python -m benchmarks`); do not edit by hand.",
+        f"Run on {env['date']}: Python {env['python']}, node {env['node']}, "
+        f"`@tanstack/ai` {env['@tanstack/ai']}, {env['cpu']}; the whole run took "
+        f"{elapsed / 60:.1f} min.",
+        "",
+        header,
+        "",
+    ]
+    for section in sections:
+        lines += [f"## {section.title}", "", section.intro, ""]
+        if section.rows:
+            lines.append("| " + " | ".join(section.headers) + " |")
+            lines.append("|" + "---|" * len(section.headers))
+            lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in section.rows]
+            lines.append("")
+        for note in section.notes:
+            lines += [note, ""]
+        for plot in section.plots:
+            lines += [f"![{plot}](benchmarks/{plot})", ""]
+    if findings:
+        lines += [findings.strip(), ""]
+    path = DOCS / "benchmarks.md"
+    path.write_text("\n".join(lines).rstrip() + "\n")
+    raw = {"environment": env, "sections": {s.title: s.data for s in sections}}
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    (PLOTS / "results.json").write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
