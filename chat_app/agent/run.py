@@ -130,6 +130,7 @@ class _Run:
         self.agent = agent
         self.input = input
         self.messages: list[Message] = list(input.messages)
+        self._tool_positions: dict[str, int] | None = None
         self.model_name = agent.model.name
         self.ctx = RunContext(
             thread_id=input.thread_id,
@@ -302,11 +303,18 @@ class _Run:
         # (`{"approved":…,"pendingExecution":true,…}`); the real result replaces it, so the
         # model sees exactly one result per call (as TanStack's engine does, issue #532).
         message = tool_message(call_id, content, error=error)
-        for index, existing in enumerate(self.messages):
-            if isinstance(existing, ToolMessage) and existing.tool_call_id == call_id:
-                self.messages[index] = message
-                break
+        if self._tool_positions is None:
+            # One pass over the history per run, not one per result.
+            self._tool_positions = {
+                existing.tool_call_id: index
+                for index, existing in enumerate(self.messages)
+                if isinstance(existing, ToolMessage)
+            }
+        index = self._tool_positions.get(call_id)
+        if index is not None:
+            self.messages[index] = message
         else:
+            self._tool_positions[call_id] = len(self.messages)
             self.messages.append(message)
         return events.tool_result(message_id, call_id, content, self.now(), error=error)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 
 import uvicorn
 
@@ -19,6 +20,8 @@ def main() -> None:
     options = parser.parse_args()
     security = security_from_env()
     agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger)
+    # Everything imported so far lives as long as the server: keep it out of every GC pass.
+    gc.freeze()
     uvicorn.run(create_app(agent), host=options.host, port=options.port, log_level="info")
 
 
