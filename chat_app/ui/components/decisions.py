@@ -43,6 +43,14 @@ def _arguments(decision: DecisionView) -> rx.Component:
     )
 
 
+def _panel(
+    decision: DecisionView, form: str, fields: object, submit: str, color: str
+) -> tuple[str, rx.Component]:
+    """One `rx.match` case: the form that opens under Approve…, Reject… or Edit arguments."""
+    button = rx.button(submit, type="submit", color_scheme=color, class_name="submit")
+    return form, schema_form(decision.id, form, fields, button, key=decision.id + "-" + form)
+
+
 def approval_controls(decision: DecisionView) -> rx.Component:
     """Approve, Reject (with a reason form when the schema asks), Edit arguments, Cancel."""
     is_focus = decision.id == ChatState.focus_decision
@@ -105,41 +113,9 @@ def approval_controls(decision: DecisionView) -> rx.Component:
         ),
         rx.match(
             decision.panel,
-            (
-                "approve",
-                schema_form(
-                    decision.id,
-                    "approve",
-                    decision.approve_fields,
-                    rx.button("Approve", type="submit", color_scheme="green", class_name="submit"),
-                    key=decision.id + "-approve",
-                ),
-            ),
-            (
-                "reject",
-                schema_form(
-                    decision.id,
-                    "reject",
-                    decision.reject_fields,
-                    rx.button("Reject", type="submit", color_scheme="red", class_name="submit"),
-                    key=decision.id + "-reject",
-                ),
-            ),
-            (
-                "edit",
-                schema_form(
-                    decision.id,
-                    "edit",
-                    decision.edit_fields,
-                    rx.button(
-                        "Approve with changes",
-                        type="submit",
-                        color_scheme="green",
-                        class_name="submit",
-                    ),
-                    key=decision.id + "-edit",
-                ),
-            ),
+            _panel(decision, "approve", decision.approve_fields, "Approve", "green"),
+            _panel(decision, "reject", decision.reject_fields, "Reject", "red"),
+            _panel(decision, "edit", decision.edit_fields, "Approve with changes", "green"),
             rx.fragment(),
         ),
         _error(decision),
