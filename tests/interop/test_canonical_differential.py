@@ -2,7 +2,7 @@
 
 Every input is a JSON *text*.  The Python side parses it with :func:`json.loads`, the Node
 side with ``JSON.parse`` (the text crosses the pipe as a JSON string, escaped with
-``ensure_ascii=True``), so number parsing, duplicate keys and ``\\uXXXX`` escapes are each
+``ensure_ascii=True``), so number parsing, duplicate keys and ``\\u`` escapes are each
 resolved by the platform's own parser — exactly as when both ends read the same bytes off
 the wire.  Then ``canonical_interrupt_json`` / ``canonicalInterruptJson`` and the digest
 must agree byte for byte, or both must raise ``TypeError`` with the same message.
