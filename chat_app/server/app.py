@@ -9,11 +9,18 @@ with HTTP 200, as in TanStack AI.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import math
+import operator
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from functools import partial
+from itertools import chain, compress
+from typing import Any
 
+import orjson
 from ag_ui.core import RunAgentInput
 from pydantic import ValidationError
 from starlette.applications import Starlette
@@ -98,25 +105,72 @@ async def _read_run_input(request: Request, limit: int) -> RunAgentInput:
         body.extend(chunk)
         if len(body) > limit:
             raise BadRequest(f"Request body is larger than {limit} bytes.", 413)
+    return parse_run_input(bytes(body))
+
+
+def parse_run_input(body: bytes) -> RunAgentInput:
+    """A request body as a `RunAgentInput`, or `BadRequest` naming what is wrong with it."""
+    with _collector_paused(len(body)):
+        data = _parse_json(body)
+        if not isinstance(data, dict):
+            raise BadRequest("Request body must be a JSON object (an AG-UI RunAgentInput).")
+        if _too_deep(data, MAX_NESTING):
+            raise BadRequest("Request body is nested too deeply.")
+        # AG-UI 1.0 makes tools, context and state optional; TanStack's client always sends them.
+        try:
+            return RunAgentInput.model_validate(data)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "body"
+            raise BadRequest(f"Invalid AG-UI RunAgentInput: {where}: {first['msg']}.") from None
+
+
+@contextmanager
+def _collector_paused(size: int) -> Iterator[None]:
+    """A large body becomes ~10 objects per 100 bytes, none of them in a cycle; the cyclic
+    collector would otherwise walk them (and everything older) several times over."""
+    enabled = gc.isenabled()
+    if enabled and size >= _PAUSE_COLLECTOR_FROM:
+        gc.disable()
     try:
-        data = json.loads(
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+_PAUSE_COLLECTOR_FROM = 64 * 1024
+# 19 digits in a row: an integer orjson would read as a float (past 64 bits), or one the exact
+# reader must refuse (it reads as Infinity in JavaScript, or passes Python's digit limit).
+_LONG_DIGIT_RUN = b"0" * 19
+_DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+
+
+def _parse_json(body: bytes) -> object:
+    """orjson when it reads the body as the exact reader would; the exact reader otherwise.
+
+    orjson refuses NaN, Infinity and numbers past 1.8e308 as the exact reader does, but reads
+    integers past 64 bits as floats, and refuses some texts the exact reader takes (lone
+    surrogates, UTF-16, a BOM): those, and every refusal (for its wording), go to the exact
+    reader.
+    """
+    if _LONG_DIGIT_RUN not in body.translate(_DIGITS_TO_ZERO):
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass
+    return _parse_json_exactly(body)
+
+
+def _parse_json_exactly(body: bytes) -> object:
+    try:
+        return json.loads(
             body, parse_int=_finite_int, parse_float=_finite_float, parse_constant=_no_constant
         )
     except RecursionError:
         raise BadRequest("Request body is nested too deeply.") from None
     except ValueError as error:  # also UnicodeDecodeError and the numbers refused below
         raise BadRequest(f"Request body is not valid JSON: {error}.") from None
-    if not isinstance(data, dict):
-        raise BadRequest("Request body must be a JSON object (an AG-UI RunAgentInput).")
-    if _depth(data) > MAX_NESTING:
-        raise BadRequest("Request body is nested too deeply.")
-    # AG-UI 1.0 makes tools, context and state optional; TanStack's client always sends them.
-    try:
-        return RunAgentInput.model_validate(data)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "body"
-        raise BadRequest(f"Invalid AG-UI RunAgentInput: {where}: {first['msg']}.") from None
 
 
 # A number JavaScript reads as Infinity, and NaN/Infinity (not JSON at all), could not be put
@@ -138,15 +192,27 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON value")
 
 
-def _depth(value: object) -> int:
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if deepest > MAX_NESTING:
-            return deepest
-        if isinstance(item, dict):
-            stack.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
-    return deepest
+def _too_deep(value: dict[str, Any] | list[Any], limit: int) -> bool:
+    """Whether any value in the container sits deeper than `limit` (the container itself is at
+    depth 1).
+
+    Walks level by level with the per-value work in C (a large body holds tens of thousands of
+    values): each level's containers are picked by type among all the values of the last.
+    """
+    level: list[Any] = [value]
+    depth = 1
+    while level:
+        if depth > limit or (depth == limit and any(map(len, level))):
+            return True  # a container past the limit, or one at it with children below
+        dicts = compress(level, map(_IS_DICT, map(type, level)))
+        lists = compress(level, map(_IS_LIST, map(type, level)))
+        values = list(chain.from_iterable(map(dict.values, dicts)))
+        values.extend(chain.from_iterable(lists))
+        level = list(compress(values, map(_CONTAINER_TYPES.__contains__, map(type, values))))
+        depth += 1
+    return False
+
+
+_IS_DICT = partial(operator.is_, dict)
+_IS_LIST = partial(operator.is_, list)
+_CONTAINER_TYPES = frozenset((dict, list))

@@ -1,0 +1,179 @@
+"""Reading a request body: orjson's fast path reads exactly what the exact reader reads.
+
+`parse_run_input` takes orjson when it can and the standard library's reader (with its
+number hooks) otherwise. The reference here is the exact reader alone, with the depth
+measured the plain way: every body must give the same `RunAgentInput` (same values, same
+number types) or the same refusal.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from ag_ui.core import RunAgentInput
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from chat_app.server.app import MAX_NESTING, BadRequest, _too_deep, parse_run_input
+
+from .test_fuzz import FUZZ, fresh_body, json_values, odd_json_texts
+
+
+def _reference_depth(value: object) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
+
+
+def _finite_int(text: str) -> int:
+    _finite(text)
+    return int(text)
+
+
+def _reference(body: bytes) -> RunAgentInput | str:
+    """The exact reader: a `RunAgentInput`, or the start of the refusal's message."""
+    try:
+        data = json.loads(
+            body,
+            parse_int=_finite_int,
+            parse_float=_finite,
+            parse_constant=lambda name: _finite("nan"),
+        )
+    except RecursionError:
+        return "Request body is nested too deeply."
+    except ValueError:
+        return "Request body is not valid JSON"
+    if not isinstance(data, dict):
+        return "Request body must be a JSON object"
+    if _reference_depth(data) > MAX_NESTING:
+        return "Request body is nested too deeply."
+    try:
+        return RunAgentInput.model_validate(data)
+    except ValidationError:
+        return "Invalid AG-UI RunAgentInput: "
+
+
+def _typed(value: Any) -> Any:
+    """`value` with every number tagged by its type (1 and 1.0 compare equal otherwise)."""
+    if isinstance(value, dict):
+        return {key: _typed(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [_typed(child) for child in value]
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN!"
+    return (type(value).__name__, value)
+
+
+def assert_read_as_reference(body: bytes) -> None:
+    expected = _reference(body)
+    try:
+        got: RunAgentInput | str = parse_run_input(body)
+    except BadRequest as error:
+        got = str(error)
+    if isinstance(expected, str):
+        assert isinstance(got, str) and got.startswith(expected), (expected, got)
+    else:
+        assert isinstance(got, RunAgentInput), got
+        assert _typed(got.model_dump(by_alias=True)) == _typed(expected.model_dump(by_alias=True))
+
+
+def _body_with(value_text: str, pad: int = 0) -> bytes:
+    body = {**fresh_body(), "state": "X", "forwardedProps": {"pad": "p" * pad}}
+    return json.dumps(body).replace('"X"', value_text, 1).encode()
+
+
+@FUZZ
+@given(json_values, st.sampled_from([0, 70_000]))
+def test_any_json_value_reads_as_the_exact_reader_reads_it(value: Any, pad: int) -> None:
+    assert_read_as_reference(_body_with(json.dumps(value), pad))
+
+
+@FUZZ
+@given(odd_json_texts(), st.sampled_from(["utf-8", "utf-16"]))
+def test_odd_json_texts_read_or_refused_as_the_exact_reader_does(text: str, codec: str) -> None:
+    assert_read_as_reference(text.encode(codec, "surrogatepass"))
+
+
+@pytest.mark.parametrize(
+    "number",
+    [
+        str(2**63 - 1),
+        str(2**63),
+        str(2**64),
+        str(-(2**63) - 1),
+        str(10**300),
+        "-" + str(2**1000),
+        "1" * 4300,
+        "1e308",
+        "1.7976931348623157e308",
+        "1.7976931348623159e308",
+        "1e-400",
+        "-0",
+        "-0.0",
+        "12345678901234567890.5",
+    ],
+)
+def test_numbers_keep_their_exact_value_and_type(number: str) -> None:
+    assert_read_as_reference(_body_with(number))
+    assert_read_as_reference(_body_with(number, 70_000))
+
+
+def test_integers_past_64_bits_stay_integers() -> None:
+    run_input = parse_run_input(_body_with(f"[{2**64}, {-(10**300)}]"))
+    assert run_input.state == [2**64, -(10**300)]
+    assert all(type(item) is int for item in run_input.state)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['"\\ud800"', '"\\udfff\\ud800"', '"\\u0000"', '{"a": 1, "a": 2}', "NaN", "1e999", "9" * 400],
+)
+def test_texts_orjson_refuses_or_reads_differently(text: str) -> None:
+    assert_read_as_reference(_body_with(text))
+
+
+def test_a_byte_order_mark_and_utf_16_read_as_before() -> None:
+    body = json.dumps(fresh_body())
+    assert_read_as_reference(b"\xef\xbb\xbf" + body.encode())
+    assert_read_as_reference(body.encode("utf-16"))
+    assert_read_as_reference(body.encode() + b"\xff")
+
+
+@pytest.mark.parametrize("opener", ["[", '{"a":'])
+@pytest.mark.parametrize("inner", ["", "1"])
+@pytest.mark.parametrize("depth", [MAX_NESTING - 3, MAX_NESTING - 2, MAX_NESTING - 1, 500, 1100])
+def test_the_nesting_limit_is_exact(opener: str, inner: str, depth: int) -> None:
+    closer = "]" if opener == "[" else "}"
+    inner = inner if opener == "[" else (inner or "1")
+    assert_read_as_reference(_body_with(opener * depth + inner + closer * depth))
+
+
+nested_values = st.recursive(
+    st.integers() | st.text(max_size=2),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner),
+    max_leaves=30,
+)
+
+
+@settings(FUZZ, max_examples=300)
+@given(nested_values, st.integers(1, 8))
+def test_depth_check_matches_the_plain_walk(value: Any, limit: int) -> None:
+    container = {"v": value}
+    assert _too_deep(container, limit) == (_reference_depth(container) > limit)
