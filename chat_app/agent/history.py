@@ -7,9 +7,12 @@ in the history: one pass to index results, one to collect calls.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import operator
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cache, partial
+from itertools import compress
+from typing import Any, cast
 
 from ag_ui.core import AssistantMessage, Message, ToolMessage
 
@@ -59,20 +62,28 @@ def _is_result(message: ToolMessage) -> bool:
     return not (isinstance(content, dict) and content.get("pendingExecution") is True)
 
 
-def tool_calls(messages: Sequence[Message]) -> list[ToolCallRef]:
-    """Every tool call in the history, in order, marked with whether it has a result."""
-    answered = {
-        message.tool_call_id
-        for message in messages
-        if isinstance(message, ToolMessage) and _is_result(message)
-    }
+def tool_calls(
+    messages: Sequence[Message], *, reopened: Container[str] | None = None
+) -> list[ToolCallRef]:
+    """Every tool call in the history, in order, marked with whether it has a result.
+
+    With `reopened`, a call that has a result is left out unless its id is in `reopened`
+    (what a continuation needs: the calls still pending, and those it answers again).
+    """
+    # The per-message work runs in C (a history can hold tens of thousands of messages): the
+    # messages are sorted by kind, then only tool results and asking turns are looked at.
+    kinds = list(map(_kind, map(type, messages)))
+    results = cast(Iterable[ToolMessage], compress(messages, map(_IS_TOOL, kinds)))
+    answered = {message.tool_call_id for message in results if _is_result(message)}
+    turns = list(compress(messages, map(_IS_ASSISTANT, kinds)))
+    asking = cast(Iterable[AssistantMessage], compress(turns, map(_TOOL_CALLS, turns)))
     found: list[ToolCallRef] = []
-    for message in messages:
-        if not isinstance(message, AssistantMessage) or not message.tool_calls:
-            continue
-        for call in message.tool_calls:
-            metadata = getattr(call, "metadata", None) or {}
-            if metadata.get("providerExecuted") is True:
+    for message in asking:
+        for call in message.tool_calls or ():
+            has_result = call.id in answered
+            if has_result and reopened is not None and call.id not in reopened:
+                continue
+            if call.metadata and call.metadata.get("providerExecuted") is True:
                 continue
             found.append(
                 ToolCallRef(
@@ -80,10 +91,25 @@ def tool_calls(messages: Sequence[Message]) -> list[ToolCallRef]:
                     id=call.id,
                     name=call.function.name,
                     arguments=call.function.arguments,
-                    has_result=call.id in answered,
+                    has_result=has_result,
                 )
             )
     return found
+
+
+_IS_TOOL = partial(operator.is_, ToolMessage)
+_IS_ASSISTANT = partial(operator.is_, AssistantMessage)
+_TOOL_CALLS = operator.attrgetter("tool_calls")
+
+
+@cache
+def _kind(cls: type) -> type | None:
+    """`ToolMessage`, `AssistantMessage` or neither, once per class: `isinstance` on a pydantic
+    model goes through its metaclass in Python, too slow for every message of a long history."""
+    for kind in (ToolMessage, AssistantMessage):
+        if issubclass(cls, kind):
+            return kind
+    return None
 
 
 def tool_message(call_id: str, content: Any, *, error: bool = False) -> ToolMessage:

@@ -288,7 +288,14 @@ def _pending_calls(
 ) -> list[PendingCall]:
     pending: list[PendingCall] = []
     seen: set[str] = set()
-    for call in tool_calls(messages):
+    # Only a call the resume answers again can be pending once it has a result.
+    reopened = {
+        item.removeprefix(prefix)
+        for item in resume_ids
+        for prefix in (APPROVAL_ID_PREFIX, CLIENT_TOOL_ID_PREFIX)
+        if item.startswith(prefix)
+    }
+    for call in tool_calls(messages, reopened=reopened):
         answered_now = (
             APPROVAL_ID_PREFIX + call.id in resume_ids
             or CLIENT_TOOL_ID_PREFIX + call.id in resume_ids
