@@ -9,22 +9,28 @@ and only if none of them was recorded before. Two concurrent continuations of th
 batch race on that transaction; exactly one wins, and only the winner runs tools. Every
 pause, decision and execution is appended to the audit trail, where each record carries the
 SHA-256 of the previous one, so an edited or deleted record breaks the chain.
+
+The run loop awaits `commit_batch_async` / `append_async`: SQLite's writes run on the
+ledger's own thread, grouped into one transaction (see `_group_commit`), so the event loop
+never waits for the disk. The synchronous methods are for tools, tests and the UI.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sqlite3
-import threading
 import time
-from collections.abc import Iterable, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from chat_app.interrupts import canonical_interrupt_json
 
+from ._group_commit import GroupWriter
 from .seal import iso_from_epoch
 
 GENESIS = "sha256:" + "0" * 64
@@ -92,13 +98,23 @@ class AuditEntry:
 
 
 class Ledger(Protocol):
+    """Each write has a blocking form and an awaitable one; the run loop awaits."""
+
     def commit_batch(
         self, *, thread_id: str, interrupt_ids: Sequence[str], entries: Sequence[AuditEntry]
     ) -> list[str]:
         """Record the answers once; return the ids already resolved (then nothing is written)."""
 
+    async def commit_batch_async(
+        self, *, thread_id: str, interrupt_ids: Sequence[str], entries: Sequence[AuditEntry]
+    ) -> list[str]:
+        """`commit_batch`, awaited: durable when it returns."""
+
     def append(self, entries: Iterable[AuditEntry]) -> None:
         """Append audit records (pauses, executions)."""
+
+    async def append_async(self, entries: Iterable[AuditEntry]) -> None:
+        """`append`, awaited: durable when it returns."""
 
     def records(self) -> list[AuditRecord]:
         """The whole audit trail, oldest first."""
@@ -121,88 +137,112 @@ def _make_record(seq: int, prev: str, entry: AuditEntry) -> AuditRecord:
 
 
 class SQLiteLedger:
-    """The embedded ledger: one SQLite file (WAL), safe for several processes."""
+    """The embedded ledger: one SQLite file (WAL), safe for several processes.
+
+    `synchronous=FULL` (SQLite's default) stays: a commit is on disk before the caller goes
+    on, so an answer is durable before its tool runs. What makes that affordable is the
+    group commit: concurrent continuations share one transaction and one fsync.
+    """
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if str(path) != ":memory:":
+            path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._local = threading.local()
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(
-                """
-                CREATE TABLE IF NOT EXISTS resolutions (
-                    thread_id TEXT NOT NULL, interrupt_id TEXT NOT NULL, at TEXT NOT NULL,
-                    PRIMARY KEY (thread_id, interrupt_id));
-                CREATE TABLE IF NOT EXISTS audit (
-                    seq INTEGER PRIMARY KEY, record TEXT NOT NULL, hash TEXT NOT NULL);
-                """
-            )
+        self._writer = GroupWriter(lambda: _open(path), name=f"ledger:{path.name}")
+        # Drains queued writes when the ledger is dropped or the interpreter exits.
+        self._finalizer = weakref.finalize(self, self._writer.close)
+        self._writer.submit(lambda db: None).result()  # the file is usable, or raise here
 
-    def _connect(self) -> sqlite3.Connection:
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            self._local.db = db
-        return db
-
-    def _append_locked(self, db: sqlite3.Connection, entries: Iterable[AuditEntry]) -> None:
-        row = db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-        seq, prev = (row[0], row[1]) if row else (0, GENESIS)
-        for entry in entries:
-            seq += 1
-            record = _make_record(seq, prev, entry)
-            db.execute("INSERT INTO audit VALUES (?, ?, ?)", (seq, record.to_json(), record.hash))
-            prev = record.hash
+    def close(self) -> None:
+        """Write what is queued, then stop the writer thread (also done at exit)."""
+        self._finalizer()
 
     def commit_batch(
         self, *, thread_id: str, interrupt_ids: Sequence[str], entries: Sequence[AuditEntry]
     ) -> list[str]:
-        db = self._connect()
-        db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes
-        try:
-            marks = ",".join("?" * len(interrupt_ids))
-            taken = [
-                row[0]
-                for row in db.execute(
-                    f"SELECT interrupt_id FROM resolutions WHERE thread_id = ? "  # noqa: S608
-                    f"AND interrupt_id IN ({marks})",
-                    (thread_id, *interrupt_ids),
-                )
-            ]
-            if taken:
-                db.execute("ROLLBACK")
-                return sorted(taken)
-            at = _now()
-            db.executemany(
-                "INSERT INTO resolutions VALUES (?, ?, ?)",
-                [(thread_id, interrupt_id, at) for interrupt_id in interrupt_ids],
-            )
-            self._append_locked(db, entries)
-            db.execute("COMMIT")
-            return []
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
+        job = _commit_job(thread_id, list(interrupt_ids), list(entries))
+        result: list[str] = self._writer.submit(job).result()
+        return result
+
+    async def commit_batch_async(
+        self, *, thread_id: str, interrupt_ids: Sequence[str], entries: Sequence[AuditEntry]
+    ) -> list[str]:
+        job = _commit_job(thread_id, list(interrupt_ids), list(entries))
+        result: list[str] = await asyncio.wrap_future(self._writer.submit(job))
+        return result
 
     def append(self, entries: Iterable[AuditEntry]) -> None:
         entries = list(entries)
-        if not entries:
-            return
-        db = self._connect()
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            self._append_locked(db, entries)
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
+        if entries:
+            self._writer.submit(lambda db: _append(db, entries)).result()
+
+    async def append_async(self, entries: Iterable[AuditEntry]) -> None:
+        entries = list(entries)
+        if entries:
+            await asyncio.wrap_future(self._writer.submit(lambda db: _append(db, entries)))
 
     def records(self) -> list[AuditRecord]:
-        rows = self._connect().execute("SELECT record FROM audit ORDER BY seq").fetchall()
+        # Through the writer too: a `:memory:` database exists only on its connection.
+        rows = self._writer.submit(_read_records).result()
         return [AuditRecord(**json.loads(row[0])) for row in rows]
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=30, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS resolutions (
+            thread_id TEXT NOT NULL, interrupt_id TEXT NOT NULL, at TEXT NOT NULL,
+            PRIMARY KEY (thread_id, interrupt_id));
+        CREATE TABLE IF NOT EXISTS audit (
+            seq INTEGER PRIMARY KEY, record TEXT NOT NULL, hash TEXT NOT NULL);
+        """
+    )
+    return db
+
+
+def _append(db: sqlite3.Connection, entries: Iterable[AuditEntry]) -> None:
+    """Chain `entries` after the last record (inside the writer's transaction)."""
+    row = db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+    seq, prev = (row[0], row[1]) if row else (0, GENESIS)
+    rows = []
+    for entry in entries:
+        seq += 1
+        record = _make_record(seq, prev, entry)
+        rows.append((seq, record.to_json(), record.hash))
+        prev = record.hash
+    db.executemany("INSERT INTO audit VALUES (?, ?, ?)", rows)
+
+
+def _commit_job(
+    thread_id: str, interrupt_ids: list[str], entries: list[AuditEntry]
+) -> Callable[[sqlite3.Connection], list[str]]:
+    def job(db: sqlite3.Connection) -> list[str]:
+        marks = ",".join("?" * len(interrupt_ids))
+        taken = [
+            row[0]
+            for row in db.execute(
+                f"SELECT interrupt_id FROM resolutions WHERE thread_id = ? "  # noqa: S608
+                f"AND interrupt_id IN ({marks})",
+                (thread_id, *interrupt_ids),
+            )
+        ]
+        if taken:  # a replay, or lost the race: write nothing
+            return sorted(taken)
+        at = _now()
+        db.executemany(
+            "INSERT INTO resolutions VALUES (?, ?, ?)",
+            [(thread_id, interrupt_id, at) for interrupt_id in interrupt_ids],
+        )
+        _append(db, entries)
+        return []
+
+    return job
+
+
+def _read_records(db: sqlite3.Connection) -> list[tuple[str]]:
+    return db.execute("SELECT record FROM audit ORDER BY seq").fetchall()
 
 
 _COMMIT_SCRIPT = """
@@ -260,10 +300,23 @@ class RedisLedger:
         keys = [f"{self._prefix}:resolved:{thread_id}:{item}" for item in interrupt_ids]
         return sorted(self._run(keys, entries))
 
+    async def commit_batch_async(
+        self, *, thread_id: str, interrupt_ids: Sequence[str], entries: Sequence[AuditEntry]
+    ) -> list[str]:
+        # The client is synchronous (and its connection pool thread-safe): off the loop.
+        return await asyncio.to_thread(
+            self.commit_batch, thread_id=thread_id, interrupt_ids=interrupt_ids, entries=entries
+        )
+
     def append(self, entries: Iterable[AuditEntry]) -> None:
         entries = list(entries)
         if entries:
             self._run([], entries)
+
+    async def append_async(self, entries: Iterable[AuditEntry]) -> None:
+        entries = list(entries)
+        if entries:
+            await asyncio.to_thread(self._run, [], entries)
 
     def records(self) -> list[AuditRecord]:
         return [

@@ -159,14 +159,14 @@ class _Run:
             data=data,
         )
 
-    def _commit(self, plan: ResumePlan) -> None:
+    async def _commit(self, plan: ResumePlan) -> None:
         """Record the answers exactly once, before anything runs; a replay is a `conflict`."""
         ledger = self.agent.ledger
         if ledger is None:
             return
         resume = self.input.resume or []
         ids = sorted({entry.interrupt_id for entry in resume})
-        taken = ledger.commit_batch(
+        taken = await ledger.commit_batch_async(
             thread_id=self.input.thread_id,
             interrupt_ids=ids,
             entries=[self._audit("decision", decision_record(plan, entry)) for entry in resume],
@@ -208,7 +208,7 @@ class _Run:
                     now_ms=self.agent.clock() * 1000,
                     sealer=self.agent.sealer,
                 )
-                self._commit(plan)
+                await self._commit(plan)
             except InterruptResumeValidationError as error:
                 # AG-UI wants RUN_STARTED first; TanStack sends the RUN_ERROR alone, and its
                 # client reads the errors either way (checked by the interop tests).
@@ -243,7 +243,7 @@ class _Run:
                 ):
                     yield event
             if client_requests:
-                for event in self._pause(client_requests):
+                for event in await self._pause(client_requests):
                     yield event
                 return
         else:
@@ -329,15 +329,15 @@ class _Run:
         if self.agent.ledger is not None:
             record = {"toolCallId": call_id, "toolName": tool.name, "args": args,
                       "result": result, "error": failed}  # fmt: skip
-            self.agent.ledger.append([self._audit("execution", record)])
+            await self.agent.ledger.append_async([self._audit("execution", record)])
         return self._record_result(message_id, call_id, result, error=failed)
 
-    def _pause(self, interrupts: list[dict[str, Any]]) -> list[BaseEvent]:
+    async def _pause(self, interrupts: list[dict[str, Any]]) -> list[BaseEvent]:
         interrupts = interrupts + self.ctx.foreign_interrupts
         self.ctx.foreign_interrupts = []
         if self.agent.ledger is not None:
             shown = [pause_record(item) for item in interrupts]
-            self.agent.ledger.append([self._audit("pause", {"interrupts": shown})])
+            await self.agent.ledger.append_async([self._audit("pause", {"interrupts": shown})])
         return events.interrupt_terminal(
             self.input.thread_id,
             self.input.run_id,
@@ -380,7 +380,7 @@ class _Run:
             self.ctx.iteration = turn
             pause = await self._boundary("beforeModel")
             if pause:
-                for event in self._pause(pause):
+                for event in await self._pause(pause):
                     yield event
                 return
             calls: list[ToolCall] = []
@@ -388,7 +388,7 @@ class _Run:
                 yield event
             pause = await self._boundary("afterModel")
             if pause:
-                for event in self._pause(pause):
+                for event in await self._pause(pause):
                     yield event
                 return
             if not calls:
@@ -402,7 +402,7 @@ class _Run:
                 return
             pause = await self._boundary("afterTools")
             if pause:
-                for event in self._pause(pause):
+                for event in await self._pause(pause):
                     yield event
                 return
         yield events.run_finished(
@@ -447,7 +447,7 @@ class _Run:
                 yield await self._execute(tool, message_id, call.id, args)
         if pause:
             self._paused = True
-            for event in self._pause(pause):
+            for event in await self._pause(pause):
                 yield event
 
     def _argument_problem(self, tool: Tool | None, call: ToolCall) -> str | None:

@@ -1,0 +1,167 @@
+"""The SQLite ledger's group commit: one writer thread, one transaction for many callers,
+each caller's conflict or failure its own; in-memory ledgers; clean shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sqlite3
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chat_app.agent._group_commit import GroupWriter
+from chat_app.agent.ledger import (
+    AuditEntry,
+    SQLiteLedger,
+    verify_chain,
+)
+
+
+def entry(n: int, data: dict[str, Any] | None = None) -> AuditEntry:
+    return AuditEntry(
+        kind="decision", thread_id=f"t{n}", run_id=f"r{n}", actor=None, data=data or {"n": n}
+    )
+
+
+def hold(ledger: SQLiteLedger) -> threading.Event:
+    """Park the writer thread until the event is set, so what is queued meanwhile is
+    committed as one group."""
+    gate = threading.Event()
+    ledger._writer.submit(lambda db: gate.wait(10))
+    return gate
+
+
+async def test_one_group_many_commits_one_replay_conflicts_alone(tmp_path: Path) -> None:
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    first = await ledger.commit_batch_async(thread_id="t0", interrupt_ids=["x"], entries=[entry(0)])
+    assert first == []
+    gate = hold(ledger)
+    calls = [
+        ledger.commit_batch_async(thread_id=f"t{n}", interrupt_ids=["x"], entries=[entry(n)])
+        for n in range(30)  # t0 is the replay
+    ]
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    await asyncio.sleep(0.05)  # every task has queued its write behind the gate
+    gate.set()
+    results = await asyncio.gather(*tasks)
+    assert results[0] == ["x"] and all(taken == [] for taken in results[1:])
+    records = ledger.records()
+    assert len(records) == 30 and verify_chain(records).ok
+    ledger.close()
+
+
+async def test_concurrent_identical_commits_exactly_one_wins(tmp_path: Path) -> None:
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    gate = hold(ledger)
+    tasks = [
+        asyncio.ensure_future(
+            ledger.commit_batch_async(thread_id="t", interrupt_ids=["a", "b"], entries=[entry(n)])
+        )
+        for n in range(20)
+    ]
+    await asyncio.sleep(0.05)
+    gate.set()
+    results = await asyncio.gather(*tasks)
+    assert results.count([]) == 1
+    assert all(taken == ["a", "b"] for taken in results if taken)
+    assert len(ledger.records()) == 1
+
+
+def test_blocking_callers_from_many_threads_exactly_one_wins(tmp_path: Path) -> None:
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+
+    def commit(n: int) -> list[str]:
+        return ledger.commit_batch(thread_id="t", interrupt_ids=["a"], entries=[entry(n)])
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(commit, range(40)))
+    assert results.count([]) == 1 and len(ledger.records()) == 1
+
+
+def test_a_failing_job_is_rolled_back_alone(tmp_path: Path) -> None:
+    def connect() -> sqlite3.Connection:
+        db = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+        db.execute("CREATE TABLE IF NOT EXISTS t (v INTEGER)")
+        return db
+
+    writer = GroupWriter(connect, name="test")
+    gate = threading.Event()
+    writer.submit(lambda db: gate.wait(10))
+
+    def insert(value: int, fail: bool = False) -> Any:
+        def job(db: sqlite3.Connection) -> int:
+            db.execute("INSERT INTO t VALUES (?)", (value,))
+            if fail:
+                raise ValueError("no")
+            return value
+
+        return writer.submit(job)
+
+    futures = [insert(1), insert(2, fail=True), insert(3)]
+    gate.set()
+    assert futures[0].result() == 1 and futures[2].result() == 3
+    with pytest.raises(ValueError, match="no"):
+        futures[1].result()
+    rows = writer.submit(lambda db: db.execute("SELECT v FROM t ORDER BY v").fetchall()).result()
+    assert rows == [(1,), (3,)]
+    writer.close()
+
+
+def test_a_transaction_that_cannot_start_fails_every_caller(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    other = sqlite3.connect(path, timeout=0, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    connect = lambda: sqlite3.connect(path, timeout=0.1, isolation_level=None)  # noqa: E731
+    writer = GroupWriter(connect, name="test")
+    futures = [writer.submit(lambda db: "never durable") for _ in range(3)]
+    for future in futures:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            future.result()
+    other.execute("ROLLBACK")
+    assert writer.submit(lambda db: "ok").result() == "ok"
+    writer.close()
+
+
+async def test_an_in_memory_ledger_is_one_database_for_every_thread_and_loop() -> None:
+    ledger = SQLiteLedger(Path(":memory:"))
+    await ledger.append_async([entry(1)])
+    await asyncio.to_thread(ledger.append, [entry(2)])
+    await asyncio.to_thread(asyncio.run, ledger.append_async([entry(3)]))  # another loop
+    records = ledger.records()
+    assert [r.seq for r in records] == [1, 2, 3] and verify_chain(records).ok
+
+
+def test_close_writes_what_was_queued_then_stops_the_thread(tmp_path: Path) -> None:
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    writer = ledger._writer
+    gate = threading.Event()
+    writer.submit(lambda db: gate.wait(10))
+    queued = [writer.submit(lambda db, n=n: ledger_append(db, n)) for n in range(5)]
+    gate.set()
+    ledger.close()
+    assert all(future.done() for future in queued)
+    assert not writer._thread.is_alive()
+    with pytest.raises(RuntimeError, match="closed"):
+        ledger.append([entry(9)])
+    reopened = SQLiteLedger(tmp_path / "ledger.db")
+    assert [r.seq for r in reopened.records()] == [1, 2, 3, 4, 5]
+    reopened.close()
+
+
+def ledger_append(db: sqlite3.Connection, n: int) -> None:
+    from chat_app.agent.ledger import _append
+
+    _append(db, [entry(n)])
+
+
+def test_a_dropped_ledger_ends_its_thread() -> None:
+    gc.collect()
+    before = set(threading.enumerate())
+    for _ in range(20):
+        SQLiteLedger(Path(":memory:")).append([entry(1)])
+    gc.collect()
+    assert set(threading.enumerate()) <= before
