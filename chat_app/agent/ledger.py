@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import orjson
+
 from chat_app.interrupts import canonical_interrupt_json
 
 from ._group_commit import GroupWriter
@@ -51,7 +53,17 @@ class AuditRecord:
     hash: str
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
+        """The stored line. Not what is hashed (`record_hash` hashes canonical JSON), so
+        the encoder may change without breaking the chain of records already written."""
+        fields = {
+            "seq": self.seq, "at": self.at, "kind": self.kind, "thread_id": self.thread_id,
+            "run_id": self.run_id, "actor": self.actor, "data": self.data, "prev": self.prev,
+            "hash": self.hash,
+        }  # fmt: skip
+        try:
+            return orjson.dumps(fields, option=orjson.OPT_SORT_KEYS).decode()
+        except orjson.JSONEncodeError:  # integers beyond 64 bits, non-string keys
+            return json.dumps(fields, ensure_ascii=False, sort_keys=True)
 
 
 def record_hash(prev: str, body: dict[str, Any]) -> str:

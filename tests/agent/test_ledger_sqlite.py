@@ -1,13 +1,16 @@
 """The SQLite ledger's group commit: one writer thread, one transaction for many callers,
-each caller's conflict or failure its own; in-memory ledgers; clean shutdown."""
+each caller's conflict or failure its own; in-memory ledgers; clean shutdown; the audit
+trail's stored JSON and hash chain across the encoder change."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import sqlite3
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +18,11 @@ import pytest
 
 from chat_app.agent._group_commit import GroupWriter
 from chat_app.agent.ledger import (
+    GENESIS,
     AuditEntry,
+    AuditRecord,
     SQLiteLedger,
+    record_hash,
     verify_chain,
 )
 
@@ -165,3 +171,38 @@ def test_a_dropped_ledger_ends_its_thread() -> None:
         SQLiteLedger(Path(":memory:")).append([entry(1)])
     gc.collect()
     assert set(threading.enumerate()) <= before
+
+
+def _old_to_json(record: AuditRecord) -> str:
+    """How records were stored before the orjson encoder."""
+    return json.dumps(asdict(record), ensure_ascii=False, sort_keys=True)
+
+
+def test_records_stored_by_the_old_encoder_still_verify_and_chain_on(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    SQLiteLedger(path).close()  # creates the tables
+    data = {"é": "ünïcode ✓", "f": 1e16, "g": 0.1, "n": None, "list": [1, 2.5, {"b": 1, "a": 2}]}
+    body = {"seq": 1, "at": "2030-01-01T00:00:00.000Z", "kind": "pause", "thread_id": "t",
+            "run_id": "r", "actor": "ops", "data": data}  # fmt: skip
+    old = AuditRecord(**body, prev=GENESIS, hash=record_hash(GENESIS, body))
+    db = sqlite3.connect(path)
+    db.execute("INSERT INTO audit VALUES (?, ?, ?)", (1, _old_to_json(old), old.hash))
+    db.commit()
+    db.close()
+    ledger = SQLiteLedger(path)
+    ledger.append([entry(2, data)])
+    records = ledger.records()
+    assert records[0] == old and records[1].data == data
+    assert verify_chain(records).ok
+    ledger.close()
+
+
+def test_the_new_encoder_stores_what_the_old_one_did(tmp_path: Path) -> None:
+    data = {"é": "ünïcode ✓", "f": 1e16, "neg": -0.0, "big": 2**70, "nested": {"z": [1], "a": {}}}
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    ledger.append([entry(1, data), entry(2, {"x": "\u2028\x00"})])
+    records = ledger.records()
+    for record in records:
+        assert json.loads(record.to_json()) == json.loads(_old_to_json(record))
+    assert records[0].data == data and verify_chain(records).ok
+    ledger.close()
