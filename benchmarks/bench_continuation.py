@@ -6,8 +6,9 @@ plain exchanges) ending in an assistant turn with K pending `pay_invoice` calls,
 K `resume` entries. Two variants: *accepted* (every call approved: validate, run K no-op
 tools, one model turn that says "Done.") and *refused* (the last answer is not a boolean:
 the whole batch is validated, nothing runs, one RUN_ERROR). Measured from the body text to
-the whole SSE text. Ours also without the HTTP-shaped parts: `plan_continuation` alone on an
-already parsed input.
+the whole SSE text; ours reads the body with the server's own `parse_run_input` (orjson or
+the exact reader, the depth check, pydantic). Ours also without the HTTP-shaped parts:
+`plan_continuation` alone on an already parsed input.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from chat_app.agent import Agent, ScriptedModel, ScriptedTurn, event_to_wire
 from chat_app.agent.resume import plan_continuation
 from chat_app.demo.tools import DEMO_TOOLS
 from chat_app.interrupts import InterruptResumeValidationError, encode_sse_event
+from chat_app.server.app import parse_run_input
 
 from .report import (
     Node,
@@ -142,13 +144,13 @@ class Ours:
         self.agent = _agent()
         self.loop = asyncio.new_event_loop()
 
-    async def _handle(self, text: str) -> list[str]:
+    async def _handle(self, body: bytes) -> list[str]:
         # What POST /api/chat does with a body: parse, validate as RunAgentInput, run, encode.
-        run_input = RunAgentInput.model_validate(json.loads(text))
+        run_input = parse_run_input(body)
         return [encode_sse_event(event_to_wire(e)) async for e in self.agent.run(run_input)]
 
-    def handle(self, text: str) -> list[str]:
-        return self.loop.run_until_complete(self._handle(text))
+    def handle(self, body: bytes) -> list[str]:
+        return self.loop.run_until_complete(self._handle(body))
 
     def plan_only(self, run_input: RunAgentInput) -> None:
         try:
@@ -191,9 +193,9 @@ def run(quick: bool) -> Section:
         manifest.write_text(json.dumps(ours.agent.tool_manifest()))
         with Node("continuation.mjs", str(manifest)) as node:
             for n, k, refused in cases:
-                text = json.dumps(body(n, k, refused=refused))
+                text = json.dumps(body(n, k, refused=refused)).encode()
                 path = Path(tmp, f"body-{n}-{k}-{int(refused)}.json")
-                path.write_text(text)
+                path.write_bytes(text)
                 parsed = RunAgentInput.model_validate_json(text)
                 mine_events = _types(ours.handle(text))
                 loops = calibrate(lambda t=text: ours.handle(t), min_seconds)
@@ -290,7 +292,8 @@ def _section(
         + "\n".join(slope_rows),
         "*ours, gc.freeze()* is the same engine measured with `gc.freeze()` in force (the "
         "objects alive at that point — the imported modules — left out of garbage "
-        "collections), the change proposed below for the server processes.",
+        "collections), as `python -m chat_app.server` does at start-up. Either way "
+        "`parse_run_input` pauses the collector while it reads a body of 64 KiB or more.",
         "Our engine here has no sealer and no ledger (the bodies carry no seals); with them "
         "on, a continuation also checks one HMAC per answered call and commits the answers "
         "in one ledger transaction — O(K), not O(N) (section 3 has the server as shipped).",
@@ -301,8 +304,9 @@ def _section(
         title="2. Continuation validation against history length",
         intro=(
             "Request bodies built once in Python (N messages of history, K pending approvals, "
-            "K resume entries) and fed to both engines in-process: ours (`RunAgentInput` "
-            "parsing + `Agent.run`, whose first step is `plan_continuation`) and TanStack's "
+            "K resume entries) and fed to both engines in-process: ours (the server's "
+            "`parse_run_input` — JSON, depth check, `RunAgentInput` validation — then "
+            "`Agent.run`, whose first step is `plan_continuation`) and TanStack's "
             "`chatParamsFromRequest` + `chat()`, each from body text to the whole SSE text. "
             '*accepted*: every call approved, K no-op tools run, one model turn ("Done."); '
             "*refused*: the last answer is not a boolean, the batch is refused with one "
