@@ -97,6 +97,15 @@ def tool_calls(
     return found
 
 
+def tool_result_positions(messages: Sequence[Message]) -> dict[str, int]:
+    """The index of the last tool message answering each call id, in one pass over kinds."""
+    kinds = map(_kind, map(type, messages))
+    return {
+        cast(ToolMessage, messages[index]).tool_call_id: index
+        for index in compress(range(len(messages)), map(_IS_TOOL, kinds))
+    }
+
+
 _IS_TOOL = partial(operator.is_, ToolMessage)
 _IS_ASSISTANT = partial(operator.is_, AssistantMessage)
 _TOOL_CALLS = operator.attrgetter("tool_calls")

@@ -34,7 +34,6 @@ from ag_ui.core import (
     ToolCallArgsEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
-    ToolMessage,
 )
 
 from chat_app.interrupts import (
@@ -59,7 +58,12 @@ from .descriptors import (
     generic_fields,
     new_generic_interrupt_id,
 )
-from .history import arguments_are_valid_json, parse_arguments, tool_message
+from .history import (
+    arguments_are_valid_json,
+    parse_arguments,
+    tool_message,
+    tool_result_positions,
+)
 from .ledger import AuditEntry, Ledger
 from .middleware import Middleware, RunContext, combine_tool_resumes, run_boundary
 from .models import Model, ModelError, ModelRequest, TextDelta, ToolCallDelta
@@ -305,11 +309,7 @@ class _Run:
         message = tool_message(call_id, content, error=error)
         if self._tool_positions is None:
             # One pass over the history per run, not one per result.
-            self._tool_positions = {
-                existing.tool_call_id: index
-                for index, existing in enumerate(self.messages)
-                if isinstance(existing, ToolMessage)
-            }
+            self._tool_positions = tool_result_positions(self.messages)
         index = self._tool_positions.get(call_id)
         if index is not None:
             self.messages[index] = message
