@@ -100,8 +100,9 @@ def tool_calls(
 def tool_result_positions(messages: Sequence[Message]) -> dict[str, int]:
     """The index of the last tool message answering each call id, in one pass over kinds."""
     kinds = map(_kind, map(type, messages))
+    tools = cast(Sequence[ToolMessage], messages)  # read only where the kind says so
     return {
-        cast(ToolMessage, messages[index]).tool_call_id: index
+        tools[index].tool_call_id: index
         for index in compress(range(len(messages)), map(_IS_TOOL, kinds))
     }
 
