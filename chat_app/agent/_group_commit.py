@@ -1,12 +1,12 @@
 """Group commit for SQLite: one thread owns the connection and commits queued work together.
 
 Owns `GroupWriter`. Callers `submit` a job (a function of the connection) and get a
-`concurrent.futures.Future`; async code awaits it with `asyncio.wrap_future`, so the event
-loop keeps serving other streams while the disk syncs. The thread takes everything queued,
-runs it in ONE write transaction, each job inside its own SAVEPOINT, and commits once: many
-requests share one fsync. A job that raises is rolled back to its savepoint and fails alone;
-a failed COMMIT fails every job of the group. A future is resolved only after the COMMIT
-returned, so whatever a caller does next happens after its write is durable.
+`concurrent.futures.Future`; coroutines `submit_async` and await an asyncio future, so the
+event loop keeps serving other streams while the disk syncs. The thread takes everything
+queued, runs it in ONE write transaction, each job inside its own SAVEPOINT, and commits
+once: many requests share one fsync. A job that raises is rolled back to its savepoint and
+fails alone; a failed COMMIT fails every job of the group. A future is resolved only after
+the COMMIT returned, so whatever a caller does next happens after its write is durable.
 
 One owning thread is also what makes `:memory:` databases work: every job sees the same
 connection whatever thread or event loop submitted it.
@@ -14,6 +14,7 @@ connection whatever thread or event loop submitted it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 import sqlite3
@@ -34,7 +35,15 @@ Job = Callable[[sqlite3.Connection], Any]
 @dataclass(frozen=True)
 class _Work:
     job: Job
-    future: Future[Any]
+    #: A `concurrent.futures.Future` for a blocking caller, or an asyncio future of `loop`.
+    future: Any
+    loop: asyncio.AbstractEventLoop | None = None
+
+    def start(self) -> bool:
+        """False when the caller gave up before its job ran (then it writes nothing)."""
+        if self.loop is None:
+            return bool(self.future.set_running_or_notify_cancel())
+        return not self.future.cancelled()
 
 
 _STOP = object()
@@ -48,6 +57,8 @@ class GroupWriter:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._closed = False
         self._lock = threading.Lock()
+        #: Per event loop, what its coroutines submitted during the current iteration.
+        self._pending: dict[asyncio.AbstractEventLoop, list[_Work]] = {}
         # Daemon: a ledger nobody closed must not keep the interpreter alive; `close` (also
         # registered by the ledger to run at exit) drains what was queued first.
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
@@ -56,10 +67,22 @@ class GroupWriter:
     def submit(self, job: Job) -> Future[Any]:
         """Queue `job`; its future holds what it returned once its group has committed."""
         future: Future[Any] = Future()
-        with self._lock:  # nothing may slip in behind the stop marker
-            if self._closed:
-                raise RuntimeError("The ledger is closed.")
-            self._queue.put(_Work(job, future))
+        self._put([_Work(job, future)])
+        return future
+
+    def submit_async(self, job: Job) -> asyncio.Future[Any]:
+        """`submit` for coroutines. What one event loop submits during one iteration reaches
+        the thread in one hand-off, and each group's results come back in one callback per
+        loop: waking threads costs more than the writes themselves."""
+        if self._closed:
+            raise RuntimeError("The ledger is closed.")
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        batch = self._pending.get(loop)
+        if batch is None:
+            batch = self._pending[loop] = []
+            loop.call_soon(self._flush, loop)
+        batch.append(_Work(job, future, loop))
         return future
 
     def close(self, timeout: float | None = 30) -> None:
@@ -71,6 +94,19 @@ class GroupWriter:
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
 
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        batch = self._pending.pop(loop)
+        try:
+            self._put(batch)
+        except RuntimeError as error:  # closed in the meantime
+            _resolve(batch, [(False, error)] * len(batch))
+
+    def _put(self, batch: list[_Work]) -> None:
+        with self._lock:  # nothing may slip in behind the stop marker
+            if self._closed:
+                raise RuntimeError("The ledger is closed.")
+            self._queue.put(batch)
+
     def _serve(self) -> None:
         try:
             db = self._connect()
@@ -80,20 +116,19 @@ class GroupWriter:
         try:
             while True:
                 group, stop = self._take()
-                live = [work for work in group if work.future.set_running_or_notify_cancel()]
-                if live:
-                    _commit_group(db, live)
+                if group:
+                    _resolve(group, _commit_group(db, group))
                 if stop:
                     return
         finally:
             db.close()
 
     def _take(self) -> tuple[list[_Work], bool]:
-        """Block for one job, then take whatever else is already queued."""
+        """Block for one batch, then take whatever else is already queued."""
         group: list[_Work] = []
         item = self._queue.get()
         while item is not _STOP:
-            group.append(item)
+            group.extend(item)
             if len(group) >= MAX_GROUP:
                 return group, False
             try:
@@ -103,35 +138,55 @@ class GroupWriter:
         return group, True
 
     def _fail_all(self, error: Exception) -> None:
-        while True:
-            item = self._queue.get()
-            if item is _STOP:
-                return
-            if item.future.set_running_or_notify_cancel():
-                item.future.set_exception(error)
+        while (item := self._queue.get()) is not _STOP:
+            _resolve(item, [(False, error)] * len(item))
 
 
-def _commit_group(db: sqlite3.Connection, group: list[_Work]) -> None:
-    outcomes: list[tuple[bool, Any]] = []
+Outcome = tuple[bool, Any]  # (True, what the job returned) or (False, the exception)
+_GAVE_UP: Outcome = (False, None)  # never delivered: the caller's future is already done
+
+
+def _resolve(group: list[_Work], outcomes: list[Outcome]) -> None:
+    """Hand each caller its outcome: blocking callers directly, each loop in one callback."""
+    per_loop: dict[asyncio.AbstractEventLoop, list[tuple[Any, Outcome]]] = {}
+    for work, outcome in zip(group, outcomes, strict=True):
+        if work.loop is None:
+            _settle([(work.future, outcome)])
+        else:
+            per_loop.setdefault(work.loop, []).append((work.future, outcome))
+    for loop, settled in per_loop.items():
+        try:
+            loop.call_soon_threadsafe(_settle, settled)
+        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            pass
+
+
+def _settle(settled: list[tuple[Any, Outcome]]) -> None:
+    for future, (ok, value) in settled:
+        if future.done():  # the caller cancelled (before its job ran, or while it committed)
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+
+def _commit_group(db: sqlite3.Connection, group: list[_Work]) -> list[Outcome]:
+    outcomes: list[Outcome] = []
     try:
         db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes
         for work in group:
-            outcomes.append(_attempt(db, work.job))
+            # Checked as late as possible: a caller that gave up meanwhile writes nothing.
+            outcomes.append(_attempt(db, work.job) if work.start() else _GAVE_UP)
         db.execute("COMMIT")
     except Exception as error:  # nothing of this group is durable: every caller learns why
         logger.warning("ledger transaction failed: %s", error)
         _roll_back(db)
-        for work in group:
-            work.future.set_exception(error)
-        return
-    for work, (ok, value) in zip(group, outcomes, strict=True):
-        if ok:
-            work.future.set_result(value)
-        else:
-            work.future.set_exception(value)
+        return [(False, error)] * len(group)
+    return outcomes
 
 
-def _attempt(db: sqlite3.Connection, job: Job) -> tuple[bool, Any]:
+def _attempt(db: sqlite3.Connection, job: Job) -> Outcome:
     """Run one job in its own savepoint: if it raises, only its writes are undone."""
     db.execute("SAVEPOINT job")
     try:

@@ -180,7 +180,7 @@ class SQLiteLedger:
         self, *, thread_id: str, interrupt_ids: Sequence[str], entries: Sequence[AuditEntry]
     ) -> list[str]:
         job = _commit_job(thread_id, list(interrupt_ids), list(entries))
-        result: list[str] = await asyncio.wrap_future(self._writer.submit(job))
+        result: list[str] = await self._writer.submit_async(job)
         return result
 
     def append(self, entries: Iterable[AuditEntry]) -> None:
@@ -191,7 +191,7 @@ class SQLiteLedger:
     async def append_async(self, entries: Iterable[AuditEntry]) -> None:
         entries = list(entries)
         if entries:
-            await asyncio.wrap_future(self._writer.submit(lambda db: _append(db, entries)))
+            await self._writer.submit_async(lambda db: _append(db, entries))
 
     def records(self) -> list[AuditRecord]:
         # Through the writer too: a `:memory:` database exists only on its connection.

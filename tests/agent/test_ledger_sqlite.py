@@ -77,6 +77,21 @@ async def test_concurrent_identical_commits_exactly_one_wins(tmp_path: Path) -> 
     assert len(ledger.records()) == 1
 
 
+async def test_a_cancelled_caller_writes_nothing(tmp_path: Path) -> None:
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    gate = hold(ledger)
+    given_up = asyncio.ensure_future(
+        ledger.commit_batch_async(thread_id="t", interrupt_ids=["a"], entries=[entry(1)])
+    )
+    await asyncio.sleep(0.05)
+    given_up.cancel()
+    await asyncio.sleep(0)
+    gate.set()
+    again = await ledger.commit_batch_async(thread_id="t", interrupt_ids=["a"], entries=[entry(2)])
+    assert again == [] and [r.run_id for r in ledger.records()] == ["r2"]
+    ledger.close()
+
+
 def test_blocking_callers_from_many_threads_exactly_one_wins(tmp_path: Path) -> None:
     ledger = SQLiteLedger(tmp_path / "ledger.db")
 
