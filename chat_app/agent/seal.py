@@ -20,8 +20,10 @@ secret must stay on the server; a person who can read the page can of course ans
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
+import math
 import os
 import re
 import secrets
@@ -62,8 +64,20 @@ def load_secret(data_dir: Path) -> bytes:
 
 
 def iso_from_epoch(seconds: float) -> str:
-    moment = datetime.fromtimestamp(seconds, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    """`2030-01-01T00:00:00.000Z`, as `datetime.fromtimestamp` rounds (to the nearest
+    microsecond, half to even), formatted once per second: every record and seal asks."""
+    fraction, whole = math.modf(seconds)
+    micro = round(fraction * 1e6)
+    if micro >= 1_000_000:
+        whole, micro = whole + 1, micro - 1_000_000
+    elif micro < 0:
+        whole, micro = whole - 1, micro + 1_000_000
+    return f"{_iso_second(int(whole))}{micro // 1000:03d}Z"
+
+
+@functools.lru_cache(maxsize=256)
+def _iso_second(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.")
 
 
 @dataclass(frozen=True, kw_only=True)
