@@ -12,10 +12,10 @@ places where its output and JavaScript's disagree:
 * key order: JavaScript sorts by UTF-16 code unit, Python by code point; they differ only
   when keys mix U+E000..U+FFFF with astral characters.
 
-Byte searches over the output (cheaper than the encoding) decide whether it can be
-trusted; when it cannot, the exact (slower) encoder below writes the text. Integer keys are
-written as their decimal text, as a JavaScript object holds them; other non-string keys are
-rejected.
+A few substring searches over the output (cheaper than the encoding) clear most payloads at
+once; the rest get the precise checks, and when those fail the exact (slower) encoder below
+writes the text. Integer keys are written as their decimal text, as a JavaScript object
+holds them; other non-string keys are rejected.
 """
 
 from __future__ import annotations
@@ -39,21 +39,30 @@ _NOT_TEXT = "Interrupt digests require canonical JSON text."
 _SAFE_INTEGER = 2**53
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ASTRAL_UTF8 = re.compile(b"[\xf0-\xf4]")
-# Subclasses, dataclasses and datetimes go to `default`, which refuses them.
+# Subclasses, dataclasses and datetimes go to `default`, which refuses them. Integers past
+# 2**53 - 1 raise (JavaScript rounds them to a double): the exact encoder writes them.
 _ORJSON_UNSORTED = (
     orjson.OPT_PASSTHROUGH_SUBCLASS
     | orjson.OPT_PASSTHROUGH_DATACLASS
     | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_STRICT_INTEGER
 )
 _ORJSON_SORTED = _ORJSON_UNSORTED | orjson.OPT_SORT_KEYS
-# A run of sixteen digits may be an integer past 2**53.
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_SIXTEEN_ZEROS = b"0" * 16
+_ORJSON_FAILURES = (orjson.JSONEncodeError, TypeError, RecursionError)
 # The `.0` orjson writes at the end of an integral float (`24.0`); JavaScript writes `24`.
 _INTEGRAL_FRACTION = re.compile(rb"\.0(?=[,\]}])")
 # The exponents where orjson's notation differs from JavaScript's (`1e-6` is `0.000001`,
 # `1e+16`..`1e+20` are written in full); every other exponent is written alike.
 _JS_WRITES_IN_FULL = re.compile(rb"e(?:-6|\+1[6-9]|\+20)(?=[,\]}]|$)")
+# What `_plain` looks for (literal prefixes keep these regexes fast).
+_DOT_ZERO = re.compile(rb"\.0")
+_E_PLUS = re.compile(rb"e\+")
+_E_MINUS_SIX = re.compile(rb"e-6")
+_NULL = re.compile(rb"null")
+# The last canonical text and its UTF-8, so that `digest_interrupt_json(canonical(...))`
+# skips encoding the text again. Only texts up to this size are kept alive.
+_REMEMBERED_BYTES = 1 << 20
+_last_text: tuple[str, bytes] = ("", b"")
 
 
 def canonical_interrupt_json(value: object) -> str:
@@ -64,7 +73,19 @@ def canonical_interrupt_json(value: object) -> str:
             (`Interrupt values must be JSON-compatible.` / `... must not cycle.` /
             `... must use plain JSON objects.`).
     """
-    return _dumps(value, sort_keys=True)
+    # Inlined rather than `_dumps(value, sort_keys=True)`: on small values the call layers
+    # cost as much as the encoding.
+    global _last_text
+    try:
+        data = orjson.dumps(value, default=_reject, option=_ORJSON_SORTED)
+    except _ORJSON_FAILURES:
+        return _exact(value, sort_keys=True)
+    if not _plain(data, value) or (not data.isascii() and _utf16_order_differs(data)):
+        return _checked(data, value, sort_keys=True)
+    text = data.decode()
+    if len(data) <= _REMEMBERED_BYTES:
+        _last_text = (text, data)
+    return text
 
 
 def js_json_dumps(value: object) -> str:
@@ -72,31 +93,63 @@ def js_json_dumps(value: object) -> str:
 
     Used for what we put on the wire without hashing it (SSE events, tool arguments).
     """
-    return _dumps(value, sort_keys=False)
+    try:
+        data = orjson.dumps(value, default=_reject, option=_ORJSON_UNSORTED)
+    except _ORJSON_FAILURES:
+        return _exact(value, sort_keys=False)
+    if not _plain(data, value):
+        return _checked(data, value, sort_keys=False)
+    return data.decode()
 
 
 def digest_interrupt_json(text: str) -> str:
     """Return `"sha256:" + hex(SHA-256(UTF-8(text)))`, as `digestInterruptJson` does."""
-    if not isinstance(text, str):
+    last = _last_text
+    if text is last[0]:
+        data = last[1]
+    elif not isinstance(text, str):
         raise TypeError(_NOT_TEXT)
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError:
-        # TextEncoder writes U+FFFD for a lone surrogate; a pair stored as two code points
-        # is one character in JavaScript.
-        data = _SURROGATE.sub("\ufffd", _rejoin_surrogates(text)).encode("utf-8")
+    else:
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            # TextEncoder writes U+FFFD for a lone surrogate; a pair stored as two code
+            # points is one character in JavaScript.
+            data = _SURROGATE.sub("\ufffd", _rejoin_surrogates(text)).encode("utf-8")
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def _dumps(value: object, *, sort_keys: bool) -> str:
-    options = _ORJSON_SORTED if sort_keys else _ORJSON_UNSORTED
-    try:
-        data = orjson.dumps(value, default=_reject, option=options)
-    except (orjson.JSONEncodeError, TypeError, RecursionError):
-        # Cycles, non-string keys, lone surrogates, integers past 64 bits, subclasses, deep
-        # nesting: the exact encoder decides, walking in TanStack's order and raising
-        # TanStack's TypeError.
-        return _exact(value, sort_keys=sort_keys)
+def _plain(data: bytes, value: object) -> bool:
+    """Whether orjson's output `data` for `value` is JavaScript's too, as far as numbers go.
+
+    Numbers need no change unless the output holds a `.0` (integral floats, `-0.0`) or an
+    exponent JavaScript may write in full (`e+`, `e-6`); a hit inside a string only costs
+    the slower `_checked`. A `null` may be a NaN or an infinity: the text is read back.
+    A one-byte `find` is a memchr, by far the fastest scan; a regex with a literal prefix
+    comes next (`in` and multi-byte `find` are slower, and so is one regex alternation).
+    """
+    dot = data.find(b".")
+    if dot >= 0 and _DOT_ZERO.search(data, dot):
+        return False
+    plus = data.find(b"+")
+    if plus > 0 and _E_PLUS.search(data, plus - 1):
+        return False
+    minus = data.find(b"-")
+    if minus > 0 and _E_MINUS_SIX.search(data, minus - 1):
+        return False
+    return _NULL.search(data) is None or _read_back(data) == value
+
+
+def _utf16_order_differs(data: bytes) -> bool:
+    # Keys mixing U+E000..U+FFFF (UTF-8 lead byte EE or EF) with astral characters (F0..F4)
+    # sort differently by code point and by UTF-16 code unit.
+    return (data.find(b"\xee") >= 0 or data.find(b"\xef") >= 0) and _ASTRAL_UTF8.search(
+        data
+    ) is not None
+
+
+def _checked(data: bytes, value: object, *, sort_keys: bool) -> str:
+    """orjson's output `data` for `value` once made JavaScript's, or the exact encoder's."""
     # Integral floats (`24.0`, as Python writes them) are the common difference: drop their
     # `.0`. A `.0` dropped inside a string is caught when `_orjson_agrees` reads the text back.
     # (A regex search for a two-byte literal beats `in` here.)
@@ -114,25 +167,21 @@ def _orjson_agrees(data: bytes, value: object, *, sort_keys: bool, edited: bool)
 
     Every check is a byte search over the output, cheaper than the encoding. orjson differs
     from JavaScript on integral floats (`1.0`, `-0.0`), on exponents -6 and 16..20 (`1e-7`
-    and `1e+21` agree, `1e-6` and `1e+16` do not), on integers past 2**53 (printed exactly,
-    where JavaScript rounds to a double), on NaN and infinities (written as `null`), and on
-    key order when keys mix U+E000..U+FFFF with astral characters (UTF-8 order against UTF-16
-    order). A match inside a string only costs the exact path, never a wrong answer. `edited`
-    text (integral floats' `.0` dropped) is read back and compared, as text with a `null`
-    (maybe a NaN) is.
+    and `1e+21` agree, `1e-6` and `1e+16` do not), on NaN and infinities (written as `null`),
+    and on key order when keys mix U+E000..U+FFFF with astral characters (UTF-8 order against
+    UTF-16 order). Integers past 2**53 never get here (`OPT_STRICT_INTEGER`), and other
+    floats are written alike: both sides print the shortest digits that read back as the
+    same double. A match inside a string only costs the exact path, never a wrong answer.
+    `edited` text (integral floats' `.0` dropped) is read back and compared, as text with a
+    `null` (maybe a NaN) is.
     """
     if _INTEGRAL_FRACTION.search(data) or data.endswith(b".0"):
         return False
     if _JS_WRITES_IN_FULL.search(data):
         return False
-    if _SIXTEEN_ZEROS in data.translate(_DIGITS_AS_ZERO):
-        return False
     if (edited or b"null" in data) and _read_back(data) != value:
         return False
-    if sort_keys and not data.isascii():
-        if (b"\xee" in data or b"\xef" in data) and _ASTRAL_UTF8.search(data):
-            return False
-    return True
+    return not (sort_keys and not data.isascii() and _utf16_order_differs(data))
 
 
 def _read_back(data: bytes) -> object:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import random
+import struct
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -437,6 +439,28 @@ def test_float_reprs_match_tanstack(wire_oracle: WireOracle, floats: list[float]
     check_texts(wire_oracle, [repr(f) for f in floats])
 
 
+def test_random_doubles_match_tanstack(wire_oracle: WireOracle) -> None:
+    # Every bit pattern class of finite doubles, and 15-17 digit decimals: the fast path
+    # trusts orjson's shortest digits to be JavaScript's.
+    rng = random.Random(20260)
+    doubles = [
+        struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0] for _ in range(3000)
+    ]
+    doubles += [rng.uniform(-1e17, 1e17) for _ in range(500)]
+    doubles += [rng.random() * 10.0 ** rng.randrange(-25, 25) for _ in range(1500)]
+    finite = [d for d in doubles if math.isfinite(d)]
+    chunks = [finite[i : i + 250] for i in range(0, len(finite), 250)]
+    texts = [json.dumps(chunk) for chunk in chunks]
+    texts += [json.dumps({f"k{i}": d for i, d in enumerate(chunk)}) for chunk in chunks[:4]]
+    check_texts(wire_oracle, texts)
+
+
+def test_integers_near_two_to_the_53_match_tanstack(wire_oracle: WireOracle) -> None:
+    near = [2**53 + d for d in range(-3, 4)]
+    ints = [*near, *(-n for n in near), 10**15, 10**16 - 1, 10**16, 2**63 - 1, -(2**63)]
+    check_texts(wire_oracle, [json.dumps(ints), *map(str, ints)])
+
+
 @batch(80)
 @given(st.lists(st.one_of(STRING_LIT, sort_order_object()), min_size=10, max_size=15))
 def test_strings_and_key_order_match_tanstack(wire_oracle: WireOracle, texts: list[str]) -> None:
@@ -587,6 +611,32 @@ EXPLICIT: list[tuple[str, str]] = [
     ("deep-200-mixed", _nest(200, "1e21", "mixed")),
     ("deep-500-arrays", _nest(500, "null", "array")),
     ("deep-overflow-leaf", _nest(35, "1e400", "mixed")),
+    # the fast path's substring searches: look-alikes inside strings and keys, and numbers
+    # next to the spellings they look for
+    ("dot-zero-in-string", '{"a":"1.0","b":"x.0]","c":".0"}'),
+    ("dot-zero-key", '{"1.0":1,".0,":2}'),
+    ("null-in-string", '{"a":"null","null":"nullnull"}'),
+    ("null-value-and-string", '{"a":null,"b":"null","c":[null,1.5]}'),
+    ("e-plus-in-string", '{"a":"1e+16","b":"e+20]","c":"C++"}'),
+    ("e-minus-six-in-string", '{"a":"1e-6","b":"e-6,","c":"x-6"}'),
+    ("minus-six-integers", "[-6,-60,-6e1,-0.6,6e-1]"),
+    ("minus-six-exponents", "[1.5e-6,-2e-6,3e-7,-4.25e-6]"),
+    ("exponents-near-six", "[1e-60,1e-5,1.5e-6,1e-61,2e-7,1e-16,1e-20]"),
+    ("exponents-near-twenty", "[1e15,1e16,1e17,1e19,1e20,1e21,1e22,1e160,1e200,1e+205]"),
+    ("integral-floats-mixed", '[24.0,1.5,-0.0,0.0,"24.0",100.0,1e2]'),
+    ("integral-float-last", '{"b":[1,2.0],"a":3.0}'),
+    ("neg-zero-with-floats", '{"a":-0.0,"b":2.0,"c":"-0.0"}'),
+    ("2**53-1-no-float", '{"n":9007199254740991,"m":-9007199254740991}'),
+    ("2**53-in-object", '{"n":9007199254740992,"m":-9007199254740993}'),
+    ("sixteen-digit-ints", "[1000000000000000,9007199254740990,1234567890123456]"),
+    ("long-floats", "[0.30000000000000004,1234567890123456.7,0.1234567890123456,4.35e-5]"),
+    ("u2028-with-numbers", '{"\u2028":1.0,"a":"\u2029","b":null}'),
+    ("lone-surrogate-with-null", '{"a":"\ud800","b":null,"c":1.0}'),
+    ("astral-and-bmp-high-values", '{"a":"\ue000","b":"😀","c":"\uffff𐀀"}'),
+    ("astral-key-bmp-high-value", '{"😀":"\ue000","a":1}'),
+    ("bmp-high-key-astral-value", '{"\ue000":"😀","a":1}'),
+    ("utf16-order-with-null", '{"\uffff":null,"𐀀":2.0}'),
+    ("non-bmp-ascii-mix", '{"b":"caf\u00e9 🚀","a":"\u2705"}'),
 ]
 
 

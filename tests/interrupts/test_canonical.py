@@ -67,7 +67,20 @@ def test_shared_references_that_do_not_cycle_are_fine() -> None:
     assert canonical_interrupt_json([shared, shared]) == '[{"k":1},{"k":1}]'
 
 
-@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, [1, math.nan], {"a": math.inf}])
+@pytest.mark.parametrize(
+    "value",
+    [
+        math.nan,
+        math.inf,
+        -math.inf,
+        [1, math.nan],
+        {"a": math.inf},
+        # a real `null` next to the NaN: the NaN must not pass for another `null`
+        {"a": None, "b": math.nan},
+        [None, -math.inf, "null"],
+        ("x", None, math.nan),
+    ],
+)
 def test_non_finite_numbers_are_rejected(value: object) -> None:
     with pytest.raises(TypeError, match=f"^{NOT_JSON}$"):
         canonical_interrupt_json(value)
@@ -128,3 +141,22 @@ def test_digest_hashes_utf8_and_replaces_lone_surrogates_like_text_encoder() -> 
 
 def test_js_json_dumps_keeps_insertion_order() -> None:
     assert js_json_dumps({"b": 1.0, "a": [2e-7]}) == '{"b":1,"a":[2e-7]}'
+
+
+def test_digest_of_canonical_text_equals_digest_of_an_equal_copy() -> None:
+    # The digest may reuse the UTF-8 that the canonical text was decoded from.
+    value = {"b": "caf\u00e9 \U0001f680", "a": [1, 2.5, True]}
+    text = canonical_interrupt_json(value)
+    copy = "".join(list(text))
+    assert copy is not text
+    assert digest_interrupt_json(text) == digest_interrupt_json(copy)
+    other = canonical_interrupt_json({"z": 1})
+    assert digest_interrupt_json(text) == digest_interrupt_json(copy)
+    assert digest_interrupt_json(other) == digest_interrupt_json('{"z":1}')
+
+
+def test_js_json_dumps_writes_javascript_numbers() -> None:
+    value = {"z": [24.0, -0.0, 1e16, 1e-6, 1e21, None], "a": 2**53}
+    assert js_json_dumps(value) == (
+        '{"z":[24,0,10000000000000000,0.000001,1e+21,null],"a":9007199254740992}'
+    )
