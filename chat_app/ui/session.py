@@ -18,6 +18,8 @@ from typing import Any
 
 from chat_app.client import ChatClient, ClientState, ClientTool, Connection
 
+from .views import ViewCache
+
 ConnectionFactory = Callable[[], Connection]
 
 
@@ -82,6 +84,7 @@ class Session:
     task: asyncio.Task[None] | None = None
     #: The saved client state (the Reflex state's `_client_json`) this session last matched.
     saved: str = ""
+    views: ViewCache = field(default_factory=ViewCache)
 
     @property
     def busy(self) -> bool:

@@ -28,7 +28,14 @@ from chat_app.interrupts import BATCH_ERROR_CODES, ITEM_ERROR_CODES
 
 from . import session as sessions
 from .forms import form_fields, read_form
-from .views import DecisionView, FormMemory, MessageView, build_views, streaming_preview
+from .views import (
+    DecisionView,
+    FormMemory,
+    MessageView,
+    build_views,
+    split_turn,
+    streaming_preview,
+)
 
 FLUSH_SECONDS = 0.05
 SUGGESTIONS = [
@@ -50,7 +57,10 @@ HELD_NOTICE = (
 class ChatState(rx.State):
     """Transcript, decisions and composer for one browser tab."""
 
+    #: The transcript up to the last user message: sent again only when it changes.
     messages: list[MessageView] = []
+    #: The messages after it (the current turn), which change as decisions are answered.
+    turn: list[MessageView] = []
     loose_decisions: list[DecisionView] = []
     streaming_id: str = ""
     streaming_text: str = ""
@@ -65,7 +75,6 @@ class ChatState(rx.State):
     run_error: str = ""
     draft: str = ""
     held: bool = False
-    focus_decision: str = ""
 
     #: The client token this tab's conversation was last shown under, kept in the tab's
     #: sessionStorage. Reflex gives a reconnecting tab a new token, and so an empty state,
@@ -81,7 +90,12 @@ class ChatState(rx.State):
 
     @rx.var
     def has_messages(self) -> bool:
-        return len(self.messages) > 0 or self.streaming_text != "" or self.running
+        return (
+            len(self.messages) > 0
+            or len(self.turn) > 0
+            or self.streaming_text != ""
+            or self.running
+        )
 
     @rx.var
     def decisions_pending(self) -> bool:
@@ -97,16 +111,25 @@ class ChatState(rx.State):
             self.router.session.client_token, self._client_json, sessions.actor_from(headers)
         )
 
-    def _refresh(self, client: ChatClient) -> None:
-        """Copy the client's state into the page's vars (the whole transcript)."""
+    def _refresh(self, session: sessions.Session) -> None:
+        """Copy the client's state into the page's vars.
+
+        Reflex sends every var assigned to, so the transcript before the current turn is
+        assigned only when it differs: answering a decision sends the turn, not the history.
+        """
+        client = session.client
         state = client.state
-        views = build_views(state, self._memory)
+        views = build_views(state, self._memory, focus=not self.held, cache=session.views)
         streaming = client.status == "streaming"
         messages = views.messages
         if streaming and messages and messages[-1].role == "assistant":
             # The message being streamed is shown by the small streaming vars instead.
             messages = messages[:-1]
-        self.messages = messages
+        settled, turn = split_turn(messages)
+        if settled != self.messages:
+            self.messages = settled
+        if turn != self.turn:
+            self.turn = turn
         self.loose_decisions = views.loose_decisions
         self.open_count = views.open_count
         self.batch_size = views.batch_size
@@ -119,8 +142,6 @@ class ChatState(rx.State):
         self.run_error = "" if refused else state.error or ""
         self._refresh_streaming(client)
         self._client_json = state.to_json()
-        if self.open_count and not self.held:
-            self.focus_decision = next((d.id for d in self._all_decisions() if d.can_resolve), "")
 
     def _refresh_streaming(self, client: ChatClient) -> bool:
         """Update only the streamed message; return whether the transcript needs rebuilding."""
@@ -134,10 +155,6 @@ class ChatState(rx.State):
         self.streaming_tools = tools
         return rebuild
 
-    def _all_decisions(self) -> list[DecisionView]:
-        attached = [t.decision for m in self.messages for t in m.tools if t.has_decision]
-        return attached + list(self.loose_decisions)
-
     # --- page lifecycle -----------------------------------------------------------------
 
     async def _loaded_session(self) -> sessions.Session:
@@ -146,7 +163,8 @@ class ChatState(rx.State):
         A click can reach the new token before `on_load` does, so deciding loads it too.
         """
         token = self.router.session.client_token
-        if self.shown_under not in ("", token) and not self.messages and not self.running:
+        shows_nothing = not (self.messages or self.turn or self.running)
+        if self.shown_under not in ("", token) and shows_nothing:
             self._client_json, self._memory = await _saved_conversation(self.shown_under)
             sessions.forget(token)  # an event may have made an empty session already
         self.shown_under = token
@@ -156,7 +174,7 @@ class ChatState(rx.State):
     async def on_load(self) -> None:
         """Show the tab's conversation, pending decisions included (also after a reload)."""
         session = await self._loaded_session()
-        self._refresh(session.client)
+        self._refresh(session)
         self.running = session.busy
 
     # --- composer -----------------------------------------------------------------------
@@ -196,7 +214,7 @@ class ChatState(rx.State):
     def toggle_panel(self, interrupt_id: str, panel: str) -> None:
         memory = self._memory.setdefault(interrupt_id, FormMemory())
         memory.panel = "" if memory.panel == panel else panel
-        self._refresh(self._session().client)
+        self._refresh(self._session())
 
     @rx.event
     async def approve(self, interrupt_id: str) -> Any:
@@ -214,7 +232,8 @@ class ChatState(rx.State):
         return await self._decide(interrupt_id, form, form_data)
 
     async def _decide(self, interrupt_id: str, form: str, data: dict[str, Any]) -> Any:
-        client = (await self._loaded_session()).client
+        session = await self._loaded_session()
+        client = session.client
         item = next((i for i in client.interrupts if i.id == interrupt_id), None)
         if item is None or self.resuming:
             return None
@@ -240,11 +259,11 @@ class ChatState(rx.State):
             memory.errors[form] = result.errors
             if not result.ok:
                 # Nothing is sent; the fields show their errors and keep what was typed.
-                self._refresh(client)
+                self._refresh(session)
                 return None
             value = result.value
         memory.errors.pop(form, None)
-        self._refresh(client)
+        self._refresh(session)
         return ChatState.resolve(interrupt_id, form, value)
 
     @rx.event
@@ -257,15 +276,15 @@ class ChatState(rx.State):
         self._memory = {}
         self.held = False
         self.draft = last
-        self._refresh(self._session().client)
+        self._refresh(self._session())
 
     @rx.event
     def change_answer(self, interrupt_id: str) -> None:
         """Take back a staged answer while the rest of the batch is still open."""
-        client = self._session().client
-        if not self.resuming and any(item.id == interrupt_id for item in client.interrupts):
-            client.clear_resolution(interrupt_id)
-        self._refresh(client)
+        session = self._session()
+        if not self.resuming and any(i.id == interrupt_id for i in session.client.interrupts):
+            session.client.clear_resolution(interrupt_id)
+        self._refresh(session)
 
     @rx.event
     def cancel_decision(self, interrupt_id: str) -> Any:
@@ -366,11 +385,11 @@ class ChatState(rx.State):
                 if session.changed.is_set():
                     session.changed.clear()
                     if self._refresh_streaming(client):
-                        self._refresh(client)
+                        self._refresh(session)
         error = task.exception() if not task.cancelled() else None
         async with self:
             self.running = False
-            self._refresh(client)
+            self._refresh(session)
             if isinstance(error, UsageError | ClientError):
                 self.run_error = str(error)
             if self._stop:

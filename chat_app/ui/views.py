@@ -80,6 +80,9 @@ class DecisionView:
     staged: str = ""
     #: Past its expiry (or refused as expired by the server): nothing can be answered.
     expired: bool = False
+    #: The first answerable decision takes the keyboard focus. A field of the view rather
+    #: than a page var, so that a memoized message row depends on its own data only.
+    focus: bool = False
 
 
 @dataclass
@@ -263,8 +266,49 @@ def _payload_parts(payload: Any) -> tuple[str, list[str], str]:
     return str(title), items, pretty(rest) if rest else ""
 
 
-def build_views(state: ClientState, memory: Mapping[str, FormMemory]) -> Views:
-    """Everything the transcript and the decision cards show."""
+class ViewCache:
+    """The views of messages no decision is attached to, kept between refreshes.
+
+    `ChatMessage` is a frozen value, so the view of a message without a decision depends on
+    the message alone: a refresh builds views for the messages that changed (the current
+    turn), not for the whole history. A snapshot from the server brings equal messages as new
+    objects (their metadata may differ); they are matched by id and what the page shows.
+    """
+
+    def __init__(self) -> None:
+        self._views: dict[str, tuple[ChatMessage, MessageView | None]] = {}
+        self._next: dict[str, tuple[ChatMessage, MessageView | None]] = {}
+
+    def get(self, message: ChatMessage) -> tuple[bool, MessageView | None]:
+        entry = self._views.get(message.id)
+        if entry is None or not (entry[0] is message or _shown_alike(entry[0], message)):
+            return False, None
+        self._next[message.id] = (message, entry[1])
+        return True, entry[1]
+
+    def put(self, message: ChatMessage, view: MessageView | None) -> None:
+        self._next[message.id] = (message, view)
+
+    def rotate(self) -> None:
+        """Forget the messages the last refresh did not show."""
+        self._views, self._next = self._next, {}
+
+
+def _shown_alike(one: ChatMessage, other: ChatMessage) -> bool:
+    return one.role == other.role and one.parts == other.parts
+
+
+def build_views(
+    state: ClientState,
+    memory: Mapping[str, FormMemory],
+    *,
+    focus: bool = True,
+    cache: ViewCache | None = None,
+) -> Views:
+    """Everything the transcript and the decision cards show.
+
+    With `focus`, the first decision a person can answer (in reading order) takes the focus.
+    """
     decisions = {item.id: item for item in state.interrupts}
     by_call = {
         item.tool_call_id: item
@@ -274,9 +318,16 @@ def build_views(state: ClientState, memory: Mapping[str, FormMemory]) -> Views:
     attached: set[str] = set()
     messages: list[MessageView] = []
     for message in state.messages:
-        view = _message_view(message, by_call, memory, attached)
+        cacheable = cache is not None and not any(part.id in by_call for part in message.tool_calls)
+        found, view = cache.get(message) if cache is not None and cacheable else (False, None)
+        if not found:
+            view = _message_view(message, by_call, memory, attached)
+            if cache is not None and cacheable:
+                cache.put(message, view)
         if view is not None:
             messages.append(view)
+    if cache is not None:
+        cache.rotate()
     loose = [
         decision_view(item, memory.get(item.id))
         for item in state.interrupts
@@ -292,6 +343,11 @@ def build_views(state: ClientState, memory: Mapping[str, FormMemory]) -> Views:
         and item.reject_schema is None
         for item in answerable
     )
+    if focus:
+        cards = [t.decision for m in messages for t in m.tools if t.has_decision] + loose
+        first = next((d for d in cards if d.can_resolve and not (d.expired or d.staged)), None)
+        if first is not None:
+            first.focus = True
     return Views(
         messages=messages,
         loose_decisions=loose,
@@ -350,6 +406,19 @@ def _tool_card(
             # Whatever was clicked, nothing ran: the server refused the expired answer.
             card.status, card.status_label, card.status_color = "expired", "Expired", "gray"
     return card
+
+
+def split_turn(messages: list[MessageView]) -> tuple[list[MessageView], list[MessageView]]:
+    """The transcript up to and including the last user message, and the turn after it.
+
+    Only the turn changes while a person answers decisions and the agent resumes, so the
+    page keeps the part before it as one var that is sent again only when it changes.
+    """
+    last_user = next(
+        (index for index in range(len(messages) - 1, -1, -1) if messages[index].role == "user"),
+        -1,
+    )
+    return messages[: last_user + 1], messages[last_user + 1 :]
 
 
 def streaming_preview(messages: Sequence[ChatMessage]) -> tuple[str, str, list[str]]:

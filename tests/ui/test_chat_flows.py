@@ -245,3 +245,28 @@ def test_bytes_per_streamed_token_do_not_grow_with_the_history(page: Page) -> No
     assert len(short) >= 3 and len(long) >= 3, (short, long)
     # Same reply, five more exchanges of history: a token frame costs the same.
     assert max(long) <= max(short) * 1.1 + 64, (short, long)
+
+
+def test_answering_a_decision_does_not_send_the_history_again(page: Page) -> None:
+    """From the Approve click to the end of the continuation, the page is sent the current
+    turn and the small vars, never the earlier transcript (it would grow with the history)."""
+    frames: list[str] = []
+    page.on("websocket", lambda socket: socket.on("framereceived", lambda f: frames.append(f)))
+    page.reload()
+    page.wait_for_selector('#app-root[data-hydrated="true"]')
+    ask(page, "hello")  # the earlier transcript: its words must not come back
+    expect(page.get_by_text("Try one of these")).to_be_visible()
+    expect(page.locator("#composer-send")).to_be_enabled()
+    ask(page, "delete project apollo")
+    decision = page.locator(".approval-card")
+    expect(decision.locator("button.approve")).to_be_enabled()
+
+    frames.clear()
+    decision.locator("button.approve").click()
+    expect(page.get_by_text("Project apollo is deleted.")).to_be_visible()
+    expect(page.locator("#composer-send")).to_be_enabled()
+    text = "".join(str(frame) for frame in frames)
+    assert "delete_project" in text  # the turn itself was updated
+    assert "hello" not in text and "Try one of these" not in text
+    # The earlier rows are still on the page, untouched.
+    expect(page.get_by_text("hello", exact=True)).to_be_visible()

@@ -25,6 +25,7 @@ def composer() -> rx.Component:
                     flex="1",
                     auto_complete="off",
                     id="composer-input",
+                    name="message",
                     aria_label="Message",
                 ),
                 rx.cond(

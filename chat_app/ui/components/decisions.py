@@ -53,7 +53,7 @@ def _panel(
 
 def approval_controls(decision: DecisionView) -> rx.Component:
     """Approve, Reject (with a reason form when the schema asks), Edit arguments, Cancel."""
-    is_focus = decision.id == ChatState.focus_decision
+    is_focus = decision.focus
     approve_button = rx.cond(
         decision.approve_fields.length() > 0,
         rx.button(
@@ -248,7 +248,7 @@ def generic_card(decision: DecisionView) -> rx.Component:
                 "Submit",
                 type="submit",
                 class_name="submit",
-                auto_focus=decision.id == ChatState.focus_decision,
+                auto_focus=decision.focus,
             ),
             rx.button(
                 "Cancel",

@@ -60,7 +60,12 @@ def tool_card(card: ToolCardView) -> rx.Component:
     )
 
 
-def message_row(message: MessageView) -> rx.Component:
+@rx.memo
+def message_row(message: rx.Var[MessageView], rest: rx.RestProp) -> rx.Component:
+    """One message with its tool cards, memoized: React renders it again only when its own
+    data changes. The page keeps unchanged rows' objects across updates, so a token, a click
+    or a new message re-renders the rows that changed, not the whole history.
+    """
     is_user = message.role == "user"
     return rx.box(
         rx.vstack(
@@ -89,9 +94,13 @@ def message_row(message: MessageView) -> rx.Component:
             spacing="2",
             width="100%",
         ),
+        rest,
         width="100%",
-        key=message.id,
     )
+
+
+def _row(message: rx.Var[MessageView]) -> rx.Component:
+    return message_row(message=message, key=message.id)
 
 
 def streaming_row() -> rx.Component:
@@ -190,7 +199,8 @@ def transcript() -> rx.Component:
         rx.cond(
             ChatState.has_messages,
             rx.vstack(
-                rx.foreach(ChatState.messages, message_row),
+                rx.foreach(ChatState.messages, _row),
+                rx.foreach(ChatState.turn, _row),
                 streaming_row(),
                 rx.foreach(ChatState.loose_decisions, loose_decision),
                 batch_bar(),

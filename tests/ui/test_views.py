@@ -1,0 +1,125 @@
+"""What the page is given to show: the transcript split at the current turn, and the focus.
+
+The chat page sends the transcript before the current turn again only when it changes, so
+answering a decision must leave that part of the views equal, whatever the history holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import pytest
+
+from chat_app.agent import event_to_wire
+from chat_app.client import ChatClient, ClientTool, InProcessConnection
+from chat_app.demo import build_demo_agent
+from chat_app.ui.views import FormMemory, ViewCache, build_views, split_turn
+
+
+@pytest.fixture(autouse=True)
+def _no_token_delay(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHAT_APP_DEMO_TOKEN_DELAY_MS", "0")
+
+
+def demo_client() -> ChatClient:
+    agent = build_demo_agent()
+    # The page's client knows the server's tools; that makes their pauses approvals.
+    tools = ClientTool.from_manifest({"tools": agent.tool_manifest()}, {})
+    return ChatClient(InProcessConnection(agent.run, encode=event_to_wire), tools=tools)
+
+
+def memory() -> dict[str, FormMemory]:
+    return {}
+
+
+T = TypeVar("T")
+
+
+def run(steps: Coroutine[Any, Any, T]) -> T:
+    """Run on a loop of its own: the browser tests' sync Playwright holds this thread's."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, steps).result()
+
+
+def test_the_turn_starts_after_the_last_user_message() -> None:
+    async def scenario() -> None:
+        client = demo_client()
+        await client.send("hello")
+        await client.send("delete project apollo")
+        settled, turn = split_turn(build_views(client.state, memory()).messages)
+        assert [m.role for m in settled] == ["user", "assistant", "user"]
+        assert settled[-1].text == "delete project apollo"
+        assert [m.role for m in turn] == ["assistant"]
+        assert [t.name for t in turn[0].tools] == ["delete_project"]
+        assert turn[0].tools[0].has_decision
+
+    run(scenario())
+
+
+def test_answering_a_decision_changes_the_turn_and_nothing_before_it() -> None:
+    async def scenario() -> None:
+        client = demo_client()
+        await client.send("hello")
+        await client.send("transfer 25 to Ada")
+        await client.resolve_interrupts(True)
+        await client.send("delete project apollo")
+        before = build_views(client.state, memory()).messages
+        (item,) = client.interrupts
+        await client.resolve_interrupt(item.id, approved=True)
+        after = build_views(client.state, memory()).messages
+        assert split_turn(after)[0] == split_turn(before)[0]
+        assert split_turn(after)[1] != split_turn(before)[1]
+        assert split_turn(after)[1][0].tools[0].status == "done"
+        assert not split_turn(after)[1][0].tools[0].has_decision
+
+    run(scenario())
+
+
+def test_a_transcript_without_user_messages_is_all_turn() -> None:
+    assert split_turn([]) == ([], [])
+
+
+def test_the_first_open_decision_takes_the_focus_and_moves_on_when_answered() -> None:
+    async def scenario() -> None:
+        client = demo_client()
+        await client.send("pay invoices")
+        first, second, third = client.interrupts
+        cards = [t.decision for t in build_views(client.state, memory()).messages[-1].tools]
+        assert [card.focus for card in cards] == [True, False, False]
+
+        await client.resolve_interrupt(first.id, approved=True)  # staged: the batch waits
+        cards = [t.decision for t in build_views(client.state, memory()).messages[-1].tools]
+        assert [card.staged for card in cards] == ["Approved", "", ""]
+        assert [card.focus for card in cards] == [False, True, False]
+
+        held = build_views(client.state, memory(), focus=False).messages[-1].tools
+        assert not any(t.decision.focus for t in held)
+        assert {second.id, third.id} == {t.decision.id for t in held[1:]}
+
+    run(scenario())
+
+
+def test_cached_views_equal_fresh_ones_and_only_the_turn_is_rebuilt() -> None:
+    async def scenario() -> None:
+        client = demo_client()
+        cache = ViewCache()
+        await client.send("hello")
+        first = build_views(client.state, memory(), cache=cache).messages
+        await client.send("delete project apollo")
+        paused = build_views(client.state, memory(), cache=cache).messages
+        assert paused == build_views(client.state, memory()).messages
+        assert paused[0] is first[0] and paused[1] is first[1]  # "hello" and its reply: reused
+
+        (item,) = client.interrupts
+        await client.resolve_interrupt(item.id, approved=True)
+        done = build_views(client.state, memory(), cache=cache).messages
+        assert done == build_views(client.state, memory()).messages
+        # The paused card carried a decision, so it was never cached: it shows the result now.
+        card = next(m for m in done if m.id == paused[-1].id).tools[0]
+        assert paused[-1].tools[0].has_decision and card.status == "done"
+        assert done[0] is first[0]
+
+    run(scenario())
