@@ -41,6 +41,8 @@ TOKEN_DELAY_MS = 25
 HISTORY = [10, 500]
 APPROVALS = 5  # click -> first token samples per history length
 HELP_TOKENS = len(re.findall(r"\s*\S+|\s+", HELP))
+# A frame that updates one of the transcript's lists (not only the streamed text).
+TRANSCRIPT_VAR = re.compile(r'"(archive|recent|turn)_rx_state_"')
 
 # Installed before each Approve click: the click time, and the first time the streamed
 # message shows the continuation's first token.
@@ -197,7 +199,7 @@ class Page:
         streamed = [
             s
             for s, f in zip(sizes, self.frames, strict=True)
-            if "streaming_text" in str(f) and '"messages' not in str(f)
+            if "streaming_text" in str(f) and not TRANSCRIPT_VAR.search(str(f))
         ]
         return {
             "stream_bytes": sum(streamed),
@@ -338,8 +340,9 @@ def _section(results: dict[int, dict[str, Any]], approvals: int) -> Section:
             f"{HISTORY[0]}: bytes per streamed token do not depend on the history. Each text "
             "frame carries the whole text streamed so far (flushed every 50 ms), so the cost "
             'grows with the reply, not the conversation. "Whole exchange" adds the frames '
-            "sent when a message starts or ends (the whole transcript, sent again), which grow "
-            "with the history.",
+            "sent when a message starts or ends: the parts of the transcript that changed (the "
+            "turn, and the messages since the last whole block of 64 in the archive; the "
+            "archive itself is sent again once per 64 messages).",
             "Click → first token is timed in the page, from the click event to the DOM mutation "
             "that shows the token: the websocket round trips, the backend (validation, the tool "
             "run, the transcript updates) and React's renders. The CPU columns (Chrome's "

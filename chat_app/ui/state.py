@@ -33,7 +33,7 @@ from .views import (
     FormMemory,
     MessageView,
     build_views,
-    split_turn,
+    split_transcript,
     streaming_preview,
 )
 
@@ -57,9 +57,10 @@ HELD_NOTICE = (
 class ChatState(rx.State):
     """Transcript, decisions and composer for one browser tab."""
 
-    #: The transcript up to the last user message: sent again only when it changes.
-    messages: list[MessageView] = []
-    #: The messages after it (the current turn), which change as decisions are answered.
+    #: The transcript in three parts, each assigned (so sent) only when it changes: see
+    #: `chat_app.ui.views.Transcript`.
+    archive: list[MessageView] = []
+    recent: list[MessageView] = []
     turn: list[MessageView] = []
     loose_decisions: list[DecisionView] = []
     streaming_id: str = ""
@@ -91,7 +92,8 @@ class ChatState(rx.State):
     @rx.var
     def has_messages(self) -> bool:
         return (
-            len(self.messages) > 0
+            len(self.archive) > 0
+            or len(self.recent) > 0
             or len(self.turn) > 0
             or self.streaming_text != ""
             or self.running
@@ -114,8 +116,8 @@ class ChatState(rx.State):
     def _refresh(self, session: sessions.Session) -> None:
         """Copy the client's state into the page's vars.
 
-        Reflex sends every var assigned to, so the transcript before the current turn is
-        assigned only when it differs: answering a decision sends the turn, not the history.
+        Reflex sends every var assigned to, so each part of the transcript is assigned only
+        when it differs: answering a decision sends the turn, not the history.
         """
         client = session.client
         state = client.state
@@ -125,11 +127,13 @@ class ChatState(rx.State):
         if streaming and messages and messages[-1].role == "assistant":
             # The message being streamed is shown by the small streaming vars instead.
             messages = messages[:-1]
-        settled, turn = split_turn(messages)
-        if settled != self.messages:
-            self.messages = settled
-        if turn != self.turn:
-            self.turn = turn
+        parts = split_transcript(messages)
+        if parts.archive != self.archive:
+            self.archive = parts.archive
+        if parts.recent != self.recent:
+            self.recent = parts.recent
+        if parts.turn != self.turn:
+            self.turn = parts.turn
         self.loose_decisions = views.loose_decisions
         self.open_count = views.open_count
         self.batch_size = views.batch_size
@@ -163,7 +167,7 @@ class ChatState(rx.State):
         A click can reach the new token before `on_load` does, so deciding loads it too.
         """
         token = self.router.session.client_token
-        shows_nothing = not (self.messages or self.turn or self.running)
+        shows_nothing = not (self.archive or self.recent or self.turn or self.running)
         if self.shown_under not in ("", token) and shows_nothing:
             self._client_json, self._memory = await _saved_conversation(self.shown_under)
             sessions.forget(token)  # an event may have made an empty session already

@@ -411,14 +411,38 @@ def _tool_card(
 def split_turn(messages: list[MessageView]) -> tuple[list[MessageView], list[MessageView]]:
     """The transcript up to and including the last user message, and the turn after it.
 
-    Only the turn changes while a person answers decisions and the agent resumes, so the
-    page keeps the part before it as one var that is sent again only when it changes.
+    Only the turn changes while a person answers decisions and the agent resumes.
     """
     last_user = next(
         (index for index in range(len(messages) - 1, -1, -1) if messages[index].role == "user"),
         -1,
     )
     return messages[: last_user + 1], messages[last_user + 1 :]
+
+
+#: The history is cut at multiples of this many messages (see `split_transcript`).
+ARCHIVE_BLOCK = 64
+
+
+@dataclass
+class Transcript:
+    """The transcript as the page holds it: three lists, each sent again only when it changes.
+
+    `archive` ends at a multiple of `ARCHIVE_BLOCK` messages, so it changes once in that many
+    messages; `recent` runs from there to the last user message, and `turn` is the rest.
+    Answering a decision sends the turn; a new message sends `recent` and the turn; the whole
+    history goes over the wire again only when the archive grows by a block.
+    """
+
+    archive: list[MessageView]
+    recent: list[MessageView]
+    turn: list[MessageView]
+
+
+def split_transcript(messages: list[MessageView]) -> Transcript:
+    settled, turn = split_turn(messages)
+    cut = len(settled) - len(settled) % ARCHIVE_BLOCK
+    return Transcript(archive=settled[:cut], recent=settled[cut:], turn=turn)
 
 
 def streaming_preview(messages: Sequence[ChatMessage]) -> tuple[str, str, list[str]]:

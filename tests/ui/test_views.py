@@ -16,7 +16,15 @@ import pytest
 from chat_app.agent import event_to_wire
 from chat_app.client import ChatClient, ClientTool, InProcessConnection
 from chat_app.demo import build_demo_agent
-from chat_app.ui.views import FormMemory, ViewCache, build_views, split_turn
+from chat_app.ui.views import (
+    ARCHIVE_BLOCK,
+    FormMemory,
+    MessageView,
+    ViewCache,
+    build_views,
+    split_transcript,
+    split_turn,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -123,3 +131,21 @@ def test_cached_views_equal_fresh_ones_and_only_the_turn_is_rebuilt() -> None:
         assert done[0] is first[0]
 
     run(scenario())
+
+
+def test_the_archive_grows_a_whole_block_at_a_time() -> None:
+    def transcript(count: int) -> list[MessageView]:
+        roles = ["user", "assistant"] * count
+        return [MessageView(id=f"m{i}", role=role, text=str(i)) for i, role in enumerate(roles)]
+
+    short = split_transcript(transcript(10) + [MessageView(id="a", role="assistant", text="…")])
+    assert (len(short.archive), len(short.recent), len(short.turn)) == (0, 19, 2)
+
+    before = split_transcript(transcript(40))  # 80 messages, the last one a reply
+    after = split_transcript(transcript(41))  # one exchange more
+    assert len(before.archive) == len(after.archive) == ARCHIVE_BLOCK
+    assert after.archive == before.archive  # not sent again
+    assert len(after.recent) == 81 - ARCHIVE_BLOCK and [m.id for m in after.turn] == ["m81"]
+
+    crossed = split_transcript(transcript(65))
+    assert len(crossed.archive) == 2 * ARCHIVE_BLOCK and len(crossed.recent) == 1

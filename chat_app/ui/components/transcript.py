@@ -199,7 +199,8 @@ def transcript() -> rx.Component:
         rx.cond(
             ChatState.has_messages,
             rx.vstack(
-                rx.foreach(ChatState.messages, _row),
+                rx.foreach(ChatState.archive, _row),
+                rx.foreach(ChatState.recent, _row),
                 rx.foreach(ChatState.turn, _row),
                 streaming_row(),
                 rx.foreach(ChatState.loose_decisions, loose_decision),
