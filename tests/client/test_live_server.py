@@ -1,0 +1,100 @@
+"""The headless client against our server on a real socket (uvicorn), not a buffered transport.
+
+The model holds its reply until the client has shown the first words: that can only happen
+if the events reach the client while the run is still going. Then the run pauses for an
+approval and the continuation goes over the same socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+import uvicorn
+
+from chat_app.agent.models.base import Model, ModelEvent, ModelRequest, TextDelta, ToolCallDelta
+from chat_app.client import ChatClient, ClientTool, SSEConnection, ToolApprovalInterrupt
+from chat_app.demo import build_demo_agent
+from chat_app.server import create_app
+
+HOLD_SECONDS = 20  # only if the client never sees the first words: the test then fails
+
+
+class HeldModel(Model):
+    """Says "Checking", waits for the test's go-ahead, then asks to delete a project."""
+
+    name = "held"
+
+    def __init__(self) -> None:
+        self.go_ahead = threading.Event()
+        self.held_too_long = False
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if request.messages[-1].role == "tool":
+            yield TextDelta("Deleted.")
+            return
+        yield TextDelta("Checking")
+        self.held_too_long = not await asyncio.to_thread(self.go_ahead.wait, HOLD_SECONDS)
+        yield TextDelta(" the project.")
+        yield ToolCallDelta(id="call-1", name="delete_project", arguments='{"name": "apollo"}')
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[str, HeldModel]]:
+    model = HeldModel()
+    config = uvicorn.Config(
+        create_app(build_demo_agent(model)), host="127.0.0.1", port=0, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        threading.Event().wait(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", model
+    finally:
+        model.go_ahead.set()
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+async def test_events_reach_the_client_while_the_run_goes_on(
+    served: tuple[str, HeldModel],
+) -> None:
+    base, model = served
+    manifest = httpx.get(f"{base}/api/tools").json()
+    seen_while_held: list[str] = []
+
+    def on_change(client: ChatClient) -> None:
+        last = client.messages[-1] if client.messages else None
+        if (
+            last is not None
+            and last.role == "assistant"
+            and last.text
+            and not model.go_ahead.is_set()
+        ):
+            seen_while_held.append(last.text)
+            model.go_ahead.set()
+
+    client = ChatClient(
+        SSEConnection(f"{base}/api/chat", timeout=30),
+        tools=ClientTool.from_manifest(manifest, {}),
+        on_change=on_change,
+    )
+    await client.send("delete project apollo")
+
+    assert seen_while_held == ["Checking"]
+    assert not model.held_too_long
+    (item,) = client.interrupts
+    assert isinstance(item, ToolApprovalInterrupt) and item.tool_name == "delete_project"
+
+    await client.resolve_interrupt(item.id, approved=True)
+    assert client.interrupts == ()
+    assert client.messages[-1].text == "Deleted."
+    assert client.status == "ready"
