@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -47,6 +48,7 @@ class _Work:
 
 
 _STOP = object()
+_FORK_LOCK = threading.Lock()
 
 
 class GroupWriter:
@@ -54,18 +56,34 @@ class GroupWriter:
 
     def __init__(self, connect: Callable[[], sqlite3.Connection], *, name: str) -> None:
         self._connect = connect
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._name = name
         self._closed = False
+        self._start()
+
+    def _start(self) -> None:
+        self._pid = os.getpid()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
         #: Per event loop, what its coroutines submitted during the current iteration.
         self._pending: dict[asyncio.AbstractEventLoop, list[_Work]] = {}
         # Daemon: a ledger nobody closed must not keep the interpreter alive; `close` (also
         # registered by the ledger to run at exit) drains what was queued first.
-        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread = threading.Thread(
+            target=self._serve, args=(self._queue,), name=self._name, daemon=True
+        )
         self._thread.start()
+
+    def _here(self) -> None:
+        """A forked process (servers that import the app, then fork workers) inherits this
+        object but not its thread: it gets its own thread, queue and connection."""
+        if self._pid != os.getpid():
+            with _FORK_LOCK:
+                if self._pid != os.getpid():
+                    self._start()
 
     def submit(self, job: Job) -> Future[Any]:
         """Queue `job`; its future holds what it returned once its group has committed."""
+        self._here()
         future: Future[Any] = Future()
         self._put([_Work(job, future)])
         return future
@@ -76,6 +94,7 @@ class GroupWriter:
         loop: waking threads costs more than the writes themselves."""
         if self._closed:
             raise RuntimeError("The ledger is closed.")
+        self._here()
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         batch = self._pending.get(loop)
@@ -87,6 +106,9 @@ class GroupWriter:
 
     def close(self, timeout: float | None = 30) -> None:
         """Finish what was queued, then close the connection and end the thread."""
+        if self._closed and self._pid != os.getpid():
+            return  # closed before the fork: there is no thread to start and stop here
+        self._here()
         with self._lock:
             if not self._closed:
                 self._closed = True
@@ -95,7 +117,7 @@ class GroupWriter:
             self._thread.join(timeout)
 
     def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
-        batch = self._pending.pop(loop)
+        batch = self._pending.pop(loop, [])
         try:
             self._put(batch)
         except RuntimeError as error:  # closed in the meantime
@@ -107,15 +129,15 @@ class GroupWriter:
                 raise RuntimeError("The ledger is closed.")
             self._queue.put(batch)
 
-    def _serve(self) -> None:
+    def _serve(self, jobs: queue.SimpleQueue[Any]) -> None:
         try:
             db = self._connect()
         except Exception as error:  # e.g. an unwritable folder: every caller learns why
-            self._fail_all(error)
+            _fail_all(jobs, error)
             return
         try:
             while True:
-                group, stop = self._take()
+                group, stop = _take(jobs)
                 if group:
                     _resolve(group, _commit_group(db, group))
                 if stop:
@@ -123,23 +145,25 @@ class GroupWriter:
         finally:
             db.close()
 
-    def _take(self) -> tuple[list[_Work], bool]:
-        """Block for one batch, then take whatever else is already queued."""
-        group: list[_Work] = []
-        item = self._queue.get()
-        while item is not _STOP:
-            group.extend(item)
-            if len(group) >= MAX_GROUP:
-                return group, False
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return group, False
-        return group, True
 
-    def _fail_all(self, error: Exception) -> None:
-        while (item := self._queue.get()) is not _STOP:
-            _resolve(item, [(False, error)] * len(item))
+def _take(jobs: queue.SimpleQueue[Any]) -> tuple[list[_Work], bool]:
+    """Block for one batch, then take whatever else is already queued."""
+    group: list[_Work] = []
+    item = jobs.get()
+    while item is not _STOP:
+        group.extend(item)
+        if len(group) >= MAX_GROUP:
+            return group, False
+        try:
+            item = jobs.get_nowait()
+        except queue.Empty:
+            return group, False
+    return group, True
+
+
+def _fail_all(jobs: queue.SimpleQueue[Any], error: Exception) -> None:
+    while (item := jobs.get()) is not _STOP:
+        _resolve(item, [(False, error)] * len(item))
 
 
 Outcome = tuple[bool, Any]  # (True, what the job returned) or (False, the exception)

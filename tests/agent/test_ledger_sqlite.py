@@ -7,8 +7,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
+import signal
 import sqlite3
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
@@ -177,6 +180,32 @@ def ledger_append(db: sqlite3.Connection, n: int) -> None:
     from chat_app.agent.ledger import _append
 
     _append(db, [entry(n)])
+
+
+def test_a_forked_process_writes_through_its_own_thread(tmp_path: Path) -> None:
+    """Servers import the app (and open the ledger), then fork workers: a fork copies no
+    thread, so the child must not queue to the parent's writer and wait forever."""
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    ledger.append([entry(1)])
+    pid = os.fork()
+    if pid == 0:  # the child: exit at once, whatever happens
+        try:
+            ledger.append([entry(2)])
+            os._exit(0 if len(ledger.records()) == 2 else 1)
+        finally:
+            os._exit(2)
+    deadline = time.monotonic() + 30
+    while (status := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if status[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung on the ledger")
+    assert os.waitstatus_to_exitcode(status[1]) == 0
+    ledger.append([entry(3)])
+    records = ledger.records()
+    assert [r.run_id for r in records] == ["r1", "r2", "r3"] and verify_chain(records).ok
+    ledger.close()
 
 
 def test_a_dropped_ledger_ends_its_thread() -> None:
