@@ -288,6 +288,9 @@ class ChatClient:
             tools=[tool.wire() for tool in self.tools.values()],
             context=self.context,
             forwarded_props=self.forwarded_props,
+            # The agent's state goes back with the next request (a stateless server needs it);
+            # `{}` until the agent has sent any, as TanStack's client always sends.
+            state=self._stream.agent_state,
         )
         self._current_run_id = run_id
         self._streaming = True

@@ -8,11 +8,15 @@ events without message ids, and event types it does not know (ignored).
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
+
+import jsonpatch
+import jsonpointer
 
 from chat_app.interrupts import LEGACY_APPROVAL_REASON, js_json_dumps
 
@@ -33,6 +37,8 @@ from ._messages import (
 __all__ = ["RunStatus", "StreamProcessor", "StreamState", "new_message_id"]
 
 RunStatus: TypeAlias = Literal["idle", "running", "finished", "interrupted", "error"]
+
+_log = logging.getLogger(__name__)
 
 
 def new_message_id(prefix: str = "msg") -> str:
@@ -56,7 +62,7 @@ class StreamState:
     #: The `message` and `code` of the latest `RUN_ERROR`.
     error: str | None = None
     error_code: str | None = None
-    #: The latest `STATE_SNAPSHOT`.
+    #: The latest `STATE_SNAPSHOT`, with the `STATE_DELTA`s since applied.
     agent_state: object = None
     #: The last `RUN_ERROR` or `RUN_FINISHED` event as received.
     terminal: dict[str, object] | None = field(default=None, repr=False)
@@ -212,6 +218,25 @@ class StreamProcessor:
     def _state_snapshot(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
         return replace(state, agent_state=event.get("snapshot"))
 
+    def _state_delta(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
+        """Apply the event's JSON Patch to the latest state (a new value; the old is kept).
+
+        A patch that does not apply leaves the state as it was, as AG-UI's own client does:
+        the next `STATE_SNAPSHOT` sets it right, and the run goes on.
+        """
+        delta = event.get("delta")
+        if not isinstance(delta, list):
+            _log.warning("STATE_DELTA not applied: its delta is not a list of operations")
+            return state
+        try:
+            patched = jsonpatch.apply_patch(
+                state.agent_state if state.agent_state is not None else {}, delta
+            )
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError) as error:
+            _log.warning("STATE_DELTA not applied: %s", error)
+            return state
+        return replace(state, agent_state=patched)
+
     def _run_finished(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
         outcome = event.get("outcome")
         interrupts: tuple[dict[str, object], ...] = ()
@@ -268,6 +293,7 @@ _HANDLERS: dict[str, _Handler] = {
     "TOOL_CALL_RESULT": StreamProcessor._tool_result,
     "MESSAGES_SNAPSHOT": StreamProcessor._snapshot,
     "STATE_SNAPSHOT": StreamProcessor._state_snapshot,
+    "STATE_DELTA": StreamProcessor._state_delta,
     "RUN_FINISHED": StreamProcessor._run_finished,
     "RUN_ERROR": StreamProcessor._run_error,
 }

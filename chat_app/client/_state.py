@@ -41,7 +41,7 @@ class ClientState:
     #: The last run or transport failure (`code`, `message`).
     error: str | None = None
     error_code: str | None = None
-    #: The latest `STATE_SNAPSHOT` from the agent.
+    #: The latest `STATE_SNAPSHOT` from the agent, with the `STATE_DELTA`s since applied.
     agent_state: object = None
     manager: ManagerSnapshot = ManagerSnapshot()
 

@@ -296,3 +296,23 @@ async def test_a_client_tool_output_that_breaks_its_schema_becomes_an_error_resu
     part = client.messages[-1].tool_calls[0]
     assert (part.status, part.error) == ("error", "'tag' is a required property")
     assert [e.code for e in client.interrupt_errors] == ["item-validation-failed"]
+
+
+async def test_the_agent_state_goes_back_with_the_next_request() -> None:
+    run = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}]
+    finished = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"}
+    connection = scripted(
+        [
+            *run,
+            {"type": "STATE_SNAPSHOT", "snapshot": {"step": 1, "seen": []}},
+            {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/seen/-", "value": "a"}]},
+            finished,
+        ],
+        [*run, finished],
+    )
+    client = ChatClient(connection, thread_id="t")
+    await client.send("first")
+    assert client.state.agent_state == {"step": 1, "seen": ["a"]}
+    await client.send("second")
+    assert connection.requests[0]["state"] == {}
+    assert connection.requests[1]["state"] == {"step": 1, "seen": ["a"]}

@@ -152,3 +152,41 @@ def test_a_snapshot_anchors_tool_results_and_keeps_what_the_wire_cannot_carry() 
     sent = to_wire_messages(state.messages)
     assert sent[2] == {**wire[2], "metadata": {"tanstack": {"toolResult": {}}}}
     assert sent[:2] + sent[3:] == wire[:2] + wire[3:]
+
+
+def test_state_deltas_patch_the_latest_snapshot_without_mutating_it() -> None:
+    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": {"cart": ["tea"], "total": 4}}
+    before = fold([snapshot])
+    after = fold(
+        [
+            {
+                "type": "STATE_DELTA",
+                "delta": [
+                    {"op": "add", "path": "/cart/-", "value": "cake"},
+                    {"op": "replace", "path": "/total", "value": 9},
+                ],
+            }
+        ],
+        before,
+    )
+    assert after.agent_state == {"cart": ["tea", "cake"], "total": 9}
+    assert before.agent_state == {"cart": ["tea"], "total": 4}
+
+
+def test_a_state_delta_before_any_snapshot_patches_an_empty_object() -> None:
+    state = fold([{"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/step", "value": 1}]}])
+    assert state.agent_state == {"step": 1}
+
+
+def test_a_state_delta_that_does_not_apply_leaves_the_state_and_the_run_alone() -> None:
+    start = fold([{"type": "STATE_SNAPSHOT", "snapshot": {"total": 4}}, *CALL])
+    for delta in (
+        [{"op": "remove", "path": "/missing"}],  # no such member
+        [{"op": "test", "path": "/total", "value": 5}],  # a failed test voids the whole patch
+        [{"op": "add", "path": "/total", "value": 5}, {"op": "explode", "path": "/"}],
+        {"op": "add", "path": "/total", "value": 5},  # not a list
+        "[]",  # not a list either (a string is not parsed)
+    ):
+        state = P.apply(start, {"type": "STATE_DELTA", "delta": delta})
+        assert state.agent_state == {"total": 4}, delta
+        assert state.messages == start.messages
