@@ -71,8 +71,6 @@ def server(kind: str) -> Iterator[tuple[str, int]]:
                 env["CHAT_APP_SECURE"] = "0"
             port = _free_port()
             cmd = [sys.executable, "-m", "chat_app.server", "--port", str(port)]
-            if kind == "ours-frozen":  # the proposed change, without editing the server
-                cmd[1:3] = ["-c", FROZEN]
             proc = subprocess.Popen(
                 cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
             )
@@ -222,14 +220,8 @@ async def load(base: str, concurrency: int, cycles: int, pid: int) -> dict[str, 
     }
 
 
-# `python -m chat_app.server`, with `gc.freeze()` once everything is imported.
-FROZEN = (
-    "import gc, sys; from chat_app.server.__main__ import main; "
-    "sys.argv[0] = 'chat_app.server'; gc.freeze(); main()"
-)
 SERVERS = {
     "ours": "ours (as shipped: sealed, ledger)",
-    "ours-frozen": "ours as shipped + `gc.freeze()` at start-up (proposed)",
     "ours-bare": "ours, CHAT_APP_SECURE=0",
     "tanstack": "TanStack AI (node)",
 }
@@ -317,9 +309,10 @@ def _section(results: dict[str, dict[int, list[dict[str, float]]]], rounds: int)
         rows=rows,
         notes=[
             "Ours as shipped also seals every tool call id (HMAC), commits each answer "
-            "exactly once in the SQLite ledger and appends pause, decision and execution "
-            "records to the hash-chained audit trail; uvicorn writes an access log line per "
-            "request (to /dev/null here). TanStack's server does none of these. The scripted "
+            "exactly once in the SQLite ledger (`synchronous=FULL`: each commit is fsynced "
+            "before the run goes on; concurrent requests share a transaction) and appends "
+            "pause, decision and execution records to the hash-chained audit trail. "
+            "TanStack's server does none of these. The scripted "
             "models differ in how they stream: ours word by word (one TEXT_MESSAGE_CONTENT "
             "per word), the TanStack server's mock adapter one delta per message, and ours "
             "adds a MESSAGES_SNAPSHOT before each pause (the last column); the load "
