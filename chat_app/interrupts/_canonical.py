@@ -59,6 +59,9 @@ _EXPONENT_MINUS_6 = re.compile(rb"-6(?=[,\]}]|\Z)(?<=e-6)")
 _DOT_ZERO = re.compile(rb"\.0")
 _NEGATIVE_ZERO = re.compile(rb"-0\.0")
 _NULL = re.compile(rb"null")
+# Every byte `_plain` starts a search from, for texts up to `_SHORT` bytes.
+_SHORT = 64
+_SHORT_SUSPECT = re.compile(rb"[.+\-]|null")
 # The last canonical text and its UTF-8, so that `digest_interrupt_json(canonical(...))`
 # skips encoding the text again. Only texts up to this size are kept alive.
 _REMEMBERED_BYTES = 1 << 20
@@ -128,6 +131,8 @@ def _plain(data: bytes, value: object) -> bool:
     A one-byte `find` is a memchr, by far the fastest scan; a regex with a literal prefix
     comes next (`in` and multi-byte `find` are slower, and so is one regex alternation).
     """
+    if len(data) <= _SHORT and _SHORT_SUSPECT.search(data) is None:
+        return True  # on a short text one regex costs less than the scans below
     dot = data.find(b".")
     if dot >= 0 and _DOT_ZERO.search(data, dot):
         return False
