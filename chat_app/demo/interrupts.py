@@ -41,6 +41,8 @@ SHIPPING = define_interrupt(
         },
         "required": ["speed", "giftWrap"],
         "additionalProperties": False,
+        # Shown in this order; the wire sorts `properties` by name.
+        "x-order": ["speed", "giftWrap"],
     },
 )
 

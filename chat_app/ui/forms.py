@@ -77,6 +77,24 @@ def _is_object(schema: Mapping[str, Any]) -> bool:
     return schema.get("type") == "object" or "properties" in schema
 
 
+#: A schema keyword naming the order its properties are shown in. Canonical JSON sorts an
+#: object's keys on the wire (as TanStack does), so `properties` arrive in name order; a list
+#: keeps its order.
+ORDER_KEYWORD = "x-order"
+
+
+def _ordered_properties(schema: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """`properties` in the schema's `x-order` (names it does not list follow, as given)."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return []
+    order = schema.get(ORDER_KEYWORD)
+    if not isinstance(order, list):
+        return list(properties.items())
+    rank = {name: index for index, name in enumerate(order) if isinstance(name, str)}
+    return sorted(properties.items(), key=lambda item: rank.get(item[0], len(rank)))
+
+
 def _object_fields(
     schema: Mapping[str, Any],
     prefix: str,
@@ -85,7 +103,7 @@ def _object_fields(
     out: list[FormField],
 ) -> None:
     required = set(schema.get("required", []))
-    for name, child in (schema.get("properties") or {}).items():
+    for name, child in _ordered_properties(schema):
         if not isinstance(child, Mapping):
             continue
         path = f"{prefix}.{name}" if prefix else name

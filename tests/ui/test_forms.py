@@ -175,3 +175,16 @@ def test_enum_options_give_back_the_schemas_own_values() -> None:
     assert rows[0].options == ["1", "2", "true"]
     assert read_form(schema, rows, {"n": "2"}).value == {"n": 2}
     assert read_form(schema, rows, {"n": "true"}).value == {"n": True}
+
+
+def test_fields_follow_the_schemas_x_order_whatever_order_the_properties_arrive_in() -> None:
+    on_the_wire = {**SHIPPING.response_schema, "properties": {}}  # keys sorted, as canonical
+    on_the_wire["properties"] = dict(sorted(SHIPPING.response_schema["properties"].items()))
+    assert list(on_the_wire["properties"]) == ["giftWrap", "speed"]
+    assert [row.path for row in form_fields(on_the_wire)] == ["speed", "giftWrap"]
+    unlisted = {**on_the_wire, "x-order": ["speed"]}
+    assert [row.path for row in form_fields(unlisted)] == ["speed", "giftWrap"]
+    assert [row.path for row in form_fields({**on_the_wire, "x-order": "speed"})] == [
+        "giftWrap",
+        "speed",
+    ]
