@@ -135,6 +135,25 @@ def test_a_failing_job_is_rolled_back_alone(tmp_path: Path) -> None:
     writer.close()
 
 
+def test_a_failing_job_alone_in_its_group_writes_nothing(tmp_path: Path) -> None:
+    def connect() -> sqlite3.Connection:
+        db = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+        db.execute("CREATE TABLE IF NOT EXISTS t (v INTEGER)")
+        return db
+
+    def failing(db: sqlite3.Connection) -> None:
+        db.execute("INSERT INTO t VALUES (1)")
+        raise ValueError("no")
+
+    writer = GroupWriter(connect, name="test")
+    with pytest.raises(ValueError, match="no"):
+        writer.submit(failing).result()  # nothing queued with it: a group of one
+    assert writer.submit(lambda db: db.execute("INSERT INTO t VALUES (2)") and 2).result() == 2
+    rows = writer.submit(lambda db: db.execute("SELECT v FROM t").fetchall()).result()
+    assert rows == [(2,)]
+    writer.close()
+
+
 def test_a_transaction_that_cannot_start_fails_every_caller(tmp_path: Path) -> None:
     path = tmp_path / "x.db"
     other = sqlite3.connect(path, timeout=0, isolation_level=None)
