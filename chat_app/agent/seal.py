@@ -104,13 +104,15 @@ class Sealer:
     ) -> None:
         if len(secret) < 16:
             raise ValueError("A sealing secret needs at least 16 bytes.")
-        self._secret = secret
+        # Keyed once: copying a keyed HMAC skips hashing the padded key on every seal.
+        self._keyed = hmac.new(secret, digestmod=hashlib.sha256)
         self.ttl_seconds = ttl_seconds
         self._clock = clock
 
     def _mac(self, parts: list[object], length: int) -> str:
-        digest = hmac.new(self._secret, canonical_interrupt_json(parts).encode(), hashlib.sha256)
-        return base64.urlsafe_b64encode(digest.digest()).decode()[:length]
+        mac = self._keyed.copy()
+        mac.update(canonical_interrupt_json(parts).encode())
+        return base64.urlsafe_b64encode(mac.digest()).decode()[:length]
 
     def expiry(self) -> int:
         return int(self._clock() + self.ttl_seconds)
