@@ -335,6 +335,61 @@ async def test_the_audit_trail_records_what_was_shown_decided_and_run(
     assert verify_chain(records).ok
 
 
+class SlowLedger(SQLiteLedger):
+    """Appends take a while (a slow disk); `written` holds each record's kind once durable."""
+
+    def __init__(self, path: Path, *, fail: bool = False) -> None:
+        super().__init__(path)
+        self.fail = fail
+        self.written: list[str] = []
+
+    async def append_async(self, entries: Any) -> None:
+        entries = list(entries)
+        await asyncio.sleep(0.05)
+        if self.fail and entries[0].kind == "execution":
+            raise sqlite3.OperationalError("disk I/O error")
+        await super().append_async(entries)
+        self.written += [entry.kind for entry in entries]
+
+
+async def _events_with_durable_kinds(
+    agent: Agent, ledger: SlowLedger, body: dict[str, Any]
+) -> list[tuple[str, list[str]]]:
+    """Each event's type with the records durable when it came out."""
+    return [(e.type.value, list(ledger.written)) async for e in agent.run(run_input(**body))]
+
+
+async def test_a_runs_last_event_waits_until_its_audit_records_are_durable(
+    clock: Clock, tmp_path: Path
+) -> None:
+    ledger = SlowLedger(tmp_path / "ledger.db")
+    agent = sealed_agent(clock, ledger)
+    user = {"id": "u", "role": "user", "content": "transfer 25 to Ada"}
+    first = {"threadId": "t1", "runId": "r1", "messages": [user]}
+    seen = await _events_with_durable_kinds(agent, ledger, first)
+    assert seen[-1] == ("RUN_FINISHED", ["pause"])
+    events = await pause(agent, "transfer 25 to Ada", thread="t2")
+    [item] = events[-1]["outcome"]["interrupts"]
+    body = {"threadId": "t2", "runId": "r2", "parentRunId": "r1",
+            "messages": events[-2]["messages"], "resume": [approve(item)]}  # fmt: skip
+    seen = await _events_with_durable_kinds(agent, ledger, body)
+    assert seen[-1] == ("RUN_FINISHED", ["pause", "pause", "execution"])
+    assert [r.kind for r in ledger.records()][-2:] == ["decision", "execution"]
+    assert verify_chain(ledger.records()).ok
+
+
+async def test_an_execution_record_that_cannot_be_written_ends_the_run_with_an_error(
+    clock: Clock, tmp_path: Path
+) -> None:
+    ledger = SlowLedger(tmp_path / "ledger.db", fail=True)
+    agent = sealed_agent(clock, ledger)
+    events = await pause(agent, "transfer 25 to Ada")
+    [item] = events[-1]["outcome"]["interrupts"]
+    done = await answer(agent, events, [approve(item)])
+    assert done[-1]["type"] == "RUN_ERROR" and "disk I/O error" in done[-1]["message"]
+    assert [e["type"] for e in done].count("RUN_FINISHED") == 0
+
+
 def test_tampering_with_the_audit_trail_shows(tmp_path: Path) -> None:
     from chat_app.agent.ledger import AuditEntry
 
