@@ -13,7 +13,6 @@ continuation's `RUN_ERROR` alone).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
 import time
@@ -24,7 +23,6 @@ from typing import Any
 from ag_ui.core import (
     AssistantMessage,
     BaseEvent,
-    EventType,
     FunctionCall,
     Message,
     RunAgentInput,
@@ -75,9 +73,6 @@ from .tools import Tool
 
 logger = logging.getLogger(__name__)
 
-#: A run's last event: its audit records are durable before it goes out.
-_TERMINAL = frozenset((EventType.RUN_FINISHED, EventType.RUN_ERROR))
-
 
 class Agent:
     """Tools, generic interrupt definitions, middleware and a model.
@@ -123,16 +118,12 @@ class Agent:
         run = _Run(self, input)
         try:
             async for event in run.events():
-                if event.type in _TERMINAL:
-                    await run.records_durable()
                 yield event
         except ModelError as error:  # the provider said no: its words, no traceback
             logger.warning("agent run %s: %s", input.run_id, error)
-            await run.records_settled()
             yield RunErrorEvent(message=str(error), code=f"model-{error.code}", timestamp=run.now())
         except Exception as error:  # a tool or model bug must end the stream, not hang it
             logger.exception("agent run %s failed", input.run_id)
-            await run.records_settled()
             yield RunErrorEvent(
                 message=f"The agent failed: {error}", code="agent-error", timestamp=run.now()
             )
@@ -144,8 +135,6 @@ class _Run:
         self.input = input
         self.messages: list[Message] = list(input.messages)
         self._tool_positions: dict[str, int] | None = None
-        #: Audit records on their way to the ledger (awaited before the run's last event).
-        self._records: list[asyncio.Future[None]] = []
         self.model_name = agent.model.name
         self.ctx = RunContext(
             thread_id=input.thread_id,
@@ -173,25 +162,6 @@ class _Run:
             actor=self.actor,
             data=data,
         )
-
-    def _record(self, kind: str, data: dict[str, Any]) -> None:
-        """Send an audit record to the ledger without waiting: its fsync overlaps what the run
-        does next, and `records_durable` waits for it before the run's last event."""
-        assert self.agent.ledger is not None
-        write = self.agent.ledger.append_async([self._audit(kind, data)])
-        # A task, so the record is written even if the client goes away before the end.
-        self._records.append(asyncio.ensure_future(write))
-
-    async def records_durable(self) -> None:
-        """Wait until every record sent so far is committed (raises if one failed)."""
-        pending, self._records = self._records, []
-        for write in pending:
-            await write
-
-    async def records_settled(self) -> None:
-        """`records_durable` for a run that already failed: its error is the one reported."""
-        pending, self._records = self._records, []
-        await asyncio.gather(*pending, return_exceptions=True)
 
     async def _commit(self, plan: ResumePlan) -> None:
         """Record the answers exactly once, before anything runs; a replay is a `conflict`."""
@@ -359,14 +329,15 @@ class _Run:
         if self.agent.ledger is not None:
             record = {"toolCallId": call_id, "toolName": tool.name, "args": args,
                       "result": result, "error": failed}  # fmt: skip
-            self._record("execution", record)
+            await self.agent.ledger.append_async([self._audit("execution", record)])
         return self._record_result(message_id, call_id, result, error=failed)
 
     async def _pause(self, interrupts: list[dict[str, Any]]) -> list[BaseEvent]:
         interrupts = interrupts + self.ctx.foreign_interrupts
         self.ctx.foreign_interrupts = []
         if self.agent.ledger is not None:
-            self._record("pause", {"interrupts": [pause_record(item) for item in interrupts]})
+            shown = [pause_record(item) for item in interrupts]
+            await self.agent.ledger.append_async([self._audit("pause", {"interrupts": shown})])
         return events.interrupt_terminal(
             self.input.thread_id,
             self.input.run_id,
