@@ -3,11 +3,11 @@
 Owns `GroupWriter`. Callers `submit` a job (a function of the connection) and get a
 `concurrent.futures.Future`; coroutines `submit_async` and await an asyncio future, so the
 event loop keeps serving other streams while the disk syncs. The thread takes everything
-queued, runs it in ONE write transaction, each job inside its own SAVEPOINT, and commits
-once: many requests share one fsync. A job that raises is rolled back to its savepoint (a
-group of one: the whole transaction) and fails alone; a failed COMMIT fails every job of the
-group. A future is resolved only after the COMMIT returned, so whatever a caller does next
-happens after its write is durable.
+queued, runs it in ONE write transaction and commits once: many requests share one fsync.
+A job that raises fails alone: the transaction is rolled back and the group's other jobs run
+again, each in its own SAVEPOINT (so a job may run twice, and must only touch the database).
+A failed COMMIT fails every job of the group. A future is resolved only after the COMMIT
+returned, so whatever a caller does next happens after its write is durable.
 
 One owning thread is also what makes `:memory:` databases work: every job sees the same
 connection whatever thread or event loop submitted it.
@@ -199,18 +199,33 @@ def _settle(settled: list[tuple[Any, Outcome]]) -> None:
 def _commit_group(db: sqlite3.Connection, group: list[_Work]) -> list[Outcome]:
     try:
         db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes
-        if len(group) == 1:
-            return [_commit_alone(db, group[0])]
-        outcomes: list[Outcome] = []
-        for work in group:
-            # Checked as late as possible: a caller that gave up meanwhile writes nothing.
-            outcomes.append(_attempt(db, work.job) if work.start() else _GAVE_UP)
+        # Checked as late as possible: a caller that gave up meanwhile writes nothing.
+        started = [work.start() for work in group]
+        outcomes = iter(_run_jobs(db, [w.job for w, go in zip(group, started, strict=True) if go]))
         db.execute("COMMIT")
     except Exception as error:  # nothing of this group is durable: every caller learns why
         logger.warning("ledger transaction failed: %s", error)
         _roll_back(db)
         return [(False, error)] * len(group)
-    return outcomes
+    return [next(outcomes) if go else _GAVE_UP for go in started]
+
+
+def _run_jobs(db: sqlite3.Connection, jobs: list[Job]) -> list[Outcome]:
+    """Run the jobs one after the other in the open transaction, optimistically without
+    savepoints: two statements less per job, and every statement costs this thread a GIL
+    hand-off. If one raises, the transaction is rolled back and begun again, and the others
+    run again, each in its own savepoint (so a job must only touch the database)."""
+    values = []
+    for job in jobs:
+        try:
+            values.append(job(db))
+        except Exception as error:
+            _roll_back(db)
+            db.execute("BEGIN IMMEDIATE")
+            if len(jobs) == 1:
+                return [(False, error)]
+            return [_attempt(db, each) for each in jobs]
+    return [(True, value) for value in values]
 
 
 def _attempt(db: sqlite3.Connection, job: Job) -> Outcome:
@@ -223,22 +238,6 @@ def _attempt(db: sqlite3.Connection, job: Job) -> Outcome:
         db.execute("RELEASE job")
         return False, error
     db.execute("RELEASE job")
-    return True, value
-
-
-def _commit_alone(db: sqlite3.Connection, work: _Work) -> Outcome:
-    """A group of one needs no savepoint: the transaction is its own, so a job that raises is
-    undone by rolling it back. The usual group when requests do not overlap; two statements
-    less, and every statement costs the writer thread a GIL hand-off."""
-    if not work.start():
-        _roll_back(db)
-        return _GAVE_UP
-    try:
-        value = work.job(db)
-    except Exception as error:
-        _roll_back(db)
-        return False, error
-    db.execute("COMMIT")  # if this raises, the caller rolls back and fails the job
     return True, value
 
 
