@@ -199,33 +199,47 @@ def _settle(settled: list[tuple[Any, Outcome]]) -> None:
 def _commit_group(db: sqlite3.Connection, group: list[_Work]) -> list[Outcome]:
     try:
         db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes
-        # Checked as late as possible: a caller that gave up meanwhile writes nothing.
-        started = [work.start() for work in group]
-        outcomes = iter(_run_jobs(db, [w.job for w, go in zip(group, started, strict=True) if go]))
+        outcomes = _run_jobs(db, group)
         db.execute("COMMIT")
     except Exception as error:  # nothing of this group is durable: every caller learns why
         logger.warning("ledger transaction failed: %s", error)
         _roll_back(db)
         return [(False, error)] * len(group)
-    return [next(outcomes) if go else _GAVE_UP for go in started]
+    return outcomes
 
 
-def _run_jobs(db: sqlite3.Connection, jobs: list[Job]) -> list[Outcome]:
+def _run_jobs(db: sqlite3.Connection, group: list[_Work]) -> list[Outcome]:
     """Run the jobs one after the other in the open transaction, optimistically without
     savepoints: two statements less per job, and every statement costs this thread a GIL
-    hand-off. If one raises, the transaction is rolled back and begun again, and the others
+    hand-off. If one raises, the transaction is rolled back and begun again, and the jobs
     run again, each in its own savepoint (so a job must only touch the database)."""
-    values = []
-    for job in jobs:
+    outcomes: list[Outcome] = []
+    for work in group:
+        # Checked as late as possible: a caller that gave up meanwhile writes nothing.
+        if not work.start():
+            outcomes.append(_GAVE_UP)
+            continue
         try:
-            values.append(job(db))
+            outcomes.append((True, work.job(db)))
         except Exception as error:
             _roll_back(db)
             db.execute("BEGIN IMMEDIATE")
-            if len(jobs) == 1:
+            if len(group) == 1:
                 return [(False, error)]
-            return [_attempt(db, each) for each in jobs]
-    return [(True, value) for value in values]
+            return _run_again(db, group, [*outcomes, (False, error)])
+    return outcomes
+
+
+def _run_again(db: sqlite3.Connection, group: list[_Work], tried: list[Outcome]) -> list[Outcome]:
+    """After a rollback: the jobs that ran, again in savepoints; the rest as `_run_jobs` would."""
+    outcomes: list[Outcome] = []
+    for index, work in enumerate(group):
+        if index < len(tried):
+            ran = tried[index] is not _GAVE_UP
+            outcomes.append(_attempt(db, work.job) if ran else _GAVE_UP)
+        else:
+            outcomes.append(_attempt(db, work.job) if work.start() else _GAVE_UP)
+    return outcomes
 
 
 def _attempt(db: sqlite3.Connection, job: Job) -> Outcome:
