@@ -363,6 +363,7 @@ class ChatState(rx.State):
         client = session.client
         task = session.task = asyncio.ensure_future(action(client))
         last_flush = 0.0
+        first_words_of = ""  # the streamed message whose first words were flushed at once
         while True:
             for call in session.bridge.take_unsent():
                 # A JavaScript client tool: the page evaluates it and posts the value back.
@@ -380,7 +381,12 @@ class ChatState(rx.State):
             changed.cancel()
             called.cancel()
             session.bridge.wakeup.clear()
-            if time.monotonic() - last_flush < FLUSH_SECONDS and not task.done():
+            # A message's first words go out at once; what follows is batched per interval.
+            streamed_id = _first_words(client)
+            first = streamed_id not in ("", first_words_of)
+            if first:
+                first_words_of = streamed_id
+            elif time.monotonic() - last_flush < FLUSH_SECONDS and not task.done():
                 continue
             last_flush = time.monotonic()
             async with self:
@@ -399,6 +405,14 @@ class ChatState(rx.State):
             if self._stop:
                 self.run_error = "Stopped."
                 self._stop = False
+
+
+def _first_words(client: ChatClient) -> str:
+    """The id of the message being streamed once it has text, else ""."""
+    if client.status != "streaming":
+        return ""
+    message_id, text, _ = streaming_preview(client.messages)
+    return message_id if text else ""
 
 
 async def _saved_conversation(token: str) -> tuple[str, dict[str, FormMemory]]:
