@@ -12,12 +12,9 @@ import asyncio
 import gc
 import json
 import math
-import operator
 import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from functools import partial
-from itertools import chain, compress
 from typing import Any
 
 import orjson
@@ -201,23 +198,23 @@ def _too_deep(value: dict[str, Any] | list[Any], limit: int) -> bool:
     """Whether any value in the container sits deeper than `limit` (the container itself is at
     depth 1).
 
-    Walks level by level with the per-value work in C (a large body holds tens of thousands of
-    values): each level's containers are picked by type among all the values of the last.
+    Walks level by level (a large body holds tens of thousands of values): one comprehension
+    per level keeps only the containers among the children of the last, with no call per
+    value; the JSON readers build exact `dict`s and `list`s only.
     """
     level: list[Any] = [value]
     depth = 1
     while level:
         if depth > limit or (depth == limit and any(map(len, level))):
             return True  # a container past the limit, or one at it with children below
-        dicts = compress(level, map(_IS_DICT, map(type, level)))
-        lists = compress(level, map(_IS_LIST, map(type, level)))
-        values = list(chain.from_iterable(map(dict.values, dicts)))
-        values.extend(chain.from_iterable(lists))
-        level = list(compress(values, map(_CONTAINER_TYPES.__contains__, map(type, values))))
+        level = [
+            child
+            for container in level
+            for child in (container.values() if type(container) is dict else container)
+            if type(child) in _CONTAINER_TYPES
+        ]
         depth += 1
     return False
 
 
-_IS_DICT = partial(operator.is_, dict)
-_IS_LIST = partial(operator.is_, list)
 _CONTAINER_TYPES = frozenset((dict, list))
