@@ -12,6 +12,8 @@ from ag_ui.core import (
     ToolMessage,
     UserMessage,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chat_app.agent.history import tool_calls
 
@@ -54,3 +56,76 @@ def test_reopened_keeps_only_pending_calls_and_those_answered_again() -> None:
     found = [ref.id for ref in tool_calls(_history(), reopened={"c3", "c5", "nope"})]
     assert found == ["c1", "c3", "c5"]
     assert [ref.id for ref in tool_calls(_history(), reopened=set())] == ["c1", "c5"]
+
+
+def _reference(messages: list[Message], reopened: set[str] | None) -> list[tuple[str, str, bool]]:
+    """The plain loop the C-level passes must agree with."""
+    answered = {
+        m.tool_call_id
+        for m in messages
+        if isinstance(m, ToolMessage)
+        and not (
+            isinstance(parsed := _json_or_none(str(m.content)), dict)
+            and parsed.get("pendingExecution") is True
+        )
+    }
+    found = []
+    for message in messages:
+        if not isinstance(message, AssistantMessage):
+            continue
+        for call in message.tool_calls or ():
+            has_result = call.id in answered
+            if has_result and reopened is not None and call.id not in reopened:
+                continue
+            if call.metadata and call.metadata.get("providerExecuted") is True:
+                continue
+            found.append((message.id, call.id, has_result))
+    return found
+
+
+def _json_or_none(text: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+
+
+_IDS = st.sampled_from(["c1", "c2", "c3", "c4"])
+_CONTENTS = st.sampled_from(
+    [
+        "done",
+        json.dumps({"pendingExecution": True}),
+        json.dumps({"pendingExecution": False}),
+        '{"\\u0070endingExecution": true}',
+        '"pendingExecution"',
+        "\\u",
+    ]
+)
+_MESSAGES = st.one_of(
+    st.builds(lambda: UserMessage(id="u", content="hi")),
+    st.builds(lambda i, c: ToolMessage(id="t", tool_call_id=i, content=c), _IDS, _CONTENTS),
+    st.builds(lambda i, c: _MyToolMessage(id="t", tool_call_id=i, content=c), _IDS, _CONTENTS),
+    st.builds(
+        lambda calls, n: AssistantMessage(id=f"a{n}", tool_calls=calls or None),
+        st.lists(
+            st.builds(
+                lambda i, p: _call(i, {"providerExecuted": p} if p is not None else None),
+                _IDS,
+                st.sampled_from([None, True, False]),
+            ),
+            max_size=3,
+        ),
+        st.integers(0, 9),
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_MESSAGES, max_size=12), st.none() | st.sets(_IDS))
+def test_tool_calls_match_the_plain_loop(
+    messages: list[Message], reopened: set[str] | None
+) -> None:
+    found = [
+        (ref.message_id, ref.id, ref.has_result) for ref in tool_calls(messages, reopened=reopened)
+    ]
+    assert found == _reference(messages, reopened)
