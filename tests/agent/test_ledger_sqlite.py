@@ -269,3 +269,31 @@ def test_the_new_encoder_stores_what_the_old_one_did(tmp_path: Path) -> None:
         assert json.loads(record.to_json()) == json.loads(_old_to_json(record))
     assert records[0].data == data and verify_chain(records).ok
     ledger.close()
+
+
+def test_a_large_batch_resolves_once_and_a_duplicate_id_is_not_a_replay(tmp_path: Path) -> None:
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    many = [f"i{n}" for n in range(200)]
+    assert ledger.commit_batch(thread_id="t", interrupt_ids=many, entries=[entry(1)]) == []
+    assert ledger.commit_batch(thread_id="t", interrupt_ids=many, entries=[]) == sorted(many)
+    assert ledger.commit_batch(thread_id="t", interrupt_ids=["a", "i7"], entries=[]) == ["i7"]
+    with pytest.raises(sqlite3.IntegrityError):
+        ledger.commit_batch(thread_id="t", interrupt_ids=["b", "b"], entries=[])
+    assert ledger.commit_batch(thread_id="t", interrupt_ids=["a", "b"], entries=[entry(2)]) == []
+    records = ledger.records()
+    assert [r.run_id for r in records] == ["r1", "r2"] and verify_chain(records).ok
+    ledger.close()
+
+
+async def test_a_replay_in_a_group_fails_alone(tmp_path: Path) -> None:
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    results = await asyncio.gather(  # one event loop iteration: one group
+        ledger.append_async([entry(1)]),
+        ledger.commit_batch_async(thread_id="t", interrupt_ids=["a"], entries=[entry(2)]),
+        ledger.commit_batch_async(thread_id="t", interrupt_ids=["a"], entries=[entry(3)]),
+        ledger.append_async([entry(4)]),
+    )
+    assert results == [None, [], ["a"], None]
+    records = ledger.records()
+    assert [r.run_id for r in records] == ["r1", "r2", "r4"] and verify_chain(records).ok
+    ledger.close()
