@@ -58,8 +58,6 @@ class DecisionView:
     kind: str = "approval"  # approval | generic | unbound
     title: str = ""
     message: str = ""
-    tool_call_id: str = ""
-    status: str = "pending"
     can_resolve: bool = False
     error: str = ""
     #: For approvals: the proposed arguments, one `key: value` row each.
@@ -75,7 +73,6 @@ class DecisionView:
     payload_title: str = ""
     payload_items: list[str] = field(default_factory=list)
     payload_json: str = ""
-    expires_at: str = ""
     #: The answer already given while the rest of the batch is pending ("" when none).
     staged: str = ""
     #: Past its expiry (or refused as expired by the server): nothing can be answered.
@@ -203,8 +200,6 @@ def decision_view(
             kind="approval",
             title=f"Approve {item.tool_name.replace('_', ' ')}?",
             message=item.message or "",
-            tool_call_id=item.tool_call_id,
-            status=item.status,
             can_resolve=item.can_resolve,
             error=error,
             arguments=_argument_rows(item.original_args),
@@ -213,7 +208,6 @@ def decision_view(
             edit_fields=fields("edit", item.input_schema, item.original_args),
             can_edit=item.input_schema is not None,
             panel=memory.panel,
-            expires_at=item.expires_at or "",
             staged=staged_label(item),
             expired=expired,
         )
@@ -227,16 +221,12 @@ def decision_view(
             kind="generic",
             title=title or "Your input is needed",
             message=item.message or "",
-            status=item.status,
             can_resolve=item.can_resolve,
             error=error,
-            response_fields=fields("response", item.response_schema)
-            if item.response_schema
-            else [],
+            response_fields=fields("response", item.response_schema),
             payload_title=title,
             payload_items=items,
             payload_json=rest,
-            expires_at=item.expires_at or "",
             staged=staged_label(item),
             expired=expired,
         )
@@ -246,7 +236,6 @@ def decision_view(
         kind="unbound",
         title="Paused elsewhere",
         message=item.message or item.reason,
-        status=item.status,
     )
 
 
