@@ -17,13 +17,7 @@ from typing import Any
 import reflex as rx
 from reflex.istate.manager import get_state_manager
 
-from chat_app.client import (
-    ChatClient,
-    ClientError,
-    GenericInterrupt,
-    ToolApprovalInterrupt,
-    UsageError,
-)
+from chat_app.client import ChatClient, ClientError, UsageError
 from chat_app.interrupts import BATCH_ERROR_CODES, ITEM_ERROR_CODES
 
 from . import session as sessions
@@ -33,6 +27,7 @@ from .views import (
     FormMemory,
     MessageView,
     build_views,
+    form_schema,
     split_transcript,
     streaming_preview,
 )
@@ -242,23 +237,11 @@ class ChatState(rx.State):
         if item is None or self.resuming:
             return None
         memory = self._memory.setdefault(interrupt_id, FormMemory())
-        memory.drafts[form] = {key: value for key, value in data.items()}
+        memory.drafts[form] = dict(data)
         memory.message = ""
-        schema: dict[str, Any] | None = None
-        if isinstance(item, ToolApprovalInterrupt):
-            schema = {
-                "approve": item.approve_schema,
-                "reject": item.reject_schema,
-                "edit": item.input_schema,
-            }.get(form)
-        elif isinstance(item, GenericInterrupt):
-            schema = item.response_schema
+        schema, initial = form_schema(item, form)
         value: Any = None
         if schema:
-            editing = form == "edit" and isinstance(item, ToolApprovalInterrupt)
-            initial = (
-                item.original_args if editing and isinstance(item, ToolApprovalInterrupt) else None
-            )
             result = read_form(schema, form_fields(schema, initial), data)
             memory.errors[form] = result.errors
             if not result.ok:

@@ -181,6 +181,20 @@ def is_expired(item: InterruptItem, now_ms: float) -> bool:
     return expiry is not None and expiry <= now_ms
 
 
+def form_schema(item: InterruptItem, form: str) -> tuple[Mapping[str, Any] | None, Any]:
+    """The schema of one of a decision's forms, and the value its fields start from."""
+    if isinstance(item, ToolApprovalInterrupt):
+        schemas = {
+            "approve": item.approve_schema,
+            "reject": item.reject_schema,
+            "edit": item.input_schema,
+        }
+        return schemas.get(form), item.original_args if form == "edit" else None
+    if isinstance(item, GenericInterrupt):
+        return item.response_schema, None
+    return None, None
+
+
 def decision_view(
     item: InterruptItem, memory: FormMemory | None = None, now_ms: float | None = None
 ) -> DecisionView:
@@ -188,7 +202,8 @@ def decision_view(
     error = item.error.message if item.error else memory.message
     expired = is_expired(item, time.time() * 1000 if now_ms is None else now_ms)
 
-    def fields(form: str, schema: Mapping[str, Any] | None, initial: Any = None) -> list[FormField]:
+    def fields(form: str) -> list[FormField]:
+        schema, initial = form_schema(item, form)
         if not schema:
             return []
         rows = form_fields(schema, initial)
@@ -203,9 +218,9 @@ def decision_view(
             can_resolve=item.can_resolve,
             error=error,
             arguments=_argument_rows(item.original_args),
-            approve_fields=fields("approve", item.approve_schema),
-            reject_fields=fields("reject", item.reject_schema),
-            edit_fields=fields("edit", item.input_schema, item.original_args),
+            approve_fields=fields("approve"),
+            reject_fields=fields("reject"),
+            edit_fields=fields("edit"),
             can_edit=item.input_schema is not None,
             panel=memory.panel,
             staged=staged_label(item),
@@ -223,7 +238,7 @@ def decision_view(
             message=item.message or "",
             can_resolve=item.can_resolve,
             error=error,
-            response_fields=fields("response", item.response_schema),
+            response_fields=fields("response"),
             payload_title=title,
             payload_items=items,
             payload_json=rest,
