@@ -95,10 +95,6 @@ class ChatState(rx.State):
         )
 
     @rx.var
-    def decisions_pending(self) -> bool:
-        return self.open_count > 0
-
-    @rx.var
     def batch_title(self) -> str:
         return f"{self.open_count} decision{'s' if self.open_count != 1 else ''} needed"
 

@@ -17,7 +17,7 @@ def composer() -> rx.Component:
                     value=ChatState.draft,
                     on_change=ChatState.set_draft,
                     placeholder=rx.cond(
-                        ChatState.decisions_pending,
+                        ChatState.open_count > 0,
                         "Decisions are pending above…",
                         "Ask the ops desk…",
                     ),
