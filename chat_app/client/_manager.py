@@ -253,18 +253,16 @@ class InterruptManager:
     ) -> Submission | None:
         """Answer one item: `approved=` (+ `edited_args=`, `payload=`) or `response=`."""
         self._assert_item_mutable(_token)
-        item = self._find(interrupt_id)
-        if item.kind == "unbound":
-            raise UsageError(f"Interrupt {interrupt_id} belongs to another system.")
+        item = self._find_answerable(interrupt_id)
         if item.kind == "tool-approval":
             if response is not ABSENT:
                 raise UsageError("Tool approvals are resolved with approved=, not response=.")
-            candidate: object = {"approved": approved}
-            assert isinstance(candidate, dict)
+            envelope: dict[str, object] = {"approved": approved}
             if approved and edited_args is not ABSENT:
-                candidate["editedArgs"] = edited_args
+                envelope["editedArgs"] = edited_args
             if payload is not ABSENT:
-                candidate["payload"] = payload
+                envelope["payload"] = payload
+            candidate: object = envelope
         else:
             if response is ABSENT or approved is not None:
                 raise UsageError(f"Interrupt {interrupt_id} is resolved with response=.")
@@ -276,9 +274,7 @@ class InterruptManager:
     def cancel_item(self, interrupt_id: str, *, _token: _Token | None = None) -> Submission | None:
         """Abandon one item without an answer (`status: "cancelled"`, no payload)."""
         self._assert_item_mutable(_token)
-        item = self._find(interrupt_id)
-        if item.kind == "unbound":
-            raise UsageError(f"Interrupt {interrupt_id} belongs to another system.")
+        item = self._find_answerable(interrupt_id)
         self._retry = None
         item.resolution = with_continuation(item, {"interruptId": item.id, "status": "cancelled"})
         item.status = "staged"
@@ -291,9 +287,7 @@ class InterruptManager:
     def clear_item(self, interrupt_id: str, *, _token: _Token | None = None) -> None:
         """Drop the staged answer and the error; the item is pending again."""
         self._assert_item_mutable(_token)
-        item = self._find(interrupt_id)
-        if item.kind == "unbound":
-            raise UsageError(f"Interrupt {interrupt_id} belongs to another system.")
+        item = self._find_answerable(interrupt_id)
         self._retry = None
         item.resolution = None
         item.error = None
@@ -360,7 +354,7 @@ class InterruptManager:
         self._transaction = token
         failure: tuple[BatchInterruptErrorCode, str] | None = None
         try:
-            for item in self._buildpublic_item(include_submitting=False):
+            for item in self._public_items():
                 if isinstance(item, UnboundInterrupt):
                     continue
                 result = resolver(InterruptHandle(self, item, token))
@@ -642,9 +636,11 @@ class InterruptManager:
         if self._active is not None:
             raise UsageError("Interrupts cannot be mutated while submitting.")
 
-    def _find(self, interrupt_id: str) -> Record:
+    def _find_answerable(self, interrupt_id: str) -> Record:
         for item in self._items:
             if item.id == interrupt_id:
+                if item.kind == "unbound":
+                    raise UsageError(f"Interrupt {interrupt_id} belongs to another system.")
                 return item
         raise UsageError(f"Unknown interrupt: {interrupt_id}")
 
@@ -701,17 +697,16 @@ class InterruptManager:
             self._publish()
 
     def _publish(self, source: ChangeSource = "live") -> None:
-        self._interrupts = self._buildpublic_item(include_submitting=False)
+        self._interrupts = self._public_items()
         if self.on_change is not None:
             self.on_change(source)
 
-    def _buildpublic_item(self, *, include_submitting: bool) -> tuple[InterruptItem, ...]:
+    def _public_items(self) -> tuple[InterruptItem, ...]:
         hydration = self._hydration
         if hydration is None:
             return ()
         return tuple(
             public_item(item, hydration)
             for item in self._items
-            if item.kind != "client-tool-execution"
-            and (include_submitting or item.status != "submitting")
+            if item.kind != "client-tool-execution" and item.status != "submitting"
         )
