@@ -3,6 +3,8 @@ the batch bar."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import reflex as rx
 
 from chat_app.ui.state import ChatState
@@ -51,42 +53,40 @@ def _panel(
     return form, schema_form(decision.id, form, fields, button, key=decision.id + "-" + form)
 
 
+def _answer_button(
+    decision: DecisionView, form: str, fields: Any, answer: Any, **style: Any
+) -> rx.Component:
+    """Approve / Reject: answers at once, or opens its form ("…") when the schema asks."""
+    label = form.capitalize()
+    return rx.cond(
+        fields.length() > 0,
+        rx.button(
+            label + "…",
+            on_click=ChatState.toggle_panel(decision.id, form),
+            class_name=form,
+            **style,
+        ),
+        rx.button(label, on_click=answer(decision.id), class_name=form, **style),
+    )
+
+
 def approval_controls(decision: DecisionView) -> rx.Component:
     """Approve, Reject (with a reason form when the schema asks), Edit arguments, Cancel."""
-    is_focus = decision.focus
-    approve_button = rx.cond(
-        decision.approve_fields.length() > 0,
-        rx.button(
-            "Approve…",
-            on_click=ChatState.toggle_panel(decision.id, "approve"),
-            color_scheme="green",
-            class_name="approve",
-            auto_focus=is_focus,
-        ),
-        rx.button(
-            "Approve",
-            on_click=ChatState.approve(decision.id),
-            color_scheme="green",
-            class_name="approve",
-            auto_focus=is_focus,
-        ),
+    approve_button = _answer_button(
+        decision,
+        "approve",
+        decision.approve_fields,
+        ChatState.approve,
+        color_scheme="green",
+        auto_focus=decision.focus,
     )
-    reject_button = rx.cond(
-        decision.reject_fields.length() > 0,
-        rx.button(
-            "Reject…",
-            on_click=ChatState.toggle_panel(decision.id, "reject"),
-            color_scheme="red",
-            variant="soft",
-            class_name="reject",
-        ),
-        rx.button(
-            "Reject",
-            on_click=ChatState.reject(decision.id),
-            color_scheme="red",
-            variant="soft",
-            class_name="reject",
-        ),
+    reject_button = _answer_button(
+        decision,
+        "reject",
+        decision.reject_fields,
+        ChatState.reject,
+        color_scheme="red",
+        variant="soft",
     )
     return rx.vstack(
         rx.hstack(
