@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import reflex as rx
 
 from chat_app.ui.state import SUGGESTIONS, ChatState
 from chat_app.ui.views import MessageView, ToolCardView
 
 from .decisions import approval_card, batch_bar, loose_decision
+
+#: The shape of a message bubble, finished or being streamed.
+_BUBBLE: dict[str, Any] = {
+    # Markdown paragraphs bring their own margins; the bubble has padding.
+    "style": {"& p": {"margin": "0.25em 0"}},
+    "padding_x": "0.9em",
+    "padding_y": "0.5em",
+    "border_radius": "12px",
+    "max_width": "min(85%, 640px)",
+}
 
 
 def tool_card(card: ToolCardView) -> rx.Component:
@@ -79,14 +91,9 @@ def message_row(message: rx.Var[MessageView], rest: rx.RestProp) -> rx.Component
                     ),
                     class_name="chat-message",
                     data_role=message.role,
-                    # Markdown paragraphs bring their own margins; the bubble has padding.
-                    style={"& p": {"margin": "0.25em 0"}},
-                    padding_x="0.9em",
-                    padding_y="0.5em",
-                    border_radius="12px",
                     background_color=rx.cond(is_user, rx.color("accent", 4), rx.color("gray", 3)),
-                    max_width="min(85%, 640px)",
                     overflow_wrap="anywhere",
+                    **_BUBBLE,
                 ),
             ),
             rx.foreach(message.tools, tool_card),
@@ -110,14 +117,10 @@ def streaming_row() -> rx.Component:
             rx.box(
                 rx.markdown(ChatState.streaming_text),
                 class_name="chat-message streaming",
-                style={"& p": {"margin": "0.25em 0"}},
                 data_role="assistant",
                 aria_live="polite",
-                padding_x="0.9em",
-                padding_y="0.5em",
-                border_radius="12px",
                 background_color=rx.color("gray", 3),
-                max_width="min(85%, 640px)",
+                **_BUBBLE,
             ),
             rx.foreach(
                 ChatState.streaming_tools,
