@@ -38,33 +38,35 @@ def _connection() -> Connection:
     return InProcessConnection(agent.run, encode=event_to_wire)
 
 
+def _remote_json(url: str) -> Mapping[str, Any] | None:
+    """The JSON a GET of `url` answers with 200, else None."""
+    try:
+        response = httpx.get(url, timeout=5)
+        if response.status_code == 200:
+            data: Mapping[str, Any] = response.json()
+            return data
+    except (httpx.HTTPError, ValueError):
+        pass
+    return None
+
+
 def _manifest() -> Mapping[str, Any]:
     """The tools the client types approvals with: the remote server's manifest when it has
     one (`<agent url>/../tools`), else the demo agent's (TanStack servers have no manifest;
     the tool definitions must then match by name and schema)."""
     if AGENT_URL:
         tools_url = os.environ.get("CHAT_APP_TOOLS_URL") or AGENT_URL.rsplit("/", 1)[0] + "/tools"
-        try:
-            response = httpx.get(tools_url, timeout=5)
-            if response.status_code == 200:
-                data: Mapping[str, Any] = response.json()
-                return data
-        except (httpx.HTTPError, ValueError):
-            pass
+        remote = _remote_json(tools_url)
+        if remote is not None:
+            return remote
     return {"tools": agent.tool_manifest()}
 
 
 def _audit() -> Mapping[str, Any]:
     """The audit trail: the remote server's `GET /api/audit`, or this app's own ledger."""
     if AGENT_URL:
-        try:
-            response = httpx.get(AGENT_URL.rsplit("/", 1)[0] + "/audit", timeout=5)
-            if response.status_code == 200:
-                data: Mapping[str, Any] = response.json()
-                return data
-        except (httpx.HTTPError, ValueError):
-            pass
-        return {"chain": {"ok": True}, "records": []}
+        remote = _remote_json(AGENT_URL.rsplit("/", 1)[0] + "/audit")
+        return remote if remote is not None else {"chain": {"ok": True}, "records": []}
     if agent.ledger is None:
         return {"chain": {"ok": True}, "records": []}
     records = agent.ledger.records()
