@@ -10,6 +10,7 @@ from chat_app.interrupts import (
     ABSENT,
     APPROVAL_ID_PREFIX,
     CLIENT_TOOL_ID_PREFIX,
+    INTERRUPT_BINDING_METADATA_KEY,
     canonical_interrupt_json,
     digest_interrupt_json,
 )
@@ -34,7 +35,7 @@ def pause_record(descriptor: dict[str, Any]) -> dict[str, Any]:
         record["toolCallId"] = descriptor.get("toolCallId")
         record["args"] = metadata.get("input")
         record["argsDigest"] = _digest(metadata.get("input"))
-    if "tanstack:interruptBinding" not in metadata:
+    if INTERRUPT_BINDING_METADATA_KEY not in metadata:
         record["unbound"] = True
     if descriptor.get("expiresAt"):
         record["expiresAt"] = descriptor["expiresAt"]
