@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,7 +33,7 @@ from typing import Any
 
 from chat_app.demo import HELP
 
-from .report import ROOT, Section, fmt, log, median, new_figure, save_figure
+from .report import ROOT, Section, fmt, free_port, log, median, new_figure, save_figure
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 TOKEN_DELAY_MS = 25
@@ -75,12 +74,6 @@ def group_cpu_seconds(pgid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _copy_app(target: Path) -> None:
     listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
     names = subprocess.run(listing, cwd=ROOT, check=True, capture_output=True).stdout.decode()
@@ -95,7 +88,7 @@ def _copy_app(target: Path) -> None:
 def app(root: Path) -> Iterator[tuple[str, int]]:
     """The app built and served from a copy in `root` (a prod build is tied to its port)."""
     _copy_app(root)
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "REFLEX_TELEMETRY_ENABLED": "false",

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,15 +30,9 @@ from typing import Any
 
 import httpx
 
-from .report import INTEROP_JS, ROOT, Section, fmt, log, median, new_figure, save_figure
+from .report import INTEROP_JS, ROOT, Section, fmt, free_port, log, median, new_figure, save_figure
 
 CONCURRENCY = [1, 16, 64]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def cpu_seconds(pid: int) -> float:
@@ -69,7 +62,7 @@ def server(kind: str) -> Iterator[tuple[str, int]]:
         else:
             if kind == "ours-bare":
                 env["CHAT_APP_SECURE"] = "0"
-            port = _free_port()
+            port = free_port()
             cmd = [sys.executable, "-m", "chat_app.server", "--port", str(port)]
             proc = subprocess.Popen(
                 cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import socket
 import statistics
 import subprocess
 import sys
@@ -45,6 +46,13 @@ class Section:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now, for a server to listen on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def calibrate(fn: Callable[[], object], min_seconds: float) -> int:
