@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from chat_app.interrupts import (
     ABSENT,
     APPROVAL_ID_PREFIX,
-    INTERRUPT_BINDING_METADATA_KEY,
     InterruptError,
     interrupt_error_from_wire,
 )
 
 from ._answers import Invalid, check_client_tool_output
+from ._classify import raw_binding
 from ._connections import Connection
 from ._errors import ClientError, RunError, TransportError, UsageError
 from ._items import InterruptItem, Submission
@@ -446,11 +446,8 @@ def _generation(descriptors: Sequence[Mapping[str, object]]) -> int:
     """The common binding generation of the batch, else 0 (`interruptGeneration`)."""
     generation: int | None = None
     for descriptor in descriptors:
-        metadata = descriptor.get("metadata")
-        binding = (
-            metadata.get(INTERRUPT_BINDING_METADATA_KEY) if isinstance(metadata, Mapping) else None
-        )
-        value = binding.get("generation") if isinstance(binding, Mapping) else None
+        binding = raw_binding(descriptor)
+        value = binding.get("generation") if binding is not None else None
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             return 0
         if generation is not None and generation != value:

@@ -27,7 +27,15 @@ from chat_app.interrupts import (
 
 from ._tools import ClientTool, InterruptDefinition
 
-__all__ = ["Classified", "Hydration", "RuntimeKind", "classify", "first_party_index_counts"]
+__all__ = [
+    "Classified",
+    "Hydration",
+    "RuntimeKind",
+    "classify",
+    "first_party_index_counts",
+    "legacy_kind",
+    "raw_binding",
+]
 
 RuntimeKind: TypeAlias = Literal["generic", "tool-approval", "client-tool-execution", "unbound"]
 _FIRST_PARTY_KEYS = ("definitionId", "key", "batchIndex", "payloadSchemaHash")
@@ -86,7 +94,7 @@ def classify(
     index_counts: Mapping[int, int],
 ) -> Classified:
     candidate = read_interrupt_binding(descriptor)
-    legacy = candidate is None and _is_legacy(descriptor)
+    legacy = candidate is None and legacy_kind(descriptor) is not None
     if candidate is None and not legacy:
         if _has_reserved_marker(descriptor):
             return _stale(
@@ -100,12 +108,12 @@ def classify(
         and candidate.interrupted_run_id == hydration.interrupted_run_id
         and candidate.generation == hydration.generation
     )
-    correlated = same_run and candidate is not None and digest == _hash_of(candidate)
-    structurally = (
-        same_run
-        and candidate is not None
-        and _hash_of(candidate) == (digest if digest is not None else _hash_of(candidate))
+    #: The binding's response schema hash equals the descriptor's (or it carries none).
+    schema_matches = candidate is not None and (
+        digest is None or candidate.response_schema_hash == digest
     )
+    structurally = same_run and schema_matches
+    correlated = same_run and candidate is not None and digest == candidate.response_schema_hash
 
     if candidate is not None and _has_first_party_marker(descriptor):
         if not (structurally and isinstance(candidate, GenericBinding) and candidate.first_party):
@@ -168,13 +176,7 @@ def classify(
             )  # fmt: skip
 
     resumable = legacy or (
-        same_run
-        and candidate is not None
-        and (
-            not isinstance(candidate, GenericBinding)
-            or digest is None
-            or candidate.response_schema_hash == digest
-        )
+        same_run and (schema_matches or not isinstance(candidate, GenericBinding))
     )
     return Classified(
         kind="generic",
@@ -192,7 +194,7 @@ def synthesized_binding(
     """The generic binding the client stands behind for an untyped item."""
     digest = response_schema_hash(descriptor)
     if digest is None and candidate is not None:
-        digest = _hash_of(candidate)
+        digest = candidate.response_schema_hash
     binding: dict[str, object] = {
         "v": INTERRUPT_BINDING_VERSION,
         "kind": "generic",
@@ -205,10 +207,6 @@ def synthesized_binding(
     if isinstance(descriptor.get("expiresAt"), str):
         binding["expiresAt"] = descriptor["expiresAt"]
     return binding
-
-
-def _hash_of(binding: InterruptBinding) -> str | None:
-    return binding.response_schema_hash
 
 
 def _stale(
@@ -226,14 +224,15 @@ def _stale(
     )
 
 
-def _raw_binding(descriptor: Mapping[str, object]) -> Mapping[str, object] | None:
+def raw_binding(descriptor: Mapping[str, object]) -> Mapping[str, object] | None:
+    """The descriptor's `metadata["tanstack:interruptBinding"]` object as sent, unchecked."""
     metadata = descriptor.get("metadata")
     raw = metadata.get(INTERRUPT_BINDING_METADATA_KEY) if isinstance(metadata, Mapping) else None
     return raw if isinstance(raw, Mapping) else None
 
 
 def _has_reserved_marker(descriptor: Mapping[str, object]) -> bool:
-    raw = _raw_binding(descriptor)
+    raw = raw_binding(descriptor)
     if raw is None:
         return False
     version = raw.get("v", INTERRUPT_BINDING_VERSION)
@@ -245,7 +244,7 @@ def _has_reserved_marker(descriptor: Mapping[str, object]) -> bool:
 
 
 def _has_first_party_marker(descriptor: Mapping[str, object]) -> bool:
-    raw = _raw_binding(descriptor)
+    raw = raw_binding(descriptor)
     return (
         raw is not None
         and raw.get("kind") == "generic"
@@ -262,7 +261,3 @@ def legacy_kind(descriptor: Mapping[str, object]) -> str | None:
     if kind in ("approval", "client_tool") and isinstance(metadata.get("toolName"), str):
         return str(kind) if "input" in metadata else None
     return None
-
-
-def _is_legacy(descriptor: Mapping[str, object]) -> bool:
-    return legacy_kind(descriptor) is not None

@@ -18,7 +18,7 @@ from chat_app.interrupts import (
     wrap_generic_continuation,
 )
 
-from ._classify import Hydration, RuntimeKind
+from ._classify import Hydration, RuntimeKind, raw_binding
 from ._items import (
     GenericInterrupt,
     InterruptItem,
@@ -109,11 +109,8 @@ def _dict_or_none(value: object) -> dict[str, object] | None:
 
 
 def binding_kind(descriptor: Mapping[str, object]) -> object:
-    metadata = descriptor.get("metadata")
-    if not isinstance(metadata, Mapping):
-        return None
-    binding = metadata.get("tanstack:interruptBinding")
-    return binding.get("kind") if isinstance(binding, Mapping) else None
+    binding = raw_binding(descriptor)
+    return binding.get("kind") if binding is not None else None
 
 
 def with_continuation(item: Record, entry: dict[str, object]) -> dict[str, object]:
