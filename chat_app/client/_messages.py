@@ -178,6 +178,40 @@ def with_result(
     return replace(part, status=status, output=output, has_output=True, error=reason)
 
 
+def content_text(content: object) -> str:
+    """A tool result's content as the history carries it: a string as is, else its JSON."""
+    return content if isinstance(content, str) else js_json_dumps(content)
+
+
+def find_call(messages: Sequence[ChatMessage], call_id: str) -> tuple[int, int] | None:
+    """`(message index, part index)` of a tool call, searching from the latest message."""
+    for position in range(len(messages) - 1, -1, -1):
+        for index, part in enumerate(messages[position].parts):
+            if isinstance(part, ToolCallPart) and part.id == call_id:
+                return position, index
+    return None
+
+
+def with_tool_result(
+    message: ChatMessage,
+    index: int,
+    output: object,
+    result: ToolResultPart,
+    reason: str | None = None,
+) -> ChatMessage:
+    """`message` once the tool call at `index` got `result` (which replaces any earlier one)."""
+    part = message.parts[index]
+    assert isinstance(part, ToolCallPart)
+    parts = list(message.parts)
+    parts[index] = with_result(part, output, result.error is not None, reason)
+    parts = [
+        p for p in parts
+        if not (isinstance(p, ToolResultPart) and p.tool_call_id == result.tool_call_id)
+    ]  # fmt: skip
+    parts.append(result)
+    return replace(message, parts=tuple(parts))
+
+
 # --- to the wire ---------------------------------------------------------------------------
 
 
@@ -354,34 +388,20 @@ def _tool_call_from_wire(
 
 def _anchor_result(messages: list[ChatMessage], raw: dict[str, object]) -> bool:
     call_id = raw.get("toolCallId")
-    content = raw.get("content")
-    if not isinstance(call_id, str):
+    found = find_call(messages, call_id) if isinstance(call_id, str) else None
+    if found is None:
         return False
-    text = content if isinstance(content, str) else js_json_dumps(content)
+    position, index = found
+    text = content_text(raw.get("content"))
     error = raw.get("error")
     metadata = raw.get("metadata")
     wire_id = raw.get("id")
-    for position in range(len(messages) - 1, -1, -1):
-        message = messages[position]
-        parts = list(message.parts)
-        for index, part in enumerate(parts):
-            if isinstance(part, ToolCallPart) and part.id == call_id:
-                output = parse_content(text)
-                failed = error is not None
-                parts[index] = with_result(part, output, failed)
-                parts = [
-                    p for p in parts
-                    if not (isinstance(p, ToolResultPart) and p.tool_call_id == call_id)
-                ]  # fmt: skip
-                parts.append(
-                    ToolResultPart(
-                        tool_call_id=call_id,
-                        content=text,
-                        id=wire_id if isinstance(wire_id, str) else None,
-                        error=str(error) if error is not None else None,
-                        metadata=dict(metadata) if isinstance(metadata, Mapping) else None,
-                    )
-                )
-                messages[position] = replace(message, parts=tuple(parts))
-                return True
-    return False
+    result = ToolResultPart(
+        tool_call_id=str(call_id),
+        content=text,
+        id=wire_id if isinstance(wire_id, str) else None,
+        error=str(error) if error is not None else None,
+        metadata=dict(metadata) if isinstance(metadata, Mapping) else None,
+    )
+    messages[position] = with_tool_result(messages[position], index, parse_content(text), result)
+    return True

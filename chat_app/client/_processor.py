@@ -22,16 +22,17 @@ from chat_app.interrupts import LEGACY_APPROVAL_REASON, js_json_dumps
 
 from ._messages import (
     ChatMessage,
-    MessagePart,
     TextPart,
     ToolCallPart,
     ToolDecision,
     ToolResultPart,
+    content_text,
     error_text,
+    find_call,
     from_wire_messages,
     parse_content,
     parse_tool_arguments,
-    with_result,
+    with_tool_result,
 )
 
 __all__ = ["RunStatus", "StreamProcessor", "StreamState", "new_message_id"]
@@ -112,8 +113,7 @@ class StreamProcessor:
         self, state: StreamState, tool_call_id: str, output: object, error: str | None = None
     ) -> StreamState:
         """Write a client tool's output (or failure) into the history."""
-        content = output if isinstance(output, str) else js_json_dumps(output)
-        return _set_result(state, tool_call_id, content, output, error)
+        return _set_result(state, tool_call_id, content_text(output), output, error)
 
     def start_request(self, state: StreamState) -> StreamState:
         """Forget the previous run's outcome before a new request streams."""
@@ -152,7 +152,7 @@ class StreamProcessor:
 
     def _tool_start(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
         call_id = _str(event.get("toolCallId"))
-        if call_id is None or _find_call(state, call_id) is not None:
+        if call_id is None or find_call(state.messages, call_id) is not None:
             return state
         state, message_id = self._ensure_assistant(state, _str(event.get("parentMessageId")))
         metadata = event.get("metadata")
@@ -190,7 +190,7 @@ class StreamProcessor:
 
     def _tool_chunk(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
         call_id = _str(event.get("toolCallId"))
-        if call_id is not None and _find_call(state, call_id) is None:
+        if call_id is not None and find_call(state.messages, call_id) is None:
             state = self._tool_start(state, event)
         return self._tool_args(state, event)
 
@@ -198,7 +198,7 @@ class StreamProcessor:
         call_id, content = _str(event.get("toolCallId")), event.get("content")
         if call_id is None:
             return state
-        text = content if isinstance(content, str) else js_json_dumps(content)
+        text = content_text(content)
         metadata = event.get("metadata")
         tanstack = metadata.get("tanstack") if isinstance(metadata, Mapping) else None
         failed = event.get("state") == "output-error" or (
@@ -315,18 +315,10 @@ def _update_message(
     return replace(state, messages=messages)
 
 
-def _find_call(state: StreamState, call_id: str) -> tuple[int, int] | None:
-    for position in range(len(state.messages) - 1, -1, -1):
-        for index, part in enumerate(state.messages[position].parts):
-            if isinstance(part, ToolCallPart) and part.id == call_id:
-                return position, index
-    return None
-
-
 def _update_call(
     state: StreamState, call_id: str, change: Callable[[ToolCallPart], ToolCallPart]
 ) -> StreamState:
-    found = _find_call(state, call_id)
+    found = find_call(state.messages, call_id)
     if found is None:
         return state
     position, index = found
@@ -343,21 +335,13 @@ def _update_call(
 def _set_result(
     state: StreamState, call_id: str, content: str, output: object, error: str | None
 ) -> StreamState:
-    found = _find_call(state, call_id)
+    found = find_call(state.messages, call_id)
     if found is None:  # a result for a call we never saw: nothing to attach it to
         return state
     position, index = found
-    message = state.messages[position]
-    part = message.parts[index]
-    assert isinstance(part, ToolCallPart)
-    parts: list[MessagePart] = [
-        p for p in message.parts
-        if not (isinstance(p, ToolResultPart) and p.tool_call_id == call_id)
-    ]  # fmt: skip
-    parts[parts.index(part)] = with_result(part, output, error is not None, error)
-    parts.append(ToolResultPart(tool_call_id=call_id, content=content, error=error))
+    result = ToolResultPart(tool_call_id=call_id, content=content, error=error)
     messages = list(state.messages)
-    messages[position] = replace(message, parts=tuple(parts))
+    messages[position] = with_tool_result(messages[position], index, output, result, error)
     return replace(state, messages=tuple(messages))
 
 
