@@ -132,10 +132,3 @@ def tool_message(call_id: str, content: Any, *, error: bool = False) -> ToolMess
         content=text,
         error="error" if error else None,
     )
-
-
-def wire_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """Messages as they go on the wire (camelCase, no nulls)."""
-    return [
-        message.model_dump(by_alias=True, exclude_none=True, mode="json") for message in messages
-    ]

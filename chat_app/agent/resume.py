@@ -128,10 +128,6 @@ class _Errors:
         )
 
 
-def is_continuation(resume: Sequence[ResumeEntry] | None) -> bool:
-    return bool(resume)
-
-
 def plan_continuation(
     *,
     thread_id: str,
@@ -294,7 +290,8 @@ def _pending_calls(
 ) -> list[PendingCall]:
     pending: list[PendingCall] = []
     seen: set[str] = set()
-    # Only a call the resume answers again can be pending once it has a result.
+    # Only a call the resume answers again can be pending once it has a result: `tool_calls`
+    # leaves out every other answered call.
     reopened = {
         item.removeprefix(prefix)
         for item in resume_ids
@@ -302,11 +299,7 @@ def _pending_calls(
         if item.startswith(prefix)
     }
     for call in tool_calls(messages, reopened=reopened):
-        answered_now = (
-            APPROVAL_ID_PREFIX + call.id in resume_ids
-            or CLIENT_TOOL_ID_PREFIX + call.id in resume_ids
-        )
-        if (call.has_result and not answered_now) or call.id in seen:
+        if call.id in seen:
             continue
         tool = tools.get(call.name)
         if tool is None:
