@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import reflex as rx
 
 from . import session as sessions
+from .views import pretty
 
 
 @dataclass
@@ -74,7 +74,7 @@ class AuditState(rx.State):
                 actor=str(record.get("actor") or "—"),
                 thread=str(record.get("thread_id", "")),
                 summary=summarize(record),
-                detail=json.dumps(record.get("data"), indent=2, ensure_ascii=False),
+                detail=pretty(record.get("data")),
                 hash=str(record.get("hash", ""))[7:19],
             )
             for record in reversed(records)
