@@ -242,11 +242,11 @@ def read_form(
         return FormResult(
             value=result, errors={FORM_ERROR_KEY: f"This form cannot be checked: {error}"}
         )
+    known = {row.path for row in fields}
     for problem in problems:
         path = ".".join(str(part) for part in problem.path)
         if not _is_object(schema):
             path = "value"
-        known = {row.path for row in fields}
         while path and path not in known:
             path = path.rpartition(".")[0]
         errors.setdefault(path or FORM_ERROR_KEY, friendly_message(problem))
