@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-_NONE = None
 _MAX_DIGITS = 9  # V8 keeps the first nine digits of a numeral and skips the rest
 _MS_PER_DAY = 86_400_000
 _MAX_TIME_MS = 8.64e15
@@ -128,7 +127,8 @@ class _Scanner:
             word = text[start:end]
             # JavaScript counts UTF-16 code units.
             length = len(word.encode("utf-16-le")) // 2
-            return _Token("word", value=_word_value(word), length=length, word=_word_kind(word))
+            kind, value = _word(word)
+            return _Token("word", value=value, length=length, word=kind)
         if char in _WHITESPACE:
             self._pos += 1
             return _Token("space")
@@ -152,22 +152,14 @@ def _lower_prefix(word: str) -> str:
     return "".join(chr(ord(c) | 0x20) if "A" <= c <= "Z" else c for c in word[:3])
 
 
-def _word_kind(word: str) -> str:
+def _word(word: str) -> tuple[str, int]:
+    """The word's kind ("month", "ampm", "zone", "time-separator" or "") and its value."""
     prefix = _lower_prefix(word)
     if prefix in _MONTHS:
-        return "month"
+        return "month", _MONTHS.index(prefix) + 1
     if len(word) <= 3 and prefix in _SHORT_WORDS:
-        return _SHORT_WORDS[prefix][0]
-    return ""
-
-
-def _word_value(word: str) -> int:
-    prefix = _lower_prefix(word)
-    if prefix in _MONTHS:
-        return _MONTHS.index(prefix) + 1
-    if len(word) <= 3 and prefix in _SHORT_WORDS:
-        return _SHORT_WORDS[prefix][1]
-    return 0
+        return _SHORT_WORDS[prefix]
+    return "", 0
 
 
 def _is_month(value: int) -> bool:
@@ -244,11 +236,7 @@ class _Time:
 
     def expects(self, value: int) -> bool:
         index = len(self.parts)
-        return (
-            (index == 1 and _is_minute(value))
-            or (index == 2 and _is_minute(value))
-            or (index == 3 and 0 <= value <= 999)
-        )
+        return (index in (1, 2) and _is_minute(value)) or (index == 3 and 0 <= value <= 999)
 
     def resolve(self) -> tuple[int, int, int, int] | None:
         hour, minute, second, millis = self.parts + [0] * (4 - len(self.parts))
@@ -256,15 +244,11 @@ class _Time:
             if not 0 <= hour <= 12:
                 return None
             hour = hour % 12 + self.hour_offset
+        hms = hour, minute, second, millis
         in_range = _is_hour(hour) and _is_minute(minute) and _is_minute(second)
-        if not (in_range and 0 <= millis <= 999) and (hour, minute, second, millis) != (
-            24,
-            0,
-            0,
-            0,
-        ):
+        if not (in_range and 0 <= millis <= 999) and hms != (24, 0, 0, 0):
             return None
-        return hour, minute, second, millis
+        return hms
 
 
 @dataclass
