@@ -27,6 +27,7 @@ from ._items import InterruptItem, Submission
 from ._manager import ChangeSource, InterruptManager, TransactionResolver
 from ._messages import ChatMessage, ToolDecision, to_wire_messages
 from ._processor import StreamProcessor, StreamState, new_message_id
+from ._records import same_batch
 from ._request import build_run_input, new_run_id
 from ._state import ClientState, ClientStatus
 from ._tools import ClientTool, DefinitionLike, InterruptDefinition
@@ -364,13 +365,7 @@ class ChatClient:
         errors: list[InterruptError] = []
         for item in raw:
             error = interrupt_error_from_wire(item) if isinstance(item, Mapping) else None
-            if error is None:
-                return None
-            if (
-                error.thread_id != submission.thread_id
-                or error.interrupted_run_id != submission.interrupted_run_id
-                or error.generation != submission.generation
-            ):
+            if error is None or not same_batch(error, submission):
                 return None
             errors.append(error)
         return errors

@@ -130,12 +130,17 @@ def draft_of(item: Record, candidate: object) -> dict[str, object] | None:
     return {"response": candidate}
 
 
+def same_batch(error: InterruptError, submission: Submission) -> bool:
+    """The error names the submission's paused run (thread, run id and generation)."""
+    return (
+        error.thread_id == submission.thread_id
+        and error.interrupted_run_id == submission.interrupted_run_id
+        and error.generation == submission.generation
+    )
+
+
 def error_matches(error: InterruptError, submission: Submission) -> bool:
-    if (
-        error.thread_id != submission.thread_id
-        or error.interrupted_run_id != submission.interrupted_run_id
-        or error.generation != submission.generation
-    ):
+    if not same_batch(error, submission):
         return False
     ids = submission.interrupt_ids
     if isinstance(error, ItemInterruptError):
