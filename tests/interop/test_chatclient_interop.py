@@ -359,6 +359,11 @@ def approval_id(item: dict[str, Any]) -> str:
     return f"approval_{item['toolCallId']}"
 
 
+def resolved(interrupt_id: str, payload: object) -> dict[str, Any]:
+    """The resume entry of one answered item, as the client sends it."""
+    return {"interruptId": interrupt_id, "payload": payload, "status": "resolved"}
+
+
 # -- the session's prerequisites ------------------------------------------------------------------
 
 
@@ -391,12 +396,7 @@ def test_transfer_approve(chatclient_run: dict[str, Any]) -> None:
     assert item["toolName"] == "transfer"
     assert item["originalArgs"] == {"recipient": "Ada", "amount": 25}
     assert item["id"] == approval_id(item)
-    assert_continuation(
-        summary,
-        1,
-        paused=0,
-        resume=[{"interruptId": item["id"], "payload": {"approved": True}, "status": "resolved"}],
-    )
+    assert_continuation(summary, 1, paused=0, resume=[resolved(item["id"], {"approved": True})])
     assert_finished_cleanly(summary, expected_requests=2)
     assert_no_interrupt_errors(summary)
     assert "Sent 25 to Ada. Receipt id: rcpt-" in summary["assistantText"]
@@ -418,13 +418,7 @@ def test_transfer_reject_with_reason(chatclient_run: dict[str, Any]) -> None:
         summary,
         1,
         paused=0,
-        resume=[
-            {
-                "interruptId": item["id"],
-                "payload": {"approved": False, "payload": {"reason": "Wrong account"}},
-                "status": "resolved",
-            }
-        ],
+        resume=[resolved(item["id"], {"approved": False, "payload": {"reason": "Wrong account"}})],
     )
     assert_finished_cleanly(summary, expected_requests=2)
     assert "Reason: Wrong account" in summary["assistantText"]
@@ -454,12 +448,7 @@ def test_delete_reject_with_bulk_false(chatclient_run: dict[str, Any]) -> None:
     summary = scenario(chatclient_run, "delete_reject_bulk")
     [item] = summary["pauses"][0]["interrupts"]
     assert kinds([item]) == [("tool-approval", True)]
-    assert_continuation(
-        summary,
-        1,
-        paused=0,
-        resume=[{"interruptId": item["id"], "payload": {"approved": False}, "status": "resolved"}],
-    )
+    assert_continuation(summary, 1, paused=0, resume=[resolved(item["id"], {"approved": False})])
     assert_finished_cleanly(summary, expected_requests=2)
     assert_no_interrupt_errors(summary)
     assert "delete project was not run" in summary["assistantText"]
@@ -475,13 +464,7 @@ def test_email_approve_with_edited_args(chatclient_run: dict[str, Any]) -> None:
         summary,
         1,
         paused=0,
-        resume=[
-            {
-                "interruptId": item["id"],
-                "payload": {"approved": True, "editedArgs": EDITED_EMAIL},
-                "status": "resolved",
-            }
-        ],
+        resume=[resolved(item["id"], {"approved": True, "editedArgs": EDITED_EMAIL})],
     )
     # The history keeps the original arguments; the edit travels only in `resume`.
     assistant = next(m for m in bodies(summary)[1]["messages"] if m["role"] == "assistant")
@@ -501,13 +484,7 @@ def test_email_refused_continuation_then_fixed(chatclient_run: dict[str, Any]) -
         summary,
         1,
         paused=0,
-        resume=[
-            {
-                "interruptId": item["id"],
-                "payload": {"approved": True, "editedArgs": bad_edit},
-                "status": "resolved",
-            }
-        ],
+        resume=[resolved(item["id"], {"approved": True, "editedArgs": bad_edit})],
     )
     refused_run = bodies(summary)[1]["runId"]
     started, error = streams(summary)[1]
@@ -533,13 +510,7 @@ def test_email_refused_continuation_then_fixed(chatclient_run: dict[str, Any]) -
         summary,
         2,
         paused=0,
-        resume=[
-            {
-                "interruptId": item["id"],
-                "payload": {"approved": True, "editedArgs": EDITED_EMAIL},
-                "status": "resolved",
-            }
-        ],
+        resume=[resolved(item["id"], {"approved": True, "editedArgs": EDITED_EMAIL})],
     )
     assert_finished_cleanly(summary, expected_requests=3)
     assert 'Email "Launch day" sent to ada@example.com' in summary["assistantText"]
@@ -559,7 +530,7 @@ def _invoice_items(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _approvals(items: list[dict[str, Any]], decisions: list[bool]) -> list[dict[str, Any]]:
     entries = [
-        {"interruptId": item["id"], "payload": {"approved": approved}, "status": "resolved"}
+        resolved(item["id"], {"approved": approved})
         for item, approved in zip(items, decisions, strict=True)
     ]
     # The client sends the batch in locale order of the ids (sealed ids are random).
@@ -671,14 +642,7 @@ def test_deploy_unbound_item_does_not_block(chatclient_run: dict[str, Any]) -> N
     assert unbound["bindingKind"] is None
     assert not unbound["hasResolve"] and not unbound["hasCancel"]
     # Only the bound approval is answered; resolving it alone submits the batch.
-    assert_continuation(
-        summary,
-        1,
-        paused=0,
-        resume=[
-            {"interruptId": approval["id"], "payload": {"approved": True}, "status": "resolved"}
-        ],
-    )
+    assert_continuation(summary, 1, paused=0, resume=[resolved(approval["id"], {"approved": True})])
     assert_finished_cleanly(summary, expected_requests=2)
     assert_no_interrupt_errors(summary)
     assert "Deployed checkout 2.4.1" in summary["assistantText"]
@@ -696,12 +660,7 @@ def test_local_time_client_tool_runs_by_itself(chatclient_run: dict[str, Any]) -
         {"tool": "get_local_time", "toolCallId": call_id, "input": {}}
     ]
     assert_continuation(
-        summary,
-        1,
-        paused=0,
-        resume=[
-            {"interruptId": f"client_tool_{call_id}", "payload": LOCAL_TIME, "status": "resolved"}
-        ],
+        summary, 1, paused=0, resume=[resolved(f"client_tool_{call_id}", LOCAL_TIME)]
     )
     # The client also writes the output into the history it sends.
     tool_messages = [m for m in bodies(summary)[1]["messages"] if m["role"] == "tool"]
@@ -719,12 +678,7 @@ def test_location_approval_then_client_execution(chatclient_run: dict[str, Any])
     assert kinds([item]) == [("tool-approval", True)]
     assert item["toolName"] == "get_location"
     call_id = item["toolCallId"]
-    assert_continuation(
-        summary,
-        1,
-        paused=0,
-        resume=[{"interruptId": item["id"], "payload": {"approved": True}, "status": "resolved"}],
-    )
+    assert_continuation(summary, 1, paused=0, resume=[resolved(item["id"], {"approved": True})])
     # The approved continuation pauses again for the client execution (hidden from people)…
     [execution] = interrupt_outcome(streams(summary)[1])
     assert execution["id"] == f"client_tool_{call_id}"
@@ -735,14 +689,7 @@ def test_location_approval_then_client_execution(chatclient_run: dict[str, Any])
         {"tool": "get_location", "toolCallId": call_id, "input": {}}
     ]
     # …and the third request continues the SECOND run with the output.
-    assert_continuation(
-        summary,
-        2,
-        paused=1,
-        resume=[
-            {"interruptId": f"client_tool_{call_id}", "payload": LOCATION, "status": "resolved"}
-        ],
-    )
+    assert_continuation(summary, 2, paused=1, resume=[resolved(f"client_tool_{call_id}", LOCATION)])
     assert_finished_cleanly(summary, expected_requests=3)
     assert_no_interrupt_errors(summary)
     assert "Got it: you're at Paris, France." in summary["assistantText"]
