@@ -26,7 +26,7 @@ from ._errors import ClientError, RunError, TransportError, UsageError
 from ._items import InterruptItem, Submission
 from ._manager import ChangeSource, InterruptManager, TransactionResolver
 from ._messages import ChatMessage, ToolDecision, to_wire_messages
-from ._processor import StreamProcessor, StreamState, new_message_id
+from ._processor import StreamProcessor, StreamState, new_message_id, tanstack_metadata
 from ._records import same_batch
 from ._request import build_run_input, new_run_id
 from ._state import ClientState, ClientStatus
@@ -349,13 +349,12 @@ class ChatClient:
         self, event: Mapping[str, object], submission: Submission
     ) -> list[InterruptError] | None:
         """The structured errors of a `RUN_ERROR` that answers this submission, else `None`."""
-        metadata = event.get("metadata")
-        tanstack = metadata.get("tanstack") if isinstance(metadata, Mapping) else None
-        raw = tanstack.get("interruptErrors") if isinstance(tanstack, Mapping) else None
+        tanstack = tanstack_metadata(event)
+        raw = tanstack.get("interruptErrors")
         if not isinstance(raw, list) or not raw:
             return None
         run_id = event.get("runId")
-        if run_id is None and isinstance(tanstack, Mapping):
+        if run_id is None:
             run_id = tanstack.get("runId")
         if run_id is not None and run_id != self._current_run_id:
             return None

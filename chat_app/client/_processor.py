@@ -35,7 +35,13 @@ from ._messages import (
     with_tool_result,
 )
 
-__all__ = ["RunStatus", "StreamProcessor", "StreamState", "new_message_id"]
+__all__ = [
+    "RunStatus",
+    "StreamProcessor",
+    "StreamState",
+    "new_message_id",
+    "tanstack_metadata",
+]
 
 RunStatus: TypeAlias = Literal["idle", "running", "finished", "interrupted", "error"]
 
@@ -199,11 +205,7 @@ class StreamProcessor:
         if call_id is None:
             return state
         text = content_text(content)
-        metadata = event.get("metadata")
-        tanstack = metadata.get("tanstack") if isinstance(metadata, Mapping) else None
-        failed = event.get("state") == "output-error" or (
-            isinstance(tanstack, Mapping) and tanstack.get("state") == "output-error"
-        )
+        failed = "output-error" in (event.get("state"), tanstack_metadata(event).get("state"))
         output = parse_content(text)
         return _set_result(state, call_id, text, output, error_text(output) if failed else None)
 
@@ -247,9 +249,7 @@ class StreamProcessor:
                 for item in (raw if isinstance(raw, list) else [])
                 if isinstance(item, Mapping)
             )
-        metadata = event.get("metadata")
-        tanstack = metadata.get("tanstack") if isinstance(metadata, Mapping) else None
-        reason = tanstack.get("finishReason") if isinstance(tanstack, Mapping) else None
+        reason = tanstack_metadata(event).get("finishReason")
         state = _complete_streaming_calls(state)
         for descriptor in interrupts:
             state = _mark_approval(state, descriptor)
@@ -297,6 +297,13 @@ _HANDLERS: dict[str, _Handler] = {
     "RUN_FINISHED": StreamProcessor._run_finished,
     "RUN_ERROR": StreamProcessor._run_error,
 }
+
+
+def tanstack_metadata(event: Mapping[str, object]) -> Mapping[str, object]:
+    """The event's `metadata.tanstack` object (empty when it has none)."""
+    metadata = event.get("metadata")
+    tanstack = metadata.get("tanstack") if isinstance(metadata, Mapping) else None
+    return tanstack if isinstance(tanstack, Mapping) else {}
 
 
 def _str(value: object) -> str | None:
