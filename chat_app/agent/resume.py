@@ -10,7 +10,6 @@ is refused. Cost is linear in the history.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from chat_app.interrupts import (
 from .definitions import GenericResolution, InterruptDefinition, InterruptRequest
 from .history import ToolCallRef, arguments_are_valid_json, tool_calls
 from .seal import SealCheck, Sealer
+from .strict_json import MAX_NESTING, strict_loads, too_deep
 from .tools import Tool
 
 PendingKind = Literal["approval", "client", "plain"]
@@ -154,7 +154,7 @@ def plan_continuation(
                 _Errors(thread_id, parent_run_id or run_id),
                 f"Tool call {pending.call.id} ({pending.call.name}) arguments in the history "
                 "cannot be read back: NaN, Infinity, a number out of range, or nesting deeper "
-                f"than {_MAX_ARGUMENT_DEPTH}.",
+                f"than {MAX_NESTING}.",
             )
     seals = _check_seals(calls, thread_id, run_id, sealer) if sealer else {}
     batch_calls = [call for call in calls if call.kind != "plain"]
@@ -654,44 +654,12 @@ def _readable_arguments(text: str | None) -> bool:
     1.8e308, more digits than Python converts, nesting deeper than the request allows (or the
     parser takes). Text that is not JSON at all stays for `parse_arguments` (it reads `{}`)."""
     try:
-        value = json.loads(
-            (text or "").strip() or "{}",
-            parse_constant=_not_finite,
-            parse_int=_finite_number,
-            parse_float=_finite_number,
-        )
+        value = strict_loads((text or "").strip() or "{}")
     except json.JSONDecodeError:
         return True
     except (ValueError, RecursionError):
         return False
-    return _depth_at_most(value, _MAX_ARGUMENT_DEPTH)
-
-
-_MAX_ARGUMENT_DEPTH = 200
-
-
-def _not_finite(name: str) -> float:
-    raise ValueError(name)
-
-
-def _finite_number(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(text)
-    return value
-
-
-def _depth_at_most(value: object, limit: int) -> bool:
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return False
-        if isinstance(item, dict):
-            stack.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
-    return True
+    return not isinstance(value, dict | list) or not too_deep(value, MAX_NESTING)
 
 
 def _history_arguments_problem(call: PendingCall) -> str | None:

@@ -11,11 +11,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-import math
 import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import orjson
 from ag_ui.core import RunAgentInput
@@ -27,12 +25,12 @@ from starlette.routing import Route
 
 from chat_app.agent import Agent, event_to_wire
 from chat_app.agent.ledger import verify_chain
+from chat_app.agent.strict_json import MAX_NESTING, strict_loads, too_deep
 from chat_app.interrupts import SSE_HEADERS, encode_sse_event
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 #: When set, `GET /api/audit[.jsonl]` needs `Authorization: Bearer <token>`.
 AUDIT_TOKEN_ENV = "CHAT_APP_AUDIT_TOKEN"
-MAX_NESTING = 200
 
 
 class BadRequest(Exception):
@@ -116,7 +114,7 @@ def parse_run_input(body: bytes) -> RunAgentInput:
 def _validate(data: object) -> RunAgentInput:
     if not isinstance(data, dict):
         raise BadRequest("Request body must be a JSON object (an AG-UI RunAgentInput).")
-    if _too_deep(data, MAX_NESTING):
+    if too_deep(data, MAX_NESTING):
         raise BadRequest("Request body is nested too deeply.")
     # AG-UI 1.0 makes tools, context and state optional; TanStack's client always sends them.
     try:
@@ -166,55 +164,8 @@ def _parse_json(body: bytes) -> object:
 
 def _parse_json_exactly(body: bytes) -> object:
     try:
-        return json.loads(
-            body, parse_int=_finite_int, parse_float=_finite_float, parse_constant=_no_constant
-        )
+        return strict_loads(body)
     except RecursionError:
         raise BadRequest("Request body is nested too deeply.") from None
-    except ValueError as error:  # also UnicodeDecodeError and the numbers refused below
+    except ValueError as error:  # also UnicodeDecodeError and the numbers refused
         raise BadRequest(f"Request body is not valid JSON: {error}.") from None
-
-
-# A number JavaScript reads as Infinity, and NaN/Infinity (not JSON at all), could not be put
-# back on the wire or hashed: refused here, before anything runs.
-def _finite_int(text: str) -> int:
-    if not math.isfinite(float(text)):  # also keeps Python's 4300-digit int limit unreached
-        raise ValueError(f"the number {text[:16]}... is out of range")
-    return int(text)
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:24]} is out of range")
-    return value
-
-
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _too_deep(value: dict[str, Any] | list[Any], limit: int) -> bool:
-    """Whether any value in the container sits deeper than `limit` (the container itself is at
-    depth 1).
-
-    Walks level by level (a large body holds tens of thousands of values): one comprehension
-    per level keeps only the containers among the children of the last, with no call per
-    value; the JSON readers build exact `dict`s and `list`s only.
-    """
-    level: list[Any] = [value]
-    depth = 1
-    while level:
-        if depth > limit or (depth == limit and any(map(len, level))):
-            return True  # a container past the limit, or one at it with children below
-        level = [
-            child
-            for container in level
-            for child in (container.values() if type(container) is dict else container)
-            if type(child) in _CONTAINER_TYPES
-        ]
-        depth += 1
-    return False
-
-
-_CONTAINER_TYPES = frozenset((dict, list))

@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from chat_app.server.app import MAX_NESTING, BadRequest, _too_deep, parse_run_input
+from chat_app.agent.strict_json import MAX_NESTING, too_deep
+from chat_app.server.app import BadRequest, parse_run_input
 
 from .test_fuzz import FUZZ, fresh_body, json_values, odd_json_texts
 
@@ -176,4 +177,4 @@ nested_values = st.recursive(
 @given(nested_values, st.integers(1, 8))
 def test_depth_check_matches_the_plain_walk(value: Any, limit: int) -> None:
     container = {"v": value}
-    assert _too_deep(container, limit) == (_reference_depth(container) > limit)
+    assert too_deep(container, limit) == (_reference_depth(container) > limit)
