@@ -7,6 +7,7 @@ formats checked, and report the most relevant error with its path.
 from __future__ import annotations
 
 import ast
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -58,22 +59,17 @@ def schema_problem(schema: Mapping[str, object], value: object) -> SchemaProblem
     Raises:
         UnusableSchemaError: when `schema` is not a valid JSON Schema.
     """
-    try:
-        validator = _validator(canonical_interrupt_json(schema))
-    except (jsonschema.SchemaError, TypeError) as unusable:
-        message = getattr(unusable, "message", str(unusable))
-        raise UnusableSchemaError(message) from None
-    error = best_match(validator.iter_errors(value))
+    error = best_match(_usable_validator(schema).iter_errors(value))
     return None if error is None else _problem(error)
 
 
 def schema_problems(schema: Mapping[str, object], value: object) -> list[SchemaProblem]:
-    """Every problem of `value` against `schema` (for forms: one message per field)."""
-    try:
-        validator = _validator(canonical_interrupt_json(schema))
-    except (jsonschema.SchemaError, TypeError) as unusable:
-        raise UnusableSchemaError(getattr(unusable, "message", str(unusable))) from None
-    return [_problem(error) for error in validator.iter_errors(value)]
+    """Every problem of `value` against `schema` (for forms: one message per field).
+
+    Raises:
+        UnusableSchemaError: when `schema` is not a valid JSON Schema.
+    """
+    return [_problem(error) for error in _usable_validator(schema).iter_errors(value)]
 
 
 def schema_is_usable(schema: Mapping[str, object]) -> bool:
@@ -85,10 +81,15 @@ def schema_is_usable(schema: Mapping[str, object]) -> bool:
     return True
 
 
+def _usable_validator(schema: Mapping[str, object]) -> jsonschema.protocols.Validator:
+    try:
+        return _validator(canonical_interrupt_json(schema))
+    except (jsonschema.SchemaError, TypeError) as unusable:
+        raise UnusableSchemaError(getattr(unusable, "message", str(unusable))) from None
+
+
 @lru_cache(maxsize=512)
 def _validator(schema_text: str) -> jsonschema.protocols.Validator:
-    import json
-
     schema = json.loads(schema_text)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
