@@ -17,7 +17,7 @@ from ._constants import (
     INTERRUPT_CONTINUATION_VERSION,
     INTERRUPT_PAYLOAD_METADATA_KEY,
 )
-from ._json import is_number, is_record, non_negative_integer
+from ._json import is_number, is_record, non_negative_integer, string_field
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -140,15 +140,11 @@ def read_generic_continuation(metadata: object = ABSENT) -> ContinuationRead:
             reason=str(fields["reason"]),
             message=str(fields["message"]),
             expires_at=optional.get("expiresAt", ABSENT),
-            response_schema_hash=_optional_str(optional.get("responseSchemaHash")),
-            payload_schema_hash=_optional_str(optional.get("payloadSchemaHash")),
+            response_schema_hash=string_field(optional, "responseSchemaHash"),
+            payload_schema_hash=string_field(optional, "payloadSchemaHash"),
             payload=raw["payload"] if "payload" in raw else ABSENT,
         ),
     )
-
-
-def _optional_str(value: object) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _invalid(message: str) -> ContinuationRead:
