@@ -49,7 +49,7 @@ class _Correlation:
         return self.interrupted_run_id is not None and self.generation is not None
 
     def _tail(self, wire: dict[str, object]) -> dict[str, object]:
-        if self.interrupted_run_id is not None and self.generation is not None:
+        if self.opened:
             wire["interruptedRunId"] = self.interrupted_run_id
             wire["generation"] = self.generation
         return wire
