@@ -258,7 +258,7 @@ class _Run:
     async def _resume_call(
         self,
         pending: PendingCall,
-        plan: Any,
+        plan: ResumePlan,
         cancel_all: bool,
         client_requests: list[dict[str, Any]],
     ) -> AsyncIterator[BaseEvent]:
