@@ -126,12 +126,11 @@ def to_wire_or_none(value: Any) -> Any:
 
 def py_continuation_read(read: Any) -> dict[str, Any]:
     """Our ``ContinuationRead`` in the shape of Node's ``readGenericInterruptContinuation``."""
-    status = {"valid": "ok"}.get(read.status, read.status)
-    if status == "absent":
+    if read.status == "absent":
         return {"status": "absent"}
-    if status == "invalid":
+    if read.status == "invalid":
         return {"status": "invalid", "message": read.message}
-    return {"status": status, "value": read.continuation.to_wire()}
+    return {"status": read.status, "value": read.continuation.to_wire()}
 
 
 # -- strategies -----------------------------------------------------------------------------------
