@@ -76,7 +76,7 @@ def canonical_interrupt_json(value: object) -> str:
             (`Interrupt values must be JSON-compatible.` / `... must not cycle.` /
             `... must use plain JSON objects.`).
     """
-    # Inlined rather than `_dumps(value, sort_keys=True)`: on small values the call layers
+    # Written out rather than shared with `js_json_dumps`: on small values the call layers
     # cost as much as the encoding.
     global _last_text
     try:
@@ -210,7 +210,7 @@ def _reject(value: object) -> object:
     raise TypeError(_NOT_JSON if callable(value) else _NOT_PLAIN)
 
 
-def _exact(value: object, *, sort_keys: bool = True) -> str:
+def _exact(value: object, *, sort_keys: bool) -> str:
     parts: list[str] = []
     _encode(value, parts.append, set(), sort_keys)
     return "".join(parts)
