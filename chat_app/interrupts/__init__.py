@@ -1,6 +1,7 @@
 """The wire layer: TanStack AI interrupt bindings, canonical JSON, errors and SSE framing.
 
-Pure functions and frozen values; no I/O, no framework. Imports only the standard library.
+Pure functions and frozen values; no I/O, no framework. Imports the standard library,
+`orjson` (canonical JSON) and `jsonschema` (validation).
 AG-UI events, `Interrupt`, `ResumeEntry` and `RunAgentInput` come from `ag_ui.core`.
 """
 
