@@ -62,10 +62,6 @@ _NULL = re.compile(rb"null")
 # Every byte `_plain` starts a search from, for texts up to `_SHORT` bytes.
 _SHORT = 64
 _SHORT_SUSPECT = re.compile(rb"[.+\-]|null")
-# The last canonical text and its UTF-8, so that `digest_interrupt_json(canonical(...))`
-# skips encoding the text again. Only texts up to this size are kept alive.
-_REMEMBERED_BYTES = 1 << 20
-_last_text: tuple[str, bytes] = ("", b"")
 
 
 def canonical_interrupt_json(value: object) -> str:
@@ -78,17 +74,13 @@ def canonical_interrupt_json(value: object) -> str:
     """
     # Written out rather than shared with `js_json_dumps`: on small values the call layers
     # cost as much as the encoding.
-    global _last_text
     try:
         data = orjson.dumps(value, default=_reject, option=_ORJSON_SORTED)
     except _ORJSON_FAILURES:
         return _exact(value, sort_keys=True)
     if not _plain(data, value) or (not data.isascii() and _utf16_order_differs(data)):
         return _checked(data, value, sort_keys=True)
-    text = data.decode()
-    if len(data) <= _REMEMBERED_BYTES:
-        _last_text = (text, data)
-    return text
+    return data.decode()
 
 
 def js_json_dumps(value: object) -> str:
@@ -107,18 +99,14 @@ def js_json_dumps(value: object) -> str:
 
 def digest_interrupt_json(text: str) -> str:
     """Return `"sha256:" + hex(SHA-256(UTF-8(text)))`, as `digestInterruptJson` does."""
-    last = _last_text
-    if text is last[0]:
-        data = last[1]
-    elif not isinstance(text, str):
+    if not isinstance(text, str):
         raise TypeError(_NOT_TEXT)
-    else:
-        try:
-            data = text.encode("utf-8")
-        except UnicodeEncodeError:
-            # TextEncoder writes U+FFFD for a lone surrogate; a pair stored as two code
-            # points is one character in JavaScript.
-            data = _SURROGATE.sub("\ufffd", _rejoin_surrogates(text)).encode("utf-8")
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # TextEncoder writes U+FFFD for a lone surrogate; a pair stored as two code
+        # points is one character in JavaScript.
+        data = _SURROGATE.sub("\ufffd", _rejoin_surrogates(text)).encode("utf-8")
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 

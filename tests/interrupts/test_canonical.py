@@ -144,7 +144,7 @@ def test_js_json_dumps_keeps_insertion_order() -> None:
 
 
 def test_digest_of_canonical_text_equals_digest_of_an_equal_copy() -> None:
-    # The digest may reuse the UTF-8 that the canonical text was decoded from.
+    # A digest depends on the text, not on which string object holds it.
     value = {"b": "caf\u00e9 \U0001f680", "a": [1, 2.5, True]}
     text = canonical_interrupt_json(value)
     copy = "".join(list(text))
