@@ -5,7 +5,6 @@ Owns `define_interrupt`, `InterruptDefinition`, `InterruptRequest` and `GenericR
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -14,21 +13,11 @@ from typing import Any, Literal
 from chat_app.interrupts import (
     ABSENT,
     JSONSchema,
-    canonical_interrupt_json,
-    digest_interrupt_json,
+    definition_schema_identity,
     parse_js_date,
 )
 
 from ._schema import SchemaLike, to_json_schema
-
-
-def _schema_identity(schema: JSONSchema | None) -> tuple[JSONSchema | None, str | None]:
-    # TanStack exports draft-07 without `$schema` and puts the canonical (key-sorted) form on
-    # the wire; the hash is over that text.
-    if schema is None:
-        return None, None
-    text = canonical_interrupt_json({k: v for k, v in schema.items() if k != "$schema"})
-    return json.loads(text), digest_interrupt_json(text)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,10 +33,10 @@ class InterruptDefinition:
     payload_schema_hash: str | None = field(init=False)
 
     def __post_init__(self) -> None:
-        wire, digest = _schema_identity(self.response_schema)
+        wire, digest = definition_schema_identity(self.response_schema)
         object.__setattr__(self, "wire_response_schema", wire)
         object.__setattr__(self, "response_schema_hash", digest)
-        wire, digest = _schema_identity(self.payload_schema)
+        wire, digest = definition_schema_identity(self.payload_schema)
         object.__setattr__(self, "wire_payload_schema", wire)
         object.__setattr__(self, "payload_schema_hash", digest)
 

@@ -15,8 +15,7 @@ from typing import Protocol
 from chat_app.interrupts import (
     ApprovalSchema,
     JSONSchema,
-    canonical_interrupt_json,
-    digest_interrupt_json,
+    definition_schema_identity,
     hash_schema_input,
     normalize_approval_schema,
 )
@@ -135,15 +134,6 @@ class DefinitionLike(Protocol):
     def payload_schema(self) -> Mapping[str, object] | None: ...
 
 
-def _definition_hash(schema: Mapping[str, object] | None) -> str | None:
-    # `hashInterruptDefinitionSchema`: the draft-07 export without `$schema`, canonicalized.
-    if schema is None:
-        return None
-    return digest_interrupt_json(
-        canonical_interrupt_json({k: v for k, v in schema.items() if k != "$schema"})
-    )
-
-
 @dataclass(frozen=True, kw_only=True)
 class InterruptDefinition:
     """A generic interrupt the client can answer with a typed, validated response.
@@ -160,8 +150,10 @@ class InterruptDefinition:
     payload_schema_hash: str | None = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "response_schema_hash", _definition_hash(self.response_schema))
-        object.__setattr__(self, "payload_schema_hash", _definition_hash(self.payload_schema))
+        _, response_hash = definition_schema_identity(self.response_schema)
+        _, payload_hash = definition_schema_identity(self.payload_schema)
+        object.__setattr__(self, "response_schema_hash", response_hash)
+        object.__setattr__(self, "payload_schema_hash", payload_hash)
 
     @classmethod
     def of(cls, definition: DefinitionLike) -> InterruptDefinition:

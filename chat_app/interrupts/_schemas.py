@@ -1,12 +1,14 @@
 """Schema identities: how tool and approval schemas are hashed and put on the wire (§2.5, §5).
 
-Owns `hash_schema_input`, `normalize_approval_schema` and `client_tool_response_schema`.
+Owns `hash_schema_input`, `definition_schema_identity`, `normalize_approval_schema` and
+`client_tool_response_schema`.
 Schemas here are raw JSON Schema dicts: converting pydantic models happens in the agent layer,
 once, so that the hash is computed over exactly the JSON that goes on the wire.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -40,6 +42,21 @@ def hash_schema_input(schema: Mapping[str, object] | None) -> str:
     if not is_raw_json_schema(schema):
         raise TypeError(UNSUPPORTED_SCHEMA)
     return digest_interrupt_json(canonical_interrupt_json(schema))
+
+
+def definition_schema_identity(
+    schema: Mapping[str, object] | None,
+) -> tuple[JSONSchema | None, str | None]:
+    """A generic interrupt definition's schema as it goes on the wire, and its hash.
+
+    TanStack exports draft-07 without `$schema` and puts the canonical (key-sorted) form on
+    the wire; `hashInterruptDefinitionSchema` is the digest of that text.
+    """
+    if schema is None:
+        return None, None
+    text = canonical_interrupt_json({k: v for k, v in schema.items() if k != "$schema"})
+    wire: JSONSchema = json.loads(text)
+    return wire, digest_interrupt_json(text)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
