@@ -114,6 +114,9 @@ def test_batch_answered_item_by_item_sends_once_the_last_is_answered(
     cards.nth(1).locator("button.reject").click()
     expect(page.locator("#batch-title")).to_have_text("1 decision needed")
     expect(page.get_by_text("Paid INV-1001")).to_have_count(0)  # nothing ran yet
+    # Each staged answer is marked as what it is: a check for approved, a cross for rejected.
+    expect(cards.nth(0).locator(".staged svg.lucide-circle-check")).to_have_count(1)
+    expect(cards.nth(1).locator(".staged svg.lucide-circle-x")).to_have_count(1)
     shot(page, screenshot_dir, "batch-partial")
     page.locator(".approval-card").last.locator("button.approve").click()
     expect(page.get_by_text("Paid INV-1001")).to_be_visible()

@@ -140,7 +140,13 @@ def expired_row(decision: DecisionView) -> rx.Component:
 def staged_row(decision: DecisionView) -> rx.Component:
     """An answer given while other decisions of the batch are still open."""
     return rx.hstack(
-        rx.icon("circle_check", size=16, color=rx.color("green", 10)),
+        # The icon says which answer it is: a green check on "Rejected" read as approval.
+        rx.match(
+            decision.staged,
+            ("Rejected", rx.icon("circle_x", size=16, color=rx.color("red", 10))),
+            ("Cancelled", rx.icon("circle_minus", size=16, color=rx.color("gray", 10))),
+            rx.icon("circle_check", size=16, color=rx.color("green", 10)),
+        ),
         rx.text(decision.staged, size="2", weight="medium", class_name="staged-label"),
         rx.text("— sent with the other decisions.", size="2", color_scheme="gray"),
         rx.button(
