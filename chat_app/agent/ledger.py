@@ -12,7 +12,8 @@ SHA-256 of the previous one, so an edited or deleted record breaks the chain.
 
 The run loop awaits `commit_batch_async` / `append_async`: SQLite's writes run on the
 ledger's own thread, grouped into one transaction (see `_group_commit`), so the event loop
-never waits for the disk. The synchronous methods are for tools, tests and the UI.
+never waits for the disk. The blocking `commit_batch` / `append` serve scripts and tests;
+`records()` also serves the server and the Audit page.
 """
 
 from __future__ import annotations
