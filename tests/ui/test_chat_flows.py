@@ -234,8 +234,12 @@ def test_bytes_per_streamed_token_do_not_grow_with_the_history(page: Page) -> No
 
     def streamed_frame_sizes() -> list[int]:
         frames.clear()
+        replies = page.get_by_text("Try one of these")
+        before = replies.count()
         ask(page, "hello")
-        expect(page.get_by_text("Try one of these").last).to_be_visible()
+        # This reply, not the one before it (still on the page): else the wait can end before
+        # the run has begun, with no frame recorded.
+        expect(replies).to_have_count(before + 1)
         expect(page.locator("#composer-send")).to_be_enabled()
         lists = ('"archive_rx_state_"', '"recent_rx_state_"', '"turn_rx_state_"')
         return [
