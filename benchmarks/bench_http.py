@@ -48,6 +48,7 @@ def server(kind: str) -> Iterator[tuple[str, int]]:
         env = {**os.environ, "CHAT_APP_DEMO_TOKEN_DELAY_MS": "0", "CHAT_APP_DATA_DIR": tmp}
         env.pop("CHAT_APP_MODEL", None)
         if kind == "tanstack":
+            env["TANSTACK_MOCK_WORDS"] = "1"  # our demo's words, one delta each, as ours sends
             cmd = ["node", str(INTEROP_JS / "tanstack_server.mjs"), "0"]
             proc = subprocess.Popen(
                 cmd,

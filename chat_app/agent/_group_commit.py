@@ -7,7 +7,14 @@ queued, runs it in ONE write transaction and commits once: many requests share o
 A job that raises fails alone: the transaction is rolled back and the group's other jobs run
 again, each in its own SAVEPOINT (so a job may run twice, and must only touch the database).
 A failed COMMIT fails every job of the group. A future is resolved only after the COMMIT
-returned, so whatever a caller does next happens after its write is durable.
+returned, so whatever a caller does next happens after its write is committed.
+
+Durability per job: a `durable` job's group commits with `synchronous=FULL` (the write-ahead
+log is fsynced before its caller goes on); a group of other jobs commits with `NORMAL` (in
+the log, safe when the process dies, not yet when the power fails). The log is one file
+written in order, so the next durable commit makes every earlier write durable with it, and
+when the writer goes idle it syncs the log within `SYNC_WITHIN` seconds. A power cut can lose
+only the last non-durable writes, never one that precedes a durable write.
 
 One owning thread is also what makes `:memory:` databases work: every job sees the same
 connection whatever thread or event loop submitted it.
@@ -30,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 #: Bounds how long one transaction holds the write lock (and other processes wait).
 MAX_GROUP = 256
+#: How long non-durable writes may wait in the unsynced log while no durable write comes.
+SYNC_WITHIN = 1.0
 
 Job = Callable[[sqlite3.Connection], Any]
 
@@ -40,6 +49,8 @@ class _Work:
     #: A `concurrent.futures.Future` for a blocking caller, or an asyncio future of `loop`.
     future: Any
     loop: asyncio.AbstractEventLoop | None = None
+    #: Fsynced before the caller hears back; otherwise committed, and synced soon after.
+    durable: bool = True
 
     def start(self) -> bool:
         """False when the caller gave up before its job ran (then it writes nothing)."""
@@ -82,14 +93,14 @@ class GroupWriter:
                 if self._pid != os.getpid():
                     self._start()
 
-    def submit(self, job: Job) -> Future[Any]:
+    def submit(self, job: Job, *, durable: bool = True) -> Future[Any]:
         """Queue `job`; its future holds what it returned once its group has committed."""
         self._here()
         future: Future[Any] = Future()
-        self._put([_Work(job, future)])
+        self._put([_Work(job, future, durable=durable)])
         return future
 
-    def submit_async(self, job: Job) -> asyncio.Future[Any]:
+    def submit_async(self, job: Job, *, durable: bool = True) -> asyncio.Future[Any]:
         """`submit` for coroutines. What one event loop submits during one iteration reaches
         the thread in one hand-off, and each group's results come back in one callback per
         loop: waking threads costs more than the writes themselves."""
@@ -102,7 +113,7 @@ class GroupWriter:
         if batch is None:
             batch = self._pending[loop] = []
             loop.call_soon(self._flush, loop)
-        batch.append(_Work(job, future, loop))
+        batch.append(_Work(job, future, loop, durable))
         return future
 
     def close(self, timeout: float | None = 30) -> None:
@@ -136,21 +147,58 @@ class GroupWriter:
         except Exception as error:  # e.g. an unwritable folder: every caller learns why
             _fail_all(jobs, error)
             return
+        log = _Log(db)
         try:
             while True:
-                group, stop = _take(jobs)
+                try:
+                    group, stop = _take(jobs, None if log.synced else SYNC_WITHIN)
+                except queue.Empty:  # idle, with non-durable writes not yet on disk
+                    log.sync()
+                    continue
                 if group:
-                    _resolve(group, _commit_group(db, group))
+                    durable = any(work.durable for work in group)
+                    log.prepare(durable=durable)
+                    outcomes = _commit_group(db, group)
+                    log.committed(durable=durable)
+                    _resolve(group, outcomes)
                 if stop:
                     return
         finally:
-            db.close()
+            db.close()  # the last connection to close checkpoints the log: synced either way
 
 
-def _take(jobs: queue.SimpleQueue[Any]) -> tuple[list[_Work], bool]:
-    """Block for one batch, then take whatever else is already queued."""
+class _Log:
+    """The connection's `synchronous` level, switched per group, and whether every commit so
+    far is on disk."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._full = True  # SQLite's default in WAL mode
+        self.synced = True
+
+    def prepare(self, *, durable: bool) -> None:
+        if durable != self._full:
+            self._db.execute("PRAGMA synchronous=" + ("FULL" if durable else "NORMAL"))
+            self._full = durable
+
+    def committed(self, *, durable: bool) -> None:
+        # A durable commit fsyncs the whole log, the earlier non-durable commits with it.
+        self.synced = durable
+
+    def sync(self) -> None:
+        """Put the non-durable commits on disk: a checkpoint syncs the log first."""
+        try:
+            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as error:  # the next durable commit syncs them anyway
+            logger.warning("ledger sync failed: %s", error)
+        self.synced = True
+
+
+def _take(jobs: queue.SimpleQueue[Any], timeout: float | None) -> tuple[list[_Work], bool]:
+    """Block for one batch (raise `queue.Empty` after `timeout`), then take whatever else is
+    already queued."""
     group: list[_Work] = []
-    item = jobs.get()
+    item = jobs.get(timeout=timeout)
     while item is not _STOP:
         group.extend(item)
         if len(group) >= MAX_GROUP:

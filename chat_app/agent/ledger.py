@@ -127,7 +127,9 @@ class Ledger(Protocol):
         """Append audit records (pauses, executions)."""
 
     async def append_async(self, entries: Iterable[AuditEntry]) -> None:
-        """`append`, awaited: durable when it returns."""
+        """`append`, awaited: in the trail when it returns; it may reach the disk later, but
+        never after a later `commit_batch` does (a power cut loses at most the newest
+        records, never the answer that authorised a tool run)."""
 
     def records(self) -> list[AuditRecord]:
         """The whole audit trail, oldest first."""
@@ -152,9 +154,11 @@ def _make_record(seq: int, prev: str, entry: AuditEntry) -> AuditRecord:
 class SQLiteLedger:
     """The embedded ledger: one SQLite file (WAL), safe for several processes.
 
-    `synchronous=FULL` (SQLite's default) stays: a commit is on disk before the caller goes
-    on, so an answer is durable before its tool runs. What makes that affordable is the
-    group commit: concurrent continuations share one transaction and one fsync.
+    An answer's commit is fsynced (`synchronous=FULL`) before the caller goes on, so it is
+    on disk before its tool runs; concurrent continuations share one transaction and one
+    fsync (group commit). Pause and execution records from `append_async` are committed
+    without a sync of their own: the next answer's fsync covers them (the log is written in
+    order), and an idle writer syncs them within a second. A killed process loses nothing.
     """
 
     def __init__(self, path: Path) -> None:
@@ -192,7 +196,9 @@ class SQLiteLedger:
     async def append_async(self, entries: Iterable[AuditEntry]) -> None:
         entries = list(entries)
         if entries:
-            await self._writer.submit_async(lambda db: _append(db, entries))
+            # Pause and execution records need no fsync of their own: the next answer's
+            # durable commit (or the writer's idle sync) puts them on disk, in order.
+            await self._writer.submit_async(lambda db: _append(db, entries), durable=False)
 
     def records(self) -> list[AuditRecord]:
         # Through the writer too: a `:memory:` database exists only on its connection.

@@ -297,3 +297,73 @@ async def test_a_replay_in_a_group_fails_alone(tmp_path: Path) -> None:
     records = ledger.records()
     assert [r.run_id for r in records] == ["r1", "r2", "r4"] and verify_chain(records).ok
     ledger.close()
+
+
+def _synchronous(db: sqlite3.Connection) -> int:
+    """The level the current transaction will commit with: 1 NORMAL, 2 FULL."""
+    return int(db.execute("PRAGMA synchronous").fetchone()[0])
+
+
+def test_a_group_with_an_answer_commits_fsynced_a_group_of_records_does_not(
+    tmp_path: Path,
+) -> None:
+    writer = GroupWriter(lambda: sqlite3.connect(tmp_path / "x.db", isolation_level=None),
+                         name="test")  # fmt: skip
+    assert writer.submit(_synchronous).result() == 2  # durable unless told otherwise
+    assert writer.submit(_synchronous, durable=False).result() == 1
+    assert writer.submit(_synchronous, durable=False).result() == 1
+    gate = threading.Event()
+    writer.submit(lambda db: gate.wait(10), durable=False)
+    grouped = [writer.submit(_synchronous, durable=False), writer.submit(_synchronous)]
+    gate.set()
+    # One durable job makes its whole group durable.
+    assert [future.result() for future in grouped] == [2, 2]
+    writer.close()
+
+
+def test_records_not_synced_by_an_answer_are_synced_once_the_writer_is_idle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import chat_app.agent._group_commit as group_commit
+
+    monkeypatch.setattr(group_commit, "SYNC_WITHIN", 0.05)
+    statements: list[str] = []
+
+    def connect() -> sqlite3.Connection:
+        db = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.set_trace_callback(statements.append)
+        return db
+
+    writer = GroupWriter(connect, name="test")
+    writer.submit(lambda db: db.execute("CREATE TABLE t (v INTEGER)")).result()
+    time.sleep(0.3)
+    assert not [s for s in statements if "wal_checkpoint" in s]  # durable: nothing to sync
+    writer.submit(lambda db: db.execute("INSERT INTO t VALUES (1)"), durable=False).result()
+    deadline = time.monotonic() + 10
+    while not [s for s in statements if "wal_checkpoint" in s] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert [s for s in statements if "wal_checkpoint" in s] == ["PRAGMA wal_checkpoint(PASSIVE)"]
+    time.sleep(0.3)  # synced: the idle writer does not sync again
+    assert len([s for s in statements if "wal_checkpoint" in s]) == 1
+    writer.close()
+
+
+def test_a_record_appended_survives_the_process_being_killed(tmp_path: Path) -> None:
+    """`append_async` skips the fsync, not the commit: a SIGKILL right after it returns
+    loses nothing (only a power cut could, and never an answer's record)."""
+    path = tmp_path / "ledger.db"
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ledger = SQLiteLedger(path)
+            asyncio.run(ledger.append_async([entry(1), entry(2)]))
+            os.kill(os.getpid(), signal.SIGKILL)  # no close, no checkpoint, no exit handlers
+        finally:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == -signal.SIGKILL
+    reopened = SQLiteLedger(path)
+    records = reopened.records()
+    assert [r.run_id for r in records] == ["r1", "r2"] and verify_chain(records).ok
+    reopened.close()

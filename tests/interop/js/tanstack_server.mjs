@@ -101,6 +101,11 @@ function textOf(message) {
   return ''
 }
 
+// The benchmark's equal-work mode (`TANSTACK_MOCK_WORDS=1`): for a transfer the mock says
+// what chat_app's demo says, one delta per word as its scripted model streams, so both
+// servers send the same events.
+const WORDS = process.env.TANSTACK_MOCK_WORDS === '1'
+
 function plan(messages, notes) {
   let lastUser = -1
   messages.forEach((m, i) => {
@@ -109,6 +114,10 @@ function plan(messages, notes) {
   const since = messages.slice(lastUser + 1)
   const results = since.filter((m) => m.role === 'tool')
   if (results.length > 0) {
+    const receipt = WORDS && results.length === 1 ? JSON.parse(textOf(results[0])) : null
+    if (receipt?.receipt) {
+      return { text: `Sent ${receipt.amount} to ${receipt.recipient}. Receipt id: ${receipt.receipt}.` }
+    }
     return { text: 'Results: ' + results.map((m) => textOf(m)).join(' | ') }
   }
   if (notes.length > 0) {
@@ -123,7 +132,8 @@ function plan(messages, notes) {
   const text = lastUser >= 0 ? textOf(messages[lastUser]) : ''
   let match
   if ((match = /transfer\s+(\d+)\s+to\s+(\w+)/i.exec(text))) {
-    return { text: 'Transfer needs approval.', calls: [['transfer', { recipient: match[2], amount: Number(match[1]) }]] }
+    const text = WORDS ? `I'll send ${match[1]} to ${match[2]} once you approve.` : 'Transfer needs approval.'
+    return { text, calls: [['transfer', { recipient: match[2], amount: Number(match[1]) }]] }
   }
   if ((match = /delete project\s+(\S+)/i.exec(text))) {
     return { text: 'Deleting needs approval.', calls: [['delete_project', { name: match[1] }]] }
@@ -157,7 +167,9 @@ function mockAdapter(notes) {
       const step = plan(options.messages, notes)
       yield { type: 'RUN_STARTED', runId, threadId, timestamp: Date.now() }
       yield { type: 'TEXT_MESSAGE_START', messageId, role: 'assistant', timestamp: Date.now() }
-      yield { type: 'TEXT_MESSAGE_CONTENT', messageId, delta: step.text, timestamp: Date.now() }
+      for (const delta of WORDS ? step.text.match(/\s*\S+|\s+/g) ?? [] : [step.text]) {
+        yield { type: 'TEXT_MESSAGE_CONTENT', messageId, delta, timestamp: Date.now() }
+      }
       yield { type: 'TEXT_MESSAGE_END', messageId, timestamp: Date.now() }
       const calls = step.calls ?? []
       for (let index = 0; index < calls.length; index++) {
