@@ -16,7 +16,13 @@ from ag_ui.core import (
     RunFinishedSuccessOutcome,
     RunStartedEvent,
     StateSnapshotEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
     ToolCallResultEvent,
+    ToolCallStartEvent,
 )
 
 from chat_app.interrupts import InterruptResumeValidationError, js_json_dumps
@@ -24,7 +30,35 @@ from chat_app.interrupts import InterruptResumeValidationError, js_json_dumps
 
 def event_to_wire(event: BaseEvent) -> dict[str, Any]:
     """An event as its wire dict (camelCase, nulls dropped, payload nulls kept)."""
-    return event.model_dump(by_alias=True, exclude_none=True, mode="json")
+    fields = _STREAMED.get(type(event))
+    if (
+        fields is None
+        or event.raw_event is not None
+        or event.metadata is not None
+        or event.__pydantic_extra__
+    ):
+        return event.model_dump(by_alias=True, exclude_none=True, mode="json")
+    values = event.__dict__
+    wire = {alias: values[name] for name, alias in fields if values[name] is not None}
+    wire["type"] = event.type.value
+    return wire
+
+
+# The events a model streams by the hundred. Without `rawEvent`, `metadata` or extra fields
+# they hold only strings, integers and the type, so their wire dict is their non-null fields
+# under their aliases, in field order: 0.5 µs against `model_dump`'s 4 (ag_ui serializes
+# every event through a Python hook). A test pins both to the same dict, key order included.
+_STREAMED: dict[type[BaseEvent], tuple[tuple[str, str], ...]] = {
+    cls: tuple((name, field.alias or name) for name, field in cls.model_fields.items())
+    for cls in (
+        TextMessageStartEvent,
+        TextMessageContentEvent,
+        TextMessageEndEvent,
+        ToolCallStartEvent,
+        ToolCallArgsEvent,
+        ToolCallEndEvent,
+    )
+}
 
 
 def run_started(

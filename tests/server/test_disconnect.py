@@ -1,0 +1,106 @@
+"""A client that leaves mid-stream stops the run, on a real socket (uvicorn): the model's
+stream is cancelled where it waits, and what it would have done next never happens."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+import uvicorn
+
+from chat_app.agent.models.base import Model, ModelEvent, ModelRequest, TextDelta, ToolCallDelta
+from chat_app.demo import build_demo_agent
+from chat_app.server import create_app
+
+
+class SlowModel(Model):
+    """Says "Working", then thinks for a long time before asking for a tool."""
+
+    name = "slow"
+
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+        self.went_on = threading.Event()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if request.messages[-1].content == "hello":
+            yield TextDelta("Hi there.")
+            return
+        yield TextDelta("Working")
+        try:
+            await asyncio.sleep(30)
+        finally:
+            self.stopped.set()
+        self.went_on.set()
+        yield ToolCallDelta(id="call-1", name="get_local_time", arguments="{}")
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[str, SlowModel]]:
+    model = SlowModel()
+    config = uvicorn.Config(
+        create_app(build_demo_agent(model)), host="127.0.0.1", port=0, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        threading.Event().wait(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", model
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def body(text: str) -> dict[str, object]:
+    return {
+        "threadId": "t1",
+        "runId": "r1",
+        "state": {},
+        "messages": [{"id": "u1", "role": "user", "content": text}],
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+    }
+
+
+def test_a_client_that_leaves_stops_the_run(served: tuple[str, SlowModel]) -> None:
+    base, model = served
+    with httpx.Client(timeout=10) as client:
+        with client.stream("POST", f"{base}/api/chat", json=body("what time is it")) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"] == "text/event-stream"
+            for line in response.iter_lines():
+                if '"TEXT_MESSAGE_CONTENT"' in line:
+                    break  # the model is now thinking; leave
+        # Leaving the block without reading the rest closes the connection.
+    assert model.stopped.wait(10), "the run went on after the client left"
+    assert not model.went_on.is_set()
+
+
+def test_after_a_client_left_the_next_one_gets_its_whole_stream(
+    served: tuple[str, SlowModel],
+) -> None:
+    base, model = served
+    with httpx.Client(timeout=10) as client:
+        with client.stream("POST", f"{base}/api/chat", json=body("what time is it")) as response:
+            next(line for line in response.iter_lines() if "TEXT_MESSAGE_CONTENT" in line)
+        assert model.stopped.wait(10)
+        events = [
+            json.loads(line.removeprefix("data: "))
+            for line in client.post(f"{base}/api/chat", json=body("hello")).text.splitlines()
+            if line
+        ]
+    assert [event["type"] for event in events] == [
+        "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]  # fmt: skip
+    assert events[2]["delta"] == "Hi there."
