@@ -5,7 +5,9 @@ SQLite ledger on — and with `CHAT_APP_SECURE=0` (a bare server, like TanStack'
 `tests/interop/js/tanstack_server.mjs` (`chat()` with a scripted mock adapter, same phrases).
 Scripted models, no token delay.
 
-One load generator for all (httpx async, this process): C clients each loop over cycles of
+One load generator for all (aiohttp on uvloop, this process; httpx cost the generator ~3 ms
+of CPU per cycle on the servers' two cores, more than either server, so the throughput was
+mostly the generator's): C clients each loop over cycles of
 `transfer 25 to Ada` -> the approval pause (RUN_FINISHED with an interrupt outcome) -> a
 continuation approving it, built from the streamed events as a client does -> the final
 answer (RUN_FINISHED). The first request body is byte-identical for every server; the
@@ -28,7 +30,9 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
+import uvloop
 
 from .report import INTEROP_JS, ROOT, Section, fmt, free_port, log, median, new_figure, save_figure
 
@@ -93,15 +97,15 @@ def server(kind: str) -> Iterator[tuple[str, int]]:
 WIRE = {"events": 0, "bytes": 0}  # what the servers sent, for the per-cycle figures
 
 
-async def _events(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> list[dict]:
+async def _events(client: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> list[dict]:
     events = []
-    async with client.stream("POST", url, json=body) as response:
-        if response.status_code != 200:
-            raise RuntimeError(f"HTTP {response.status_code}: {await response.aread()!r}")
-        async for line in response.aiter_lines():
-            if line.startswith("data: "):
+    async with client.post(url, data=json.dumps(body), headers=_JSON) as response:
+        if response.status != 200:
+            raise RuntimeError(f"HTTP {response.status}: {await response.read()!r}")
+        async for line in response.content:  # lines, each with its b"\n"
+            if line.startswith(b"data: "):
                 events.append(json.loads(line[6:]))
-                WIRE["bytes"] += len(line) + 2
+                WIRE["bytes"] += len(line) + 1  # the frame: the line and the blank line
     WIRE["events"] += len(events)
     return events
 
@@ -130,7 +134,10 @@ def _assistant(events: list[dict]) -> dict[str, Any]:
     }
 
 
-async def cycle(client: httpx.AsyncClient, base: str) -> None:
+_JSON = {"content-type": "application/json"}
+
+
+async def cycle(client: aiohttp.ClientSession, base: str) -> None:
     """send -> approval pause -> approve -> final answer; raises if any step goes wrong."""
     url = f"{base}/api/chat"
     thread, paused_run = f"thread-{uuid.uuid4().hex[:12]}", f"run-{uuid.uuid4().hex[:12]}"
@@ -174,16 +181,17 @@ async def cycle(client: httpx.AsyncClient, base: str) -> None:
 
 async def load(base: str, concurrency: int, cycles: int, pid: int) -> dict[str, float]:
     """Run `cycles` cycles from `concurrency` clients: throughput, latency percentiles, and
-    the server's CPU time per cycle. Each client has its own httpx client and connection (one
-    shared pool of 64 connections costs the load generator more CPU than the servers use)."""
+    the server's CPU time per cycle. Each client has its own session and connection."""
     latencies: list[float] = []
     remaining = cycles
 
     async def worker() -> None:
         nonlocal remaining
-        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        async with httpx.AsyncClient(limits=limits, timeout=120) as client:
-            await client.get(f"{base}/api/tools")  # connect before the clock starts
+        async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=1), timeout=aiohttp.ClientTimeout(total=120)
+        ) as client:
+            async with client.get(f"{base}/api/tools") as response:  # connect before the clock
+                await response.read()
             await ready.wait()
             while remaining > 0:
                 remaining -= 1
@@ -232,11 +240,11 @@ def run(quick: bool) -> Section:
     with ExitStack() as exits:  # all servers up at once, rounds interleaved
         bases = {kind: exits.enter_context(server(kind)) for kind in SERVERS}
         for base, pid in bases.values():
-            asyncio.run(load(base, 4, 16, pid))  # warm-up (JIT, imports, the SQLite file)
+            uvloop.run(load(base, 16, 320, pid))  # warm-up: node's JIT, imports, the SQLite file
         for round_ in range(rounds):
             for c in CONCURRENCY:
                 for kind, (base, pid) in bases.items():
-                    figures = asyncio.run(load(base, c, cycles[c], pid))
+                    figures = uvloop.run(load(base, c, cycles[c], pid))
                     results[kind].setdefault(c, []).append(figures)
                     log(
                         f"http round {round_ + 1} C={c} {kind}: {figures['cps']:.0f} cycles/s, "
@@ -280,7 +288,7 @@ def _section(results: dict[str, dict[int, list[dict[str, float]]]], rounds: int)
         intro=(
             "Each cycle: POST `transfer 25 to Ada` → approval pause → POST the continuation "
             "approving it (rebuilt from the streamed events) → final answer with the receipt. "
-            "C concurrent clients in one httpx async load generator (in the benchmark "
+            "C concurrent clients in one aiohttp load generator on uvloop (in the benchmark "
             "process, on the same cores as the servers), each with its own keep-alive "
             "connection; the server CPU time per cycle (from `/proc`) is what other load on "
             "the machine disturbs least. The servers "
@@ -304,14 +312,14 @@ def _section(results: dict[str, dict[int, list[dict[str, float]]]], rounds: int)
         rows=rows,
         notes=[
             "Ours as shipped also seals every tool call id (HMAC), commits each answer "
-            "exactly once in the SQLite ledger (`synchronous=FULL`: each commit is fsynced "
-            "before the run goes on; concurrent requests share a transaction) and appends "
-            "pause, decision and execution records to the hash-chained audit trail. "
-            "TanStack's server does none of these. The scripted "
-            "models differ in how they stream: ours word by word (one TEXT_MESSAGE_CONTENT "
-            "per word), the TanStack server's mock adapter one delta per message, and ours "
-            "adds a MESSAGES_SNAPSHOT before each pause (the last column); the load "
-            "generator's work, on the same cores, grows with what it reads."
+            "exactly once in the SQLite ledger (`synchronous=FULL`: the answer is fsynced "
+            "before its tool runs; concurrent answers share a transaction and an fsync) and "
+            "appends pause, decision and execution records to the hash-chained audit trail "
+            "(committed at once, on disk with the next answer's fsync). TanStack's server does "
+            "none of these. Both mock models say the same words, one delta per word "
+            "(`TANSTACK_MOCK_WORDS=1` for TanStack's), so both servers send the same 28 "
+            "events per cycle, MESSAGES_SNAPSHOT before the pause included (the last column). "
+            "Warm-up: 320 cycles per server at C=16 before the first round (node's JIT)."
         ],
         plots=[_plot(results)],
         data=data,
