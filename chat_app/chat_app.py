@@ -7,7 +7,6 @@ AG-UI routes (`POST /api/chat`, `GET /api/tools`) are served on the app's own po
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -16,7 +15,7 @@ import httpx
 import reflex as rx
 
 from chat_app.agent import event_to_wire
-from chat_app.agent.ledger import verify_chain
+from chat_app.agent.ledger import audit_report
 from chat_app.client import Connection, InProcessConnection, SSEConnection
 from chat_app.config import security_from_env
 from chat_app.demo import build_demo_agent
@@ -69,12 +68,7 @@ def _audit() -> Mapping[str, Any]:
         return remote if remote is not None else {"chain": {"ok": True}, "records": []}
     if agent.ledger is None:
         return {"chain": {"ok": True}, "records": []}
-    records = agent.ledger.records()
-    check = verify_chain(records)
-    return {
-        "chain": {"ok": check.ok, "brokenAt": check.broken_at, "reason": check.reason},
-        "records": [json.loads(record.to_json()) for record in records],
-    }
+    return audit_report(agent.ledger.records())
 
 
 session.configure(_connection, _manifest, _audit if security.ledger is not None else None)

@@ -2,7 +2,7 @@
 
 Owns `Ledger` (the protocol), `SQLiteLedger` (the embedded default, one file in the app's
 data folder, safe across processes) and `RedisLedger` (for many workers or machines), plus
-`AuditRecord`, `verify_chain` and `open_ledger`.
+`AuditRecord`, `verify_chain`, `audit_report` and `open_ledger`.
 
 `commit_batch` is the whole point: it records a continuation's answers in ONE transaction,
 and only if none of them was recorded before. Two concurrent continuations of the same
@@ -99,6 +99,16 @@ def verify_chain(records: Sequence[AuditRecord]) -> ChainCheck:
                               reason="the record was changed after it was written")  # fmt: skip
         prev = record.hash
     return ChainCheck(ok=True, records=len(records))
+
+
+def audit_report(records: Sequence[AuditRecord]) -> dict[str, Any]:
+    """The trail as `GET /api/audit` serves it (and the Audit page reads it): the chain check,
+    then every record as stored."""
+    check = verify_chain(records)
+    return {
+        "chain": {"ok": check.ok, "brokenAt": check.broken_at, "reason": check.reason},
+        "records": [json.loads(record.to_json()) for record in records],
+    }
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from chat_app.agent import Agent, event_to_wire
-from chat_app.agent.ledger import verify_chain
+from chat_app.agent.ledger import audit_report
 from chat_app.agent.strict_json import MAX_NESTING, strict_loads, too_deep
 from chat_app.interrupts import SSE_HEADERS, encode_sse_event
 
@@ -69,13 +68,7 @@ def create_app(agent: Agent, *, max_body_bytes: int = MAX_BODY_BYTES) -> Starlet
                 media_type="application/jsonl",
                 headers={"Content-Disposition": 'attachment; filename="audit.jsonl"'},
             )
-        check = verify_chain(records)
-        return JSONResponse(
-            {
-                "chain": {"ok": check.ok, "brokenAt": check.broken_at, "reason": check.reason},
-                "records": [json.loads(record.to_json()) for record in records],
-            }
-        )
+        return JSONResponse(audit_report(records))
 
     return Starlette(
         routes=[
