@@ -12,7 +12,7 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Discriminator
 
-from chat_app.interrupts import BatchInterruptError, ItemInterruptError
+from chat_app.interrupts import BatchInterruptError, ItemInterruptError, parse_js_date
 
 __all__ = [
     "GenericInterrupt",
@@ -58,6 +58,14 @@ class _Base:
     @property
     def error(self) -> ItemInterruptError | None:
         return self.errors[0] if self.errors else None
+
+    def expired(self, now_ms: float) -> bool:
+        """Nothing can answer it any more: the server refused an answer as `expired`, or
+        `now_ms` is at or past `expires_at` (read as JavaScript's `Date.parse` reads it)."""
+        if self.error is not None and self.error.code == "expired":
+            return True
+        expiry = parse_js_date(self.expires_at) if self.expires_at else None
+        return expiry is not None and expiry <= now_ms
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

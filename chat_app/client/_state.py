@@ -13,7 +13,7 @@ from typing import Literal, TypeAlias
 
 from pydantic import TypeAdapter
 
-from chat_app.interrupts import BatchInterruptError
+from chat_app.interrupts import BATCH_ERROR_CODES, ITEM_ERROR_CODES, BatchInterruptError
 
 from ._items import InterruptItem, ManagerSnapshot
 from ._messages import ChatMessage
@@ -45,12 +45,21 @@ class ClientState:
     agent_state: object = None
     manager: ManagerSnapshot = ManagerSnapshot()
 
+    @property
+    def refused(self) -> bool:
+        """The run's error is the server refusing the continuation: its reasons are on the
+        interrupt items and batch errors, not a failure of the run itself."""
+        return self.error_code in _REFUSAL_CODES
+
     def to_json(self) -> str:
         return _adapter().dump_json(self).decode("utf-8")
 
     @classmethod
     def from_json(cls, text: str | bytes) -> ClientState:
         return _adapter().validate_json(text)
+
+
+_REFUSAL_CODES = ITEM_ERROR_CODES | BATCH_ERROR_CODES
 
 
 @cache

@@ -18,7 +18,6 @@ import reflex as rx
 from reflex.istate.manager import get_state_manager
 
 from chat_app.client import ChatClient, ClientError, UsageError
-from chat_app.interrupts import BATCH_ERROR_CODES, ITEM_ERROR_CODES
 
 from . import session as sessions
 from .forms import form_fields, read_form
@@ -133,8 +132,7 @@ class ChatState(rx.State):
         self.can_retry = state.can_retry
         self.resuming = state.resuming
         # A refused continuation is shown on its decisions, not again as a run error.
-        refused = state.error_code in ITEM_ERROR_CODES | BATCH_ERROR_CODES
-        self.run_error = "" if refused else state.error or ""
+        self.run_error = "" if state.refused else state.error or ""
         self._refresh_streaming(client)
         self._client_json = state.to_json()
 

@@ -24,7 +24,7 @@ from chat_app.client import (
     ToolCallPart,
     UnboundInterrupt,
 )
-from chat_app.interrupts import INTERRUPT_PAYLOAD_METADATA_KEY, parse_js_date
+from chat_app.interrupts import INTERRUPT_PAYLOAD_METADATA_KEY
 
 from .forms import FormField, form_fields
 
@@ -174,13 +174,6 @@ def staged_label(item: InterruptItem) -> str:
     return "Answered"
 
 
-def is_expired(item: InterruptItem, now_ms: float) -> bool:
-    if item.error is not None and item.error.code == "expired":
-        return True
-    expiry = parse_js_date(item.expires_at) if item.expires_at else None
-    return expiry is not None and expiry <= now_ms
-
-
 def form_schema(item: InterruptItem, form: str) -> tuple[Mapping[str, Any] | None, Any]:
     """The schema of one of a decision's forms, and the value its fields start from."""
     if isinstance(item, ToolApprovalInterrupt):
@@ -200,7 +193,7 @@ def decision_view(
 ) -> DecisionView:
     memory = memory or FormMemory()
     error = item.error.message if item.error else memory.message
-    expired = is_expired(item, time.time() * 1000 if now_ms is None else now_ms)
+    expired = item.expired(time.time() * 1000 if now_ms is None else now_ms)
 
     def fields(form: str) -> list[FormField]:
         schema, initial = form_schema(item, form)
@@ -339,7 +332,7 @@ def build_views(
     ]
     now_ms = time.time() * 1000
     answerable = [
-        item for item in decisions.values() if item.can_resolve and not is_expired(item, now_ms)
+        item for item in decisions.values() if item.can_resolve and not item.expired(now_ms)
     ]
     bulk_ok = bool(answerable) and all(
         isinstance(item, ToolApprovalInterrupt)
