@@ -158,8 +158,8 @@ class GroupWriter:
                 if group:
                     durable = any(work.durable for work in group)
                     log.prepare(durable=durable)
-                    outcomes = _commit_group(db, group)
-                    log.committed(durable=durable)
+                    outcomes, committed = _commit_group(db, group)
+                    log.committed(durable=durable and committed)
                     _resolve(group, outcomes)
                 if stop:
                     return
@@ -182,7 +182,8 @@ class _Log:
             self._full = durable
 
     def committed(self, *, durable: bool) -> None:
-        # A durable commit fsyncs the whole log, the earlier non-durable commits with it.
+        """After each group: a durable COMMIT fsyncs the whole log, the earlier non-durable
+        commits with it; anything else may leave some unsynced."""
         self.synced = durable
 
     def sync(self) -> None:
@@ -244,7 +245,8 @@ def _settle(settled: list[tuple[Any, Outcome]]) -> None:
             future.set_exception(value)
 
 
-def _commit_group(db: sqlite3.Connection, group: list[_Work]) -> list[Outcome]:
+def _commit_group(db: sqlite3.Connection, group: list[_Work]) -> tuple[list[Outcome], bool]:
+    """Each job's outcome, and whether the transaction committed."""
     try:
         db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes
         outcomes = _run_jobs(db, group)
@@ -252,8 +254,8 @@ def _commit_group(db: sqlite3.Connection, group: list[_Work]) -> list[Outcome]:
     except Exception as error:  # nothing of this group is durable: every caller learns why
         logger.warning("ledger transaction failed: %s", error)
         _roll_back(db)
-        return [(False, error)] * len(group)
-    return outcomes
+        return [(False, error)] * len(group), False
+    return outcomes, True
 
 
 def _run_jobs(db: sqlite3.Connection, group: list[_Work]) -> list[Outcome]:

@@ -367,3 +367,38 @@ def test_a_record_appended_survives_the_process_being_killed(tmp_path: Path) -> 
     records = reopened.records()
     assert [r.run_id for r in records] == ["r1", "r2"] and verify_chain(records).ok
     reopened.close()
+
+
+def test_an_answer_that_fails_to_commit_does_not_count_as_syncing_the_records_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import chat_app.agent._group_commit as group_commit
+
+    monkeypatch.setattr(group_commit, "SYNC_WITHIN", 0.05)
+    statements: list[str] = []
+
+    def connect() -> sqlite3.Connection:
+        db = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        db.set_trace_callback(statements.append)
+        return db
+
+    def schema(db: sqlite3.Connection) -> None:
+        db.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+        db.execute("CREATE TABLE child (pid INTEGER REFERENCES parent(id) "
+                   "DEFERRABLE INITIALLY DEFERRED)")  # fmt: skip
+
+    writer = GroupWriter(connect, name="test")
+    writer.submit(schema).result()
+    writer.submit(lambda db: db.execute("INSERT INTO parent VALUES (1)"), durable=False).result()
+    orphan = writer.submit(lambda db: db.execute("INSERT INTO child VALUES (99)"))
+    with pytest.raises(sqlite3.IntegrityError):  # the deferred check fails the COMMIT
+        orphan.result()
+    deadline = time.monotonic() + 10
+    while not [s for s in statements if "wal_checkpoint" in s] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert [s for s in statements if "wal_checkpoint" in s]  # the record still got synced
+    rows = writer.submit(lambda db: db.execute("SELECT * FROM parent").fetchall()).result()
+    assert rows == [(1,)]
+    writer.close()

@@ -114,7 +114,12 @@ function plan(messages, notes) {
   const since = messages.slice(lastUser + 1)
   const results = since.filter((m) => m.role === 'tool')
   if (results.length > 0) {
-    const receipt = WORDS && results.length === 1 ? JSON.parse(textOf(results[0])) : null
+    let receipt = null
+    try {
+      receipt = WORDS && results.length === 1 ? JSON.parse(textOf(results[0])) : null
+    } catch {
+      receipt = null // not a JSON result (a refusal's reason): say the results as usual
+    }
     if (receipt?.receipt) {
       return { text: `Sent ${receipt.amount} to ${receipt.recipient}. Receipt id: ${receipt.receipt}.` }
     }
