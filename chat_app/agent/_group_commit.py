@@ -13,8 +13,9 @@ Durability per job: a `durable` job's group commits with `synchronous=FULL` (the
 log is fsynced before its caller goes on); a group of other jobs commits with `NORMAL` (in
 the log, safe when the process dies, not yet when the power fails). The log is one file
 written in order, so the next durable commit makes every earlier write durable with it, and
-when the writer goes idle it syncs the log within `SYNC_WITHIN` seconds. A power cut can lose
-only the last non-durable writes, never one that precedes a durable write.
+no write waits more than about `SYNC_WITHIN` seconds for its fsync (a checkpoint, when no
+durable commit came first). A power cut can lose only the last non-durable writes, never one
+that precedes a durable write.
 
 One owning thread is also what makes `:memory:` databases work: every job sees the same
 connection whatever thread or event loop submitted it.
@@ -28,6 +29,7 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -151,48 +153,69 @@ class GroupWriter:
         try:
             while True:
                 try:
-                    group, stop = _take(jobs, None if log.synced else SYNC_WITHIN)
-                except queue.Empty:  # idle, with non-durable writes not yet on disk
+                    group, stop = _take(jobs, log.time_left())
+                except queue.Empty:  # non-durable writes have waited long enough
                     log.sync()
                     continue
                 if group:
                     durable = any(work.durable for work in group)
                     log.prepare(durable=durable)
+                    changes = db.total_changes
                     outcomes, committed = _commit_group(db, group)
-                    log.committed(durable=durable and committed)
+                    log.committed(durable=durable, wrote=committed and db.total_changes != changes)
                     _resolve(group, outcomes)
                 if stop:
                     return
         finally:
-            db.close()  # the last connection to close checkpoints the log: synced either way
+            if log.time_left() is not None:
+                log.sync()  # other processes may keep the log open: closing need not sync it
+            db.close()
 
 
 class _Log:
-    """The connection's `synchronous` level, switched per group, and whether every commit so
-    far is on disk."""
+    """The connection's `synchronous` level, switched per group, and since when commits have
+    been waiting for an fsync (None: every commit so far is on disk)."""
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
-        self._full = True  # SQLite's default in WAL mode
-        self.synced = True
+        self._full = int(db.execute("PRAGMA synchronous").fetchone()[0]) >= 2
+        self._unsynced_since: float | None = None
 
     def prepare(self, *, durable: bool) -> None:
         if durable != self._full:
             self._db.execute("PRAGMA synchronous=" + ("FULL" if durable else "NORMAL"))
             self._full = durable
 
-    def committed(self, *, durable: bool) -> None:
-        """After each group: a durable COMMIT fsyncs the whole log, the earlier non-durable
-        commits with it; anything else may leave some unsynced."""
-        self.synced = durable
+    def committed(self, *, durable: bool, wrote: bool) -> None:
+        """After each group. A COMMIT that wrote nothing syncs nothing; a durable one that
+        wrote fsyncs the whole log, the earlier non-durable commits with it."""
+        if not wrote:
+            return
+        if durable:
+            self._unsynced_since = None
+        elif self._unsynced_since is None:
+            self._unsynced_since = time.monotonic()
+
+    def time_left(self) -> float | None:
+        """How long the oldest unsynced commit may still wait (None: nothing waits), so the
+        bound holds under a steady stream of non-durable writes too."""
+        if self._unsynced_since is None:
+            return None
+        return max(0.0, self._unsynced_since + SYNC_WITHIN - time.monotonic())
 
     def sync(self) -> None:
-        """Put the non-durable commits on disk: a checkpoint syncs the log first."""
+        """Put the waiting commits on disk. A checkpoint fsyncs the log before it copies
+        frames back; only when it copied them all is that sure to include ours. Otherwise (a
+        reader holds an old snapshot, another process is checkpointing) try again later."""
         try:
-            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        except sqlite3.Error as error:  # the next durable commit syncs them anyway
+            busy, frames, copied = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except sqlite3.Error as error:
             logger.warning("ledger sync failed: %s", error)
-        self.synced = True
+            busy, frames, copied = 1, 0, 0
+        if not busy and frames == copied:  # also (0, -1, -1): no log (":memory:")
+            self._unsynced_since = None
+        else:
+            self._unsynced_since = time.monotonic()  # the next try is SYNC_WITHIN away
 
 
 def _take(jobs: queue.SimpleQueue[Any], timeout: float | None) -> tuple[list[_Work], bool]:

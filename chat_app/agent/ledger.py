@@ -168,7 +168,7 @@ class SQLiteLedger:
     on disk before its tool runs; concurrent continuations share one transaction and one
     fsync (group commit). Pause and execution records from `append_async` are committed
     without a sync of their own: the next answer's fsync covers them (the log is written in
-    order), and an idle writer syncs them within a second. A killed process loses nothing.
+    order) or a checkpoint within about a second. A killed process loses nothing.
     """
 
     def __init__(self, path: Path) -> None:

@@ -83,34 +83,42 @@ def create_app(agent: Agent, *, max_body_bytes: int = MAX_BODY_BYTES) -> Starlet
 class EventStream(StreamingResponse):
     """The chat route's `text/event-stream` response; a client that leaves stops the run.
 
-    Starlette's `StreamingResponse`, sent as it sends it, but for an ASGI server below spec
-    2.4 (uvicorn, granian) it hears the client leave with a plain asyncio task where Starlette
-    runs an anyio task group per response: that group cost a sixth of the server's CPU per
-    request (measured).
+    Starlette's `StreamingResponse`, sent as it sends it, but it hears the client leave with a
+    plain asyncio task. For ASGI servers below spec 2.4 (uvicorn, granian) Starlette runs an
+    anyio task group per response for that, which cost a sixth of the server's CPU per request
+    (measured).
     """
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         streaming = asyncio.current_task()
         assert streaming is not None
         done = False
+        cancelled_by_us = False
 
         def client_left(listener: asyncio.Future[None]) -> None:
-            if not done and not listener.cancelled():
-                streaming.cancel()
+            nonlocal cancelled_by_us
+            if done or listener.cancelled():
+                return
+            listener.exception()  # a broken connection counts as gone (and is not logged)
+            cancelled_by_us = True
+            streaming.cancel()
 
         listener = asyncio.ensure_future(_client_left(receive))
         listener.add_done_callback(client_left)
         try:
             await self.stream_response(send)
         except asyncio.CancelledError:
-            if not (listener.done() and not listener.cancelled()):
-                raise  # cancelled from outside (the server is shutting down)
-            streaming.uncancel()  # we cancelled it, and have stopped: nobody else was asked
+            # Ours alone: stop quietly. Anyone else's (a shutdown, a timeout) goes on up.
+            if not cancelled_by_us or streaming.uncancel() > 0:
+                raise
+            return
         finally:
             done = True
             listener.cancel()
             if isinstance(self.body_iterator, AsyncGenerator):
                 await self.body_iterator.aclose()  # the run's own cleanup, now
+        if self.background is not None:
+            await self.background()
 
 
 async def _client_left(receive: Receive) -> None:

@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
@@ -299,6 +300,51 @@ async def test_a_replay_in_a_group_fails_alone(tmp_path: Path) -> None:
     ledger.close()
 
 
+def _wal(path: Path, statements: list[str]) -> sqlite3.Connection:
+    """A connection as the ledger opens one (WAL), tracing its statements into `statements`."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("CREATE TABLE IF NOT EXISTS t (v INTEGER)")
+    db.set_trace_callback(statements.append)
+    return db
+
+
+Traced = Callable[[float], tuple[GroupWriter, list[str]]]
+
+
+@pytest.fixture
+def traced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Traced]:
+    """A writer on a WAL file whose statements are traced, with `SYNC_WITHIN` shortened."""
+    import chat_app.agent._group_commit as group_commit
+
+    writers: list[GroupWriter] = []
+
+    def make(sync_within: float) -> tuple[GroupWriter, list[str]]:
+        monkeypatch.setattr(group_commit, "SYNC_WITHIN", sync_within)
+        statements: list[str] = []
+        writers.append(GroupWriter(lambda: _wal(tmp_path / "x.db", statements), name="test"))
+        return writers[-1], statements
+
+    yield make
+    for writer in writers:
+        writer.close()
+
+
+def _checkpoints(statements: list[str]) -> int:
+    return sum("wal_checkpoint" in statement for statement in statements)
+
+
+def _wait_for(condition: Any, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return bool(condition())
+
+
+def _insert(value: int) -> Any:
+    return lambda db: db.execute("INSERT INTO t VALUES (?)", (value,))
+
+
 def _synchronous(db: sqlite3.Connection) -> int:
     """The level the current transaction will commit with: 1 NORMAL, 2 FULL."""
     return int(db.execute("PRAGMA synchronous").fetchone()[0])
@@ -307,8 +353,7 @@ def _synchronous(db: sqlite3.Connection) -> int:
 def test_a_group_with_an_answer_commits_fsynced_a_group_of_records_does_not(
     tmp_path: Path,
 ) -> None:
-    writer = GroupWriter(lambda: sqlite3.connect(tmp_path / "x.db", isolation_level=None),
-                         name="test")  # fmt: skip
+    writer = GroupWriter(lambda: _wal(tmp_path / "x.db", []), name="test")
     assert writer.submit(_synchronous).result() == 2  # durable unless told otherwise
     assert writer.submit(_synchronous, durable=False).result() == 1
     assert writer.submit(_synchronous, durable=False).result() == 1
@@ -321,31 +366,16 @@ def test_a_group_with_an_answer_commits_fsynced_a_group_of_records_does_not(
     writer.close()
 
 
-def test_records_not_synced_by_an_answer_are_synced_once_the_writer_is_idle(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import chat_app.agent._group_commit as group_commit
-
-    monkeypatch.setattr(group_commit, "SYNC_WITHIN", 0.05)
-    statements: list[str] = []
-
-    def connect() -> sqlite3.Connection:
-        db = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.set_trace_callback(statements.append)
-        return db
-
-    writer = GroupWriter(connect, name="test")
-    writer.submit(lambda db: db.execute("CREATE TABLE t (v INTEGER)")).result()
+def test_records_not_synced_by_an_answer_are_synced_once_the_writer_is_idle(traced: Traced) -> None:
+    writer, statements = traced(0.05)
+    writer.submit(_insert(0)).result()
     time.sleep(0.3)
-    assert not [s for s in statements if "wal_checkpoint" in s]  # durable: nothing to sync
-    writer.submit(lambda db: db.execute("INSERT INTO t VALUES (1)"), durable=False).result()
-    deadline = time.monotonic() + 10
-    while not [s for s in statements if "wal_checkpoint" in s] and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert [s for s in statements if "wal_checkpoint" in s] == ["PRAGMA wal_checkpoint(PASSIVE)"]
+    assert _checkpoints(statements) == 0  # durable: nothing to sync
+    writer.submit(_insert(1), durable=False).result()
+    assert _wait_for(lambda: _checkpoints(statements) == 1)
+    assert "PRAGMA wal_checkpoint(PASSIVE)" in statements
     time.sleep(0.3)  # synced: the idle writer does not sync again
-    assert len([s for s in statements if "wal_checkpoint" in s]) == 1
+    assert _checkpoints(statements) == 1
     writer.close()
 
 
@@ -401,4 +431,53 @@ def test_an_answer_that_fails_to_commit_does_not_count_as_syncing_the_records_be
     assert [s for s in statements if "wal_checkpoint" in s]  # the record still got synced
     rows = writer.submit(lambda db: db.execute("SELECT * FROM parent").fetchall()).result()
     assert rows == [(1,)]
+    writer.close()
+
+
+def test_a_durable_group_that_writes_nothing_does_not_count_as_a_sync(
+    traced: Traced, tmp_path: Path
+) -> None:
+    """Reading the trail (`records()`), a replayed answer: durable jobs that write nothing
+    make SQLite's COMMIT write and sync nothing, so the record before still needs its sync."""
+    writer, statements = traced(0.05)
+    writer.submit(_insert(1), durable=False).result()
+    counted = writer.submit(lambda db: db.execute("SELECT count(*) FROM t").fetchone())
+    assert counted.result() == (1,)
+    assert _wait_for(lambda: _checkpoints(statements) == 1)
+    time.sleep(0.2)
+    assert _checkpoints(statements) == 1  # synced once, then nothing waits
+    writer.close()
+
+
+def test_steady_records_are_synced_on_time_even_when_the_writer_never_idles(traced: Traced) -> None:
+    writer, statements = traced(0.2)
+    started = time.monotonic()
+    for value in range(40):  # one write every 25 ms for a second: never idle for 0.2 s
+        writer.submit(_insert(value), durable=False).result()
+        time.sleep(0.025)
+    assert time.monotonic() - started < 5
+    assert _checkpoints(statements) >= 2  # about every 0.2 s, not once at the end
+    writer.close()
+
+
+def test_a_sync_a_reader_prevents_is_tried_again_until_it_is_done(
+    traced: Traced, tmp_path: Path
+) -> None:
+    """A reader in another connection (or process) holding an older snapshot keeps the
+    checkpoint from copying the new frames back; such a checkpoint is not counted as the sync."""
+    writer, statements = traced(0.05)
+    writer.submit(_insert(0)).result()
+    reader = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM t").fetchone() == (1,)  # its snapshot: 1 row
+    writer.submit(_insert(1), durable=False).result()
+    assert _wait_for(lambda: _checkpoints(statements) >= 3)  # tried, and tried again
+    reader.execute("COMMIT")
+    tried = _checkpoints(statements)
+    assert _wait_for(lambda: _checkpoints(statements) > tried)
+    time.sleep(0.3)
+    done = _checkpoints(statements)
+    time.sleep(0.3)
+    assert _checkpoints(statements) == done  # the sync went through: no more tries
+    reader.close()
     writer.close()

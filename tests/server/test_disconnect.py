@@ -14,7 +14,9 @@ import uvicorn
 
 from chat_app.agent.models.base import Model, ModelEvent, ModelRequest, TextDelta, ToolCallDelta
 from chat_app.demo import build_demo_agent
+from chat_app.interrupts import SSE_HEADERS
 from chat_app.server import create_app
+from chat_app.server.app import EventStream
 
 
 class SlowModel(Model):
@@ -104,3 +106,59 @@ def test_after_a_client_left_the_next_one_gets_its_whole_stream(
         "RUN_FINISHED",
     ]  # fmt: skip
     assert events[2]["delta"] == "Hi there."
+
+
+# The same response driven directly, for the cancellations a socket cannot time: whose
+# cancel it is decides whether the response ends quietly or the cancel goes on up.
+
+
+async def _events(closed: list[str]) -> AsyncIterator[str]:
+    try:
+        yield "data: 1\n\n"
+        await asyncio.sleep(30)  # the run waits on its model
+        yield "data: 2\n\n"
+    finally:
+        closed.append("closed")
+
+
+def _start(gone: asyncio.Event, closed: list[str], sent: list[str]) -> asyncio.Task[None]:
+    async def receive() -> dict[str, str]:
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(str(message["type"]))
+
+    response = EventStream(_events(closed), headers=SSE_HEADERS)
+    return asyncio.ensure_future(response({"type": "http"}, receive, send))  # type: ignore[arg-type]
+
+
+async def test_a_client_leaving_ends_the_response_quietly_and_closes_the_run() -> None:
+    gone, closed, sent = asyncio.Event(), [], []
+    task = _start(gone, closed, sent)
+    await asyncio.sleep(0.05)
+    gone.set()
+    await asyncio.wait_for(task, 5)  # returns: nobody else asked for a cancel
+    assert closed == ["closed"] and task.cancelling() == 0
+    assert sent == ["http.response.start", "http.response.body"]
+
+
+async def test_a_cancel_from_elsewhere_goes_on_up_and_still_closes_the_run() -> None:
+    gone, closed, sent = asyncio.Event(), [], []
+    task = _start(gone, closed, sent)
+    await asyncio.sleep(0.05)
+    task.cancel()  # a shutdown, a timeout
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert closed == ["closed"]
+
+
+async def test_a_cancel_from_elsewhere_as_the_client_leaves_is_not_swallowed() -> None:
+    gone, closed, sent = asyncio.Event(), [], []
+    task = _start(gone, closed, sent)
+    await asyncio.sleep(0.05)
+    gone.set()
+    task.cancel()  # in the same turn of the loop
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert closed == ["closed"]
