@@ -152,6 +152,8 @@ class GroupWriter:
         log = _Log(db)
         try:
             while True:
+                if log.time_left() == 0.0:  # due, even if work keeps coming
+                    log.sync()
                 try:
                     group, stop = _take(jobs, log.time_left())
                 except queue.Empty:  # non-durable writes have waited long enough

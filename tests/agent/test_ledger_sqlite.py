@@ -481,3 +481,14 @@ def test_a_sync_a_reader_prevents_is_tried_again_until_it_is_done(
     assert _checkpoints(statements) == done  # the sync went through: no more tries
     reader.close()
     writer.close()
+
+
+def test_a_sync_that_is_due_goes_before_work_that_keeps_coming(traced: Traced) -> None:
+    writer, statements = traced(0.005)  # 10,000 inserts take far longer than that
+    futures = [writer.submit(_insert(value), durable=False) for value in range(10_000)]
+    for future in futures:
+        future.result()
+    inserts = [i for i, statement in enumerate(statements) if statement.startswith("INSERT")]
+    syncs = [i for i, statement in enumerate(statements) if "wal_checkpoint" in statement]
+    assert len(inserts) == 10_000
+    assert syncs and syncs[0] < inserts[-1]  # not only once the queue ran dry
