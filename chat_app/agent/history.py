@@ -98,13 +98,19 @@ def tool_calls(
 
 
 def tool_result_positions(messages: Sequence[Message]) -> dict[str, int]:
-    """The index of the last tool message answering each call id, in one pass over kinds."""
+    """The index of the first tool message answering each call id, in one pass over kinds."""
     kinds = map(_kind, map(type, messages))
     tools = cast(Sequence[ToolMessage], messages)  # read only where the kind says so
-    return {
-        tools[index].tool_call_id: index
-        for index in compress(range(len(messages)), map(_IS_TOOL, kinds))
-    }
+    positions: dict[str, int] = {}
+    for index in compress(range(len(messages)), map(_IS_TOOL, kinds)):
+        positions.setdefault(tools[index].tool_call_id, index)
+    return positions
+
+
+def answers_at(messages: Sequence[Message], index: int, call_id: str) -> bool:
+    """Whether the message at `index` is still the tool result for `call_id`."""
+    message = messages[index] if index < len(messages) else None
+    return isinstance(message, ToolMessage) and message.tool_call_id == call_id
 
 
 _IS_TOOL = partial(operator.is_, ToolMessage)

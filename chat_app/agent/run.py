@@ -59,6 +59,7 @@ from .descriptors import (
     new_generic_interrupt_id,
 )
 from .history import (
+    answers_at,
     arguments_are_valid_json,
     parse_arguments,
     tool_message,
@@ -307,14 +308,19 @@ class _Run:
         # (`{"approved":…,"pendingExecution":true,…}`); the real result replaces it, so the
         # model sees exactly one result per call (as TanStack's engine does, issue #532).
         message = tool_message(call_id, content, error=error)
-        if self._tool_positions is None:
-            # One pass over the history per run, not one per result.
-            self._tool_positions = tool_result_positions(self.messages)
-        index = self._tool_positions.get(call_id)
+        # One pass over the history per run, not one per result; again only if a hook has
+        # moved the messages since (they are the context's too).
+        positions = self._tool_positions
+        index = positions.get(call_id) if positions is not None else None
+        if positions is None or (
+            index is not None and not answers_at(self.messages, index, call_id)
+        ):
+            positions = self._tool_positions = tool_result_positions(self.messages)
+            index = positions.get(call_id)
         if index is not None:
             self.messages[index] = message
         else:
-            self._tool_positions[call_id] = len(self.messages)
+            positions[call_id] = len(self.messages)
             self.messages.append(message)
         return events.tool_result(message_id, call_id, content, self.now(), error=error)
 

@@ -1,4 +1,5 @@
-"""`tool_calls`: every call of the history with whether it has a result, in order."""
+"""`tool_calls`: every call of the history with whether it has a result, in order; and where
+the result a run replaces sits (`tool_result_positions`, `answers_at`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ag_ui.core import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chat_app.agent.history import tool_calls
+from chat_app.agent.history import answers_at, tool_calls, tool_result_positions
 
 
 class _MyToolMessage(ToolMessage):
@@ -129,3 +130,21 @@ def test_tool_calls_match_the_plain_loop(
         (ref.message_id, ref.id, ref.has_result) for ref in tool_calls(messages, reopened=reopened)
     ]
     assert found == _reference(messages, reopened)
+
+
+def test_a_result_replaces_the_first_tool_message_of_its_call() -> None:
+    history = [
+        *_history(),
+        ToolMessage(id="r1b", tool_call_id="c1", content="a second result for c1"),
+    ]
+    positions = tool_result_positions(history)
+    assert positions["c1"] == 3 and positions["c2"] == 0 and positions["c3"] == 6
+    assert all(answers_at(history, index, call) for call, index in positions.items())
+
+
+def test_a_position_is_checked_before_it_is_written_to() -> None:
+    history = _history()
+    positions = tool_result_positions(history)
+    history.insert(0, UserMessage(id="u0", content="a hook added this"))
+    assert not answers_at(history, positions["c1"], "c1")
+    assert not answers_at(history, len(history), "c1")  # past the end
