@@ -8,11 +8,10 @@ from ag_ui.core import ResumeEntry
 
 from chat_app.interrupts import (
     ABSENT,
-    APPROVAL_ID_PREFIX,
-    CLIENT_TOOL_ID_PREFIX,
     INTERRUPT_BINDING_METADATA_KEY,
     canonical_interrupt_json,
     digest_interrupt_json,
+    tool_call_id_of,
 )
 
 from .resume import ResumePlan
@@ -46,10 +45,7 @@ def decision_record(plan: ResumePlan, entry: ResumeEntry) -> dict[str, Any]:
     """What was decided about one interrupt of a continuation."""
     interrupt_id = entry.interrupt_id
     record: dict[str, Any] = {"interruptId": interrupt_id, "status": entry.status}
-    call_id = None
-    for prefix in (APPROVAL_ID_PREFIX, CLIENT_TOOL_ID_PREFIX):
-        if interrupt_id.startswith(prefix):
-            call_id = interrupt_id.removeprefix(prefix)
+    call_id = tool_call_id_of(interrupt_id)
     call = next((pending.call for pending in plan.calls if pending.call.id == call_id), None)
     if call is not None:
         record.update(toolName=call.name, toolCallId=call.id, shownArgs=call.args,

@@ -33,6 +33,7 @@ from chat_app.interrupts import (
     parse_js_date,
     read_generic_continuation,
     schema_problem,
+    tool_call_id_of,
 )
 
 from .definitions import GenericResolution, InterruptDefinition, InterruptRequest
@@ -292,12 +293,7 @@ def _pending_calls(
     seen: set[str] = set()
     # Only a call the resume answers again can be pending once it has a result: `tool_calls`
     # leaves out every other answered call.
-    reopened = {
-        item.removeprefix(prefix)
-        for item in resume_ids
-        for prefix in (APPROVAL_ID_PREFIX, CLIENT_TOOL_ID_PREFIX)
-        if item.startswith(prefix)
-    }
+    reopened = {call_id for item in resume_ids if (call_id := tool_call_id_of(item)) is not None}
     for call in tool_calls(messages, reopened=reopened):
         if call.id in seen:
             continue

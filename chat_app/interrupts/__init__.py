@@ -43,6 +43,7 @@ from ._constants import (
     TOOL_MESSAGE_ID_PREFIX,
     BoundaryPhase,
     ToolResume,
+    tool_call_id_of,
 )
 from ._continuation import (
     ContinuationRead,
@@ -151,6 +152,7 @@ __all__ = [
     "schema_is_usable",
     "schema_problem",
     "schema_problems",
+    "tool_call_id_of",
     "with_interrupt_binding",
     "without_interrupt_binding",
     "wrap_generic_continuation",

@@ -1,7 +1,7 @@
 """Literal constants of the TanStack AI interrupt wire format (contract §1.5).
 
-Owns: metadata keys, versions, id prefixes, reasons, boundary phases and tool-resume values.
-Imports nothing.
+Owns: metadata keys, versions, id prefixes (and `tool_call_id_of`, which reads them back),
+reasons, boundary phases and tool-resume values. Imports nothing.
 """
 
 from typing import Final, Literal
@@ -27,6 +27,15 @@ INTERRUPT_TOOL_RESUMES: Final[tuple[ToolResume, ...]] = ("continue", "cancel", "
 APPROVAL_ID_PREFIX: Final = "approval_"
 CLIENT_TOOL_ID_PREFIX: Final = "client_tool_"
 TOOL_MESSAGE_ID_PREFIX: Final = "tool-"
+
+
+def tool_call_id_of(interrupt_id: str) -> str | None:
+    """The tool call an approval or client-tool interrupt id names; None for other ids."""
+    for prefix in (APPROVAL_ID_PREFIX, CLIENT_TOOL_ID_PREFIX):
+        if interrupt_id.startswith(prefix):
+            return interrupt_id.removeprefix(prefix)
+    return None
+
 
 APPROVAL_REASON: Final = "tool_call"
 CLIENT_TOOL_REASON: Final = "tanstack:client_tool_execution"

@@ -169,3 +169,13 @@ def test_with_binding_returns_a_new_descriptor_and_stamps_id_and_version() -> No
     }
     assert without_interrupt_binding(bound) == before
     assert read_unopened_interrupt_binding(bound) is not None
+
+
+def test_an_approval_or_client_tool_id_names_its_tool_call() -> None:
+    from chat_app.interrupts import tool_call_id_of
+
+    assert tool_call_id_of("approval_call_1") == "call_1"
+    assert tool_call_id_of("client_tool_approval_x") == "approval_x"
+    assert tool_call_id_of("approval_") == ""
+    assert tool_call_id_of("shipping-42") is None
+    assert tool_call_id_of("xapproval_call_1") is None
