@@ -64,6 +64,7 @@ from ._errors import (
     ItemInterruptErrorCode,
     interrupt_error_from_wire,
 )
+from ._json import collector_paused
 from ._resolutions import (
     CanonicalResolutions,
     canonicalize_interrupt_resolutions,
@@ -136,6 +137,7 @@ __all__ = [
     "canonicalize_interrupt_resolutions",
     "client_tool_response_schema",
     "collation_key",
+    "collector_paused",
     "digest_interrupt_json",
     "encode_sse_event",
     "generic_continuation_from_descriptor",

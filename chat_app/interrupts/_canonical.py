@@ -20,7 +20,6 @@ holds them; other non-string keys are rejected.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import re
@@ -28,6 +27,8 @@ from collections.abc import Callable
 from typing import TypeAlias
 
 import orjson
+
+from ._json import LARGE_JSON_BYTES, collector_paused
 
 JSONValue: TypeAlias = "None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]"
 
@@ -182,16 +183,10 @@ def _orjson_agrees(data: bytes, value: object, *, sort_keys: bool, edited: bool)
 
 
 def _read_back(data: bytes) -> object:
-    if len(data) < 65536:
+    if len(data) < LARGE_JSON_BYTES:  # the common case, without a context manager's cost
         return orjson.loads(data)
-    # Reading a large payload creates many containers; the collector would scan them all.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused(len(data)):
         return orjson.loads(data)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _reject(value: object) -> object:

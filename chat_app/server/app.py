@@ -9,10 +9,8 @@ with HTTP 200, as in TanStack AI.
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator
 
 import orjson
 from ag_ui.core import RunAgentInput
@@ -26,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 from chat_app.agent import Agent, event_to_wire
 from chat_app.agent.ledger import audit_report
 from chat_app.agent.strict_json import MAX_NESTING, strict_loads, too_deep
-from chat_app.interrupts import SSE_HEADERS, encode_sse_event
+from chat_app.interrupts import SSE_HEADERS, collector_paused, encode_sse_event
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 #: When set, `GET /api/audit[.jsonl]` needs `Authorization: Bearer <token>`.
@@ -145,7 +143,7 @@ async def _read_run_input(request: Request, limit: int) -> RunAgentInput:
 
 def parse_run_input(body: bytes) -> RunAgentInput:
     """A request body as a `RunAgentInput`, or `BadRequest` naming what is wrong with it."""
-    with _collector_paused(len(body)):
+    with collector_paused(len(body)):
         # Only the models outlive this block: the parsed JSON is freed before the collector
         # resumes, so its next pass has fewer objects to walk.
         return _validate(_parse_json(body))
@@ -165,21 +163,6 @@ def _validate(data: object) -> RunAgentInput:
         raise BadRequest(f"Invalid AG-UI RunAgentInput: {where}: {first['msg']}.") from None
 
 
-@contextmanager
-def _collector_paused(size: int) -> Iterator[None]:
-    """A large body becomes ~10 objects per 100 bytes, none of them in a cycle; the cyclic
-    collector would otherwise walk them (and everything older) several times over."""
-    enabled = gc.isenabled()
-    if enabled and size >= _PAUSE_COLLECTOR_FROM:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-_PAUSE_COLLECTOR_FROM = 64 * 1024
 # 19 digits in a row: an integer orjson would read as a float (past 64 bits), or one the exact
 # reader must refuse (it reads as Infinity in JavaScript, or passes Python's digit limit).
 _LONG_DIGIT_RUN = b"0" * 19
