@@ -655,7 +655,7 @@ def _readable_arguments(text: str | None) -> bool:
         return True
     except (ValueError, RecursionError):
         return False
-    return not isinstance(value, dict | list) or not too_deep(value, MAX_NESTING)
+    return not isinstance(value, dict | list) or not too_deep(value)
 
 
 def _history_arguments_problem(call: PendingCall) -> str | None:

@@ -75,8 +75,8 @@ def schema_problems(schema: Mapping[str, object], value: object) -> list[SchemaP
 def schema_is_usable(schema: Mapping[str, object]) -> bool:
     """Whether `schema` is itself a valid JSON Schema."""
     try:
-        _validator(canonical_interrupt_json(schema))
-    except (jsonschema.SchemaError, TypeError):
+        _usable_validator(schema)
+    except UnusableSchemaError:
         return False
     return True
 
