@@ -17,10 +17,10 @@ from chat_app.interrupts import (
     APPROVAL_ID_PREFIX,
     InterruptError,
     interrupt_error_from_wire,
+    raw_interrupt_binding,
 )
 
 from ._answers import Invalid, check_client_tool_output
-from ._classify import raw_binding
 from ._connections import Connection
 from ._errors import ClientError, RunError, TransportError, UsageError
 from ._items import InterruptItem, Submission
@@ -440,7 +440,7 @@ def _generation(descriptors: Sequence[Mapping[str, object]]) -> int:
     """The common binding generation of the batch, else 0 (`interruptGeneration`)."""
     generation: int | None = None
     for descriptor in descriptors:
-        binding = raw_binding(descriptor)
+        binding = raw_interrupt_binding(descriptor)
         value = binding.get("generation") if binding is not None else None
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             return 0

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from chat_app.interrupts import (
-    INTERRUPT_BINDING_METADATA_KEY,
     INTERRUPT_BINDING_VERSION,
     INTERRUPT_PAYLOAD_METADATA_KEY,
     ClientToolExecutionBinding,
@@ -22,6 +21,7 @@ from chat_app.interrupts import (
     ToolApprovalBinding,
     canonical_interrupt_json,
     digest_interrupt_json,
+    raw_interrupt_binding,
     read_interrupt_binding,
 )
 
@@ -34,7 +34,6 @@ __all__ = [
     "classify",
     "first_party_index_counts",
     "legacy_kind",
-    "raw_binding",
 ]
 
 RuntimeKind: TypeAlias = Literal["generic", "tool-approval", "client-tool-execution", "unbound"]
@@ -224,15 +223,8 @@ def _stale(
     )
 
 
-def raw_binding(descriptor: Mapping[str, object]) -> Mapping[str, object] | None:
-    """The descriptor's `metadata["tanstack:interruptBinding"]` object as sent, unchecked."""
-    metadata = descriptor.get("metadata")
-    raw = metadata.get(INTERRUPT_BINDING_METADATA_KEY) if isinstance(metadata, Mapping) else None
-    return raw if isinstance(raw, Mapping) else None
-
-
 def _has_reserved_marker(descriptor: Mapping[str, object]) -> bool:
-    raw = raw_binding(descriptor)
+    raw = raw_interrupt_binding(descriptor)
     if raw is None:
         return False
     version = raw.get("v", INTERRUPT_BINDING_VERSION)
@@ -244,7 +236,7 @@ def _has_reserved_marker(descriptor: Mapping[str, object]) -> bool:
 
 
 def _has_first_party_marker(descriptor: Mapping[str, object]) -> bool:
-    raw = raw_binding(descriptor)
+    raw = raw_interrupt_binding(descriptor)
     return (
         raw is not None
         and raw.get("kind") == "generic"

@@ -15,10 +15,11 @@ from chat_app.interrupts import (
     ItemInterruptError,
     canonicalize_interrupt_resolutions,
     generic_continuation_from_descriptor,
+    raw_interrupt_binding,
     wrap_generic_continuation,
 )
 
-from ._classify import Hydration, RuntimeKind, raw_binding
+from ._classify import Hydration, RuntimeKind
 from ._items import (
     GenericInterrupt,
     InterruptItem,
@@ -109,7 +110,7 @@ def _dict_or_none(value: object) -> dict[str, object] | None:
 
 
 def binding_kind(descriptor: Mapping[str, object]) -> object:
-    binding = raw_binding(descriptor)
+    binding = raw_interrupt_binding(descriptor)
     return binding.get("kind") if binding is not None else None
 
 

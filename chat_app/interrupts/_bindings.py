@@ -151,7 +151,8 @@ class GenericBinding(_Correlation):
 InterruptBinding: TypeAlias = ToolApprovalBinding | ClientToolExecutionBinding | GenericBinding
 
 
-def _raw_binding(descriptor: Mapping[str, object]) -> Mapping[str, object] | None:
+def raw_interrupt_binding(descriptor: Mapping[str, object]) -> Mapping[str, object] | None:
+    """The descriptor's `metadata["tanstack:interruptBinding"]` object as sent, unchecked."""
     metadata = descriptor.get("metadata")
     if not is_record(metadata):
         return None
@@ -161,7 +162,7 @@ def _raw_binding(descriptor: Mapping[str, object]) -> Mapping[str, object] | Non
 
 def read_unopened_interrupt_binding(descriptor: Mapping[str, object]) -> InterruptBinding | None:
     """Read a binding without requiring `interruptedRunId`/`generation` (§2.6 rules 1–8)."""
-    raw = _raw_binding(descriptor)
+    raw = raw_interrupt_binding(descriptor)
     if raw is None:
         return None
     interrupt_id = string_field(raw, "interruptId")
@@ -247,7 +248,7 @@ def read_interrupt_binding(descriptor: Mapping[str, object]) -> InterruptBinding
     unopened = read_unopened_interrupt_binding(descriptor)
     if unopened is None:
         return None
-    raw = _raw_binding(descriptor)
+    raw = raw_interrupt_binding(descriptor)
     assert raw is not None  # read_unopened_interrupt_binding found it
     interrupted_run_id = string_field(raw, "interruptedRunId")
     generation = non_negative_integer(raw.get("generation"))
