@@ -73,8 +73,10 @@ class DecisionView:
     payload_title: str = ""
     payload_items: list[str] = field(default_factory=list)
     payload_json: str = ""
-    #: The answer already given while the rest of the batch is pending ("" when none).
+    #: The answer already given while the rest of the batch is pending ("" when none), and
+    #: which kind of answer it is (its icon): approved, rejected, cancelled or answered.
     staged: str = ""
+    staged_tone: str = ""
     #: Past its expiry (or refused as expired by the server): nothing can be answered.
     expired: bool = False
     #: The first answerable decision takes the keyboard focus. A field of the view rather
@@ -159,19 +161,22 @@ class FormMemory:
     message: str = ""
 
 
-def staged_label(item: InterruptItem) -> str:
-    """How a staged answer reads while the rest of the batch is pending."""
+def staged_answer(item: InterruptItem) -> tuple[str, str]:
+    """How a staged answer reads while the rest of the batch is pending, and its kind (for
+    its icon); ("", "") when nothing is staged."""
     if item.status != "staged" or item.resolution is None:
-        return ""
+        return "", ""
     if item.resolution.get("status") == "cancelled":
-        return "Cancelled"
+        return "Cancelled", "cancelled"
     payload = item.resolution.get("payload")
     approved = payload.get("approved") if isinstance(payload, Mapping) else payload
     if isinstance(item, ToolApprovalInterrupt) and isinstance(approved, bool):
-        if approved and isinstance(payload, Mapping) and "editedArgs" in payload:
-            return "Approved with changes"
-        return "Approved" if approved else "Rejected"
-    return "Answered"
+        if not approved:
+            return "Rejected", "rejected"
+        if isinstance(payload, Mapping) and "editedArgs" in payload:
+            return "Approved with changes", "approved"
+        return "Approved", "approved"
+    return "Answered", "answered"
 
 
 def form_schema(item: InterruptItem, form: str) -> tuple[Mapping[str, Any] | None, Any]:
@@ -188,12 +193,11 @@ def form_schema(item: InterruptItem, form: str) -> tuple[Mapping[str, Any] | Non
     return None, None
 
 
-def decision_view(
-    item: InterruptItem, memory: FormMemory | None = None, now_ms: float | None = None
-) -> DecisionView:
+def decision_view(item: InterruptItem, memory: FormMemory | None, now_ms: float) -> DecisionView:
     memory = memory or FormMemory()
     error = item.error.message if item.error else memory.message
-    expired = item.expired(time.time() * 1000 if now_ms is None else now_ms)
+    expired = item.expired(now_ms)
+    staged, staged_tone = staged_answer(item)
 
     def fields(form: str) -> list[FormField]:
         schema, initial = form_schema(item, form)
@@ -216,7 +220,8 @@ def decision_view(
             edit_fields=fields("edit"),
             can_edit=item.input_schema is not None,
             panel=memory.panel,
-            staged=staged_label(item),
+            staged=staged,
+            staged_tone=staged_tone,
             expired=expired,
         )
     if isinstance(item, GenericInterrupt):
@@ -235,7 +240,8 @@ def decision_view(
             payload_title=title,
             payload_items=items,
             payload_json=rest,
-            staged=staged_label(item),
+            staged=staged,
+            staged_tone=staged_tone,
             expired=expired,
         )
     assert isinstance(item, UnboundInterrupt)
@@ -314,11 +320,12 @@ def build_views(
     }
     attached: set[str] = set()
     messages: list[MessageView] = []
+    now_ms = time.time() * 1000  # one clock for every card, the count and the focus
     for message in state.messages:
         cacheable = cache is not None and not any(part.id in by_call for part in message.tool_calls)
         found, view = cache.get(message) if cache is not None and cacheable else (False, None)
         if not found:
-            view = _message_view(message, by_call, memory, attached)
+            view = _message_view(message, by_call, memory, attached, now_ms)
             if cache is not None and cacheable:
                 cache.put(message, view)
         if view is not None:
@@ -326,11 +333,10 @@ def build_views(
     if cache is not None:
         cache.rotate()
     loose = [
-        decision_view(item, memory.get(item.id))
+        decision_view(item, memory.get(item.id), now_ms)
         for item in state.interrupts
         if item.id not in attached
     ]
-    now_ms = time.time() * 1000
     answerable = [
         item for item in decisions.values() if item.can_resolve and not item.expired(now_ms)
     ]
@@ -340,15 +346,16 @@ def build_views(
         and item.reject_schema is None
         for item in answerable
     )
+    open_ids = {item.id for item in answerable if item.status in ("pending", "error")}
     if focus:
         cards = [t.decision for m in messages for t in m.tools if t.has_decision] + loose
-        first = next((d for d in cards if d.can_resolve and not (d.expired or d.staged)), None)
+        first = next((d for d in cards if d.id in open_ids), None)
         if first is not None:
             first.focus = True
     return Views(
         messages=messages,
         loose_decisions=loose,
-        open_count=sum(1 for item in answerable if item.status in ("pending", "error")),
+        open_count=len(open_ids),
         batch_size=len(answerable),
         bulk_ok=bulk_ok,
         # "One or more … are invalid" only repeats what the items themselves show.
@@ -365,13 +372,14 @@ def _message_view(
     by_call: Mapping[str, ToolApprovalInterrupt],
     memory: Mapping[str, FormMemory],
     attached: set[str],
+    now_ms: float,
 ) -> MessageView | None:
     if message.role not in ("user", "assistant"):
         return None
     tools: list[ToolCardView] = []
     for part in message.parts:
         if isinstance(part, ToolCallPart):
-            tools.append(_tool_card(part, by_call, memory, attached))
+            tools.append(_tool_card(part, by_call, memory, attached, now_ms))
     text = "".join(part.content for part in message.parts if isinstance(part, TextPart))
     if not text and not tools:
         return None
@@ -383,6 +391,7 @@ def _tool_card(
     by_call: Mapping[str, ToolApprovalInterrupt],
     memory: Mapping[str, FormMemory],
     attached: set[str],
+    now_ms: float,
 ) -> ToolCardView:
     item = by_call.get(part.id)
     card = ToolCardView(
@@ -397,7 +406,7 @@ def _tool_card(
     )
     if item is not None:
         attached.add(item.id)
-        card.decision = decision_view(item, memory.get(item.id))
+        card.decision = decision_view(item, memory.get(item.id), now_ms)
         card.has_decision = True
         if card.decision.expired:
             # Whatever was clicked, nothing ran: the server refused the expired answer.

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import pytest
 
 from chat_app.agent import event_to_wire
-from chat_app.client import ChatClient, ClientTool, InProcessConnection
+from chat_app.client import ChatClient, ClientTool, InProcessConnection, ToolApprovalInterrupt
 from chat_app.demo import build_demo_agent
 from chat_app.ui.views import (
     ARCHIVE_BLOCK,
@@ -24,6 +24,7 @@ from chat_app.ui.views import (
     build_views,
     split_transcript,
     split_turn,
+    staged_answer,
 )
 
 
@@ -149,3 +150,32 @@ def test_the_archive_grows_a_whole_block_at_a_time() -> None:
 
     crossed = split_transcript(transcript(65))
     assert len(crossed.archive) == 2 * ARCHIVE_BLOCK and len(crossed.recent) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "resolution", "answer"),
+    [
+        ("pending", None, ("", "")),
+        ("staged", {"status": "cancelled"}, ("Cancelled", "cancelled")),
+        ("staged", {"status": "resolved", "payload": False}, ("Rejected", "rejected")),
+        (
+            "staged",
+            {"status": "resolved", "payload": {"approved": False, "reason": "no"}},
+            ("Rejected", "rejected"),
+        ),  # fmt: skip
+        ("staged", {"status": "resolved", "payload": True}, ("Approved", "approved")),
+        (
+            "staged",
+            {"status": "resolved", "payload": {"approved": True, "editedArgs": {}}},
+            ("Approved with changes", "approved"),
+        ),  # fmt: skip
+    ],
+)
+def test_a_staged_answer_reads_as_what_it_is_and_says_which_icon(
+    status: Any, resolution: dict[str, object] | None, answer: tuple[str, str]
+) -> None:
+    item = ToolApprovalInterrupt(
+        id="approval_c1", reason="tool_approval", thread_id="t", interrupted_run_id="r",
+        binding={}, tool_name="delete", tool_call_id="c1", status=status, resolution=resolution,
+    )  # fmt: skip
+    assert staged_answer(item) == answer

@@ -142,9 +142,9 @@ def staged_row(decision: DecisionView) -> rx.Component:
     return rx.hstack(
         # The icon says which answer it is: a green check on "Rejected" read as approval.
         rx.match(
-            decision.staged,
-            ("Rejected", rx.icon("circle_x", size=16, color=rx.color("red", 10))),
-            ("Cancelled", rx.icon("circle_minus", size=16, color=rx.color("gray", 10))),
+            decision.staged_tone,
+            ("rejected", rx.icon("circle_x", size=16, color=rx.color("red", 10))),
+            ("cancelled", rx.icon("circle_minus", size=16, color=rx.color("gray", 10))),
             rx.icon("circle_check", size=16, color=rx.color("green", 10)),
         ),
         rx.text(decision.staged, size="2", weight="medium", class_name="staged-label"),
