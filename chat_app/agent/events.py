@@ -25,7 +25,7 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-from chat_app.interrupts import InterruptResumeValidationError, js_json_dumps
+from chat_app.interrupts import InterruptResumeValidationError, tool_result_text
 
 
 def event_to_wire(event: BaseEvent) -> dict[str, Any]:
@@ -127,7 +127,7 @@ def tool_result(
     return ToolCallResultEvent(
         message_id=message_id,
         tool_call_id=call_id,
-        content=content if isinstance(content, str) else js_json_dumps(content),
+        content=tool_result_text(content),
         role="tool",
         timestamp=now,
         metadata={"tanstack": {"state": "output-error"}} if error else None,

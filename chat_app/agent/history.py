@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from ag_ui.core import AssistantMessage, Message, ToolMessage
 
-from chat_app.interrupts import TOOL_MESSAGE_ID_PREFIX, js_json_dumps
+from chat_app.interrupts import TOOL_MESSAGE_ID_PREFIX, tool_result_text
 
 
 def parse_arguments(text: str | None) -> dict[str, Any]:
@@ -130,11 +130,10 @@ def _kind(cls: type) -> type | None:
 
 def tool_message(call_id: str, content: Any, *, error: bool = False) -> ToolMessage:
     """The history entry for a tool result (`id` = `tool-<toolCallId>`, as TanStack writes)."""
-    text = content if isinstance(content, str) else js_json_dumps(content)
     return ToolMessage(
         id=TOOL_MESSAGE_ID_PREFIX + call_id,
         role="tool",
         tool_call_id=call_id,
-        content=text,
+        content=tool_result_text(content),
         error="error" if error else None,
     )

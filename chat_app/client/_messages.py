@@ -19,7 +19,7 @@ from chat_app.interrupts import (
     CANCELLED_RESULT,
     DEFAULT_DENIED_RESULT,
     TOOL_MESSAGE_ID_PREFIX,
-    js_json_dumps,
+    tool_result_text,
 )
 
 __all__ = [
@@ -150,7 +150,7 @@ def rejection_reason(output: object) -> str:
         for key in ("reason", "error", "message"):
             if isinstance(output.get(key), str):
                 return str(output[key])
-    return output if isinstance(output, str) else js_json_dumps(output)
+    return tool_result_text(output)
 
 
 def status_after_result(part: ToolCallPart, output: object, failed: bool) -> ToolCallStatus:
@@ -176,11 +176,6 @@ def with_result(
     elif failed:
         reason = error or error_text(output)
     return replace(part, status=status, output=output, has_output=True, error=reason)
-
-
-def content_text(content: object) -> str:
-    """A tool result's content as the history carries it: a string as is, else its JSON."""
-    return content if isinstance(content, str) else js_json_dumps(content)
 
 
 def find_call(messages: Sequence[ChatMessage], call_id: str) -> tuple[int, int] | None:
@@ -392,7 +387,7 @@ def _anchor_result(messages: list[ChatMessage], raw: dict[str, object]) -> bool:
     if found is None:
         return False
     position, index = found
-    text = content_text(raw.get("content"))
+    text = tool_result_text(raw.get("content"))
     error = raw.get("error")
     metadata = raw.get("metadata")
     wire_id = raw.get("id")

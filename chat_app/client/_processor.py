@@ -18,7 +18,7 @@ from typing import Literal, TypeAlias
 import jsonpatch
 import jsonpointer
 
-from chat_app.interrupts import LEGACY_APPROVAL_REASON, js_json_dumps
+from chat_app.interrupts import LEGACY_APPROVAL_REASON, js_json_dumps, tool_result_text
 
 from ._messages import (
     ChatMessage,
@@ -26,7 +26,6 @@ from ._messages import (
     ToolCallPart,
     ToolDecision,
     ToolResultPart,
-    content_text,
     error_text,
     find_call,
     from_wire_messages,
@@ -119,7 +118,7 @@ class StreamProcessor:
         self, state: StreamState, tool_call_id: str, output: object, error: str | None = None
     ) -> StreamState:
         """Write a client tool's output (or failure) into the history."""
-        return _set_result(state, tool_call_id, content_text(output), output, error)
+        return _set_result(state, tool_call_id, tool_result_text(output), output, error)
 
     def start_request(self, state: StreamState) -> StreamState:
         """Forget the previous run's outcome before a new request streams."""
@@ -204,7 +203,7 @@ class StreamProcessor:
         call_id, content = _str(event.get("toolCallId")), event.get("content")
         if call_id is None:
             return state
-        text = content_text(content)
+        text = tool_result_text(content)
         failed = "output-error" in (event.get("state"), tanstack_metadata(event).get("state"))
         output = parse_content(text)
         return _set_result(state, call_id, text, output, error_text(output) if failed else None)

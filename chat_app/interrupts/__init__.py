@@ -22,6 +22,7 @@ from ._canonical import (
     canonical_interrupt_json,
     digest_interrupt_json,
     js_json_dumps,
+    tool_result_text,
 )
 from ._constants import (
     APPROVAL_ID_PREFIX,
@@ -157,6 +158,7 @@ __all__ = [
     "schema_problem",
     "schema_problems",
     "tool_call_id_of",
+    "tool_result_text",
     "with_interrupt_binding",
     "without_interrupt_binding",
     "wrap_generic_continuation",

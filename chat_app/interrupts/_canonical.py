@@ -98,6 +98,12 @@ def js_json_dumps(value: object) -> str:
     return data.decode()
 
 
+def tool_result_text(content: object) -> str:
+    """A tool result's content as messages and events carry it: a string as is, else its
+    `JSON.stringify`."""
+    return content if isinstance(content, str) else js_json_dumps(content)
+
+
 def digest_interrupt_json(text: str) -> str:
     """Return `"sha256:" + hex(SHA-256(UTF-8(text)))`, as `digestInterruptJson` does."""
     if not isinstance(text, str):
