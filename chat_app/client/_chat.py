@@ -18,6 +18,7 @@ from chat_app.interrupts import (
     InterruptError,
     interrupt_error_from_wire,
     raw_interrupt_binding,
+    tanstack_metadata,
 )
 
 from ._answers import Invalid, check_client_tool_output
@@ -26,7 +27,7 @@ from ._errors import ClientError, RunError, TransportError, UsageError
 from ._items import InterruptItem, Submission
 from ._manager import ChangeSource, InterruptManager, TransactionResolver
 from ._messages import ChatMessage, ToolDecision, to_wire_messages
-from ._processor import StreamProcessor, StreamState, new_message_id, tanstack_metadata
+from ._processor import StreamProcessor, StreamState, new_message_id
 from ._records import same_batch
 from ._request import build_run_input, new_run_id
 from ._state import ClientState, ClientStatus

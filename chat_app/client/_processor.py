@@ -18,7 +18,12 @@ from typing import Literal, TypeAlias
 import jsonpatch
 import jsonpointer
 
-from chat_app.interrupts import LEGACY_APPROVAL_REASON, js_json_dumps, tool_result_text
+from chat_app.interrupts import (
+    LEGACY_APPROVAL_REASON,
+    js_json_dumps,
+    tanstack_metadata,
+    tool_result_text,
+)
 
 from ._messages import (
     ChatMessage,
@@ -39,7 +44,6 @@ __all__ = [
     "StreamProcessor",
     "StreamState",
     "new_message_id",
-    "tanstack_metadata",
 ]
 
 RunStatus: TypeAlias = Literal["idle", "running", "finished", "interrupted", "error"]
@@ -296,13 +300,6 @@ _HANDLERS: dict[str, _Handler] = {
     "RUN_FINISHED": StreamProcessor._run_finished,
     "RUN_ERROR": StreamProcessor._run_error,
 }
-
-
-def tanstack_metadata(event: Mapping[str, object]) -> Mapping[str, object]:
-    """The event's `metadata.tanstack` object (empty when it has none)."""
-    metadata = event.get("metadata")
-    tanstack = metadata.get("tanstack") if isinstance(metadata, Mapping) else None
-    return tanstack if isinstance(tanstack, Mapping) else {}
 
 
 def _str(value: object) -> str | None:

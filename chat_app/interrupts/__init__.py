@@ -66,7 +66,7 @@ from ._errors import (
     ItemInterruptErrorCode,
     interrupt_error_from_wire,
 )
-from ._json import collector_paused
+from ._json import collector_paused, tanstack_metadata
 from ._resolutions import (
     CanonicalResolutions,
     canonicalize_interrupt_resolutions,
@@ -157,6 +157,7 @@ __all__ = [
     "schema_is_usable",
     "schema_problem",
     "schema_problems",
+    "tanstack_metadata",
     "tool_call_id_of",
     "tool_result_text",
     "with_interrupt_binding",

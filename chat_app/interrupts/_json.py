@@ -34,6 +34,13 @@ def is_record(value: object) -> TypeGuard[Mapping[str, object]]:
     return isinstance(value, Mapping)
 
 
+def tanstack_metadata(event: Mapping[str, object]) -> Mapping[str, object]:
+    """An event's `metadata.tanstack` object (empty when it has none)."""
+    metadata = event.get("metadata")
+    tanstack = metadata.get("tanstack") if isinstance(metadata, Mapping) else None
+    return tanstack if isinstance(tanstack, Mapping) else {}
+
+
 def string_field(record: Mapping[str, object], key: str) -> str | None:
     value = record.get(key)
     return value if isinstance(value, str) else None

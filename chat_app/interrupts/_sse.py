@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from ._canonical import js_json_dumps
+from ._json import tanstack_metadata
 
 SSE_HEADERS: dict[str, str] = {
     "Content-Type": "text/event-stream",
@@ -107,9 +108,8 @@ class SSEDecoder:
             self._last_thread_id = str(event["threadId"])
         if isinstance(event.get("runId"), str):
             self._last_run_id = str(event["runId"])
-        metadata = event.get("metadata")
-        tanstack = metadata.get("tanstack") if isinstance(metadata, dict) else None
-        if isinstance(tanstack, dict) and isinstance(tanstack.get("model"), str):
-            self._last_model = tanstack["model"]
+        model = tanstack_metadata(event).get("model")
+        if isinstance(model, str):
+            self._last_model = model
         if self._pending_id is not None:
             self.last_event_id, self._pending_id = self._pending_id, None
