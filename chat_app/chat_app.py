@@ -29,6 +29,8 @@ from chat_app.ui.state import ChatState
 security = security_from_env()
 agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger)
 AGENT_URL = os.environ.get("CHAT_APP_AGENT_URL", "").strip()
+#: Where the remote agent's other routes live (`…/api/chat` -> `…/api`).
+API_BASE = AGENT_URL.rsplit("/", 1)[0]
 
 
 def _connection() -> Connection:
@@ -54,7 +56,7 @@ def _manifest() -> Mapping[str, Any]:
     one (`<agent url>/../tools`), else the demo agent's (TanStack servers have no manifest;
     the tool definitions must then match by name and schema)."""
     if AGENT_URL:
-        tools_url = os.environ.get("CHAT_APP_TOOLS_URL") or AGENT_URL.rsplit("/", 1)[0] + "/tools"
+        tools_url = os.environ.get("CHAT_APP_TOOLS_URL") or API_BASE + "/tools"
         remote = _remote_json(tools_url)
         if remote is not None:
             return remote
@@ -63,10 +65,10 @@ def _manifest() -> Mapping[str, Any]:
 
 def _audit() -> Mapping[str, Any]:
     """The audit trail: the remote server's `GET /api/audit`, or this app's own ledger."""
-    if AGENT_URL:
-        remote = _remote_json(AGENT_URL.rsplit("/", 1)[0] + "/audit")
-        return remote if remote is not None else {"chain": {"ok": True}, "records": []}
-    if agent.ledger is None:
+    remote = _remote_json(API_BASE + "/audit") if AGENT_URL else None
+    if remote is not None:
+        return remote
+    if AGENT_URL or agent.ledger is None:  # a server without a trail: nothing to show
         return {"chain": {"ok": True}, "records": []}
     return audit_report(agent.ledger.records())
 
