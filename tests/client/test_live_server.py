@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
-import uvicorn
 
 from chat_app.agent.models.base import Model, ModelEvent, ModelRequest, TextDelta, ToolCallDelta
 from chat_app.client import ChatClient, ClientTool, SSEConnection, ToolApprovalInterrupt
 from chat_app.demo import build_demo_agent
 from chat_app.server import create_app
+from tests.live_server import serve_asgi
 
 HOLD_SECONDS = 20  # only if the client never sees the first words: the test then fails
 
@@ -45,23 +45,11 @@ class HeldModel(Model):
 @pytest.fixture
 def served() -> Iterator[tuple[str, HeldModel]]:
     model = HeldModel()
-    config = uvicorn.Config(
-        create_app(build_demo_agent(model)), host="127.0.0.1", port=0, log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
-    thread.start()
-    while not server.started:
-        if not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        threading.Event().wait(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", model
-    finally:
-        model.go_ahead.set()
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serve_asgi(create_app(build_demo_agent(model)), name="uvicorn") as base:
+        try:
+            yield base, model
+        finally:
+            model.go_ahead.set()  # a held stream must end before the server can stop
 
 
 async def test_events_reach_the_client_while_the_run_goes_on(

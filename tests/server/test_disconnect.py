@@ -4,19 +4,19 @@ stream is cancelled where it waits, and what it would have done next never happe
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
-import uvicorn
 
 from chat_app.agent.models.base import Model, ModelEvent, ModelRequest, TextDelta, ToolCallDelta
 from chat_app.demo import build_demo_agent
 from chat_app.interrupts import SSE_HEADERS
 from chat_app.server import create_app
 from chat_app.server.app import EventStream
+from tests.live_server import serve_asgi
+from tests.server.test_fuzz import fresh_body, sse_events
 
 
 class SlowModel(Model):
@@ -44,40 +44,16 @@ class SlowModel(Model):
 @pytest.fixture
 def served() -> Iterator[tuple[str, SlowModel]]:
     model = SlowModel()
-    config = uvicorn.Config(
-        create_app(build_demo_agent(model)), host="127.0.0.1", port=0, log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
-    thread.start()
-    while not server.started:
-        if not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        threading.Event().wait(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", model
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-
-
-def body(text: str) -> dict[str, object]:
-    return {
-        "threadId": "t1",
-        "runId": "r1",
-        "state": {},
-        "messages": [{"id": "u1", "role": "user", "content": text}],
-        "tools": [],
-        "context": [],
-        "forwardedProps": {},
-    }
+    with serve_asgi(create_app(build_demo_agent(model)), name="uvicorn") as base:
+        yield base, model
 
 
 def test_a_client_that_leaves_stops_the_run(served: tuple[str, SlowModel]) -> None:
     base, model = served
     with httpx.Client(timeout=10) as client:
-        with client.stream("POST", f"{base}/api/chat", json=body("what time is it")) as response:
+        with client.stream(
+            "POST", f"{base}/api/chat", json=fresh_body("what time is it")
+        ) as response:
             assert response.status_code == 200
             assert response.headers["content-type"] == "text/event-stream"
             for line in response.iter_lines():
@@ -93,14 +69,12 @@ def test_after_a_client_left_the_next_one_gets_its_whole_stream(
 ) -> None:
     base, model = served
     with httpx.Client(timeout=10) as client:
-        with client.stream("POST", f"{base}/api/chat", json=body("what time is it")) as response:
+        with client.stream(
+            "POST", f"{base}/api/chat", json=fresh_body("what time is it")
+        ) as response:
             next(line for line in response.iter_lines() if "TEXT_MESSAGE_CONTENT" in line)
         assert model.stopped.wait(10)
-        events = [
-            json.loads(line.removeprefix("data: "))
-            for line in client.post(f"{base}/api/chat", json=body("hello")).text.splitlines()
-            if line
-        ]
+        events = sse_events(client.post(f"{base}/api/chat", json=fresh_body("hello")).text)
     assert [event["type"] for event in events] == [
         "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
         "RUN_FINISHED",

@@ -9,8 +9,6 @@ never blocks the test's own event loop.
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -18,11 +16,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from tests.live_server import serve_asgi
 
 HANG_LIMIT_SECONDS = 30.0  # a hanging reply gives up by itself after this
 
@@ -109,29 +108,6 @@ async def _until_disconnected(request: Request) -> None:
 def serve_fake_provider() -> Iterator[FakeProvider]:
     """Run a `FakeProvider` on a free port of 127.0.0.1 for the duration of the block."""
     fake = FakeProvider()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        fake.app,
-        log_level="critical",
-        lifespan="off",
-        access_log=False,
-        timeout_graceful_shutdown=1,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the fake provider did not start")
-        time.sleep(0.01)
-    fake.base_url = f"http://127.0.0.1:{port}"
-    try:
+    with serve_asgi(fake.app, name="the fake provider") as base_url:
+        fake.base_url = base_url
         yield fake
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
