@@ -29,17 +29,15 @@ not bring back the tab's old state after another worker moved the conversation o
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -62,6 +60,7 @@ from tests.ui.conftest import (
     _stop,
     _tail,
     app_env,
+    run_on_own_loop,
 )
 
 WORKERS = 3
@@ -222,24 +221,6 @@ def many_workers_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManyW
             _stop(proc)
 
 
-def _run_in_thread(main: Callable[[], Awaitable[T]]) -> T:
-    """Run async Playwright on its own loop and thread (apart from the sync `browser`)."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(main())  # type: ignore[arg-type]
-        except BaseException as error:  # handed to the test's thread
-            box["error"] = error
-
-    thread = threading.Thread(target=target, name="many-workers-browser")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
-
-
 @dataclass
 class Tab:
     number: int
@@ -385,7 +366,7 @@ def test_fifty_tabs_pause_and_resume_across_a_killed_worker(
             finally:
                 await browser.close()
 
-    tabs = _run_in_thread(main)
+    tabs = run_on_own_loop(main())
 
     victim = killed["pid"]
     assert killed["connections"][victim] > 0, f"the killed worker held no tab: {killed}"
@@ -436,9 +417,7 @@ def test_a_worker_that_served_a_tab_before_picks_up_where_another_left_it(
 ) -> None:
     """Worker B's registry still holds the tab as it paused there; meanwhile the tab moved to
     worker C and approved. Back on B, the tab's saved state (from Redis) is the truth."""
-    # Its own thread and loop: the sync Playwright fixtures of this session own this thread's.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(asyncio.run, _registry_scenario(monkeypatch)).result()
+    run_on_own_loop(_registry_scenario(monkeypatch))
 
 
 async def _registry_scenario(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,10 +6,7 @@ answering a decision must leave that part of the views equal, whatever the histo
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Coroutine
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -26,6 +23,7 @@ from chat_app.ui.views import (
     split_turn,
     staged_answer,
 )
+from tests.ui.conftest import run_on_own_loop
 
 
 @pytest.fixture(autouse=True)
@@ -44,15 +42,6 @@ def memory() -> dict[str, FormMemory]:
     return {}
 
 
-T = TypeVar("T")
-
-
-def run(steps: Coroutine[Any, Any, T]) -> T:
-    """Run on a loop of its own: the browser tests' sync Playwright holds this thread's."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, steps).result()
-
-
 def test_the_turn_starts_after_the_last_user_message() -> None:
     async def scenario() -> None:
         client = demo_client()
@@ -65,7 +54,7 @@ def test_the_turn_starts_after_the_last_user_message() -> None:
         assert [t.name for t in turn[0].tools] == ["delete_project"]
         assert turn[0].tools[0].has_decision
 
-    run(scenario())
+    run_on_own_loop(scenario())
 
 
 def test_answering_a_decision_changes_the_turn_and_nothing_before_it() -> None:
@@ -84,7 +73,7 @@ def test_answering_a_decision_changes_the_turn_and_nothing_before_it() -> None:
         assert split_turn(after)[1][0].tools[0].status == "done"
         assert not split_turn(after)[1][0].tools[0].has_decision
 
-    run(scenario())
+    run_on_own_loop(scenario())
 
 
 def test_a_transcript_without_user_messages_is_all_turn() -> None:
@@ -108,7 +97,7 @@ def test_the_first_open_decision_takes_the_focus_and_moves_on_when_answered() ->
         assert not any(t.decision.focus for t in held)
         assert {second.id, third.id} == {t.decision.id for t in held[1:]}
 
-    run(scenario())
+    run_on_own_loop(scenario())
 
 
 def test_cached_views_equal_fresh_ones_and_only_the_turn_is_rebuilt() -> None:
@@ -131,7 +120,7 @@ def test_cached_views_equal_fresh_ones_and_only_the_turn_is_rebuilt() -> None:
         assert paused[-1].tools[0].has_decision and card.status == "done"
         assert done[0] is first[0]
 
-    run(scenario())
+    run_on_own_loop(scenario())
 
 
 def test_the_archive_grows_a_whole_block_at_a_time() -> None:
