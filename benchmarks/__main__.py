@@ -19,8 +19,9 @@ ALL = ["canonical", "continuation", "http", "browser"]
 
 HEADER = (
     "Each figure is measured in one run, ours and the reference on the same machine and the "
-    "same inputs; times are medians over repeated runs. Ratios above 1 mean chat_app is "
-    "ahead. Raw numbers: [`benchmarks/results.json`](benchmarks/results.json)."
+    "same inputs; times are medians over repeated runs. Speed-ups and throughput ratios "
+    "above 1 mean chat_app is ahead; ratios of ours to TanStack's (p99, CPU) below 1 do. "
+    "Raw numbers: [`benchmarks/results.json`](benchmarks/results.json)."
 )
 
 

@@ -33,7 +33,17 @@ from typing import Any
 
 from chat_app.demo import HELP
 
-from .report import ROOT, Section, fmt, free_port, log, median, new_figure, save_figure
+from .report import (
+    ROOT,
+    Section,
+    fmt,
+    free_port,
+    group_cpu_seconds,
+    log,
+    median,
+    new_figure,
+    save_figure,
+)
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 TOKEN_DELAY_MS = 25
@@ -59,19 +69,6 @@ WATCH = """() => {
   });
   observer.observe(document.body, {childList: true, subtree: true, characterData: true});
 }"""
-
-
-def group_cpu_seconds(pgid: int) -> float:
-    """User + system CPU time of every live process in a process group (the app's)."""
-    total = 0.0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid:
-            total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _copy_app(target: Path) -> None:
@@ -330,7 +327,13 @@ def _section(results: dict[int, dict[str, Any]], approvals: int) -> Section:
         rows=rows,
         notes=[
             f"Streamed-text bytes at {HISTORY[-1]} messages are {growth:.2f}× those at "
-            f"{HISTORY[0]}: bytes per streamed token do not depend on the history. Each text "
+            f"{HISTORY[0]}: bytes per streamed token "
+            + (
+                "do not depend on the history. "
+                if abs(growth - 1) <= 0.05
+                else "grow with the history. "
+            )  # fmt: skip
+            + "Each text "
             "frame carries the whole text streamed so far (flushed every 50 ms), so the cost "
             'grows with the reply, not the conversation. "Whole exchange" adds the frames '
             "sent when a message starts or ends: the parts of the transcript that changed (the "

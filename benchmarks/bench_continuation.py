@@ -3,7 +3,7 @@
 One request body per (history length N, pending approvals K), built here once and fed to
 both engines in-process: a history of N messages (past approvals with their results, and
 plain exchanges) ending in an assistant turn with K pending `pay_invoice` calls, answered by
-K `resume` entries. Two variants: *accepted* (every call approved: validate, run K no-op
+K `resume` entries. Two variants: *accepted* (every call approved: validate, run K quick
 tools, one model turn that says "Done.") and *refused* (the last answer is not a boolean:
 the whole batch is validated, nothing runs, one RUN_ERROR). Measured from the body text to
 the whole SSE text; ours reads the body with the server's own `parse_run_input` (orjson or
@@ -134,7 +134,8 @@ def body(n: int, k: int, *, refused: bool) -> dict[str, Any]:
 
 
 def _agent() -> Agent:
-    """The demo's tools with no-op executions and a model that says "Done." (no sealer)."""
+    """The demo's tools (`pay_invoice` answers at once) and a model that says "Done." (no
+    sealer)."""
     model = ScriptedModel(lambda _: ScriptedTurn(text="Done."), token_delay=0)
     return Agent(model=model, tools=DEMO_TOOLS)
 
@@ -169,8 +170,8 @@ class Ours:
 
 
 def frozen_sample(fn: Any, loops: int) -> float:
-    """`sample` with `gc.freeze()` in force: the start-up heap left out of collections (the
-    change proposed for the server, measured here in the same run)."""
+    """`sample` with `gc.freeze()` in force: the start-up heap left out of collections (as
+    `python -m chat_app.server` does at start-up), measured here in the same run."""
     gc.freeze()
     try:
         return sample(fn, loops)
@@ -308,7 +309,8 @@ def _section(
             "`parse_run_input` — JSON, depth check, `RunAgentInput` validation — then "
             "`Agent.run`, whose first step is `plan_continuation`) and TanStack's "
             "`chatParamsFromRequest` + `chat()`, each from body text to the whole SSE text. "
-            '*accepted*: every call approved, K no-op tools run, one model turn ("Done."); '
+            "*accepted*: every call approved, K quick tools run (the demo's `pay_invoice`; "
+            'TanStack\'s returns `{ok: true}`), one model turn ("Done."); '
             "*refused*: the last answer is not a boolean, the batch is refused with one "
             "RUN_ERROR and nothing runs (validation only). Both engines are checked to do the "
             f"same thing with each body. Medians of {rounds} interleaved rounds, samples of "

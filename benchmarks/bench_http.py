@@ -27,22 +27,26 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 import httpx
 import uvloop
 
-from .report import INTEROP_JS, ROOT, Section, fmt, free_port, log, median, new_figure, save_figure
+from .report import (
+    INTEROP_JS,
+    ROOT,
+    Section,
+    cpu_seconds,
+    fmt,
+    free_port,
+    log,
+    median,
+    new_figure,
+    save_figure,
+)
 
 CONCURRENCY = [1, 16, 64]
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (robust to other load on the machine)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager
@@ -251,14 +255,27 @@ def run(quick: bool) -> Section:
                         f"p50 {figures['p50'] * 1e3:.1f} ms, p99 {figures['p99'] * 1e3:.1f} ms, "
                         f"server CPU {figures['cpu_ms']:.1f} ms/cycle"
                     )
-    return _section(results, rounds)
+    return _section(results, rounds, cycles)
 
 
 def _med(samples: list[dict[str, float]], key: str) -> float:
     return median([s[key] for s in samples])
 
 
-def _section(results: dict[str, dict[int, list[dict[str, float]]]], rounds: int) -> Section:
+def _event_counts(results: dict[str, dict[int, list[dict[str, float]]]]) -> str:
+    """Whether the servers sent the same events per cycle, as measured (the last column)."""
+    counts = {kind: round(_med(results[kind][CONCURRENCY[0]], "events")) for kind in SERVERS}
+    if len(set(counts.values())) == 1:
+        return f"both send the same {counts['tanstack']} events per cycle (the last column)."
+    return (
+        f"ours sends {counts['ours']} events per cycle, TanStack's {counts['tanstack']}: "
+        "the work differs (the last column)."
+    )
+
+
+def _section(
+    results: dict[str, dict[int, list[dict[str, float]]]], rounds: int, cycles: dict[int, int]
+) -> Section:
     rows = []
     for c in CONCURRENCY:
         ref = results["tanstack"][c]
@@ -282,7 +299,7 @@ def _section(results: dict[str, dict[int, list[dict[str, float]]]], rounds: int)
                 ]
             )
     data = {k: {str(c): v for c, v in per.items()} for k, per in results.items()}
-    per_round = ", ".join(f"{n} cycles at C={c}" for c, n in CYCLES.items())
+    per_round = ", ".join(f"{n} cycles at C={c}" for c, n in cycles.items())
     return Section(
         title="3. Pause → resume cycles per second over HTTP",
         intro=(
@@ -317,8 +334,7 @@ def _section(results: dict[str, dict[int, list[dict[str, float]]]], rounds: int)
             "appends pause, decision and execution records to the hash-chained audit trail "
             "(committed at once, on disk with the next answer's fsync). TanStack's server does "
             "none of these. Both mock models say the same words, one delta per word "
-            "(`TANSTACK_MOCK_WORDS=1` for TanStack's), so both servers send the same 28 "
-            "events per cycle, MESSAGES_SNAPSHOT before the pause included (the last column). "
+            f"(`TANSTACK_MOCK_WORDS=1` for TanStack's): {_event_counts(results)} "
             "Warm-up: 320 cycles per server at C=16 before the first round (node's JIT)."
         ],
         plots=[_plot(results)],

@@ -48,6 +48,29 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (robust to other load on the machine)."""
+    return _stat_cpu(Path(f"/proc/{pid}/stat").read_text())
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """User + system CPU time of every live process in a process group (an app's workers)."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # the process ended meanwhile
+            continue
+        if int(text.rsplit(")", 1)[1].split()[2]) == pgid:
+            total += _stat_cpu(text)
+    return total
+
+
+def _stat_cpu(stat: str) -> float:
+    fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 right now, for a server to listen on."""
     with socket.socket() as s:
