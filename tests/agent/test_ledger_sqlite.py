@@ -37,11 +37,12 @@ def entry(n: int, data: dict[str, Any] | None = None) -> AuditEntry:
     )
 
 
-def hold(ledger: SQLiteLedger) -> threading.Event:
+def hold(target: SQLiteLedger | GroupWriter, *, durable: bool = True) -> threading.Event:
     """Park the writer thread until the event is set, so what is queued meanwhile is
     committed as one group."""
+    writer = target._writer if isinstance(target, SQLiteLedger) else target
     gate = threading.Event()
-    ledger._writer.submit(lambda db: gate.wait(10))
+    writer.submit(lambda db: gate.wait(10), durable=durable)
     return gate
 
 
@@ -108,14 +109,8 @@ def test_blocking_callers_from_many_threads_exactly_one_wins(tmp_path: Path) -> 
 
 
 def test_a_failing_job_is_rolled_back_alone(tmp_path: Path) -> None:
-    def connect() -> sqlite3.Connection:
-        db = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
-        db.execute("CREATE TABLE IF NOT EXISTS t (v INTEGER)")
-        return db
-
-    writer = GroupWriter(connect, name="test")
-    gate = threading.Event()
-    writer.submit(lambda db: gate.wait(10))
+    writer = GroupWriter(lambda: _wal(tmp_path / "x.db", []), name="test")
+    gate = hold(writer)
 
     def insert(value: int, fail: bool = False) -> Any:
         def job(db: sqlite3.Connection) -> int:
@@ -137,16 +132,11 @@ def test_a_failing_job_is_rolled_back_alone(tmp_path: Path) -> None:
 
 
 def test_a_failing_job_alone_in_its_group_writes_nothing(tmp_path: Path) -> None:
-    def connect() -> sqlite3.Connection:
-        db = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
-        db.execute("CREATE TABLE IF NOT EXISTS t (v INTEGER)")
-        return db
-
     def failing(db: sqlite3.Connection) -> None:
         db.execute("INSERT INTO t VALUES (1)")
         raise ValueError("no")
 
-    writer = GroupWriter(connect, name="test")
+    writer = GroupWriter(lambda: _wal(tmp_path / "x.db", []), name="test")
     with pytest.raises(ValueError, match="no"):
         writer.submit(failing).result()  # nothing queued with it: a group of one
     assert writer.submit(lambda db: db.execute("INSERT INTO t VALUES (2)") and 2).result() == 2
@@ -182,8 +172,7 @@ async def test_an_in_memory_ledger_is_one_database_for_every_thread_and_loop() -
 def test_close_writes_what_was_queued_then_stops_the_thread(tmp_path: Path) -> None:
     ledger = SQLiteLedger(tmp_path / "ledger.db")
     writer = ledger._writer
-    gate = threading.Event()
-    writer.submit(lambda db: gate.wait(10))
+    gate = hold(ledger)
     queued = [writer.submit(lambda db, n=n: ledger_append(db, n)) for n in range(5)]
     gate.set()
     ledger.close()
@@ -357,8 +346,7 @@ def test_a_group_with_an_answer_commits_fsynced_a_group_of_records_does_not(
     assert writer.submit(_synchronous).result() == 2  # durable unless told otherwise
     assert writer.submit(_synchronous, durable=False).result() == 1
     assert writer.submit(_synchronous, durable=False).result() == 1
-    gate = threading.Event()
-    writer.submit(lambda db: gate.wait(10), durable=False)
+    gate = hold(writer, durable=False)
     grouped = [writer.submit(_synchronous, durable=False), writer.submit(_synchronous)]
     gate.set()
     # One durable job makes its whole group durable.
@@ -425,18 +413,13 @@ def test_an_answer_that_fails_to_commit_does_not_count_as_syncing_the_records_be
     orphan = writer.submit(lambda db: db.execute("INSERT INTO child VALUES (99)"))
     with pytest.raises(sqlite3.IntegrityError):  # the deferred check fails the COMMIT
         orphan.result()
-    deadline = time.monotonic() + 10
-    while not [s for s in statements if "wal_checkpoint" in s] and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert [s for s in statements if "wal_checkpoint" in s]  # the record still got synced
+    assert _wait_for(lambda: _checkpoints(statements) >= 1)  # the record still got synced
     rows = writer.submit(lambda db: db.execute("SELECT * FROM parent").fetchall()).result()
     assert rows == [(1,)]
     writer.close()
 
 
-def test_a_durable_group_that_writes_nothing_does_not_count_as_a_sync(
-    traced: Traced, tmp_path: Path
-) -> None:
+def test_a_durable_group_that_writes_nothing_does_not_count_as_a_sync(traced: Traced) -> None:
     """Reading the trail (`records()`), a replayed answer: durable jobs that write nothing
     make SQLite's COMMIT write and sync nothing, so the record before still needs its sync."""
     writer, statements = traced(0.05)
@@ -484,11 +467,15 @@ def test_a_sync_a_reader_prevents_is_tried_again_until_it_is_done(
 
 
 def test_a_sync_that_is_due_goes_before_work_that_keeps_coming(traced: Traced) -> None:
-    writer, statements = traced(0.005)  # 10,000 inserts take far longer than that
+    writer, statements = traced(0.05)
+    writer.submit(_insert(-1), durable=False).result()  # waits for its sync from now on
+    gate = hold(writer, durable=False)
     futures = [writer.submit(_insert(value), durable=False) for value in range(10_000)]
+    time.sleep(0.1)  # the sync is due while the queue is full
+    gate.set()
     for future in futures:
         future.result()
     inserts = [i for i, statement in enumerate(statements) if statement.startswith("INSERT")]
     syncs = [i for i, statement in enumerate(statements) if "wal_checkpoint" in statement]
-    assert len(inserts) == 10_000
+    assert len(inserts) == 10_001
     assert syncs and syncs[0] < inserts[-1]  # not only once the queue ran dry
