@@ -17,27 +17,20 @@ the conversation holds H messages; then, at H:
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from chat_app.demo import HELP
+from tests.ui.app_server import CHROMIUM, CHROMIUM_ARGS, app_env, copy_app, served_app
 
 from .report import (
-    ROOT,
     Section,
     fmt,
-    free_port,
     group_cpu_seconds,
     log,
     median,
@@ -45,7 +38,6 @@ from .report import (
     save_figure,
 )
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 TOKEN_DELAY_MS = 25
 HISTORY = [10, 500]
 APPROVALS = 5  # click -> first token samples per history length
@@ -71,73 +63,21 @@ WATCH = """() => {
 }"""
 
 
-def _copy_app(target: Path) -> None:
-    listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
-    names = subprocess.run(listing, cwd=ROOT, check=True, capture_output=True).stdout.decode()
-    for name in filter(None, names.split("\0")):
-        source = ROOT / name
-        if source.is_file() and not name.startswith(("tests/", "tools/", "docs/", "benchmarks/")):
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target / name)
-
-
 @contextmanager
 def app(root: Path) -> Iterator[tuple[str, int]]:
     """The app built and served from a copy in `root` (a prod build is tied to its port)."""
-    _copy_app(root)
-    port = free_port()
+    copy_app(root)
     env = {
-        **os.environ,
-        "REFLEX_TELEMETRY_ENABLED": "false",
-        "REFLEX_CHECK_LATEST_VERSION": "false",
+        **app_env(),
         "CHAT_APP_DATA_DIR": str(root / "data"),
         "CHAT_APP_DEMO_TOKEN_DELAY_MS": str(TOKEN_DELAY_MS),
     }
-    for name in ("PYTEST_CURRENT_TEST", "CHAT_APP_MODEL", "CHAT_APP_AGENT_URL"):
+    for name in ("CHAT_APP_MODEL", "CHAT_APP_AGENT_URL"):  # the demo's scripted model
         env.pop(name, None)
-    bun = ROOT / "tools" / "bun" / "node_modules" / ".bin"
-    if (bun / "bun").exists():
-        env["PATH"] = f"{bun}{os.pathsep}{env.get('PATH', '')}"
-        env["REFLEX_USE_SYSTEM_BUN"] = "1"
-    reflex = Path(sys.executable).with_name("reflex")
-    cmd = [str(reflex), "run", "--env", "prod", "--single-port", "--backend-port", str(port)]
-    log_path = root / "reflex-run.log"
-    with open(log_path, "wb") as out:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        started = time.monotonic()
-        while True:
-            if proc.poll() is not None or time.monotonic() - started > 600:
-                tail = log_path.read_text(errors="replace")[-3000:]
-                raise RuntimeError(f"the app did not start:\n{tail}")
-            try:
-                with urllib.request.urlopen(f"{base}/ping", timeout=5) as ping:
-                    if ping.status == 200:
-                        break
-            except OSError:
-                pass
-            time.sleep(0.5)
+    started = time.monotonic()
+    with served_app(root, env, root / "reflex-run.log") as (base, proc):
         log(f"browser: app built and up in {time.monotonic() - started:.0f} s")
         yield base, proc.pid
-    finally:
-        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(proc.pid, sig)
-                proc.wait(timeout=wait)
-                break
-            except ProcessLookupError:
-                break
-            except subprocess.TimeoutExpired:
-                continue
 
 
 class Page:
@@ -237,17 +177,11 @@ def run(quick: bool) -> Section:
 
     approvals = 3 if quick else APPROVALS
     results: dict[int, dict[str, Any]] = {}
-    args = [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-    ]
     with tempfile.TemporaryDirectory(prefix="bench-app-") as tmp, app(Path(tmp)) as (base, pgid):
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
+            browser = pw.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+            )
             context = browser.new_context(base_url=base, viewport={"width": 1200, "height": 800})
             context.set_default_timeout(60_000)
             page = Page(context.new_page(), pgid)

@@ -16,14 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -31,18 +25,18 @@ from typing import Any, TypeVar
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.ui.app_server import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    REPO_ROOT,
+    START_TIMEOUT,
+    AppDidNotStart,
+    app_env,
+    copy_app,
+    served_app,
+)
+
 SCREENSHOT_DIR = Path(__file__).resolve().parent / "screenshots"
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-START_TIMEOUT = float(os.environ.get("CHAT_APP_UI_START_TIMEOUT", "600"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -67,103 +61,25 @@ def run_on_own_loop(steps: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, steps).result()
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _get(url: str, timeout: float = 5.0) -> tuple[int, str]:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:
-        return resp.status, resp.read().decode("utf-8", "replace")
-
-
-def app_env() -> dict[str, str]:
-    """Environment for `reflex run`, matching what the Makefile exports."""
-    env = dict(os.environ)
-    env.pop("PYTEST_CURRENT_TEST", None)  # Reflex treats this as "inside a unit test"
-    env["REFLEX_TELEMETRY_ENABLED"] = "false"
-    env["REFLEX_CHECK_LATEST_VERSION"] = "false"
-    # Sealed, with a ledger, as deployed; the secret and ledger live outside the checkout.
-    env.setdefault("CHAT_APP_DATA_DIR", tempfile.mkdtemp(prefix="chat-app-data-"))
-    bun_bin = REPO_ROOT / "tools" / "bun" / "node_modules" / ".bin"
-    if (bun_bin / "bun").exists():
-        env["PATH"] = f"{bun_bin}{os.pathsep}{env.get('PATH', '')}"
-        env["REFLEX_USE_SYSTEM_BUN"] = "1"
-    return env
-
-
-def _tail(path: Path, lines: int = 60) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 @pytest.fixture(scope="session")
 def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL (no trailing slash) of the real app in production single-port mode."""
     if external := os.environ.get("CHAT_APP_UI_URL"):
         yield external.rstrip("/")
         return
-
-    port = _free_port()
     log_path = tmp_path_factory.mktemp("reflex") / "reflex-run.log"
-    reflex = Path(sys.executable).with_name("reflex")
-    cmd = [str(reflex), "run", "--env", "prod", "--single-port", "--backend-port", str(port)]
-    base = f"http://127.0.0.1:{port}"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=REPO_ROOT,
-            env=app_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # own process group, so teardown reaps the workers too
-        )
+    started = time.monotonic()
+    with _failing_if_it_does_not_start(), served_app(REPO_ROOT, app_env(), log_path) as served:
+        sys.stderr.write(f"\n[ui] app up at {served[0]} after {time.monotonic() - started:.1f}s\n")
+        yield served[0]
+
+
+@contextlib.contextmanager
+def _failing_if_it_does_not_start() -> Iterator[None]:
     try:
-        started = time.monotonic()
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(
-                    f"`{' '.join(cmd)}` exited with code {proc.returncode} before serving.\n"
-                    f"Log tail ({log_path}):\n{_tail(log_path)}",
-                    pytrace=False,
-                )
-            try:
-                ping = _get(f"{base}/ping")
-                page = _get(f"{base}/")
-                if ping[0] == 200 and "pong" in ping[1] and page[0] == 200:
-                    break
-            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-                pass
-            if time.monotonic() - started > START_TIMEOUT:
-                pytest.fail(
-                    f"App did not answer /ping and / within {START_TIMEOUT:.0f}s.\n"
-                    f"Log tail ({log_path}):\n{_tail(log_path)}",
-                    pytrace=False,
-                )
-            time.sleep(0.5)
-        sys.stderr.write(f"\n[ui] app up at {base} after {time.monotonic() - started:.1f}s\n")
-        yield base
-    finally:
-        _stop(proc)
+        yield
+    except AppDidNotStart as error:
+        pytest.fail(str(error), pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -210,56 +126,11 @@ def screenshot_dir() -> Path:
     return SCREENSHOT_DIR
 
 
-def copy_app(target: Path) -> None:
-    """The tracked files of the app (no tests or tools) copied to `target`."""
-    import shutil
-
-    files = (
-        subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=REPO_ROOT,
-            check=True,
-            capture_output=True,
-        )
-        .stdout.decode()
-        .split("\0")
-    )
-    for name in filter(None, files):
-        source = REPO_ROOT / name
-        if source.is_file() and not name.startswith(("tests/", "tools/", "docs/")):
-            destination = target / name
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, destination)
-
-
 @contextlib.contextmanager
 def app_copy(root: Path, extra_env: dict[str, str]) -> Iterator[str]:
     """A second app, built in `root` with `extra_env` (a prod build is tied to its port)."""
     copy_app(root)
-    port = _free_port()
     env = {**app_env(), **extra_env}
-    log_path = root / "reflex-run.log"
-    reflex = Path(sys.executable).with_name("reflex")
-    cmd = [str(reflex), "run", "--env", "prod", "--single-port", "--backend-port", str(port)]
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            cmd, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        started = time.monotonic()
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"The app copy exited:\n{_tail(log_path)}", pytrace=False)
-            try:
-                if _get(f"{base}/ping")[0] == 200 and _get(f"{base}/")[0] == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() - started > START_TIMEOUT:
-                pytest.fail(f"The app copy did not start:\n{_tail(log_path)}", pytrace=False)
-            time.sleep(0.5)
-        yield base
-    finally:
-        _stop(proc)
+    with _failing_if_it_does_not_start():
+        with served_app(root, env, root / "reflex-run.log") as (base, _):
+            yield base

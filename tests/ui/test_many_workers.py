@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -50,20 +49,20 @@ from chat_app.client import ChatClient, ClientState, ClientTool, InProcessConnec
 from chat_app.demo import build_demo_agent
 from chat_app.ui import session as sessions
 from tests.redis_server import redis_server
-from tests.ui.conftest import (
+from tests.ui.app_server import (
     CHROMIUM,
     CHROMIUM_ARGS,
-    REPO_ROOT,
-    START_TIMEOUT,
-    _free_port,
-    _get,
-    _stop,
-    _tail,
+    AppDidNotStart,
     app_env,
-    run_on_own_loop,
+    copy_app,
+    log_tail,
+    served_app,
 )
+from tests.ui.conftest import run_on_own_loop
 
 WORKERS = 3
+#: Served as `make run` serves it: granian respawns a worker that dies.
+LAUNCHER = [sys.executable, "-m", "chat_app.launch", "run"]
 SESSIONS = 50
 #: Tabs loading, asking or approving at the same time (two cores run the browser and app).
 BUSY_TABS = 8
@@ -150,24 +149,11 @@ def _connections_per_worker(pids: list[int], port: int) -> dict[int, int]:
     return {pid: len(_socket_inodes(pid) & established) for pid in pids}
 
 
-def _copy_app(target: Path) -> None:
-    """The app's files as they are in the work tree (new ones too), without tests and docs."""
-    listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
-    files = subprocess.run(listing, cwd=REPO_ROOT, check=True, capture_output=True)
-    names = sorted(set(files.stdout.decode().split("\0")))
-    for name in filter(None, names):
-        source = REPO_ROOT / name
-        if source.is_file() and not name.startswith(("tests/", "tools/", "docs/", "benchmarks/")):
-            destination = target / name
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, destination)
-
-
 def _wait_for(what: str, check: Callable[[], bool], app: ManyWorkersApp, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
-            pytest.fail(f"Timed out waiting for {what}.\nLog tail:\n{_tail(app.log_path)}")
+            pytest.fail(f"Timed out waiting for {what}.\nLog tail:\n{log_tail(app.log_path)}")
         time.sleep(0.2)
 
 
@@ -177,8 +163,7 @@ def many_workers_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManyW
     (root / "redis").mkdir()
     with redis_server(root / "redis") as redis_url:
         app_root = root / "app"
-        _copy_app(app_root)
-        port = _free_port()
+        copy_app(app_root)
         env = app_env()
         env.update(
             REFLEX_REDIS_URL=redis_url,
@@ -189,36 +174,19 @@ def many_workers_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManyW
             CHAT_APP_DEMO_TOKEN_DELAY_MS="0",
         )
         log_path = root / "reflex-run.log"
-        cmd = [sys.executable, "-m", "chat_app.launch", "run", "--env", "prod", "--single-port",
-               "--backend-port", str(port)]  # fmt: skip
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                cmd, cwd=app_root, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
-        app = ManyWorkersApp(f"http://127.0.0.1:{port}", redis_url, proc, port, log_path)
+        started = time.monotonic()
         try:
-            started = time.monotonic()
-            while True:
-                if proc.poll() is not None:
-                    pytest.fail(f"The many-workers app exited:\n{_tail(log_path)}", pytrace=False)
-                try:
-                    if _get(f"{app.url}/ping")[0] == 200 and _get(f"{app.url}/")[0] == 200:
-                        break
-                except OSError:
-                    pass
-                if time.monotonic() - started > START_TIMEOUT:
-                    pytest.fail(f"The many-workers app did not start:\n{_tail(log_path)}",
-                                pytrace=False)  # fmt: skip
-                time.sleep(0.5)
-            _wait_for(f"{WORKERS} live workers", lambda: len(app.workers()) == WORKERS, app, 60)
-            sys.stderr.write(
-                f"\n[many-workers] app up at {app.url} after {time.monotonic() - started:.1f}s, "
-                f"workers {app.workers()}\n"
-            )
-            yield app
-        finally:
-            _stop(proc)
+            with served_app(app_root, env, log_path, command=LAUNCHER) as (url, proc):
+                port = int(url.rsplit(":", 1)[1])
+                app = ManyWorkersApp(url, redis_url, proc, port, log_path)
+                _wait_for(f"{WORKERS} live workers", lambda: len(app.workers()) == WORKERS, app, 60)
+                sys.stderr.write(
+                    f"\n[many-workers] app up at {app.url} after "
+                    f"{time.monotonic() - started:.1f}s, workers {app.workers()}\n"
+                )
+                yield app
+        except AppDidNotStart as error:
+            pytest.fail(f"The many-workers app did not start: {error}", pytrace=False)
 
 
 @dataclass

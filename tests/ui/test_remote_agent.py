@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.ui.conftest import REPO_ROOT, _stop, app_copy
+from tests.ui.app_server import REPO_ROOT, stop
+from tests.ui.conftest import app_copy
 
 pytestmark = pytest.mark.browser
 TANSTACK_SERVER = REPO_ROOT / "tests" / "interop" / "js" / "tanstack_server.mjs"
@@ -38,7 +39,7 @@ def tanstack_url() -> Iterator[str]:
         port = json.loads(line)["port"]
         yield f"http://127.0.0.1:{port}"
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,149 @@
+"""The real app, built and served for the browser tests and the browser benchmark.
+
+Owns `served_app` (the app in production single-port mode, in its own process group, waited
+for until `/ping` and `/` answer), `copy_app` (the work tree's app files, for a build of its
+own), `app_env` (what the Makefile exports) and the Chromium settings. Plain functions: a
+failure is `AppDidNotStart` with the log's tail, which the pytest fixtures turn into a test
+failure and the benchmark reports as is.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+START_TIMEOUT = float(os.environ.get("CHAT_APP_UI_START_TIMEOUT", "600"))
+#: `reflex run`, as the tests and benchmark serve the app (the launcher adds worker respawn).
+REFLEX_RUN = [str(Path(sys.executable).with_name("reflex")), "run"]
+
+
+class AppDidNotStart(RuntimeError):
+    """The app exited or did not serve in time; the message ends with its log's tail."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def get(url: str, timeout: float = 5.0) -> tuple[int, str]:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return resp.status, resp.read().decode("utf-8", "replace")
+
+
+def app_env() -> dict[str, str]:
+    """Environment for `reflex run`, matching what the Makefile exports."""
+    env = dict(os.environ)
+    env.pop("PYTEST_CURRENT_TEST", None)  # Reflex treats this as "inside a unit test"
+    env["REFLEX_TELEMETRY_ENABLED"] = "false"
+    env["REFLEX_CHECK_LATEST_VERSION"] = "false"
+    # Sealed, with a ledger, as deployed; the secret and ledger live outside the checkout.
+    env.setdefault("CHAT_APP_DATA_DIR", tempfile.mkdtemp(prefix="chat-app-data-"))
+    bun_bin = REPO_ROOT / "tools" / "bun" / "node_modules" / ".bin"
+    if (bun_bin / "bun").exists():
+        env["PATH"] = f"{bun_bin}{os.pathsep}{env.get('PATH', '')}"
+        env["REFLEX_USE_SYSTEM_BUN"] = "1"
+    return env
+
+
+def copy_app(
+    target: Path, *, leave_out: Sequence[str] = ("tests/", "tools/", "docs/", "benchmarks/")
+) -> None:
+    """The app's files as they are in the work tree (new ones too) copied to `target`."""
+    listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    files = subprocess.run(listing, cwd=REPO_ROOT, check=True, capture_output=True)
+    for name in sorted(set(filter(None, files.stdout.decode().split("\0")))):
+        source = REPO_ROOT / name
+        if source.is_file() and not name.startswith(tuple(leave_out)):
+            destination = target / name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination)
+
+
+def log_tail(path: Path, lines: int = 60) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """End the process and its group (the app's workers), politely first."""
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@contextmanager
+def served_app(
+    cwd: Path,
+    env: dict[str, str],
+    log_path: Path,
+    *,
+    command: Sequence[str] = REFLEX_RUN,
+    timeout: float = START_TIMEOUT,
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`command … --env prod --single-port` from `cwd` on a free port (a prod build is tied
+    to its port); yield its base URL and process once `/ping` and `/` answer."""
+    port = free_port()
+    cmd = [*command, "--env", "prod", "--single-port", "--backend-port", str(port)]
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so `stop` reaps the workers too
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        started = time.monotonic()
+        while True:
+            if proc.poll() is not None:
+                raise AppDidNotStart(
+                    f"`{' '.join(cmd)}` exited with code {proc.returncode} before serving.\n"
+                    f"Log tail ({log_path}):\n{log_tail(log_path)}"
+                )
+            try:
+                ping, page = get(f"{base}/ping"), get(f"{base}/")
+                if ping[0] == 200 and "pong" in ping[1] and page[0] == 200:
+                    break
+            except OSError:  # not listening yet (URLError and timeouts are OSErrors too)
+                pass
+            if time.monotonic() - started > timeout:
+                raise AppDidNotStart(
+                    f"The app did not answer /ping and / within {timeout:.0f} s.\n"
+                    f"Log tail ({log_path}):\n{log_tail(log_path)}"
+                )
+            time.sleep(0.5)
+        yield base, proc
+    finally:
+        stop(proc)
