@@ -197,7 +197,7 @@ def run(quick: bool) -> Section:
                 text = json.dumps(body(n, k, refused=refused)).encode()
                 path = Path(tmp, f"body-{n}-{k}-{int(refused)}.json")
                 path.write_bytes(text)
-                parsed = RunAgentInput.model_validate_json(text)
+                parsed = parse_run_input(text)  # as the server hands it to the engine
                 mine_events = _types(ours.handle(text))
                 loops = calibrate(lambda t=text: ours.handle(t), min_seconds)
                 plan_loops = calibrate(lambda p=parsed: ours.plan_only(p), min_seconds)

@@ -1,22 +1,25 @@
 """Reading and extending the message history (AG-UI messages).
 
 Owns argument parsing, finding pending tool calls, and building tool-result messages. Linear
-in the history: one pass to index results, one to collect calls.
+in the history: one pass to index results, one to collect calls. The scans read a `History`'s
+fields, so they build no message model.
 """
 
 from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
-from functools import cache, partial
+from functools import partial
 from itertools import compress
-from typing import Any, cast
+from typing import Any
 
 from ag_ui.core import AssistantMessage, Message, ToolMessage
 
 from chat_app.interrupts import TOOL_MESSAGE_ID_PREFIX, tool_result_text
+
+from .messages import History, field_values
 
 
 def parse_arguments(text: str | None) -> dict[str, Any]:
@@ -50,16 +53,17 @@ class ToolCallRef:
         return parse_arguments(self.arguments)
 
 
-def _is_result(message: ToolMessage) -> bool:
+def _is_result(content: object) -> bool:
     # A tool message that only marks a pending execution is not a result.
-    text = str(message.content)
-    if "pendingExecution" not in text and "\\u" not in text:
+    if not isinstance(content, str):
+        return True  # content parts: never the marker
+    if "pendingExecution" not in content and "\\u" not in content:
         return True  # no such key, however the JSON is written: nothing to parse
     try:
-        content = json.loads(text)
-    except (json.JSONDecodeError, TypeError):
+        value = json.loads(content)
+    except json.JSONDecodeError:
         return True
-    return not (isinstance(content, dict) and content.get("pendingExecution") is True)
+    return not (isinstance(value, dict) and value.get("pendingExecution") is True)
 
 
 def tool_calls(
@@ -71,26 +75,30 @@ def tool_calls(
     (what a continuation needs: the calls still pending, and those it answers again).
     """
     # The per-message work runs in C (a history can hold tens of thousands of messages): the
-    # messages are sorted by kind, then only tool results and asking turns are looked at.
-    kinds = list(map(_kind, map(type, messages)))
-    results = cast(Iterable[ToolMessage], compress(messages, map(_IS_TOOL, kinds)))
-    answered = {message.tool_call_id for message in results if _is_result(message)}
-    turns = list(compress(messages, map(_IS_ASSISTANT, kinds)))
-    asking = cast(Iterable[AssistantMessage], compress(turns, map(_TOOL_CALLS, turns)))
+    # messages are sorted by kind, then only tool results and asking turns are looked at, by
+    # their fields, so no message model is built.
+    history = _as_history(messages)
+    kinds, fields = history.kinds(), history.fields()
+    results = compress(fields, map(_IS_TOOL, kinds))
+    answered = {result["tool_call_id"] for result in results if _is_result(result["content"])}
+    turns = list(compress(fields, map(_IS_ASSISTANT, kinds)))
+    asking = compress(turns, map(_TOOL_CALLS, turns))
     found: list[ToolCallRef] = []
     for message in asking:
-        for call in message.tool_calls or ():
-            has_result = call.id in answered
-            if has_result and reopened is not None and call.id not in reopened:
+        for call in map(field_values, message["tool_calls"]):
+            has_result = call["id"] in answered
+            if has_result and reopened is not None and call["id"] not in reopened:
                 continue
-            if call.metadata and call.metadata.get("providerExecuted") is True:
+            metadata = call.get("metadata")
+            if metadata and metadata.get("providerExecuted") is True:
                 continue
+            function = field_values(call["function"])
             found.append(
                 ToolCallRef(
-                    message_id=message.id,
-                    id=call.id,
-                    name=call.function.name,
-                    arguments=call.function.arguments,
+                    message_id=message["id"],
+                    id=call["id"],
+                    name=function["name"],
+                    arguments=function["arguments"],
                     has_result=has_result,
                 )
             )
@@ -99,33 +107,30 @@ def tool_calls(
 
 def tool_result_positions(messages: Sequence[Message]) -> dict[str, int]:
     """The index of the first tool message answering each call id, in one pass over kinds."""
-    kinds = map(_kind, map(type, messages))
-    tools = cast(Sequence[ToolMessage], messages)  # read only where the kind says so
+    history = _as_history(messages)
+    fields = history.fields()
     positions: dict[str, int] = {}
-    for index in compress(range(len(messages)), map(_IS_TOOL, kinds)):
-        positions.setdefault(tools[index].tool_call_id, index)
+    for index in compress(range(len(fields)), map(_IS_TOOL, history.kinds())):
+        positions.setdefault(fields[index]["tool_call_id"], index)
     return positions
 
 
 def answers_at(messages: Sequence[Message], index: int, call_id: str) -> bool:
     """Whether the message at `index` is still the tool result for `call_id`."""
-    message = messages[index] if index < len(messages) else None
-    return isinstance(message, ToolMessage) and message.tool_call_id == call_id
+    history = _as_history(messages)
+    if index >= len(history) or history.kinds()[index] is not ToolMessage:
+        return False
+    return bool(history.fields()[index]["tool_call_id"] == call_id)
+
+
+def _as_history(messages: Sequence[Message]) -> History:
+    # A plain list (a caller's own) is wrapped: its messages are built already.
+    return messages if isinstance(messages, History) else History(messages)
 
 
 _IS_TOOL = partial(operator.is_, ToolMessage)
 _IS_ASSISTANT = partial(operator.is_, AssistantMessage)
-_TOOL_CALLS = operator.attrgetter("tool_calls")
-
-
-@cache
-def _kind(cls: type) -> type | None:
-    """`ToolMessage`, `AssistantMessage` or neither, once per class: `isinstance` on a pydantic
-    model goes through its metaclass in Python, too slow for every message of a long history."""
-    for kind in (ToolMessage, AssistantMessage):
-        if issubclass(cls, kind):
-            return kind
-    return None
+_TOOL_CALLS = operator.methodcaller("get", "tool_calls")
 
 
 def tool_message(call_id: str, content: Any, *, error: bool = False) -> ToolMessage:

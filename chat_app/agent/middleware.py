@@ -12,7 +12,7 @@ not written into the history).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import MutableSequence, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,8 @@ class RunContext:
     thread_id: str
     run_id: str
     parent_run_id: str | None
-    messages: list[Any]
+    #: The conversation, as a list of `ag_ui` messages (a `History`: each is built when read).
+    messages: MutableSequence[Any]
     state: Any = None
     phase: BoundaryPhase | None = None
     iteration: int = 0

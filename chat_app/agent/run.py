@@ -24,7 +24,6 @@ from ag_ui.core import (
     AssistantMessage,
     BaseEvent,
     FunctionCall,
-    Message,
     RunAgentInput,
     RunErrorEvent,
     TextMessageContentEvent,
@@ -66,6 +65,7 @@ from .history import (
     tool_result_positions,
 )
 from .ledger import AuditEntry, Ledger
+from .messages import History
 from .middleware import Middleware, RunContext, combine_tool_resumes, run_boundary
 from .models import Model, ModelError, ModelRequest, TextDelta, ToolCallDelta
 from .resume import PendingCall, ResumePlan, plan_continuation
@@ -134,7 +134,8 @@ class _Run:
     def __init__(self, agent: Agent, input: RunAgentInput) -> None:
         self.agent = agent
         self.input = input
-        self.messages: list[Message] = list(input.messages)
+        # Read only where needed: a long history's messages are mostly never built.
+        self.messages = History.of(input.messages)
         self._tool_positions: dict[str, int] | None = None
         self.model_name = agent.model.name
         self.ctx = RunContext(
@@ -476,7 +477,7 @@ class _Run:
         open_call: str | None = None
         buffered: list[tuple[str, str, list[str]]] = []
         request = ModelRequest(
-            messages=tuple(self.messages),
+            messages=self.messages.copy(),
             tools=tuple(self.agent.tools.values()),
             notes=tuple(self.ctx.model_notes),
         )

@@ -102,11 +102,12 @@ def _money(amount: float) -> str:
 def _results_since_user(request: ModelRequest) -> list[tuple[str, Any, bool]]:
     names: dict[str, str] = {}
     results: list[tuple[str, Any, bool]] = []
-    for message in request.messages:
-        if message.role == "user":
-            names.clear()
-            results.clear()
-        elif message.role == "assistant":
+    messages = request.messages
+    start = len(messages)  # read back to the last user message only: a long history is long
+    while start > 0 and messages[start - 1].role != "user":
+        start -= 1
+    for message in messages[start:]:
+        if message.role == "assistant":
             for call in message.tool_calls or []:
                 names[call.id] = call.function.name
         elif isinstance(message, ToolMessage):

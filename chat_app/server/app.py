@@ -23,6 +23,7 @@ from starlette.types import Receive, Scope, Send
 
 from chat_app.agent import Agent, event_to_wire
 from chat_app.agent.ledger import audit_report
+from chat_app.agent.run_input import read_run_input
 from chat_app.agent.strict_json import strict_loads, too_deep
 from chat_app.interrupts import SSE_HEADERS, collector_paused, encode_sse_event
 
@@ -144,8 +145,7 @@ async def _read_run_input(request: Request, limit: int) -> RunAgentInput:
 def parse_run_input(body: bytes) -> RunAgentInput:
     """A request body as a `RunAgentInput`, or `BadRequest` naming what is wrong with it."""
     with collector_paused(len(body)):
-        # Only the models outlive this block: the parsed JSON is freed before the collector
-        # resumes, so its next pass has fewer objects to walk.
+        # The messages stay plain until read (see `chat_app.agent.run_input`).
         return _validate(_parse_json(body))
 
 
@@ -156,7 +156,7 @@ def _validate(data: object) -> RunAgentInput:
         raise BadRequest("Request body is nested too deeply.")
     # AG-UI 1.0 makes tools, context and state optional; TanStack's client always sends them.
     try:
-        return RunAgentInput.model_validate(data)
+        return read_run_input(data)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "body"

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chat_app.agent.history import answers_at, tool_calls, tool_result_positions
+from chat_app.agent.run_input import read_run_input
 
 
 class _MyToolMessage(ToolMessage):
@@ -130,6 +131,11 @@ def test_tool_calls_match_the_plain_loop(
         (ref.message_id, ref.id, ref.has_result) for ref in tool_calls(messages, reopened=reopened)
     ]
     assert found == _reference(messages, reopened)
+    # The same history as a request brings it: plain until read.
+    wire = [message.model_dump(by_alias=True) for message in messages]
+    lazy = read_run_input({"threadId": "t", "runId": "r", "messages": wire}).messages
+    assert tool_calls(lazy, reopened=reopened) == tool_calls(messages, reopened=reopened)
+    assert tool_result_positions(lazy) == tool_result_positions(messages)
 
 
 def test_a_result_replaces_the_first_tool_message_of_its_call() -> None:

@@ -1,0 +1,167 @@
+"""`History`: a list of `ag_ui` messages to its readers, each built only when read.
+
+Pinned against a plain list of the same models: every list operation leaves both with the
+same messages, and the engine's scans read the same calls and positions from either.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from ag_ui.core import AssistantMessage, Message, ToolMessage, UserMessage
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chat_app.agent import messages as messages_module
+from chat_app.agent.history import tool_calls, tool_result_positions
+from chat_app.agent.messages import History
+from chat_app.agent.run_input import read_run_input
+
+
+def _wire(n: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i in range(n):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        out += [
+            {"id": f"u{i}", "role": "user", "content": f"go {i}"},
+            {"id": f"a{i}", "role": "assistant", "toolCalls": [call]},
+            {"id": f"t{i}", "role": "tool", "toolCallId": f"c{i}", "content": "done"},
+        ]
+    return out
+
+
+def _lazy(wire: list[dict[str, Any]]) -> History:
+    body = {"threadId": "t", "runId": "r", "messages": wire}
+    history = read_run_input(body).messages
+    assert isinstance(history, History)
+    return history
+
+
+def _built(wire: list[dict[str, Any]]) -> list[Message]:
+    return list(read_run_input({"threadId": "t", "runId": "r", "messages": wire}).messages)
+
+
+class _Counting:
+    """Counts how many messages `History` builds."""
+
+    def __init__(self, adapter: Any) -> None:
+        self.adapter, self.built = adapter, 0
+
+    def validate_python(self, value: Any) -> Any:
+        self.built += 1
+        return self.adapter.validate_python(value)
+
+
+@pytest.fixture
+def counting(monkeypatch: pytest.MonkeyPatch) -> _Counting:
+    spy = _Counting(messages_module._MESSAGE)
+    monkeypatch.setattr(messages_module, "_MESSAGE", spy)
+    return spy
+
+
+def test_only_the_messages_read_are_built(counting: _Counting) -> None:
+    history = _lazy(_wire(100))
+    assert len(history) == 300 and counting.built == 0
+    assert [ref.id for ref in tool_calls(history)] == [f"c{i}" for i in range(100)]
+    assert tool_result_positions(history)["c7"] == 23
+    assert counting.built == 0  # the scans read fields only
+    assert history[-1].tool_call_id == "c99" and history[1].id == "a0"  # type: ignore[union-attr]
+    assert counting.built == 2
+    assert history[-1] is history[299]  # built once, then the same object
+    assert counting.built == 2
+
+
+def test_reading_gives_the_models_validation_gives() -> None:
+    wire = _wire(3)
+    assert _lazy(wire) == _built(wire)
+    assert list(_lazy(wire)) == _built(wire) and _lazy(wire)[2:5] == _built(wire)[2:5]
+
+
+def test_a_message_changed_in_place_is_what_the_scans_read() -> None:
+    history = _lazy(_wire(2))
+    tool = history[2]
+    assert isinstance(tool, ToolMessage)
+    tool.tool_call_id = "moved"
+    assert "moved" in tool_result_positions(history)
+    turn = history[1]
+    assert isinstance(turn, AssistantMessage) and turn.tool_calls
+    turn.tool_calls[0].id = "renamed"
+    assert [ref.id for ref in tool_calls(history)][0] == "renamed"
+
+
+def test_a_copy_is_its_own_list() -> None:
+    history = _lazy(_wire(2))
+    copy = history.copy()
+    copy.append(UserMessage(id="new", content="x"))
+    del copy[0]
+    assert len(history) == 6 and history[0].id == "u0"
+    assert len(copy) == 6 and copy[-1].id == "new"
+    assert History.of(history) is not history and History.of(history) == history
+
+
+_NEW = st.sampled_from(
+    [
+        UserMessage(id="n1", content="new"),
+        ToolMessage(id="n2", tool_call_id="c0", content="again"),
+        AssistantMessage(id="n3", content="calls", tool_calls=None),
+    ]
+)
+_OPS = st.one_of(
+    st.tuples(st.just("append"), _NEW),
+    st.tuples(st.just("insert"), st.integers(-8, 8), _NEW),
+    st.tuples(st.just("set"), st.integers(-6, 5), _NEW),
+    st.tuples(st.just("del"), st.integers(-6, 5)),
+    st.tuples(
+        st.just("slice-set"), st.integers(-6, 6), st.integers(-6, 6), st.lists(_NEW, max_size=3)
+    ),
+    st.tuples(st.just("slice-del"), st.integers(-6, 6), st.integers(-6, 6)),
+    st.tuples(st.just("read"), st.integers(-6, 5)),
+    st.tuples(st.just("pop"),),
+    st.tuples(st.just("extend"), st.lists(_NEW, max_size=2)),
+    st.tuples(st.just("reverse"),),
+)  # fmt: skip
+
+
+def _apply(target: Any, op: tuple[Any, ...]) -> None:
+    name, *args = op
+    if name == "append":
+        target.append(args[0])
+    elif name == "insert":
+        target.insert(args[0], args[1])
+    elif name == "set":
+        target[args[0]] = args[1]
+    elif name == "del":
+        del target[args[0]]
+    elif name == "slice-set":
+        target[args[0] : args[1]] = args[2]
+    elif name == "slice-del":
+        del target[args[0] : args[1]]
+    elif name == "read":
+        target[args[0]]
+    elif name == "pop":
+        target.pop()
+    elif name == "extend":
+        target.extend(args[0])
+    else:
+        target.reverse()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_OPS, max_size=8))
+def test_list_operations_match_a_list(ops: list[tuple[Any, ...]]) -> None:
+    history, reference = _lazy(_wire(2)), _built(_wire(2))
+    for op in ops:
+        outcomes = []
+        for target in (history, reference):
+            try:
+                _apply(target, op)
+                outcomes.append("ok")
+            except IndexError:
+                outcomes.append("IndexError")
+        assert outcomes[0] == outcomes[1], op
+    assert len(history) == len(reference)
+    # The scans first (they read fields, not models), then the messages themselves.
+    assert tool_result_positions(history) == tool_result_positions(reference)
+    assert tool_calls(history) == tool_calls(reference)
+    assert list(history) == reference
