@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import compress
-from typing import Any
+from typing import Any, cast
 
 from ag_ui.core import AssistantMessage, Message, ToolMessage
 
 from chat_app.interrupts import TOOL_MESSAGE_ID_PREFIX, tool_result_text
 
-from .messages import History, field_values
+from .messages import History
 
 
 def parse_arguments(text: str | None) -> dict[str, Any]:
@@ -53,8 +53,9 @@ class ToolCallRef:
         return parse_arguments(self.arguments)
 
 
-def _is_result(content: object) -> bool:
+def _is_result(message: ToolMessage) -> bool:
     # A tool message that only marks a pending execution is not a result.
+    content = message.content
     if not isinstance(content, str):
         return True  # content parts: never the marker
     if "pendingExecution" not in content and "\\u" not in content:
@@ -75,30 +76,28 @@ def tool_calls(
     (what a continuation needs: the calls still pending, and those it answers again).
     """
     # The per-message work runs in C (a history can hold tens of thousands of messages): the
-    # messages are sorted by kind, then only tool results and asking turns are looked at, by
-    # their fields, so no message model is built.
+    # messages are sorted by kind, then only tool results and asking turns are looked at, in
+    # their views (see `History.views`), so no message model is built.
     history = _as_history(messages)
-    kinds, fields = history.kinds(), history.fields()
-    results = compress(fields, map(_IS_TOOL, kinds))
-    answered = {result["tool_call_id"] for result in results if _is_result(result["content"])}
-    turns = list(compress(fields, map(_IS_ASSISTANT, kinds)))
-    asking = compress(turns, map(_TOOL_CALLS, turns))
+    kinds, views = history.kinds(), history.views()
+    results = cast(Iterable[ToolMessage], compress(views, map(_IS_TOOL, kinds)))
+    answered = {message.tool_call_id for message in results if _is_result(message)}
+    turns = list(compress(views, map(_IS_ASSISTANT, kinds)))
+    asking = cast(Iterable[AssistantMessage], compress(turns, map(_TOOL_CALLS, turns)))
     found: list[ToolCallRef] = []
     for message in asking:
-        for call in map(field_values, message["tool_calls"]):
-            has_result = call["id"] in answered
-            if has_result and reopened is not None and call["id"] not in reopened:
+        for call in message.tool_calls or ():
+            has_result = call.id in answered
+            if has_result and reopened is not None and call.id not in reopened:
                 continue
-            metadata = call.get("metadata")
-            if metadata and metadata.get("providerExecuted") is True:
+            if call.metadata and call.metadata.get("providerExecuted") is True:
                 continue
-            function = field_values(call["function"])
             found.append(
                 ToolCallRef(
-                    message_id=message["id"],
-                    id=call["id"],
-                    name=function["name"],
-                    arguments=function["arguments"],
+                    message_id=message.id,
+                    id=call.id,
+                    name=call.function.name,
+                    arguments=call.function.arguments,
                     has_result=has_result,
                 )
             )
@@ -108,10 +107,10 @@ def tool_calls(
 def tool_result_positions(messages: Sequence[Message]) -> dict[str, int]:
     """The index of the first tool message answering each call id, in one pass over kinds."""
     history = _as_history(messages)
-    fields = history.fields()
+    tools = cast(Sequence[ToolMessage], history.views())  # read only where the kind says so
     positions: dict[str, int] = {}
-    for index in compress(range(len(fields)), map(_IS_TOOL, history.kinds())):
-        positions.setdefault(fields[index]["tool_call_id"], index)
+    for index in compress(range(len(tools)), map(_IS_TOOL, history.kinds())):
+        positions.setdefault(tools[index].tool_call_id, index)
     return positions
 
 
@@ -120,7 +119,7 @@ def answers_at(messages: Sequence[Message], index: int, call_id: str) -> bool:
     history = _as_history(messages)
     if index >= len(history) or history.kinds()[index] is not ToolMessage:
         return False
-    return bool(history.fields()[index]["tool_call_id"] == call_id)
+    return bool(history.views()[index].tool_call_id == call_id)
 
 
 def _as_history(messages: Sequence[Message]) -> History:
@@ -130,7 +129,7 @@ def _as_history(messages: Sequence[Message]) -> History:
 
 _IS_TOOL = partial(operator.is_, ToolMessage)
 _IS_ASSISTANT = partial(operator.is_, AssistantMessage)
-_TOOL_CALLS = operator.methodcaller("get", "tool_calls")
+_TOOL_CALLS = operator.attrgetter("tool_calls")
 
 
 def tool_message(call_id: str, content: Any, *, error: bool = False) -> ToolMessage:

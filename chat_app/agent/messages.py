@@ -3,9 +3,9 @@
 Owns `History`. A continuation carries the whole conversation, and building an `ag_ui` model
 for every message of a long one cost more than everything else the server does with the
 request (1.6 µs a message, measured), while a run reads only the few it needs. So a request's
-messages arrive here validated but plain (see `chat_app.agent.run_input`), and each becomes
-its model when read. The engine's scans (`chat_app.agent.history`) read the fields without
-building anything.
+messages arrive here checked, as light views with the models' attributes (see
+`chat_app.agent.run_input`), and each becomes its model when read. The engine's scans
+(`chat_app.agent.history`) read the views without building anything.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from typing import Any, overload
 from ag_ui.core import AssistantMessage, Message, ToolMessage
 from pydantic import TypeAdapter
 
+from ._views import LENIENT, SHALLOW
+
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
-_ROLE_KIND: dict[object, type] = {"tool": ToolMessage, "assistant": AssistantMessage}
 
 
 class History(MutableSequence[Message]):
@@ -30,16 +31,16 @@ class History(MutableSequence[Message]):
     returns, so a hook that changes it in place is seen by the engine.
     """
 
-    __slots__ = ("_fields", "_kinds", "_models", "_raw")
+    __slots__ = ("_kinds", "_models", "_raw", "_views")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self._models: list[Message | None] = list(messages)
         # The request's own dict for each message not built yet: the model is built from it,
         # so it is exactly the one `RunAgentInput` validation would have made.
         self._raw: list[Any] = [None] * len(self._models)
-        # Field values by attribute name, one dict per message: the validated plain fields
-        # until the message is built, then the model's own `__dict__` (live).
-        self._fields: list[dict[str, Any]] = list(map(vars, self._models))
+        # What the scans read: a view with the model's attributes until the message is built,
+        # then the model itself.
+        self._views: list[Any] = self._models.copy()
         self._kinds: list[type | None] = list(map(_kind, map(type, self._models)))
 
     @classmethod
@@ -48,20 +49,20 @@ class History(MutableSequence[Message]):
         return messages.copy() if isinstance(messages, History) else cls(messages)
 
     @classmethod
-    def validated(cls, raw: list[Any], fields: list[dict[str, Any]]) -> History:
-        """Messages checked against `ag_ui`'s schema: each request dict with its fields."""
+    def checked(cls, raw: list[Any], views: list[Any]) -> History:
+        """Messages checked against `ag_ui`'s schema: each request dict, with its view."""
         history = cls()
         history._models = [None] * len(raw)
         history._raw = list(raw)  # ours: an entry is dropped once built
-        history._fields = fields
-        history._kinds = list(map(_ROLE_KIND.get, map(_ROLE, fields)))
+        history._views = views
+        history._kinds = list(map(_VIEW_KINDS.__getitem__, map(type, views)))
         return history
 
     def copy(self) -> History:
         other = History()
         other._models = self._models.copy()
         other._raw = self._raw.copy()
-        other._fields = self._fields.copy()
+        other._views = self._views.copy()
         other._kinds = self._kinds.copy()
         return other
 
@@ -71,10 +72,10 @@ class History(MutableSequence[Message]):
         """`ToolMessage`, `AssistantMessage` or `None` (any other kind) for each message."""
         return self._kinds
 
-    def fields(self) -> Sequence[dict[str, Any]]:
-        """Each message's field values by attribute name (nested values may be plain dicts
-        or models, so read them with `field_values`)."""
-        return self._fields
+    def views(self) -> Sequence[Any]:
+        """Each message as something with its model's attributes (values and nested values
+        alike): a view until the message is built, then the model."""
+        return self._views
 
     # The list.
 
@@ -113,26 +114,26 @@ class History(MutableSequence[Message]):
             new = History(value)
             self._models[index] = new._models
             self._raw[index] = new._raw
-            self._fields[index] = new._fields
+            self._views[index] = new._views
             self._kinds[index] = new._kinds
             if len(self._models) != len(self._kinds):  # an extended slice of the wrong size
                 raise AssertionError("History lists out of step")
             return
         self._models[index] = value
         self._raw[index] = None
-        self._fields[index] = vars(value)
+        self._views[index] = value
         self._kinds[index] = _kind(value.__class__)
 
     def __delitem__(self, index: int | slice) -> None:
         del self._models[index]
         del self._raw[index]
-        del self._fields[index]
+        del self._views[index]
         del self._kinds[index]
 
     def insert(self, index: int, value: Message) -> None:
         self._models.insert(index, value)
         self._raw.insert(index, None)
-        self._fields.insert(index, vars(value))
+        self._views.insert(index, value)
         self._kinds.insert(index, _kind(type(value)))
 
     def append(self, value: Message) -> None:  # one call, not `insert(len(self), …)`
@@ -144,16 +145,8 @@ class History(MutableSequence[Message]):
             model = _MESSAGE.validate_python(self._raw[index])
             self._models[index] = model
             self._raw[index] = None
-            self._fields[index] = vars(model)
+            self._views[index] = model
         return model
-
-
-def field_values(value: Any) -> dict[str, Any]:
-    """A nested value's fields by attribute name, whether it is still plain or a model."""
-    return value if value.__class__ is dict else vars(value)
-
-
-_ROLE = operator.methodcaller("get", "role")
 
 
 @cache
@@ -163,3 +156,11 @@ def _kind(cls: type) -> type | None:
         if issubclass(cls, kind):
             return kind
     return None
+
+
+_VIEW_KINDS = {
+    view: _kind(model)
+    for views in (LENIENT, SHALLOW)
+    if views is not None
+    for view, model in views.kinds.items()
+}

@@ -23,8 +23,8 @@ from starlette.types import Receive, Scope, Send
 
 from chat_app.agent import Agent, event_to_wire
 from chat_app.agent.ledger import audit_report
-from chat_app.agent.run_input import read_run_input
-from chat_app.agent.strict_json import strict_loads, too_deep
+from chat_app.agent.run_input import TooDeep, read_run_input
+from chat_app.agent.strict_json import MAX_NESTING, strict_loads
 from chat_app.interrupts import SSE_HEADERS, collector_paused, encode_sse_event
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -152,11 +152,11 @@ def parse_run_input(body: bytes) -> RunAgentInput:
 def _validate(data: object) -> RunAgentInput:
     if not isinstance(data, dict):
         raise BadRequest("Request body must be a JSON object (an AG-UI RunAgentInput).")
-    if too_deep(data):
-        raise BadRequest("Request body is nested too deeply.")
     # AG-UI 1.0 makes tools, context and state optional; TanStack's client always sends them.
     try:
-        return read_run_input(data)
+        return read_run_input(data, depth_limit=MAX_NESTING)
+    except TooDeep:
+        raise BadRequest("Request body is nested too deeply.") from None
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "body"

@@ -65,7 +65,7 @@ def test_only_the_messages_read_are_built(counting: _Counting) -> None:
     assert len(history) == 300 and counting.built == 0
     assert [ref.id for ref in tool_calls(history)] == [f"c{i}" for i in range(100)]
     assert tool_result_positions(history)["c7"] == 23
-    assert counting.built == 0  # the scans read fields only
+    assert counting.built == 0  # the scans read views only
     assert history[-1].tool_call_id == "c99" and history[1].id == "a0"  # type: ignore[union-attr]
     assert counting.built == 2
     assert history[-1] is history[299]  # built once, then the same object

@@ -1,31 +1,43 @@
 """`read_run_input`: the same verdict as `RunAgentInput.model_validate`, the same messages.
 
-The messages are checked by a typed-dict copy of `ag_ui`'s schema and built only when read.
-The reference is `ag_ui` itself: for every body, both accept or both refuse with the same
-error text, the messages read back equal the models, and the fields the engine scans equal
-the models' attributes.
+The messages are checked by msgspec views derived from `ag_ui`'s schema and built only when
+read. The reference is `ag_ui` itself: for every body, both accept or both refuse with the
+same error text, the messages read back equal the models, and the views the engine scans
+have the models' attribute values.
 """
 
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
+import msgspec
+import pytest
 from ag_ui.core import RunAgentInput
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from chat_app.agent import run_input
-from chat_app.agent.messages import History, field_values
-from chat_app.agent.run_input import read_run_input
+from chat_app.agent import _views, run_input
+from chat_app.agent.messages import History
+from chat_app.agent.run_input import TooDeep, read_run_input
+from chat_app.agent.strict_json import too_deep
+from tests.fixtures.loader import load_fixture
 
 
 def _verdict(read: Any, data: dict[str, Any]) -> RunAgentInput | str:
     try:
         return read(data)  # type: ignore[no-any-return]
-    except ValidationError as error:
-        return str(error)
+    except (ValidationError, TooDeep) as error:
+        return f"{type(error).__name__}: {error}"
+
+
+def _reference(data: dict[str, Any], depth_limit: int | None) -> RunAgentInput:
+    """What the server did before: the depth measured on the whole body, then pydantic."""
+    if depth_limit is not None and too_deep(data, depth_limit):
+        raise TooDeep(f"The request nests deeper than {depth_limit} levels.")
+    return RunAgentInput.model_validate(data)
 
 
 def _body(messages: Any, **extra: Any) -> dict[str, Any]:
@@ -33,20 +45,18 @@ def _body(messages: Any, **extra: Any) -> dict[str, Any]:
             "context": [], "forwardedProps": {}, **extra}  # fmt: skip
 
 
-def _agree(data: dict[str, Any]) -> RunAgentInput | str:
+def _agree(data: dict[str, Any], depth_limit: int | None = None) -> RunAgentInput | str:
     """Both readers on `data`; asserts they agree, returns the verdict."""
-    expected = _verdict(RunAgentInput.model_validate, data)
-    got = _verdict(read_run_input, data)
+    expected = _verdict(partial(_reference, depth_limit=depth_limit), data)
+    got = _verdict(partial(read_run_input, depth_limit=depth_limit), data)
     if isinstance(expected, str):
         assert got == expected
         return expected
     assert isinstance(got, RunAgentInput)
-    # Fields the engine scans, before anything is built, then the messages themselves.
+    # The views the engine scans, before anything is built, then the messages themselves.
     if isinstance(got.messages, History):
-        for fields, model in zip(got.messages.fields(), expected.messages, strict=True):
-            for name, value in fields.items():
-                if name in type(model).model_fields:
-                    assert _plain(value) == _plain(getattr(model, name)), name
+        for view, model in zip(got.messages.views(), expected.messages, strict=True):
+            assert _plain(view) == _plain(model)
     assert list(got.messages) == expected.messages
     others = [name for name in RunAgentInput.model_fields if name != "messages"]
     assert [getattr(got, name) for name in others] == [getattr(expected, name) for name in others]
@@ -56,19 +66,25 @@ def _agree(data: dict[str, Any]) -> RunAgentInput | str:
 
 
 def _plain(value: Any) -> Any:
+    """A view or a model as its attributes (a model's extra fields left out: views keep none)."""
     if isinstance(value, list):
         return [_plain(item) for item in value]
-    if isinstance(value, BaseModel):  # its fields, and any extra ones it kept
-        value = {**field_values(value), **(value.model_extra or {})}
+    if isinstance(value, BaseModel):
+        value = {name: getattr(value, name) for name in type(value).model_fields}
+    elif isinstance(value, msgspec.Struct):
+        config = value.__struct_config__
+        tag = {config.tag_field: config.tag} if config.tag_field else {}
+        value = tag | {name: getattr(value, name) for name in value.__struct_fields__
+                       if not name.endswith("__by_name")}  # fmt: skip
     if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items() if item is not None}
+        return {key: _plain(item) for key, item in value.items()}
     return value
 
 
-def test_the_plain_path_is_on_for_the_installed_ag_ui() -> None:
+def test_the_fast_path_is_on_for_the_installed_ag_ui() -> None:
     # Off would be safe (every body validated the ordinary way) but slow: a newer `ag_ui`
-    # whose schema holds something the typed-dict copy does not know must be looked at.
-    assert run_input._PLAIN_MESSAGES is not None
+    # whose schema holds something the views cannot say must be looked at.
+    assert _views.LENIENT is not None and _views.SHALLOW is not None
     got = read_run_input(_body([{"id": "u", "role": "user", "content": "hi"}]))
     assert isinstance(got.messages, History)
 
@@ -163,3 +179,75 @@ def _messages(draw: st.DrawFn) -> dict[str, Any]:
 @given(st.lists(_messages(), max_size=4))
 def test_generated_messages_get_the_same_verdict(messages: list[dict[str, Any]]) -> None:
     _agree(_body(json.loads(json.dumps(messages))))
+
+
+def _request_bodies(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, list):
+        return [body for item in value for body in _request_bodies(item)]
+    if not isinstance(value, dict):
+        return []
+    found = [value] if {"threadId", "runId", "messages"} <= value.keys() else []
+    return found + [body for item in value.values() for body in _request_bodies(item)]
+
+
+def test_requests_tanstack_clients_sent_take_the_fast_path() -> None:
+    bodies = [
+        body
+        for name in ("client-server-fullstack", "client-manager-hydration", "wire-server-core")
+        for body in _request_bodies(load_fixture(name))
+    ]
+    assert bodies and any(body["messages"] for body in bodies)
+    for body in bodies:
+        assert isinstance(_agree(body), RunAgentInput)
+        assert isinstance(read_run_input(body).messages, History)
+
+
+def _nested(height: int) -> Any:
+    value: Any = "leaf"
+    for level in range(height - 1):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    where=st.sampled_from(["metadata", "call metadata", "extra", "part", "state", "props"]),
+    height=st.integers(1, 16),
+    limit=st.integers(4, 14),
+)
+def test_the_depth_verdict_is_the_whole_body_walk(where: str, height: int, limit: int) -> None:
+    deep = _nested(height)
+    call = {**_CALL, "metadata": {"m": deep}} if where == "call metadata" else _CALL
+    user: dict[str, Any] = {"id": "u", "role": "user", "content": "hi"}
+    if where == "metadata":
+        user["metadata"] = {"m": deep}
+    elif where == "extra":
+        user["extra"] = deep
+    elif where == "part":
+        user["content"] = [{"type": "text", "text": "t", "metadata": deep}]
+    messages = [user, {"id": "a", "role": "assistant", "toolCalls": [call]}]
+    data = _body(messages)
+    if where == "state":
+        data["state"] = deep
+    elif where == "props":
+        data["forwardedProps"] = {"p": deep}
+    _agree(data, depth_limit=limit)
+
+
+def test_messages_in_the_usual_shapes_are_not_walked_for_depth(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    walked: list[Any] = []
+
+    def spy(value: Any, limit: int = 200) -> bool:
+        walked.append(value)
+        return too_deep(value, limit)
+
+    monkeypatch.setattr(run_input, "too_deep", spy)
+    for body in _request_bodies(load_fixture("client-server-fullstack")):
+        walked.clear()
+        read_run_input(body, depth_limit=200)
+        assert not any(value is body or value is body["messages"] for value in walked)
+    with_extra = _body([{"id": "u", "role": "user", "content": "x", "extra": 1}])
+    read_run_input(with_extra, depth_limit=200)
+    assert walked[-1] == with_extra  # an unknown field: the whole body is walked
