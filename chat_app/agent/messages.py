@@ -21,6 +21,7 @@ from pydantic import TypeAdapter
 from ._views import LENIENT, SHALLOW
 
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
+_MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 
 
 class History(MutableSequence[Message]):
@@ -88,11 +89,14 @@ class History(MutableSequence[Message]):
     def __getitem__(self, index: slice) -> list[Message]: ...
     def __getitem__(self, index: int | slice) -> Message | list[Message]:
         if isinstance(index, slice):
-            return [self._built(i) for i in range(len(self._models))[index]]
+            indices = range(len(self._models))[index]
+            self._build(indices)
+            return [self._models[i] for i in indices]  # type: ignore[misc]
         return self._built(index)
 
     def __iter__(self) -> Iterator[Message]:
-        for index in range(len(self._models)):
+        self._build(range(len(self._models)))
+        for index in range(len(self._models)):  # as a list's iterator: sees later changes
             yield self._built(index)
 
     def __eq__(self, other: object) -> bool:
@@ -138,6 +142,18 @@ class History(MutableSequence[Message]):
 
     def append(self, value: Message) -> None:  # one call, not `insert(len(self), …)`
         self.insert(len(self._models), value)
+
+    def _build(self, indices: Iterable[int]) -> None:
+        """Build the messages at `indices` not built yet, in one call (a snapshot reads all)."""
+        models = self._models
+        missing = [index for index in indices if models[index] is None]
+        if len(missing) < 2:
+            return  # `_built` does one
+        raw = self._raw
+        built = _MESSAGES.validate_python([raw[i] for i in missing])
+        for index, model in zip(missing, built, strict=True):
+            models[index] = self._views[index] = model
+            raw[index] = None
 
     def _built(self, index: int) -> Message:
         model = self._models[index]
