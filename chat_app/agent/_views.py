@@ -193,9 +193,12 @@ def _no_constraints(schema: dict[str, Any]) -> None:
 
 
 class Views(NamedTuple):
-    """The type a request's messages convert to, and the `ag_ui` class of each struct."""
+    """What a request's messages convert to, and the `ag_ui` class of each struct."""
 
-    type: Any
+    #: A struct whose one field, `messages`, is the list of views: msgspec keeps what it
+    #: works out about a struct type on the class (1 µs a call), and works out a bare
+    #: `list[Union[...]]` again on every call (6 µs, measured).
+    holder: type
     kinds: dict[type, type]
     #: The most levels a message list these views take can nest (infinite when lenient).
     height: float
@@ -205,10 +208,11 @@ def _message_views(*, shallow: bool) -> Views | None:
     builder = _Builder(shallow=shallow)
     try:
         typed = builder.type_of(dict(TypeAdapter(list[Message]).core_schema))
-        msgspec.convert([], typed.type)  # msgspec refuses some unions only when first used
+        holder = msgspec.defstruct("MessageViews", [("messages", typed.type)], gc=False)
+        msgspec.convert({"messages": []}, holder)  # some unions are refused only when used
     except (Unsupported, TypeError):
         return None
-    return Views(typed.type, builder.kinds, typed.height)
+    return Views(holder, builder.kinds, typed.height)
 
 
 #: Views that take what the models take, or `None` when the fast path is off.

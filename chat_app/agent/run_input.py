@@ -73,6 +73,6 @@ def _views_of(raw: object, views: Views | None) -> list[Any] | None:
     if views is None or type(raw) is not list:
         return None
     try:
-        return msgspec.convert(raw, views.type)  # type: ignore[no-any-return]
+        return msgspec.convert({"messages": raw}, views.holder).messages
     except msgspec.ValidationError:
         return None  # pydantic decides
