@@ -119,14 +119,19 @@ class _Builder:
             value = field["schema"]
             if tag is not None and alias == tag[0]:
                 continue  # the union's tag: msgspec reads it
-            default = msgspec.NODEFAULT
-            if value["type"] == "default":
+            optional = value["type"] == "default"
+            if optional:
                 if "default" not in value:
                     raise Unsupported(f"{name}: a default factory")
-                value, default = value["schema"], value["default"]
+                value = value["schema"]
             typed = self.type_of(value)
             height = max(height, 1 + typed.height)
-            fields.append((name, typed.type, default))
+            # An optional field left out stays out (UNSET, falsy, as the default None is
+            # to the scans), so a view can give back the very fields it was given.
+            if optional:
+                fields.append((name, _UNION[typed.type, msgspec.UnsetType], msgspec.UNSET))
+            else:
+                fields.append((name, typed.type, msgspec.NODEFAULT))
             wire[name] = alias
             if by_name and alias != name:
                 # A field spelled by its attribute name: pydantic uses it when the alias is
@@ -200,6 +205,9 @@ class Views(NamedTuple):
     #: `list[Union[...]]` again on every call (6 µs, measured).
     holder: type
     kinds: dict[type, type]
+    #: Whether a view holds all its message said (no unknown fields), so that the message
+    #: can be built from the view (`msgspec.to_builtins`) and the request's dict let go.
+    complete: bool
     #: The most levels a message list these views take can nest (infinite when lenient).
     height: float
 
@@ -212,7 +220,7 @@ def _message_views(*, shallow: bool) -> Views | None:
         msgspec.convert({"messages": []}, holder)  # some unions are refused only when used
     except (Unsupported, TypeError):
         return None
-    return Views(holder, builder.kinds, typed.height)
+    return Views(holder, builder.kinds, shallow, typed.height)
 
 
 #: Views that take what the models take, or `None` when the fast path is off.

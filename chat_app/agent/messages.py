@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, MutableSequence, Sequence
 from functools import cache
 from typing import Any, overload
 
+import msgspec
 from ag_ui.core import AssistantMessage, Message, ToolMessage
 from pydantic import TypeAdapter
 
@@ -25,7 +26,7 @@ _MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 
 
 class History(MutableSequence[Message]):
-    """A list of `ag_ui` messages to whoever reads it; plain dicts until then.
+    """A list of `ag_ui` messages to whoever reads it; light views until then.
 
     Indexing, slicing, iterating and `==` build the models they touch; `append`, `insert`,
     assignment and `del` work as on a list. A message, once built, is the one every later read
@@ -36,8 +37,9 @@ class History(MutableSequence[Message]):
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self._models: list[Message | None] = list(messages)
-        # The request's own dict for each message not built yet: the model is built from it,
-        # so it is exactly the one `RunAgentInput` validation would have made.
+        # For a message not built yet, the request's own dict, or None when its view holds all
+        # of it: the model is built from that, so it is exactly the one `RunAgentInput`
+        # validation would have made.
         self._raw: list[Any] = [None] * len(self._models)
         # What the scans read: a view with the model's attributes until the message is built,
         # then the model itself.
@@ -50,11 +52,17 @@ class History(MutableSequence[Message]):
         return messages.copy() if isinstance(messages, History) else cls(messages)
 
     @classmethod
-    def checked(cls, raw: list[Any], views: list[Any]) -> History:
-        """Messages checked against `ag_ui`'s schema: each request dict, with its view."""
+    def checked(cls, raw: list[Any], views: list[Any], *, complete: bool) -> History:
+        """Messages checked against `ag_ui`'s schema: each request dict, with its view.
+
+        With `complete` views (they hold every field their message had), a message is built
+        from its view and the request's dicts are not kept.
+        """
         history = cls()
         history._models = [None] * len(raw)
-        history._raw = list(raw)  # ours: an entry is dropped once built
+        # Kept only when needed: the dicts are the request's largest part and would live, in
+        # the collector's sight, as long as the run.
+        history._raw = [None] * len(raw) if complete else list(raw)
         history._views = views
         history._kinds = list(map(_VIEW_KINDS.__getitem__, map(type, views)))
         return history
@@ -149,16 +157,19 @@ class History(MutableSequence[Message]):
         missing = [index for index in indices if models[index] is None]
         if len(missing) < 2:
             return  # `_built` does one
-        raw = self._raw
-        built = _MESSAGES.validate_python([raw[i] for i in missing])
+        built = _MESSAGES.validate_python([self._source(i) for i in missing])
         for index, model in zip(missing, built, strict=True):
             models[index] = self._views[index] = model
-            raw[index] = None
+            self._raw[index] = None
+
+    def _source(self, index: int) -> Any:
+        raw = self._raw[index]
+        return msgspec.to_builtins(self._views[index]) if raw is None else raw
 
     def _built(self, index: int) -> Message:
         model = self._models[index]
         if model is None:
-            model = _MESSAGE.validate_python(self._raw[index])
+            model = _MESSAGE.validate_python(self._source(index))
             self._models[index] = model
             self._raw[index] = None
             self._views[index] = model

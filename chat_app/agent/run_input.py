@@ -46,7 +46,7 @@ def read_run_input(data: Mapping[str, Any], *, depth_limit: int | None = None) -
     `RunAgentInput.model_validate` raises for `data`.
     """
     raw = data.get("messages")
-    views = _views_of(raw, SHALLOW)
+    kind, views = SHALLOW, _views_of(raw, SHALLOW)
     if views is not None and depth_limit is not None:
         # Their height is known: only the other fields need measuring.
         if 1 + SHALLOW.height > depth_limit or any(  # type: ignore[union-attr]
@@ -58,12 +58,11 @@ def read_run_input(data: Mapping[str, Any], *, depth_limit: int | None = None) -
     if views is None:
         if depth_limit is not None and too_deep(dict(data), depth_limit):
             raise TooDeep(f"The request nests deeper than {depth_limit} levels.")
-        views = _views_of(raw, LENIENT)
-    if views is not None:
+        kind, views = LENIENT, _views_of(raw, LENIENT)
+    if views is not None and kind is not None:
+        history = History.checked(raw, views, complete=kind.complete)  # type: ignore[arg-type]
         try:
-            return LazyRunAgentInput.model_validate(
-                {**data, "messages": History.checked(raw, views)}  # type: ignore[arg-type]
-            )
+            return LazyRunAgentInput.model_validate({**data, "messages": history})
         except ValidationError:
             pass  # validated again below: pydantic decides, in its own words
     return RunAgentInput.model_validate(data)

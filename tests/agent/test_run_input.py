@@ -17,9 +17,10 @@ import pytest
 from ag_ui.core import RunAgentInput
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from chat_app.agent import _views, run_input
+from chat_app.agent.history import tool_calls, tool_result_positions
 from chat_app.agent.messages import History
 from chat_app.agent.run_input import TooDeep, read_run_input
 from chat_app.agent.strict_json import too_deep
@@ -56,8 +57,15 @@ def _agree(data: dict[str, Any], depth_limit: int | None = None) -> RunAgentInpu
     # The views the engine scans, before anything is built, then the messages themselves.
     if isinstance(got.messages, History):
         for view, model in zip(got.messages.views(), expected.messages, strict=True):
-            assert _plain(view) == _plain(model)
+            assert _same(view, model)
+        assert tool_calls(got.messages) == tool_calls(expected.messages)
+        assert tool_result_positions(got.messages) == tool_result_positions(expected.messages)
     assert list(got.messages) == expected.messages
+    for built, model in zip(got.messages, expected.messages, strict=True):
+        assert (built.model_fields_set, built.model_extra) == (
+            model.model_fields_set,
+            model.model_extra,
+        )
     others = [name for name in RunAgentInput.model_fields if name != "messages"]
     assert [getattr(got, name) for name in others] == [getattr(expected, name) for name in others]
     assert got.model_extra == expected.model_extra
@@ -65,20 +73,21 @@ def _agree(data: dict[str, Any], depth_limit: int | None = None) -> RunAgentInpu
     return got
 
 
-def _plain(value: Any) -> Any:
-    """A view or a model as its attributes (a model's extra fields left out: views keep none)."""
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    if isinstance(value, BaseModel):
-        value = {name: getattr(value, name) for name in type(value).model_fields}
-    elif isinstance(value, msgspec.Struct):
-        config = value.__struct_config__
-        tag = {config.tag_field: config.tag} if config.tag_field else {}
-        value = tag | {name: getattr(value, name) for name in value.__struct_fields__
-                       if not name.endswith("__by_name")}  # fmt: skip
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    return value
+def _same(view: Any, model: Any) -> bool:
+    """Whether a view says what the model holds: its tag, and each field it was given (a field
+    left out is UNSET in the view, and the model holds its default)."""
+    if isinstance(view, list):
+        return len(view) == len(model) and all(map(_same, view, model))
+    if not isinstance(view, msgspec.Struct):
+        return bool(view == model)
+    config = view.__struct_config__
+    if config.tag_field and getattr(model, config.tag_field) != config.tag:
+        return False
+    return all(
+        _same(getattr(view, name), getattr(model, name))
+        for name in view.__struct_fields__
+        if not name.endswith("__by_name") and getattr(view, name) is not msgspec.UNSET
+    )
 
 
 def test_the_fast_path_is_on_for_the_installed_ag_ui() -> None:
