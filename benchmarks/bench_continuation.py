@@ -185,7 +185,7 @@ def _types(frames: list[str]) -> list[str]:
 
 
 def run(quick: bool) -> Section:
-    rounds, min_seconds = (3, 0.05) if quick else (3, 0.1)
+    rounds, min_seconds = (3, 0.05) if quick else (5, 0.1)
     ours = Ours()
     cases = [(n, k, refused) for refused in (False, True) for k in PENDING for n in HISTORY]
     results: dict[tuple[int, int, bool], dict[str, Any]] = {}

@@ -20,7 +20,7 @@ import math
 from typing import Any, Literal, NamedTuple, Union
 
 import msgspec
-from ag_ui.core import Message
+from ag_ui.core import Message, RunAgentInput
 from pydantic import TypeAdapter
 
 
@@ -228,3 +228,42 @@ LENIENT = _message_views(shallow=False)
 #: Views that also refuse unknown fields and deep free-form values: what they take has a
 #: known height, so its depth need not be measured.
 SHALLOW = _message_views(shallow=True)
+
+
+#: Top-level keys clients send beyond `RunAgentInput`'s fields, kept as they come (TanStack's
+#: client mirrors `forwardedProps` as `data`); a request with any other goes the long way.
+KNOWN_EXTRA_KEYS = ("data",)
+
+
+def _request_struct(messages: Views | None) -> type | None:
+    """A struct for a whole request body: the messages as `messages` views, every other field
+    as the JSON it is (`UNSET` when absent), an unknown key or a field spelled by its
+    attribute name refused."""
+    if messages is None:
+        return None
+    model = RunAgentInput.__pydantic_core_schema__
+    if model["type"] != "model" or model["schema"]["type"] != "model-fields":
+        return None
+    list_type = msgspec.structs.fields(messages.holder)[0].type
+    fields: list[tuple[str, Any, Any]] = []
+    wire: dict[str, str] = {}
+    for name, field in model["schema"]["fields"].items():
+        alias = field.get("validation_alias", name)
+        if not isinstance(alias, str):
+            return None
+        kind = list_type if name == "messages" else _UNION[Any, msgspec.UnsetType]
+        fields.append((name, kind, msgspec.NODEFAULT if name == "messages" else msgspec.UNSET))
+        wire[name] = alias
+        if alias != name:
+            fields.append((f"{name}__by_name", msgspec.UnsetType, msgspec.UNSET))
+            wire[f"{name}__by_name"] = name
+    for key in KNOWN_EXTRA_KEYS:
+        fields.append((key, _UNION[Any, msgspec.UnsetType], msgspec.UNSET))
+        wire[key] = key
+    return msgspec.defstruct(
+        "RequestView", fields, kw_only=True, rename=wire, forbid_unknown_fields=True, gc=False
+    )
+
+
+#: The whole request, its messages as `SHALLOW` views; `None` when that path is off.
+REQUEST = _request_struct(SHALLOW)

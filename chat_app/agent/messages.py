@@ -52,17 +52,15 @@ class History(MutableSequence[Message]):
         return messages.copy() if isinstance(messages, History) else cls(messages)
 
     @classmethod
-    def checked(cls, raw: list[Any], views: list[Any], *, complete: bool) -> History:
-        """Messages checked against `ag_ui`'s schema: each request dict, with its view.
-
-        With `complete` views (they hold every field their message had), a message is built
-        from its view and the request's dicts are not kept.
+    def checked(cls, views: list[Any], raw: list[Any] | None = None) -> History:
+        """Messages checked against `ag_ui`'s schema, as views; with `raw`, the request's
+        dict for each, to build it from (when a view does not hold all its message said).
         """
         history = cls()
-        history._models = [None] * len(raw)
+        history._models = [None] * len(views)
         # Kept only when needed: the dicts are the request's largest part and would live, in
         # the collector's sight, as long as the run.
-        history._raw = [None] * len(raw) if complete else list(raw)
+        history._raw = [None] * len(views) if raw is None else list(raw)
         history._views = views
         history._kinds = list(map(_VIEW_KINDS.__getitem__, map(type, views)))
         return history

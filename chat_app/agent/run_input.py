@@ -17,7 +17,7 @@ import msgspec
 from ag_ui.core import Message, RunAgentInput
 from pydantic import ConfigDict, SkipValidation, ValidationError, field_serializer
 
-from ._views import LENIENT, SHALLOW, Views
+from ._views import LENIENT, REQUEST, SHALLOW, Views
 from .messages import History
 from .strict_json import too_deep
 
@@ -60,12 +60,48 @@ def read_run_input(data: Mapping[str, Any], *, depth_limit: int | None = None) -
             raise TooDeep(f"The request nests deeper than {depth_limit} levels.")
         kind, views = LENIENT, _views_of(raw, LENIENT)
     if views is not None and kind is not None:
-        history = History.checked(raw, views, complete=kind.complete)  # type: ignore[arg-type]
+        history = History.checked(views, None if kind.complete else raw)
         try:
             return LazyRunAgentInput.model_validate({**data, "messages": history})
         except ValidationError:
             pass  # validated again below: pydantic decides, in its own words
     return RunAgentInput.model_validate(data)
+
+
+def read_run_input_json(body: bytes, *, depth_limit: int) -> RunAgentInput | None:
+    """The request in `body` read straight into views, or `None` if it is not in the usual
+    shape: then read it as JSON and give it to `read_run_input`, which decides.
+
+    The usual shape is what AG-UI and TanStack clients send: the aliases, no unknown key,
+    free-form values at most `ANY_HEIGHT` levels deep inside the messages, nothing deeper
+    than `depth_limit` elsewhere, and a body `RunAgentInput` takes. Reading the JSON and
+    checking the messages is then one pass, with no dict made for a message (a third of the
+    cost, measured at 10,000 messages). The caller must have made sure that msgspec reads the
+    text as the exact reader would: it reads integers of any length, which the exact reader
+    refuses past JavaScript's range.
+    """
+    if REQUEST is None or SHALLOW is None or 1 + SHALLOW.height > depth_limit:
+        return None
+    try:
+        request: Any = msgspec.json.decode(body, type=REQUEST)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    data = {
+        wire: value
+        for wire, value in zip(_REQUEST_KEYS, msgspec.structs.astuple(request), strict=True)
+        if value is not msgspec.UNSET
+    }
+    if any(
+        too_deep(value, depth_limit - 1)
+        for wire, value in data.items()
+        if wire != "messages" and type(value) in (dict, list)
+    ):
+        return None
+    data["messages"] = History.checked(data["messages"])
+    try:
+        return LazyRunAgentInput.model_validate(data)
+    except ValidationError:
+        return None
 
 
 def _views_of(raw: object, views: Views | None) -> list[Any] | None:
@@ -75,3 +111,8 @@ def _views_of(raw: object, views: Views | None) -> list[Any] | None:
         return msgspec.convert({"messages": raw}, views.holder).messages
     except msgspec.ValidationError:
         return None  # pydantic decides
+
+
+_REQUEST_KEYS = (
+    tuple(field.encode_name for field in msgspec.structs.fields(REQUEST)) if REQUEST else ()
+)

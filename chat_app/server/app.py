@@ -23,7 +23,7 @@ from starlette.types import Receive, Scope, Send
 
 from chat_app.agent import Agent, event_to_wire
 from chat_app.agent.ledger import audit_report
-from chat_app.agent.run_input import TooDeep, read_run_input
+from chat_app.agent.run_input import TooDeep, read_run_input, read_run_input_json
 from chat_app.agent.strict_json import MAX_NESTING, strict_loads
 from chat_app.interrupts import SSE_HEADERS, collector_paused, encode_sse_event
 
@@ -145,8 +145,14 @@ async def _read_run_input(request: Request, limit: int) -> RunAgentInput:
 def parse_run_input(body: bytes) -> RunAgentInput:
     """A request body as a `RunAgentInput`, or `BadRequest` naming what is wrong with it."""
     with collector_paused(len(body)):
-        # The messages stay plain until read (see `chat_app.agent.run_input`).
-        return _validate(_parse_json(body))
+        # Messages are read into views and built only when read (`chat_app.agent.run_input`);
+        # a body in the usual shape in one pass, any other as JSON first.
+        plain_numbers = _LONG_DIGIT_RUN not in body.translate(_DIGITS_TO_ZERO)
+        if plain_numbers:
+            run_input = read_run_input_json(body, depth_limit=MAX_NESTING)
+            if run_input is not None:
+                return run_input
+        return _validate(_parse_json(body, plain_numbers))
 
 
 def _validate(data: object) -> RunAgentInput:
@@ -169,15 +175,17 @@ _LONG_DIGIT_RUN = b"0" * 19
 _DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
 
 
-def _parse_json(body: bytes) -> object:
+def _parse_json(body: bytes, plain_numbers: bool) -> object:
     """orjson when it reads the body as the exact reader would; the exact reader otherwise.
 
     orjson refuses NaN, Infinity and numbers past 1.8e308 as the exact reader does, but reads
-    integers past 64 bits as floats, and refuses some texts the exact reader takes (lone
-    surrogates, UTF-16, a BOM): those, and every refusal (for its wording), go to the exact
-    reader.
+    integers past 64 bits as floats (`plain_numbers`: the body has no run of 19 digits), and
+    refuses some texts the exact reader takes (lone surrogates, UTF-16, a BOM): those, and
+    every refusal (for its wording), go to the exact reader. (msgspec, in
+    `read_run_input_json`, reads every integer exactly, so the same run of digits sends a body
+    to the exact reader, which refuses those JavaScript reads as Infinity.)
     """
-    if _LONG_DIGIT_RUN not in body.translate(_DIGITS_TO_ZERO):
+    if plain_numbers:
         try:
             return orjson.loads(body)
         except orjson.JSONDecodeError:

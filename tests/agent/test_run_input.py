@@ -22,8 +22,8 @@ from pydantic import ValidationError
 from chat_app.agent import _views, run_input
 from chat_app.agent.history import tool_calls, tool_result_positions
 from chat_app.agent.messages import History
-from chat_app.agent.run_input import TooDeep, read_run_input
-from chat_app.agent.strict_json import too_deep
+from chat_app.agent.run_input import TooDeep, read_run_input, read_run_input_json
+from chat_app.agent.strict_json import MAX_NESTING, too_deep
 from tests.fixtures.loader import load_fixture
 
 
@@ -47,13 +47,24 @@ def _body(messages: Any, **extra: Any) -> dict[str, Any]:
 
 
 def _agree(data: dict[str, Any], depth_limit: int | None = None) -> RunAgentInput | str:
-    """Both readers on `data`; asserts they agree, returns the verdict."""
+    """Both readers on `data` (and the one-pass reader on its JSON text); asserts they agree
+    with the reference, returns the verdict."""
     expected = _verdict(partial(_reference, depth_limit=depth_limit), data)
     got = _verdict(partial(read_run_input, depth_limit=depth_limit), data)
+    text = json.dumps(data).encode()
+    fast = read_run_input_json(text, depth_limit=depth_limit or MAX_NESTING)
     if isinstance(expected, str):
         assert got == expected
+        assert fast is None  # it never refuses: it leaves the body to the long way
         return expected
     assert isinstance(got, RunAgentInput)
+    _assert_same(got, expected)
+    if fast is not None:
+        _assert_same(fast, expected)
+    return got
+
+
+def _assert_same(got: RunAgentInput, expected: RunAgentInput) -> None:
     # The views the engine scans, before anything is built, then the messages themselves.
     if isinstance(got.messages, History):
         for view, model in zip(got.messages.views(), expected.messages, strict=True):
@@ -68,9 +79,11 @@ def _agree(data: dict[str, Any], depth_limit: int | None = None) -> RunAgentInpu
         )
     others = [name for name in RunAgentInput.model_fields if name != "messages"]
     assert [getattr(got, name) for name in others] == [getattr(expected, name) for name in others]
-    assert got.model_extra == expected.model_extra
+    assert (got.model_fields_set, got.model_extra) == (
+        expected.model_fields_set,
+        expected.model_extra,
+    )
     assert got.model_dump_json(by_alias=True) == expected.model_dump_json(by_alias=True)
-    return got
 
 
 def _same(view: Any, model: Any) -> bool:
@@ -209,6 +222,11 @@ def test_requests_tanstack_clients_sent_take_the_fast_path() -> None:
     for body in bodies:
         assert isinstance(_agree(body), RunAgentInput)
         assert isinstance(read_run_input(body).messages, History)
+        assert read_run_input_json(json.dumps(body).encode(), depth_limit=MAX_NESTING)
+    # A key no client sends takes the long way, and is kept as pydantic keeps it.
+    odd = {**bodies[0], "somethingElse": [1]}
+    assert read_run_input_json(json.dumps(odd).encode(), depth_limit=MAX_NESTING) is None
+    assert _agree(odd).model_extra == {"somethingElse": [1], "data": bodies[0]["data"]}  # type: ignore[union-attr]
 
 
 def _nested(height: int) -> Any:
