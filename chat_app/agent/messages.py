@@ -11,7 +11,7 @@ messages arrive here checked, as light views with the models' attributes (see
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Iterator, MutableSequence, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableSequence, Sequence
 from functools import cache
 from typing import Any, overload
 
@@ -65,6 +65,12 @@ class History(MutableSequence[Message]):
         history._kinds = list(map(_VIEW_KINDS.__getitem__, map(type, views)))
         return history
 
+    def window(self) -> Sequence[Message]:
+        """The first `len(self)` messages, read only, through this history: what a reader
+        builds stays built for every later one (a model adapter reads them all each turn).
+        For a model turn: the engine changes nothing while the model streams."""
+        return _Window(self, len(self._models))
+
     def copy(self) -> History:
         other = History()
         other._models = self._models.copy()
@@ -72,6 +78,8 @@ class History(MutableSequence[Message]):
         other._views = self._views.copy()
         other._kinds = self._kinds.copy()
         return other
+
+    __copy__ = copy
 
     # What the engine scans without building models.
 
@@ -97,18 +105,31 @@ class History(MutableSequence[Message]):
         if isinstance(index, slice):
             indices = range(len(self._models))[index]
             self._build(indices)
-            return [self._models[i] for i in indices]  # type: ignore[misc]
+            return [self._built(i) for i in indices]
         return self._built(index)
 
     def __iter__(self) -> Iterator[Message]:
         self._build(range(len(self._models)))
-        for index in range(len(self._models)):  # as a list's iterator: sees later changes
+        index = 0
+        while index < len(self._models):  # as a list's iterator: sees changes made meanwhile
             yield self._built(index)
+            index += 1
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, History | list | tuple):
+        if isinstance(other, History | list):  # as a list: never equal to a tuple
             return len(self) == len(other) and all(map(operator.eq, self, other))
         return NotImplemented
+
+    def __add__(self, other: Iterable[Message]) -> list[Message]:
+        return [*self, *other]
+
+    def __radd__(self, other: Iterable[Message]) -> list[Message]:
+        return [*other, *self]
+
+    def sort(self, *, key: Callable[[Message], Any] | None = None, reverse: bool = False) -> None:
+        ordered = list(self)
+        ordered.sort(key=key, reverse=reverse)  # type: ignore[arg-type]
+        self[:] = ordered
 
     __hash__ = None  # type: ignore[assignment]  # mutable, as a list
 
@@ -172,6 +193,30 @@ class History(MutableSequence[Message]):
             self._raw[index] = None
             self._views[index] = model
         return model
+
+
+class _Window(Sequence[Message]):
+    __slots__ = ("_history", "_length")
+
+    def __init__(self, history: History, length: int) -> None:
+        self._history = history
+        self._length = length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(self._length)[index]]
+        return self._history[range(self._length)[index]]  # IndexError past the end
+
+    def __iter__(self) -> Iterator[Message]:
+        self._history._build(range(self._length))
+        return (self[i] for i in range(self._length))
 
 
 @cache

@@ -477,7 +477,7 @@ class _Run:
         open_call: str | None = None
         buffered: list[tuple[str, str, list[str]]] = []
         request = ModelRequest(
-            messages=self.messages.copy(),
+            messages=self.messages.window(),
             tools=tuple(self.agent.tools.values()),
             notes=tuple(self.ctx.model_notes),
         )

@@ -6,6 +6,7 @@ same messages, and the engine's scans read the same calls and positions from eit
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -43,21 +44,28 @@ def _built(wire: list[dict[str, Any]]) -> list[Message]:
 
 
 class _Counting:
-    """Counts how many messages `History` builds."""
+    """Counts the messages `History` builds, one at a time or many in one call."""
 
-    def __init__(self, adapter: Any) -> None:
-        self.adapter, self.built = adapter, 0
+    def __init__(self) -> None:
+        self.built = 0
 
-    def validate_python(self, value: Any) -> Any:
-        self.built += 1
-        return self.adapter.validate_python(value)
+    def spy(self, adapter: Any) -> Any:
+        counter = self
+
+        class Spy:
+            def validate_python(self, value: Any) -> Any:
+                counter.built += len(value) if isinstance(value, list) else 1
+                return adapter.validate_python(value)
+
+        return Spy()
 
 
 @pytest.fixture
 def counting(monkeypatch: pytest.MonkeyPatch) -> _Counting:
-    spy = _Counting(messages_module._MESSAGE)
-    monkeypatch.setattr(messages_module, "_MESSAGE", spy)
-    return spy
+    counter = _Counting()
+    for name in ("_MESSAGE", "_MESSAGES"):
+        monkeypatch.setattr(messages_module, name, counter.spy(getattr(messages_module, name)))
+    return counter
 
 
 def test_only_the_messages_read_are_built(counting: _Counting) -> None:
@@ -117,14 +125,21 @@ _OPS = st.one_of(
     ),
     st.tuples(st.just("slice-del"), st.integers(-6, 6), st.integers(-6, 6)),
     st.tuples(st.just("read"), st.integers(-6, 5)),
+    st.tuples(st.just("slice-read"), st.integers(-6, 6), st.integers(-6, 6)),
+    st.tuples(st.just("sort"),),
     st.tuples(st.just("pop"),),
     st.tuples(st.just("extend"), st.lists(_NEW, max_size=2)),
     st.tuples(st.just("reverse"),),
 )  # fmt: skip
 
 
-def _apply(target: Any, op: tuple[Any, ...]) -> None:
+def _apply(target: Any, op: tuple[Any, ...]) -> Any:
+    """The operation on `target`; what it returns, for the reads."""
     name, *args = op
+    if name == "slice-read":
+        return target[args[0] : args[1]]
+    if name == "sort":
+        return target.sort(key=lambda message: message.id)
     if name == "append":
         target.append(args[0])
     elif name == "insert":
@@ -138,7 +153,7 @@ def _apply(target: Any, op: tuple[Any, ...]) -> None:
     elif name == "slice-del":
         del target[args[0] : args[1]]
     elif name == "read":
-        target[args[0]]
+        return target[args[0]]
     elif name == "pop":
         target.pop()
     elif name == "extend":
@@ -155,13 +170,53 @@ def test_list_operations_match_a_list(ops: list[tuple[Any, ...]]) -> None:
         outcomes = []
         for target in (history, reference):
             try:
-                _apply(target, op)
-                outcomes.append("ok")
+                outcomes.append(("ok", _apply(target, op)))
             except IndexError:
-                outcomes.append("IndexError")
+                outcomes.append(("IndexError", None))
         assert outcomes[0] == outcomes[1], op
     assert len(history) == len(reference)
     # The scans first (they read fields, not models), then the messages themselves.
     assert tool_result_positions(history) == tool_result_positions(reference)
     assert tool_calls(history) == tool_calls(reference)
     assert list(history) == reference
+
+
+def test_iterating_sees_changes_made_meanwhile_as_a_list_does() -> None:
+    for change in ("remove", "append"):
+        history, reference = _lazy(_wire(2)), _built(_wire(2))
+        seen = []
+        for target in (history, reference):
+            ids = []
+            for message in target:
+                ids.append(message.id)
+                if change == "remove" and message.id == "a0":
+                    target.remove(message)
+                if change == "append" and len(target) < 7:
+                    target.append(UserMessage(id=f"new{len(target)}", content="x"))
+            seen.append(ids)
+        assert seen[0] == seen[1], change
+        assert list(history) == reference
+
+
+def test_copies_and_the_list_operators_behave_as_a_list() -> None:
+    history, reference = _lazy(_wire(2)), _built(_wire(2))
+    for copied in (copy.copy(history), history.copy()):
+        copied.append(UserMessage(id="new", content="x"))
+        del copied[0]
+        assert len(history) == 6 and history[0].id == "u0"
+    assert history == reference and history != tuple(reference)
+    extra = [UserMessage(id="e", content="x")]
+    assert history + extra == reference + extra and extra + history == extra + reference
+
+
+def test_a_window_keeps_what_its_readers_build(counting: _Counting) -> None:
+    history = _lazy(_wire(100))
+    window = history.window()
+    history.append(UserMessage(id="later", content="x"))
+    assert len(window) == 300 and window[-1].id == "t99" and window[1:3] == history[1:3]
+    with pytest.raises(IndexError):
+        window[300]
+    list(window)  # a model adapter reads them all
+    built = counting.built
+    assert list(history.window())[:300] == list(window)
+    assert counting.built == built  # the next turn builds nothing again

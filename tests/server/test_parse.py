@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from chat_app.agent.strict_json import MAX_NESTING, too_deep
 from chat_app.server.app import BadRequest, parse_run_input
+from tests.agent.test_run_input import _shape
 
 from .test_fuzz import FUZZ, fresh_body, json_values, odd_json_texts
 
@@ -93,6 +94,12 @@ def assert_read_as_reference(body: bytes) -> None:
     else:
         assert isinstance(got, RunAgentInput), got
         assert _typed(got.model_dump(by_alias=True)) == _typed(expected.model_dump(by_alias=True))
+        # What a dump leaves out: the fields each model was given, its extras.
+        assert _shape(list(got.messages)) == _shape(expected.messages)
+        assert (got.model_fields_set, got.model_extra) == (
+            expected.model_fields_set,
+            expected.model_extra,
+        )
 
 
 def _body_with(value_text: str, pad: int = 0) -> bytes:
@@ -178,3 +185,49 @@ nested_values = st.recursive(
 def test_depth_check_matches_the_plain_walk(value: Any, limit: int) -> None:
     container = {"v": value}
     assert too_deep(container, limit) == (_reference_depth(container) > limit)
+
+
+# The messages as the one-pass reader (msgspec, straight into views) reads them: odd strings,
+# escapes, keys given twice, spellings and extras, in the messages as well as around them.
+_ODD_STRINGS = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",)) | st.sampled_from('"\\/\u2028\x00é😀'),
+    max_size=6,
+)
+
+
+@st.composite
+def _message_texts(draw: st.DrawFn) -> str:
+    """A JSON text for one message, sometimes with a key given twice (the last one counts)."""
+    role = draw(st.sampled_from(["user", "assistant", "tool", "system"]))
+    pairs: list[tuple[str, Any]] = [("id", draw(_ODD_STRINGS)), ("role", role)]
+    if role == "assistant":
+        call = {"id": draw(_ODD_STRINGS), "type": "function",
+                "function": {"name": draw(_ODD_STRINGS), "arguments": "{}"}}  # fmt: skip
+        pairs.append(("toolCalls", [call]))
+    else:
+        pairs.append(("content", draw(_ODD_STRINGS)))
+    if role == "tool":
+        pairs.append(("toolCallId", draw(_ODD_STRINGS)))
+    optional = st.sampled_from(["name", "encryptedValue", "metadata", "extra", "tool_call_id"])
+    for key in draw(st.lists(optional, max_size=2, unique=True)):
+        pairs.append((key, draw(st.none() | _ODD_STRINGS | st.just({"k": [1, None]}))))
+    if draw(st.booleans()):  # a key again, with another value
+        key, _ = draw(st.sampled_from(pairs))
+        pairs.insert(0, (key, draw(_ODD_STRINGS | st.integers())))
+    ascii_only = draw(st.booleans())
+    return (
+        "{"
+        + ", ".join(
+            json.dumps(key) + ": " + json.dumps(value, ensure_ascii=ascii_only)
+            for key, value in pairs
+        )
+        + "}"
+    )
+
+
+@FUZZ
+@given(st.lists(_message_texts(), max_size=4), st.sampled_from([0, 70_000]))
+def test_messages_read_as_the_exact_reader_reads_them(messages: list[str], pad: int) -> None:
+    body = json.dumps({**fresh_body(), "messages": "X", "forwardedProps": {"pad": "p" * pad}})
+    text = body.replace('"X"', "[" + ", ".join(messages) + "]", 1).encode()
+    assert_read_as_reference(text)
