@@ -6,9 +6,10 @@ plain exchanges) ending in an assistant turn with K pending `pay_invoice` calls,
 K `resume` entries. Two variants: *accepted* (every call approved: validate, run K quick
 tools, one model turn that says "Done.") and *refused* (the last answer is not a boolean:
 the whole batch is validated, nothing runs, one RUN_ERROR). Measured from the body text to
-the whole SSE text; ours reads the body with the server's own `parse_run_input` (orjson or
-the exact reader, the depth check, pydantic). Ours also without the HTTP-shaped parts:
-`plan_continuation` alone on an already parsed input.
+the whole SSE text; ours reads the body with the server's own `parse_run_input` (every
+message checked against `ag_ui`'s schema and the depth limit, each built into its model only
+when read). Ours also without the HTTP-shaped parts: `plan_continuation` alone on an already
+parsed input.
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ class Ours:
         self.loop = asyncio.new_event_loop()
 
     async def _handle(self, body: bytes) -> list[str]:
-        # What POST /api/chat does with a body: parse, validate as RunAgentInput, run, encode.
+        # What POST /api/chat does with a body: parse, check (`RunAgentInput`), run, encode.
         run_input = parse_run_input(body)
         return [encode_sse_event(event_to_wire(e)) async for e in self.agent.run(run_input)]
 
@@ -306,7 +307,8 @@ def _section(
         intro=(
             "Request bodies built once in Python (N messages of history, K pending approvals, "
             "K resume entries) and fed to both engines in-process: ours (the server's "
-            "`parse_run_input` — JSON, depth check, `RunAgentInput` validation — then "
+            "`parse_run_input` — JSON, the depth limit, every message checked against "
+            "`ag_ui`'s schema and built into its model only when read — then "
             "`Agent.run`, whose first step is `plan_continuation`) and TanStack's "
             "`chatParamsFromRequest` + `chat()`, each from body text to the whole SSE text. "
             "*accepted*: every call approved, K quick tools run (the demo's `pay_invoice`; "
