@@ -23,7 +23,12 @@ from .strict_json import too_deep
 
 
 class LazyRunAgentInput(RunAgentInput):
-    """A `RunAgentInput` whose `messages` is a `History` (validated; built when read)."""
+    """A `RunAgentInput` whose `messages` is a `History` (validated; built when read).
+
+    Dumps as the `RunAgentInput` it stands for. As a class of its own it compares unequal to
+    one (pydantic compares classes), and cannot sit in another model's `RunAgentInput` field
+    (that field serializes `messages` as a list): dump it, or rebuild one, for that.
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
