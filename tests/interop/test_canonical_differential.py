@@ -615,6 +615,8 @@ EXPLICIT: list[tuple[str, str]] = [
     # next to the spellings they look for
     ("dot-zero-in-string", '{"a":"1.0","b":"x.0]","c":".0"}'),
     ("dot-zero-key", '{"1.0":1,".0,":2}'),
+    # an escaped quote: the strings cannot be told apart by their quotes alone
+    ("dot-zero-after-escaped-quote", r'{"a":1.0,"s":"\"","t":"x.0,"}'),
     ("null-in-string", '{"a":"null","null":"nullnull"}'),
     ("null-value-and-string", '{"a":null,"b":"null","c":[null,1.5]}'),
     ("e-plus-in-string", '{"a":"1e+16","b":"e+20]","c":"C++"}'),
