@@ -33,13 +33,14 @@ import aiohttp
 import httpx
 import uvloop
 
+from tests.live_server import free_port
+
 from .report import (
     INTEROP_JS,
     ROOT,
     Section,
     cpu_seconds,
     fmt,
-    free_port,
     log,
     median,
     new_figure,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -69,13 +68,6 @@ def group_cpu_seconds(pgid: int) -> float:
 def _stat_cpu(stat: str) -> float:
     fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now, for a server to listen on."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def calibrate(fn: Callable[[], object], min_seconds: float) -> int:

@@ -10,11 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.live_server import free_port
 
 
 @contextmanager
@@ -24,7 +20,7 @@ def redis_server(workdir: Path) -> Iterator[str]:
         raise RuntimeError(
             "These tests need redis-server: `apt-get install -y redis-server` (make test does)."
         )
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
          "--dir", str(workdir)],

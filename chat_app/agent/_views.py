@@ -205,9 +205,6 @@ class Views(NamedTuple):
     #: `list[Union[...]]` again on every call (6 µs, measured).
     holder: type
     kinds: dict[type, type]
-    #: Whether a view holds all its message said (no unknown fields), so that the message
-    #: can be built from the view (`msgspec.to_builtins`) and the request's dict let go.
-    complete: bool
     #: The most levels a message list these views take can nest (infinite when lenient).
     height: float
 
@@ -220,13 +217,14 @@ def _message_views(*, shallow: bool) -> Views | None:
         msgspec.convert({"messages": []}, holder)  # some unions are refused only when used
     except (Unsupported, TypeError):
         return None
-    return Views(holder, builder.kinds, shallow, typed.height)
+    return Views(holder, builder.kinds, typed.height)
 
 
 #: Views that take what the models take, or `None` when the fast path is off.
 LENIENT = _message_views(shallow=False)
 #: Views that also refuse unknown fields and deep free-form values: what they take has a
-#: known height, so its depth need not be measured.
+#: known height, so its depth need not be measured, and each holds all its message said, so
+#: the message can be built from it (`msgspec.to_builtins`) and the request's dict let go.
 SHALLOW = _message_views(shallow=True)
 
 

@@ -103,9 +103,7 @@ class History(MutableSequence[Message]):
     def __getitem__(self, index: slice) -> list[Message]: ...
     def __getitem__(self, index: int | slice) -> Message | list[Message]:
         if isinstance(index, slice):
-            indices = range(len(self._models))[index]
-            self._build(indices)
-            return [self._built(i) for i in indices]
+            return self._read(range(len(self._models))[index])
         return self._built(index)
 
     def __iter__(self) -> Iterator[Message]:
@@ -143,12 +141,11 @@ class History(MutableSequence[Message]):
     def __setitem__(self, index: int | slice, value: Any) -> None:
         if isinstance(index, slice):
             new = History(value)
+            # A wrong-sized extended slice raises here, before any of the lists changes.
             self._models[index] = new._models
             self._raw[index] = new._raw
             self._views[index] = new._views
             self._kinds[index] = new._kinds
-            if len(self._models) != len(self._kinds):  # an extended slice of the wrong size
-                raise AssertionError("History lists out of step")
             return
         self._models[index] = value
         self._raw[index] = None
@@ -169,6 +166,11 @@ class History(MutableSequence[Message]):
 
     def append(self, value: Message) -> None:  # one call, not `insert(len(self), …)`
         self.insert(len(self._models), value)
+
+    def _read(self, indices: range) -> list[Message]:
+        """The messages at `indices`, those not built yet built in one call."""
+        self._build(indices)
+        return [self._built(i) for i in indices]
 
     def _build(self, indices: Iterable[int]) -> None:
         """Build the messages at `indices` not built yet, in one call (a snapshot reads all)."""
@@ -205,18 +207,13 @@ class _Window(Sequence[Message]):
     def __len__(self) -> int:
         return self._length
 
-    @overload
-    def __getitem__(self, index: int) -> Message: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Message]: ...
-    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+    def __getitem__(self, index: Any) -> Any:  # callers see Sequence[Message]'s overloads
         if isinstance(index, slice):
-            return [self[i] for i in range(self._length)[index]]
+            return self._history._read(range(self._length)[index])
         return self._history[range(self._length)[index]]  # IndexError past the end
 
     def __iter__(self) -> Iterator[Message]:
-        self._history._build(range(self._length))
-        return (self[i] for i in range(self._length))
+        return iter(self._history._read(range(self._length)))
 
 
 @cache

@@ -19,7 +19,7 @@ from pydantic import ConfigDict, SkipValidation, ValidationError, field_serializ
 
 from ._views import LENIENT, REQUEST, SHALLOW, Views
 from .messages import History
-from .strict_json import too_deep
+from .strict_json import has_long_digit_run, too_deep
 
 
 class LazyRunAgentInput(RunAgentInput):
@@ -51,26 +51,18 @@ def read_run_input(data: Mapping[str, Any], *, depth_limit: int | None = None) -
     `RunAgentInput.model_validate` raises for `data`.
     """
     raw = data.get("messages")
-    kind, views = SHALLOW, _views_of(raw, SHALLOW)
-    if views is not None and depth_limit is not None:
-        # Their height is known: only the other fields need measuring.
-        if 1 + SHALLOW.height > depth_limit or any(  # type: ignore[union-attr]
-            too_deep(value, depth_limit - 1)
-            for key, value in data.items()
-            if key != "messages" and type(value) in (dict, list)
-        ):
-            views = None
-    if views is None:
+    views = _views_of(raw, SHALLOW)
+    if views is not None and (depth_limit is None or _fits_around_messages(data, depth_limit)):
+        # A shallow view holds all its message said: the request's dicts need not be kept.
+        lazy = _lazy(data, History.checked(views))
+    else:
         if depth_limit is not None and too_deep(dict(data), depth_limit):
             raise TooDeep(f"The request nests deeper than {depth_limit} levels.")
-        kind, views = LENIENT, _views_of(raw, LENIENT)
-    if views is not None and kind is not None:
-        history = History.checked(views, None if kind.complete else raw)
-        try:
-            return LazyRunAgentInput.model_validate({**data, "messages": history})
-        except ValidationError:
-            pass  # validated again below: pydantic decides, in its own words
-    return RunAgentInput.model_validate(data)
+        views = _views_of(raw, LENIENT)
+        lazy = None if views is None else _lazy(data, History.checked(views, raw))
+    if lazy is not None:
+        return lazy
+    return RunAgentInput.model_validate(data)  # pydantic decides, in its own words
 
 
 def read_run_input_json(body: bytes, *, depth_limit: int) -> RunAgentInput | None:
@@ -81,11 +73,11 @@ def read_run_input_json(body: bytes, *, depth_limit: int) -> RunAgentInput | Non
     free-form values at most `ANY_HEIGHT` levels deep inside the messages, nothing deeper
     than `depth_limit` elsewhere, and a body `RunAgentInput` takes. Reading the JSON and
     checking the messages is then one pass, with no dict made for a message (a third of the
-    cost, measured at 10,000 messages). The caller must have made sure that msgspec reads the
-    text as the exact reader would: it reads integers of any length, which the exact reader
-    refuses past JavaScript's range.
+    cost, measured at 10,000 messages). A body with 19 digits in a row goes the long way too:
+    msgspec reads integers of any length, which the exact reader refuses past JavaScript's
+    range.
     """
-    if REQUEST is None or SHALLOW is None or 1 + SHALLOW.height > depth_limit:
+    if REQUEST is None or has_long_digit_run(body):
         return None
     try:
         request: Any = msgspec.json.decode(body, type=REQUEST)
@@ -96,15 +88,29 @@ def read_run_input_json(body: bytes, *, depth_limit: int) -> RunAgentInput | Non
         for wire, value in zip(_REQUEST_KEYS, msgspec.structs.astuple(request), strict=True)
         if value is not msgspec.UNSET
     }
-    if any(
-        too_deep(value, depth_limit - 1)
-        for wire, value in data.items()
-        if wire != "messages" and type(value) in (dict, list)
-    ):
+    if not _fits_around_messages(data, depth_limit):
         return None
-    data["messages"] = History.checked(data["messages"])
+    return _lazy(data, History.checked(data["messages"]))
+
+
+def _fits_around_messages(data: Mapping[str, Any], depth_limit: int) -> bool:
+    """Whether a body whose messages the shallow views took nests no deeper than
+    `depth_limit`: their height is known, so only the fields around them are walked."""
+    return (
+        SHALLOW is not None
+        and 1 + SHALLOW.height <= depth_limit
+        and not any(
+            too_deep(value, depth_limit - 1)
+            for key, value in data.items()
+            if key != "messages" and type(value) in (dict, list)
+        )
+    )
+
+
+def _lazy(data: Mapping[str, Any], history: History) -> RunAgentInput | None:
+    """`data` with `history` for its messages, or `None` where pydantic refuses the rest."""
     try:
-        return LazyRunAgentInput.model_validate(data)
+        return LazyRunAgentInput.model_validate({**data, "messages": history})
     except ValidationError:
         return None
 

@@ -1,8 +1,9 @@
 """Reading JSON as a JavaScript peer would, refusing what could not go back on the wire.
 
 Owns `strict_loads` (the standard library's reader with number hooks: NaN, Infinity and
-numbers JavaScript reads as Infinity are refused with a `ValueError`) and `too_deep` (the
-nesting limit, `MAX_NESTING`). The HTTP layer reads request bodies with them; `resume` reads
+numbers JavaScript reads as Infinity are refused with a `ValueError`), `has_long_digit_run`
+(when a faster reader may read a number otherwise) and `too_deep` (the nesting limit,
+`MAX_NESTING`). The HTTP layer reads request bodies with them; `resume` reads
 the tool arguments a history carries back. Imports only the stdlib.
 """
 
@@ -41,6 +42,17 @@ def _finite_float(text: str) -> float:
 
 def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON value")
+
+
+def has_long_digit_run(text: bytes) -> bool:
+    """Whether `text` holds 19 digits in a row: a number the fast readers may read otherwise
+    than `strict_loads` (orjson reads integers past 64 bits as floats; msgspec reads integers
+    of any length, where `strict_loads` refuses those JavaScript reads as Infinity)."""
+    return _LONG_DIGIT_RUN in text.translate(_DIGITS_TO_ZERO)
+
+
+_LONG_DIGIT_RUN = b"0" * 19
+_DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
 
 
 def too_deep(value: dict[str, Any] | list[Any], limit: int = MAX_NESTING) -> bool:

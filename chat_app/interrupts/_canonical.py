@@ -157,19 +157,18 @@ def _checked(data: bytes, value: object, *, sort_keys: bool) -> str:
     if data.endswith(b".0"):  # a bare integral float, maybe -0.0
         return _exact(value, sort_keys=sort_keys)
     # Integral floats (`24.0`, as Python writes them) are the common difference: drop the
-    # `.0` that ends a token. A `.0` dropped inside a string is caught when `_orjson_agrees`
-    # reads the text back; a number cannot end in `.0` afterwards.
+    # `.0` that ends a token. A `.0` dropped inside a string is caught by reading the text
+    # back; a number cannot end in `.0` afterwards.
     # (One regex subn is several times faster than three `bytes.replace`.)
     trimmed, edited = _INTEGRAL_FRACTION.subn(b"", data)
     if edited and _NEGATIVE_ZERO.search(data):  # JavaScript writes `0`
         return _exact(value, sort_keys=sort_keys)
-    # Reading the text back proves no `.0` was dropped inside a string. No string holding a
-    # `.0` at all proves it too, at half the cost (the `.0`s were all numbers); a `null` is
-    # read back anyway (it may be a NaN), so then the text is not searched first.
-    unproved = edited > 0 and (
-        _NULL.search(trimmed) is not None or not _no_string_holds_dot_zero(data)
+    # A `null` may be a NaN: the text is read back. So is an edited one, unless no string holds
+    # a `.0` at all, which proves the `.0`s dropped were all numbers at half the cost.
+    read_back = _NULL.search(trimmed) is not None or (
+        edited > 0 and not _no_string_holds_dot_zero(data)
     )
-    if not _orjson_agrees(trimmed, value, sort_keys=sort_keys, edited=unproved):
+    if not _orjson_agrees(trimmed, value, sort_keys=sort_keys, read_back=read_back):
         return _exact(value, sort_keys=sort_keys)
     return trimmed.decode()
 
@@ -180,7 +179,7 @@ def _no_string_holds_dot_zero(data: bytes) -> bool:
     return data.find(b"\\") < 0 and b".0" not in b"".join(data.split(b'"')[1::2])
 
 
-def _orjson_agrees(data: bytes, value: object, *, sort_keys: bool, edited: bool) -> bool:
+def _orjson_agrees(data: bytes, value: object, *, sort_keys: bool, read_back: bool) -> bool:
     """Whether orjson wrote `value` exactly as JavaScript would, integral floats aside.
 
     Every check is a byte search over the output, cheaper than the encoding. Beyond integral
@@ -190,12 +189,11 @@ def _orjson_agrees(data: bytes, value: object, *, sort_keys: bool, edited: bool)
     UTF-16 order). Integers past 2**53 never get here (`OPT_STRICT_INTEGER`), and other
     floats are written alike: both sides print the shortest digits that read back as the
     same double. A match inside a string only costs the exact path, never a wrong answer.
-    `edited` text (integral floats' `.0` dropped) is read back and compared, as text with a
-    `null` (maybe a NaN) is.
+    With `read_back`, the text is read back and compared with `value` (`_checked` says when).
     """
     if _js_writes_in_full(data):
         return False
-    if (edited or _NULL.search(data) is not None) and _read_back(data) != value:
+    if read_back and _read_back(data) != value:
         return False
     return not (sort_keys and not data.isascii() and _utf16_order_differs(data))
 

@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 from chat_app.agent import Agent, event_to_wire
 from chat_app.agent.ledger import audit_report
 from chat_app.agent.run_input import TooDeep, read_run_input, read_run_input_json
-from chat_app.agent.strict_json import MAX_NESTING, strict_loads
+from chat_app.agent.strict_json import MAX_NESTING, has_long_digit_run, strict_loads
 from chat_app.interrupts import SSE_HEADERS, collector_paused, encode_sse_event
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -102,7 +102,7 @@ class EventStream(StreamingResponse):
             cancelled_by_us = True
             streaming.cancel()
 
-        listener = asyncio.ensure_future(_client_left(receive))
+        listener = asyncio.ensure_future(self.listen_for_disconnect(receive))
         listener.add_done_callback(client_left)
         try:
             await self.stream_response(send)
@@ -118,11 +118,6 @@ class EventStream(StreamingResponse):
                 await self.body_iterator.aclose()  # the run's own cleanup, now
         if self.background is not None:
             await self.background()
-
-
-async def _client_left(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
 
 
 async def _stream(agent: Agent, run_input: RunAgentInput) -> AsyncIterator[str]:
@@ -147,12 +142,10 @@ def parse_run_input(body: bytes) -> RunAgentInput:
     with collector_paused(len(body)):
         # Messages are read into views and built only when read (`chat_app.agent.run_input`);
         # a body in the usual shape in one pass, any other as JSON first.
-        plain_numbers = _LONG_DIGIT_RUN not in body.translate(_DIGITS_TO_ZERO)
-        if plain_numbers:
-            run_input = read_run_input_json(body, depth_limit=MAX_NESTING)
-            if run_input is not None:
-                return run_input
-        return _validate(_parse_json(body, plain_numbers))
+        run_input = read_run_input_json(body, depth_limit=MAX_NESTING)
+        if run_input is not None:
+            return run_input
+        return _validate(_parse_json(body))
 
 
 def _validate(data: object) -> RunAgentInput:
@@ -169,23 +162,15 @@ def _validate(data: object) -> RunAgentInput:
         raise BadRequest(f"Invalid AG-UI RunAgentInput: {where}: {first['msg']}.") from None
 
 
-# 19 digits in a row: an integer orjson would read as a float (past 64 bits), or one the exact
-# reader must refuse (it reads as Infinity in JavaScript, or passes Python's digit limit).
-_LONG_DIGIT_RUN = b"0" * 19
-_DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
-
-
-def _parse_json(body: bytes, plain_numbers: bool) -> object:
+def _parse_json(body: bytes) -> object:
     """orjson when it reads the body as the exact reader would; the exact reader otherwise.
 
     orjson refuses NaN, Infinity and numbers past 1.8e308 as the exact reader does, but reads
-    integers past 64 bits as floats (`plain_numbers`: the body has no run of 19 digits), and
-    refuses some texts the exact reader takes (lone surrogates, UTF-16, a BOM): those, and
-    every refusal (for its wording), go to the exact reader. (msgspec, in
-    `read_run_input_json`, reads every integer exactly, so the same run of digits sends a body
-    to the exact reader, which refuses those JavaScript reads as Infinity.)
+    integers past 64 bits as floats (`has_long_digit_run`), and refuses some texts the exact
+    reader takes (lone surrogates, UTF-16, a BOM): those, and every refusal (for its wording),
+    go to the exact reader.
     """
-    if plain_numbers:
+    if not has_long_digit_run(body):
         try:
             return orjson.loads(body)
         except orjson.JSONDecodeError:

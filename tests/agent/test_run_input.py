@@ -17,13 +17,14 @@ import pytest
 from ag_ui.core import RunAgentInput
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from chat_app.agent import _views, run_input
 from chat_app.agent.history import tool_calls, tool_result_positions
 from chat_app.agent.messages import History
 from chat_app.agent.run_input import TooDeep, read_run_input, read_run_input_json
 from chat_app.agent.strict_json import MAX_NESTING, too_deep
+from tests.agent.references import assert_same_fields_given
 from tests.fixtures.loader import load_fixture
 
 
@@ -72,27 +73,10 @@ def _assert_same(got: RunAgentInput, expected: RunAgentInput) -> None:
         assert tool_calls(got.messages) == tool_calls(expected.messages)
         assert tool_result_positions(got.messages) == tool_result_positions(expected.messages)
     assert list(got.messages) == expected.messages
-    assert _shape(list(got.messages)) == _shape(expected.messages)
+    assert_same_fields_given(got, expected)
     others = [name for name in RunAgentInput.model_fields if name != "messages"]
     assert [getattr(got, name) for name in others] == [getattr(expected, name) for name in others]
-    assert (got.model_fields_set, got.model_extra) == (
-        expected.model_fields_set,
-        expected.model_extra,
-    )
     assert got.model_dump_json(by_alias=True) == expected.model_dump_json(by_alias=True)
-
-
-def _shape(value: Any) -> Any:
-    """Every model in `value` with its class, the fields it was given and its extras: what
-    `==` and a dump leave out (an explicit null and an absent field dump alike)."""
-    if isinstance(value, list):
-        return [_shape(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _shape(item) for key, item in value.items()}
-    if isinstance(value, BaseModel):
-        fields = {name: _shape(getattr(value, name)) for name in type(value).model_fields}
-        return (type(value).__name__, sorted(value.model_fields_set), value.model_extra, fields)
-    return (type(value).__name__, value)
 
 
 def _same(view: Any, model: Any) -> bool:

@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,8 @@ from typing import Any
 import pytest
 
 from chat_app.interrupts import collation_key
+from tests.live_server import free_port
+from tests.server.test_fuzz import resolved
 
 pytestmark = pytest.mark.interop
 
@@ -83,17 +84,11 @@ BINDING_KEY = "tanstack:interruptBinding"
 # -- the server ---------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class ChatServer:
     """``python -m chat_app.server`` in a subprocess, logging to a temporary file."""
 
     def __init__(self) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._log = tempfile.NamedTemporaryFile(  # closed in stop()
             prefix="chat-server-", suffix=".log", delete=False
@@ -357,11 +352,6 @@ def first_request_is_plain(summary: dict[str, Any], phrase: str) -> None:
 
 def approval_id(item: dict[str, Any]) -> str:
     return f"approval_{item['toolCallId']}"
-
-
-def resolved(interrupt_id: str, payload: object) -> dict[str, Any]:
-    """The resume entry of one answered item, as the client sends it."""
-    return {"interruptId": interrupt_id, "payload": payload, "status": "resolved"}
 
 
 # -- the session's prerequisites ------------------------------------------------------------------

@@ -14,27 +14,15 @@ from typing import Any
 
 import pytest
 from ag_ui.core import RunAgentInput
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from chat_app.agent.strict_json import MAX_NESTING, too_deep
+from chat_app.agent.strict_json import MAX_NESTING
 from chat_app.server.app import BadRequest, parse_run_input
-from tests.agent.test_run_input import _shape
+from tests.agent.references import assert_same_fields_given, reference_depth
 
 from .test_fuzz import FUZZ, fresh_body, json_values, odd_json_texts
-
-
-def _reference_depth(value: object) -> int:
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if isinstance(item, dict):
-            stack.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
-    return deepest
 
 
 def _finite(text: str) -> float:
@@ -64,7 +52,7 @@ def _reference(body: bytes) -> RunAgentInput | str:
         return "Request body is not valid JSON"
     if not isinstance(data, dict):
         return "Request body must be a JSON object"
-    if _reference_depth(data) > MAX_NESTING:
+    if reference_depth(data) > MAX_NESTING:
         return "Request body is nested too deeply."
     try:
         return RunAgentInput.model_validate(data)
@@ -94,12 +82,7 @@ def assert_read_as_reference(body: bytes) -> None:
     else:
         assert isinstance(got, RunAgentInput), got
         assert _typed(got.model_dump(by_alias=True)) == _typed(expected.model_dump(by_alias=True))
-        # What a dump leaves out: the fields each model was given, its extras.
-        assert _shape(list(got.messages)) == _shape(expected.messages)
-        assert (got.model_fields_set, got.model_extra) == (
-            expected.model_fields_set,
-            expected.model_extra,
-        )
+        assert_same_fields_given(got, expected)  # what a dump leaves out
 
 
 def _body_with(value_text: str, pad: int = 0) -> bytes:
@@ -171,20 +154,6 @@ def test_the_nesting_limit_is_exact(opener: str, inner: str, depth: int) -> None
     closer = "]" if opener == "[" else "}"
     inner = inner if opener == "[" else (inner or "1")
     assert_read_as_reference(_body_with(opener * depth + inner + closer * depth))
-
-
-nested_values = st.recursive(
-    st.integers() | st.text(max_size=2),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner),
-    max_leaves=30,
-)
-
-
-@settings(FUZZ, max_examples=300)
-@given(nested_values, st.integers(1, 8))
-def test_depth_check_matches_the_plain_walk(value: Any, limit: int) -> None:
-    container = {"v": value}
-    assert too_deep(container, limit) == (_reference_depth(container) > limit)
 
 
 # The messages as the one-pass reader (msgspec, straight into views) reads them: odd strings,

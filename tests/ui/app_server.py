@@ -9,18 +9,22 @@ failure and the benchmark reports as is.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
+
+from tests.live_server import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -41,12 +45,6 @@ class AppDidNotStart(RuntimeError):
     """The app exited or did not serve in time; the message ends with its log's tail."""
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def get(url: str, timeout: float = 5.0) -> tuple[int, str]:
     with urllib.request.urlopen(url, timeout=timeout) as resp:
         return resp.status, resp.read().decode("utf-8", "replace")
@@ -59,7 +57,8 @@ def app_env() -> dict[str, str]:
     env["REFLEX_TELEMETRY_ENABLED"] = "false"
     env["REFLEX_CHECK_LATEST_VERSION"] = "false"
     # Sealed, with a ledger, as deployed; the secret and ledger live outside the checkout.
-    env.setdefault("CHAT_APP_DATA_DIR", tempfile.mkdtemp(prefix="chat-app-data-"))
+    if "CHAT_APP_DATA_DIR" not in env:
+        env["CHAT_APP_DATA_DIR"] = tempfile.mkdtemp(prefix="chat-app-data-")
     bun_bin = REPO_ROOT / "tools" / "bun" / "node_modules" / ".bin"
     if (bun_bin / "bun").exists():
         env["PATH"] = f"{bun_bin}{os.pathsep}{env.get('PATH', '')}"
@@ -67,15 +66,16 @@ def app_env() -> dict[str, str]:
     return env
 
 
-def copy_app(
-    target: Path, *, leave_out: Sequence[str] = ("tests/", "tools/", "docs/", "benchmarks/")
-) -> None:
+_LEFT_OUT = ("tests/", "tools/", "docs/", "benchmarks/")
+
+
+def copy_app(target: Path) -> None:
     """The app's files as they are in the work tree (new ones too) copied to `target`."""
     listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
     files = subprocess.run(listing, cwd=REPO_ROOT, check=True, capture_output=True)
     for name in sorted(set(filter(None, files.stdout.decode().split("\0")))):
         source = REPO_ROOT / name
-        if source.is_file() and not name.startswith(tuple(leave_out)):
+        if source.is_file() and not name.startswith(_LEFT_OUT):
             destination = target / name
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, destination)
@@ -147,3 +147,13 @@ def served_app(
         yield base, proc
     finally:
         stop(proc)
+
+
+T = TypeVar("T")
+
+
+def run_on_own_loop(steps: Coroutine[Any, Any, T]) -> T:
+    """Run `steps` on a loop and thread of their own: the session's sync Playwright fixtures
+    own this thread's loop."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, steps).result()

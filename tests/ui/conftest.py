@@ -13,15 +13,12 @@ Environment knobs:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sys
 import time
-from collections.abc import Coroutine, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
 
 import pytest
 
@@ -49,16 +46,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if here in item.path.resolve().parents and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(START_TIMEOUT + 120))
-
-
-T = TypeVar("T")
-
-
-def run_on_own_loop(steps: Coroutine[Any, Any, T]) -> T:
-    """Run `steps` on a loop and thread of their own: the session's sync Playwright fixtures
-    own this thread's loop."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, steps).result()
 
 
 @pytest.fixture(scope="session")

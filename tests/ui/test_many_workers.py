@@ -56,9 +56,9 @@ from tests.ui.app_server import (
     app_env,
     copy_app,
     log_tail,
+    run_on_own_loop,
     served_app,
 )
-from tests.ui.conftest import run_on_own_loop
 
 WORKERS = 3
 #: Served as `make run` serves it: granian respawns a worker that dies.

@@ -23,7 +23,7 @@ from chat_app.ui.views import (
     split_turn,
     staged_answer,
 )
-from tests.ui.conftest import run_on_own_loop
+from tests.ui.app_server import run_on_own_loop
 
 
 @pytest.fixture(autouse=True)

@@ -108,6 +108,6 @@ async def _until_disconnected(request: Request) -> None:
 def serve_fake_provider() -> Iterator[FakeProvider]:
     """Run a `FakeProvider` on a free port of 127.0.0.1 for the duration of the block."""
     fake = FakeProvider()
-    with serve_asgi(fake.app, name="the fake provider") as base_url:
+    with serve_asgi(fake.app, name="the fake provider", log_level="critical") as base_url:
         fake.base_url = base_url
         yield fake
