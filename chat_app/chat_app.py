@@ -15,11 +15,11 @@ import httpx
 import reflex as rx
 
 from chat_app.agent import event_to_wire
-from chat_app.agent.ledger import audit_report
 from chat_app.client import Connection, InProcessConnection, SSEConnection
 from chat_app.config import security_from_env
 from chat_app.demo import build_demo_agent
 from chat_app.server import create_app
+from chat_app.trust import audit_report
 from chat_app.ui import session
 from chat_app.ui.audit_state import AuditState
 from chat_app.ui.pages.audit import audit

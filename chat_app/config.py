@@ -15,8 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from chat_app.agent.ledger import Ledger, open_ledger
-from chat_app.agent.seal import DEFAULT_TTL_SECONDS, Sealer, load_secret
+from chat_app.trust import DEFAULT_TTL_SECONDS, Ledger, Sealer, load_secret, open_ledger
 
 
 @dataclass(frozen=True)

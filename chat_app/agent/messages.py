@@ -4,7 +4,7 @@ Owns `History`. A continuation carries the whole conversation, and building an `
 for every message of a long one cost more than everything else the server does with the
 request (1.6 µs a message, measured), while a run reads only the few it needs. So a request's
 messages arrive here checked, as light views with the models' attributes (see
-`chat_app.agent.run_input`), and each becomes its model when read. The engine's scans
+`chat_app.server.run_input`), and each becomes its model when read. The engine's scans
 (`chat_app.agent.history`) read the views without building anything.
 """
 
@@ -19,7 +19,7 @@ import msgspec
 from ag_ui.core import AssistantMessage, Message, ToolMessage
 from pydantic import TypeAdapter
 
-from ._views import LENIENT, SHALLOW
+from chat_app.interrupts.message_views import LENIENT, SHALLOW
 
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 _MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])

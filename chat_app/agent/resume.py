@@ -35,11 +35,11 @@ from chat_app.interrupts import (
     schema_problem,
     tool_call_id_of,
 )
+from chat_app.interrupts.strict_json import MAX_NESTING, strict_loads, too_deep
+from chat_app.trust import SealCheck, Sealer
 
 from .definitions import GenericResolution, InterruptDefinition, InterruptRequest
 from .history import ToolCallRef, arguments_are_valid_json, tool_calls
-from .seal import SealCheck, Sealer
-from .strict_json import MAX_NESTING, strict_loads, too_deep
 from .tools import Tool
 
 PendingKind = Literal["approval", "client", "plain"]

@@ -46,9 +46,9 @@ from chat_app.interrupts import (
     ItemInterruptError,
     schema_problem,
 )
+from chat_app.trust import AuditEntry, Ledger, Sealer, decision_record, iso_from_epoch, pause_record
 
 from . import events
-from .audit_records import decision_record, pause_record
 from .definitions import InterruptDefinition, InterruptRequest, Resolutions
 from .descriptors import (
     approval_descriptor,
@@ -64,12 +64,10 @@ from .history import (
     tool_message,
     tool_result_positions,
 )
-from .ledger import AuditEntry, Ledger
 from .messages import History
 from .middleware import Middleware, RunContext, combine_tool_resumes, run_boundary
 from .models import Model, ModelError, ModelRequest, TextDelta, ToolCallDelta
 from .resume import PendingCall, ResumePlan, plan_continuation
-from .seal import Sealer, iso_from_epoch
 from .tools import Tool
 
 logger = logging.getLogger(__name__)
@@ -106,9 +104,9 @@ class Agent:
         self.middleware = list(middleware)
         self.max_turns = max_turns
         self.clock = clock
-        #: Authenticates what the server proposes (see `chat_app.agent.seal`).
+        #: Authenticates what the server proposes (see `chat_app.trust.seal`).
         self.sealer = sealer
-        #: Records pauses, answers (exactly once) and executions (see `chat_app.agent.ledger`).
+        #: Records pauses, answers (exactly once) and executions (see `chat_app.trust.ledger`).
         self.ledger = ledger
 
     def tool_manifest(self) -> list[dict[str, object]]:

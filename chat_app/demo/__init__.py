@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 
 from chat_app.agent import Agent, Model, ScriptedModel
-from chat_app.agent.ledger import Ledger
 from chat_app.agent.models import model_from_env
-from chat_app.agent.seal import Sealer
+from chat_app.trust import Ledger, Sealer
 
 from .interrupts import RELEASE_PLAN, SHIPPING, DemoInterrupts
 from .script import HELP, demo_script

@@ -22,10 +22,10 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from chat_app.agent import Agent, event_to_wire
-from chat_app.agent.ledger import audit_report
-from chat_app.agent.run_input import TooDeep, read_run_input, read_run_input_json
-from chat_app.agent.strict_json import MAX_NESTING, has_long_digit_run, strict_loads
 from chat_app.interrupts import SSE_HEADERS, collector_paused, encode_sse_event
+from chat_app.interrupts.strict_json import MAX_NESTING, has_long_digit_run, strict_loads
+from chat_app.server.run_input import TooDeep, read_run_input, read_run_input_json
+from chat_app.trust import audit_report
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 #: When set, `GET /api/audit[.jsonl]` needs `Authorization: Bearer <token>`.
@@ -140,7 +140,7 @@ async def _read_run_input(request: Request, limit: int) -> RunAgentInput:
 def parse_run_input(body: bytes) -> RunAgentInput:
     """A request body as a `RunAgentInput`, or `BadRequest` naming what is wrong with it."""
     with collector_paused(len(body)):
-        # Messages are read into views and built only when read (`chat_app.agent.run_input`);
+        # Messages are read into views and built only when read (`chat_app.server.run_input`);
         # a body in the usual shape in one pass, any other as JSON first.
         run_input = read_run_input_json(body, depth_limit=MAX_NESTING)
         if run_input is not None:

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chat_app.agent.history import answers_at, tool_calls, tool_result_positions
-from chat_app.agent.run_input import read_run_input
+from chat_app.server.run_input import read_run_input
 
 
 class _MyToolMessage(ToolMessage):

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from chat_app.agent import messages as messages_module
 from chat_app.agent.history import tool_calls, tool_result_positions
 from chat_app.agent.messages import History
-from chat_app.agent.run_input import read_run_input
+from chat_app.server.run_input import read_run_input
 
 
 def _wire(n: int) -> list[dict[str, Any]]:

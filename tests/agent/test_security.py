@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from chat_app.agent import Agent, event_to_wire
-from chat_app.agent.ledger import Ledger, SQLiteLedger, verify_chain
-from chat_app.agent.seal import Sealer
 from chat_app.demo import demo_model
 from chat_app.demo.interrupts import RELEASE_PLAN, SHIPPING, DemoInterrupts
 from chat_app.demo.tools import DEMO_TOOLS
 from chat_app.interrupts import generic_continuation_from_descriptor, wrap_generic_continuation
+from chat_app.trust.ledger import Ledger, SQLiteLedger, verify_chain
+from chat_app.trust.seal import Sealer
 from tests.agent.builders import run_input
 
 SECRET = b"test-secret-test-secret-test-secret"
@@ -391,7 +391,7 @@ async def test_an_execution_record_that_cannot_be_written_ends_the_run_with_an_e
 
 
 def test_tampering_with_the_audit_trail_shows(tmp_path: Path) -> None:
-    from chat_app.agent.ledger import AuditEntry
+    from chat_app.trust.ledger import AuditEntry
 
     ledger = SQLiteLedger(tmp_path / "ledger.db")
     for n in range(3):

@@ -39,15 +39,15 @@ from hypothesis import strategies as st
 
 from chat_app.agent import Agent, Middleware, Resolutions, RunContext, define_interrupt, tool
 from chat_app.agent.history import parse_arguments
-from chat_app.agent.ledger import SQLiteLedger, verify_chain
 from chat_app.agent.middleware import HookResult
-from chat_app.agent.seal import Sealer
 from chat_app.interrupts import (
     generic_continuation_from_descriptor,
     schema_problem,
     wrap_generic_continuation,
 )
 from chat_app.server import create_app
+from chat_app.trust.ledger import SQLiteLedger, verify_chain
+from chat_app.trust.seal import Sealer
 from tests.agent.builders import obj, say, turns
 
 FUZZ = settings(

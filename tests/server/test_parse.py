@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from chat_app.agent.strict_json import MAX_NESTING
+from chat_app.interrupts.strict_json import MAX_NESTING
 from chat_app.server.app import BadRequest, parse_run_input
 from tests.agent.references import assert_same_fields_given, reference_depth
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from chat_app.agent._group_commit import GroupWriter
-from chat_app.agent.ledger import (
+from chat_app.trust._group_commit import GroupWriter
+from chat_app.trust.ledger import (
     GENESIS,
     AuditEntry,
     AuditRecord,
@@ -186,7 +186,7 @@ def test_close_writes_what_was_queued_then_stops_the_thread(tmp_path: Path) -> N
 
 
 def ledger_append(db: sqlite3.Connection, n: int) -> None:
-    from chat_app.agent.ledger import _append
+    from chat_app.trust.ledger import _append
 
     _append(db, [entry(n)])
 
@@ -304,7 +304,7 @@ Traced = Callable[[float], tuple[GroupWriter, list[str]]]
 @pytest.fixture
 def traced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Traced]:
     """A writer on a WAL file whose statements are traced, with `SYNC_WITHIN` shortened."""
-    import chat_app.agent._group_commit as group_commit
+    import chat_app.trust._group_commit as group_commit
 
     writers: list[GroupWriter] = []
 
@@ -390,7 +390,7 @@ def test_a_record_appended_survives_the_process_being_killed(tmp_path: Path) -> 
 def test_an_answer_that_fails_to_commit_does_not_count_as_syncing_the_records_before_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import chat_app.agent._group_commit as group_commit
+    import chat_app.trust._group_commit as group_commit
 
     monkeypatch.setattr(group_commit, "SYNC_WITHIN", 0.05)
     statements: list[str] = []

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chat_app.agent.strict_json import too_deep
+from chat_app.interrupts.strict_json import too_deep
 from tests.agent.references import reference_depth
 
 nested_values = st.recursive(

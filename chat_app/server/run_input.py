@@ -1,8 +1,8 @@
 """Reading a request into a `RunAgentInput` whose messages are built only when read.
 
 Owns `read_run_input`. The messages are checked by msgspec against structs derived from
-`ag_ui`'s own schema (`chat_app.agent._views`), a tenth of the cost of building the models
-(measured at 10,000 messages), and `History` builds a model only when something reads it.
+`ag_ui`'s own schema (`chat_app.interrupts.message_views`), a tenth of the cost of building
+the models (measured at 10,000 messages), and `History` builds a model only when something reads it.
 Anything msgspec refuses is validated again by pydantic, which has the last word: an error
 reads exactly as pydantic words it for `RunAgentInput`, and what msgspec is stricter about
 (a number in a string, say) is still taken.
@@ -17,9 +17,9 @@ import msgspec
 from ag_ui.core import Message, RunAgentInput
 from pydantic import ConfigDict, SkipValidation, ValidationError, field_serializer
 
-from ._views import LENIENT, REQUEST, SHALLOW, Views
-from .messages import History
-from .strict_json import has_long_digit_run, too_deep
+from chat_app.agent.messages import History
+from chat_app.interrupts.message_views import LENIENT, REQUEST, SHALLOW, Views
+from chat_app.interrupts.strict_json import has_long_digit_run, too_deep
 
 
 class LazyRunAgentInput(RunAgentInput):

@@ -19,11 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from chat_app.agent import _views, run_input
 from chat_app.agent.history import tool_calls, tool_result_positions
 from chat_app.agent.messages import History
-from chat_app.agent.run_input import TooDeep, read_run_input, read_run_input_json
-from chat_app.agent.strict_json import MAX_NESTING, too_deep
+from chat_app.interrupts import message_views as _views
+from chat_app.interrupts.strict_json import MAX_NESTING, too_deep
+from chat_app.server import run_input
+from chat_app.server.run_input import TooDeep, read_run_input, read_run_input_json
 from tests.agent.references import assert_same_fields_given
 from tests.fixtures.loader import load_fixture
 

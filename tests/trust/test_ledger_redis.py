@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from chat_app.agent.ledger import AuditEntry, RedisLedger, open_ledger, verify_chain
+from chat_app.trust.ledger import AuditEntry, RedisLedger, open_ledger, verify_chain
 from tests.agent.test_security import Clock, answer, approve, pause, ran, sealed_agent
 from tests.redis_server import redis_server
 

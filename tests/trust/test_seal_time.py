@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime
 
-from chat_app.agent.seal import iso_from_epoch
+from chat_app.trust.seal import iso_from_epoch
 
 
 def _reference(seconds: float) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ag_ui.core import ResumeEntry
 
@@ -14,7 +14,8 @@ from chat_app.interrupts import (
     tool_call_id_of,
 )
 
-from .resume import ResumePlan
+if TYPE_CHECKING:
+    from chat_app.agent.resume import ResumePlan
 
 
 def _digest(value: Any) -> str:

@@ -1,0 +1,41 @@
+"""Trust: what makes a decision safe to act on and to show later.
+
+Sealing (what this server proposed, and until when), the exactly-once ledger (an answer is
+committed once, before anything runs) and the hash-chained audit trail (who decided what).
+Imports the wire layer (`chat_app.interrupts`) only; the engine calls into it.
+"""
+
+from .audit_records import decision_record, pause_record
+from .ledger import (
+    GENESIS,
+    AuditEntry,
+    AuditRecord,
+    Ledger,
+    RedisLedger,
+    SQLiteLedger,
+    audit_report,
+    open_ledger,
+    record_hash,
+    verify_chain,
+)
+from .seal import DEFAULT_TTL_SECONDS, SealCheck, Sealer, iso_from_epoch, load_secret
+
+__all__ = [
+    "DEFAULT_TTL_SECONDS",
+    "GENESIS",
+    "AuditEntry",
+    "AuditRecord",
+    "Ledger",
+    "RedisLedger",
+    "SQLiteLedger",
+    "SealCheck",
+    "Sealer",
+    "audit_report",
+    "decision_record",
+    "iso_from_epoch",
+    "load_secret",
+    "open_ledger",
+    "pause_record",
+    "record_hash",
+    "verify_chain",
+]
