@@ -40,7 +40,7 @@ from ._messages import (
 from ._processor import RunStatus, StreamProcessor, StreamState
 from ._request import build_run_input
 from ._state import ClientState, ClientStatus
-from ._tools import ClientTool, ClientToolFunction, DefinitionLike, InterruptDefinition
+from ._tools import ClientInterruptDefinition, ClientTool, ClientToolFunction, DefinitionLike
 
 __all__ = [
     "ChangeSource",
@@ -48,6 +48,7 @@ __all__ = [
     "ChatMessage",
     "ClientError",
     "ClientErrorCode",
+    "ClientInterruptDefinition",
     "ClientState",
     "ClientStatus",
     "ClientTool",
@@ -57,7 +58,6 @@ __all__ = [
     "EventEncoder",
     "GenericInterrupt",
     "InProcessConnection",
-    "InterruptDefinition",
     "InterruptHandle",
     "InterruptItem",
     "InterruptManager",

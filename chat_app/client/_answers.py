@@ -18,7 +18,7 @@ from chat_app.interrupts import (
     schema_problem,
 )
 
-from ._tools import ClientTool, InterruptDefinition
+from ._tools import ClientInterruptDefinition, ClientTool
 
 __all__ = ["Invalid", "Valid", "check_approval", "check_client_tool_output", "check_generic"]
 
@@ -47,7 +47,7 @@ def _check(
 
 
 def check_generic(
-    definition: InterruptDefinition | None, response_schema: object, response: object
+    definition: ClientInterruptDefinition | None, response_schema: object, response: object
 ) -> Valid | Invalid:
     schema = definition.response_schema if definition is not None else response_schema
     problem = _check(schema if isinstance(schema, Mapping) else None, response, "invalid-payload")

@@ -31,7 +31,7 @@ from ._processor import StreamProcessor, StreamState, new_message_id
 from ._records import same_batch
 from ._request import build_run_input, new_run_id
 from ._state import ClientState, ClientStatus
-from ._tools import ClientTool, DefinitionLike, InterruptDefinition
+from ._tools import ClientInterruptDefinition, ClientTool, DefinitionLike
 
 __all__ = ["ChatClient"]
 
@@ -80,7 +80,7 @@ class ChatClient:
         self._stream = StreamState()
         self._manager = InterruptManager(
             tools=self.tools.values(),
-            definitions=[InterruptDefinition.of(item) for item in interrupts],
+            definitions=[ClientInterruptDefinition.of(item) for item in interrupts],
             on_change=self._manager_changed,
         )
         self._error: ClientError | None = None

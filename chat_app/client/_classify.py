@@ -25,7 +25,7 @@ from chat_app.interrupts import (
     read_interrupt_binding,
 )
 
-from ._tools import ClientTool, InterruptDefinition
+from ._tools import ClientInterruptDefinition, ClientTool
 
 __all__ = [
     "Classified",
@@ -61,7 +61,7 @@ class Classified:
     #: A hydrate-time problem (`stale`), with the item in status `error`.
     error: str | None = None
     tool: ClientTool | None = None
-    definition: InterruptDefinition | None = None
+    definition: ClientInterruptDefinition | None = None
     payload: object = None
 
 
@@ -89,7 +89,7 @@ def classify(
     descriptor: dict[str, object],
     hydration: Hydration,
     tools: Mapping[str, ClientTool],
-    definitions: Mapping[str, InterruptDefinition],
+    definitions: Mapping[str, ClientInterruptDefinition],
     index_counts: Mapping[int, int],
 ) -> Classified:
     candidate = read_interrupt_binding(descriptor)

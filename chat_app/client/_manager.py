@@ -45,7 +45,7 @@ from ._records import (
     same_correlation,
     with_continuation,
 )
-from ._tools import ClientTool, InterruptDefinition
+from ._tools import ClientInterruptDefinition, ClientTool
 
 __all__ = ["ChangeSource", "InterruptHandle", "InterruptManager", "TransactionResolver"]
 
@@ -112,11 +112,11 @@ class InterruptManager:
         self,
         *,
         tools: Iterable[ClientTool] = (),
-        definitions: Iterable[InterruptDefinition] = (),
+        definitions: Iterable[ClientInterruptDefinition] = (),
         on_change: Callable[[ChangeSource], None] | None = None,
     ) -> None:
         self.tools = {tool.name: tool for tool in tools}
-        self.definitions: dict[str, InterruptDefinition] = {}
+        self.definitions: dict[str, ClientInterruptDefinition] = {}
         for definition in definitions:
             if definition.id in self.definitions:
                 raise UsageError(f"Duplicate interrupt definition id: {definition.id}")

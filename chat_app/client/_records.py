@@ -28,7 +28,7 @@ from ._items import (
     ToolApprovalInterrupt,
     UnboundInterrupt,
 )
-from ._tools import ClientTool, InterruptDefinition
+from ._tools import ClientInterruptDefinition, ClientTool
 
 
 @dataclass(eq=False, kw_only=True)
@@ -45,7 +45,7 @@ class Record:
     resolution: dict[str, object] | None = None
     draft: dict[str, object] | None = None
     tool: ClientTool | None = None
-    definition: InterruptDefinition | None = None
+    definition: ClientInterruptDefinition | None = None
     payload: object = None
 
     @property

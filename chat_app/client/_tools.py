@@ -1,6 +1,6 @@
 """What the client registers: client tools and generic interrupt definitions.
 
-Owns `ClientTool` and `InterruptDefinition`. Both hold raw JSON Schemas and compute, once,
+Owns `ClientTool` and `ClientInterruptDefinition`. Both hold raw JSON Schemas and compute, once,
 the same schema hashes the server stamps into bindings (contract §2.5): the interrupt
 manager trusts an approval or a typed generic only when these hashes match.
 """
@@ -20,7 +20,7 @@ from chat_app.interrupts import (
     normalize_approval_schema,
 )
 
-__all__ = ["ClientTool", "ClientToolFunction", "DefinitionLike", "InterruptDefinition"]
+__all__ = ["ClientTool", "ClientToolFunction", "DefinitionLike", "ClientInterruptDefinition"]
 
 #: A client tool's implementation: arguments in, JSON-compatible output (sync or async).
 ClientToolFunction = Callable[[dict[str, object]], object]
@@ -135,12 +135,12 @@ class DefinitionLike(Protocol):
 
 
 @dataclass(frozen=True, kw_only=True)
-class InterruptDefinition:
+class ClientInterruptDefinition:
     """A generic interrupt the client can answer with a typed, validated response.
 
     Example::
 
-        shipping = InterruptDefinition(id="shipping-speed", response_schema={...})
+        shipping = ClientInterruptDefinition(id="shipping-speed", response_schema={...})
     """
 
     id: str
@@ -156,9 +156,9 @@ class InterruptDefinition:
         object.__setattr__(self, "payload_schema_hash", payload_hash)
 
     @classmethod
-    def of(cls, definition: DefinitionLike) -> InterruptDefinition:
+    def of(cls, definition: DefinitionLike) -> ClientInterruptDefinition:
         """Copy any definition-like object (such as `chat_app.agent.InterruptDefinition`)."""
-        if isinstance(definition, InterruptDefinition):
+        if isinstance(definition, ClientInterruptDefinition):
             return definition
         return cls(
             id=definition.id,

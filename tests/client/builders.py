@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat_app.client import ClientTool, InterruptDefinition, InterruptManager
+from chat_app.client import ClientInterruptDefinition, ClientTool, InterruptManager
 from chat_app.interrupts import (
     ClientToolExecutionBinding,
     GenericBinding,
@@ -66,7 +66,7 @@ def printer_tool(**overrides: Any) -> ClientTool:
     return ClientTool(**fields)
 
 
-SHIPPING = InterruptDefinition(
+SHIPPING = ClientInterruptDefinition(
     id="shipping-speed", response_schema=SHIPPING_RESPONSE, payload_schema=ORDER_PAYLOAD
 )
 
@@ -157,7 +157,7 @@ def generic(
 def typed_generic(
     interrupt_id: str = "interrupt-1",
     *,
-    definition: InterruptDefinition = SHIPPING,
+    definition: ClientInterruptDefinition = SHIPPING,
     batch_index: int = 0,
     key: str = "order-42",
     run: str = RUN,
@@ -196,7 +196,7 @@ def unbound(interrupt_id: str = "theirs") -> dict[str, object]:
 def hydrated(
     *descriptors: dict[str, object],
     tools: list[ClientTool] | None = None,
-    definitions: list[InterruptDefinition] | None = None,
+    definitions: list[ClientInterruptDefinition] | None = None,
 ) -> InterruptManager:
     manager = InterruptManager(tools=tools or [], definitions=definitions or [])
     manager.hydrate(

@@ -18,10 +18,10 @@ import pytest
 from chat_app.agent import event_to_wire
 from chat_app.client import (
     ChatClient,
+    ClientInterruptDefinition,
     ClientTool,
     Connection,
     InProcessConnection,
-    InterruptDefinition,
     SSEConnection,
 )
 from chat_app.demo import build_demo_agent
@@ -56,7 +56,7 @@ class Backend:
     name: str
     connect: Callable[[], Connection]
     manifest: dict[str, Any]
-    definitions: list[InterruptDefinition]
+    definitions: list[ClientInterruptDefinition]
     executed: list[str] = field(default_factory=list)
 
     def client(
@@ -79,9 +79,9 @@ class Backend:
         return ChatClient(connection, tools=tools, interrupts=self.definitions), connection
 
 
-def _demo_definitions() -> list[InterruptDefinition]:
+def _demo_definitions() -> list[ClientInterruptDefinition]:
     agent = build_demo_agent()
-    return [InterruptDefinition.of(item) for item in agent.definitions.values()]
+    return [ClientInterruptDefinition.of(item) for item in agent.definitions.values()]
 
 
 @pytest.fixture(scope="session")
@@ -135,7 +135,7 @@ def _tanstack(base: str) -> Backend:
         manifest = http.get(f"{base}/api/tools").json()
         raw = http.get(f"{base}/api/interrupts").json()["interrupts"]
     definitions = [
-        InterruptDefinition(
+        ClientInterruptDefinition(
             id=d["id"], response_schema=d["responseSchema"], payload_schema=d["payloadSchema"]
         )
         for d in raw
