@@ -51,4 +51,4 @@ def build_demo_agent(
     )
 
 
-__all__ = ["HELP", "build_demo_agent", "demo_model"]
+__all__ = ["DEFAULT_TOKEN_DELAY_MS", "HELP", "INSTRUCTIONS", "build_demo_agent", "demo_model"]

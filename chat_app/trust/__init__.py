@@ -21,10 +21,10 @@ from .ledger import (
 from .seal import DEFAULT_TTL_SECONDS, SealCheck, Sealer, iso_from_epoch, load_secret
 
 __all__ = [
-    "DEFAULT_TTL_SECONDS",
-    "GENESIS",
     "AuditEntry",
     "AuditRecord",
+    "DEFAULT_TTL_SECONDS",
+    "GENESIS",
     "Ledger",
     "RedisLedger",
     "SQLiteLedger",
