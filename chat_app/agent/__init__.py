@@ -1,6 +1,7 @@
 """The agent engine: tools, interrupt definitions, middleware, the run loop, resume validation.
 
-Imports `chat_app.interrupts` and `ag_ui.core`; never the client, the server or the UI.
+Imports `chat_app.interrupts`, `chat_app.trust` and `ag_ui.core`; never the client, the server
+or the UI.
 """
 
 from .definitions import (

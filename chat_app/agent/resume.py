@@ -2,7 +2,9 @@
 
 Owns `plan_continuation` (contract §3.4). The whole batch is validated before anything
 runs; a failure raises `InterruptResumeValidationError` with item and batch errors in
-TanStack's order, and the run turns it into one `RUN_ERROR`. Stricter than TanStack: raw JSON
+TanStack's order, and the run turns it into one `RUN_ERROR`. Each answer is read and checked
+as a `Decision` (`chat_app.interrupts`); what only the engine knows (the seals, the history's
+arguments, expiry) is checked here. Stricter than TanStack: raw JSON
 Schemas are validated with `jsonschema`, and a payload on an approval branch without a schema
 is refused. Cost is linear in the history.
 """
@@ -24,19 +26,24 @@ from chat_app.interrupts import (
     CLIENT_TOOL_ID_PREFIX,
     INTERRUPT_CONTINUATION_METADATA_KEY,
     BatchInterruptError,
+    Decision,
+    DecisionProblem,
+    DecisionTarget,
     InterruptError,
     InterruptResumeValidationError,
     ItemInterruptError,
     ItemInterruptErrorCode,
     UnusableSchemaError,
+    check_decision,
     collation_key,
     parse_js_date,
+    read_decision,
     read_generic_continuation,
     schema_problem,
     tool_call_id_of,
 )
 from chat_app.interrupts.strict_json import MAX_NESTING, strict_loads, too_deep
-from chat_app.trust import SealCheck, Sealer
+from chat_app.trust import SealCheck, Sealer, decision_record
 
 from .definitions import GenericResolution, InterruptDefinition, InterruptRequest
 from .history import ToolCallRef, arguments_are_valid_json, tool_calls
@@ -62,23 +69,31 @@ class PendingCall:
         return None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ApprovalDecision:
-    approved: bool
-    edited_args: Any = ABSENT
-    payload: Any = ABSENT
-
-
 @dataclass(kw_only=True)
 class ResumePlan:
-    """What a valid continuation asks for, keyed by tool call id."""
+    """What a valid continuation asks for: every answer's `Decision` by interrupt id, and
+    the same answers as the run loop reads them (by tool call id, and generic ones in batch
+    order)."""
 
     interrupted_run_id: str
     calls: list[PendingCall] = field(default_factory=list)
-    approvals: dict[str, ApprovalDecision] = field(default_factory=dict)
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    approvals: dict[str, Decision] = field(default_factory=dict)
     cancelled: set[str] = field(default_factory=set)
     client_results: dict[str, Any] = field(default_factory=dict)
     generic: list[GenericResolution] = field(default_factory=list)
+
+    def audit_record(self, interrupt_id: str) -> dict[str, Any]:
+        """What the trail says about the answer to `interrupt_id` (with the tool call it
+        answers, as the history shows it)."""
+        call_id = tool_call_id_of(interrupt_id)
+        call = next((pending.call for pending in self.calls if pending.call.id == call_id), None)
+        decision = self.decisions[interrupt_id]
+        if call is None:
+            return decision_record(decision)
+        return decision_record(
+            decision, tool_name=call.name, tool_call_id=call.id, shown_args=call.args
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -462,10 +477,6 @@ def _string_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _has_payload(entry: ResumeEntry) -> bool:
-    return "payload" in entry.model_fields_set
-
-
 def _check_generic_entry(
     record: _GenericRecord, entry: ResumeEntry, errors: _Errors, plan: ResumePlan, now_ms: float
 ) -> None:
@@ -486,163 +497,75 @@ def _check_generic_entry(
                 interrupt_id, "expired", f"Interrupt {interrupt_id} has expired.", source="server"
             )
             return
-    if entry.status == "cancelled":
-        if _has_payload(entry):
-            errors.item(
-                interrupt_id,
-                "invalid-payload",
-                f"Cancelled interrupt {interrupt_id} must not include a payload.",
-            )
-            return
+    target = DecisionTarget(
+        kind="generic", response_schema=record.request.definition.response_schema
+    )
+    decision = _decided(entry, target, errors)
+    if decision is None:
+        return
+    plan.decisions[interrupt_id] = decision
+    if decision.kind == "cancel":
         plan.generic.append(GenericResolution(request=record.request, status="cancelled"))
         return
-    schema = record.request.definition.response_schema
-    if schema is not None:
-        if not _has_payload(entry):
-            errors.item(
-                interrupt_id,
-                "invalid-payload",
-                f"Interrupt {interrupt_id} payload is invalid: a response is required.",
-            )
-            return
-        problem = schema_problem(schema, entry.payload)
-        if problem is not None:
-            errors.item(
-                interrupt_id,
-                "invalid-payload",
-                f"Interrupt {interrupt_id} payload is invalid: {problem.message}",
-                path=problem.path,
-            )
-            return
     plan.generic.append(
-        GenericResolution(request=record.request, status="resolved", response=entry.payload)
+        GenericResolution(
+            request=record.request,
+            status="resolved",
+            response=None if decision.payload is ABSENT else decision.payload,
+        )
     )
+
+
+def _decided(
+    entry: ResumeEntry, target: DecisionTarget, errors: _Errors
+) -> Decision | None:
+    """The entry's decision when it is a valid answer to `target`; otherwise its problems are
+    recorded and the answer is `None`."""
+    read = read_decision(entry, target.kind)
+    problems: list[DecisionProblem] = (
+        [read] if isinstance(read, DecisionProblem) else check_decision(read, target)
+    )
+    for problem in problems:
+        errors.item(
+            entry.interrupt_id,
+            problem.code,
+            problem.message,
+            path=problem.path,
+            source=problem.source,
+        )
+    return None if problems or isinstance(read, DecisionProblem) else read
 
 
 def _check_tool_entry(
     call: PendingCall, entry: ResumeEntry, errors: _Errors, plan: ResumePlan
 ) -> None:
-    interrupt_id = str(call.interrupt_id)
     tool = call.tool
-    if entry.status == "cancelled":
-        if _has_payload(entry):
-            errors.item(
-                interrupt_id,
-                "invalid-payload",
-                f"Cancelled interrupt {interrupt_id} must not include a payload.",
-            )
-            return
-        plan.cancelled.add(call.call.id)
-        return
     if call.kind == "client":
-        if tool.output_schema is not None:
-            problem = schema_problem(
-                tool.output_schema, entry.payload if _has_payload(entry) else None
-            )
-            if problem is not None or not _has_payload(entry):
-                message = problem.message if problem else "an output is required"
-                errors.item(
-                    interrupt_id,
-                    "invalid-tool-output",
-                    f"Tool {tool.name} output is invalid: {message}",
-                    path=problem.path if problem else None,
-                )
-                return
-        plan.client_results[call.call.id] = entry.payload
-        return
-    _check_approval(call, entry, errors, plan)
-
-
-def _check_approval(
-    call: PendingCall, entry: ResumeEntry, errors: _Errors, plan: ResumePlan
-) -> None:
-    interrupt_id = str(call.interrupt_id)
-    tool = call.tool
-    payload = entry.payload if _has_payload(entry) else ABSENT
-    envelope: Mapping[str, Any] | None = None
-    if isinstance(payload, bool):
-        approved = payload
-    elif isinstance(payload, Mapping) and isinstance(payload.get("approved"), bool):
-        envelope = payload
-        approved = bool(payload["approved"])
+        target = DecisionTarget(
+            kind="client-tool", response_schema=tool.output_schema, tool_name=tool.name
+        )
     else:
-        errors.item(
-            interrupt_id,
-            "invalid-payload",
-            f"Approval {interrupt_id} must be a boolean or decision envelope.",
+        target = DecisionTarget(
+            kind="approval",
+            input_schema=tool.input_schema,
+            approve_schema=tool.approval.branch(True),
+            reject_schema=tool.approval.branch(False),
         )
+    decision = _decided(entry, target, errors)
+    if decision is None:
         return
-    if envelope is not None:
-        extra = sorted(set(envelope) - {"approved", "editedArgs", "payload"})
-        if extra:
-            errors.item(
-                interrupt_id,
-                "invalid-payload",
-                f"Approval {interrupt_id} envelope is invalid: unexpected field {extra[0]}.",
-                path=(extra[0],),
-            )
-            return
-    decision = "approve" if approved else "reject"
-    edited = envelope.get("editedArgs", ABSENT) if envelope is not None else ABSENT
-    if edited is not ABSENT:
-        if not approved:
-            errors.item(
-                interrupt_id,
-                "invalid-edited-args",
-                "Rejected tool approvals cannot edit tool arguments.",
-            )
-            return
-        if tool.input_schema is None:
-            errors.item(
-                interrupt_id,
-                "invalid-edited-args",
-                f"Approval {interrupt_id} cannot edit arguments without an input schema.",
-            )
-            return
-        problem = schema_problem(tool.input_schema, edited)
-        if problem is not None:
-            errors.item(
-                interrupt_id,
-                "invalid-edited-args",
-                f"Approval {interrupt_id} edited arguments are invalid: {problem.message}",
-                path=("editedArgs", *problem.path),
-            )
-            return
-    branch = tool.approval.branch(approved)
-    decision_payload = envelope.get("payload", ABSENT) if envelope is not None else ABSENT
-    if branch is not None:
-        if decision_payload is ABSENT:
-            errors.item(
-                interrupt_id,
-                "invalid-payload",
-                f"Approval {interrupt_id} requires a payload for the {decision} decision.",
-            )
-            return
-        problem = schema_problem(branch, decision_payload)
-        if problem is not None:
-            errors.item(
-                interrupt_id,
-                "invalid-payload",
-                f"Approval {interrupt_id} payload is invalid: {problem.message}",
-                path=("payload", *problem.path),
-            )
-            return
-    elif decision_payload is not ABSENT:
-        errors.item(
-            interrupt_id,
-            "invalid-payload",
-            f"Approval {interrupt_id} does not accept a payload for the {decision} decision.",
-            path=("payload",),
-        )
-        return
-    if approved and edited is ABSENT:
+    if decision.kind == "approve" and not decision.edited:
         altered = _history_arguments_problem(call)
         if altered is not None:
-            errors.item(interrupt_id, "stale", altered)
+            errors.item(entry.interrupt_id, "stale", altered)
             return
-    plan.approvals[call.call.id] = ApprovalDecision(
-        approved=approved, edited_args=edited, payload=decision_payload
-    )
+    plan.decisions[entry.interrupt_id] = decision
+    if decision.kind == "cancel":
+        plan.cancelled.add(call.call.id)
+    elif call.kind == "client":
+        plan.client_results[call.call.id] = None if decision.payload is ABSENT else decision.payload
+    else:
+        plan.approvals[call.call.id] = decision
 
 
 def _readable_arguments(text: str | None) -> bool:

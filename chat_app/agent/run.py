@@ -46,7 +46,7 @@ from chat_app.interrupts import (
     ItemInterruptError,
     schema_problem,
 )
-from chat_app.trust import AuditEntry, Ledger, Sealer, decision_record, iso_from_epoch, pause_record
+from chat_app.trust import AuditEntry, Ledger, Sealer, iso_from_epoch, pause_record
 
 from . import events
 from .definitions import InterruptDefinition, InterruptRequest, Resolutions
@@ -173,7 +173,10 @@ class _Run:
         taken = await ledger.commit_batch_async(
             thread_id=self.input.thread_id,
             interrupt_ids=ids,
-            entries=[self._audit("decision", decision_record(plan, entry)) for entry in resume],
+            entries=[
+                self._audit("decision", plan.audit_record(entry.interrupt_id))
+                for entry in resume
+            ],
         )
         if taken:
             thread_id, interrupted = self.input.thread_id, plan.interrupted_run_id

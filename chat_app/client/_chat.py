@@ -15,20 +15,22 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from chat_app.interrupts import (
     ABSENT,
     APPROVAL_ID_PREFIX,
+    Decision,
     InterruptError,
+    check_decision,
     interrupt_error_from_wire,
     raw_interrupt_binding,
+    read_decision,
     tanstack_metadata,
 )
 
-from ._answers import Invalid, check_client_tool_output
 from ._connections import Connection
 from ._errors import ClientError, RunError, TransportError, UsageError
 from ._items import InterruptItem, Submission
 from ._manager import ChangeSource, InterruptManager, TransactionResolver
-from ._messages import ChatMessage, ToolDecision, to_wire_messages
+from ._messages import ChatMessage, to_wire_messages
 from ._processor import StreamProcessor, StreamState, new_message_id
-from ._records import same_batch
+from ._records import client_tool_target, same_batch
 from ._request import build_run_input, new_run_id
 from ._state import ClientState, ClientStatus
 from ._tools import ClientInterruptDefinition, ClientTool, DefinitionLike
@@ -133,6 +135,8 @@ class ChatClient:
             interrupt_errors=self._manager.errors,
             resuming=self._manager.resuming,
             can_retry=self._manager.can_retry,
+            can_approve_all=self._manager.can_resolve_all(True),
+            can_reject_all=self._manager.can_resolve_all(False),
             status=self.status,
             error=self._error.message if self._error else None,
             error_code=self._error.code if self._error else None,
@@ -385,16 +389,11 @@ class ChatClient:
         )
         if call_id is None:
             return
-        payload = entry.get("payload")
-        approved = payload.get("approved") if isinstance(payload, Mapping) else payload
-        decision: ToolDecision
-        if entry.get("status") == "cancelled":
-            decision = "cancelled"
-        elif isinstance(approved, bool):
-            decision = "approved" if approved else "rejected"
-        else:
-            return
-        self._stream = self._processor.record_decision(self._stream, call_id, decision)
+        decision = read_decision(entry, "approval")
+        if isinstance(decision, Decision):
+            outcome = decision.outcome
+            if outcome != "answered":
+                self._stream = self._processor.record_decision(self._stream, call_id, outcome)
 
     # --- client tools -------------------------------------------------------------------
 
@@ -411,9 +410,11 @@ class ChatClient:
             except Exception as failure:  # the tool's failure is reported, not raised
                 error = str(failure) or type(failure).__name__
             if error is None:
-                checked = check_client_tool_output(tool, output)
-                if isinstance(checked, Invalid):
-                    error, output = checked.message, None
+                problems = check_decision(
+                    Decision.answer(call_id, output), client_tool_target(tool), side="client"
+                )
+                if problems:
+                    error, output = problems[0].message, None
             submission = self._deliver_tool_result(call_id, output, error) or submission
         return submission
 

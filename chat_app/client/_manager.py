@@ -15,17 +15,20 @@ from typing import Literal, TypeAlias
 
 from chat_app.interrupts import (
     ABSENT,
+    APPROVED_BOOLEAN_REQUIRED,
     CLIENT_TOOL_REASON,
     LEGACY_CLIENT_TOOL_REASON,
     BatchInterruptError,
     BatchInterruptErrorCode,
+    Decision,
+    DecisionProblem,
     InterruptError,
     ItemInterruptError,
     ItemInterruptErrorCode,
     canonicalize_interrupt_resolutions,
+    check_decision,
 )
 
-from ._answers import Invalid, Valid, check_approval, check_client_tool_output, check_generic
 from ._classify import Hydration, classify, first_party_index_counts, legacy_kind
 from ._errors import UsageError
 from ._items import (
@@ -39,7 +42,7 @@ from ._records import (
     Record,
     binding_kind,
     canonical_entry,
-    draft_of,
+    decision_target,
     error_matches,
     public_item,
     same_correlation,
@@ -82,16 +85,16 @@ class InterruptHandle:
         payload: object = ABSENT,
         response: object = ABSENT,
     ) -> None:
-        self._manager.resolve(
-            self.item.id, approved=approved, edited_args=edited_args, payload=payload,
-            response=response, _token=self._token,
+        self._manager._resolve(
+            self.item.id, self._token, approved=approved, edited_args=edited_args,
+            payload=payload, response=response,
         )  # fmt: skip
 
     def cancel(self) -> None:
-        self._manager.cancel_item(self.item.id, _token=self._token)
+        self._manager._cancel(self.item.id, self._token)
 
     def clear_resolution(self) -> None:
-        self._manager.clear_item(self.item.id, _token=self._token)
+        self._manager._clear(self.item.id, self._token)
 
 
 TransactionResolver: TypeAlias = Callable[[InterruptHandle], object]
@@ -157,6 +160,22 @@ class InterruptManager:
     @property
     def hydration(self) -> Hydration | None:
         return self._hydration
+
+    def can_resolve_all(self, approved: bool) -> bool:
+        """Whether Approve all (`True`) or Reject all (`False`) applies: every item still to
+        answer is a tool approval whose branch takes no payload."""
+        items = self._bulk_items()
+        return bool(items) and all(
+            item.kind == "tool-approval"
+            and (item.tool is None or item.tool.branch_schema(approved) is None)
+            for item in items
+        )
+
+    def _bulk_items(self) -> list[Record]:
+        return [
+            item for item in self._items
+            if item.resumable and item.kind != "client-tool-execution"
+        ]  # fmt: skip
 
     @property
     def has_open_items(self) -> bool:
@@ -249,51 +268,73 @@ class InterruptManager:
         edited_args: object = ABSENT,
         payload: object = ABSENT,
         response: object = ABSENT,
-        _token: _Token | None = None,
     ) -> Submission | None:
         """Answer one item: `approved=` (+ `edited_args=`, `payload=`) or `response=`."""
-        self._assert_item_mutable(_token)
+        return self._resolve(
+            interrupt_id, None, approved=approved, edited_args=edited_args, payload=payload,
+            response=response,
+        )  # fmt: skip
+
+    def cancel_item(self, interrupt_id: str) -> Submission | None:
+        """Abandon one item without an answer (`status: "cancelled"`, no payload)."""
+        return self._cancel(interrupt_id, None)
+
+    def clear_item(self, interrupt_id: str) -> None:
+        """Drop the staged answer and the error; the item is pending again."""
+        self._clear(interrupt_id, None)
+
+    # An `InterruptHandle` passes the token of its transaction (`None` outside one): inside a
+    # transaction nothing is published or submitted until the resolver returns.
+
+    def _resolve(
+        self,
+        interrupt_id: str,
+        token: _Token | None,
+        *,
+        approved: bool | None,
+        edited_args: object,
+        payload: object,
+        response: object,
+    ) -> Submission | None:
+        self._assert_item_mutable(token)
         item = self._find_answerable(interrupt_id)
-        if item.kind == "tool-approval":
-            if response is not ABSENT:
-                raise UsageError("Tool approvals are resolved with approved=, not response=.")
-            envelope: dict[str, object] = {"approved": approved}
-            if approved and edited_args is not ABSENT:
-                envelope["editedArgs"] = edited_args
-            if payload is not ABSENT:
-                envelope["payload"] = payload
-            candidate: object = envelope
-        else:
+        if item.kind != "tool-approval":
             if response is ABSENT or approved is not None:
                 raise UsageError(f"Interrupt {interrupt_id} is resolved with response=.")
             if edited_args is not ABSENT or payload is not ABSENT:
                 raise UsageError(f"Interrupt {interrupt_id} takes only response=.")
-            candidate = response
-        return self._resolve_item(item, candidate, _token)
+            return self._resolve_item(item, Decision.answer(item.id, response), token)
+        if response is not ABSENT:
+            raise UsageError("Tool approvals are resolved with approved=, not response=.")
+        if not isinstance(approved, bool):
+            return self._resolve_item(item, APPROVED_BOOLEAN_REQUIRED, token)
+        # As TanStack's client: edited arguments on a rejection are dropped, not refused.
+        decision = Decision.approval(
+            item.id, approved, payload=payload, edited_args=edited_args if approved else ABSENT
+        )
+        return self._resolve_item(item, decision, token)
 
-    def cancel_item(self, interrupt_id: str, *, _token: _Token | None = None) -> Submission | None:
-        """Abandon one item without an answer (`status: "cancelled"`, no payload)."""
-        self._assert_item_mutable(_token)
+    def _cancel(self, interrupt_id: str, token: _Token | None) -> Submission | None:
+        self._assert_item_mutable(token)
         item = self._find_answerable(interrupt_id)
         self._retry = None
-        item.resolution = with_continuation(item, {"interruptId": item.id, "status": "cancelled"})
+        item.resolution = with_continuation(item, Decision.cancel(item.id).resume_entry())
         item.status = "staged"
         item.error = None
-        if _token is not None:
+        if token is not None:
             return None
         self._publish()
         return self._maybe_submit()
 
-    def clear_item(self, interrupt_id: str, *, _token: _Token | None = None) -> None:
-        """Drop the staged answer and the error; the item is pending again."""
-        self._assert_item_mutable(_token)
+    def _clear(self, interrupt_id: str, token: _Token | None) -> None:
+        self._assert_item_mutable(token)
         item = self._find_answerable(interrupt_id)
         self._retry = None
         item.resolution = None
         item.error = None
         item.draft = None
         item.status = "pending"
-        if _token is None:
+        if token is None:
             self._publish()
 
     def resolve_client_tool_output(
@@ -312,7 +353,7 @@ class InterruptManager:
                 and legacy_kind(item.descriptor) == "client_tool"
             )
             if hidden or degraded:
-                return True, self._resolve_item(item, output, None)
+                return True, self._resolve_item(item, Decision.answer(item.id, output), None)
         return False, None
 
     # --- root operations ----------------------------------------------------------------
@@ -320,27 +361,17 @@ class InterruptManager:
     def resolve_all(self, approved: bool) -> Submission | None:
         """`resolveInterrupts(true|false)`: only for batches of payloadless approvals."""
         self._assert_root_mutable()
-        resolvable = [
-            item for item in self._items
-            if item.resumable and item.kind != "client-tool-execution"
-        ]  # fmt: skip
-        eligible = all(
-            item.kind == "tool-approval"
-            and (item.tool is None or item.tool.branch_schema(approved) is None)
-            for item in resolvable
-        )
-        if not eligible or not resolvable:
+        if not self.can_resolve_all(approved):
             self._add_root_error(
                 "unsupported-bulk-operation",
                 "Boolean bulk resolution requires payloadless tool approvals.",
             )
             return None
         self._retry = None
-        for item in resolvable:
-            item.resolution = canonical_entry(
-                {"interruptId": item.id, "status": "resolved", "payload": {"approved": approved}}
-            )
-            item.draft = {"approved": approved}
+        for item in self._bulk_items():
+            decision = Decision.approval(item.id, approved)
+            item.resolution = canonical_entry(decision.resume_entry())
+            item.draft = decision.envelope()
             item.status = "staged"
             item.error = None
         self._publish()
@@ -399,9 +430,7 @@ class InterruptManager:
         for item in self._items:
             if not item.resumable:
                 continue
-            item.resolution = with_continuation(
-                item, {"interruptId": item.id, "status": "cancelled"}
-            )
+            item.resolution = with_continuation(item, Decision.cancel(item.id).resume_entry())
             item.status = "staged"
             item.error = None
         self._publish()
@@ -523,10 +552,17 @@ class InterruptManager:
     # --- internals ----------------------------------------------------------------------
 
     def _resolve_item(
-        self, item: Record, candidate: object, token: _Token | None
+        self, item: Record, decision: Decision | DecisionProblem, token: _Token | None
     ) -> Submission | None:
+        """Stage `decision` for `item` once the client's checks pass (a `DecisionProblem`:
+        the answer given was not a decision at all)."""
         self._retry = None
-        item.draft = draft_of(item, candidate)
+        if isinstance(decision, DecisionProblem):
+            item.draft = {"approved": None}
+        elif item.kind == "tool-approval":
+            item.draft = decision.envelope()
+        else:
+            item.draft = {"response": decision.payload}
         if not item.can_resolve:
             item.status = "error"
             item.error = self._item_error(
@@ -536,28 +572,12 @@ class InterruptManager:
             if token is None:
                 self._publish()
             return None
-        result = self._check(item, candidate)
-        if isinstance(result, Invalid):
-            item.status = "error"
-            item.error = self._item_error(item.id, result.code, result.message, result.path)
-            if item.kind == "client-tool-execution":
-                self._root_errors = (
-                    *(
-                        e for e in self._root_errors
-                        if not (e.code == "item-validation-failed" and item.id in e.interrupt_ids)
-                    ),
-                    self._batch_error(
-                        "item-validation-failed", result.message, interrupt_ids=(item.id,)
-                    ),
-                )  # fmt: skip
-            if token is None:
-                self._publish()
-            return None
-        item.resolution = canonical_entry(
-            with_continuation(
-                item, {"interruptId": item.id, "status": "resolved", "payload": result.payload}
-            )
-        )
+        if isinstance(decision, DecisionProblem):
+            return self._refuse(item, decision, token)
+        problems = check_decision(decision, decision_target(item), side="client")
+        if problems:
+            return self._refuse(item, problems[0], token)
+        item.resolution = canonical_entry(with_continuation(item, decision.resume_entry()))
         item.status = "staged"
         item.error = None
         if token is not None:
@@ -565,12 +585,25 @@ class InterruptManager:
         self._publish()
         return self._maybe_submit()
 
-    def _check(self, item: Record, candidate: object) -> Valid | Invalid:
-        if item.kind == "generic":
-            return check_generic(item.definition, item.descriptor.get("responseSchema"), candidate)
+    def _refuse(
+        self, item: Record, problem: DecisionProblem, token: _Token | None
+    ) -> Submission | None:
+        """The answer to `item` is not valid: the item shows why, and nothing is staged."""
+        item.status = "error"
+        item.error = self._item_error(item.id, problem.code, problem.message, problem.path)
         if item.kind == "client-tool-execution":
-            return check_client_tool_output(item.tool, candidate)
-        return check_approval(item.tool, candidate)
+            self._root_errors = (
+                *(
+                    e for e in self._root_errors
+                    if not (e.code == "item-validation-failed" and item.id in e.interrupt_ids)
+                ),
+                self._batch_error(
+                    "item-validation-failed", problem.message, interrupt_ids=(item.id,)
+                ),
+            )  # fmt: skip
+        if token is None:
+            self._publish()
+        return None
 
     def _maybe_submit(self) -> Submission | None:
         has_generic = any(item.kind == "generic" for item in self._items)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from chat_app.interrupts import (
     BatchInterruptError,
+    DecisionTarget,
     InterruptError,
     ItemInterruptError,
     canonicalize_interrupt_resolutions,
@@ -125,10 +126,35 @@ def canonical_entry(entry: dict[str, object]) -> dict[str, object]:
     return dict(canonicalize_interrupt_resolutions([entry]).resolutions[0])
 
 
-def draft_of(item: Record, candidate: object) -> dict[str, object] | None:
-    if item.kind == "tool-approval" and isinstance(candidate, Mapping):
-        return {str(k): v for k, v in candidate.items()}
-    return {"response": candidate}
+def client_tool_target(tool: ClientTool | None) -> DecisionTarget:
+    """What a client tool's output is checked against (its output schema, when known)."""
+    return DecisionTarget(
+        kind="client-tool",
+        response_schema=tool.output_schema if tool else None,
+        tool_name=tool.name if tool else "",
+    )
+
+
+def decision_target(item: Record) -> DecisionTarget:
+    """What an answer to `item` is checked against, as far as this client knows it."""
+    tool = item.tool
+    if item.kind == "tool-approval":
+        return DecisionTarget(
+            kind="approval",
+            input_schema=tool.input_schema if tool else None,
+            approve_schema=tool.branch_schema(True) if tool else None,
+            reject_schema=tool.branch_schema(False) if tool else None,
+        )
+    if item.kind == "client-tool-execution":
+        return client_tool_target(tool)
+    schema: object = (
+        item.definition.response_schema
+        if item.definition is not None
+        else item.descriptor.get("responseSchema")
+    )
+    return DecisionTarget(
+        kind="generic", response_schema=schema if isinstance(schema, Mapping) else None
+    )
 
 
 def same_batch(error: InterruptError, submission: Submission) -> bool:

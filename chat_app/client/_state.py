@@ -37,6 +37,10 @@ class ClientState:
     resuming: bool = False
     #: `retry_interrupts()` would re-send the last submission.
     can_retry: bool = False
+    #: `resolve_interrupts(True)` / `resolve_interrupts(False)` apply: every item still to
+    #: answer is a tool approval whose approve (reject) branch takes no payload.
+    can_approve_all: bool = False
+    can_reject_all: bool = False
     status: ClientStatus = "ready"
     #: The last run or transport failure (`code`, `message`).
     error: str | None = None

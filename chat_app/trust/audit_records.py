@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from ag_ui.core import ResumeEntry
+from typing import Any
 
 from chat_app.interrupts import (
     ABSENT,
     INTERRUPT_BINDING_METADATA_KEY,
+    Decision,
     canonical_interrupt_json,
     digest_interrupt_json,
-    tool_call_id_of,
 )
-
-if TYPE_CHECKING:
-    from chat_app.agent.resume import ResumePlan
 
 
 def _digest(value: Any) -> str:
@@ -42,26 +37,27 @@ def pause_record(descriptor: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def decision_record(plan: ResumePlan, entry: ResumeEntry) -> dict[str, Any]:
-    """What was decided about one interrupt of a continuation."""
-    interrupt_id = entry.interrupt_id
-    record: dict[str, Any] = {"interruptId": interrupt_id, "status": entry.status}
-    call_id = tool_call_id_of(interrupt_id)
-    call = next((pending.call for pending in plan.calls if pending.call.id == call_id), None)
-    if call is not None:
-        record.update(toolName=call.name, toolCallId=call.id, shownArgs=call.args,
-                      argsDigest=_digest(call.args))  # fmt: skip
-    decision = plan.approvals.get(call_id or "")
-    if entry.status == "cancelled":
-        record["decision"] = "cancelled"
-    elif decision is not None:
-        record["decision"] = "approved" if decision.approved else "rejected"
-        if decision.payload is not ABSENT:
-            record["payload"] = decision.payload
-        if decision.edited_args is not ABSENT:
-            record["editedArgs"] = decision.edited_args
-    else:
-        record["decision"] = "answered"
-        if "payload" in entry.model_fields_set:
-            record["payload"] = entry.payload
+def decision_record(
+    decision: Decision,
+    *,
+    tool_name: str | None = None,
+    tool_call_id: str | None = None,
+    shown_args: Any = ABSENT,
+) -> dict[str, Any]:
+    """What was decided about one interrupt; for a tool call, with what the person was shown
+    (its name, id, arguments and their digest)."""
+    record: dict[str, Any] = {
+        "interruptId": decision.interrupt_id,
+        "status": "cancelled" if decision.kind == "cancel" else "resolved",
+    }
+    if tool_name is not None:
+        record.update(toolName=tool_name, toolCallId=tool_call_id, shownArgs=shown_args,
+                      argsDigest=_digest(shown_args))  # fmt: skip
+    record["decision"] = decision.outcome
+    if decision.kind == "cancel":
+        return record
+    if decision.payload is not ABSENT:
+        record["payload"] = decision.payload
+    if decision.edited:
+        record["editedArgs"] = decision.edited_args
     return record

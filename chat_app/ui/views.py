@@ -24,7 +24,12 @@ from chat_app.client import (
     ToolCallPart,
     UnboundInterrupt,
 )
-from chat_app.interrupts import INTERRUPT_PAYLOAD_METADATA_KEY
+from chat_app.interrupts import (
+    INTERRUPT_PAYLOAD_METADATA_KEY,
+    DecisionProblem,
+    InterruptKind,
+    read_decision,
+)
 
 from .forms import FormField, form_fields
 
@@ -166,17 +171,21 @@ def staged_answer(item: InterruptItem) -> tuple[str, str]:
     its icon); ("", "") when nothing is staged."""
     if item.status != "staged" or item.resolution is None:
         return "", ""
-    if item.resolution.get("status") == "cancelled":
-        return "Cancelled", "cancelled"
-    payload = item.resolution.get("payload")
-    approved = payload.get("approved") if isinstance(payload, Mapping) else payload
-    if isinstance(item, ToolApprovalInterrupt) and isinstance(approved, bool):
-        if not approved:
-            return "Rejected", "rejected"
-        if isinstance(payload, Mapping) and "editedArgs" in payload:
-            return "Approved with changes", "approved"
-        return "Approved", "approved"
-    return "Answered", "answered"
+    kind: InterruptKind = "approval" if isinstance(item, ToolApprovalInterrupt) else "generic"
+    decision = read_decision(item.resolution, kind)
+    if isinstance(decision, DecisionProblem):
+        return "Answered", "answered"
+    if decision.edited:
+        return "Approved with changes", decision.outcome
+    return _STAGED_LABELS[decision.outcome], decision.outcome
+
+
+_STAGED_LABELS = {
+    "approved": "Approved",
+    "rejected": "Rejected",
+    "cancelled": "Cancelled",
+    "answered": "Answered",
+}
 
 
 def form_schema(item: InterruptItem, form: str) -> tuple[Mapping[str, Any] | None, Any]:
@@ -340,12 +349,7 @@ def build_views(
     answerable = [
         item for item in decisions.values() if item.can_resolve and not item.expired(now_ms)
     ]
-    bulk_ok = bool(answerable) and all(
-        isinstance(item, ToolApprovalInterrupt)
-        and item.approve_schema is None
-        and item.reject_schema is None
-        for item in answerable
-    )
+    bulk_ok = bool(answerable) and state.can_approve_all and state.can_reject_all
     open_ids = {item.id for item in answerable if item.status in ("pending", "error")}
     if focus:
         cards = [t.decision for m in messages for t in m.tools if t.has_decision] + loose

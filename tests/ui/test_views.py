@@ -149,7 +149,7 @@ def test_the_archive_grows_a_whole_block_at_a_time() -> None:
         ("staged", {"status": "resolved", "payload": False}, ("Rejected", "rejected")),
         (
             "staged",
-            {"status": "resolved", "payload": {"approved": False, "reason": "no"}},
+            {"status": "resolved", "payload": {"approved": False, "payload": {"reason": "no"}}},
             ("Rejected", "rejected"),
         ),  # fmt: skip
         ("staged", {"status": "resolved", "payload": True}, ("Approved", "approved")),
