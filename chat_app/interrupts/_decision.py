@@ -287,16 +287,13 @@ def _approval_problems(
             ]
         problem = _problem(target.input_schema, decision.edited_args, side)
         if problem is not None:
-            if side == "client":
-                return [_as_is(problem, "invalid-edited-args")]
             return [
-                DecisionProblem(
-                    code="invalid-edited-args",
-                    message=f"Approval {interrupt_id} edited arguments are invalid: "
-                    f"{problem.message}",
-                    path=("editedArgs", *problem.path),
+                _worded(
+                    problem, "invalid-edited-args", side,
+                    prefix=f"Approval {interrupt_id} edited arguments are invalid: ",
+                    at=("editedArgs",),
                 )
-            ]
+            ]  # fmt: skip
     branch = target.branch_schema(approved)
     which = "approve" if approved else "reject"
     if branch is None:
@@ -323,15 +320,12 @@ def _approval_problems(
     problem = _problem(branch, decision.payload, side)
     if problem is None:
         return []
-    if side == "client":
-        return [_as_is(problem, "invalid-payload")]
     return [
-        DecisionProblem(
-            code="invalid-payload",
-            message=f"Approval {interrupt_id} payload is invalid: {problem.message}",
-            path=("payload", *problem.path),
+        _worded(
+            problem, "invalid-payload", side,
+            prefix=f"Approval {interrupt_id} payload is invalid: ", at=("payload",),
         )
-    ]
+    ]  # fmt: skip
 
 
 def _output_problems(
@@ -373,17 +367,27 @@ def _response_problems(
     problem = _problem(schema, decision.payload, side)
     if problem is None:
         return []
-    if side == "client":
-        return [_as_is(problem, "invalid-payload")]
-    return [
-        DecisionProblem(
-            code="invalid-payload",
-            message=f"Interrupt {interrupt_id} payload is invalid: {problem.message}",
-            path=problem.path,
-        )
-    ]
+    prefix = f"Interrupt {interrupt_id} payload is invalid: "
+    return [_worded(problem, "invalid-payload", side, prefix=prefix)]
 
 
 def _as_is(problem: SchemaProblem, code: ItemInterruptErrorCode) -> DecisionProblem:
     """A client reports the schema's own words, at the value's own path."""
     return DecisionProblem(code=code, message=problem.message, path=problem.path or None)
+
+
+def _worded(
+    problem: SchemaProblem,
+    code: ItemInterruptErrorCode,
+    side: Side,
+    *,
+    prefix: str,
+    at: tuple[str, ...] = (),
+) -> DecisionProblem:
+    """A schema's problem with a value: the client's words, or the server's, which name the
+    interrupt (`prefix`) and give the path from the resume payload (`at`)."""
+    if side == "client":
+        return _as_is(problem, code)
+    return DecisionProblem(
+        code=code, message=prefix + problem.message, path=(*at, *problem.path) or None
+    )
