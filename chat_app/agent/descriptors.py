@@ -1,4 +1,4 @@
-"""Interrupt descriptors as they go on the wire (contract §1.4), with their bindings.
+"""Interrupt descriptors as they go on the wire (`docs/protocol.md` §1.4), with their bindings.
 
 Owns the three builders. The server emits these on a pause and rebuilds the same ones from
 the history on a continuation, so both sides agree on every hash.

@@ -137,7 +137,7 @@ def tool_result(
 def resume_error(
     error: InterruptResumeValidationError, thread_id: str, run_id: str, now: int
 ) -> RunErrorEvent:
-    """The single `RUN_ERROR` of a rejected continuation (contract §3.4 step 8)."""
+    """The single `RUN_ERROR` of a rejected continuation (`docs/protocol.md` §3.5)."""
     return RunErrorEvent(
         message=str(error),
         code=error.code,

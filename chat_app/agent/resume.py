@@ -1,7 +1,7 @@
 """Validating a continuation: rebuild the paused batch from the history, check every answer.
 
-Owns `plan_continuation` (contract §3.4). The whole batch is validated before anything
-runs; a failure raises `InterruptResumeValidationError` with item and batch errors in
+Owns `plan_continuation` (`docs/protocol.md` §3.4). The whole batch is validated before
+anything runs; a failure raises `InterruptResumeValidationError` with item and batch errors in
 TanStack's order, and the run turns it into one `RUN_ERROR`. Each answer is read and checked
 as a `Decision` (`chat_app.interrupts`); what only the engine knows (the seals, the history's
 arguments, expiry) is checked here. Stricter than TanStack: raw JSON

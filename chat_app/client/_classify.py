@@ -1,9 +1,10 @@
-"""Classifying one interrupt descriptor when a batch arrives (contract §4.2, first match wins).
+"""Classifying one interrupt descriptor when a batch arrives (first match wins).
 
-Owns `classify`. Decides the kind (`tool-approval`, `client-tool-execution`, typed or raw
-`generic`, `unbound`), whether the item can be answered and resumed, and hydrate-time
-errors. Tool approvals are trusted only when the binding's schema hashes equal the hashes
-of the client's own registered tool; typed generics only when the definition's do.
+Owns `classify` (`docs/protocol.md` §4.2). Decides the kind (`tool-approval`,
+`client-tool-execution`, typed or raw `generic`, `unbound`), whether the item can be answered
+and resumed, and hydrate-time errors. Tool approvals are trusted only when the binding's
+schema hashes equal the hashes of the client's own registered tool; typed generics only when
+the definition's do.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The interrupt manager: one batch of interrupts, the answers to it, and its submission.
 
-Owns `InterruptManager` and `InterruptHandle` (contract §4, rule by rule). Synchronous and
-I/O-free: every mutating call returns the `Submission` to send when the batch became
+Owns `InterruptManager` and `InterruptHandle` (`docs/protocol.md` §4, rule by rule).
+Synchronous and I/O-free: every mutating call returns the `Submission` to send when the batch became
 complete (auto-submit), or `None`. The chat client sends it and reports back with
 `submission_failed` / `submission_settled`.
 """

@@ -233,9 +233,10 @@ def to_wire_messages(messages: Sequence[ChatMessage]) -> list[dict[str, object]]
         if metadata is not None:
             anchor["metadata"] = metadata
         wire.append(anchor)
-        # Decisions are not written into the history (contract §3.1). @tanstack/ai-client 0.33
-        # adds a placeholder tool message per decision; a TanStack server then takes it for
-        # the result and the model never reads a rejection's reason, so we do not.
+        # Decisions are not written into the history (`docs/protocol.md` §3.1).
+        # @tanstack/ai-client 0.33 adds a placeholder tool message per decision; a TanStack
+        # server then takes it for the result and the model never reads a rejection's
+        # reason, so we do not.
         for part in message.parts:
             if isinstance(part, ToolResultPart):
                 wire.append(_wire_tool_result(part))

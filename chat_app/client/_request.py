@@ -1,6 +1,6 @@
-"""The request body: an AG-UI `RunAgentInput` exactly as `@tanstack/ai-client` writes it (§3.1).
+"""The request body: an AG-UI `RunAgentInput` exactly as `@tanstack/ai-client` writes it.
 
-Owns `build_run_input` and `new_run_id`.
+Owns `build_run_input` and `new_run_id` (`docs/protocol.md` §3.1).
 """
 
 from __future__ import annotations

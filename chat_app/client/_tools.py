@@ -1,8 +1,8 @@
 """What the client registers: client tools and generic interrupt definitions.
 
 Owns `ClientTool` and `ClientInterruptDefinition`. Both hold raw JSON Schemas and compute, once,
-the same schema hashes the server stamps into bindings (contract §2.5): the interrupt
-manager trusts an approval or a typed generic only when these hashes match.
+the same schema hashes the server stamps into bindings (`docs/protocol.md` §2.5): the
+interrupt manager trusts an approval or a typed generic only when these hashes match.
 """
 
 from __future__ import annotations

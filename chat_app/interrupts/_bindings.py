@@ -1,4 +1,4 @@
-"""Interrupt bindings: the metadata that makes an interrupt resumable (contract §2).
+"""Interrupt bindings: the metadata that makes an interrupt resumable (`docs/protocol.md` §2).
 
 Owns the three binding kinds, `read_interrupt_binding`, `read_unopened_interrupt_binding`,
 `with_interrupt_binding` and `without_interrupt_binding`. A binding that does not parse means
@@ -161,7 +161,7 @@ def raw_interrupt_binding(descriptor: Mapping[str, object]) -> Mapping[str, obje
 
 
 def read_unopened_interrupt_binding(descriptor: Mapping[str, object]) -> InterruptBinding | None:
-    """Read a binding without requiring `interruptedRunId`/`generation` (§2.6 rules 1–8)."""
+    """Read a binding that may lack `interruptedRunId`/`generation` (`docs/protocol.md` §2.6)."""
     raw = raw_interrupt_binding(descriptor)
     if raw is None:
         return None

@@ -1,7 +1,7 @@
 """Canonical interrupt JSON and its digest, byte-identical to `@tanstack/ai`.
 
-Owns `canonical_interrupt_json` and `digest_interrupt_json` (contract §2.4). Pure: stdlib
-and orjson.
+Owns `canonical_interrupt_json` and `digest_interrupt_json` (`docs/protocol.md` §2.4).
+Pure: stdlib and orjson.
 
 The common case goes through orjson (sorted keys, UTF-8 out) and is then checked for the
 places where its output and JavaScript's disagree:

@@ -1,4 +1,4 @@
-"""Literal constants of the TanStack AI interrupt wire format (contract §1.5).
+"""Literal constants of the TanStack AI interrupt wire format (`docs/protocol.md` §1.5).
 
 Owns: metadata keys, versions, id prefixes (and `tool_call_id_of`, which reads them back),
 reasons, boundary phases and tool-resume values. Imports nothing.

@@ -1,4 +1,4 @@
-"""Generic interrupt continuation metadata (contract §3.3).
+"""Generic interrupt continuation metadata (`docs/protocol.md` §3.3).
 
 Owns `GenericInterruptContinuation` and the functions that build it from a descriptor, wrap
 it into resume metadata, and read it back. The client attaches it to every resume item of a

@@ -1,4 +1,6 @@
-"""Interrupt errors with TanStack's codes, fields and camelCase wire names (contract §3.4).
+"""Interrupt errors with TanStack's codes, fields and camelCase wire names.
+
+Their wire form and every code, with when it is raised: `docs/protocol.md` §3.5 and §3.6.
 
 Tree::
 

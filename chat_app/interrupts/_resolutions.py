@@ -1,4 +1,4 @@
-"""Canonical order and fingerprint of a batch of resume entries (contract §2.4).
+"""Canonical order and fingerprint of a batch of resume entries (`docs/protocol.md` §2.4).
 
 Owns `canonicalize_interrupt_resolutions`. TanStack orders entries with
 `interruptId.localeCompare`, i.e. ICU root collation; `collation_key` reproduces it for the

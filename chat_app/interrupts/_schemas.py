@@ -1,7 +1,7 @@
-"""Schema identities: how tool and approval schemas are hashed and put on the wire (§2.5, §5).
+"""Schema identities: how tool and approval schemas are hashed and put on the wire.
 
 Owns `hash_schema_input`, `definition_schema_identity`, `normalize_approval_schema` and
-`client_tool_response_schema`.
+`client_tool_response_schema` (`docs/protocol.md` §2.5 and §5).
 Schemas here are raw JSON Schema dicts: converting pydantic models happens in the agent layer,
 once, so that the hash is computed over exactly the JSON that goes on the wire.
 """

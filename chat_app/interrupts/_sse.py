@@ -1,4 +1,4 @@
-"""Server-sent events framing for AG-UI streams (contract §1.7).
+"""Server-sent events framing for AG-UI streams (`docs/protocol.md` §1.7).
 
 Owns `encode_sse_event` (what `toServerSentEventsResponse` writes: `data: <json>\\n\\n`, no
 `event:` lines, no `[DONE]`) and `SSEDecoder`, which reads what `@tanstack/ai-client` reads:

@@ -1,4 +1,4 @@
-"""Every error code a continuation can earn (contract §3.4), each from a real request."""
+"""Every error code a continuation can earn (`docs/protocol.md` §3.6), each from a real request."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""How the interrupt manager classifies each descriptor of a batch (contract §4.2)."""
+"""How the interrupt manager classifies each descriptor of a batch (`docs/protocol.md` §4.2)."""
 
 from __future__ import annotations
 

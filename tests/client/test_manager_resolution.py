@@ -1,4 +1,5 @@
-"""Answering items one by one: validation, staging, cancel, clear, auto-submit (§4.4–4.6)."""
+"""Answering items one by one: validation, staging, cancel, clear, auto-submit
+(`docs/protocol.md` §4.4–4.6)."""
 
 from __future__ import annotations
 

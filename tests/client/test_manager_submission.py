@@ -1,4 +1,4 @@
-"""What happens after a batch is sent: failures, correlation, retry (§4.8)."""
+"""What happens after a batch is sent: failures, correlation, retry (`docs/protocol.md` §4.8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Root operations: boolean bulk, resolver transactions with rollback, cancel all (§4.7)."""
+"""Root operations: boolean bulk, resolver transactions with rollback, cancel all
+(`docs/protocol.md` §4.7)."""
 
 from __future__ import annotations
 

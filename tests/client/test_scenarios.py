@@ -1,5 +1,6 @@
-"""The acceptance scenarios (contract §6) through three backends: the in-process engine,
-our server over SSE, and a real TanStack AI server over SSE. Same client, same assertions."""
+"""The acceptance scenarios (`docs/protocol.md` §9) through three backends: the in-process
+engine, our server over SSE, and a real TanStack AI server over SSE. Same client, same
+assertions."""
 
 from __future__ import annotations
 

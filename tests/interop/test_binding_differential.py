@@ -336,7 +336,7 @@ def _tool_required(kind: str) -> list[str]:
 def mutate(
     draw: st.DrawFn, descriptor: dict[str, Any], kind: str, opened: bool
 ) -> tuple[str, dict[str, Any]]:
-    """Break the descriptor by exactly one §2.6 rule; returns (rule name, new descriptor)."""
+    """Break the descriptor by one rule of `docs/protocol.md` §2.6; returns (rule, descriptor)."""
     d = copy.deepcopy(descriptor)
     binding = d["metadata"][BINDING_KEY]
     iid = d["id"]

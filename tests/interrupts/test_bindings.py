@@ -1,4 +1,4 @@
-"""Binding readers and writers: every rule of contract §2.6."""
+"""Binding readers and writers: every rule of `docs/protocol.md` §2.6."""
 
 import copy
 from typing import Any

@@ -1,4 +1,4 @@
-"""Fuzzing `POST /api/chat` with bad input (issue 6 §5).
+"""Fuzzing `POST /api/chat` with bad input (issue 6, point 5).
 
 Malformed JSON, wrong types, huge and deeply nested bodies, and continuations of a real pause
 mutated every way we could think of (unknown and duplicated ids, missing entries, wrong

@@ -5,7 +5,7 @@
 //
 //   POST /api/chat        chatParamsFromRequest -> chat({ adapter: scripted mock, tools,
 //                         interrupts, middleware, threadId, runId, parentRunId, resume })
-//                         -> toServerSentEventsResponse (the contract §9 recipe)
+//                         -> toServerSentEventsResponse (SSE framing: `docs/protocol.md` §1.7)
 //   GET  /api/tools       the tool manifest with raw JSON Schemas (same shape as ours)
 //   GET  /api/interrupts  generic definitions: id + draft-07 response/payload JSON Schemas
 //   GET  /api/log         server tool executions and generic resolutions, in order
