@@ -46,7 +46,15 @@ from chat_app.interrupts import (
     ItemInterruptError,
     schema_problem,
 )
-from chat_app.trust import AuditEntry, Ledger, Sealer, iso_from_epoch, pause_record
+from chat_app.trust import (
+    ANONYMOUS,
+    AuditEntry,
+    Identity,
+    Ledger,
+    Sealer,
+    iso_from_epoch,
+    pause_record,
+)
 
 from . import events
 from .definitions import InterruptDefinition, InterruptRequest, Resolutions
@@ -112,9 +120,12 @@ class Agent:
     def tool_manifest(self) -> list[dict[str, object]]:
         return [item.manifest() for item in self.tools.values()]
 
-    async def run(self, input: RunAgentInput) -> AsyncIterator[BaseEvent]:
-        """Stream one run's AG-UI events."""
-        run = _Run(self, input)
+    async def run(
+        self, input: RunAgentInput, *, identity: Identity = ANONYMOUS
+    ) -> AsyncIterator[BaseEvent]:
+        """Stream one run's AG-UI events, for `identity` (verified by the caller: a session,
+        a trusted proxy or a token; never the request body)."""
+        run = _Run(self, input, identity)
         try:
             async for event in run.events():
                 yield event
@@ -129,9 +140,10 @@ class Agent:
 
 
 class _Run:
-    def __init__(self, agent: Agent, input: RunAgentInput) -> None:
+    def __init__(self, agent: Agent, input: RunAgentInput, identity: Identity) -> None:
         self.agent = agent
         self.input = input
+        self.identity = identity
         # Read only where needed: a long history's messages are mostly never built.
         self.messages = History.of(input.messages)
         self._tool_positions: dict[str, int] | None = None
@@ -149,10 +161,8 @@ class _Run:
 
     @property
     def actor(self) -> str | None:
-        """Who answered: `forwardedProps.actor`, set by the app for its signed-in user."""
-        props = self.input.forwarded_props
-        actor = props.get("actor") if isinstance(props, dict) else None
-        return actor if isinstance(actor, str) and actor else None
+        """Who acted, as verified; `forwardedProps.actor` is never believed."""
+        return self.identity.email or None
 
     def _audit(self, kind: str, data: dict[str, Any]) -> AuditEntry:
         return AuditEntry(

@@ -6,6 +6,7 @@ Imports the wire layer (`chat_app.interrupts`) only; the engine calls into it.
 """
 
 from .audit_records import decision_record, pause_record
+from .identity import ANONYMOUS, DEMO_PEOPLE, AuthMethod, Directory, Identity
 from .ledger import (
     GENESIS,
     AuditEntry,
@@ -21,10 +22,15 @@ from .ledger import (
 from .seal import DEFAULT_TTL_SECONDS, SealCheck, Sealer, iso_from_epoch, load_secret
 
 __all__ = [
+    "ANONYMOUS",
     "AuditEntry",
     "AuditRecord",
+    "AuthMethod",
     "DEFAULT_TTL_SECONDS",
+    "DEMO_PEOPLE",
+    "Directory",
     "GENESIS",
+    "Identity",
     "Ledger",
     "RedisLedger",
     "SQLiteLedger",

@@ -17,6 +17,7 @@ from chat_app.demo import demo_model
 from chat_app.demo.interrupts import RELEASE_PLAN, SHIPPING, DemoInterrupts
 from chat_app.demo.tools import DEMO_TOOLS
 from chat_app.interrupts import generic_continuation_from_descriptor, wrap_generic_continuation
+from chat_app.trust import ANONYMOUS, Identity
 from chat_app.trust.ledger import Ledger, SQLiteLedger, verify_chain
 from chat_app.trust.seal import Sealer
 from tests.agent.builders import run_input
@@ -59,8 +60,12 @@ def sealed_agent(clock: Clock, ledger: Ledger | None = None, ttl: float = 600) -
     )
 
 
-async def collect(agent: Agent, body: dict[str, Any]) -> list[dict[str, Any]]:
-    return [event_to_wire(event) async for event in agent.run(run_input(**body))]
+async def collect(
+    agent: Agent, body: dict[str, Any], identity: Identity = ANONYMOUS
+) -> list[dict[str, Any]]:
+    return [
+        event_to_wire(event) async for event in agent.run(run_input(**body), identity=identity)
+    ]
 
 
 async def pause(agent: Agent, phrase: str, thread: str = "t1") -> list[dict[str, Any]]:
@@ -232,7 +237,7 @@ async def test_an_expired_approval_is_refused(clock: Clock) -> None:
 def generic_answer(item: dict[str, Any], payload: Any, **changes: Any) -> dict[str, Any]:
     continuation = generic_continuation_from_descriptor(item)
     assert continuation is not None
-    metadata = wrap_generic_continuation(continuation)
+    metadata: dict[str, Any] = wrap_generic_continuation(continuation)
     metadata["tanstack:interruptContinuation"].update(changes)
     return {
         "interruptId": item["id"],
@@ -320,9 +325,9 @@ async def test_the_audit_trail_records_what_was_shown_decided_and_run(
     body = {
         "threadId": "t1", "runId": "r2", "parentRunId": "r1",
         "messages": events[-2]["messages"], "resume": [approve(item, editedArgs=edited)],
-        "forwardedProps": {"actor": "ops@example.com"},
+        "forwardedProps": {"actor": "ceo@example.com"},
     }  # fmt: skip
-    await collect(agent, body)
+    await collect(agent, body, Identity(email="ops@example.com", method="proxy"))
     records = ledger.records()
     assert [r.kind for r in records] == ["pause", "decision", "execution"]
     shown = records[0].data["interrupts"][0]

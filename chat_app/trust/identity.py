@@ -1,0 +1,88 @@
+"""Who someone is, as the server verified it: `Identity`, the demo people, and the directory
+protocol that password accounts and API tokens answer to.
+
+An identity never comes from a request body. The HTTP layer builds one from a signed session
+cookie, a trusted sign-in proxy's headers or an API token, and hands it to the engine, which
+records it with every decision (who, and how they were verified).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeAlias
+
+__all__ = [
+    "ANONYMOUS",
+    "DEMO_PEOPLE",
+    "AuthMethod",
+    "Directory",
+    "Identity",
+]
+
+#: How an identity was verified (recorded with every decision).
+AuthMethod: TypeAlias = Literal["demo", "password", "proxy", "token", "none"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Identity:
+    """A verified person (or the anonymous visitor when sign-in is off)."""
+
+    #: Lower-case email; "" for the anonymous visitor.
+    email: str
+    method: AuthMethod
+    name: str = ""
+    #: Roles the verifier vouches for (a proxy's groups, an account's roles, a demo
+    #: person's); a policy's `[roles]` table may add more.
+    roles: frozenset[str] = frozenset()
+    #: For `token`: the token's name, so the trail says which script acted.
+    token_name: str = ""
+
+    @property
+    def anonymous(self) -> bool:
+        return not self.email
+
+    @property
+    def label(self) -> str:
+        """How the page and the trail name this person."""
+        if self.anonymous:
+            return "anonymous"
+        return f"{self.name} <{self.email}>" if self.name else self.email
+
+    def with_roles(self, roles: frozenset[str]) -> Identity:
+        return Identity(
+            email=self.email,
+            method=self.method,
+            name=self.name,
+            roles=self.roles | roles,
+            token_name=self.token_name,
+        )
+
+
+ANONYMOUS = Identity(email="", method="none", name="Anonymous")
+
+#: The people of `CHAT_APP_AUTH=demo`, each labelled as a demo account on the page.
+DEMO_PEOPLE: tuple[Identity, ...] = (
+    Identity(email="rita@example.com", method="demo", name="Rita"),
+    Identity(email="ada@example.com", method="demo", name="Ada", roles=frozenset({"finance"})),
+    Identity(email="sam@example.com", method="demo", name="Sam", roles=frozenset({"ops"})),
+    Identity(
+        email="olive@example.com", method="demo", name="Olive", roles=frozenset({"ops", "admin"})
+    ),
+)
+
+
+class Directory(Protocol):
+    """Where password accounts and API tokens are kept (`chat_app.trust.accounts`)."""
+
+    def check_password(self, email: str, password: str) -> Identity | None:
+        """The account's identity when `password` is its password; `None` otherwise (the same
+        answer for an unknown email and a wrong password)."""
+        ...
+
+    def account(self, email: str) -> Identity | None:
+        """The account as it is now (its roles), or `None` once it is removed."""
+        ...
+
+    def identity_for_token(self, token: str) -> Identity | None:
+        """The owner of an API token that exists and is not revoked; `None` otherwise."""
+        ...
