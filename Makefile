@@ -34,7 +34,7 @@ export NPM_CONFIG_UPDATE_NOTIFIER := false
 help:
 	@echo "make run    start the app on http://localhost:$${PORT:-8000} (PORT=… to change)"
 	@echo "make test   install test tools and a headless Chromium, then run pytest over tests/"
-	@echo "make lint   ruff + mypy over chat_app"
+	@echo "make lint   ruff over chat_app, tests and benchmarks; mypy over chat_app and tests"
 	@echo "make bench  benchmarks side by side with TanStack AI -> docs/benchmarks.md (~4 min)"
 	@echo "make clean  remove build output (.web, .states); keeps .venv"
 
@@ -114,8 +114,8 @@ bench: setup-test $(VENV)/.installed-bench
 	$(PY) -m benchmarks
 
 lint: $(VENV)/.installed-test
-	$(VENV)/bin/ruff check chat_app rxconfig.py tests/ui
-	$(VENV)/bin/mypy chat_app
+	$(VENV)/bin/ruff check chat_app tests benchmarks rxconfig.py
+	$(VENV)/bin/mypy chat_app tests
 
 clean:
 	rm -rf .web .states

@@ -24,7 +24,8 @@ def interrupts_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     last = events[-1]
     assert last["type"] == "RUN_FINISHED" and last["outcome"]["type"] == "interrupt"
     assert events[-2]["type"] == "MESSAGES_SNAPSHOT"
-    return last["outcome"]["interrupts"]
+    interrupts: list[dict[str, Any]] = last["outcome"]["interrupts"]
+    return interrupts
 
 
 async def pause(phrase: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -129,7 +130,9 @@ async def test_ship_order_asks_a_typed_question_and_ships_with_the_answer() -> N
         "express",
         "overnight",
     ]
-    metadata = wrap_generic_continuation(generic_continuation_from_descriptor(item))  # type: ignore[arg-type]
+    continuation = generic_continuation_from_descriptor(item)
+    assert continuation is not None
+    metadata = wrap_generic_continuation(continuation)
     invalid = await resume(
         events,
         [
@@ -160,7 +163,9 @@ async def test_plan_release_shows_its_payload_and_reads_the_note() -> None:
     events, items = await pause("plan release")
     item = items[0]
     assert item["metadata"]["tanstack:interruptPayload"]["title"] == "Release 2026.12"
-    metadata = wrap_generic_continuation(generic_continuation_from_descriptor(item))  # type: ignore[arg-type]
+    continuation = generic_continuation_from_descriptor(item)
+    assert continuation is not None
+    metadata = wrap_generic_continuation(continuation)
     done = await resume(
         events,
         [

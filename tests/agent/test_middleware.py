@@ -28,7 +28,14 @@ from tests.agent.builders import collect, obj, say, turns
 CHECK = define_interrupt("check", response=obj({"ok": {"type": "boolean"}}, ["ok"], draft=False))
 executed: list[str] = []
 ACT = tool("act", input=obj({}, []), needs_approval=True, execute=lambda a: executed.append("act"))
-LOG = tool("log", input=obj({}, []), execute=lambda a: executed.append("log") or {"logged": True})
+
+
+def _log(args: dict[str, object]) -> dict[str, object]:
+    executed.append("log")
+    return {"logged": True}
+
+
+LOG = tool("log", input=obj({}, []), execute=_log)
 
 
 class AskAt(Middleware):
@@ -94,11 +101,13 @@ async def test_every_boundary_can_pause_the_run(phase: str) -> None:
     [item] = events[-1]["outcome"]["interrupts"]
     assert item["message"] == f"Check at {phase}"
     assert executed == (["log"] if phase == "afterTools" else [])
+    continuation = generic_continuation_from_descriptor(item)
+    assert continuation is not None
     entry = {
         "interruptId": item["id"],
         "status": "resolved",
         "payload": {"ok": True},
-        "metadata": wrap_generic_continuation(generic_continuation_from_descriptor(item)),  # type: ignore[arg-type]
+        "metadata": wrap_generic_continuation(continuation),
     }
     done = await collect(
         agent,
@@ -127,14 +136,16 @@ async def resume_tool_batch(answer: ToolResume) -> tuple[list[dict[str, Any]], A
     items = events[-1]["outcome"]["interrupts"]
     assert [i["id"] for i in items][0] == "approval_c1" and len(items) == 2
     generic = items[1]
+    continuation = generic_continuation_from_descriptor(generic)
+    assert continuation is not None
     resume = [
         {"interruptId": "approval_c1", "status": "resolved", "payload": {"approved": True}},
         {
             "interruptId": generic["id"],
             "status": "resolved",
             "payload": {"ok": True},
-            "metadata": wrap_generic_continuation(generic_continuation_from_descriptor(generic)),
-        },  # type: ignore[arg-type]
+            "metadata": wrap_generic_continuation(continuation),
+        },
     ]
     done = await collect(
         agent,

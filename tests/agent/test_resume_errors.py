@@ -75,7 +75,7 @@ def codes(error: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-OK_TOOLS = [
+OK_TOOLS: list[dict[str, Any]] = [
     {"interruptId": "approval_c1", "status": "resolved", "payload": {"approved": True}},
     {"interruptId": "client_tool_c2", "status": "resolved", "payload": {"id": "x"}},
     {"interruptId": "client_tool_c3", "status": "cancelled"},
@@ -196,7 +196,7 @@ def generic_entry(pause: list[dict[str, Any]], **overrides: Any) -> dict[str, An
     descriptor = pause[-1]["outcome"]["interrupts"][0]
     continuation = generic_continuation_from_descriptor(descriptor)
     assert continuation is not None
-    metadata = wrap_generic_continuation(continuation)
+    metadata: dict[str, Any] = wrap_generic_continuation(continuation)
     metadata["tanstack:interruptContinuation"].update(overrides)
     return {
         "interruptId": descriptor["id"],

@@ -92,7 +92,7 @@ async def test_approval_pause_matches() -> None:
 
 
 def continuation(run_id: str, resume: list[dict[str, Any]]) -> dict[str, Any]:
-    body = json.loads(CORE["approveContinuationBody"])
+    body: dict[str, Any] = json.loads(CORE["approveContinuationBody"])
     body.update(runId=run_id, resume=resume)
     return body
 
@@ -131,7 +131,7 @@ async def test_continuations_match(fixture: str, run_id: str, reply: str, resume
 
 async def test_unknown_interrupt_error_matches() -> None:
     agent = transfer_agent(say("x"))
-    resume = [
+    resume: list[dict[str, Any]] = [
         {
             "interruptId": "approval_call_1",
             "status": "resolved",

@@ -34,7 +34,7 @@ SHIPPING_RESPONSE = {
     "required": ["speed", "giftWrap"],
     "additionalProperties": False,
 }
-ORDER_PAYLOAD = {"type": "object", "properties": {"order": {"type": "string"}}}
+ORDER_PAYLOAD: dict[str, object] = {"type": "object", "properties": {"order": {"type": "string"}}}
 
 
 def pay_tool(**overrides: Any) -> ClientTool:

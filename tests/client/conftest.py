@@ -36,11 +36,11 @@ def _no_token_delay(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class Recording(Connection):
-    """Wraps a connection and keeps every request body."""
+    """Wraps a connection and keeps every request body (as JSON read back)."""
 
     def __init__(self, inner: Connection) -> None:
         self.inner = inner
-        self.requests: list[dict[str, object]] = []
+        self.requests: list[dict[str, Any]] = []
 
     async def stream(self, body: Mapping[str, object]) -> AsyncIterator[dict[str, object]]:
         self.requests.append(json.loads(json.dumps(body)))

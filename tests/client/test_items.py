@@ -11,8 +11,15 @@ from chat_app.client import ClientState, GenericInterrupt, ToolApprovalInterrupt
 from chat_app.interrupts import ItemInterruptError, parse_js_date
 
 EXPIRY = "2026-11-29T12:00:00.000Z"
-AT = parse_js_date(EXPIRY)
-assert AT is not None
+
+
+def _read_date(text: str) -> float:
+    at = parse_js_date(text)
+    assert at is not None
+    return at
+
+
+AT = _read_date(EXPIRY)
 
 
 def approval(**fields: Any) -> ToolApprovalInterrupt:

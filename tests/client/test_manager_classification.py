@@ -6,7 +6,12 @@ import json
 
 import pytest
 
-from chat_app.client import GenericInterrupt, ToolApprovalInterrupt, UnboundInterrupt
+from chat_app.client import (
+    GenericInterrupt,
+    InterruptManager,
+    ToolApprovalInterrupt,
+    UnboundInterrupt,
+)
 from chat_app.interrupts import canonical_interrupt_json
 from tests.client.builders import (
     SHIPPING,
@@ -25,8 +30,8 @@ from tests.fixtures.loader import load_fixture
 FIXTURE = load_fixture("client-manager-hydration")
 
 
-def summary(manager: object) -> list[list[object]]:
-    return [[i.kind, i.can_resolve, i.status] for i in manager.interrupts]  # type: ignore[attr-defined]
+def summary(manager: InterruptManager) -> list[list[object]]:
+    return [[i.kind, i.can_resolve, i.status] for i in manager.interrupts]
 
 
 def test_client_tool_hashes_equal_the_hashes_the_js_client_computed() -> None:
@@ -124,7 +129,7 @@ def test_a_binding_with_an_unknown_version_is_unbound() -> None:
 
 
 def test_a_legacy_approval_without_binding_is_a_resumable_generic() -> None:
-    descriptor = {
+    descriptor: dict[str, object] = {
         "id": "approval_c1",
         "reason": "approval_required",
         "toolCallId": "c1",
@@ -182,7 +187,7 @@ def test_a_first_party_generic_from_another_run_is_a_stale_error() -> None:
 
 @pytest.mark.parametrize("kind", ["tool-approval", "client-tool-execution", "generic"])
 def test_a_reserved_binding_kind_that_does_not_parse_is_a_stale_error(kind: str) -> None:
-    descriptor = {
+    descriptor: dict[str, object] = {
         "id": "x",
         "reason": "r",
         "metadata": {
@@ -196,7 +201,9 @@ def test_a_reserved_binding_kind_that_does_not_parse_is_a_stale_error(kind: str)
 def test_hydrating_a_new_batch_replaces_items_and_clears_root_errors() -> None:
     manager = hydrated(approval(plain_tool()), tools=[plain_tool()])
     manager.resolve_all(True)  # submits
-    manager.submission_failed(manager.active_submission, message="down")  # type: ignore[arg-type]
+    submission = manager.active_submission
+    assert submission is not None
+    manager.submission_failed(submission, message="down")
     assert manager.errors
     manager.hydrate(
         thread_id="t", interrupted_run_id="run-2", generation=0, descriptors=[unbound()]

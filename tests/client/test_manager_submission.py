@@ -84,7 +84,10 @@ def test_any_mutation_invalidates_a_pending_retry() -> None:
 
 def test_correlated_server_item_errors_land_on_their_items_and_batch_errors_at_the_root() -> None:
     manager, submission = submitted("a", "b")
-    errors = [item_error("approval_a"), batch_error(("approval_a", "approval_b"))]
+    errors: list[ItemInterruptError | BatchInterruptError] = [
+        item_error("approval_a"),
+        batch_error(("approval_a", "approval_b")),
+    ]
     manager.submission_failed(submission, message="x", errors=errors)
     manager.submission_settled(submission)
     a, b = manager.interrupts
@@ -95,7 +98,11 @@ def test_correlated_server_item_errors_land_on_their_items_and_batch_errors_at_t
 
 def test_errors_for_another_batch_are_dropped_and_reported_as_one_protocol_error() -> None:
     manager, submission = submitted("a", "b")
-    errors = [item_error("approval_a"), item_error("approval_zzz"), batch_error(("approval_a",))]
+    errors: list[ItemInterruptError | BatchInterruptError] = [
+        item_error("approval_a"),
+        item_error("approval_zzz"),
+        batch_error(("approval_a",)),
+    ]
     manager.submission_failed(submission, message="x", errors=errors)
     manager.submission_settled(submission)
     codes = [e.code for e in manager.errors]

@@ -7,7 +7,7 @@ from collections.abc import Awaitable
 
 import pytest
 
-from chat_app.client import InterruptHandle, UsageError
+from chat_app.client import InterruptHandle, InterruptManager, UsageError
 from tests.client.builders import (
     REASON,
     approval,
@@ -20,14 +20,14 @@ from tests.client.builders import (
 )
 
 
-def batch_of_three() -> object:
+def batch_of_three() -> InterruptManager:
     tool = plain_tool()
     return hydrated(approval(tool, "a"), approval(tool, "b"), approval(tool, "c"), tools=[tool])
 
 
 def test_boolean_bulk_stages_an_approved_envelope_for_every_approval_and_submits_once() -> None:
     manager = batch_of_three()
-    submission = manager.resolve_all(True)  # type: ignore[attr-defined]
+    submission = manager.resolve_all(True)
     assert submission is not None
     assert [e["payload"] for e in submission.resolutions] == [{"approved": True}] * 3
 
@@ -74,19 +74,24 @@ def test_a_resolver_that_throws_rolls_everything_back_with_item_validation_faile
             raise ValueError("no idea")
         item.resolve_interrupt(True)
 
-    assert manager.transaction(resolver) is None  # type: ignore[attr-defined]
-    assert [i.status for i in manager.interrupts] == ["pending"] * 3  # type: ignore[attr-defined]
-    assert [(e.code, e.message) for e in manager.errors] == [("item-validation-failed", "no idea")]  # type: ignore[attr-defined]
+    assert manager.transaction(resolver) is None
+    assert [i.status for i in manager.interrupts] == ["pending"] * 3
+    assert [(e.code, e.message) for e in manager.errors] == [("item-validation-failed", "no idea")]
 
 
 def test_a_resolver_that_returns_a_value_rolls_back_with_inactive_transaction() -> None:
     manager = batch_of_three()
-    assert manager.transaction(lambda item: item.resolve_interrupt(True) or "done") is None  # type: ignore[attr-defined]
-    assert manager.errors[0].code == "inactive-transaction"  # type: ignore[attr-defined]
+
+    def resolver(item: InterruptHandle) -> str:
+        item.resolve_interrupt(True)
+        return "done"
+
+    assert manager.transaction(resolver) is None
+    assert manager.errors[0].code == "inactive-transaction"
     assert (
         manager.errors[0].message
         == "Interrupt transaction resolvers must return literal undefined."
-    )  # type: ignore[attr-defined]
+    )
 
 
 def test_an_async_resolver_rolls_back_with_async_resolver() -> None:
@@ -98,8 +103,8 @@ def test_an_async_resolver_rolls_back_with_async_resolver() -> None:
     def call(item: InterruptHandle) -> Awaitable[None]:
         return resolver(item)
 
-    assert manager.transaction(call) is None  # type: ignore[attr-defined]
-    assert manager.errors[0].code == "async-resolver"  # type: ignore[attr-defined]
+    assert manager.transaction(call) is None
+    assert manager.errors[0].code == "async-resolver"
 
 
 def test_a_resolver_that_skips_an_item_rolls_back_with_incomplete_batch() -> None:
@@ -109,9 +114,9 @@ def test_a_resolver_that_skips_an_item_rolls_back_with_incomplete_batch() -> Non
         if item.id != "approval_b":
             item.resolve_interrupt(True)
 
-    assert manager.transaction(resolver) is None  # type: ignore[attr-defined]
-    assert [i.status for i in manager.interrupts] == ["pending"] * 3  # type: ignore[attr-defined]
-    assert manager.errors[0].message == "Interrupt transaction did not resolve every item."  # type: ignore[attr-defined]
+    assert manager.transaction(resolver) is None
+    assert [i.status for i in manager.interrupts] == ["pending"] * 3
+    assert manager.errors[0].message == "Interrupt transaction did not resolve every item."
 
 
 def test_an_invalid_answer_inside_a_transaction_rolls_back_as_incomplete() -> None:
@@ -131,7 +136,7 @@ def test_a_handle_used_after_its_transaction_is_inactive() -> None:
         captured.append(item)
         item.resolve_interrupt(False)
 
-    manager.transaction(resolver)  # type: ignore[attr-defined]
+    manager.transaction(resolver)
     with pytest.raises(UsageError, match="Interrupt transaction is inactive."):
         captured[0].cancel()
 
@@ -142,12 +147,12 @@ def test_a_root_call_inside_a_transaction_is_a_usage_error() -> None:
 
     def resolver(item: InterruptHandle) -> None:
         try:
-            manager.cancel_all()  # type: ignore[attr-defined]
+            manager.cancel_all()
         except UsageError as error:
             failures.append(str(error))
         item.resolve_interrupt(True)
 
-    assert manager.transaction(resolver) is not None  # type: ignore[attr-defined]
+    assert manager.transaction(resolver) is not None
     assert failures == ["Interrupt transaction is already active."] * 3
 
 
@@ -155,10 +160,10 @@ def test_item_methods_outside_the_transaction_are_refused_during_it() -> None:
     manager = batch_of_three()
 
     def resolver(item: InterruptHandle) -> None:
-        manager.resolve(item.id, approved=True)  # type: ignore[attr-defined]
+        manager.resolve(item.id, approved=True)
 
-    assert manager.transaction(resolver) is None  # type: ignore[attr-defined]
-    assert manager.errors[0].message == "Interrupt transaction is inactive."  # type: ignore[attr-defined]
+    assert manager.transaction(resolver) is None
+    assert manager.errors[0].message == "Interrupt transaction is inactive."
 
 
 def test_cancel_all_cancels_every_resumable_item_including_hidden_client_tools() -> None:

@@ -128,7 +128,7 @@ def test_an_interrupt_outcome_marks_the_approval_call_awaiting_approval() -> Non
 def test_a_snapshot_anchors_tool_results_and_keeps_what_the_wire_cannot_carry() -> None:
     state = fold([*CALL, {"type": "TOOL_CALL_END", "toolCallId": "c1"}])
     state = P.record_decision(state, "c1", "rejected")
-    wire = [
+    wire: list[dict[str, Any]] = [
         {"id": "u", "role": "user", "content": "pay"},
         {
             "id": "a",

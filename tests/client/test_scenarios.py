@@ -44,6 +44,7 @@ async def test_an_approved_server_tool_runs_and_the_run_completes(backend: Backe
     assert only(client, "transfer").status == "awaiting-approval"
     await client.resolve_interrupt(item.id, approved=True)
     part = only(client, "transfer")
+    assert isinstance(part.output, dict)
     assert (part.status, part.output["recipient"], client.interrupts, client.error) == (
         "done", "Ada", (), None,
     )  # fmt: skip
@@ -101,6 +102,7 @@ async def test_edited_arguments_are_validated_then_replace_the_original(backend:
     edited = {"to": "ada@example.com", "subject": "Launch moved", "body": "See you Friday."}
     await client.resolve_interrupt(item.id, approved=True, edited_args=edited)
     part = only(client, "send_email")
+    assert isinstance(part.output, dict) and isinstance(part.input, dict)
     assert (part.status, part.output["subject"]) == ("done", "Launch moved")
     assert part.input["subject"] == "Launch"  # the history keeps the original arguments
 
@@ -114,7 +116,7 @@ async def test_a_client_tool_runs_by_itself_and_its_result_goes_into_history(
     part = only(client, "get_local_time")
     assert (part.status, part.output, client.interrupts) == ("done", CLOCK, ())
     body = connection.requests[1]
-    tool_message = [m for m in body["messages"] if m["role"] == "tool"]  # type: ignore[union-attr]
+    tool_message = [m for m in body["messages"] if m["role"] == "tool"]
     assert tool_message == [
         {
             "role": "tool",
@@ -174,7 +176,7 @@ async def test_cancel_interrupts_cancels_the_whole_batch(backend: Backend) -> No
     await client.send("pay invoices")
     await client.cancel_interrupts()
     assert [p.status for p in calls(client, "pay_invoice")] == ["cancelled"] * 3
-    assert all(entry["status"] == "cancelled" for entry in connection.requests[1]["resume"])  # type: ignore[union-attr]
+    assert all(entry["status"] == "cancelled" for entry in connection.requests[1]["resume"])
 
 
 async def test_a_batch_answered_item_by_item_is_sent_once(backend: Backend) -> None:
@@ -215,7 +217,7 @@ async def test_a_generic_form_is_validated_then_answered(backend: Backend) -> No
     await client.resolve_interrupt(item.id, response={"speed": "express", "giftWrap": True})
     assert (client.interrupts, client.error) == ((), None)
     assert "express" in client.messages[-1].text
-    resume = connection.requests[1]["resume"][0]  # type: ignore[index]
+    resume = connection.requests[1]["resume"][0]
     assert resume["metadata"]["tanstack:interruptContinuation"]["definitionId"] == "shipping-speed"
 
 
@@ -223,7 +225,7 @@ async def test_a_generic_form_can_be_cancelled(backend: Backend) -> None:
     client, connection = backend.client()
     await client.send("ship order 7")
     await client.cancel(client.interrupts[0].id)
-    entry = connection.requests[1]["resume"][0]  # type: ignore[index]
+    entry = connection.requests[1]["resume"][0]
     assert (entry["status"], "payload" in entry, client.error) == ("cancelled", False, None)
 
 
@@ -241,7 +243,7 @@ async def test_a_foreign_unbound_pause_is_shown_and_does_not_block(backend: Back
         pass
     ours = approval(client).id
     await client.resolve_interrupt(ours, approved=True)
-    assert [e["interruptId"] for e in connection.requests[1]["resume"]] == [ours]  # type: ignore[union-attr]
+    assert [e["interruptId"] for e in connection.requests[1]["resume"]] == [ours]
     assert only(client, "deploy").status == "done"
 
 

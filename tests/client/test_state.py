@@ -60,7 +60,6 @@ async def test_a_restored_batch_keeps_staged_answers_and_submits_when_complete()
     restored = ChatClient.restore(client.state.to_json(), connection, tools=[tool])
     assert [i.status for i in restored.interrupts] == ["staged", "pending"]
     await restored.resolve_interrupt("approval_b", approved=True)
-    assert [e["interruptId"] for e in connection.requests[0]["resume"]] == [
-        "approval_a",
-        "approval_b",
-    ]  # type: ignore[union-attr]
+    resume = connection.requests[0]["resume"]
+    assert isinstance(resume, list)
+    assert [e["interruptId"] for e in resume] == ["approval_a", "approval_b"]

@@ -78,7 +78,7 @@ def test_first_party_generic_binding() -> None:
 
 
 def test_client_tool_binding_needs_its_output_hash() -> None:
-    descriptor = {
+    descriptor: dict[str, Any] = {
         "id": "client_tool_c",
         "metadata": {
             KEY: {

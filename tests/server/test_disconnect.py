@@ -108,7 +108,9 @@ def _start(gone: asyncio.Event, closed: list[str], sent: list[str]) -> asyncio.T
 
 
 async def test_a_client_leaving_ends_the_response_quietly_and_closes_the_run() -> None:
-    gone, closed, sent = asyncio.Event(), [], []
+    gone = asyncio.Event()
+    closed: list[str] = []
+    sent: list[str] = []
     task = _start(gone, closed, sent)
     await asyncio.sleep(0.05)
     gone.set()
@@ -118,7 +120,9 @@ async def test_a_client_leaving_ends_the_response_quietly_and_closes_the_run() -
 
 
 async def test_a_cancel_from_elsewhere_goes_on_up_and_still_closes_the_run() -> None:
-    gone, closed, sent = asyncio.Event(), [], []
+    gone = asyncio.Event()
+    closed: list[str] = []
+    sent: list[str] = []
     task = _start(gone, closed, sent)
     await asyncio.sleep(0.05)
     task.cancel()  # a shutdown, a timeout
@@ -128,7 +132,9 @@ async def test_a_cancel_from_elsewhere_goes_on_up_and_still_closes_the_run() -> 
 
 
 async def test_a_cancel_from_elsewhere_as_the_client_leaves_is_not_swallowed() -> None:
-    gone, closed, sent = asyncio.Event(), [], []
+    gone = asyncio.Event()
+    closed: list[str] = []
+    sent: list[str] = []
     task = _start(gone, closed, sent)
     await asyncio.sleep(0.05)
     gone.set()

@@ -97,7 +97,7 @@ PLAIN_TOOLS = {"lookup"}
 
 REVIEW = define_interrupt("review", response=obj({"ok": {"type": "boolean"}}, ["ok"], draft=False))
 
-CALLS = [
+CALLS: list[tuple[str, str, dict[str, Any]]] = [
     ("c1", "transfer", {"recipient": "Ada", "amount": 25}),
     ("c2", "delete", {"name": "apollo"}),
     ("c3", "lookup", {"q": "x"}),
@@ -333,7 +333,9 @@ def assert_runs_were_allowed(
         assert allowed[call_id] == (name, _canonical(args)), (
             f"{name} ran for {call_id} with {args}, approved was {allowed[call_id]}"
         )
-        problem = schema_problem(TOOLS[name].input_schema, args)
+        schema = TOOLS[name].input_schema
+        assert schema is not None
+        problem = schema_problem(schema, args)
         assert problem is None, f"{name} ran with arguments its schema refuses: {args}"
     ledger = config.agent.ledger
     if ledger is not None:  # the audit trail has every execution, and only those

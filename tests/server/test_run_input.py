@@ -105,7 +105,11 @@ def test_the_fast_path_is_on_for_the_installed_ag_ui() -> None:
     assert isinstance(got.messages, History)
 
 
-_CALL = {"id": "c1", "type": "function", "function": {"name": "pay", "arguments": "{}"}}
+_CALL: dict[str, Any] = {
+    "id": "c1",
+    "type": "function",
+    "function": {"name": "pay", "arguments": "{}"},
+}
 
 EXAMPLES: list[Any] = [
     [],
@@ -165,7 +169,7 @@ _KEYS = ["id", "role", "content", "toolCalls", "tool_calls", "toolCallId", "tool
          "error", "name", "encryptedValue", "metadata", "subagentRunId", "activityType",
          "x"]  # fmt: skip
 _ROLES = ["user", "assistant", "tool", "system", "developer", "activity", "reasoning", "robot"]
-_VALUES = st.one_of(
+_VALUES: st.SearchStrategy[Any] = st.one_of(
     st.sampled_from(["s", "", None, True, 0, 1.5, [], {}, {"providerExecuted": True}]),
     st.just([{"type": "text", "text": "t"}]),
     st.just([{"type": "text"}]),

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -173,7 +174,7 @@ def test_close_writes_what_was_queued_then_stops_the_thread(tmp_path: Path) -> N
     ledger = SQLiteLedger(tmp_path / "ledger.db")
     writer = ledger._writer
     gate = hold(ledger)
-    queued = [writer.submit(lambda db, n=n: ledger_append(db, n)) for n in range(5)]
+    queued = [writer.submit(partial(ledger_append, n=n)) for n in range(5)]
     gate.set()
     ledger.close()
     assert all(future.done() for future in queued)
@@ -235,8 +236,10 @@ def test_records_stored_by_the_old_encoder_still_verify_and_chain_on(tmp_path: P
     path = tmp_path / "ledger.db"
     SQLiteLedger(path).close()  # creates the tables
     data = {"é": "ünïcode ✓", "f": 1e16, "g": 0.1, "n": None, "list": [1, 2.5, {"b": 1, "a": 2}]}
-    body = {"seq": 1, "at": "2030-01-01T00:00:00.000Z", "kind": "pause", "thread_id": "t",
-            "run_id": "r", "actor": "ops", "data": data}  # fmt: skip
+    body: dict[str, Any] = {
+        "seq": 1, "at": "2030-01-01T00:00:00.000Z", "kind": "pause", "thread_id": "t",
+        "run_id": "r", "actor": "ops", "data": data,
+    }  # fmt: skip
     old = AuditRecord(**body, prev=GENESIS, hash=record_hash(GENESIS, body))
     db = sqlite3.connect(path)
     db.execute("INSERT INTO audit VALUES (?, ?, ?)", (1, _old_to_json(old), old.hash))
@@ -283,7 +286,7 @@ async def test_a_replay_in_a_group_fails_alone(tmp_path: Path) -> None:
         ledger.commit_batch_async(thread_id="t", interrupt_ids=["a"], entries=[entry(3)]),
         ledger.append_async([entry(4)]),
     )
-    assert results == [None, [], ["a"], None]
+    assert list(results) == [None, [], ["a"], None]
     records = ledger.records()
     assert [r.run_id for r in records] == ["r1", "r2", "r4"] and verify_chain(records).ok
     ledger.close()

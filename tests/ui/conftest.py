@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -32,6 +33,9 @@ from tests.ui.app_server import (
     copy_app,
     served_app,
 )
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 SCREENSHOT_DIR = Path(__file__).resolve().parent / "screenshots"
 
@@ -70,7 +74,7 @@ def _failing_if_it_does_not_start() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
+def browser() -> Iterator[Browser]:
     """Headless system Chromium driven by Playwright (never `playwright install`)."""
     if not os.path.exists(CHROMIUM):
         pytest.fail(
@@ -90,7 +94,7 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture
-def page(browser, app_url: str) -> Iterator[object]:  # type: ignore[no-untyped-def]
+def page(browser: Browser, app_url: str) -> Iterator[Page]:
     """A fresh context and page at `app_url`, waited until Reflex has hydrated."""
     context = browser.new_context(base_url=app_url, viewport={"width": 1200, "height": 800})
     context.set_default_timeout(20_000)

@@ -260,8 +260,12 @@ def test_bytes_per_streamed_token_do_not_grow_with_the_history(page: Page) -> No
 def test_answering_a_decision_does_not_send_the_history_again(page: Page) -> None:
     """From the Approve click to the end of the continuation, the page is sent the current
     turn and the small vars, never the earlier transcript (it would grow with the history)."""
-    frames: list[str] = []
-    page.on("websocket", lambda socket: socket.on("framereceived", lambda f: frames.append(f)))
+    frames: list[str | bytes] = []
+
+    def watch(socket: WebSocket) -> None:
+        socket.on("framereceived", lambda payload: frames.append(payload))
+
+    page.on("websocket", watch)
     page.reload()
     page.wait_for_selector('#app-root[data-hydrated="true"]')
     ask(page, "hello")  # the earlier transcript: its words must not come back

@@ -178,8 +178,10 @@ def test_enum_options_give_back_the_schemas_own_values() -> None:
 
 
 def test_fields_follow_the_schemas_x_order_whatever_order_the_properties_arrive_in() -> None:
-    on_the_wire = {**SHIPPING.response_schema, "properties": {}}  # keys sorted, as canonical
-    on_the_wire["properties"] = dict(sorted(SHIPPING.response_schema["properties"].items()))
+    schema = SHIPPING.response_schema
+    assert schema is not None and isinstance(schema["properties"], dict)
+    on_the_wire: dict[str, Any] = {**schema, "properties": {}}  # keys sorted, as canonical
+    on_the_wire["properties"] = dict(sorted(schema["properties"].items()))
     assert list(on_the_wire["properties"]) == ["giftWrap", "speed"]
     assert [row.path for row in form_fields(on_the_wire)] == ["speed", "giftWrap"]
     unlisted = {**on_the_wire, "x-order": ["speed"]}

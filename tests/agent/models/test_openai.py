@@ -238,7 +238,9 @@ async def test_middleware_notes_reach_the_model_as_system_instructions(
     paused = await say(openai_model(fake), "ship order 42")
     assert fake.received == []  # the shipping form is asked before the model runs
     [item] = interrupts_of(paused)
-    metadata = wrap_generic_continuation(generic_continuation_from_descriptor(item))  # type: ignore[arg-type]
+    continuation = generic_continuation_from_descriptor(item)
+    assert continuation is not None
+    metadata = wrap_generic_continuation(continuation)
     answer = {"speed": "express", "giftWrap": True}
     entry = {
         "interruptId": item["id"],
