@@ -6,9 +6,8 @@ formats checked, and report the most relevant error with its path.
 
 from __future__ import annotations
 
-import ast
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -39,18 +38,32 @@ class SchemaProblem:
     limit: object = None
 
 
-def _problem(error: jsonschema.ValidationError) -> SchemaProblem:
+def _problem(error: jsonschema.ValidationError, missing: Mapping[int, str | None]) -> SchemaProblem:
     path = tuple(error.absolute_path)
-    if error.validator == "required":
-        suffix = " is a required property"
-        if error.message.endswith(suffix):
-            try:
-                path += (ast.literal_eval(error.message[: -len(suffix)]),)
-            except (ValueError, SyntaxError):
-                pass
+    name = missing.get(id(error))
+    if name is not None:
+        path += (name,)
     return SchemaProblem(
         message=error.message, path=path, keyword=str(error.validator), limit=error.validator_value
     )
+
+
+def _missing_properties(errors: Iterable[jsonschema.ValidationError]) -> dict[int, str | None]:
+    """The property each `required` error is about, by the error's `id`, here and in the
+    errors' `context`. jsonschema yields one such error per missing property, in the keyword's
+    order, and names the property only in its message: the names are those of the keyword's
+    value that the instance lacks, handed out in turn to the errors of one keyword at one place.
+    """
+    missing: dict[int, str | None] = {}
+    lacking: dict[tuple[tuple[str | int, ...], tuple[str | int, ...]], Iterator[str]] = {}
+    for error in errors:
+        if error.validator == "required" and isinstance(error.instance, Mapping):
+            at = (tuple(error.absolute_schema_path), tuple(error.absolute_path))
+            if at not in lacking:
+                lacking[at] = iter([n for n in error.validator_value if n not in error.instance])
+            missing[id(error)] = next(lacking[at], None)
+        missing.update(_missing_properties(error.context))
+    return missing
 
 
 def schema_problem(schema: Mapping[str, object], value: object) -> SchemaProblem | None:
@@ -59,8 +72,9 @@ def schema_problem(schema: Mapping[str, object], value: object) -> SchemaProblem
     Raises:
         UnusableSchemaError: when `schema` is not a valid JSON Schema.
     """
-    error = best_match(_usable_validator(schema).iter_errors(value))
-    return None if error is None else _problem(error)
+    errors = list(_usable_validator(schema).iter_errors(value))
+    error = best_match(errors)
+    return None if error is None else _problem(error, _missing_properties(errors))
 
 
 def schema_problems(schema: Mapping[str, object], value: object) -> list[SchemaProblem]:
@@ -69,7 +83,9 @@ def schema_problems(schema: Mapping[str, object], value: object) -> list[SchemaP
     Raises:
         UnusableSchemaError: when `schema` is not a valid JSON Schema.
     """
-    return [_problem(error) for error in _usable_validator(schema).iter_errors(value)]
+    errors = list(_usable_validator(schema).iter_errors(value))
+    missing = _missing_properties(errors)
+    return [_problem(error, missing) for error in errors]
 
 
 def schema_is_usable(schema: Mapping[str, object]) -> bool:
