@@ -1,0 +1,535 @@
+"""Who may decide what: the policy file (`CHAT_APP_POLICY`), read once at start.
+
+Owns `Policy`, `Rule` and `PolicyError`. A policy names roles (`[roles]`: role -> emails,
+besides the roles an identity already carries) and an ordered list of `[[rules]]`; the first
+rule whose `tool` (or generic `interrupt`) and `when` (a JSON Schema over the arguments, or
+the interrupt's display payload) match decides. A rule either decides by itself (`decide`)
+or names who may (`approvers`, `not_requester`, `quorum`). When no rule matches, the person
+who asked decides. Every problem in the file is a `PolicyError` at load, naming the file,
+the rule and what to fix, so a bad file stops the start rather than a decision.
+
+Pure: reads no environment and imports only the standard library, `jsonschema` and
+`chat_app.trust.identity`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+import jsonschema
+
+from .identity import Identity
+
+__all__ = ["Policy", "PolicyError", "Rule"]
+
+_TOP_KEYS = ("roles", "known_roles", "rules")
+_RULE_KEYS = (
+    "name", "tool", "interrupt", "when", "decide", "reason", "approvers", "not_requester",
+    "quorum",
+)  # fmt: skip
+_EMAIL = re.compile(r"^[^@\s:]+@[^@\s]+$")
+_ROLE_PREFIX = "role:"
+_ROLE_PREFIX_WORD = "role "
+
+# Keywords a `when` schema may use (any draft jsonschema knows, plus annotations). An unknown
+# keyword is ignored by JSON Schema, so a typo such as `maximun` would match everything.
+_SCHEMA_KEYWORDS = frozenset().union(
+    *(
+        cls.VALIDATORS
+        for cls in (
+            jsonschema.Draft4Validator,
+            jsonschema.Draft6Validator,
+            jsonschema.Draft7Validator,
+            jsonschema.Draft201909Validator,
+            jsonschema.Draft202012Validator,
+        )
+    ),
+    {
+        "$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$vocabulary",
+        "$defs", "definitions", "$comment", "title", "description", "default", "examples",
+        "deprecated", "readOnly", "writeOnly", "contentMediaType", "contentEncoding",
+        "contentSchema",
+    },
+)  # fmt: skip
+_SUBSCHEMA = frozenset(
+    {
+        "additionalItems", "additionalProperties", "contains", "contentSchema", "else", "if",
+        "not", "propertyNames", "then", "unevaluatedItems", "unevaluatedProperties",
+    }
+)  # fmt: skip
+_SUBSCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+_SUBSCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+)
+
+
+class PolicyError(ValueError):
+    """A policy file that cannot be used. `str()` names the file, the rule (by name, or by its
+    place among the `[[rules]]`) when there is one, and what to fix."""
+
+    def __init__(self, source: str, problem: str, *, rule: str | None = None) -> None:
+        self.source = source
+        self.rule = rule
+        self.problem = problem
+        where = f"{source}, {rule}" if rule else source
+        super().__init__(f"{where}: {problem}")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Rule:
+    """One `[[rules]]` entry.
+
+    >>> rule = Rule(name="large-transfers", tool="transfer", interrupt=None,
+    ...             when={"properties": {"amount": {"exclusiveMinimum": 1000}}}, decide=None,
+    ...             reason=None, approvers=("role:finance",), not_requester=True)
+    >>> rule.matches("transfer", {"amount": 5000})
+    True
+    """
+
+    name: str
+    #: The tool whose approvals this rule governs; exactly one of `tool` and `interrupt`.
+    tool: str | None
+    #: A generic interrupt's definition id.
+    interrupt: str | None
+    #: JSON Schema over the tool's arguments (or the interrupt's display payload); `None`
+    #: matches any.
+    when: Mapping[str, object] | None
+    #: Decided by the policy itself: nobody is asked.
+    decide: Literal["approve", "reject"] | None
+    #: With `decide = "reject"`: the reason the model reads.
+    reason: str | None
+    #: Who may decide: `"role:NAME"` or a lower-case email.
+    approvers: tuple[str, ...]
+    #: Nobody approves their own request.
+    not_requester: bool = False
+    #: Distinct approvals needed before it runs (any rejection decides).
+    quorum: int = 1
+    _validator: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.when is not None:
+            object.__setattr__(self, "_validator", _schema_validator(self.when))
+
+    def matches(self, name: str, args: object) -> bool:
+        """Whether this rule governs the tool (or interrupt definition) `name` called with
+        `args` (or showing that display payload)."""
+        if name != (self.tool if self.tool is not None else self.interrupt):
+            return False
+        return self._validator is None or bool(self._validator.is_valid(args))
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Who may decide what.
+
+    ```python
+    policy = Policy.load("chat_app/demo/policy.toml")
+    rule = policy.rule_for_tool("transfer", {"recipient": "Ada", "amount": 5000})
+    refusal = policy.check(rule, ada, decider_is_requester=False)  # None: Ada may approve
+    ```
+    """
+
+    #: The file it was read from, or `"<empty>"`.
+    source: str
+    #: Role -> lower-case emails, from `[roles]`.
+    roles: Mapping[str, frozenset[str]]
+    rules: tuple[Rule, ...]
+    _roles_by_email: Mapping[str, frozenset[str]] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+
+    def __post_init__(self) -> None:
+        by_email: dict[str, set[str]] = {}
+        for role, members in self.roles.items():
+            for email in members:
+                by_email.setdefault(email.lower(), set()).add(role)
+        frozen = {email: frozenset(roles) for email, roles in by_email.items()}
+        object.__setattr__(self, "_roles_by_email", MappingProxyType(frozen))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Policy:
+        """Read and check a policy file.
+
+        Raises:
+            PolicyError: on any problem with the file, naming the rule and what to fix.
+        """
+        source = str(path)
+        try:
+            text = Path(path).read_bytes().decode("utf-8")
+        except OSError as error:
+            raise PolicyError(source, f"cannot be read ({error.strerror or error})") from None
+        except UnicodeDecodeError:
+            raise PolicyError(source, "is not UTF-8 text; save it as UTF-8") from None
+        return cls.parse(text, source)
+
+    @classmethod
+    def parse(cls, text: str, source: str = "<policy>") -> Policy:
+        """Check a policy given as TOML text (`source` names it in errors)."""
+        try:
+            document = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise PolicyError(
+                source, f"is not valid TOML: {error}; fix the TOML syntax there"
+            ) from None
+        return _read_policy(document, source)
+
+    @classmethod
+    def empty(cls) -> Policy:
+        """No rules: the person who asked decides everything."""
+        return cls(source="<empty>", roles=MappingProxyType({}), rules=())
+
+    def rule_for_tool(self, name: str, args: object) -> Rule | None:
+        """The first rule that governs a call of tool `name` with `args`, or `None`."""
+        for rule in self.rules:
+            if rule.tool is not None and rule.matches(name, args):
+                return rule
+        return None
+
+    def rule_for_interrupt(self, definition_id: str, payload: object) -> Rule | None:
+        """The first rule that governs a generic interrupt showing `payload`, or `None`."""
+        for rule in self.rules:
+            if rule.interrupt is not None and rule.matches(definition_id, payload):
+                return rule
+        return None
+
+    def roles_of(self, identity: Identity) -> frozenset[str]:
+        """The identity's own roles and those `[roles]` gives its email."""
+        if identity.anonymous:
+            return identity.roles
+        return identity.roles | self._roles_by_email.get(identity.email.lower(), frozenset())
+
+    def check(self, rule: Rule, decider: Identity, *, decider_is_requester: bool) -> str | None:
+        """`None` when `decider` may decide under `rule`; otherwise the message of a
+        `forbidden` refusal, saying who may. Quorums are counted by the caller."""
+        if rule.decide is not None:
+            return f"Decided by policy {rule.name}; nobody is asked."
+        who = self.describe_approvers(rule)
+        not_you = ", not the requester" if rule.not_requester else ""
+        if rule.not_requester and decider_is_requester:
+            if not rule.approvers:
+                return "Needs a decision from someone other than the requester."
+            return f"Needs approval from {who}, not the requester."
+        if not rule.approvers:
+            return None
+        if not decider.anonymous:
+            email = decider.email.lower()
+            roles = self.roles_of(decider)
+            for approver in rule.approvers:
+                if approver.startswith(_ROLE_PREFIX):
+                    if approver[len(_ROLE_PREFIX) :] in roles:
+                        return None
+                elif approver == email:
+                    return None
+        return f"Needs approval from {who}{not_you}."
+
+    def describe_approvers(self, rule: Rule) -> str:
+        """Who may decide, for a message: "role finance", "ada@example.com or role finance"."""
+        names = [_ROLE_PREFIX_WORD + a[len(_ROLE_PREFIX) :] if a.startswith(_ROLE_PREFIX) else a
+                 for a in rule.approvers]  # fmt: skip
+        return _either(names) or "anyone"
+
+    def waiting_for(self, rule: Rule, *, viewer_is_requester: bool) -> str:
+        """A short sentence for the page, e.g. "Waiting for finance"."""
+        if rule.decide is not None:
+            return f"{'Approved' if rule.decide == 'approve' else 'Rejected'} by policy {rule.name}"
+        who = _either([a.removeprefix(_ROLE_PREFIX) for a in rule.approvers]) or "someone"
+        if not rule.approvers and rule.not_requester:
+            who = "someone else"
+        sentence = f"Waiting for {who}"
+        if rule.quorum > 1:
+            sentence += f" ({rule.quorum} approvals needed)"
+        if viewer_is_requester and rule.not_requester and rule.approvers:
+            sentence += " — you asked for this, so someone else approves it"
+        return sentence
+
+
+_Fail = Callable[[str], PolicyError]
+
+
+def _schema_validator(schema: Mapping[str, object]) -> Any:
+    """A validator for `schema` (2020-12 unless it names its draft).
+
+    Raises:
+        jsonschema.SchemaError: when `schema` is not a valid JSON Schema.
+    """
+    schema = dict(schema)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema, format_checker=jsonschema.FormatChecker())
+
+
+def _either(names: list[str]) -> str:
+    if len(names) <= 1:
+        return "".join(names)
+    return f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _suggest(word: str, choices: tuple[str, ...] | frozenset[str] | list[str]) -> str:
+    close = difflib.get_close_matches(word, sorted(choices), n=1)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+def _read_policy(document: dict[str, Any], source: str) -> Policy:
+    for key in document:
+        if key not in _TOP_KEYS:
+            raise PolicyError(
+                source,
+                f"unknown top-level key `{key}`{_suggest(key, _TOP_KEYS)}; "
+                "a policy has only [roles], known_roles and [[rules]]",
+            )
+    roles = _read_roles(document.get("roles", {}), source)
+    known = _read_known_roles(document.get("known_roles", []), source)
+    raw_rules = document.get("rules", [])
+    if not isinstance(raw_rules, list) or not all(isinstance(r, dict) for r in raw_rules):
+        raise PolicyError(source, "`rules` must be an array of tables: write each as [[rules]]")
+    rules: list[Rule] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(raw_rules, start=1):
+        rule = _read_rule(raw, index, roles, known, source)
+        if rule.name in seen:
+            raise PolicyError(
+                source,
+                f"the name {rule.name!r} is already used by [[rules]] #{seen[rule.name]}; "
+                "give each rule its own name",
+                rule=f"rule {rule.name!r} ([[rules]] #{index})",
+            )
+        seen[rule.name] = index
+        rules.append(rule)
+    return Policy(source=source, roles=MappingProxyType(roles), rules=tuple(rules))
+
+
+def _read_roles(raw: object, source: str) -> dict[str, frozenset[str]]:
+    shape = 'write it as [roles] with lines like finance = ["ada@example.com"]'
+    if not isinstance(raw, dict):
+        raise PolicyError(source, f"[roles] must be a table; {shape}")
+    roles: dict[str, frozenset[str]] = {}
+    for role, members in raw.items():
+        if role.startswith(_ROLE_PREFIX) or not role.strip() or role != role.strip():
+            raise PolicyError(
+                source,
+                f"[roles] has the role {role!r}; name it without "
+                "`role:` and without surrounding spaces, like finance",
+            )
+        if role in _TOP_KEYS:
+            raise PolicyError(
+                source,
+                f"[roles] has a role named {role}: TOML puts every key after [roles] in "
+                f"that table, so move `{role} = ...` above [roles]",
+            )
+        if not isinstance(members, list):
+            raise PolicyError(source, f"[roles] {role} must be a list of emails; {shape}")
+        for member in members:
+            if not isinstance(member, str) or not _EMAIL.match(member):
+                raise PolicyError(
+                    source,
+                    f"[roles] {role} lists {member!r}, which is not an email; "
+                    "list people by email address",
+                )
+        roles[role] = frozenset(member.lower() for member in members)
+    return roles
+
+
+def _read_known_roles(raw: object, source: str) -> frozenset[str]:
+    if not isinstance(raw, list) or not all(isinstance(r, str) and r.strip() for r in raw):
+        raise PolicyError(
+            source, 'known_roles must be a list of role names, like known_roles = ["auditor"]'
+        )
+    for role in raw:
+        if role.startswith(_ROLE_PREFIX):
+            raise PolicyError(
+                source,
+                f"known_roles lists {role!r}; write the bare role name "
+                f"{role[len(_ROLE_PREFIX) :]!r}",
+            )
+    return frozenset(raw)
+
+
+def _read_rule(
+    raw: dict[str, Any],
+    index: int,
+    roles: Mapping[str, frozenset[str]],
+    known: frozenset[str],
+    source: str,
+) -> Rule:
+    name = raw.get("name")
+    label = f"rule {name!r}" if isinstance(name, str) and name.strip() else f"[[rules]] #{index}"
+
+    def fail(problem: str) -> PolicyError:
+        return PolicyError(source, problem, rule=label)
+
+    for key in raw:
+        if key not in _RULE_KEYS:
+            raise fail(
+                f"unknown key `{key}`{_suggest(key, _RULE_KEYS)}; "
+                f"a rule's keys are {', '.join(_RULE_KEYS)}"
+            )
+    if not isinstance(name, str) or not name.strip():
+        raise fail('has no name; add name = "…" (a short, unique name the trail records)')
+    tool, interrupt = raw.get("tool"), raw.get("interrupt")
+    if (tool is None) == (interrupt is None):
+        raise fail(
+            "needs exactly one of `tool` (a tool's name) and `interrupt` (a generic "
+            f"interrupt's definition id); it has {'both' if tool is not None else 'neither'}"
+        )
+    for key, value in (("tool", tool), ("interrupt", interrupt)):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise fail(f"`{key}` must be a non-empty string")
+    when = _read_when(raw.get("when"), fail)
+    decide, reason = raw.get("decide"), raw.get("reason")
+    approvers_raw = raw.get("approvers")
+    if (decide is None) == (approvers_raw is None):
+        raise fail(
+            'needs either `decide` ("approve" or "reject": the policy decides) or '
+            '`approvers` (who may, e.g. ["role:finance"]); it has '
+            f"{'both' if decide is not None else 'neither'}"
+        )
+    if decide is not None:
+        if decide not in ("approve", "reject"):
+            raise fail(f'`decide` is {decide!r}; write decide = "approve" or decide = "reject"')
+        if interrupt is not None:
+            raise fail(
+                "`decide` cannot answer an `interrupt` rule: a question needs a person's "
+                "value; name `approvers` instead"
+            )
+        for key in ("not_requester", "quorum"):
+            if key in raw:
+                raise fail(f"`{key}` applies only with `approvers`; remove it, or `decide`")
+    if decide == "reject":
+        if not isinstance(reason, str) or not reason.strip():
+            raise fail('`decide = "reject"` needs a `reason` the model reads; add reason = "…"')
+    elif reason is not None:
+        raise fail('`reason` goes only with decide = "reject"; remove it')
+    approvers = () if approvers_raw is None else _read_approvers(approvers_raw, roles, known, fail)
+    not_requester = raw.get("not_requester", False)
+    if not isinstance(not_requester, bool):
+        raise fail("`not_requester` must be true or false")
+    quorum = raw.get("quorum", 1)
+    if isinstance(quorum, bool) or not isinstance(quorum, int) or quorum < 1:
+        raise fail(f"`quorum` is {quorum!r}; it must be a whole number, 1 or more")
+    if approvers and not any(
+        a.startswith(_ROLE_PREFIX) and a[len(_ROLE_PREFIX) :] in known for a in approvers
+    ):
+        people = {a for a in approvers if not a.startswith(_ROLE_PREFIX)}
+        for approver in approvers:
+            if approver.startswith(_ROLE_PREFIX):
+                people |= roles[approver[len(_ROLE_PREFIX) :]]
+        if quorum > len(people):
+            raise fail(
+                f"`quorum` is {quorum} but only {len(people)} "
+                f"{'person' if len(people) == 1 else 'people'} could approve "
+                f"({', '.join(sorted(people)) or 'nobody'}); lower the quorum or add approvers"
+            )
+    return Rule(
+        name=name,
+        tool=tool,
+        interrupt=interrupt,
+        when=when,
+        decide=decide,
+        reason=reason,
+        approvers=approvers,
+        not_requester=not_requester,
+        quorum=quorum,
+    )
+
+
+def _read_approvers(
+    raw: object,
+    roles: Mapping[str, frozenset[str]],
+    known: frozenset[str],
+    fail: _Fail,
+) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise fail('`approvers` must be a non-empty list, like approvers = ["role:finance"]')
+    approvers: list[str] = []
+    for approver in raw:
+        if not isinstance(approver, str):
+            raise fail(f'approver {approver!r} must be a string: "role:NAME" or an email')
+        if approver.startswith(_ROLE_PREFIX):
+            role = approver[len(_ROLE_PREFIX) :]
+            if role not in roles and role not in known:
+                raise fail(
+                    f"approver {approver!r} names the unknown role {role!r}"
+                    f"{_suggest(role, [*roles, *known])}; define it in [roles], or, if its "
+                    "members come only from a sign-in proxy's groups (or accounts' roles), "
+                    "list it in known_roles = [...]"
+                )
+            normal = approver
+        elif _EMAIL.match(approver):
+            normal = approver.lower()
+        else:
+            hint = f'; did you mean "role:{approver}"?' if approver in {*roles, *known} else ""
+            raise fail(f'approver {approver!r} is neither "role:NAME" nor an email{hint}')
+        if normal not in approvers:
+            approvers.append(normal)
+    return tuple(approvers)
+
+
+def _read_when(raw: object, fail: _Fail) -> dict[str, object] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise fail(
+            "`when` must be a table (a JSON Schema over the arguments), like "
+            "when = { properties = { amount = { maximum = 50 } } }"
+        )
+    _check_keywords(raw, "when", fail)
+    try:
+        _schema_validator(raw)
+    except jsonschema.SchemaError as error:
+        at = ".".join(["when", *(str(p) for p in error.path)])
+        keyword = next((p for p in reversed(error.path) if isinstance(p, str)), None)
+        fix = f"fix the `{keyword}` keyword" if keyword else "fix it"
+        raise fail(f"`when` is not a valid JSON Schema: at {at}, {error.message}; {fix}") from None
+    return raw
+
+
+def _check_keywords(schema: object, at: str, fail: _Fail) -> None:
+    """Refuse what JSON Schema would silently ignore or cannot do offline: unknown keywords
+    (a typo there makes `when` match everything), remote `$ref`s and TOML dates."""
+    if isinstance(schema, (datetime.date, datetime.time)):
+        raise fail(f"`{at}` is a TOML date or time, which JSON has not; write it as a string")
+    if isinstance(schema, list):
+        for i, item in enumerate(schema):
+            _check_keywords(item, f"{at}[{i}]", fail)
+        return
+    if not isinstance(schema, dict):
+        return
+    for key, value in schema.items():
+        here = f"{at}.{key}"
+        if key not in _SCHEMA_KEYWORDS and not key.startswith("x-"):
+            fix = _suggest(key, _SCHEMA_KEYWORDS) or (
+                f" (to test the argument {key!r}, put it under `properties`)"
+            )
+            raise fail(
+                f"`{here}` is not a JSON Schema keyword{fix}, and an unknown keyword would be "
+                "ignored (matching more than you meant); fix it"
+            )
+        if key in ("$ref", "$dynamicRef", "$recursiveRef"):
+            if not isinstance(value, str) or not value.startswith("#"):
+                raise fail(f"`{here}` must point inside the schema (start with #)")
+        elif key in _SUBSCHEMA or key in _SUBSCHEMA_LISTS:
+            _check_keywords(value, here, fail)
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            for name, sub in value.items():
+                _check_keywords(sub, f"{here}.{name}", fail)
+        elif key in ("const", "enum", "default", "examples"):
+            _check_values(value, here, fail)
+
+
+def _check_values(value: object, at: str, fail: _Fail) -> None:
+    if isinstance(value, (datetime.date, datetime.time)):
+        raise fail(f"`{at}` holds a TOML date or time, which JSON has not; write it as a string")
+    if isinstance(value, list):
+        for item in value:
+            _check_values(item, at, fail)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _check_values(item, at, fail)

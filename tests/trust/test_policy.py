@@ -1,0 +1,394 @@
+"""The policy file: which rule governs a call, who may decide under it, and every bad file
+refused at load with the file, the rule and what to fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chat_app.trust.identity import ANONYMOUS, DEMO_PEOPLE, Identity
+from chat_app.trust.policy import Policy, PolicyError, Rule
+
+DEMO_POLICY = Path(__file__).resolve().parents[2] / "chat_app" / "demo" / "policy.toml"
+RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
+
+ROLES = """
+[roles]
+finance = ["ada@example.com"]
+ops = ["sam@example.com", "olive@example.com"]
+"""
+
+
+def _person(email: str, *roles: str) -> Identity:
+    return Identity(email=email, method="password", roles=frozenset(roles))
+
+
+def _demo() -> Policy:
+    return Policy.load(DEMO_POLICY)
+
+
+def _rule(demo: Policy, name: str) -> Rule:
+    return next(rule for rule in demo.rules if rule.name == name)
+
+
+def _refusal(text: str) -> str:
+    """The message of the PolicyError that `text` gives; it always names the file."""
+    with pytest.raises(PolicyError) as raised:
+        Policy.parse(text, "ops/policy.toml")
+    message = str(raised.value)
+    assert message.startswith("ops/policy.toml")
+    return message
+
+
+def _one_rule(body: str, roles: str = ROLES) -> str:
+    return _refusal(f'{roles}\n[[rules]]\nname = "r1"\n{body}\n')
+
+
+# The demo's file ----------------------------------------------------------------------------
+
+
+def test_demo_policy_loads_with_its_roles_and_three_rules() -> None:
+    demo = _demo()
+    assert demo.source == str(DEMO_POLICY)
+    assert demo.roles == {
+        "finance": frozenset({"ada@example.com"}),
+        "ops": frozenset({"sam@example.com", "olive@example.com"}),
+        "admin": frozenset({"olive@example.com"}),
+    }
+    assert [rule.name for rule in demo.rules] == [
+        "small-refunds",
+        "large-transfers",
+        "key-rotation",
+    ]
+    rotation = _rule(demo, "key-rotation")
+    assert (rotation.approvers, rotation.quorum, rotation.not_requester) == (("role:ops",), 2, True)
+
+
+def _rule_name(demo: Policy, tool: str, args: object) -> str | None:
+    rule = demo.rule_for_tool(tool, args)
+    return None if rule is None else rule.name
+
+
+def test_demo_rules_match_as_the_issue_says() -> None:
+    demo = _demo()
+    assert _rule_name(demo, "refund", {"order": "42", "amount": 20}) == "small-refunds"
+    assert _rule_name(demo, "refund", {"order": "42", "amount": 60}) is None
+    assert _rule_name(demo, "transfer", {"recipient": "Ada", "amount": 5000}) == "large-transfers"
+    assert _rule_name(demo, "transfer", {"recipient": "Ada", "amount": 25}) is None
+    assert _rule_name(demo, "transfer", {"recipient": "Ada", "amount": 1000}) is None
+    assert _rule_name(demo, "rotate_keys", {"environment": "production"}) == "key-rotation"
+    assert _rule_name(demo, "delete_project", {"name": "apollo"}) is None
+
+
+def test_small_refunds_is_decided_by_the_policy() -> None:
+    rule = _rule(_demo(), "small-refunds")
+    assert (rule.decide, rule.reason, rule.approvers) == ("approve", None, ())
+    assert _demo().waiting_for(rule, viewer_is_requester=True) == "Approved by policy small-refunds"
+
+
+# Matching -----------------------------------------------------------------------------------
+
+
+def test_first_matching_rule_wins() -> None:
+    policy = Policy.parse(
+        ROLES
+        + """
+[[rules]]
+name = "huge"
+tool = "transfer"
+when = { properties = { amount = { minimum = 10000 } } }
+approvers = ["role:ops"]
+
+[[rules]]
+name = "any-transfer"
+tool = "transfer"
+approvers = ["role:finance"]
+
+[[rules]]
+name = "never-reached"
+tool = "transfer"
+decide = "approve"
+"""
+    )
+    assert _rule_name(policy, "transfer", {"amount": 20000}) == "huge"
+    assert _rule_name(policy, "transfer", {"amount": 5}) == "any-transfer"
+
+
+def test_interrupt_rules_match_definitions_and_tool_rules_match_tools() -> None:
+    policy = Policy.parse(
+        ROLES
+        + """
+[[rules]]
+name = "release-sign-off"
+interrupt = "plan_release"
+when = { required = ["title"] }
+approvers = ["role:ops"]
+"""
+    )
+    assert policy.rule_for_interrupt("plan_release", {"title": "v2"}) is policy.rules[0]
+    assert policy.rule_for_interrupt("plan_release", {"changes": []}) is None
+    assert policy.rule_for_interrupt("ship_order", {"title": "v2"}) is None
+    assert policy.rule_for_tool("plan_release", {"title": "v2"}) is None
+
+
+def test_empty_policy_has_no_rules() -> None:
+    empty = Policy.empty()
+    assert (empty.source, empty.rules, dict(empty.roles)) == ("<empty>", (), {})
+    assert empty.rule_for_tool("transfer", {"amount": 5000}) is None
+    assert Policy.parse("").rules == ()
+
+
+# Who may decide -----------------------------------------------------------------------------
+
+
+def test_roles_of_merges_the_identitys_roles_with_the_roles_table() -> None:
+    demo = _demo()
+    proxied = _person("Olive@Example.com", "auditor")
+    assert demo.roles_of(proxied) == {"auditor", "ops", "admin"}
+    assert demo.roles_of(_person("rita@example.com")) == frozenset()
+    assert demo.roles_of(ANONYMOUS) == frozenset()
+
+
+def test_check_allows_a_member_of_an_approving_role() -> None:
+    demo = _demo()
+    large = _rule(demo, "large-transfers")
+    # Ada's finance role comes from [roles] here, not from her identity.
+    assert demo.check(large, _person("ada@example.com"), decider_is_requester=False) is None
+    assert demo.check(large, ADA, decider_is_requester=False) is None
+    rotation = _rule(demo, "key-rotation")
+    assert demo.check(rotation, SAM, decider_is_requester=False) is None
+
+
+def test_check_allows_an_approver_named_by_email_in_any_case() -> None:
+    policy = Policy.parse(
+        ROLES
+        + """
+[[rules]]
+name = "wire"
+tool = "transfer"
+approvers = ["Ada@Example.com", "role:ops"]
+"""
+    )
+    rule = policy.rules[0]
+    assert rule.approvers == ("ada@example.com", "role:ops")
+    assert policy.check(rule, _person("ada@example.com"), decider_is_requester=False) is None
+    assert policy.check(rule, _person("ADA@example.com"), decider_is_requester=False) is None
+    assert policy.describe_approvers(rule) == "ada@example.com or role ops"
+    assert (
+        policy.check(rule, RITA, decider_is_requester=False)
+        == "Needs approval from ada@example.com or role ops."
+    )
+
+
+def test_check_refuses_someone_else_and_says_who_may() -> None:
+    demo = _demo()
+    large = _rule(demo, "large-transfers")
+    assert (
+        demo.check(large, SAM, decider_is_requester=False)
+        == "Needs approval from role finance, not the requester."
+    )
+    plain = Policy.parse(
+        ROLES + '[[rules]]\nname = "k"\ntool = "rotate_keys"\napprovers = ["role:ops"]'
+    )
+    assert plain.check(plain.rules[0], ADA, decider_is_requester=False) == (
+        "Needs approval from role ops."
+    )
+
+
+def test_the_requester_is_refused_under_not_requester_even_with_the_role() -> None:
+    demo = _demo()
+    large = _rule(demo, "large-transfers")
+    assert (
+        demo.check(large, ADA, decider_is_requester=True)
+        == "Needs approval from role finance, not the requester."
+    )
+    # Without not_requester, a finance requester approves their own transfer.
+    plain = Policy.parse(
+        ROLES + '[[rules]]\nname = "t"\ntool = "transfer"\napprovers = ["role:finance"]'
+    )
+    assert plain.check(plain.rules[0], ADA, decider_is_requester=True) is None
+
+
+def test_an_anonymous_decider_never_satisfies_named_approvers() -> None:
+    demo = _demo()
+    large = _rule(demo, "large-transfers")
+    assert demo.check(large, ANONYMOUS, decider_is_requester=False) == (
+        "Needs approval from role finance, not the requester."
+    )
+    # Even one whose (unverified) roles would otherwise qualify.
+    nobody = Identity(email="", method="none", roles=frozenset({"finance"}))
+    assert demo.check(large, nobody, decider_is_requester=False) is not None
+
+
+def test_waiting_for_words_the_wait_for_the_page() -> None:
+    demo = _demo()
+    large = _rule(demo, "large-transfers")
+    assert demo.describe_approvers(large) == "role finance"
+    assert demo.waiting_for(large, viewer_is_requester=False) == "Waiting for finance"
+    assert demo.waiting_for(large, viewer_is_requester=True) == (
+        "Waiting for finance — you asked for this, so someone else approves it"
+    )
+    rotation = _rule(demo, "key-rotation")
+    assert demo.waiting_for(rotation, viewer_is_requester=False) == (
+        "Waiting for ops (2 approvals needed)"
+    )
+
+
+# Bad files ----------------------------------------------------------------------------------
+
+
+def test_a_file_that_does_not_parse_names_line_and_column() -> None:
+    message = _refusal("[roles]\nfinance = [ada@example.com]\n")
+    assert "not valid TOML" in message
+    assert "line 2, column 12" in message
+    assert "at end of document" in _refusal('[roles]\nfinance = ["ada@example.com"\n')
+
+
+def test_load_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text('[[rules]]\nname = "x"\ntool = "t"\n', encoding="utf-8")
+    with pytest.raises(PolicyError) as raised:
+        Policy.load(path)
+    assert str(raised.value).startswith(str(path))
+    with pytest.raises(PolicyError, match="cannot be read"):
+        Policy.load(tmp_path / "missing.toml")
+
+
+def test_unknown_top_level_key_is_refused_with_a_suggestion() -> None:
+    message = _refusal('[[rule]]\nname = "x"\n')
+    assert "unknown top-level key `rule`" in message and "`rules`" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('roles = ["finance"]', ["[roles] must be a table"]),
+        ('[roles]\nfinance = "ada@example.com"', ["[roles] finance", "list of emails"]),
+        ('[roles]\nfinance = ["ada"]', ["[roles] finance", "'ada'", "not an email"]),
+        ('[roles]\n"role:finance" = ["ada@example.com"]', ["without `role:`"]),
+        ('known_roles = "auditor"', ["known_roles must be a list"]),
+        ('[roles]\nknown_roles = ["sre"]', ["move `known_roles = ...` above [roles]"]),
+    ],
+)
+def test_a_bad_roles_table_is_refused(text: str, words: list[str]) -> None:
+    message = _refusal(text)
+    for word in words:
+        assert word in message
+
+
+def test_a_rule_without_a_name_is_named_by_its_place() -> None:
+    message = _refusal(ROLES + '[[rules]]\nname = "a"\ntool = "t"\ndecide = "approve"\n'
+                       '[[rules]]\ntool = "t"\ndecide = "approve"')  # fmt: skip
+    assert "[[rules]] #2" in message and "has no name" in message and "add name" in message
+
+
+def test_a_duplicate_rule_name_is_refused() -> None:
+    rule = '[[rules]]\nname = "same"\ntool = "t"\ndecide = "approve"\n'
+    message = _refusal(ROLES + rule + rule)
+    assert "rule 'same' ([[rules]] #2)" in message
+    assert "already used by [[rules]] #1" in message and "its own name" in message
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ('decide = "approve"', ["rule 'r1'", "exactly one of `tool`", "neither"]),
+        ('tool = "t"\ninterrupt = "i"\ndecide = "approve"', ["rule 'r1'", "both"]),
+        ('tool = "t"', ["rule 'r1'", "either `decide`", "or `approvers`", "neither"]),
+        ('tool = "t"\ndecide = "approve"\napprovers = ["role:ops"]', ["rule 'r1'", "both"]),
+        ('tool = "t"\ndecide = "yes"', ["rule 'r1'", "'yes'", 'decide = "approve"']),
+        ('tool = "t"\ndecide = "reject"', ["rule 'r1'", "needs a `reason`", 'reason = "']),
+        ('tool = "t"\ndecide = "approve"\nreason = "ok"', ["rule 'r1'", "`reason` goes only"]),
+        ('tool = "t"\napprovers = ["role:ops"]\nreason = "x"', ["rule 'r1'", "`reason`"]),
+        ('interrupt = "ship_order"\ndecide = "approve"', ["rule 'r1'", "needs a person's value"]),
+        ('tool = "t"\ndecide = "approve"\nquorum = 2', ["rule 'r1'", "only with `approvers`"]),
+        ('tool = "t"\napprovers = []', ["rule 'r1'", "non-empty list"]),
+        ('tool = "t"\napprovers = ["role:ops"]\nnot_requester = "yes"', ["true or false"]),
+    ],
+)
+def test_a_rule_that_does_not_say_who_decides_is_refused(body: str, words: list[str]) -> None:
+    message = _one_rule(body)
+    for word in words:
+        assert word in message
+
+
+def test_decide_reject_with_a_reason_loads() -> None:
+    policy = Policy.parse(
+        '[[rules]]\nname = "no"\ntool = "t"\ndecide = "reject"\nreason = "Not here"'
+    )
+    assert (policy.rules[0].decide, policy.rules[0].reason) == ("reject", "Not here")
+    assert policy.waiting_for(policy.rules[0], viewer_is_requester=False) == "Rejected by policy no"
+
+
+def test_an_approver_naming_an_unknown_role_is_refused_and_known_roles_is_offered() -> None:
+    message = _one_rule('tool = "t"\napprovers = ["role:finanse"]')
+    assert "rule 'r1'" in message and "unknown role 'finanse'" in message
+    assert "`finance`" in message  # the nearest role
+    assert "[roles]" in message and "known_roles" in message and "sign-in proxy" in message
+
+
+def test_roles_in_known_roles_are_accepted() -> None:
+    policy = Policy.parse(
+        'known_roles = ["auditor"]\n[[rules]]\nname = "a"\ntool = "t"\napprovers = ["role:auditor"]'
+    )
+    auditor = _person("sue@example.com", "auditor")
+    assert policy.check(policy.rules[0], auditor, decider_is_requester=False) is None
+
+
+@pytest.mark.parametrize("approver", ["finance", "ada at example.com", "role:"])
+def test_an_approver_that_is_neither_a_role_nor_an_email_is_refused(approver: str) -> None:
+    message = _one_rule(f'tool = "t"\napprovers = ["{approver}"]')
+    assert "rule 'r1'" in message
+    assert 'neither "role:NAME" nor an email' in message or "unknown role" in message
+    if approver == "finance":
+        assert 'did you mean "role:finance"' in message
+
+
+@pytest.mark.parametrize("quorum", ["0", "-1", "1.5", "true", '"2"'])
+def test_quorum_must_be_a_whole_number_of_at_least_one(quorum: str) -> None:
+    message = _one_rule(f'tool = "t"\napprovers = ["role:ops"]\nquorum = {quorum}')
+    assert "rule 'r1'" in message and "`quorum`" in message and "1 or more" in message
+
+
+def test_quorum_larger_than_the_people_who_could_approve_is_refused() -> None:
+    message = _one_rule('tool = "t"\napprovers = ["role:ops", "ada@example.com"]\nquorum = 4')
+    assert "rule 'r1'" in message and "only 3 people could approve" in message
+    assert "lower the quorum or add approvers" in message
+    # Olive counted once although she is both in ops and named.
+    assert _one_rule('tool = "t"\napprovers = ["role:ops", "olive@example.com"]\nquorum = 3')
+
+
+def test_quorum_is_not_counted_when_a_known_role_is_involved() -> None:
+    policy = Policy.parse(
+        'known_roles = ["sre"]\n'
+        + ROLES
+        + '[[rules]]\nname = "k"\ntool = "t"\n'
+        + 'approvers = ["role:ops", "role:sre"]\nquorum = 5'
+    )
+    assert policy.rules[0].quorum == 5
+
+
+@pytest.mark.parametrize(
+    ("when", "words"),
+    [
+        ('{ properties = { amount = { maximum = "50" } } }', ["`maximum` keyword", "'50'"]),
+        ('{ type = "integr" }', ["`type` keyword"]),
+        ("{ properties = { amount = { maximun = 50 } } }", ["maximun", "`maximum`"]),
+        ("{ amount = { maximum = 50 } }", ["when.amount", "under `properties`"]),
+        ('{ "$ref" = "https://example.com/s.json" }', ["must point inside the schema"]),
+        ("{ const = 1979-05-27 }", ["TOML date"]),
+        ('"amount < 50"', ["`when` must be a table"]),
+    ],
+)
+def test_a_when_that_is_not_a_valid_json_schema_is_refused(when: str, words: list[str]) -> None:
+    message = _one_rule(f'tool = "t"\ndecide = "approve"\nwhen = {when}')
+    assert "rule 'r1'" in message
+    for word in words:
+        assert word in message
+
+
+def test_an_unknown_rule_key_suggests_the_nearest() -> None:
+    message = _one_rule('tool = "t"\naprovers = ["role:ops"]')
+    assert "rule 'r1'" in message and "unknown key `aprovers`" in message
+    assert "did you mean `approvers`" in message
