@@ -1,23 +1,41 @@
 """The composer: Enter sends; while decisions are pending a message is held, not lost."""
 
+from __future__ import annotations
+
 import reflex as rx
 
-from chat_app.ui.state import HELD_NOTICE, ChatState
+from ._types import Handler, Prop
 
 
-def composer() -> rx.Component:
+def composer(
+    *,
+    draft: Prop[str],
+    held: Prop[bool],
+    held_notice: str,
+    open_count: Prop[int],
+    running: Prop[bool],
+    resuming: Prop[bool],
+    on_draft: Handler,
+    on_send: Handler,
+    on_stop: Handler,
+) -> rx.Component:
+    """The message box with Send, or Stop while a reply streams (not while resuming).
+
+    `held` (a message was sent while decisions are pending, and kept) shows `held_notice`;
+    the placeholder points at the decisions while `open_count` is above 0.
+    """
     return rx.vstack(
         rx.cond(
-            ChatState.held,
-            rx.callout(HELD_NOTICE, icon="info", size="1", id="held-notice", role="status"),
+            held,
+            rx.callout(held_notice, icon="info", size="1", id="held-notice", role="status"),
         ),
         rx.form(
             rx.hstack(
                 rx.input(
-                    value=ChatState.draft,
-                    on_change=ChatState.set_draft,
+                    value=draft,
+                    on_change=on_draft,
                     placeholder=rx.cond(
-                        ChatState.open_count > 0,
+                        open_count > 0,
                         "Decisions are pending above…",
                         "Ask the ops desk…",
                     ),
@@ -29,11 +47,11 @@ def composer() -> rx.Component:
                     aria_label="Message",
                 ),
                 rx.cond(
-                    ChatState.running & ~ChatState.resuming,
+                    running & ~resuming,
                     rx.button(
                         "Stop",
                         type="button",
-                        on_click=ChatState.stop,
+                        on_click=on_stop,
                         size="3",
                         color_scheme="red",
                         variant="soft",
@@ -44,13 +62,13 @@ def composer() -> rx.Component:
                         type="submit",
                         size="3",
                         id="composer-send",
-                        disabled=ChatState.running,
+                        disabled=running,
                     ),
                 ),
                 spacing="2",
                 width="100%",
             ),
-            on_submit=ChatState.send,
+            on_submit=on_send,
             reset_on_submit=False,
             width="100%",
         ),

@@ -1,16 +1,38 @@
 """Decision cards: approvals inline at their tool call, generic questions, unbound pauses, and
-the batch bar."""
+the batch bar.
+
+Functions of their arguments: a card shows a `DecisionView` (a Var of the page's state) and
+calls the handlers of a `DecisionEvents`, which the page binds to its state.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import reflex as rx
 
-from chat_app.ui.state import ChatState
 from chat_app.ui.views import DecisionView
 
+from ._types import Handler, Prop
 from .schema_form import schema_form
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DecisionEvents:
+    """What a decision's buttons and forms call, each with the decision's id unless noted."""
+
+    #: `(id, panel)`: open the Approve…, Reject… or Edit arguments form, or close it.
+    toggle_panel: Handler
+    approve: Handler
+    reject: Handler
+    #: `(form_data)`: every decision form; hidden inputs name the decision and the form.
+    submit_form: Handler
+    cancel: Handler
+    #: Take back an answer staged while the rest of the batch is open.
+    change_answer: Handler
+    #: `()`: leave an expired pause behind.
+    start_over: Handler
 
 
 def _error(decision: DecisionView) -> rx.Component:
@@ -46,15 +68,28 @@ def _arguments(decision: DecisionView) -> rx.Component:
 
 
 def _panel(
-    decision: DecisionView, form: str, fields: object, submit: str, color: str
+    decision: DecisionView,
+    events: DecisionEvents,
+    form: str,
+    fields: object,
+    submit: str,
+    color: str,
 ) -> tuple[str, rx.Component]:
     """One `rx.match` case: the form that opens under Approve…, Reject… or Edit arguments."""
     button = rx.button(submit, type="submit", color_scheme=color, class_name="submit")
-    return form, schema_form(decision.id, form, fields, button, key=decision.id + "-" + form)
+    key = decision.id + "-" + form
+    return form, schema_form(
+        decision.id, form, fields, button, on_submit=events.submit_form, key=key
+    )
 
 
 def _answer_button(
-    decision: DecisionView, form: str, fields: Any, answer: Any, **style: Any
+    decision: DecisionView,
+    events: DecisionEvents,
+    form: str,
+    fields: Any,
+    answer: Handler,
+    **style: Any,
 ) -> rx.Component:
     """Approve / Reject: answers at once, or opens its form ("…") when the schema asks."""
     label = form.capitalize()
@@ -62,7 +97,7 @@ def _answer_button(
         fields.length() > 0,
         rx.button(
             label + "…",
-            on_click=ChatState.toggle_panel(decision.id, form),
+            on_click=events.toggle_panel(decision.id, form),
             class_name=form,
             **style,
         ),
@@ -70,21 +105,23 @@ def _answer_button(
     )
 
 
-def approval_controls(decision: DecisionView) -> rx.Component:
+def approval_controls(decision: DecisionView, events: DecisionEvents) -> rx.Component:
     """Approve, Reject (with a reason form when the schema asks), Edit arguments, Cancel."""
     approve_button = _answer_button(
         decision,
+        events,
         "approve",
         decision.approve_fields,
-        ChatState.approve,
+        events.approve,
         color_scheme="green",
         auto_focus=decision.focus,
     )
     reject_button = _answer_button(
         decision,
+        events,
         "reject",
         decision.reject_fields,
-        ChatState.reject,
+        events.reject,
         color_scheme="red",
         variant="soft",
     )
@@ -96,14 +133,14 @@ def approval_controls(decision: DecisionView) -> rx.Component:
                 decision.can_edit,
                 rx.button(
                     "Edit arguments",
-                    on_click=ChatState.toggle_panel(decision.id, "edit"),
+                    on_click=events.toggle_panel(decision.id, "edit"),
                     variant="outline",
                     class_name="edit",
                 ),
             ),
             rx.button(
                 "Cancel",
-                on_click=ChatState.cancel_decision(decision.id),
+                on_click=events.cancel(decision.id),
                 variant="ghost",
                 color_scheme="gray",
                 class_name="cancel",
@@ -113,9 +150,9 @@ def approval_controls(decision: DecisionView) -> rx.Component:
         ),
         rx.match(
             decision.panel,
-            _panel(decision, "approve", decision.approve_fields, "Approve", "green"),
-            _panel(decision, "reject", decision.reject_fields, "Reject", "red"),
-            _panel(decision, "edit", decision.edit_fields, "Approve with changes", "green"),
+            _panel(decision, events, "approve", decision.approve_fields, "Approve", "green"),
+            _panel(decision, events, "reject", decision.reject_fields, "Reject", "red"),
+            _panel(decision, events, "edit", decision.edit_fields, "Approve with changes", "green"),
             rx.fragment(),
         ),
         _error(decision),
@@ -124,12 +161,12 @@ def approval_controls(decision: DecisionView) -> rx.Component:
     )
 
 
-def expired_row(decision: DecisionView) -> rx.Component:
+def expired_row(decision: DecisionView, events: DecisionEvents) -> rx.Component:
     """An interrupt past its expiry: nothing can be answered, nothing ran."""
     return rx.hstack(
         rx.badge("Expired", color_scheme="gray", class_name="expired-badge"),
         rx.text("This decision expired; nothing ran.", size="2", color_scheme="gray"),
-        rx.button("Start over", on_click=ChatState.start_over, size="1", class_name="start-over"),
+        rx.button("Start over", on_click=events.start_over, size="1", class_name="start-over"),
         align="center",
         spacing="2",
         wrap="wrap",
@@ -137,7 +174,7 @@ def expired_row(decision: DecisionView) -> rx.Component:
     )
 
 
-def staged_row(decision: DecisionView) -> rx.Component:
+def staged_row(decision: DecisionView, events: DecisionEvents) -> rx.Component:
     """An answer given while other decisions of the batch are still open."""
     return rx.hstack(
         # The icon says which answer it is: a green check on "Rejected" read as approval.
@@ -151,7 +188,7 @@ def staged_row(decision: DecisionView) -> rx.Component:
         rx.text("— sent with the other decisions.", size="2", color_scheme="gray"),
         rx.button(
             "Change",
-            on_click=ChatState.change_answer(decision.id),
+            on_click=events.change_answer(decision.id),
             variant="ghost",
             size="1",
             class_name="change",
@@ -164,6 +201,7 @@ def staged_row(decision: DecisionView) -> rx.Component:
 
 def _decision_card(
     decision: DecisionView,
+    events: DecisionEvents,
     *,
     kind: str,
     icon: str,
@@ -186,10 +224,10 @@ def _decision_card(
             *details,
             rx.cond(
                 decision.expired,
-                expired_row(decision),
+                expired_row(decision, events),
                 rx.cond(
                     decision.staged != "",
-                    staged_row(decision),
+                    staged_row(decision, events),
                     rx.cond(
                         decision.can_resolve,
                         controls,
@@ -212,20 +250,21 @@ def _decision_card(
     )
 
 
-def approval_card(decision: DecisionView) -> rx.Component:
+def approval_card(decision: DecisionView, events: DecisionEvents) -> rx.Component:
     return _decision_card(
         decision,
+        events,
         kind="approval",
         icon="shield_check",
         title=decision.title,
         color="amber",
         details=[_arguments(decision)],
-        controls=approval_controls(decision),
+        controls=approval_controls(decision, events),
         cannot="This decision cannot be answered here.",
     )
 
 
-def generic_card(decision: DecisionView) -> rx.Component:
+def generic_card(decision: DecisionView, events: DecisionEvents) -> rx.Component:
     payload = [
         rx.cond(
             decision.payload_title != "",
@@ -259,11 +298,12 @@ def generic_card(decision: DecisionView) -> rx.Component:
             rx.button(
                 "Cancel",
                 type="button",
-                on_click=ChatState.cancel_decision(decision.id),
+                on_click=events.cancel(decision.id),
                 variant="ghost",
                 color_scheme="gray",
                 class_name="cancel",
             ),
+            on_submit=events.submit_form,
             key=decision.id + "-response",
         ),
         _error(decision),
@@ -271,6 +311,7 @@ def generic_card(decision: DecisionView) -> rx.Component:
     )
     return _decision_card(
         decision,
+        events,
         kind="generic",
         icon="message_circle_question",
         title=decision.message,
@@ -298,37 +339,53 @@ def unbound_card(decision: DecisionView) -> rx.Component:
     )
 
 
-def loose_decision(decision: DecisionView) -> rx.Component:
+def loose_decision(decision: DecisionView, events: DecisionEvents) -> rx.Component:
     return rx.match(
         decision.kind,
-        ("generic", generic_card(decision)),
+        ("generic", generic_card(decision, events)),
         ("unbound", unbound_card(decision)),
-        approval_card(decision),
+        approval_card(decision, events),
     )
 
 
-def batch_bar() -> rx.Component:
-    """Shown when several decisions are pending: bulk actions, batch errors, retry."""
+def batch_bar(
+    *,
+    title: Prop[str],
+    batch_size: Prop[int],
+    open_count: Prop[int],
+    bulk_ok: Prop[bool],
+    errors: Prop[list[str]],
+    can_retry: Prop[bool],
+    on_approve_all: Handler,
+    on_reject_all: Handler,
+    on_cancel_all: Handler,
+    on_retry: Handler,
+) -> rx.Component:
+    """Shown when several decisions are pending: bulk actions, batch errors, retry.
+
+    `open_count` is how many decisions can still be answered, `batch_size` how many the batch
+    has; `bulk_ok` says whether Approve all / Reject all apply.
+    """
     return rx.cond(
-        ((ChatState.batch_size > 1) & (ChatState.open_count > 0))
-        | (ChatState.batch_errors.length() > 0),
+        # `errors` is a Var here (see `Prop`), whose `length()` mypy cannot see on the union.
+        ((batch_size > 1) & (open_count > 0)) | (errors.length() > 0),  # type: ignore[union-attr]
         rx.vstack(
             rx.hstack(
-                rx.text(ChatState.batch_title, weight="bold", size="2", id="batch-title"),
+                rx.text(title, weight="bold", size="2", id="batch-title"),
                 rx.spacer(),
                 rx.cond(
-                    ChatState.bulk_ok & (ChatState.open_count > 1),
+                    bulk_ok & (open_count > 1),
                     rx.hstack(
                         rx.button(
                             "Approve all",
-                            on_click=ChatState.approve_all,
+                            on_click=on_approve_all,
                             color_scheme="green",
                             size="1",
                             id="approve-all",
                         ),
                         rx.button(
                             "Reject all",
-                            on_click=ChatState.reject_all,
+                            on_click=on_reject_all,
                             color_scheme="red",
                             variant="soft",
                             size="1",
@@ -338,10 +395,10 @@ def batch_bar() -> rx.Component:
                     ),
                 ),  # fmt: skip
                 rx.cond(
-                    ChatState.open_count > 1,
+                    open_count > 1,
                     rx.button(
                         "Cancel all",
-                        on_click=ChatState.cancel_all,
+                        on_click=on_cancel_all,
                         variant="ghost",
                         color_scheme="gray",
                         size="1",
@@ -353,12 +410,12 @@ def batch_bar() -> rx.Component:
                 wrap="wrap",
             ),
             rx.foreach(
-                ChatState.batch_errors,
+                errors,
                 lambda message: rx.text(message, size="1", color=rx.color("red", 11), role="alert"),
             ),
             rx.cond(
-                ChatState.can_retry,
-                rx.button("Retry", on_click=ChatState.retry, size="1", id="retry"),
+                can_retry,
+                rx.button("Retry", on_click=on_retry, size="1", id="retry"),
             ),
             class_name="batch-bar",
             role="region",

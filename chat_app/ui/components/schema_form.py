@@ -1,8 +1,8 @@
 """A form generated at run time: one control per `FormField` row (see `chat_app.ui.forms`).
 
 Inputs are uncontrolled (no websocket round trip per keystroke); every form posts to one
-handler, `ChatState.submit_form`, with hidden inputs naming the decision and the form,
-because a per-item `on_submit` inside `rx.foreach` breaks in Reflex 0.10.
+handler (the page binds it: `ChatState.submit_form`), with hidden inputs naming the decision
+and the form, because a per-item `on_submit` inside `rx.foreach` breaks in Reflex 0.10.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Any
 import reflex as rx
 
 from chat_app.ui.forms import FormField
-from chat_app.ui.state import ChatState
+
+from ._types import Handler
 
 
 def _label(row: FormField) -> rx.Component:
@@ -150,15 +151,17 @@ def schema_form(
     form: str,
     fields: Any,
     *actions: rx.Component,
+    on_submit: Handler,
     key: Any = None,
 ) -> rx.Component:
-    """A form of `fields` whose submit goes to `ChatState.submit_form` with its identity."""
+    """A form of `fields` whose submit goes to `on_submit` with its identity (hidden
+    `__interrupt` and `__form` inputs)."""
     return rx.form(
         rx.el.input(type="hidden", name="__interrupt", value=interrupt_id),
         rx.el.input(type="hidden", name="__form", value=form),
         rx.vstack(rx.foreach(fields, field_row), spacing="3", width="100%"),
         rx.hstack(*actions, spacing="2", padding_top="0.5em", wrap="wrap"),
-        on_submit=ChatState.submit_form,
+        on_submit=on_submit,
         reset_on_submit=False,
         # Our own checks (jsonschema) word the errors; the browser's would pre-empt them.
         no_validate=True,

@@ -1,15 +1,21 @@
-"""The conversation: messages, tool-call cards with their decisions, the streamed reply."""
+"""The conversation: messages, tool-call cards with their decisions, the streamed reply.
+
+Functions of their arguments; the page binds them to its state. The memoized message row
+closes over the page's `DecisionEvents` (`message_rows`) rather than taking them as props: a
+memo's props stay serializable Vars, and the handlers are compiled into the row itself.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
 
 import reflex as rx
 
-from chat_app.ui.state import SUGGESTIONS, ChatState
-from chat_app.ui.views import MessageView, ToolCardView
+from chat_app.ui.views import DecisionView, MessageView, ToolCardView
 
-from .decisions import approval_card, batch_bar, loose_decision
+from ._types import Handler, Prop
+from .decisions import DecisionEvents, approval_card, loose_decision
 
 #: The shape of a message bubble, finished or being streamed.
 _BUBBLE: dict[str, Any] = {
@@ -21,8 +27,11 @@ _BUBBLE: dict[str, Any] = {
     "max_width": "min(85%, 640px)",
 }
 
+#: Renders one message of a transcript list, keyed by its id (see `message_rows`).
+MessageRow: TypeAlias = Callable[[rx.Var[MessageView]], rx.Component]
 
-def tool_card(card: ToolCardView) -> rx.Component:
+
+def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
     return rx.box(
         rx.vstack(
             rx.hstack(
@@ -57,7 +66,7 @@ def tool_card(card: ToolCardView) -> rx.Component:
                     class_name="tool-result",
                 ),
             ),
-            rx.cond(card.has_decision, approval_card(card.decision)),
+            rx.cond(card.has_decision, approval_card(card.decision, events)),
             spacing="2",
             width="100%",
         ),
@@ -72,50 +81,63 @@ def tool_card(card: ToolCardView) -> rx.Component:
     )
 
 
-@rx.memo
-def message_row(message: rx.Var[MessageView], rest: rx.RestProp) -> rx.Component:
-    """One message with its tool cards, memoized: React renders it again only when its own
-    data changes. The page keeps unchanged rows' objects across updates, so a token, a click
-    or a new message re-renders the rows that changed, not the whole history.
+def message_rows(events: DecisionEvents) -> MessageRow:
+    """The row of one message, memoized, its decisions calling `events`.
+
+    Build it once, when the page's module is imported: Reflex registers a memo by its name,
+    so a second call would replace the first one's handlers.
     """
-    is_user = message.role == "user"
-    return rx.box(
-        rx.vstack(
-            rx.cond(
-                message.text != "",
-                rx.box(
-                    rx.cond(
-                        is_user,
-                        rx.text(message.text, white_space="pre-wrap", size="3"),
-                        rx.markdown(message.text),
+
+    @rx.memo
+    def message_row(message: rx.Var[MessageView], rest: rx.RestProp) -> rx.Component:
+        """One message with its tool cards, memoized: React renders it again only when its
+        own data changes. The page keeps unchanged rows' objects across updates, so a token,
+        a click or a new message re-renders the rows that changed, not the whole history.
+        """
+        is_user = message.role == "user"
+        return rx.box(
+            rx.vstack(
+                rx.cond(
+                    message.text != "",
+                    rx.box(
+                        rx.cond(
+                            is_user,
+                            rx.text(message.text, white_space="pre-wrap", size="3"),
+                            rx.markdown(message.text),
+                        ),
+                        class_name="chat-message",
+                        data_role=message.role,
+                        background_color=rx.cond(
+                            is_user, rx.color("accent", 4), rx.color("gray", 3)
+                        ),
+                        overflow_wrap="anywhere",
+                        **_BUBBLE,
                     ),
-                    class_name="chat-message",
-                    data_role=message.role,
-                    background_color=rx.cond(is_user, rx.color("accent", 4), rx.color("gray", 3)),
-                    overflow_wrap="anywhere",
-                    **_BUBBLE,
                 ),
+                rx.foreach(message.tools, lambda card: tool_card(card, events)),
+                align=rx.cond(is_user, "end", "start"),
+                spacing="2",
+                width="100%",
             ),
-            rx.foreach(message.tools, tool_card),
-            align=rx.cond(is_user, "end", "start"),
-            spacing="2",
+            rest,
             width="100%",
-        ),
-        rest,
-        width="100%",
-    )
+        )
+
+    def row(message: rx.Var[MessageView]) -> rx.Component:
+        return message_row(message=message, key=message.id)
+
+    return row
 
 
-def _row(message: rx.Var[MessageView]) -> rx.Component:
-    return message_row(message=message, key=message.id)
-
-
-def streaming_row() -> rx.Component:
+def streaming_row(
+    *, message_id: Prop[str], text: Prop[str], tools: Prop[list[str]]
+) -> rx.Component:
+    """The reply being streamed ("" `message_id` when none), and the tools it is calling."""
     return rx.cond(
-        ChatState.streaming_id != "",
+        message_id != "",
         rx.vstack(
             rx.box(
-                rx.markdown(ChatState.streaming_text),
+                rx.markdown(text),
                 class_name="chat-message streaming",
                 data_role="assistant",
                 aria_live="polite",
@@ -123,7 +145,7 @@ def streaming_row() -> rx.Component:
                 **_BUBBLE,
             ),
             rx.foreach(
-                ChatState.streaming_tools,
+                tools,
                 lambda name: rx.hstack(
                     rx.spinner(size="1"),
                     rx.text("Calling ", rx.code(name), size="1", color_scheme="gray"),
@@ -136,10 +158,10 @@ def streaming_row() -> rx.Component:
     )
 
 
-def status_row() -> rx.Component:
+def status_row(*, resuming: Prop[bool], run_error: Prop[str]) -> rx.Component:
     return rx.vstack(
         rx.cond(
-            ChatState.resuming,
+            resuming,
             rx.hstack(
                 rx.spinner(size="1"),
                 rx.text("Resuming the run…", size="2", color_scheme="gray"),
@@ -149,9 +171,9 @@ def status_row() -> rx.Component:
             ),
         ),
         rx.cond(
-            ChatState.run_error != "",
+            run_error != "",
             rx.callout(
-                ChatState.run_error,
+                run_error,
                 icon="circle_alert",
                 color_scheme="red",
                 size="1",
@@ -162,7 +184,8 @@ def status_row() -> rx.Component:
     )
 
 
-def empty_transcript() -> rx.Component:
+def empty_transcript(*, suggestions: Sequence[str], on_suggestion: Handler) -> rx.Component:
+    """What a new conversation shows: a greeting and phrases to try (each sends itself)."""
     return rx.center(
         rx.vstack(
             rx.heading("What can the ops desk do for you?", size="4", weight="medium"),
@@ -173,10 +196,10 @@ def empty_transcript() -> rx.Component:
             ),
             rx.flex(
                 rx.foreach(
-                    SUGGESTIONS,
+                    suggestions,
                     lambda text: rx.button(
                         text,
-                        on_click=ChatState.use_suggestion(text),
+                        on_click=on_suggestion(text),
                         variant="surface",
                         radius="full",
                         size="2",
@@ -197,23 +220,35 @@ def empty_transcript() -> rx.Component:
     )
 
 
-def transcript() -> rx.Component:
+def transcript(
+    *,
+    has_messages: Prop[bool],
+    parts: Sequence[Prop[list[MessageView]]],
+    row: MessageRow,
+    streaming: rx.Component,
+    loose_decisions: Prop[list[DecisionView]],
+    events: DecisionEvents,
+    batch: rx.Component,
+    status: rx.Component,
+    empty: rx.Component,
+) -> rx.Component:
+    """The scrolling log: the messages, list by list (`parts`, oldest first, each sent on its
+    own), then the reply being streamed, the decisions not at a tool call, the batch bar and
+    the run's status; `empty` before the first message."""
     return rx.box(
         rx.cond(
-            ChatState.has_messages,
+            has_messages,
             rx.vstack(
-                rx.foreach(ChatState.archive, _row),
-                rx.foreach(ChatState.recent, _row),
-                rx.foreach(ChatState.turn, _row),
-                streaming_row(),
-                rx.foreach(ChatState.loose_decisions, loose_decision),
-                batch_bar(),
-                status_row(),
+                *[rx.foreach(part, row) for part in parts],
+                streaming,
+                rx.foreach(loose_decisions, lambda decision: loose_decision(decision, events)),
+                batch,
+                status,
                 spacing="3",
                 width="100%",
                 padding="1.25em",
             ),
-            empty_transcript(),
+            empty,
         ),
         flex="1",
         width="100%",

@@ -1,10 +1,74 @@
-"""The chat page: header, transcript with inline decisions, composer."""
+"""The chat page: header, transcript with inline decisions, composer, bound to `ChatState`."""
 
 import reflex as rx
 
 from chat_app.ui.components.composer import composer
+from chat_app.ui.components.decisions import DecisionEvents, batch_bar
 from chat_app.ui.components.header import header
-from chat_app.ui.components.transcript import transcript
+from chat_app.ui.components.transcript import (
+    empty_transcript,
+    message_rows,
+    status_row,
+    streaming_row,
+    transcript,
+)
+from chat_app.ui.state import HELD_NOTICE, SUGGESTIONS, ChatState
+
+#: What the decision cards call.
+DECISIONS = DecisionEvents(
+    toggle_panel=ChatState.toggle_panel,
+    approve=ChatState.approve,
+    reject=ChatState.reject,
+    submit_form=ChatState.submit_form,
+    cancel=ChatState.cancel_decision,
+    change_answer=ChatState.change_answer,
+    start_over=ChatState.start_over,
+)
+#: The memoized message row, made once (Reflex registers a memo by its name).
+MESSAGE_ROW = message_rows(DECISIONS)
+
+
+def _transcript() -> rx.Component:
+    return transcript(
+        has_messages=ChatState.has_messages,
+        parts=[ChatState.archive, ChatState.recent, ChatState.turn],
+        row=MESSAGE_ROW,
+        streaming=streaming_row(
+            message_id=ChatState.streaming_id,
+            text=ChatState.streaming_text,
+            tools=ChatState.streaming_tools,
+        ),
+        loose_decisions=ChatState.loose_decisions,
+        events=DECISIONS,
+        batch=batch_bar(
+            title=ChatState.batch_title,
+            batch_size=ChatState.batch_size,
+            open_count=ChatState.open_count,
+            bulk_ok=ChatState.bulk_ok,
+            errors=ChatState.batch_errors,
+            can_retry=ChatState.can_retry,
+            on_approve_all=ChatState.approve_all,
+            on_reject_all=ChatState.reject_all,
+            on_cancel_all=ChatState.cancel_all,
+            on_retry=ChatState.retry,
+        ),
+        status=status_row(resuming=ChatState.resuming, run_error=ChatState.run_error),
+        empty=empty_transcript(suggestions=SUGGESTIONS, on_suggestion=ChatState.use_suggestion),
+    )
+
+
+def _composer() -> rx.Component:
+    return composer(
+        draft=ChatState.draft,
+        held=ChatState.held,
+        held_notice=HELD_NOTICE,
+        open_count=ChatState.open_count,
+        running=ChatState.running,
+        resuming=ChatState.resuming,
+        on_draft=ChatState.set_draft,
+        on_send=ChatState.send,
+        on_stop=ChatState.stop,
+    )
 
 
 def index() -> rx.Component:
@@ -12,8 +76,8 @@ def index() -> rx.Component:
     return rx.box(
         rx.vstack(
             header(),
-            transcript(),
-            composer(),
+            _transcript(),
+            _composer(),
             spacing="0",
             height="100dvh",
             max_width="860px",
