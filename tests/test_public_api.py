@@ -103,12 +103,20 @@ INTERRUPTS = [
 ]
 
 TRUST = [
+    "ANONYMOUS",
     "AuditEntry",
     "AuditRecord",
+    "AuthMethod",
     "DEFAULT_TTL_SECONDS",
+    "DEMO_PEOPLE",
+    "Directory",
     "GENESIS",
+    "Identity",
     "Ledger",
+    "Policy",
+    "PolicyError",
     "RedisLedger",
+    "Rule",
     "SQLiteLedger",
     "SealCheck",
     "Sealer",
@@ -217,6 +225,7 @@ DEMO = [
     "DEFAULT_TOKEN_DELAY_MS",
     "HELP",
     "INSTRUCTIONS",
+    "POLICY_PATH",
     "build_demo_agent",
     "demo_model",
 ]

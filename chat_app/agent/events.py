@@ -7,6 +7,7 @@ from typing import Any
 
 from ag_ui.core import (
     BaseEvent,
+    CustomEvent,
     Interrupt,
     Message,
     MessagesSnapshotEvent,
@@ -132,6 +133,20 @@ def tool_result(
         timestamp=now,
         metadata={"tanstack": {"state": "output-error"}} if error else None,
     )
+
+
+#: The name of the `CUSTOM` event that says a policy decided a tool call alone.
+POLICY_DECISION_EVENT = "chat_app:policyDecision"
+
+
+def policy_decision(
+    call_id: str, tool_name: str, rule: str, approved: bool, reason: str | None, now: int
+) -> CustomEvent:
+    value: dict[str, Any] = {"toolCallId": call_id, "toolName": tool_name, "rule": rule,
+                             "decision": "approved" if approved else "rejected"}  # fmt: skip
+    if reason:
+        value["reason"] = reason
+    return CustomEvent(name=POLICY_DECISION_EVENT, value=value, timestamp=now)
 
 
 def resume_error(

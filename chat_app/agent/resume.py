@@ -43,9 +43,10 @@ from chat_app.interrupts import (
     tool_call_id_of,
 )
 from chat_app.interrupts.strict_json import MAX_NESTING, strict_loads, too_deep
-from chat_app.trust import SealCheck, Sealer, decision_record
+from chat_app.trust import Rule, SealCheck, Sealer, decision_record
 
 from .definitions import GenericResolution, InterruptDefinition, InterruptRequest
+from .gate import Gate
 from .history import ToolCallRef, arguments_are_valid_json, tool_calls
 from .tools import Tool
 
@@ -82,6 +83,10 @@ class ResumePlan:
     cancelled: set[str] = field(default_factory=set)
     client_results: dict[str, Any] = field(default_factory=dict)
     generic: list[GenericResolution] = field(default_factory=list)
+    #: The policy rule that allowed each answer (`None`: no rule; the requester decided).
+    rules: dict[str, str | None] = field(default_factory=dict)
+    #: Answers the policy refused, with why (for the trail; the batch is refused).
+    refused: dict[str, str] = field(default_factory=dict)
 
     def audit_record(self, interrupt_id: str) -> dict[str, Any]:
         """What the trail says about the answer to `interrupt_id` (with the tool call it
@@ -101,6 +106,8 @@ class _GenericRecord:
     interrupt_id: str
     request: InterruptRequest
     batch_index: int
+    #: The key as the continuation carries it (sealed: it says who asked).
+    sealed_key: str
 
 
 class _Errors:
@@ -155,12 +162,14 @@ def plan_continuation(
     definitions: Mapping[str, InterruptDefinition],
     now_ms: float,
     sealer: Sealer | None = None,
+    gate: Gate | None = None,
 ) -> ResumePlan:
     """Validate the whole batch; return the plan, or raise `InterruptResumeValidationError`.
 
     With a `sealer`, every tool call about to be answered or run must carry this server's
     seal over its thread, name and arguments, and every generic interrupt's key a seal over
     its thread, paused run and metadata; anything else is `stale` (or `expired`).
+    With a `gate`, every answer must come from someone its policy rule allows (`forbidden`).
     """
     ids = [entry.interrupt_id for entry in resume]
     calls = _pending_calls(messages, tools, set(ids))
@@ -249,6 +258,8 @@ def plan_continuation(
             errors,
             partial(_check_generic_entry, record, generic_entry, errors, plan, now_ms),
         )
+    if gate is not None:
+        _check_deciders(gate, plan, approvals, generics, errors)
     known = set(pending_ids)
     for entry in resume:
         if entry.interrupt_id not in known:
@@ -280,6 +291,50 @@ def plan_continuation(
         raise InterruptResumeValidationError(ordered)
     plan.generic.sort(key=lambda resolution: _batch_index(generics, resolution))
     return plan
+
+
+def _check_deciders(
+    gate: Gate,
+    plan: ResumePlan,
+    approvals: Sequence[PendingCall],
+    generics: Sequence[_GenericRecord],
+    errors: _Errors,
+) -> None:
+    """Refuse, as `forbidden`, every valid answer its rule does not allow this person to give;
+    the plan keeps the rule that allowed each of the others."""
+    policy = gate.policy
+    for call in approvals:
+        interrupt_id = str(call.interrupt_id)
+        decision = plan.decisions.get(interrupt_id)
+        if decision is None:
+            continue
+        rules = [policy.rule_for_tool(call.call.name, call.call.args)]
+        if decision.edited:
+            rules.append(policy.rule_for_tool(call.call.name, decision.edited_args))
+        _gate_one(gate, plan, errors, decision, call.call.id, rules)
+    for record in generics:
+        decision = plan.decisions.get(record.interrupt_id)
+        if decision is None:
+            continue
+        definition_id = record.request.definition.id
+        rules = [policy.rule_for_interrupt(definition_id, record.request.payload)]
+        _gate_one(gate, plan, errors, decision, record.sealed_key, rules)
+
+
+def _gate_one(
+    gate: Gate,
+    plan: ResumePlan,
+    errors: _Errors,
+    decision: Decision,
+    sealed: str,
+    rules: list[Rule | None],
+) -> None:
+    problem = gate.check(decision, sealed=sealed, rules=rules)
+    if problem is not None:
+        errors.item(decision.interrupt_id, problem.code, problem.message, source=problem.source)
+        plan.refused[decision.interrupt_id] = problem.message
+        return
+    plan.rules[decision.interrupt_id] = next((rule.name for rule in rules if rule), None)
 
 
 def _collated(ids: Collection[str]) -> list[str]:
@@ -417,6 +472,7 @@ def _generic_records(
                 interrupt_id=entry.interrupt_id,
                 request=request,
                 batch_index=continuation.batch_index,
+                sealed_key=continuation.key,
             )
         )
     return records
@@ -516,9 +572,7 @@ def _check_generic_entry(
     )
 
 
-def _decided(
-    entry: ResumeEntry, target: DecisionTarget, errors: _Errors
-) -> Decision | None:
+def _decided(entry: ResumeEntry, target: DecisionTarget, errors: _Errors) -> Decision | None:
     """The entry's decision when it is a valid answer to `target`; otherwise its problems are
     recorded and the answer is `None`."""
     read = read_decision(entry, target.kind)

@@ -51,6 +51,8 @@ from chat_app.trust import (
     AuditEntry,
     Identity,
     Ledger,
+    Policy,
+    Rule,
     Sealer,
     iso_from_epoch,
     pause_record,
@@ -65,6 +67,7 @@ from .descriptors import (
     generic_fields,
     new_generic_interrupt_id,
 )
+from .gate import POLICY_METADATA_KEY, Gate
 from .history import (
     answers_at,
     arguments_are_valid_json,
@@ -102,6 +105,7 @@ class Agent:
         clock: Callable[[], float] = time.time,
         sealer: Sealer | None = None,
         ledger: Ledger | None = None,
+        policy: Policy | None = None,
     ) -> None:
         names = [item.id for item in interrupts]
         if len(set(names)) != len(names):
@@ -116,6 +120,8 @@ class Agent:
         self.sealer = sealer
         #: Records pauses, answers (exactly once) and executions (see `chat_app.trust.ledger`).
         self.ledger = ledger
+        #: Who may decide what (see `chat_app.trust.policy`); `None`: whoever asked.
+        self.policy = policy
 
     def tool_manifest(self) -> list[dict[str, object]]:
         return [item.manifest() for item in self.tools.values()]
@@ -144,6 +150,7 @@ class _Run:
         self.agent = agent
         self.input = input
         self.identity = identity
+        self.gate = Gate(agent.policy, agent.sealer, identity) if agent.policy is not None else None
         # Read only where needed: a long history's messages are mostly never built.
         self.messages = History.of(input.messages)
         self._tool_positions: dict[str, int] | None = None
@@ -184,7 +191,10 @@ class _Run:
             thread_id=self.input.thread_id,
             interrupt_ids=ids,
             entries=[
-                self._audit("decision", plan.audit_record(entry.interrupt_id))
+                self._audit(
+                    "decision",
+                    {**plan.audit_record(entry.interrupt_id), "verifiedBy": self.identity.method},
+                )
                 for entry in resume
             ],
         )
@@ -207,6 +217,27 @@ class _Run:
             )  # fmt: skip
             raise InterruptResumeValidationError(errors)
 
+    async def _record_refusals(self, error: InterruptResumeValidationError) -> None:
+        """Put every answer the policy refused in the trail, with who tried and why."""
+        refused = [
+            item for item in error.errors
+            if isinstance(item, ItemInterruptError) and item.code == "forbidden"
+        ]  # fmt: skip
+        if refused and self.agent.ledger is not None:
+            await self.agent.ledger.append_async(
+                [
+                    self._audit(
+                        "refusal",
+                        {
+                            "interruptId": item.interrupt_id,
+                            "reason": item.message,
+                            "verifiedBy": self.identity.method,
+                        },
+                    )  # fmt: skip
+                    for item in refused
+                ]
+            )
+
     def _call_expiry(self, call_id: str) -> str | None:
         return self.agent.sealer.tool_call_expiry(call_id) if self.agent.sealer else None
 
@@ -224,9 +255,11 @@ class _Run:
                     definitions=self.agent.definitions,
                     now_ms=self.agent.clock() * 1000,
                     sealer=self.agent.sealer,
+                    gate=self.gate,
                 )
                 await self._commit(plan)
             except InterruptResumeValidationError as error:
+                await self._record_refusals(error)
                 # AG-UI wants RUN_STARTED first; TanStack sends the RUN_ERROR alone, and its
                 # client reads the errors either way (checked by the interop tests).
                 yield events.run_started(thread_id, run_id, self.input.parent_run_id, self.now())
@@ -336,6 +369,28 @@ class _Run:
             self.messages.append(message)
         return events.tool_result(message_id, call_id, content, self.now(), error=error)
 
+    async def _decided_by_policy(
+        self, rule: Rule, tool: Tool, message_id: str, call_id: str, args: Any
+    ) -> list[BaseEvent]:
+        """A call the policy decides alone: say so (a `CUSTOM` event the page shows on the
+        card), put it in the trail, and for a rejection give the model the rule's reason."""
+        approved = rule.decide == "approve"
+        said: list[BaseEvent] = [
+            events.policy_decision(call_id, tool.name, rule.name, approved, rule.reason,
+                                   self.now())
+        ]  # fmt: skip
+        if self.agent.ledger is not None:
+            record = {
+                "toolCallId": call_id, "toolName": tool.name, "shownArgs": args,
+                "decision": "approved" if approved else "rejected", "decidedBy": "policy",
+                "rule": rule.name, **({"reason": rule.reason} if rule.reason else {}),
+            }  # fmt: skip
+            await self.agent.ledger.append_async([self._audit("decision", record)])
+        if not approved:
+            result = {"error": f"Rejected by policy {rule.name}", "reason": rule.reason}
+            said.append(self._record_result(message_id, call_id, result, error=True))
+        return said
+
     async def _execute(self, tool: Tool, message_id: str, call_id: str, args: Any) -> BaseEvent:
         try:
             result = await tool.run(args)
@@ -386,6 +441,7 @@ class _Run:
                     run_id=self.input.run_id,
                     interrupt_id=interrupt_id,
                     fields=generic_fields(request, request.key, batch_index),
+                    requester=self.identity.email,
                 )
             items.append(
                 generic_descriptor(request, interrupt_id, batch_index, self.input.run_id, key=key)
@@ -441,12 +497,24 @@ class _Run:
                 yield self._record_result(message_id, call.id, {"error": problem}, error=True)
                 continue
             args = parse_arguments(call.function.arguments)
+            gate = self.gate if tool.needs_approval else None
+            rule = gate.auto_rule(tool.name, args) if gate is not None else None
+            if rule is not None:
+                for event in await self._decided_by_policy(rule, tool, message_id, call.id, args):
+                    yield event
+                if rule.decide == "approve":  # decided: it runs now, whatever else waits
+                    yield await self._execute(tool, message_id, call.id, args)
+                continue
             if tool.needs_approval:
-                approvals.append(
-                    approval_descriptor(
-                        tool, call.id, args, self.input.run_id, self._call_expiry(call.id)
-                    )
+                descriptor = approval_descriptor(
+                    tool, call.id, args, self.input.run_id, self._call_expiry(call.id)
                 )
+                if self.gate is not None:
+                    governing = self.gate.policy.rule_for_tool(tool.name, args)
+                    descriptor["metadata"][POLICY_METADATA_KEY] = self.gate.describe(
+                        governing, self.identity
+                    )
+                approvals.append(descriptor)
             elif tool.execute is None:
                 client_items.append(
                     client_tool_descriptor(
@@ -542,7 +610,10 @@ class _Run:
             arguments = "".join(parts)
             assert self.agent.sealer is not None
             sealed = self.agent.sealer.seal_tool_call(
-                self.input.thread_id, name, parse_arguments(arguments)
+                self.input.thread_id,
+                name,
+                parse_arguments(arguments),
+                requester=self.identity.email,
             )
             calls.append(
                 ToolCall(id=sealed.id, type="function",

@@ -53,7 +53,7 @@ from ._tools import ClientInterruptDefinition, ClientTool
 __all__ = ["ChangeSource", "InterruptHandle", "InterruptManager", "TransactionResolver"]
 
 ChangeSource: TypeAlias = Literal["live", "hydrate"]
-_NO_RETRY_CODES = frozenset({"stale", "expired", "conflict"})
+_NO_RETRY_CODES = frozenset({"stale", "expired", "conflict", "forbidden"})
 
 
 @dataclass(eq=False)

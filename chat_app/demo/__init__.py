@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from chat_app.agent import Agent, Model, ScriptedModel
 from chat_app.agent.models import model_from_env
-from chat_app.trust import Ledger, Sealer
+from chat_app.trust import Ledger, Policy, Sealer
 
 from .interrupts import RELEASE_PLAN, SHIPPING, DemoInterrupts
 from .script import HELP, demo_script
@@ -37,10 +38,20 @@ def demo_model() -> Model:
     return model
 
 
+#: The demo's policy: large transfers need finance, small refunds approve themselves, key
+#: rotation needs two people from ops (`CHAT_APP_POLICY` names another file).
+POLICY_PATH = Path(__file__).with_name("policy.toml")
+
+
 def build_demo_agent(
-    model: Model | None = None, *, sealer: Sealer | None = None, ledger: Ledger | None = None
+    model: Model | None = None,
+    *,
+    sealer: Sealer | None = None,
+    ledger: Ledger | None = None,
+    policy: Policy | None = None,
 ) -> Agent:
-    """The ops desk agent; the app and the standalone server pass a sealer and a ledger."""
+    """The ops desk agent; the app and the standalone server pass a sealer, a ledger and the
+    policy."""
     return Agent(
         model=model or demo_model(),
         tools=DEMO_TOOLS,
@@ -48,7 +59,15 @@ def build_demo_agent(
         middleware=[DemoInterrupts()],
         sealer=sealer,
         ledger=ledger,
+        policy=policy,
     )
 
 
-__all__ = ["DEFAULT_TOKEN_DELAY_MS", "HELP", "INSTRUCTIONS", "build_demo_agent", "demo_model"]
+__all__ = [
+    "DEFAULT_TOKEN_DELAY_MS",
+    "HELP",
+    "INSTRUCTIONS",
+    "POLICY_PATH",
+    "build_demo_agent",
+    "demo_model",
+]

@@ -20,7 +20,10 @@ HELP = (
     "- **pay invoices** — three approvals in one batch\n"
     "- **what time is it** — your browser answers, no decision needed\n"
     "- **share my location** — asks you first, then your browser answers\n"
-    "- **deploy** — an approval next to a pause owned by another system"
+    "- **deploy** — an approval next to a pause owned by another system\n"
+    "- **transfer 5000 to Ada** — a large payment: finance approves it, not you\n"
+    "- **refund 20 to order 42** — small enough for the policy to approve alone\n"
+    "- **rotate production keys** — two people from ops must approve"
 )
 
 INVOICES = [
@@ -32,6 +35,10 @@ INVOICES = [
 _TRANSFER = re.compile(r"\btransfer\s+\$?(\d+(?:\.\d+)?)\s+to\s+(\w[\w .'-]*)", re.IGNORECASE)
 _DELETE = re.compile(r"\bdelete project\s+(\S+)", re.IGNORECASE)
 _EMAIL = re.compile(r"\bemail\s+(\S+@\S+)\s+about\s+(.+)", re.IGNORECASE)
+_REFUND = re.compile(
+    r"\brefund\s+\$?(\d+(?:\.\d+)?)\s+(?:to|for|on)\s+order\s+(\w+)", re.IGNORECASE
+)
+_ROTATE = re.compile(r"\brotate\s+(production|staging)\s+keys\b", re.IGNORECASE)
 
 
 def demo_script(request: ModelRequest) -> ScriptedTurn:
@@ -55,6 +62,20 @@ def _first_turn(text: str) -> ScriptedTurn:
             f"I'll send {_money(amount)} to {recipient} once you approve.",
             "transfer",
             {"recipient": recipient, "amount": int(amount) if amount.is_integer() else amount},
+        )
+    if match := _REFUND.search(text):
+        amount = float(match.group(1))
+        return _call(
+            f"Refunding {_money(amount)} to order {match.group(2)}.",
+            "refund",
+            {"order": match.group(2), "amount": int(amount) if amount.is_integer() else amount},
+        )
+    if match := _ROTATE.search(text):
+        environment = match.group(1).lower()
+        return _call(
+            f"I'll rotate the {environment} keys once it is approved.",
+            "rotate_keys",
+            {"environment": environment},
         )
     if match := _DELETE.search(text):
         return _call(
@@ -131,6 +152,11 @@ def _describe(name: str, content: Any, error: bool) -> str:
     if name == "transfer":
         amount = _money(float(data["amount"]))
         return f"Sent {amount} to {data['recipient']}. Receipt id: {data['receipt']}."
+    if name == "refund":
+        amount = _money(float(data["amount"]))
+        return f"Refunded {amount} to order {data['order']} (refund {data['refund']})."
+    if name == "rotate_keys":
+        return f"Rotated the {data['rotated']} keys; the new key is {data['keyId']}."
     if name == "delete_project":
         return f"Project {data['deleted']} is deleted."
     if name == "send_email":

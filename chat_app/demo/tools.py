@@ -1,4 +1,5 @@
-"""The ops desk's tools: money, projects, email, invoices, deploys, and two client tools."""
+"""The ops desk's tools: money, refunds, projects, email, invoices, deploys, keys, and two
+client tools."""
 
 from __future__ import annotations
 
@@ -30,6 +31,14 @@ def _pay_invoice(args: dict[str, Any]) -> dict[str, Any]:
 
 def _deploy(args: dict[str, Any]) -> dict[str, Any]:
     return {"deployment": _id("dep"), "service": args["service"], "version": args["version"]}
+
+
+def _refund(args: dict[str, Any]) -> dict[str, Any]:
+    return {"refund": _id("rfd"), "order": args["order"], "amount": args["amount"]}
+
+
+def _rotate_keys(args: dict[str, Any]) -> dict[str, Any]:
+    return {"rotated": args["environment"], "keyId": _id("key")}
 
 
 def _ship_order(args: dict[str, Any]) -> dict[str, Any]:
@@ -131,6 +140,41 @@ DEPLOY = tool(
     execute=_deploy,
 )
 
+REFUND = tool(
+    "refund",
+    description="Refund an order, in full or in part.",
+    input={
+        "type": "object",
+        "properties": {
+            "order": {"type": "string", "minLength": 1, "title": "Order"},
+            "amount": {"type": "number", "exclusiveMinimum": 0, "title": "Amount"},
+        },
+        "required": ["order", "amount"],
+        "additionalProperties": False,
+    },
+    needs_approval=True,
+    execute=_refund,
+)
+
+ROTATE_KEYS = tool(
+    "rotate_keys",
+    description="Rotate the signing keys of an environment (old keys stop working).",
+    input={
+        "type": "object",
+        "properties": {
+            "environment": {
+                "type": "string",
+                "enum": ["production", "staging"],
+                "title": "Environment",
+            }
+        },
+        "required": ["environment"],
+        "additionalProperties": False,
+    },
+    needs_approval=True,
+    execute=_rotate_keys,
+)
+
 SHIP_ORDER = tool(
     "ship_order",
     description="Ship an order with the chosen speed.",
@@ -177,5 +221,5 @@ GET_LOCATION = tool(
 
 DEMO_TOOLS: list[Tool] = [
     TRANSFER, DELETE_PROJECT, SEND_EMAIL, PAY_INVOICE, DEPLOY, SHIP_ORDER,
-    GET_LOCAL_TIME, GET_LOCATION,
+    GET_LOCAL_TIME, GET_LOCATION, REFUND, ROTATE_KEYS,
 ]  # fmt: skip

@@ -26,6 +26,8 @@ ItemInterruptErrorCode: TypeAlias = Literal[
     "stale",
     "conflict",
     "legacy-unsupported",
+    # This project's: the answer comes from someone the policy does not allow to decide.
+    "forbidden",
 ]
 BatchInterruptErrorCode: TypeAlias = Literal[
     "incomplete-batch",

@@ -19,6 +19,7 @@ from .ledger import (
     record_hash,
     verify_chain,
 )
+from .policy import Policy, PolicyError, Rule
 from .seal import DEFAULT_TTL_SECONDS, SealCheck, Sealer, iso_from_epoch, load_secret
 
 __all__ = [
@@ -32,7 +33,10 @@ __all__ = [
     "GENESIS",
     "Identity",
     "Ledger",
+    "Policy",
+    "PolicyError",
     "RedisLedger",
+    "Rule",
     "SQLiteLedger",
     "SealCheck",
     "Sealer",

@@ -6,12 +6,18 @@ change its arguments. Sealing closes that without a database and without new fie
 seal rides in values every client echoes back unchanged.
 
 * A tool call's id is assigned by the server once the model has finished the call:
-  `tc` + 8 hex nonce + 8 hex expiry (unix seconds) + 16 base64url characters of
-  HMAC(thread, nonce, expiry, tool name, canonical arguments). 34 characters of
-  `[A-Za-z0-9_-]`, which every model provider accepts back as a tool call id.
-* A generic interrupt's `key` becomes `<key>.<seal>`, the seal covering the thread, the
-  paused run, the interrupt id and everything its continuation metadata carries (definition,
-  batch index, reason, message, expiry, schema hashes, display payload).
+  `tc` + 8 hex nonce + 8 hex expiry (unix seconds) + 6 characters of requester tag + 16
+  base64url characters of HMAC(thread, nonce, expiry, requester tag, tool name, canonical
+  arguments). 40 characters of `[A-Za-z0-9_-]`: OpenAI's limit for a tool call id, and what
+  every model provider accepts back.
+* A generic interrupt's `key` becomes `<key>.<requester tag><seal>`, the seal covering the
+  requester tag, the thread, the paused run, the interrupt id and everything its continuation
+  metadata carries (definition, batch index, reason, message, expiry, schema hashes, display
+  payload).
+
+The requester tag is a keyed hash of the email of whoever the run that paused was for (36
+bits: two people share one with odds of one in 2^36), so a stateless server can tell, from
+the echoed id alone and unforgeably, whether the person answering is the one who asked.
 
 What it does not protect: replays (the same sealed answer sent twice) need the ledger; the
 secret must stay on the server; a person who can read the page can of course answer it.
@@ -40,8 +46,9 @@ SealCheck = Literal["ok", "stale", "expired"]
 
 DEFAULT_TTL_SECONDS = 24 * 3600
 SECRET_ENV = "CHAT_APP_SECRET"
-_TOOL_CALL_ID = re.compile(r"tc([0-9a-f]{8})([0-9a-f]{8})([A-Za-z0-9_-]{16})")
-_KEY_SEAL = re.compile(r"(.+)\.([A-Za-z0-9_-]{22})")
+_TOOL_CALL_ID = re.compile(r"tc([0-9a-f]{8})([0-9a-f]{8})([A-Za-z0-9_-]{6})([A-Za-z0-9_-]{16})")
+_KEY_SEAL = re.compile(r"(.+)\.([A-Za-z0-9_-]{6})([A-Za-z0-9_-]{22})")
+_TAG_LENGTH = 6
 
 
 def load_secret(data_dir: Path) -> bytes:
@@ -119,19 +126,44 @@ class Sealer:
 
     # --- tool calls ---------------------------------------------------------------------
 
-    def seal_tool_call(self, thread_id: str, name: str, args: object) -> SealedCall:
+    # --- requesters -------------------------------------------------------------------
+
+    def requester_tag(self, email: str) -> str:
+        """The tag a sealed id carries for `email` ("" for the anonymous visitor)."""
+        return self._mac(["requester", email.lower()], _TAG_LENGTH)
+
+    def asked_by(self, sealed: str, email: str) -> bool:
+        """Whether the sealed tool call id or generic key was proposed to `email`'s run.
+
+        Only meaningful once `check_tool_call` / `check_key` said "ok" (the MAC covers the tag).
+        """
+        match = _TOOL_CALL_ID.fullmatch(sealed)
+        tag = match.group(3) if match else None
+        if tag is None:
+            key = _KEY_SEAL.fullmatch(sealed)
+            tag = key.group(2) if key else None
+        return tag is not None and hmac.compare_digest(tag, self.requester_tag(email))
+
+    # --- tool calls ---------------------------------------------------------------------
+
+    def seal_tool_call(
+        self, thread_id: str, name: str, args: object, *, requester: str = ""
+    ) -> SealedCall:
         nonce = secrets.token_hex(4)
         expires = self.expiry()
-        mac = self._mac(["tool", thread_id, nonce, expires, name, args], 16)
-        return SealedCall(id=f"tc{nonce}{expires:08x}{mac}", expires_at=iso_from_epoch(expires))
+        tag = self.requester_tag(requester)
+        mac = self._mac(["tool", thread_id, nonce, expires, tag, name, args], 16)
+        return SealedCall(
+            id=f"tc{nonce}{expires:08x}{tag}{mac}", expires_at=iso_from_epoch(expires)
+        )
 
     def check_tool_call(self, thread_id: str, call_id: str, name: str, args: object) -> SealCheck:
         match = _TOOL_CALL_ID.fullmatch(call_id)
         if match is None:
             return "stale"
-        nonce, expires_hex, mac = match.groups()
+        nonce, expires_hex, tag, mac = match.groups()
         expires = int(expires_hex, 16)
-        expected = self._mac(["tool", thread_id, nonce, expires, name, args], 16)
+        expected = self._mac(["tool", thread_id, nonce, expires, tag, name, args], 16)
         if not hmac.compare_digest(mac, expected):
             return "stale"
         return "expired" if expires <= self._clock() else "ok"
@@ -144,16 +176,24 @@ class Sealer:
 
     @staticmethod
     def _generic_parts(
-        thread_id: str, run_id: str, interrupt_id: str, fields: dict[str, object]
+        tag: str, thread_id: str, run_id: str, interrupt_id: str, fields: dict[str, object]
     ) -> list[object]:
-        return ["generic", thread_id, run_id, interrupt_id, fields]
+        return ["generic", tag, thread_id, run_id, interrupt_id, fields]
 
     def seal_key(
-        self, key: str, *, thread_id: str, run_id: str, interrupt_id: str, fields: dict[str, object]
+        self,
+        key: str,
+        *,
+        thread_id: str,
+        run_id: str,
+        interrupt_id: str,
+        fields: dict[str, object],
+        requester: str = "",
     ) -> str:
         """`key` with a seal over everything the continuation metadata will carry."""
-        mac = self._mac(self._generic_parts(thread_id, run_id, interrupt_id, fields), 22)
-        return f"{key}.{mac}"
+        tag = self.requester_tag(requester)
+        mac = self._mac(self._generic_parts(tag, thread_id, run_id, interrupt_id, fields), 22)
+        return f"{key}.{tag}{mac}"
 
     def check_key(
         self,
@@ -167,8 +207,8 @@ class Sealer:
         match = _KEY_SEAL.fullmatch(sealed_key)
         if match is None:
             return "stale"
-        expected = self._mac(self._generic_parts(thread_id, run_id, interrupt_id, fields), 22)
-        return "ok" if hmac.compare_digest(match.group(2), expected) else "stale"
+        parts = self._generic_parts(match.group(2), thread_id, run_id, interrupt_id, fields)
+        return "ok" if hmac.compare_digest(match.group(3), self._mac(parts, 22)) else "stale"
 
     @staticmethod
     def unsealed_key(sealed_key: str) -> str:
