@@ -95,10 +95,14 @@ class ResumePlan:
         call = next((pending.call for pending in self.calls if pending.call.id == call_id), None)
         decision = self.decisions[interrupt_id]
         if call is None:
-            return decision_record(decision)
-        return decision_record(
-            decision, tool_name=call.name, tool_call_id=call.id, shown_args=call.args
-        )
+            record = decision_record(decision)
+        else:
+            record = decision_record(
+                decision, tool_name=call.name, tool_call_id=call.id, shown_args=call.args
+            )
+        if interrupt_id in self.rules:
+            record["rule"] = self.rules[interrupt_id]
+        return record
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -1,0 +1,209 @@
+"""The policy as the engine applies it: decided alone at the pause, or checked against who
+answers (and who asked, read from the sealed ids) before anything runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chat_app.agent import Agent, event_to_wire
+from chat_app.demo import POLICY_PATH, build_demo_agent, demo_model
+from chat_app.trust import ANONYMOUS, DEMO_PEOPLE, Identity, Policy, Sealer, SQLiteLedger
+from tests.agent.builders import run_input
+
+SECRET = b"policy-test-secret-policy-test-secret"
+RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
+
+
+@pytest.fixture(autouse=True)
+def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHAT_APP_DEMO_TOKEN_DELAY_MS", "0")
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> SQLiteLedger:
+    return SQLiteLedger(tmp_path / "ledger.db")
+
+
+def agent_with(ledger: SQLiteLedger, policy: Policy | None = None) -> Agent:
+    return build_demo_agent(
+        demo_model(),
+        sealer=Sealer(SECRET),
+        ledger=ledger,
+        policy=policy or Policy.load(POLICY_PATH),
+    )
+
+
+async def collect(agent: Agent, body: dict[str, Any], who: Identity) -> list[dict[str, Any]]:
+    return [event_to_wire(e) async for e in agent.run(run_input(**body), identity=who)]
+
+
+async def ask(agent: Agent, phrase: str, who: Identity = RITA) -> list[dict[str, Any]]:
+    body = {"threadId": "t", "runId": "r1",
+            "messages": [{"id": "u1", "role": "user", "content": phrase}]}  # fmt: skip
+    return await collect(agent, body, who)
+
+
+async def answer(
+    agent: Agent, paused: list[dict[str, Any]], entry: dict[str, Any], who: Identity, run: str
+) -> list[dict[str, Any]]:
+    body = {"threadId": "t", "runId": run, "parentRunId": "r1",
+            "messages": paused[-2]["messages"], "resume": [entry]}  # fmt: skip
+    return await collect(agent, body, who)
+
+
+def the_item(paused: list[dict[str, Any]]) -> dict[str, Any]:
+    assert paused[-1]["type"] == "RUN_FINISHED", paused[-1]
+    [item] = paused[-1]["outcome"]["interrupts"]
+    return item
+
+
+def decide(item: dict[str, Any], approved: bool, **extra: Any) -> dict[str, Any]:
+    return {"interruptId": item["id"], "status": "resolved",
+            "payload": {"approved": approved, **extra}}  # fmt: skip
+
+
+def refusal(events: list[dict[str, Any]]) -> tuple[str, str]:
+    assert events[-1]["type"] == "RUN_ERROR", [e["type"] for e in events]
+    first = events[-1]["metadata"]["tanstack"]["interruptErrors"][0]
+    return first["code"], first["message"]
+
+
+def text_of(events: list[dict[str, Any]]) -> str:
+    return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+
+
+async def test_a_small_refund_is_approved_by_the_policy_and_nobody_is_asked(
+    ledger: SQLiteLedger,
+) -> None:
+    events = await ask(agent_with(ledger), "refund 20 to order 42")
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert (events[-1].get("outcome") or {}).get("type") != "interrupt"
+    [custom] = [e for e in events if e["type"] == "CUSTOM"]
+    assert custom["name"] == "chat_app:policyDecision"
+    assert custom["value"]["rule"] == "small-refunds" and custom["value"]["decision"] == "approved"
+    assert "Refunded 20 to order 42" in text_of(events)
+    kinds = [(r.kind, r.data.get("decidedBy"), r.data.get("rule")) for r in ledger.records()]
+    assert ("decision", "policy", "small-refunds") in kinds
+    assert [k for k, *_ in kinds].count("execution") == 1
+
+
+async def test_a_rule_that_rejects_gives_the_model_its_reason_and_runs_nothing(
+    ledger: SQLiteLedger,
+) -> None:
+    policy = Policy.parse(
+        '[[rules]]\nname = "no-deletes"\ntool = "delete_project"\ndecide = "reject"\n'
+        'reason = "projects are archived, not deleted"\n'
+    )
+    events = await ask(agent_with(ledger, policy), "delete project apollo")
+    assert "projects are archived, not deleted" in text_of(events)
+    assert not [r for r in ledger.records() if r.kind == "execution"]
+
+
+async def test_a_large_transfer_waits_for_finance_and_names_its_rule(
+    ledger: SQLiteLedger,
+) -> None:
+    agent = agent_with(ledger)
+    paused = await ask(agent, "transfer 5000 to Ada")
+    item = the_item(paused)
+    shown = item["metadata"]["chat_app:policy"]
+    assert shown["rule"] == "large-transfers" and shown["approvers"] == ["role:finance"]
+    assert shown["requester"] == RITA.email and shown["notRequester"] is True
+
+    mine = await answer(agent, paused, decide(item, True), RITA, "r2")
+    assert refusal(mine) == ("forbidden", "Needs approval from role finance, not the requester.")
+    sams = await answer(agent, paused, decide(item, True), SAM, "r3")
+    assert refusal(sams) == ("forbidden", "Needs approval from role finance, not the requester.")
+    assert not [r for r in ledger.records() if r.kind == "execution"]
+    refusals = [r for r in ledger.records() if r.kind == "refusal"]
+    assert [r.actor for r in refusals] == [RITA.email, SAM.email]
+
+    adas = await answer(agent, paused, decide(item, True), ADA, "r4")
+    assert "Sent 5,000 to Ada" in text_of(adas)
+    [decision] = [r for r in ledger.records() if r.kind == "decision"]
+    assert decision.actor == ADA.email
+    assert (decision.data["rule"], decision.data["verifiedBy"]) == ("large-transfers", "demo")
+
+
+async def test_without_a_rule_only_the_person_who_asked_decides(ledger: SQLiteLedger) -> None:
+    agent = agent_with(ledger)
+    paused = await ask(agent, "transfer 25 to Ada")
+    item = the_item(paused)
+    assert item["metadata"]["chat_app:policy"]["rule"] is None
+    adas = await answer(agent, paused, decide(item, True), ADA, "r2")
+    assert refusal(adas) == ("forbidden", "Only the person who asked decides this.")
+    ritas = await answer(agent, paused, decide(item, True), RITA, "r3")
+    assert "Sent 25 to Ada" in text_of(ritas)
+
+
+async def test_editing_arguments_cannot_move_a_call_out_of_its_rule(
+    ledger: SQLiteLedger,
+) -> None:
+    agent = agent_with(ledger)
+    paused = await ask(agent, "transfer 25 to Ada")
+    item = the_item(paused)
+    bigger = decide(item, True, editedArgs={"recipient": "Ada", "amount": 5000})
+    events = await answer(agent, paused, bigger, RITA, "r2")
+    assert refusal(events) == (
+        "forbidden", "Needs approval from role finance, not the requester."
+    )  # fmt: skip
+
+
+async def test_the_requester_may_withdraw_but_not_approve(ledger: SQLiteLedger) -> None:
+    agent = agent_with(ledger)
+    paused = await ask(agent, "transfer 5000 to Ada")
+    item = the_item(paused)
+    cancel = {"interruptId": item["id"], "status": "cancelled"}
+    events = await answer(agent, paused, cancel, RITA, "r2")
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert not [r for r in ledger.records() if r.kind == "execution"]
+
+
+async def test_a_quorum_is_not_collected_by_a_stateless_continuation_but_a_rejection_decides(
+    ledger: SQLiteLedger,
+) -> None:
+    agent = agent_with(ledger)
+    paused = await ask(agent, "rotate production keys", RITA)
+    item = the_item(paused)
+    assert item["metadata"]["chat_app:policy"]["quorum"] == 2
+    code, message = refusal(await answer(agent, paused, decide(item, True), SAM, "r2"))
+    assert code == "forbidden" and "Needs 2 approvals from role ops" in message
+    assert "approval desk" in message
+    rejected = await answer(agent, paused, decide(item, False), OLIVE, "r3")
+    assert rejected[-1]["type"] == "RUN_FINISHED"
+    assert not [r for r in ledger.records() if r.kind == "execution"]
+
+
+async def test_who_asked_cannot_be_changed_in_the_history(ledger: SQLiteLedger) -> None:
+    agent = agent_with(ledger)
+    paused = await ask(agent, "transfer 25 to Ada", RITA)
+    item = the_item(paused)
+    sealer = Sealer(SECRET)
+    forged_tag = sealer.requester_tag(ADA.email)
+    call_id = item["toolCallId"]
+    forged_id = call_id[:18] + forged_tag + call_id[24:]
+    history = [
+        {**m, "toolCalls": [{**c, "id": forged_id} for c in m.get("toolCalls", [])]}
+        if m["role"] == "assistant" else m
+        for m in paused[-2]["messages"]
+    ]  # fmt: skip
+    entry = {"interruptId": "approval_" + forged_id, "status": "resolved",
+             "payload": {"approved": True}}  # fmt: skip
+    body = {"threadId": "t", "runId": "r2", "parentRunId": "r1", "messages": history,
+            "resume": [entry]}  # fmt: skip
+    events = await collect(agent, body, ADA)
+    assert refusal(events)[0] == "stale"
+
+
+async def test_anonymous_visitors_decide_their_own_requests_when_sign_in_is_off(
+    ledger: SQLiteLedger,
+) -> None:
+    agent = agent_with(ledger)
+    paused = await ask(agent, "transfer 25 to Ada", ANONYMOUS)
+    events = await answer(agent, paused, decide(the_item(paused), True), ANONYMOUS, "r2")
+    assert "Sent 25 to Ada" in text_of(events)
+    paused = await ask(agent, "transfer 5000 to Ada", ANONYMOUS)
+    events = await answer(agent, paused, decide(the_item(paused), True), ANONYMOUS, "r3")
+    assert refusal(events)[0] == "forbidden"
