@@ -60,6 +60,8 @@ INTERRUPTS = [
     "JSONValue",
     "LEGACY_APPROVAL_REASON",
     "LEGACY_CLIENT_TOOL_REASON",
+    "POLICY_DECISION_EVENT",
+    "POLICY_METADATA_KEY",
     "RUN_ID_HEADER",
     "SSEDecodeError",
     "SSEDecoder",

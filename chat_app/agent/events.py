@@ -26,7 +26,11 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-from chat_app.interrupts import InterruptResumeValidationError, tool_result_text
+from chat_app.interrupts import (
+    POLICY_DECISION_EVENT,
+    InterruptResumeValidationError,
+    tool_result_text,
+)
 
 
 def event_to_wire(event: BaseEvent) -> dict[str, Any]:
@@ -133,10 +137,6 @@ def tool_result(
         timestamp=now,
         metadata={"tanstack": {"state": "output-error"}} if error else None,
     )
-
-
-#: The name of the `CUSTOM` event that says a policy decided a tool call alone.
-POLICY_DECISION_EVENT = "chat_app:policyDecision"
 
 
 def policy_decision(

@@ -19,10 +19,7 @@ from typing import Any
 from chat_app.interrupts import Decision, DecisionProblem
 from chat_app.trust import ANONYMOUS, Identity, Policy, Rule, Sealer
 
-__all__ = ["POLICY_METADATA_KEY", "Gate"]
-
-#: The metadata key of an interrupt descriptor that names its rule and who may decide.
-POLICY_METADATA_KEY = "chat_app:policy"
+__all__ = ["Gate"]
 
 
 @dataclass(frozen=True, slots=True)

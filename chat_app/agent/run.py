@@ -39,6 +39,7 @@ from chat_app.interrupts import (
     ABSENT,
     CANCELLED_RESULT,
     DEFAULT_DENIED_RESULT,
+    POLICY_METADATA_KEY,
     BatchInterruptError,
     BoundaryPhase,
     InterruptError,
@@ -67,7 +68,7 @@ from .descriptors import (
     generic_fields,
     new_generic_interrupt_id,
 )
-from .gate import POLICY_METADATA_KEY, Gate
+from .gate import Gate
 from .history import (
     answers_at,
     arguments_are_valid_json,

@@ -68,8 +68,10 @@ class ToolCallPart:
     input: object = None
     #: The approval interrupt that asked about this call, if any.
     approval_id: str | None = None
-    #: What the person decided (set when the decision is submitted).
+    #: What the person decided (set when the decision is submitted), or the policy.
     decision: ToolDecision | None = None
+    #: The policy rule that decided this call by itself, when one did (nobody was asked).
+    decided_by_rule: str | None = None
     #: The parsed result, once `has_output`.
     output: object = None
     has_output: bool = False

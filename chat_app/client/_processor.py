@@ -20,6 +20,7 @@ import jsonpointer
 
 from chat_app.interrupts import (
     LEGACY_APPROVAL_REASON,
+    POLICY_DECISION_EVENT,
     js_json_dumps,
     tanstack_metadata,
     tool_result_text,
@@ -132,6 +133,22 @@ class StreamProcessor:
         )  # fmt: skip
 
     # --- events -------------------------------------------------------------------------
+
+    def _custom(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
+        """A policy decided a tool call alone: the call shows which rule, and how."""
+        value = event.get("value")
+        if event.get("name") != POLICY_DECISION_EVENT or not isinstance(value, Mapping):
+            return state
+        call_id, rule = _str(value.get("toolCallId")), _str(value.get("rule"))
+        decision = value.get("decision")
+        if call_id is None or rule is None or decision not in ("approved", "rejected"):
+            return state
+        decided: ToolDecision = "approved" if decision == "approved" else "rejected"
+        return _update_call(
+            state,
+            call_id,
+            lambda part: replace(part, decision=decided, status=decided, decided_by_rule=rule),
+        )
 
     def _run_started(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
         return replace(
@@ -299,6 +316,7 @@ _HANDLERS: dict[str, _Handler] = {
     "STATE_DELTA": StreamProcessor._state_delta,
     "RUN_FINISHED": StreamProcessor._run_finished,
     "RUN_ERROR": StreamProcessor._run_error,
+    "CUSTOM": StreamProcessor._custom,
 }
 
 

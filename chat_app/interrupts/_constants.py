@@ -45,5 +45,11 @@ LEGACY_CLIENT_TOOL_REASON: Final = "client_tool_input"
 
 RUN_ID_HEADER: Final = "X-Run-Id"
 
+# This project's own names on the wire (`docs/protocol.md` §6.7): the metadata key of an
+# interrupt that says which policy rule governs it and who may decide, and the `CUSTOM` event
+# that says a rule decided a tool call alone.
+POLICY_METADATA_KEY: Final = "chat_app:policy"
+POLICY_DECISION_EVENT: Final = "chat_app:policyDecision"
+
 DEFAULT_DENIED_RESULT: Final = {"error": "User declined tool execution"}
 CANCELLED_RESULT: Final = {"error": "Tool execution cancelled"}
