@@ -117,7 +117,7 @@ async def test_sealed_tool_calls_resume_normally(clock: Clock) -> None:
     agent = sealed_agent(clock)
     events = await pause(agent, "transfer 25 to Ada")
     [item] = events[-1]["outcome"]["interrupts"]
-    assert item["toolCallId"].startswith("tc") and len(item["toolCallId"]) == 34
+    assert item["toolCallId"].startswith("tc") and len(item["toolCallId"]) == 40
     assert item["expiresAt"] == item["metadata"]["tanstack:interruptBinding"]["expiresAt"]
     done = await answer(agent, events, [approve(item)])
     assert done[-1]["type"] == "RUN_FINISHED"
