@@ -1,0 +1,233 @@
+"""Who is asking: one request's headers and client address in, an `Identity` or an
+`AuthFailure` out.
+
+Pure (no HTTP framework), so the HTTP routes and the Reflex UI (with its websocket's headers
+and client address) decide alike. What is believed depends on the sign-in mode:
+
+| mode | identity from |
+| --- | --- |
+| `none` | nobody: every request is `ANONYMOUS` |
+| `demo` | the session cookie naming a demo person; without one, the first demo person (Rita) |
+| `password` | the session cookie, with the account read again (a removed account fails) |
+| `proxy` | the proxy's user header (its groups header as roles), only from a trusted address |
+
+In every mode but `none`, `Authorization: Bearer <token>` names an API token's owner instead.
+
+Imports `identity` and `sessions` only.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Literal, TypeAlias, get_args
+
+from .identity import ANONYMOUS, DEMO_PEOPLE, Directory, Identity
+from .sessions import SESSION_COOKIE, SessionSigner
+
+__all__ = [
+    "AUTH_MODES",
+    "DEFAULT_TRUSTED_PROXIES",
+    "DEFAULT_USER_HEADER",
+    "AuthConfig",
+    "AuthFailure",
+    "AuthMode",
+    "Authenticator",
+    "IPNetwork",
+    "cookie_value",
+    "parse_networks",
+]
+
+#: How people sign in (`CHAT_APP_AUTH`).
+AuthMode: TypeAlias = Literal["demo", "password", "proxy", "none"]
+AUTH_MODES: tuple[AuthMode, ...] = get_args(AuthMode)
+
+IPNetwork: TypeAlias = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+DEFAULT_TRUSTED_PROXIES: tuple[IPNetwork, ...] = (
+    ipaddress.ip_network("127.0.0.1/32"),
+    ipaddress.ip_network("::1/128"),
+)
+
+DEFAULT_USER_HEADER = "X-Forwarded-Email"
+
+SIGN_IN_FIRST = "Sign in first."
+SESSION_EXPIRED = "Your session expired; sign in again."
+SESSION_INVALID = "This session is not valid; sign in again."
+ACCOUNT_REMOVED = "This account no longer exists; ask an admin."
+TOKEN_INVALID = "The API token is not valid or was revoked."
+NOT_FROM_PROXY = "Requests must come through the sign-in proxy."
+
+#: A session cookie is one of these methods; an API token never is.
+_COOKIE_MODES: frozenset[str] = frozenset({"demo", "password"})
+#: Google IAP prefixes the email it vouches for with its issuer.
+_IAP_PREFIX = "accounts.google.com:"
+
+
+@dataclass(frozen=True, slots=True)
+class AuthFailure:
+    """Why a request has no identity; `message` is what the person reads (HTTP 401)."""
+
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AuthConfig:
+    """How this deployment signs people in (`chat_app.config.auth_from_env` reads it)."""
+
+    mode: AuthMode = "none"
+    #: The header a sign-in proxy sets to the signed-in email (`proxy` mode).
+    user_header: str = DEFAULT_USER_HEADER
+    #: The header a sign-in proxy sets to the person's groups, comma-separated; they are roles.
+    groups_header: str | None = None
+    #: Only requests from these addresses may carry the proxy's headers (and
+    #: `X-Forwarded-Proto`).
+    trusted_proxies: tuple[IPNetwork, ...] = DEFAULT_TRUSTED_PROXIES
+    #: How long a session cookie lasts.
+    session_ttl_seconds: float = 12 * 3600.0
+
+    def __post_init__(self) -> None:
+        if self.mode not in AUTH_MODES:
+            raise ValueError(f"Unknown sign-in mode {self.mode!r}; use one of {AUTH_MODES}.")
+
+    def describe(self) -> str:
+        """One line for the server's log: which sign-in is on, and what that means."""
+        if self.mode == "none":
+            return "none — anyone who can reach this port can answer any pause"
+        if self.mode == "proxy":
+            sources = ", ".join(str(network) for network in self.trusted_proxies)
+            groups = f", groups in {self.groups_header}" if self.groups_header else ""
+            return f"proxy ({self.user_header} from {sources}{groups})"
+        hours = f"{self.session_ttl_seconds / 3600:g} h"
+        if self.mode == "password":
+            return f"password (accounts in the app's database; sessions last {hours})"
+        return f"demo (visitors are signed in as demo people; not for real use; {hours} sessions)"
+
+
+class Authenticator:
+    """Decides who a request comes from.
+
+    auth = Authenticator(AuthConfig(mode="proxy"), signer=signer, directory=accounts)
+    who = auth.authenticate(request.headers, request.client.host)
+    if isinstance(who, AuthFailure): ...  # 401 with who.message
+    """
+
+    def __init__(
+        self, config: AuthConfig, *, signer: SessionSigner, directory: Directory | None
+    ) -> None:
+        self.config = config
+        self.signer = signer
+        self.directory = directory
+        self._user_header = config.user_header.lower()
+        self._groups_header = (config.groups_header or "").lower()
+        self._demo = {person.email: person for person in DEMO_PEOPLE}
+
+    @property
+    def mode(self) -> AuthMode:
+        return self.config.mode
+
+    def authenticate(
+        self, headers: Mapping[str, str], client_host: str | None
+    ) -> Identity | AuthFailure:
+        """The identity `headers` (any case) and the client's address prove, or why not."""
+        mode = self.config.mode
+        if mode == "none":
+            return ANONYMOUS
+        lowered = {name.lower(): value for name, value in headers.items()}
+        authorization = lowered.get("authorization", "")
+        scheme, _, credentials = authorization.strip().partition(" ")
+        if scheme.lower() == "bearer":
+            return self._token(credentials.strip())
+        if mode == "proxy":
+            return self._proxy(lowered, client_host)
+        value = cookie_value(lowered.get("cookie", ""), SESSION_COOKIE)
+        if value is None:
+            return DEMO_PEOPLE[0] if mode == "demo" else AuthFailure(SIGN_IN_FIRST)
+        return self._session(value)
+
+    def trusts(self, client_host: str | None) -> bool:
+        """Whether `client_host` is one of the trusted proxies."""
+        if not client_host:
+            return False
+        try:
+            address = ipaddress.ip_address(client_host.strip("[]"))
+        except ValueError:  # a Unix socket's path, a test client's name
+            return False
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        return any(address in network for network in self.config.trusted_proxies)
+
+    def demo_person(self, email: str) -> Identity | None:
+        """The demo person with this email (any case), in `demo` mode."""
+        if self.config.mode != "demo":
+            return None
+        return self._demo.get(email.strip().lower())
+
+    def _token(self, token: str) -> Identity | AuthFailure:
+        if not token or self.directory is None:
+            return AuthFailure(TOKEN_INVALID)
+        owner = self.directory.identity_for_token(token)
+        if owner is None:
+            return AuthFailure(TOKEN_INVALID)
+        return owner if owner.method == "token" else replace(owner, method="token")
+
+    def _proxy(self, headers: Mapping[str, str], client_host: str | None) -> Identity | AuthFailure:
+        if not self.trusts(client_host):
+            return AuthFailure(NOT_FROM_PROXY)
+        email = headers.get(self._user_header, "").strip().lower().removeprefix(_IAP_PREFIX)
+        if not email:
+            return AuthFailure(f"The sign-in proxy sent no {self.config.user_header} header.")
+        roles: frozenset[str] = frozenset()
+        if self._groups_header:
+            roles = frozenset(_split_groups(headers.get(self._groups_header, "")))
+        return Identity(email=email, method="proxy", roles=roles)
+
+    def _session(self, value: str) -> Identity | AuthFailure:
+        checked = self.signer.check(value)
+        if checked == "expired":
+            return AuthFailure(SESSION_EXPIRED)
+        if isinstance(checked, str) or checked[1] != self.config.mode:
+            return AuthFailure(SESSION_INVALID)
+        email, method = checked
+        if method == "demo":
+            person = self._demo.get(email)
+            return person if person is not None else AuthFailure(SESSION_INVALID)
+        account = self.directory.account(email) if self.directory is not None else None
+        if account is None:
+            return AuthFailure(ACCOUNT_REMOVED)
+        return account if account.method == "password" else replace(account, method="password")
+
+
+def cookie_value(header: str, name: str) -> str | None:
+    """The value of cookie `name` in a `Cookie` header (the first, as browsers send the most
+    specific path first); `None` when absent."""
+    for part in header.split(";"):
+        key, sep, value = part.partition("=")
+        if sep and key.strip() == name:
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] == '"':
+                value = value[1:-1]
+            return value
+    return None
+
+
+def parse_networks(entries: Iterable[str]) -> tuple[IPNetwork, ...]:
+    """Addresses or CIDRs as networks (`10.0.0.1` is `10.0.0.1/32`); a `ValueError` names the
+    first entry that is neither."""
+    networks = []
+    for entry in entries:
+        text = entry.strip()
+        if not text:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(text, strict=False))
+        except ValueError:
+            raise ValueError(f"{text!r} is not an IP address or CIDR") from None
+    return tuple(networks)
+
+
+def _split_groups(value: str) -> Iterable[str]:
+    for group in value.split(","):
+        if group := group.strip().lower():
+            yield group

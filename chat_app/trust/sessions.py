@@ -1,0 +1,89 @@
+"""Signed session cookies: who signed in, how, and when; nothing else.
+
+A cookie carries an email, the sign-in method (`password` or `demo`) and the issue time, signed
+with the app's secret (`itsdangerous`, HMAC-SHA256, under its own salt so a session can never
+pass for an interrupt seal). It never carries roles: the authenticator reads those again on
+every request (an account's from the directory, a demo person's from `DEMO_PEOPLE`). The
+payload is signed, not encrypted: the email is readable by whoever holds the cookie.
+
+Imports `identity` only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from typing import Literal, get_args
+
+from itsdangerous import BadData, URLSafeSerializer
+
+from .identity import AuthMethod, Identity
+
+__all__ = ["SESSION_COOKIE", "SessionProblem", "SessionSigner"]
+
+#: The cookie's name.
+SESSION_COOKIE = "chat_app_session"
+
+#: Why a cookie was not accepted: past its lifetime, or not one this server signed (forged,
+#: truncated, signed with another secret, or not a session at all).
+SessionProblem = Literal["expired", "invalid"]
+
+_SALT = "chat_app.session"
+_METHODS: frozenset[str] = frozenset(get_args(AuthMethod))
+#: A cookie issued this far in the future is not ours (clocks of several workers may differ).
+_CLOCK_SKEW_SECONDS = 60.0
+
+
+class SessionSigner:
+    """Issues and reads session cookie values.
+
+    signer = SessionSigner(load_secret(data_dir), ttl_seconds=12 * 3600)
+    value = signer.issue(identity)       # the cookie's value
+    signer.read(value)                   # ("ada@example.com", "password"), or None
+    """
+
+    def __init__(
+        self, secret: bytes, ttl_seconds: float, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.ttl_seconds = ttl_seconds
+        self._clock = clock
+        self._serializer = URLSafeSerializer(
+            secret, salt=_SALT, signer_kwargs={"digest_method": hashlib.sha256}
+        )
+
+    def issue(self, identity: Identity) -> str:
+        """A cookie value naming `identity` (its email and method), issued now."""
+        if identity.anonymous:
+            raise ValueError("An anonymous visitor has no session.")
+        return self._serializer.dumps([identity.email, identity.method, int(self._clock())])
+
+    def read(self, value: str) -> tuple[str, AuthMethod] | None:
+        """`(email, method)` from a cookie this server issued and that has not expired;
+        `None` for an expired, forged or malformed one."""
+        checked = self.check(value)
+        return None if isinstance(checked, str) else checked
+
+    def check(self, value: str) -> tuple[str, AuthMethod] | SessionProblem:
+        """Like `read`, but says why a cookie was refused (`"expired"` or `"invalid"`)."""
+        try:
+            payload = self._serializer.loads(value)
+        except BadData:
+            return "invalid"
+        if not (
+            isinstance(payload, list)
+            and len(payload) == 3
+            and isinstance(payload[0], str)
+            and payload[0]
+            and payload[1] in _METHODS
+            and isinstance(payload[2], int)
+            and not isinstance(payload[2], bool)
+        ):
+            return "invalid"
+        email, method, issued = payload
+        now = self._clock()
+        if issued > now + _CLOCK_SKEW_SECONDS:
+            return "invalid"
+        if now - issued >= self.ttl_seconds:
+            return "expired"
+        return email, method
