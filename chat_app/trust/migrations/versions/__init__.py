@@ -1,0 +1,1 @@
+"""One module per migration, named for what it adds (Alembic skips this file)."""

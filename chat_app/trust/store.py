@@ -1,0 +1,176 @@
+"""The app's database: where it is, its engine, and its migrations applied at start.
+
+Owns `database_url` (the configured URL, or SQLite in the data folder), `open_database` (an
+engine that works, migrated, or `DatabaseUnavailable` naming the URL with its password
+hidden), `create_database_engine`, `migrate` and `write_transaction`. The tables are in
+`tables.py`; the migrations in `migrations/` (Alembic, configured here in code: no
+`alembic.ini` is read at run time).
+
+Everything SQLite-specific lives here, in the engine's settings: WAL (readers never wait for a
+writer), foreign keys enforced, a busy timeout, and transactions begun by SQLAlchemy rather
+than by the `sqlite3` module (which would begin none before a SELECT or DDL). A write
+transaction takes SQLite's write lock at `BEGIN IMMEDIATE`, so one that reads first cannot
+fail on another writer's commit. Other databases (PostgreSQL, issue 17) get plain
+`engine.begin()` semantics.
+
+The environment is read by the caller (`python -m chat_app`, `chat_app.config`): this module
+takes the URL. Imports nothing of ours (the migrations read `tables`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, make_url
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+
+__all__ = [
+    "DATABASE_URL_ENV",
+    "DatabaseUnavailable",
+    "create_database_engine",
+    "database_url",
+    "migrate",
+    "open_database",
+    "shown_url",
+    "write_transaction",
+]
+
+#: The variable that names the app's database (read by the entry points, not here).
+DATABASE_URL_ENV = "CHAT_APP_DATABASE_URL"
+DATABASE_FILE = "chat_app.sqlite3"
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 5000
+
+#: Execution option set by `write_transaction`; SQLite's BEGIN reads it.
+_WRITE = "chat_app_write"
+#: `[scheme://]user:password@` in a string SQLAlchemy could not read as a URL.
+_PASSWORD_IN_URL = re.compile(r"^((?:[^:/@]+://)?[^:/@]*:)[^@]*@")
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The database cannot be opened or migrated; the message names the URL (password
+    hidden) and why."""
+
+
+def database_url(configured: str | None, data_dir: Path) -> str:
+    """`configured` (the value of `CHAT_APP_DATABASE_URL`), or SQLite in `data_dir`."""
+    if configured and configured.strip():
+        return configured.strip()
+    return f"sqlite:///{(data_dir / DATABASE_FILE).as_posix()}"
+
+
+def shown_url(url: str | URL) -> str:
+    """The URL as messages may show it: its password replaced by `***`."""
+    if isinstance(url, URL):
+        return url.render_as_string(hide_password=True)
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:  # not a URL SQLAlchemy reads; hide what looks like a password
+        return _PASSWORD_IN_URL.sub(r"\1***@", url, count=1)
+
+
+def create_database_engine(url: str | URL) -> Engine:
+    """An engine for `url` with the app's settings (for SQLite: WAL, foreign keys, busy
+    timeout, SQLAlchemy-controlled transactions). Connects lazily; `open_database` checks it.
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(parsed, pool_pre_ping=True)
+    if (
+        parsed.database
+        and parsed.database != ":memory:"
+        and not parsed.database.startswith("file:")
+    ):
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(parsed)
+    event.listen(engine, "connect", _sqlite_connect)
+    event.listen(engine, "begin", _sqlite_begin)
+    return engine
+
+
+def _sqlite_connect(dbapi_connection: Any, _record: object) -> None:
+    # The sqlite3 module must not begin transactions itself (it skips SELECT and DDL);
+    # `_sqlite_begin` does, for every transaction SQLAlchemy starts.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    finally:
+        cursor.close()
+
+
+def _sqlite_begin(connection: Connection) -> None:
+    write = connection.get_execution_options().get(_WRITE, False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A transaction that will write: committed at the end of the block, rolled back on an
+    exception. On SQLite it holds the write lock from its start.
+
+        with write_transaction(engine) as connection:
+            connection.execute(users.delete().where(users.c.email == email))
+    """
+    with engine.connect() as connection:
+        connection.execution_options(**{_WRITE: True})
+        with connection.begin():
+            yield connection
+
+
+def migrate(target: str | Engine) -> None:
+    """Bring the database at `target` (a URL or an engine) to the newest migration; a
+    database already there is left as it is. Concurrent callers on SQLite take turns."""
+    # Imported here: Alembic (with Mako) is a quarter of a second, needed once, at start.
+    from alembic import command
+    from alembic.config import Config
+
+    engine = target if isinstance(target, Engine) else create_database_engine(target)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    try:
+        with write_transaction(engine) as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+    finally:
+        if engine is not target:
+            engine.dispose()
+
+
+def open_database(url: str) -> Engine:
+    """The app's database at start: an engine, connected once and migrated.
+
+    Raises:
+        DatabaseUnavailable: the URL is not usable, the database cannot be reached or opened,
+            or it cannot be migrated; the message names the URL with its password hidden.
+    """
+    from alembic.util import CommandError
+
+    shown = shown_url(url)
+    try:
+        engine = create_database_engine(url)
+    except ImportError as error:
+        raise DatabaseUnavailable(
+            f"Cannot open the database {shown}: its driver is not installed ({error})"
+        ) from None
+    except (ArgumentError, NoSuchModuleError, OSError) as error:
+        raise DatabaseUnavailable(f"Cannot open the database {shown}: {error}") from None
+    try:
+        with engine.connect():
+            pass
+        migrate(engine)
+    except DBAPIError as error:
+        engine.dispose()
+        reason = error.orig if error.orig is not None else error
+        raise DatabaseUnavailable(f"Cannot open the database {shown}: {reason}") from None
+    except CommandError as error:  # e.g. a database migrated by a newer version of the app
+        engine.dispose()
+        raise DatabaseUnavailable(f"Cannot migrate the database {shown}: {error}") from None
+    return engine

@@ -1,0 +1,489 @@
+"""Password accounts, API tokens and sign-in throttling on a temporary SQLite file, and the
+database under them: its SQLite settings, its migrations, and an unusable URL at start."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from argon2 import PasswordHasher
+from sqlalchemy import Engine, inspect, select
+
+from chat_app.trust.accounts import Account, AccountError, Accounts, ApiToken
+from chat_app.trust.identity import Identity
+from chat_app.trust.store import (
+    DatabaseUnavailable,
+    create_database_engine,
+    database_url,
+    migrate,
+    open_database,
+)
+from chat_app.trust.tables import api_tokens, metadata, users
+
+START = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
+PASSWORD = "correct horse"
+
+
+class Clock:
+    """The accounts' clock, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+class CountingHasher(PasswordHasher):
+    """Cheap parameters (the tests hash a lot), and a count of the hashes it verifies."""
+
+    def __init__(self, time_cost: int = 1) -> None:
+        super().__init__(time_cost=time_cost, memory_cost=1024, parallelism=1)
+        self.verified: list[str] = []
+
+    def verify(self, hash: str | bytes, password: str | bytes) -> Literal[True]:
+        self.verified.append(hash if isinstance(hash, str) else hash.decode())
+        return super().verify(hash, password)
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    engine = open_database(database_url(None, tmp_path / "data"))
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def hasher() -> CountingHasher:
+    return CountingHasher()
+
+
+@pytest.fixture
+def accounts(engine: Engine, hasher: CountingHasher, clock: Clock) -> Accounts:
+    return Accounts(engine, hasher=hasher, now=clock)
+
+
+def stored_hash(accounts: Accounts, email: str) -> str:
+    with accounts.engine.connect() as connection:
+        value = connection.execute(
+            select(users.c.password_hash).where(users.c.email == email)
+        ).scalar_one()
+    assert isinstance(value, str)
+    return value
+
+
+# -- users ---------------------------------------------------------------------------------
+
+
+def test_a_new_account_is_listed_with_its_lower_case_email_name_and_roles(
+    accounts: Accounts,
+) -> None:
+    added = accounts.add_user(" Ada@Example.COM ", PASSWORD, roles=["ops", "finance"], name="Ada")
+    accounts.add_user("rita@example.com", PASSWORD)
+    expected = Account(email="ada@example.com", name="Ada", roles=("finance", "ops"), created=START)
+    assert added == expected
+    assert accounts.list_users() == [
+        expected,
+        Account(email="rita@example.com", name="", roles=(), created=START),
+    ]
+
+
+def test_passwords_are_stored_as_argon2id_hashes(accounts: Accounts) -> None:
+    accounts.add_user("ada@example.com", PASSWORD)
+    stored = stored_hash(accounts, "ada@example.com")
+    assert stored.startswith("$argon2id$")
+    assert PASSWORD not in stored
+
+
+def test_check_password_gives_the_accounts_identity(accounts: Accounts) -> None:
+    accounts.add_user("ada@example.com", PASSWORD, roles=["finance"], name="Ada")
+    assert accounts.check_password("ADA@example.com", PASSWORD) == Identity(
+        email="ada@example.com", method="password", name="Ada", roles=frozenset({"finance"})
+    )
+
+
+def test_a_wrong_password_and_an_unknown_email_get_the_same_answer_at_the_same_cost(
+    accounts: Accounts, hasher: CountingHasher
+) -> None:
+    accounts.add_user("ada@example.com", PASSWORD)
+    assert accounts.check_password("ada@example.com", "wrong password") is None
+    assert accounts.check_password("nobody@example.com", PASSWORD) is None
+    wrong, unknown = hasher.verified
+    # Both ran argon2 once, with today's parameters: the unknown email against a dummy hash.
+    assert wrong == stored_hash(accounts, "ada@example.com")
+    assert unknown != wrong
+    assert unknown.split("$")[:4] == wrong.split("$")[:4]
+
+
+def test_check_password_rehashes_a_hash_made_with_older_parameters(
+    engine: Engine, accounts: Accounts, clock: Clock
+) -> None:
+    accounts.add_user("ada@example.com", PASSWORD)
+    old = stored_hash(accounts, "ada@example.com")
+    stronger = Accounts(engine, hasher=CountingHasher(time_cost=2), now=clock)
+    assert stronger.check_password("ada@example.com", "wrong password") is None
+    assert stored_hash(accounts, "ada@example.com") == old  # only a right password rehashes
+    assert stronger.check_password("ada@example.com", PASSWORD) is not None
+    new = stored_hash(accounts, "ada@example.com")
+    assert new != old and ",t=2," in new
+    assert stronger.check_password("ada@example.com", PASSWORD) is not None
+
+
+@pytest.mark.parametrize(
+    ("email", "password", "roles", "code"),
+    [
+        ("ada@example.com", PASSWORD, (), "duplicate-user"),
+        ("ADA@example.com", PASSWORD, (), "duplicate-user"),
+        ("ada", PASSWORD, (), "invalid-email"),
+        ("ada@b@example.com", PASSWORD, (), "invalid-email"),
+        ("ada lovelace@example.com", PASSWORD, (), "invalid-email"),
+        ("bob@example.com", "7 chars", (), "weak-password"),
+        ("bob@example.com", PASSWORD, ("role:finance",), "invalid-role"),
+        ("bob@example.com", PASSWORD, ("",), "invalid-role"),
+    ],
+)
+def test_add_user_refuses(
+    accounts: Accounts, email: str, password: str, roles: tuple[str, ...], code: str
+) -> None:
+    accounts.add_user("ada@example.com", PASSWORD)
+    with pytest.raises(AccountError) as refused:
+        accounts.add_user(email, password, roles=roles)
+    assert refused.value.code == code
+    assert [account.email for account in accounts.list_users()] == ["ada@example.com"]
+
+
+def test_set_password_replaces_the_old_one(accounts: Accounts) -> None:
+    accounts.add_user("ada@example.com", PASSWORD)
+    accounts.set_password("Ada@example.com", "battery staple")
+    assert accounts.check_password("ada@example.com", PASSWORD) is None
+    assert accounts.check_password("ada@example.com", "battery staple") is not None
+    with pytest.raises(AccountError) as weak:
+        accounts.set_password("ada@example.com", "short")
+    assert weak.value.code == "weak-password"
+    with pytest.raises(AccountError) as unknown:
+        accounts.set_password("nobody@example.com", "battery staple")
+    assert unknown.value.code == "unknown-user"
+
+
+def test_account_is_the_account_as_it_is_now(accounts: Accounts) -> None:
+    assert accounts.account("ada@example.com") is None
+    accounts.add_user("ada@example.com", PASSWORD, roles=["finance"], name="Ada")
+    assert accounts.account("ADA@example.com") == Identity(
+        email="ada@example.com", method="password", name="Ada", roles=frozenset({"finance"})
+    )
+    accounts.remove_user("ada@example.com")
+    assert accounts.account("ada@example.com") is None
+
+
+def test_remove_user_removes_the_account_and_refuses_an_unknown_one(accounts: Accounts) -> None:
+    accounts.add_user("ada@example.com", PASSWORD, roles=["finance"])
+    accounts.remove_user("ADA@example.com")
+    assert accounts.list_users() == []
+    assert accounts.check_password("ada@example.com", PASSWORD) is None
+    with pytest.raises(AccountError) as unknown:
+        accounts.remove_user("ada@example.com")
+    assert unknown.value.code == "unknown-user"
+    accounts.add_user("ada@example.com", PASSWORD)  # the email is free again, without roles
+    assert accounts.list_users()[0].roles == ()
+
+
+# -- API tokens ----------------------------------------------------------------------------
+
+
+def test_a_token_names_its_owner_with_the_owners_roles(accounts: Accounts) -> None:
+    accounts.add_user("ada@example.com", PASSWORD, roles=["finance"], name="Ada")
+    token = accounts.create_token("ADA@example.com", "ci")
+    assert token.startswith("cat_") and len(token) > 40
+    assert accounts.identity_for_token(token) == Identity(
+        email="ada@example.com",
+        method="token",
+        name="Ada",
+        roles=frozenset({"finance"}),
+        token_name="ci",
+    )
+
+
+def test_a_token_is_stored_only_as_its_sha256(accounts: Accounts) -> None:
+    accounts.add_user("ada@example.com", PASSWORD)
+    token = accounts.create_token("ada@example.com", "ci")
+    with accounts.engine.connect() as connection:
+        rows = connection.execute(select(api_tokens)).all()
+    assert len(rows) == 1
+    assert rows[0].token_hash == hashlib.sha256(token.encode()).hexdigest()
+    assert not any(token in str(value) for value in rows[0])
+    assert token not in Path(str(accounts.engine.url.database)).read_bytes().decode("latin-1")
+
+
+def test_an_unknown_or_malformed_token_names_nobody(accounts: Accounts) -> None:
+    accounts.add_user("ada@example.com", PASSWORD)
+    token = accounts.create_token("ada@example.com", "ci")
+    assert accounts.identity_for_token(token + "x") is None
+    assert accounts.identity_for_token(token.removeprefix("cat_")) is None
+    assert accounts.identity_for_token("") is None
+
+
+def test_create_token_refuses_an_unknown_owner_a_taken_name_and_an_empty_one(
+    accounts: Accounts,
+) -> None:
+    accounts.add_user("ada@example.com", PASSWORD)
+    accounts.add_user("sam@example.com", PASSWORD)
+    accounts.create_token("ada@example.com", "ci")
+    accounts.create_token("sam@example.com", "ci")  # names are unique per owner
+    for email, name, code in [
+        ("nobody@example.com", "ci", "unknown-user"),
+        ("ada@example.com", "ci", "duplicate-token"),
+        ("ada@example.com", "  ", "invalid-name"),
+    ]:
+        with pytest.raises(AccountError) as refused:
+            accounts.create_token(email, name)
+        assert refused.value.code == code
+    assert len(accounts.list_tokens()) == 2
+
+
+def test_list_tokens_shows_owner_creation_last_use_and_revocation(
+    accounts: Accounts, clock: Clock
+) -> None:
+    accounts.add_user("sam@example.com", PASSWORD)
+    accounts.add_user("ada@example.com", PASSWORD)
+    deploy = accounts.create_token("sam@example.com", "deploy")
+    clock.advance(minutes=1)
+    accounts.create_token("ada@example.com", "ci")
+    clock.advance(minutes=1)
+    accounts.identity_for_token(deploy)
+    accounts.revoke_token("ci")
+    assert accounts.list_tokens() == [
+        ApiToken(
+            name="ci",
+            owner="ada@example.com",
+            created=START + timedelta(minutes=1),
+            last_used=None,
+            revoked=START + timedelta(minutes=2),
+        ),
+        ApiToken(
+            name="deploy",
+            owner="sam@example.com",
+            created=START,
+            last_used=START + timedelta(minutes=2),
+            revoked=None,
+        ),
+    ]
+
+
+def test_last_use_is_written_at_most_once_a_minute(accounts: Accounts, clock: Clock) -> None:
+    accounts.add_user("ada@example.com", PASSWORD)
+    token = accounts.create_token("ada@example.com", "ci")
+    accounts.identity_for_token(token)
+    clock.advance(seconds=59)
+    accounts.identity_for_token(token)
+    assert accounts.list_tokens()[0].last_used == START
+    clock.advance(seconds=1)
+    accounts.identity_for_token(token)
+    assert accounts.list_tokens()[0].last_used == START + timedelta(minutes=1)
+
+
+def test_a_revoked_token_names_nobody_and_its_name_can_be_reused(accounts: Accounts) -> None:
+    accounts.add_user("ada@example.com", PASSWORD)
+    old = accounts.create_token("ada@example.com", "ci")
+    revoked = accounts.revoke_token(" ci ", "ADA@example.com")
+    assert (revoked.name, revoked.owner, revoked.active) == ("ci", "ada@example.com", False)
+    assert accounts.identity_for_token(old) is None
+    new = accounts.create_token("ada@example.com", "ci")
+    assert accounts.identity_for_token(new) is not None
+    assert accounts.identity_for_token(old) is None
+    assert [token.active for token in accounts.list_tokens()] == [False, True]
+
+
+def test_revoke_token_refuses_an_unknown_name_and_asks_whose_when_several_share_it(
+    accounts: Accounts,
+) -> None:
+    accounts.add_user("ada@example.com", PASSWORD)
+    accounts.add_user("sam@example.com", PASSWORD)
+    ada = accounts.create_token("ada@example.com", "ci")
+    sam = accounts.create_token("sam@example.com", "ci")
+    with pytest.raises(AccountError) as ambiguous:
+        accounts.revoke_token("ci")
+    assert ambiguous.value.code == "ambiguous-token"
+    assert "ada@example.com, sam@example.com" in str(ambiguous.value)
+    with pytest.raises(AccountError) as unknown:
+        accounts.revoke_token("deploy")
+    assert unknown.value.code == "unknown-token"
+    accounts.revoke_token("ci", "sam@example.com")
+    assert accounts.identity_for_token(sam) is None
+    assert accounts.identity_for_token(ada) is not None
+    with pytest.raises(AccountError) as again:
+        accounts.revoke_token("ci", "sam@example.com")
+    assert again.value.code == "unknown-token"
+
+
+def test_a_removed_users_tokens_name_nobody_and_are_gone(accounts: Accounts) -> None:
+    accounts.add_user("ada@example.com", PASSWORD)
+    token = accounts.create_token("ada@example.com", "ci")
+    accounts.remove_user("ada@example.com")
+    assert accounts.identity_for_token(token) is None
+    assert accounts.list_tokens() == []
+    accounts.add_user("ada@example.com", PASSWORD)  # a new account of the same email
+    assert accounts.identity_for_token(token) is None
+
+
+def test_a_tokens_identity_carries_its_owners_roles_as_they_are_now(accounts: Accounts) -> None:
+    accounts.add_user("ada@example.com", PASSWORD)
+    token = accounts.create_token("ada@example.com", "ci")
+    identity = accounts.identity_for_token(token)
+    assert identity is not None and identity.roles == frozenset()
+
+
+# -- sign-in throttling --------------------------------------------------------------------
+
+
+def test_the_delay_grows_after_three_failures_for_an_email_and_is_capped(
+    accounts: Accounts,
+) -> None:
+    delays = []
+    for _ in range(10):
+        delays.append(accounts.sign_in_delay("ada@example.com", "10.0.0.1"))
+        accounts.record_failure("ADA@example.com", "10.0.0.1")
+    assert delays == [0, 0, 0, 1, 2, 4, 8, 16, 30, 30]
+
+
+def test_failures_count_per_email_across_addresses_and_per_address_across_emails(
+    accounts: Accounts,
+) -> None:
+    for n in range(4):
+        accounts.record_failure("ada@example.com", f"10.0.0.{n}")
+    assert accounts.sign_in_delay("ada@example.com", "10.9.9.9") == 2
+    for n in range(3):
+        accounts.record_failure(f"guess{n}@example.com", "10.0.0.99")
+    assert accounts.sign_in_delay("sam@example.com", "10.0.0.99") == 1
+    assert accounts.sign_in_delay("sam@example.com", "10.0.0.98") == 0
+    assert accounts.sign_in_delay("sam@example.com", "") == 0
+
+
+def test_failures_older_than_fifteen_minutes_no_longer_count(
+    accounts: Accounts, clock: Clock
+) -> None:
+    for _ in range(4):
+        accounts.record_failure("ada@example.com", "10.0.0.1")
+    clock.advance(minutes=10)
+    accounts.record_failure("ada@example.com", "10.0.0.1")
+    assert accounts.sign_in_delay("ada@example.com", "10.0.0.1") == 4
+    clock.advance(minutes=5, seconds=1)
+    assert accounts.sign_in_delay("ada@example.com", "10.0.0.1") == 0
+
+
+def test_clearing_an_emails_failures_keeps_them_counted_against_the_address(
+    accounts: Accounts,
+) -> None:
+    for _ in range(4):
+        accounts.record_failure("ada@example.com", "10.0.0.1")
+    accounts.clear_failures("Ada@example.com")
+    assert accounts.sign_in_delay("ada@example.com", "10.0.0.2") == 0
+    assert accounts.sign_in_delay("sam@example.com", "10.0.0.1") == 2
+
+
+def test_failures_are_shared_by_every_worker_on_the_database(
+    engine: Engine, accounts: Accounts, clock: Clock
+) -> None:
+    other_worker = Accounts(engine, hasher=CountingHasher(), now=clock)
+    for _ in range(3):
+        other_worker.record_failure("ada@example.com", "10.0.0.1")
+    assert accounts.sign_in_delay("ada@example.com", "10.0.0.7") == 1
+
+
+# -- the database --------------------------------------------------------------------------
+
+
+def test_the_default_database_is_sqlite_in_the_data_folder(tmp_path: Path) -> None:
+    assert database_url(None, tmp_path) == f"sqlite:///{tmp_path.as_posix()}/chat_app.sqlite3"
+    assert database_url("  ", tmp_path) == f"sqlite:///{tmp_path.as_posix()}/chat_app.sqlite3"
+    assert database_url(" postgresql://db/app ", tmp_path) == "postgresql://db/app"
+
+
+def test_sqlite_runs_in_wal_mode_with_foreign_keys_and_a_busy_timeout(engine: Engine) -> None:
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 5000
+
+
+def test_migrations_apply_twice_and_build_what_tables_py_says(tmp_path: Path) -> None:
+    url = database_url(None, tmp_path)
+    migrate(url)
+    migrate(url)
+    engine = create_database_engine(url)
+    try:
+        with engine.connect() as connection:
+            versions = connection.exec_driver_sql("SELECT version_num FROM alembic_version").all()
+            assert versions == [("users_tokens_sign_in_failures",)]
+            assert compare_metadata(MigrationContext.configure(connection), metadata) == []
+        assert set(inspect(engine).get_table_names()) == {
+            "alembic_version",
+            "api_tokens",
+            "sign_in_failures",
+            "user_roles",
+            "users",
+        }
+    finally:
+        engine.dispose()
+
+
+def test_workers_starting_at_once_migrate_the_database_once(tmp_path: Path) -> None:
+    url = database_url(None, tmp_path)
+    errors: list[Exception] = []
+
+    def start() -> None:
+        try:
+            open_database(url).dispose()
+        except Exception as error:
+            errors.append(error)
+
+    workers = [threading.Thread(target=start) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert errors == []
+
+
+def test_a_database_that_cannot_be_opened_is_named_with_its_password_hidden(
+    tmp_path: Path,
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(DatabaseUnavailable) as unusable:
+        open_database(f"sqlite:///{blocker}/app.sqlite3")
+    assert f"sqlite:///{blocker}/app.sqlite3" in str(unusable.value)
+    with pytest.raises(DatabaseUnavailable) as unknown_driver:
+        open_database("postgresql+nosuchdriver://ops:hunter2@db.internal/app")
+    with pytest.raises(DatabaseUnavailable) as not_a_url:
+        open_database("ops:hunter2@db.internal")
+    for error in (unknown_driver.value, not_a_url.value):
+        assert "ops:***@" in str(error)
+        assert "hunter2" not in str(error)
+
+
+def test_a_database_from_a_newer_version_of_the_app_is_refused_by_name(tmp_path: Path) -> None:
+    url = database_url(None, tmp_path)
+    migrate(url)
+    engine = create_database_engine(url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql("UPDATE alembic_version SET version_num = 'from_the_future'")
+    engine.dispose()
+    with pytest.raises(DatabaseUnavailable) as newer:
+        open_database(url)
+    assert str(newer.value).startswith(f"Cannot migrate the database {url}: ")
+    assert "from_the_future" in str(newer.value)
