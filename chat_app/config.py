@@ -7,15 +7,47 @@
 | `CHAT_APP_INTERRUPT_TTL_SECONDS` | `86400` | how long any interrupt can be answered |
 | `CHAT_APP_LEDGER_URL` | SQLite in the data folder | `redis://…` for many workers or machines |
 | `CHAT_APP_SECURE` | `1` | `0` turns sealing and the ledger off (a bare TanStack-like server) |
+| `CHAT_APP_DATABASE_URL` | SQLite in the data folder | the app's database (accounts, API tokens) |
+| `CHAT_APP_AUTH` | `demo`; server alone: `none` | sign-in: `demo`, `password`, `proxy`, `none` |
+| `CHAT_APP_USER_HEADER` | `X-Forwarded-Email` | `proxy`: the header holding the email |
+| `CHAT_APP_GROUPS_HEADER` | none | `proxy`: the header holding groups (comma-separated: roles) |
+| `CHAT_APP_TRUSTED_PROXIES` | `127.0.0.1/32,::1/128` | where proxy headers are believed from |
+| `CHAT_APP_SESSION_HOURS` | `12` | how long a sign-in (session cookie) lasts |
+
+An identity never comes from a request body: `forwardedProps.actor` is ignored. API tokens
+(`Authorization: Bearer …`) work in every mode but `none`.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from chat_app.trust import DEFAULT_TTL_SECONDS, Ledger, Sealer, load_secret, open_ledger
+from chat_app.trust.accounts import Accounts
+from chat_app.trust.authn import (
+    AUTH_MODES,
+    DEFAULT_TRUSTED_PROXIES,
+    DEFAULT_USER_HEADER,
+    AuthConfig,
+    Authenticator,
+    AuthMode,
+    parse_networks,
+)
+from chat_app.trust.sessions import SessionSigner
+from chat_app.trust.store import DATABASE_URL_ENV, database_url, open_database
+
+AUTH_ENV = "CHAT_APP_AUTH"
+USER_HEADER_ENV = "CHAT_APP_USER_HEADER"
+GROUPS_HEADER_ENV = "CHAT_APP_GROUPS_HEADER"
+TRUSTED_PROXIES_ENV = "CHAT_APP_TRUSTED_PROXIES"
+SESSION_HOURS_ENV = "CHAT_APP_SESSION_HOURS"
+DEFAULT_SESSION_HOURS = 12.0
+#: An HTTP header name (RFC 9110 token).
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
 @dataclass(frozen=True)
@@ -38,3 +70,64 @@ def security_from_env() -> Security:
         sealer=Sealer(load_secret(folder), ttl_seconds=ttl),
         ledger=open_ledger(os.environ.get("CHAT_APP_LEDGER_URL"), folder),
     )
+
+
+def auth_from_env(default_mode: AuthMode) -> AuthConfig:
+    """How people sign in, from `CHAT_APP_AUTH` and the variables that go with it.
+
+    Raises:
+        ValueError: a value is not usable; the message names the variable and what it takes.
+    """
+    raw_mode = os.environ.get(AUTH_ENV, "").strip().lower() or default_mode
+    mode = next((known for known in AUTH_MODES if known == raw_mode), None)
+    if mode is None:
+        raise ValueError(
+            f"{AUTH_ENV}={raw_mode!r} is not a sign-in mode; use one of {', '.join(AUTH_MODES)}."
+        )
+    user_header = os.environ.get(USER_HEADER_ENV, "").strip() or DEFAULT_USER_HEADER
+    groups_header = os.environ.get(GROUPS_HEADER_ENV, "").strip() or None
+    for variable, header in ((USER_HEADER_ENV, user_header), (GROUPS_HEADER_ENV, groups_header)):
+        if header is not None and not _HEADER_NAME.fullmatch(header):
+            raise ValueError(f"{variable}={header!r} is not an HTTP header name.")
+    proxies = os.environ.get(TRUSTED_PROXIES_ENV, "").strip()
+    try:
+        trusted = parse_networks(proxies.split(",")) if proxies else DEFAULT_TRUSTED_PROXIES
+    except ValueError as error:
+        raise ValueError(f"{TRUSTED_PROXIES_ENV}: {error}; give addresses or CIDRs, "
+                         "comma-separated (e.g. 10.0.0.0/8,127.0.0.1).") from None  # fmt: skip
+    hours_text = os.environ.get(SESSION_HOURS_ENV, "").strip()
+    try:
+        hours = float(hours_text) if hours_text else DEFAULT_SESSION_HOURS
+    except ValueError:
+        hours = math.nan
+    if not (0 < hours < math.inf):
+        raise ValueError(f"{SESSION_HOURS_ENV}={hours_text!r} is not a number of hours above 0.")
+    return AuthConfig(
+        mode=mode,
+        user_header=user_header,
+        groups_header=groups_header,
+        trusted_proxies=trusted,
+        session_ttl_seconds=hours * 3600,
+    )
+
+
+def authenticator_from_env(default_mode: AuthMode) -> Authenticator:
+    """`authenticator_for(auth_from_env(default_mode))`."""
+    return authenticator_for(auth_from_env(default_mode))
+
+
+def authenticator_for(config: AuthConfig) -> Authenticator:
+    """The `Authenticator` for `config`: sessions signed with the app's secret, and the
+    accounts and API tokens of the app's database (`CHAT_APP_DATABASE_URL`, opened and
+    migrated here) in every mode but `none`.
+
+    Raises:
+        DatabaseUnavailable: the database cannot be opened or migrated.
+    """
+    folder = data_dir()
+    signer = SessionSigner(load_secret(folder), ttl_seconds=config.session_ttl_seconds)
+    directory = None
+    if config.mode != "none":
+        url = database_url(os.environ.get(DATABASE_URL_ENV), folder)
+        directory = Accounts(open_database(url))
+    return Authenticator(config, signer=signer, directory=directory)

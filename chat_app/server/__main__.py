@@ -1,16 +1,25 @@
-"""Serve the demo agent alone: `python -m chat_app.server --host 127.0.0.1 --port 8001`."""
+"""Serve the demo agent alone: `python -m chat_app.server --host 127.0.0.1 --port 8001`.
+
+Sign-in as `chat_app.config` reads it (`CHAT_APP_AUTH`, default `none` here); the first log
+line says which.
+"""
 
 from __future__ import annotations
 
 import argparse
 import gc
+import logging
+import sys
 
 import uvicorn
 
-from chat_app.config import security_from_env
+from chat_app.config import auth_from_env, authenticator_for, security_from_env
 from chat_app.demo import build_demo_agent
+from chat_app.trust.store import DatabaseUnavailable
 
 from .app import create_app
+
+logger = logging.getLogger("chat_app.server")
 
 
 def main() -> None:
@@ -20,16 +29,29 @@ def main() -> None:
     # Off by default: a log line per request costs more than sealing it (a proxy logs anyway).
     parser.add_argument("--access-log", action="store_true", help="log every request")
     options = parser.parse_args()
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        config = auth_from_env("none")
+        logger.info("sign-in: %s", config.describe())
+        authenticator = authenticator_for(config)
+    except (ValueError, DatabaseUnavailable) as error:  # say which setting, and stop
+        sys.exit(f"chat_app.server: {error}")
     security = security_from_env()
     agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger)
     # Everything imported so far lives as long as the server: keep it out of every GC pass.
     gc.freeze()
     uvicorn.run(
-        create_app(agent),
+        create_app(agent, authenticator=authenticator),
         host=options.host,
         port=options.port,
         log_level="info",
         access_log=options.access_log,
+        # The client address stays the socket's peer: `CHAT_APP_TRUSTED_PROXIES` decides which
+        # proxies' headers are believed, not uvicorn's X-Forwarded-For rewriting.
+        proxy_headers=False,
     )
 
 

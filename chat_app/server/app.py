@@ -1,5 +1,10 @@
-"""HTTP: `POST /api/chat` (AG-UI `RunAgentInput` in, SSE out), `GET /api/tools`, and the
-audit trail (`GET /api/audit` as JSON with its chain check, `GET /api/audit.jsonl`).
+"""HTTP: `POST /api/chat` (AG-UI `RunAgentInput` in, SSE out), `GET /api/tools`, the
+audit trail (`GET /api/audit` as JSON with its chain check, `GET /api/audit.jsonl`), and with
+an `Authenticator` the sign-in routes (`signin.py`).
+
+With an authenticator, `POST /api/chat` and the audit trail need an identity (401 without
+one), the audit trail the role `admin` or `auditor` (403), and the run is the verified
+identity's; without one (library use), every request is anonymous, as before.
 
 Owns `create_app`. A malformed request gets HTTP 400 (or 413 when too large) with a message
 naming the field; nothing runs. A continuation the engine refuses is an in-stream `RUN_ERROR`
@@ -9,8 +14,7 @@ with HTTP 200, as in TanStack AI.
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 import orjson
 from ag_ui.core import RunAgentInput
@@ -25,11 +29,13 @@ from chat_app.agent import Agent, event_to_wire
 from chat_app.interrupts import SSE_HEADERS, collector_paused, encode_sse_event
 from chat_app.interrupts.strict_json import MAX_NESTING, has_long_digit_run, strict_loads
 from chat_app.server.run_input import TooDeep, read_run_input, read_run_input_json
-from chat_app.trust import audit_report
+from chat_app.server.signin import identify, identity_json, signin_routes, unauthorized
+from chat_app.trust import ANONYMOUS, Identity, audit_report
+from chat_app.trust.authn import Authenticator, AuthFailure
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
-#: When set, `GET /api/audit[.jsonl]` needs `Authorization: Bearer <token>`.
-AUDIT_TOKEN_ENV = "CHAT_APP_AUDIT_TOKEN"
+#: Who may read the audit trail (pages and exports).
+AUDIT_ROLES = frozenset({"admin", "auditor"})
 
 
 class BadRequest(Exception):
@@ -38,27 +44,52 @@ class BadRequest(Exception):
         self.status = status
 
 
-def create_app(agent: Agent, *, max_body_bytes: int = MAX_BODY_BYTES) -> Starlette:
-    """A Starlette app serving `agent`; mount it on any ASGI server or on Reflex's backend."""
+def create_app(
+    agent: Agent,
+    *,
+    authenticator: Authenticator | None = None,
+    roles: Callable[[Identity], frozenset[str]] | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> Starlette:
+    """A Starlette app serving `agent`; mount it on any ASGI server or on Reflex's backend.
+
+    `authenticator` decides who each request is from (`None`, or its mode `none`: everyone is
+    anonymous and may do anything); `roles` gives an identity's roles (default: the ones it
+    carries; a policy adds its own).
+    """
+    roles_of = roles if roles is not None else _own_roles
+    # `none` is open, as without an authenticator: anyone may read the trail.
+    guarded = authenticator is not None and authenticator.mode != "none"
+
+    async def who(request: Request) -> Identity | AuthFailure:
+        if authenticator is None:
+            return ANONYMOUS
+        return await identify(authenticator, request)
 
     async def chat(request: Request) -> Response:
+        identity = await who(request)
+        if isinstance(identity, AuthFailure):
+            return unauthorized(identity)
         try:
             run_input = await _read_run_input(request, max_body_bytes)
         except BadRequest as error:
             return JSONResponse({"error": str(error)}, status_code=error.status)
-        return EventStream(_stream(agent, run_input), headers=SSE_HEADERS)
+        return EventStream(_stream(agent, run_input, identity), headers=SSE_HEADERS)
 
     async def tools(_: Request) -> Response:
         return JSONResponse({"tools": agent.tool_manifest()})
 
     async def audit(request: Request) -> Response:
+        identity = await who(request)
+        if isinstance(identity, AuthFailure):
+            return unauthorized(identity)
+        if guarded and not roles_of(identity) & AUDIT_ROLES:
+            return JSONResponse(
+                {"error": "The audit trail is for the roles admin and auditor."},
+                status_code=403,
+            )
         if agent.ledger is None:
             return JSONResponse({"error": "This server keeps no ledger."}, status_code=404)
-        token = os.environ.get(AUDIT_TOKEN_ENV)
-        if token and request.headers.get("authorization") != f"Bearer {token}":
-            return JSONResponse(
-                {"error": "The audit trail needs the audit token."}, status_code=401
-            )
         records = await asyncio.to_thread(agent.ledger.records)
         if request.url.path.endswith(".jsonl"):
             lines = "".join(record.to_json() + "\n" for record in records)
@@ -69,14 +100,27 @@ def create_app(agent: Agent, *, max_body_bytes: int = MAX_BODY_BYTES) -> Starlet
             )
         return JSONResponse(audit_report(records))
 
+    async def me(_: Request) -> Response:
+        return JSONResponse(identity_json(ANONYMOUS, ANONYMOUS.roles))
+
+    account_routes = (
+        signin_routes(authenticator, roles_of)
+        if authenticator is not None
+        else [Route("/api/me", me, methods=["GET"])]
+    )
     return Starlette(
         routes=[
             Route("/api/chat", chat, methods=["POST"]),
             Route("/api/tools", tools, methods=["GET"]),
             Route("/api/audit", audit, methods=["GET"]),
             Route("/api/audit.jsonl", audit, methods=["GET"]),
+            *account_routes,
         ]
     )
+
+
+def _own_roles(identity: Identity) -> frozenset[str]:
+    return identity.roles
 
 
 class EventStream(StreamingResponse):
@@ -120,8 +164,8 @@ class EventStream(StreamingResponse):
             await self.background()
 
 
-async def _stream(agent: Agent, run_input: RunAgentInput) -> AsyncIterator[str]:
-    async for event in agent.run(run_input):
+async def _stream(agent: Agent, run_input: RunAgentInput, identity: Identity) -> AsyncIterator[str]:
+    async for event in agent.run(run_input, identity=identity):
         yield encode_sse_event(event_to_wire(event))
 
 

@@ -1,0 +1,253 @@
+"""Signing in and out over HTTP: `POST /api/signin`, `POST /api/signin/demo`,
+`POST /api/signout`, `GET /api/me`, and the answers every guarded route gives without an
+identity (401) or without the role (403).
+
+Who a request is from is the `Authenticator`'s decision (`chat_app.trust.authn`); this module
+turns it into HTTP: it reads the sign-in form, throttles it through the accounts, and sets and
+clears the session cookie. Imports `trust`, never the engine or the UI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
+from typing import Protocol, runtime_checkable
+from urllib.parse import parse_qs, quote, urlencode
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from chat_app.trust.authn import Authenticator, AuthFailure
+from chat_app.trust.identity import Directory, Identity
+from chat_app.trust.sessions import SESSION_COOKIE
+
+__all__ = [
+    "SignInAccounts",
+    "client_host",
+    "identify",
+    "identity_json",
+    "safe_next",
+    "signin_routes",
+    "unauthorized",
+]
+
+WRONG_PASSWORD = "Wrong email or password."
+MISSING_FIELDS = "Enter your email and password."
+#: A sign-in form is small; anything bigger is not one.
+MAX_FORM_BYTES = 64 * 1024
+
+RolesOf = Callable[[Identity], frozenset[str]]
+#: How a throttled sign-in waits (a test records the delays instead of waiting them).
+_wait = asyncio.sleep
+
+
+@runtime_checkable
+class SignInAccounts(Directory, Protocol):
+    """A directory that also throttles password sign-in (`chat_app.trust.accounts.Accounts`)."""
+
+    def sign_in_delay(self, email: str, client: str) -> float:
+        """Seconds to wait before checking this attempt (grows with recent failures)."""
+        ...
+
+    def record_failure(self, email: str, client: str) -> None: ...
+
+    def clear_failures(self, email: str) -> None: ...
+
+
+def client_host(request: Request) -> str | None:
+    """The connecting address from the ASGI scope (the proxy's, behind a proxy)."""
+    return request.client.host if request.client is not None else None
+
+
+async def identify(authenticator: Authenticator, request: Request) -> Identity | AuthFailure:
+    """Who `request` is from. When that means asking the accounts database (an API token, or a
+    password session's account), in a thread: the event loop does not wait on the database."""
+    host = client_host(request)
+    if authenticator.mode == "password" or "authorization" in request.headers:
+        return await asyncio.to_thread(authenticator.authenticate, request.headers, host)
+    return authenticator.authenticate(request.headers, host)
+
+
+def unauthorized(failure: AuthFailure) -> Response:
+    """401 with the failure's message as `{"error": ...}`."""
+    return JSONResponse(
+        {"error": failure.message}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+    )
+
+
+def identity_json(identity: Identity, roles: frozenset[str]) -> dict[str, object]:
+    """What `GET /api/me` says about the signed-in person."""
+    return {
+        "email": identity.email,
+        "name": identity.name,
+        "roles": sorted(roles),
+        "method": identity.method,
+        "demo": identity.method == "demo",
+    }
+
+
+def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
+    """The sign-in routes for `authenticator`'s mode (each answers 404 in the other modes)."""
+    config = authenticator.config
+    locks = _KeyedLocks()
+
+    def cookie(value: str, max_age: int, request: Request) -> str:
+        flags = f"{SESSION_COOKIE}={value}; HttpOnly; SameSite=Lax; Path=/; Max-Age={max_age}"
+        return flags + "; Secure" if _came_over_https(request, authenticator) else flags
+
+    def signed_in(identity: Identity, target: str, request: Request) -> Response:
+        value = authenticator.signer.issue(identity)
+        max_age = int(config.session_ttl_seconds)
+        return Response(
+            status_code=303,
+            headers={"Location": target, "Set-Cookie": cookie(value, max_age, request)},
+        )
+
+    async def signin(request: Request) -> Response:
+        accounts = authenticator.directory
+        if config.mode != "password" or not isinstance(accounts, SignInAccounts):
+            return _not_here(f"This server does not sign in with passwords ({config.mode}).")
+        form = await _read_form(request)
+        if isinstance(form, Response):
+            return form
+        email = form.get("email", "").strip().lower()
+        password = form.get("password", "")
+        target = safe_next(form.get("next", ""))
+        as_json = _is_json(request)
+        if not email or not password:
+            return _refused(MISSING_FIELDS, target, as_json)
+        client = client_host(request) or ""
+        # One attempt per email at a time in this process: parallel guesses queue up and
+        # each waits the delay the failures before it earned.
+        async with locks.hold(email):
+            delay = await asyncio.to_thread(accounts.sign_in_delay, email, client)
+            if delay > 0:
+                await _wait(delay)
+            identity = await asyncio.to_thread(accounts.check_password, email, password)
+            if identity is None:
+                await asyncio.to_thread(accounts.record_failure, email, client)
+                return _refused(WRONG_PASSWORD, target, as_json)
+            await asyncio.to_thread(accounts.clear_failures, email)
+        return signed_in(replace(identity, method="password"), target, request)
+
+    async def signin_demo(request: Request) -> Response:
+        if config.mode != "demo":
+            return _not_here(f"This server has no demo people ({config.mode}).")
+        form = await _read_form(request)
+        if isinstance(form, Response):
+            return form
+        email = form.get("email", "")
+        person = authenticator.demo_person(email)
+        if person is None:
+            return JSONResponse(
+                {"error": f"{email.strip() or 'Nobody'} is not a demo person."}, status_code=400
+            )
+        return signed_in(person, safe_next(form.get("next", "")), request)
+
+    async def signout(request: Request) -> Response:
+        target = "/signin" if config.mode == "password" else "/"
+        return Response(
+            status_code=303, headers={"Location": target, "Set-Cookie": cookie("", 0, request)}
+        )
+
+    async def me(request: Request) -> Response:
+        who = await identify(authenticator, request)
+        if isinstance(who, AuthFailure):
+            return unauthorized(who)
+        return JSONResponse(identity_json(who, roles(who)))
+
+    return [
+        Route("/api/signin", signin, methods=["POST"]),
+        Route("/api/signin/demo", signin_demo, methods=["POST"]),
+        Route("/api/signout", signout, methods=["POST"]),
+        Route("/api/me", me, methods=["GET"]),
+    ]
+
+
+def safe_next(target: str) -> str:
+    """`target` when it is a path on this site (`/…`, not `//host` or `/\\host`, printable
+    ASCII as a browser sends it); `/` otherwise."""
+    if (
+        not target.startswith("/")
+        or target.startswith("//")
+        or any(not "!" <= char <= "~" or char == "\\" for char in target)
+    ):
+        return "/"
+    return target
+
+
+def _came_over_https(request: Request, authenticator: Authenticator) -> bool:
+    if request.url.scheme == "https":
+        return True
+    forwarded = request.headers.get("x-forwarded-proto", "")
+    return forwarded.split(",")[0].strip().lower() == "https" and authenticator.trusts(
+        client_host(request)
+    )
+
+
+def _is_json(request: Request) -> bool:
+    return (
+        request.headers.get("content-type", "")
+        .split(";")[0]
+        .strip()
+        .lower()
+        .endswith(("/json", "+json"))
+    )
+
+
+def _refused(message: str, target: str, as_json: bool) -> Response:
+    if as_json:
+        return JSONResponse({"error": message}, status_code=401)
+    query = urlencode({"error": message, "next": target}, quote_via=quote)
+    return Response(status_code=303, headers={"Location": f"/signin?{query}"})
+
+
+def _not_here(message: str) -> Response:
+    return JSONResponse({"error": message}, status_code=404)
+
+
+async def _read_form(request: Request) -> dict[str, str] | Response:
+    """The fields of a URL-encoded form or a JSON object (strings only)."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body.extend(chunk)
+        if len(body) > MAX_FORM_BYTES:
+            return JSONResponse({"error": "The sign-in form is too large."}, status_code=413)
+    if _is_json(request):
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            data = None
+        if not isinstance(data, dict):
+            return JSONResponse({"error": "Send a JSON object."}, status_code=400)
+        return {key: value for key, value in data.items() if isinstance(value, str)}
+    try:
+        fields = parse_qs(body.decode(), keep_blank_values=True)
+    except UnicodeDecodeError:
+        return JSONResponse({"error": "The form is not UTF-8."}, status_code=400)
+    return {key: values[0] for key, values in fields.items()}
+
+
+class _KeyedLocks:
+    """An asyncio lock per key, dropped when nobody holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)

@@ -1,0 +1,531 @@
+"""Identity from the server side only, over HTTP on a real socket (uvicorn on 127.0.0.1): each
+sign-in mode, API tokens, who may read the audit trail, and the standalone server's first log
+line. The trail always records the verified identity; `forwardedProps.actor` is ignored."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.cookiejar import CookieJar, DefaultCookiePolicy
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+
+from chat_app.config import authenticator_from_env
+from chat_app.demo import build_demo_agent
+from chat_app.interrupts import SSEDecoder
+from chat_app.server import create_app
+from chat_app.server import signin as signin_module
+from chat_app.trust import Identity, Sealer, SQLiteLedger
+from chat_app.trust.accounts import Accounts
+from chat_app.trust.authn import AuthConfig, Authenticator
+from chat_app.trust.sessions import SessionSigner
+from tests.live_server import free_port, serve_asgi
+
+ROOT = Path(__file__).resolve().parents[2]
+AUTH_VARIABLES = (
+    "CHAT_APP_AUTH",
+    "CHAT_APP_USER_HEADER",
+    "CHAT_APP_GROUPS_HEADER",
+    "CHAT_APP_TRUSTED_PROXIES",
+    "CHAT_APP_SESSION_HOURS",
+    "CHAT_APP_DATABASE_URL",
+    "CHAT_APP_SECRET",
+)
+WRONG = "Wrong email or password."
+
+
+@pytest.fixture(autouse=True)
+def _environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in AUTH_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CHAT_APP_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("CHAT_APP_DEMO_TOKEN_DELAY_MS", "0")
+
+
+class Served:
+    """A server on 127.0.0.1 with its ledger and (but in `none`) its accounts."""
+
+    def __init__(self, base: str, ledger: SQLiteLedger, authenticator: Authenticator) -> None:
+        self.base = base
+        self.ledger = ledger
+        self.authenticator = authenticator
+        # No cookie jar: each request sends exactly the cookies the test gives it.
+        no_jar = CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
+        self.http = httpx.Client(base_url=base, timeout=30, cookies=no_jar)
+
+    @property
+    def accounts(self) -> Accounts:
+        assert isinstance(self.authenticator.directory, Accounts)
+        return self.authenticator.directory
+
+    def actors(self) -> list[tuple[str, str | None]]:
+        return [(record.kind, record.actor) for record in self.ledger.records()]
+
+    def verified_by(self) -> list[str]:
+        """How each decision's actor was verified, as the trail says."""
+        records = self.ledger.records()
+        return [record.data["verifiedBy"] for record in records if record.kind == "decision"]
+
+
+@contextmanager
+def serve(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    authenticator: Authenticator | None = None,
+    **env: str,
+) -> Iterator[Served]:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    if authenticator is None:
+        authenticator = authenticator_from_env("none")
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    agent = build_demo_agent(sealer=Sealer(b"k" * 32), ledger=ledger)
+    with serve_asgi(create_app(agent, authenticator=authenticator)) as base:
+        served = Served(base, ledger, authenticator)
+        try:
+            yield served
+        finally:
+            served.http.close()
+
+
+def events_of(response: httpx.Response) -> list[dict[str, Any]]:
+    assert response.status_code == 200, response.text
+    return list(SSEDecoder().feed(response.text))
+
+
+def pause_body(text: str = "transfer 25 to Ada") -> dict[str, Any]:
+    return {
+        "threadId": "t1",
+        "runId": "r1",
+        "messages": [{"id": "u1", "role": "user", "content": text}],
+    }
+
+
+def approval_body(paused: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    [item] = paused[-1]["outcome"]["interrupts"]
+    return {
+        "threadId": "t1",
+        "runId": "r2",
+        "parentRunId": "r1",
+        "messages": paused[-2]["messages"],
+        "resume": [
+            {"interruptId": item["id"], "status": "resolved", "payload": {"approved": True}}
+        ],
+        **extra,
+    }
+
+
+def transfer_approved(served: Served, headers: dict[str, str], **extra: Any) -> None:
+    """Asks for a transfer and approves it, both as `headers` say; the transfer runs."""
+    paused = events_of(served.http.post("/api/chat", json=pause_body(), headers=headers))
+    assert paused[-1]["outcome"]["interrupts"], paused[-1]
+    done = events_of(
+        served.http.post("/api/chat", json=approval_body(paused, **extra), headers=headers)
+    )
+    assert done[-1]["type"] == "RUN_FINISHED", done[-1]
+    assert any(event["type"] == "TOOL_CALL_RESULT" for event in done)
+
+
+def session_cookie(response: httpx.Response) -> tuple[str, list[str]]:
+    """The session cookie's value and its attributes, from `Set-Cookie`."""
+    header = response.headers["set-cookie"]
+    first, *attributes = (part.strip() for part in header.split(";"))
+    name, _, value = first.partition("=")
+    assert name == "chat_app_session"
+    return value, attributes
+
+
+def with_session(value: str) -> dict[str, str]:
+    return {"Cookie": f"chat_app_session={value}"}
+
+
+# -- proxy ----------------------------------------------------------------------------------
+
+
+def test_the_proxy_header_is_the_actor_and_a_spoofed_forwarded_actor_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's opening scenario: the header says mallory, the body says ceo."""
+    with serve(
+        tmp_path, monkeypatch, CHAT_APP_AUTH="proxy", CHAT_APP_GROUPS_HEADER="X-Forwarded-Groups"
+    ) as served:
+        mallory = {"X-Forwarded-Email": "mallory@corp"}
+        transfer_approved(served, mallory, forwardedProps={"actor": "ceo@corp"})
+        assert served.actors() == [
+            ("pause", "mallory@corp"),
+            ("decision", "mallory@corp"),
+            ("execution", "mallory@corp"),
+        ]
+        assert served.verified_by() == ["proxy"]
+        auditor = {"X-Forwarded-Email": "audit@corp", "X-Forwarded-Groups": "Auditor, staff"}
+        trail = served.http.get("/api/audit", headers=auditor)
+        assert trail.status_code == 200
+        assert "ceo@corp" not in trail.text
+        me = served.http.get("/api/me", headers=auditor).json()
+        assert me == {"email": "audit@corp", "name": "", "roles": ["auditor", "staff"],
+                      "method": "proxy", "demo": False}  # fmt: skip
+
+
+def test_the_proxy_header_from_an_untrusted_address_is_refused_and_nothing_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with serve(
+        tmp_path, monkeypatch, CHAT_APP_AUTH="proxy", CHAT_APP_TRUSTED_PROXIES="10.0.0.0/8"
+    ) as served:
+        response = served.http.post(
+            "/api/chat", json=pause_body(), headers={"X-Forwarded-Email": "ceo@corp"}
+        )
+        assert response.status_code == 401
+        assert response.json() == {"error": "Requests must come through the sign-in proxy."}
+        assert served.actors() == []
+
+
+def test_a_request_through_the_proxy_without_the_header_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with serve(tmp_path, monkeypatch, CHAT_APP_AUTH="proxy") as served:
+        response = served.http.post("/api/chat", json=pause_body())
+        assert response.status_code == 401
+        assert response.json() == {"error": "The sign-in proxy sent no X-Forwarded-Email header."}
+        assert served.http.get("/api/audit").status_code == 401
+        assert served.http.get("/api/tools").status_code == 200  # the manifest stays open
+        assert served.actors() == []
+
+
+# -- password -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def password_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
+    with serve(tmp_path, monkeypatch, CHAT_APP_AUTH="password") as served:
+        served.accounts.add_user("ada@example.com", "ada-password", ["finance"], name="Ada")
+        served.accounts.add_user("olive@example.com", "olive-password", ["admin"])
+        served.accounts.add_user("audrey@example.com", "audrey-password", ["auditor"])
+        yield served
+
+
+def sign_in(served: Served, email: str, password: str, **fields: str) -> httpx.Response:
+    return served.http.post("/api/signin", data={"email": email, "password": password, **fields})
+
+
+def session_for(served: Served, email: str) -> dict[str, str]:
+    response = sign_in(served, email, email.split("@")[0] + "-password")
+    assert response.status_code == 303, response.text
+    return with_session(session_cookie(response)[0])
+
+
+def test_signing_in_sets_a_session_cookie_that_identifies_the_account(
+    password_server: Served,
+) -> None:
+    response = sign_in(password_server, " Ada@Example.com ", "ada-password", next="/audit")
+    assert response.status_code == 303
+    assert response.headers["location"] == "/audit"
+    value, attributes = session_cookie(response)
+    assert attributes == ["HttpOnly", "SameSite=Lax", "Path=/", "Max-Age=43200"]
+    me = password_server.http.get("/api/me", headers=with_session(value))
+    assert me.json() == {"email": "ada@example.com", "name": "Ada", "roles": ["finance"],
+                         "method": "password", "demo": False}  # fmt: skip
+    transfer_approved(password_server, with_session(value), forwardedProps={"actor": "ceo@x"})
+    assert {actor for _, actor in password_server.actors()} == {"ada@example.com"}
+    assert password_server.verified_by() == ["password"]
+
+
+def test_a_sign_in_posted_as_json_is_answered_alike(password_server: Served) -> None:
+    response = password_server.http.post(
+        "/api/signin", json={"email": "ada@example.com", "password": "ada-password"}
+    )
+    assert response.status_code == 303 and response.headers["location"] == "/"
+    failed = password_server.http.post(
+        "/api/signin", json={"email": "ada@example.com", "password": "guess-guess"}
+    )
+    assert failed.status_code == 401 and failed.json() == {"error": WRONG}
+
+
+def test_the_cookie_is_secure_when_a_trusted_proxy_says_the_request_was_https(
+    password_server: Served,
+) -> None:
+    response = password_server.http.post(
+        "/api/signin",
+        data={"email": "ada@example.com", "password": "ada-password"},
+        headers={"X-Forwarded-Proto": "https"},
+    )
+    assert session_cookie(response)[1][-1] == "Secure"
+
+
+def test_only_a_path_on_this_site_is_followed_after_signing_in(password_server: Served) -> None:
+    unsafe = ("https://evil.example/", "//evil.example/x", "/\\evil.example", "desk", "/é", "/a b")
+    for target in unsafe:
+        response = sign_in(password_server, "ada@example.com", "ada-password", next=target)
+        assert response.headers["location"] == "/"
+
+
+def test_a_wrong_password_and_an_unknown_user_get_the_same_answer(
+    password_server: Served,
+) -> None:
+    wrong = sign_in(password_server, "ada@example.com", "not-her-password", next="/desk")
+    unknown = sign_in(password_server, "nobody@example.com", "not-her-password", next="/desk")
+    for response in (wrong, unknown):
+        assert response.status_code == 303
+        assert "set-cookie" not in response.headers
+        where = urlsplit(response.headers["location"])
+        assert where.path == "/signin"
+        assert parse_qs(where.query) == {"error": [WRONG], "next": ["/desk"]}
+    for email in ("ada@example.com", "nobody@example.com"):
+        response = password_server.http.post(
+            "/api/signin", json={"email": email, "password": "not-her-password"}
+        )
+        assert response.status_code == 401 and response.json() == {"error": WRONG}
+
+
+def test_repeated_failures_slow_sign_in_down(
+    password_server: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[float] = []
+    waited: list[float] = []
+    accounts = password_server.accounts
+    real_delay = accounts.sign_in_delay
+
+    def delay(email: str, client: str) -> float:
+        asked.append(real_delay(email, client))
+        return asked[-1]
+
+    async def wait(seconds: float) -> None:
+        waited.append(seconds)
+
+    monkeypatch.setattr(accounts, "sign_in_delay", delay)
+    monkeypatch.setattr(signin_module, "_wait", wait)
+    for _ in range(6):
+        assert sign_in(password_server, "ada@example.com", "guessing!").status_code == 303
+    assert asked == [0, 0, 0, 1, 2, 4]
+    assert waited == [1, 2, 4]
+    assert sign_in(password_server, "ada@example.com", "ada-password").status_code == 303
+    assert waited[-1] == 8  # the right password waits too, then signs in
+
+
+def test_signing_out_clears_the_cookie(password_server: Served) -> None:
+    headers = session_for(password_server, "ada@example.com")
+    response = password_server.http.post("/api/signout", headers=headers)
+    assert response.status_code == 303 and response.headers["location"] == "/signin"
+    value, attributes = session_cookie(response)
+    assert value == "" and "Max-Age=0" in attributes and "HttpOnly" in attributes
+    me = password_server.http.get("/api/me")
+    assert me.status_code == 401 and me.json() == {"error": "Sign in first."}
+
+
+def test_a_forged_session_is_refused(password_server: Served) -> None:
+    value = session_for(password_server, "ada@example.com")["Cookie"].split("=", 1)[1]
+    forged_as_olive = SessionSigner(b"a guessed secret", 3600).issue(
+        Identity(email="olive@example.com", method="password")
+    )
+    for forged in (value[:-3] + "abc", forged_as_olive):
+        for response in (
+            password_server.http.get("/api/me", headers=with_session(forged)),
+            password_server.http.post("/api/chat", json=pause_body(), headers=with_session(forged)),
+        ):
+            assert response.status_code == 401
+            assert response.json() == {"error": "This session is not valid; sign in again."}
+    assert password_server.actors() == []
+
+
+def test_an_expired_session_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1_800_000_000.0]
+    secret_holder = authenticator_from_env("password")  # opens the accounts database
+    signer = SessionSigner(b"s" * 32, 60, clock=lambda: now[0])
+    authenticator = Authenticator(
+        AuthConfig(mode="password", session_ttl_seconds=60),
+        signer=signer,
+        directory=secret_holder.directory,
+    )
+    with serve(tmp_path, monkeypatch, authenticator) as served:
+        served.accounts.add_user("ada@example.com", "ada-password")
+        headers = session_for(served, "ada@example.com")
+        assert served.http.get("/api/me", headers=headers).status_code == 200
+        now[0] += 61
+        response = served.http.post("/api/chat", json=pause_body(), headers=headers)
+        assert response.status_code == 401
+        assert response.json() == {"error": "Your session expired; sign in again."}
+
+
+def test_a_removed_account_loses_its_session(password_server: Served) -> None:
+    headers = session_for(password_server, "ada@example.com")
+    password_server.accounts.remove_user("ada@example.com")
+    response = password_server.http.get("/api/me", headers=headers)
+    assert response.status_code == 401
+    assert response.json() == {"error": "This account no longer exists; ask an admin."}
+
+
+def test_chat_without_a_session_is_refused(password_server: Served) -> None:
+    response = password_server.http.post("/api/chat", json=pause_body())
+    assert response.status_code == 401
+    assert response.json() == {"error": "Sign in first."}
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+# -- tokens ---------------------------------------------------------------------------------
+
+
+def test_an_api_token_acts_for_its_owner_until_revoked(password_server: Served) -> None:
+    token = password_server.accounts.create_token("ada@example.com", "nightly")
+    bearer = {"Authorization": f"Bearer {token}"}
+    me = password_server.http.get("/api/me", headers=bearer).json()
+    assert (me["email"], me["method"], me["roles"]) == ("ada@example.com", "token", ["finance"])
+    transfer_approved(password_server, bearer, forwardedProps={"actor": "ceo@corp"})
+    assert {actor for _, actor in password_server.actors()} == {"ada@example.com"}
+    assert password_server.verified_by() == ["token"]
+    password_server.accounts.revoke_token("nightly", "ada@example.com")
+    response = password_server.http.post("/api/chat", json=pause_body(), headers=bearer)
+    assert response.status_code == 401
+    assert response.json() == {"error": "The API token is not valid or was revoked."}
+
+
+def test_a_token_works_in_proxy_mode_from_any_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with serve(
+        tmp_path, monkeypatch, CHAT_APP_AUTH="proxy", CHAT_APP_TRUSTED_PROXIES="10.0.0.0/8"
+    ) as served:
+        served.accounts.add_user("bot@example.com", "bot-password")
+        token = served.accounts.create_token("bot@example.com", "deploys")
+        transfer_approved(served, {"Authorization": f"Bearer {token}"})
+        assert {actor for _, actor in served.actors()} == {"bot@example.com"}
+
+
+# -- the audit trail --------------------------------------------------------------------------
+
+
+def test_the_audit_trail_is_for_admins_and_auditors(password_server: Served) -> None:
+    for path in ("/api/audit", "/api/audit.jsonl"):
+        assert password_server.http.get(path).status_code == 401
+        finance = password_server.http.get(
+            path, headers=session_for(password_server, "ada@example.com")
+        )
+        assert finance.status_code == 403
+        assert finance.json() == {"error": "The audit trail is for the roles admin and auditor."}
+        for reader in ("olive@example.com", "audrey@example.com"):
+            response = password_server.http.get(path, headers=session_for(password_server, reader))
+            assert response.status_code == 200, reader
+
+
+def test_roles_can_come_from_elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHAT_APP_AUTH", "proxy")
+    authenticator = authenticator_from_env("none")
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    app = create_app(
+        build_demo_agent(sealer=Sealer(b"k" * 32), ledger=ledger),
+        authenticator=authenticator,
+        roles=lambda who: who.roles | ({"auditor"} if who.email == "ada@corp" else set()),
+    )
+    with serve_asgi(app) as base, httpx.Client(base_url=base) as http:
+        assert http.get("/api/audit", headers={"X-Forwarded-Email": "ada@corp"}).status_code == 200
+        assert http.get("/api/audit", headers={"X-Forwarded-Email": "sam@corp"}).status_code == 403
+        me = http.get("/api/me", headers={"X-Forwarded-Email": "ada@corp"}).json()
+        assert me["roles"] == ["auditor"]
+
+
+# -- demo -----------------------------------------------------------------------------------
+
+
+def test_a_demo_visitor_is_rita_until_they_switch_to_ada(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with serve(tmp_path, monkeypatch, CHAT_APP_AUTH="demo") as served:
+        assert served.http.get("/api/me").json() == {
+            "email": "rita@example.com", "name": "Rita", "roles": [], "method": "demo",
+            "demo": True,
+        }  # fmt: skip
+        transfer_approved(served, {}, forwardedProps={"actor": "ceo@corp"})
+        assert {actor for _, actor in served.actors()} == {"rita@example.com"}
+        assert served.verified_by() == ["demo"]
+        switched = served.http.post(
+            "/api/signin/demo", data={"email": "ada@example.com", "next": "/"}
+        )
+        assert switched.status_code == 303 and switched.headers["location"] == "/"
+        value, attributes = session_cookie(switched)
+        assert attributes[:3] == ["HttpOnly", "SameSite=Lax", "Path=/"]
+        me = served.http.get("/api/me", headers=with_session(value)).json()
+        assert (me["email"], me["roles"], me["demo"]) == ("ada@example.com", ["finance"], True)
+        out = served.http.post("/api/signout", headers=with_session(value))
+        assert out.headers["location"] == "/"
+
+
+def test_only_demo_people_can_be_chosen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with serve(tmp_path, monkeypatch, CHAT_APP_AUTH="demo") as served:
+        response = served.http.post("/api/signin/demo", json={"email": "ceo@corp"})
+        assert response.status_code == 400
+        assert response.json() == {"error": "ceo@corp is not a demo person."}
+        assert "set-cookie" not in response.headers
+        password = served.http.post(
+            "/api/signin", data={"email": "rita@example.com", "password": "whatever1"}
+        )
+        assert password.status_code == 404
+
+
+def test_without_sign_in_everything_stays_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with serve(tmp_path, monkeypatch) as served:
+        transfer_approved(served, {"X-Forwarded-Email": "ceo@corp"})
+        assert {actor for _, actor in served.actors()} == {None}
+        assert served.verified_by() == ["none"]
+        assert served.http.get("/api/audit").status_code == 200
+        assert served.http.get("/api/me").json()["method"] == "none"
+
+
+# -- python -m chat_app.server ------------------------------------------------------------------
+
+
+def server_environment(tmp_path: Path, **env: str) -> dict[str, str]:
+    environment = {key: value for key, value in os.environ.items() if key not in AUTH_VARIABLES}
+    environment.update(CHAT_APP_DATA_DIR=str(tmp_path), **env)
+    return environment
+
+
+def first_log_line(tmp_path: Path, **env: str) -> str:
+    """The standalone server's first line on stderr (then it is stopped)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chat_app.server", "--port", str(free_port())],
+        cwd=ROOT,
+        env=server_environment(tmp_path, **env),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stderr is not None
+    try:
+        return process.stderr.readline().strip()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        process.stderr.close()
+
+
+def test_the_standalone_server_says_which_sign_in_is_on(tmp_path: Path) -> None:
+    assert first_log_line(tmp_path) == (
+        "INFO:     sign-in: none — anyone who can reach this port can answer any pause"
+    )
+    assert first_log_line(tmp_path, CHAT_APP_AUTH="proxy") == (
+        "INFO:     sign-in: proxy (X-Forwarded-Email from 127.0.0.1/32, ::1/128)"
+    )
+
+
+def test_the_standalone_server_refuses_a_bad_sign_in_mode(tmp_path: Path) -> None:
+    finished = subprocess.run(
+        [sys.executable, "-m", "chat_app.server", "--port", str(free_port())],
+        cwd=ROOT,
+        env=server_environment(tmp_path, CHAT_APP_AUTH="oauth"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert finished.returncode == 1
+    assert finished.stderr.strip() == (
+        "chat_app.server: CHAT_APP_AUTH='oauth' is not a sign-in mode; use one of demo, "
+        "password, proxy, none."
+    )
