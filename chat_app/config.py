@@ -13,6 +13,7 @@
 | `CHAT_APP_GROUPS_HEADER` | none | `proxy`: the header holding groups (comma-separated: roles) |
 | `CHAT_APP_TRUSTED_PROXIES` | `127.0.0.1/32,::1/128` | where proxy headers are believed from |
 | `CHAT_APP_SESSION_HOURS` | `12` | how long a sign-in (session cookie) lasts |
+| `CHAT_APP_POLICY` | `chat_app/demo/policy.toml` | who may decide what; `none`: the requester |
 
 An identity never comes from a request body: `forwardedProps.actor` is ignored. API tokens
 (`Authorization: Bearer …`) work in every mode but `none`.
@@ -26,7 +27,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from chat_app.trust import DEFAULT_TTL_SECONDS, Ledger, Sealer, load_secret, open_ledger
+from chat_app.trust import (
+    DEFAULT_TTL_SECONDS,
+    Ledger,
+    Policy,
+    Sealer,
+    load_secret,
+    open_ledger,
+)
 from chat_app.trust.accounts import Accounts
 from chat_app.trust.authn import (
     AUTH_MODES,
@@ -70,6 +78,22 @@ def security_from_env() -> Security:
         sealer=Sealer(load_secret(folder), ttl_seconds=ttl),
         ledger=open_ledger(os.environ.get("CHAT_APP_LEDGER_URL"), folder),
     )
+
+
+POLICY_ENV = "CHAT_APP_POLICY"
+
+
+def policy_from_env(default: Path | None) -> Policy | None:
+    """The policy `CHAT_APP_POLICY` names (else `default`); `None` for `none` or no default.
+
+    A file that is missing or wrong raises `PolicyError` naming the file, the rule and the fix:
+    the app does not start on a policy it cannot read.
+    """
+    configured = os.environ.get(POLICY_ENV, "").strip()
+    if configured.lower() == "none":
+        return None
+    path = Path(configured) if configured else default
+    return Policy.load(path) if path is not None else None
 
 
 def auth_from_env(default_mode: AuthMode) -> AuthConfig:

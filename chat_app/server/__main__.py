@@ -13,8 +13,9 @@ import sys
 
 import uvicorn
 
-from chat_app.config import auth_from_env, authenticator_for, security_from_env
-from chat_app.demo import build_demo_agent
+from chat_app.config import auth_from_env, authenticator_for, policy_from_env, security_from_env
+from chat_app.demo import POLICY_PATH, build_demo_agent
+from chat_app.trust import PolicyError
 from chat_app.trust.store import DatabaseUnavailable
 
 from .app import create_app
@@ -37,14 +38,20 @@ def main() -> None:
         config = auth_from_env("none")
         logger.info("sign-in: %s", config.describe())
         authenticator = authenticator_for(config)
-    except (ValueError, DatabaseUnavailable) as error:  # say which setting, and stop
+        policy = policy_from_env(POLICY_PATH)
+    except (ValueError, DatabaseUnavailable, PolicyError) as error:  # say which, and stop
         sys.exit(f"chat_app.server: {error}")
+    logger.info("policy: %s", policy.source if policy is not None else "none")
     security = security_from_env()
-    agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger)
+    agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger, policy=policy)
     # Everything imported so far lives as long as the server: keep it out of every GC pass.
     gc.freeze()
     uvicorn.run(
-        create_app(agent, authenticator=authenticator),
+        create_app(
+            agent,
+            authenticator=authenticator,
+            roles=policy.roles_of if policy is not None else None,
+        ),
         host=options.host,
         port=options.port,
         log_level="info",

@@ -368,6 +368,8 @@ def test_every_scenario_ran(chatclient_run: dict[str, Any]) -> None:
         "ship_order",
         "get_local_time",
         "get_location",
+        "refund",
+        "rotate_keys",
     ]
     for name in SCENARIOS:
         scenario(chatclient_run, name)
