@@ -294,8 +294,9 @@ def _section(
         + "\n".join(slope_rows),
         "*ours, gc.freeze()* is the same engine measured with `gc.freeze()` in force (the "
         "objects alive at that point — the imported modules — left out of garbage "
-        "collections), as `python -m chat_app.server` does at start-up. Either way "
-        "`parse_run_input` pauses the collector while it reads a body of 64 KiB or more.",
+        "collections), as `python -m chat_app.server` does at start-up. These bodies are in "
+        "the usual shape, read into views the collector does not track; `parse_run_input` "
+        "pauses the collector only for a body of 64 KiB or more in another shape.",
         "Our engine here has no sealer and no ledger (the bodies carry no seals); with them "
         "on, a continuation also checks one HMAC per answered call and commits the answers "
         "in one ledger transaction — O(K), not O(N) (section 3 has the server as shipped).",

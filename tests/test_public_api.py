@@ -77,7 +77,6 @@ INTERRUPTS = [
     "check_decision",
     "client_tool_response_schema",
     "collation_key",
-    "collector_paused",
     "definition_schema_identity",
     "digest_interrupt_json",
     "encode_sse_event",

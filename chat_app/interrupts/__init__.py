@@ -80,7 +80,7 @@ from ._errors import (
     ItemInterruptErrorCode,
     interrupt_error_from_wire,
 )
-from ._json import collector_paused, tanstack_metadata
+from ._json import tanstack_metadata
 from ._resolutions import (
     CanonicalResolutions,
     canonicalize_interrupt_resolutions,
@@ -164,7 +164,6 @@ __all__ = [
     "check_decision",
     "client_tool_response_schema",
     "collation_key",
-    "collector_paused",
     "definition_schema_identity",
     "digest_interrupt_json",
     "encode_sse_event",

@@ -1,32 +1,9 @@
-"""Small JSON-shape helpers shared by the wire modules (JavaScript `typeof` semantics), and
-`collector_paused`, for reading large JSON texts."""
+"""Small JSON-shape helpers shared by the wire modules (JavaScript `typeof` semantics)."""
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import TypeGuard
-
-#: From this many bytes, reading a JSON text pauses the cyclic garbage collector.
-LARGE_JSON_BYTES = 64 * 1024
-
-
-@contextmanager
-def collector_paused(size: int) -> Iterator[None]:
-    """Pause the collector while a JSON text of `size` bytes (if large) becomes objects.
-
-    A large text becomes ~10 objects per 100 bytes, none of them in a cycle; the collector
-    would otherwise walk them (and everything older) several times over.
-    """
-    enabled = gc.isenabled()
-    if enabled and size >= LARGE_JSON_BYTES:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def is_record(value: object) -> TypeGuard[Mapping[str, object]]:
