@@ -56,7 +56,8 @@ async def answer(
 
 def the_item(paused: list[dict[str, Any]]) -> dict[str, Any]:
     assert paused[-1]["type"] == "RUN_FINISHED", paused[-1]
-    [item] = paused[-1]["outcome"]["interrupts"]
+    items: list[dict[str, Any]] = paused[-1]["outcome"]["interrupts"]
+    [item] = items
     return item
 
 

@@ -51,9 +51,9 @@ async def test_the_requester_is_refused_on_the_item_and_it_stays_open(tmp_path: 
     client = client_for(RITA, tmp_path)
     await client.send("transfer 5000 to Ada")
     [item] = client.interrupts
-    assert item.metadata is not None and item.metadata["chat_app:policy"]["rule"] == (
-        "large-transfers"
-    )
+    assert item.metadata is not None
+    policy = item.metadata["chat_app:policy"]
+    assert isinstance(policy, dict) and policy["rule"] == "large-transfers"
     await client.resolve_interrupt(item.id, approved=True)
     [item] = client.interrupts
     assert item.error is not None and item.error.code == "forbidden"
