@@ -2,13 +2,17 @@
 
 By default the chat runs the demo agent in this process; with `CHAT_APP_AGENT_URL` set to an
 AG-UI endpoint (ours, a TanStack AI server, any AG-UI server) it talks to it over SSE. The
-AG-UI routes (`POST /api/chat`, `GET /api/tools`) are served on the app's own port either way.
+AG-UI routes (`POST /api/chat`, `GET /api/tools`) and sign-in (`/api/signin`, …) are served
+on the app's own port either way. Sign-in is `CHAT_APP_AUTH` (default `demo`); who may decide
+what is `CHAT_APP_POLICY` (default the demo's policy). A setting the app cannot use stops the
+start with a message saying which and why.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -16,27 +20,40 @@ import reflex as rx
 
 from chat_app.agent import event_to_wire
 from chat_app.client import Connection, InProcessConnection, SSEConnection
-from chat_app.config import security_from_env
-from chat_app.demo import build_demo_agent
+from chat_app.config import authenticator_from_env, policy_from_env, security_from_env
+from chat_app.demo import POLICY_PATH, build_demo_agent
 from chat_app.server import create_app
-from chat_app.trust import audit_report
+from chat_app.trust import Identity, PolicyError, audit_report
+from chat_app.trust.store import DatabaseUnavailable
 from chat_app.ui import session
 from chat_app.ui.audit_state import AuditState
 from chat_app.ui.pages.audit import audit
 from chat_app.ui.pages.index import index
+from chat_app.ui.pages.signin import signin
+from chat_app.ui.signin_state import SignInState
 from chat_app.ui.state import ChatState
 
+try:
+    authenticator = authenticator_from_env("demo")
+    policy = policy_from_env(POLICY_PATH)
+except (ValueError, DatabaseUnavailable, PolicyError) as problem:  # say which, and stop
+    sys.exit(f"chat_app: {problem}")
 security = security_from_env()
-agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger)
+agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger, policy=policy)
 AGENT_URL = os.environ.get("CHAT_APP_AGENT_URL", "").strip()
 #: Where the remote agent's other routes live (`…/api/chat` -> `…/api`).
 API_BASE = AGENT_URL.rsplit("/", 1)[0]
 
 
-def _connection() -> Connection:
+def _connection(identity: Callable[[], Identity]) -> Connection:
+    """A tab's connection: the in-process agent runs as whoever is signed in at each run."""
     if AGENT_URL:
         return SSEConnection(AGENT_URL, timeout=120)
-    return InProcessConnection(agent.run, encode=event_to_wire)
+
+    def run(run_input: Any) -> Any:
+        return agent.run(run_input, identity=identity())
+
+    return InProcessConnection(run, encode=event_to_wire)
 
 
 def _remote_json(url: str) -> Mapping[str, Any] | None:
@@ -73,14 +90,25 @@ def _audit() -> Mapping[str, Any]:
     return audit_report(agent.ledger.records())
 
 
-session.configure(_connection, _manifest, _audit if security.ledger is not None else None)
+session.configure(
+    _connection,
+    _manifest,
+    _audit if security.ledger is not None else None,
+    authenticator=authenticator,
+    policy=policy,
+)
 
 app = rx.App(
-    # POST /api/chat and GET /api/tools on the app's own port.
-    api_transformer=create_app(agent),
+    # POST /api/chat, GET /api/tools, the audit routes and sign-in on the app's own port.
+    api_transformer=create_app(
+        agent,
+        authenticator=authenticator,
+        roles=policy.roles_of if policy is not None else None,
+    ),
     head_components=[rx.el.link(rel="icon", type="image/svg+xml", href="/favicon.svg")],
 )
 app.add_page(
     index, route="/", title="Ops desk · chat_app", image="/logo.svg", on_load=ChatState.on_load
 )
 app.add_page(audit, route="/audit", title="Audit · chat_app", on_load=AuditState.load)
+app.add_page(signin, route="/signin", title="Sign in · chat_app", on_load=SignInState.load)

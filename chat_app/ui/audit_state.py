@@ -8,6 +8,7 @@ from typing import Any
 import reflex as rx
 
 from . import session as sessions
+from .identity_state import IdentityState
 from .views import pretty
 
 
@@ -17,10 +18,21 @@ class AuditRow:
     at: str
     kind: str
     actor: str
+    #: How the actor was verified (`demo`, `password`, `proxy`, `token`, `none`, or `policy`).
+    verified: str
+    #: The policy rule that allowed (or made) the decision.
+    rule: str
     thread: str
     summary: str
     detail: str  # pretty JSON of the record's data
     hash: str
+
+
+def _verified(record: dict[str, Any]) -> str:
+    data = record.get("data") or {}
+    if data.get("decidedBy") == "policy":
+        return "policy"
+    return str(data.get("verifiedBy") or "")
 
 
 def summarize(record: dict[str, Any]) -> str:
@@ -38,20 +50,40 @@ def summarize(record: dict[str, Any]) -> str:
         text = f"{str(data.get('decision', '')).capitalize()} {what}"
         if "editedArgs" in data:
             text += " with edited arguments"
+        if data.get("decidedBy") == "policy":
+            text += f" by policy {data.get('rule')}"
         return text
+    if kind == "refusal":
+        return f"Refused {data.get('interruptId')}: {data.get('reason')}"
     if kind == "execution":
         return f"Ran {data.get('toolName')}" + (" (failed)" if data.get("error") else "")
     return str(kind)
 
 
-class AuditState(rx.State):
+#: The roles that may read the trail.
+AUDIT_ROLES = frozenset({"admin", "auditor"})
+
+
+class AuditState(IdentityState):
     rows: list[AuditRow] = []
     chain_ok: bool = True
     chain_message: str = ""
     available: bool = True
+    #: Why the trail is not shown to this person ("" when it is).
+    refused: str = ""
 
     @rx.event
     def load(self) -> None:
+        viewer = self._viewer()
+        needs_role = sessions.authenticator() is not None and self.auth_mode != "none"
+        if viewer is None or (needs_role and not viewer.roles & AUDIT_ROLES):
+            self.refused = self.auth_error or (
+                "The audit trail is for the roles admin and auditor; you are signed in as "
+                f"{viewer.label if viewer else 'nobody'}."
+            )
+            self.rows = []
+            return
+        self.refused = ""
         trail = sessions.read_audit()
         if trail is None:
             self.available = False
@@ -72,6 +104,8 @@ class AuditState(rx.State):
                 at=str(record.get("at", "")),
                 kind=str(record.get("kind", "")),
                 actor=str(record.get("actor") or "—"),
+                verified=_verified(record),
+                rule=str((record.get("data") or {}).get("rule") or ""),
                 thread=str(record.get("thread_id", "")),
                 summary=summarize(record),
                 detail=pretty(record.get("data")),

@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from chat_app.client import ChatClient, ClientState, ClientTool, Connection
+from chat_app.client import ChatClient, ClientState, ClientTool, Connection, InterruptItem
+from chat_app.interrupts import POLICY_METADATA_KEY
+from chat_app.trust import ANONYMOUS, Identity, Policy, Rule
+from chat_app.trust.authn import Authenticator, AuthFailure
 
-from .views import ViewCache
+from .views import ViewCache, WhoDecides
 
-ConnectionFactory = Callable[[], Connection]
+#: A connection for one tab, given how to read who is at its keyboard now (the run's identity
+#: is read when each run starts: a demo visitor may switch person mid-conversation).
+ConnectionFactory = Callable[[Callable[[], Identity]], Connection]
 
 
 @dataclass
@@ -81,6 +85,8 @@ class Session:
     client: ChatClient
     bridge: BrowserBridge
     changed: asyncio.Event
+    #: Who is at the keyboard, as verified when the tab's last event came in.
+    identity: Identity = ANONYMOUS
     task: asyncio.Task[None] | None = None
     #: The saved client state (the Reflex state's `_client_json`) this session last matched.
     saved: str = ""
@@ -97,6 +103,10 @@ class _Backend:
     manifest: Callable[[], Mapping[str, Any]] | None = None
     #: The audit trail as `GET /api/audit` answers it (`{"chain": …, "records": […]}`).
     audit: Callable[[], Mapping[str, Any]] | None = None
+    #: Who someone is (`None`: no sign-in, everyone is anonymous).
+    authenticator: Authenticator | None = None
+    #: Who may decide what (`None`: whoever asked).
+    policy: Policy | None = None
 
 
 _backend = _Backend()
@@ -107,12 +117,61 @@ def configure(
     connection: ConnectionFactory,
     manifest: Callable[[], Mapping[str, Any]],
     audit: Callable[[], Mapping[str, Any]] | None = None,
+    *,
+    authenticator: Authenticator | None = None,
+    policy: Policy | None = None,
 ) -> None:
-    """Set where chats go, which tools the client knows, and where the audit trail is read."""
+    """Set where chats go, which tools the client knows, where the audit trail is read, who
+    someone is and who may decide what."""
     _backend.connection = connection
     _backend.manifest = manifest
     _backend.audit = audit
+    _backend.authenticator = authenticator
+    _backend.policy = policy
     _sessions.clear()
+
+
+def authenticator() -> Authenticator | None:
+    return _backend.authenticator
+
+
+def identify(headers: Mapping[str, str], client_host: str | None) -> Identity | AuthFailure:
+    """Who is at a tab's keyboard: its socket's cookies, proxy headers or token, as the HTTP
+    routes read them (never anything the page sends in an event)."""
+    if _backend.authenticator is None:
+        return ANONYMOUS
+    found = _backend.authenticator.authenticate(headers, client_host)
+    if isinstance(found, Identity) and _backend.policy is not None:
+        return found.with_roles(_backend.policy.roles_of(found))
+    return found
+
+
+def who_decides(viewer: Identity) -> WhoDecides:
+    """For the page: who decides an item when it is not `viewer` (the server enforces it)."""
+    policy = _backend.policy
+
+    def check(item: InterruptItem) -> str:
+        shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
+        if not isinstance(shown, Mapping):
+            return ""
+        requester = str(shown.get("requester") or "")
+        asked = requester.lower() == viewer.email.lower()
+        rule = _rule(policy, shown.get("rule"))
+        if shown.get("rule") is None or policy is None or rule is None:
+            if asked:
+                return ""
+            return f"Waiting for {requester or 'the person who asked'}, who decides this"
+        if policy.check(rule, viewer, decider_is_requester=asked) is None:
+            return ""
+        return policy.waiting_for(rule, viewer_is_requester=asked)
+
+    return check
+
+
+def _rule(policy: Policy | None, name: object) -> Rule | None:
+    if policy is None or not isinstance(name, str):
+        return None
+    return next((rule for rule in policy.rules if rule.name == name), None)
 
 
 def read_audit() -> Mapping[str, Any] | None:
@@ -129,21 +188,7 @@ def _tools(bridge: BrowserBridge) -> list[ClientTool]:
     return ClientTool.from_manifest(_backend.manifest(), functions)
 
 
-def actor_from(headers: Mapping[str, str]) -> str | None:
-    """Who is at the keyboard, for the audit trail.
-
-    `CHAT_APP_USER_HEADER` names a header your sign-in proxy sets (e.g. `X-Forwarded-Email`);
-    `CHAT_APP_USER` is a fixed name for single-user deployments. Neither: anonymous.
-    """
-    header = os.environ.get("CHAT_APP_USER_HEADER", "").strip().lower()
-    if header:
-        for name, value in headers.items():
-            if name.lower() == header and value:
-                return value
-    return os.environ.get("CHAT_APP_USER") or None
-
-
-def session_for(token: str, saved: str = "", actor: str | None = None) -> Session:
+def session_for(token: str, saved: str = "", identity: Identity = ANONYMOUS) -> Session:
     """The tab's live session, rebuilt from its saved client state when needed.
 
     The registry is per process and a tab's socket can move between workers, so a session
@@ -155,6 +200,7 @@ def session_for(token: str, saved: str = "", actor: str | None = None) -> Sessio
         session.busy or saved in ("", session.saved) or saved == session.client.state.to_json()
     ):
         session.saved = saved or session.saved
+        session.identity = identity
         return session
     assert _backend.connection is not None, "call chat_app.ui.session.configure first"
     bridge = BrowserBridge()
@@ -164,20 +210,18 @@ def session_for(token: str, saved: str = "", actor: str | None = None) -> Sessio
     def on_change(_: ChatClient) -> None:
         changed.set()
 
-    props = {"actor": actor} if actor else None
+    holder: list[Session] = []
+    connection = _backend.connection(lambda: holder[0].identity)
     if saved:
         client = ChatClient.restore(
-            ClientState.from_json(saved),
-            _backend.connection(),
-            tools=tools,
-            on_change=on_change,
-            forwarded_props=props,
+            ClientState.from_json(saved), connection, tools=tools, on_change=on_change
         )
     else:
-        client = ChatClient(
-            _backend.connection(), tools=tools, on_change=on_change, forwarded_props=props
-        )
-    session = Session(client=client, bridge=bridge, changed=changed, saved=saved)
+        client = ChatClient(connection, tools=tools, on_change=on_change)
+    session = Session(
+        client=client, bridge=bridge, changed=changed, saved=saved, identity=identity
+    )
+    holder.append(session)
     _sessions[token] = session
     return session
 

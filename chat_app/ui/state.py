@@ -13,14 +13,17 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
+from urllib.parse import quote
 
 import reflex as rx
 from reflex.istate.manager import get_state_manager
 
 from chat_app.client import ChatClient, ClientError, UsageError
+from chat_app.trust import ANONYMOUS, Identity
 
 from . import session as sessions
 from .forms import form_fields, read_form
+from .identity_state import IdentityState
 from .views import (
     DecisionView,
     FormMemory,
@@ -34,6 +37,9 @@ from .views import (
 FLUSH_SECONDS = 0.05
 SUGGESTIONS = [
     "transfer 25 to Ada",
+    "transfer 5000 to Ada",
+    "refund 20 to order 42",
+    "rotate production keys",
     "delete project apollo",
     "email ada@example.com about Launch",
     "ship order 42",
@@ -48,7 +54,7 @@ HELD_NOTICE = (
 )
 
 
-class ChatState(rx.State):
+class ChatState(IdentityState):
     """Transcript, decisions and composer for one browser tab."""
 
     #: The transcript in three parts, each assigned (so sent) only when it changes: see
@@ -97,10 +103,12 @@ class ChatState(rx.State):
     def batch_title(self) -> str:
         return f"{self.open_count} decision{'s' if self.open_count != 1 else ''} needed"
 
-    def _session(self) -> sessions.Session:
-        headers = getattr(self.router.headers, "raw_headers", {}) or {}
+    def _session(self, viewer: Identity | None = None) -> sessions.Session:
+        """The tab's live session, for whoever is signed in now (read again at every event:
+        a demo visitor may have switched person)."""
+        viewer = viewer or self._viewer()
         return sessions.session_for(
-            self.router.session.client_token, self._client_json, sessions.actor_from(headers)
+            self.router.session.client_token, self._client_json, viewer or ANONYMOUS
         )
 
     def _refresh(self, session: sessions.Session) -> None:
@@ -111,7 +119,13 @@ class ChatState(rx.State):
         """
         client = session.client
         state = client.state
-        views = build_views(state, self._memory, focus=not self.held, cache=session.views)
+        views = build_views(
+            state,
+            self._memory,
+            focus=not self.held,
+            cache=session.views,
+            who_decides=sessions.who_decides(session.identity),
+        )
         streaming = client.status == "streaming"
         messages = views.messages
         if streaming and messages and messages[-1].role == "assistant":
@@ -164,11 +178,15 @@ class ChatState(rx.State):
         return self._session()
 
     @rx.event
-    async def on_load(self) -> None:
-        """Show the tab's conversation, pending decisions included (also after a reload)."""
+    async def on_load(self) -> Any:
+        """Show the tab's conversation, pending decisions included (also after a reload);
+        send a visitor who must sign in to the sign-in page."""
         session = await self._loaded_session()
+        if self.auth_error and self.auth_mode == "password":
+            return rx.redirect(f"/signin?next=/&error={quote(self.auth_error)}")
         self._refresh(session)
         self.running = session.busy
+        return None
 
     # --- composer -----------------------------------------------------------------------
 
@@ -330,11 +348,16 @@ class ChatState(rx.State):
             yield event
 
     async def _work(self, action: Callable[[ChatClient], Awaitable[None]]) -> AsyncIterator[Any]:
-        """Run one client action, streaming its progress into the page."""
+        """Run one client action, streaming its progress into the page, as whoever is signed
+        in now (nothing runs for a visitor who is not)."""
         async with self:
             if self.running:
                 return
-            session = self._session()
+            viewer = self._viewer()
+            if viewer is None:
+                self.run_error = f"{self.auth_error} Nothing was sent."
+                return
+            session = self._session(viewer)
             self.running = True
             self._stop = False
         client = session.client

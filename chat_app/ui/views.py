@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,6 +84,9 @@ class DecisionView:
     staged_tone: str = ""
     #: Past its expiry (or refused as expired by the server): nothing can be answered.
     expired: bool = False
+    #: Someone else decides this one: who ("Waiting for finance — you asked for this, so
+    #: someone else approves it"); "" when the person looking may decide it.
+    waiting: str = ""
     #: The first answerable decision takes the keyboard focus. A field of the view rather
     #: than a page var, so that a memoized message row depends on its own data only.
     focus: bool = False
@@ -99,6 +102,8 @@ class ToolCardView:
     status_color: str
     result: str = ""  # pretty JSON or text
     reason: str = ""  # rejection reason or error
+    #: "Approved by policy small-refunds" when a rule decided the call and nobody was asked.
+    decided_by: str = ""
     decision: DecisionView = field(default_factory=lambda: DecisionView(id=""))
     has_decision: bool = False
 
@@ -202,8 +207,18 @@ def form_schema(item: InterruptItem, form: str) -> tuple[Mapping[str, Any] | Non
     return None, None
 
 
-def decision_view(item: InterruptItem, memory: FormMemory | None, now_ms: float) -> DecisionView:
+#: Who decides an item, when it is not the person looking: the sentence to show, or "".
+WhoDecides = Callable[[InterruptItem], str]
+
+
+def decision_view(
+    item: InterruptItem,
+    memory: FormMemory | None,
+    now_ms: float,
+    who_decides: WhoDecides | None = None,
+) -> DecisionView:
     memory = memory or FormMemory()
+    waiting = who_decides(item) if who_decides is not None else ""
     error = item.error.message if item.error else memory.message
     expired = item.expired(now_ms)
     staged, staged_tone = staged_answer(item)
@@ -232,6 +247,7 @@ def decision_view(item: InterruptItem, memory: FormMemory | None, now_ms: float)
             staged=staged,
             staged_tone=staged_tone,
             expired=expired,
+            waiting=waiting,
         )
     if isinstance(item, GenericInterrupt):
         payload = item.payload
@@ -252,6 +268,7 @@ def decision_view(item: InterruptItem, memory: FormMemory | None, now_ms: float)
             staged=staged,
             staged_tone=staged_tone,
             expired=expired,
+            waiting=waiting,
         )
     assert isinstance(item, UnboundInterrupt)
     return DecisionView(
@@ -316,10 +333,12 @@ def build_views(
     *,
     focus: bool = True,
     cache: ViewCache | None = None,
+    who_decides: WhoDecides | None = None,
 ) -> Views:
     """Everything the transcript and the decision cards show.
 
     With `focus`, the first decision a person can answer (in reading order) takes the focus.
+    `who_decides` says which decisions belong to someone else (they count as not open).
     """
     decisions = {item.id: item for item in state.interrupts}
     by_call = {
@@ -334,7 +353,7 @@ def build_views(
         cacheable = cache is not None and not any(part.id in by_call for part in message.tool_calls)
         found, view = cache.get(message) if cache is not None and cacheable else (False, None)
         if not found:
-            view = _message_view(message, by_call, memory, attached, now_ms)
+            view = _message_view(message, by_call, memory, attached, now_ms, who_decides)
             if cache is not None and cacheable:
                 cache.put(message, view)
         if view is not None:
@@ -342,12 +361,16 @@ def build_views(
     if cache is not None:
         cache.rotate()
     loose = [
-        decision_view(item, memory.get(item.id), now_ms)
+        decision_view(item, memory.get(item.id), now_ms, who_decides)
         for item in state.interrupts
         if item.id not in attached
     ]
     answerable = [
-        item for item in decisions.values() if item.can_resolve and not item.expired(now_ms)
+        item
+        for item in decisions.values()
+        if item.can_resolve
+        and not item.expired(now_ms)
+        and not (who_decides is not None and who_decides(item))
     ]
     bulk_ok = bool(answerable) and state.can_approve_all and state.can_reject_all
     open_ids = {item.id for item in answerable if item.status in ("pending", "error")}
@@ -377,13 +400,14 @@ def _message_view(
     memory: Mapping[str, FormMemory],
     attached: set[str],
     now_ms: float,
+    who_decides: WhoDecides | None = None,
 ) -> MessageView | None:
     if message.role not in ("user", "assistant"):
         return None
     tools: list[ToolCardView] = []
     for part in message.parts:
         if isinstance(part, ToolCallPart):
-            tools.append(_tool_card(part, by_call, memory, attached, now_ms))
+            tools.append(_tool_card(part, by_call, memory, attached, now_ms, who_decides))
     text = "".join(part.content for part in message.parts if isinstance(part, TextPart))
     if not text and not tools:
         return None
@@ -396,6 +420,7 @@ def _tool_card(
     memory: Mapping[str, FormMemory],
     attached: set[str],
     now_ms: float,
+    who_decides: WhoDecides | None = None,
 ) -> ToolCardView:
     item = by_call.get(part.id)
     card = ToolCardView(
@@ -408,9 +433,12 @@ def _tool_card(
         result=pretty(part.output) if part.has_output and part.status == "done" else "",
         reason=part.error or "",
     )
+    if part.decided_by_rule:
+        verdict = "Approved" if part.decision == "approved" else "Rejected"
+        card.decided_by = f"{verdict} by policy {part.decided_by_rule}"
     if item is not None:
         attached.add(item.id)
-        card.decision = decision_view(item, memory.get(item.id), now_ms)
+        card.decision = decision_view(item, memory.get(item.id), now_ms, who_decides)
         card.has_decision = True
         if card.decision.expired:
             # Whatever was clicked, nothing ran: the server refused the expired answer.

@@ -125,3 +125,14 @@ def app_copy(root: Path, extra_env: dict[str, str]) -> Iterator[str]:
     with _failing_if_it_does_not_start():
         with served_app(root, env, root / "reflex-run.log") as (base, _):
             yield base
+
+
+def sign_in_as_demo(page: Page, email: str) -> None:
+    """Switch the demo person with the header's menu (the server sets the cookie and sends
+    the page back), and wait for the page to come back signed in as them."""
+    from playwright.sync_api import expect
+
+    with page.expect_navigation():
+        page.locator("#demo-person").select_option(email)
+    page.wait_for_selector('#app-root[data-hydrated="true"]')
+    expect(page.locator("#demo-person")).to_have_value(email)

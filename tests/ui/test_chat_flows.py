@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, WebSocket, expect
 
+from chat_app.ui.state import SUGGESTIONS
+
 pytestmark = pytest.mark.browser
 
 
@@ -29,8 +31,9 @@ def shot(page: Page, directory: Path, name: str) -> None:
 
 def test_suggestion_chips_list_the_demo(page: Page, screenshot_dir: Path) -> None:
     chips = page.locator(".suggestion")
-    expect(chips).to_have_count(9)
+    expect(chips).to_have_count(len(SUGGESTIONS))
     expect(chips.first).to_have_text("transfer 25 to Ada")
+    expect(chips.nth(1)).to_have_text("transfer 5000 to Ada")
     shot(page, screenshot_dir, "empty")
 
 

@@ -394,7 +394,7 @@ async def _registry_scenario(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sessions, "_backend", sessions._Backend())
     monkeypatch.setattr(sessions, "_sessions", {})
     sessions.configure(
-        lambda: InProcessConnection(agent.run, encode=event_to_wire), lambda: manifest
+        lambda _identity: InProcessConnection(agent.run, encode=event_to_wire), lambda: manifest
     )
 
     on_b = sessions.session_for("tab", "")  # worker B: the tab pauses here

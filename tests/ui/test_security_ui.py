@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.ui.conftest import app_copy
+from tests.ui.conftest import app_copy, sign_in_as_demo
 
 pytestmark = pytest.mark.browser
 TTL_SECONDS = 4
@@ -59,6 +60,11 @@ def test_the_audit_page_shows_the_chain_and_exports_json_lines(
     page.locator(".approval-card button.approve").click()
     expect(page.get_by_text("Project apollo is deleted.")).to_be_visible()
     page.locator("#nav-audit").click()
+    # Rita, the demo's requester, may not read the trail; Olive (admin) may.
+    expect(page.locator("#audit-refused")).to_contain_text("admin and auditor")
+    expect(page.locator(".audit-row")).to_have_count(0)
+    sign_in_as_demo(page, "olive@example.com")
+    page.locator("#nav-audit").click()
     expect(page.locator("#audit-chain")).to_contain_text("Intact")
     rows = page.locator(".audit-row")
     expect(rows.first).to_be_visible()
@@ -69,8 +75,13 @@ def test_the_audit_page_shows_the_chain_and_exports_json_lines(
         "Approved delete_project"
     )
     page.screenshot(path=str(screenshot_dir / "audit.png"), full_page=True)
-    with urllib.request.urlopen(f"{app_url}/api/audit.jsonl", timeout=10) as response:
-        lines = [json.loads(line) for line in response.read().decode().splitlines()]
+    # The export needs the same sign-in: the browser's cookie works, no cookie is Rita's 403.
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{app_url}/api/audit.jsonl", timeout=10)
+    assert refused.value.code == 403
+    response = page.request.get(f"{app_url}/api/audit.jsonl")
+    assert response.status == 200
+    lines = [json.loads(line) for line in response.text().splitlines()]
     assert any(line["kind"] == "execution" and line["data"]["toolName"] == "delete_project"
                for line in lines)  # fmt: skip
     assert all(line["hash"].startswith("sha256:") for line in lines)

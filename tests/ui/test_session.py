@@ -1,18 +1,107 @@
-"""Who the audit trail names: from a sign-in proxy's header, a fixed user, or nobody."""
+"""Who a tab belongs to, and who decides each item: read on the server from the socket's
+cookies and the policy, never from anything the page sends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from chat_app.ui.session import actor_from
+from chat_app.client import ClientState, ToolApprovalInterrupt
+from chat_app.demo import POLICY_PATH
+from chat_app.interrupts import POLICY_METADATA_KEY
+from chat_app.trust import ANONYMOUS, DEMO_PEOPLE, Identity, Policy
+from chat_app.trust.authn import AuthConfig, Authenticator, AuthFailure
+from chat_app.trust.sessions import SESSION_COOKIE, SessionSigner
+from chat_app.ui import session
+
+RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
+SIGNER = SessionSigner(b"ui-session-test-secret-ui-session", ttl_seconds=3600)
 
 
-def test_the_configured_header_names_the_actor(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHAT_APP_USER_HEADER", "X-Forwarded-Email")
-    monkeypatch.setenv("CHAT_APP_USER", "fallback")
-    assert actor_from({"x-forwarded-email": "ada@example.com"}) == "ada@example.com"
-    assert actor_from({}) == "fallback"
+def configure(mode: Any, policy: Policy | None = None) -> None:
+    authenticator = Authenticator(AuthConfig(mode=mode), signer=SIGNER, directory=None)
+    session.configure(lambda _: None, lambda: {"tools": []}, authenticator=authenticator,  # type: ignore[arg-type,return-value]
+                      policy=policy)  # fmt: skip
 
 
-def test_without_configuration_nobody_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CHAT_APP_USER_HEADER", raising=False)
-    monkeypatch.delenv("CHAT_APP_USER", raising=False)
-    assert actor_from({"x-forwarded-email": "ada@example.com"}) is None
+def item(shown: dict[str, Any] | None) -> ToolApprovalInterrupt:
+    return ToolApprovalInterrupt(
+        id="approval_c1", reason="tool_call", thread_id="t", interrupted_run_id="r",
+        binding={}, tool_name="transfer", tool_call_id="c1",
+        metadata={POLICY_METADATA_KEY: shown} if shown is not None else None,
+    )  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> Any:
+    yield
+    session.configure(lambda _: None, lambda: {"tools": []})  # type: ignore[arg-type,return-value]
+
+
+def test_a_demo_tab_is_rita_until_its_cookie_names_someone_else() -> None:
+    configure("demo", Policy.load(POLICY_PATH))
+    assert session.identify({}, "127.0.0.1") == RITA.with_roles(frozenset())
+    cookie = f"{SESSION_COOKIE}={SIGNER.issue(ADA)}"
+    found = session.identify({"cookie": cookie}, "127.0.0.1")
+    assert isinstance(found, Identity) and found.email == ADA.email
+    assert "finance" in found.roles
+
+
+def test_a_proxy_header_from_an_untrusted_address_names_nobody() -> None:
+    configure("proxy")
+    found = session.identify({"X-Forwarded-Email": "mallory@corp"}, "203.0.113.9")
+    assert isinstance(found, AuthFailure)
+    trusted = session.identify({"X-Forwarded-Email": "ada@corp"}, "127.0.0.1")
+    assert isinstance(trusted, Identity) and trusted.email == "ada@corp"
+
+
+def test_without_sign_in_everyone_is_anonymous(tmp_path: Path) -> None:
+    session.configure(lambda _: None, lambda: {"tools": []})  # type: ignore[arg-type,return-value]
+    assert session.identify({"X-Forwarded-Email": "ceo@corp"}, "127.0.0.1") == ANONYMOUS
+
+
+def test_the_card_says_who_decides_when_it_is_not_the_viewer() -> None:
+    configure("demo", Policy.load(POLICY_PATH))
+    shown = {"rule": "large-transfers", "requester": RITA.email,
+             "approvers": ["role:finance"], "notRequester": True, "quorum": 1}  # fmt: skip
+    rita = session.identify({}, "127.0.0.1")
+    assert isinstance(rita, Identity)
+    assert session.who_decides(rita)(item(shown)) == (
+        "Waiting for finance — you asked for this, so someone else approves it"
+    )
+    ada = ADA.with_roles(frozenset({"finance"}))
+    assert session.who_decides(ada)(item(shown)) == ""
+    assert session.who_decides(SAM)(item(shown)) == "Waiting for finance"
+
+
+def test_without_a_rule_the_person_who_asked_decides() -> None:
+    configure("demo", Policy.load(POLICY_PATH))
+    shown = {"rule": None, "requester": RITA.email}
+    assert session.who_decides(RITA)(item(shown)) == ""
+    assert session.who_decides(ADA)(item(shown)) == (
+        "Waiting for rita@example.com, who decides this"
+    )
+    assert session.who_decides(ADA)(item(None)) == ""
+
+
+def test_views_count_only_what_the_viewer_may_decide() -> None:
+    from chat_app.ui.views import build_views
+
+    configure("demo", Policy.load(POLICY_PATH))
+    shown = {"rule": "large-transfers", "requester": RITA.email,
+             "approvers": ["role:finance"], "notRequester": True, "quorum": 1}  # fmt: skip
+    answerable = ToolApprovalInterrupt(
+        id="approval_c1", reason="tool_call", thread_id="t", interrupted_run_id="r",
+        binding={}, tool_name="transfer", tool_call_id="c1", can_resolve=True,
+        metadata={POLICY_METADATA_KEY: shown},
+    )  # fmt: skip
+    state = ClientState(thread_id="t", interrupts=(answerable,))
+    for_rita = build_views(state, {}, who_decides=session.who_decides(RITA))
+    assert for_rita.open_count == 0
+    assert for_rita.loose_decisions[0].waiting.startswith("Waiting for finance")
+    for_ada = build_views(
+        state, {}, who_decides=session.who_decides(ADA.with_roles(frozenset({"finance"})))
+    )
+    assert for_ada.open_count == 1 and for_ada.loose_decisions[0].waiting == ""

@@ -174,6 +174,18 @@ def expired_row(decision: DecisionView, events: DecisionEvents) -> rx.Component:
     )
 
 
+def waiting_row(decision: DecisionView) -> rx.Component:
+    """Someone else decides this one: who, and no controls."""
+    return rx.hstack(
+        rx.icon("user_check", size=14),
+        rx.text(decision.waiting, size="2", class_name="waiting-label"),
+        align="center",
+        spacing="2",
+        class_name="waiting",
+        role="status",
+    )
+
+
 def staged_row(decision: DecisionView, events: DecisionEvents) -> rx.Component:
     """An answer given while other decisions of the batch are still open."""
     return rx.hstack(
@@ -229,9 +241,13 @@ def _decision_card(
                     decision.staged != "",
                     staged_row(decision, events),
                     rx.cond(
-                        decision.can_resolve,
-                        controls,
-                        rx.text(cannot, size="1", color_scheme="gray"),
+                        decision.waiting != "",
+                        waiting_row(decision),
+                        rx.cond(
+                            decision.can_resolve,
+                            controls,
+                            rx.text(cannot, size="1", color_scheme="gray"),
+                        ),
                     ),
                 ),
             ),

@@ -43,6 +43,15 @@ def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
                 align="center",
                 spacing="2",
             ),
+            rx.cond(
+                card.decided_by != "",
+                rx.hstack(
+                    rx.icon("scale", size=14),
+                    rx.text(card.decided_by, size="1", class_name="tool-policy"),
+                    align="center",
+                    spacing="1",
+                ),
+            ),
             # The decision card lists the arguments itself; the raw JSON stays folded.
             rx.el.details(
                 rx.el.summary("Arguments", font_size="0.8rem", cursor="pointer"),

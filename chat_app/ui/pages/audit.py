@@ -3,7 +3,7 @@
 import reflex as rx
 
 from chat_app.ui.audit_state import AuditRow, AuditState
-from chat_app.ui.components.header import header
+from chat_app.ui.pages.index import signed_in_header
 
 
 def _row(row: AuditRow) -> rx.Component:
@@ -12,6 +12,8 @@ def _row(row: AuditRow) -> rx.Component:
         rx.table.cell(row.at, white_space="nowrap"),
         rx.table.cell(rx.badge(row.kind)),
         rx.table.cell(row.actor),
+        rx.table.cell(row.verified),
+        rx.table.cell(row.rule),
         rx.table.cell(
             rx.el.details(
                 rx.el.summary(row.summary, cursor="pointer"),
@@ -27,7 +29,11 @@ def _row(row: AuditRow) -> rx.Component:
 def audit() -> rx.Component:
     return rx.box(
         rx.vstack(
-            header(),
+            signed_in_header(),
+            rx.cond(
+                AuditState.refused != "",
+                rx.callout(AuditState.refused, icon="lock", color_scheme="red", id="audit-refused"),
+            ),
             rx.vstack(
                 rx.hstack(
                     rx.heading("Audit trail", size="5"),
@@ -64,6 +70,8 @@ def audit() -> rx.Component:
                                         "When (UTC)",
                                         "What",
                                         "Who",
+                                        "Verified by",
+                                        "Rule",
                                         "Details",
                                         "Hash",
                                     )

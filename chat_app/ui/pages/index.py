@@ -4,7 +4,7 @@ import reflex as rx
 
 from chat_app.ui.components.composer import composer
 from chat_app.ui.components.decisions import DecisionEvents, batch_bar
-from chat_app.ui.components.header import header
+from chat_app.ui.components.header import auth_banner, header, viewer_menu
 from chat_app.ui.components.transcript import (
     empty_transcript,
     message_rows,
@@ -12,6 +12,7 @@ from chat_app.ui.components.transcript import (
     streaming_row,
     transcript,
 )
+from chat_app.ui.identity_state import DEMO_CHOICES, IdentityState
 from chat_app.ui.state import HELD_NOTICE, SUGGESTIONS, ChatState
 
 #: What the decision cards call.
@@ -71,11 +72,29 @@ def _composer() -> rx.Component:
     )
 
 
+def signed_in_header() -> rx.Component:
+    """The header with who is signed in, and the banner about sign-in under it."""
+    return rx.fragment(
+        header(
+            viewer_menu(
+                auth_mode=IdentityState.auth_mode,
+                viewer_name=IdentityState.viewer_name,
+                viewer_email=IdentityState.viewer_email,
+                demo_choices=DEMO_CHOICES,
+            )
+        ),
+        rx.box(
+            auth_banner(auth_mode=IdentityState.auth_mode, auth_error=IdentityState.auth_error),
+            width="100%",
+        ),
+    )
+
+
 def index() -> rx.Component:
     """Full-height chat shell; works from phone width up."""
     return rx.box(
         rx.vstack(
-            header(),
+            signed_in_header(),
             _transcript(),
             _composer(),
             spacing="0",

@@ -1,0 +1,30 @@
+"""Posting to the server's sign-in routes from the page.
+
+Reflex's forms always prevent the browser's own submit, and these routes answer with a
+cookie and a redirect, not an event: so the page posts them with `fetch` (same origin: the
+browser keeps the `HttpOnly` cookie) and follows where the server sends it. What is typed, a
+password included, goes straight to the route; it never passes through the page's state.
+"""
+
+from __future__ import annotations
+
+import json
+
+import reflex as rx
+from reflex.event import EventSpec
+
+
+def post_and_follow(action: str, fields: dict[str, str], values: dict[str, str]) -> EventSpec:
+    """POST `action` with the current values of the inputs `fields` names (form field ->
+    element id) and the fixed `values`, then go where the server redirects."""
+    reads = ", ".join(
+        f"{json.dumps(name)}: (document.getElementById({json.dumps(element)}) || {{}}).value || ''"
+        for name, element in fields.items()
+    )
+    fixed = json.dumps(values)
+    script = (
+        f"fetch({json.dumps(action)}, {{method: 'POST', credentials: 'same-origin', "
+        f"body: new URLSearchParams({{...{fixed}, {reads}}})}})"
+        ".then(r => window.location.assign(r.url))"
+    )
+    return rx.call_script(script)

@@ -1,0 +1,55 @@
+"""Who is signed in, for every page: the base state the chat and audit states share.
+
+The identity is read from the tab's socket (its cookies, a sign-in proxy's headers), as the
+HTTP routes read it, and again at every event that acts; the page never says who it is.
+"""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from chat_app.trust import DEMO_PEOPLE, Identity
+
+from . import session as sessions
+
+
+def _demo_label(person: Identity) -> str:
+    roles = ", ".join(sorted(person.roles)) or "requester"
+    return f"{person.name} ({roles}) — demo account"
+
+
+#: The demo people as the header's menu lists them: [email, label].
+DEMO_CHOICES: list[list[str]] = [[p.email, _demo_label(p)] for p in DEMO_PEOPLE]
+
+
+class IdentityState(rx.State):
+    """Who is at this tab's keyboard, as the header shows it."""
+
+    viewer_name: str = ""
+    viewer_email: str = ""
+    viewer_roles: str = ""
+    #: `demo`, `password`, `proxy` or `none`.
+    auth_mode: str = "none"
+    #: Why nobody is signed in ("" when someone is).
+    auth_error: str = ""
+
+    def _viewer(self) -> Identity | None:
+        """The verified identity, with the policy's roles; `None` (and `auth_error` says
+        why) when nobody is signed in."""
+        headers = getattr(self.router.headers, "raw_headers", {}) or {}
+        found = sessions.identify(headers, self.router.session.client_ip or None)
+        authenticator = sessions.authenticator()
+        self.auth_mode = authenticator.mode if authenticator is not None else "none"
+        if not isinstance(found, Identity):
+            self.auth_error = found.message
+            self.viewer_name = self.viewer_email = self.viewer_roles = ""
+            return None
+        self.auth_error = ""
+        self.viewer_name = found.name or found.email or "Anonymous"
+        self.viewer_email = found.email
+        self.viewer_roles = ", ".join(sorted(found.roles))
+        return found
+
+    @rx.event
+    def load_viewer(self) -> None:
+        self._viewer()

@@ -1,0 +1,78 @@
+"""The sign-in page: a plain form the server answers (it sets an HttpOnly cookie), so the
+password never passes through the page's state."""
+
+import reflex as rx
+
+from chat_app.ui.components.posting import post_and_follow
+from chat_app.ui.pages.index import signed_in_header
+from chat_app.ui.signin_state import SignInState
+
+
+def _form() -> rx.Component:
+    submit = post_and_follow(
+        "/api/signin",
+        {"email": "signin-email", "password": "signin-password", "next": "signin-next"},
+        {},
+    )
+    return rx.form(
+        rx.vstack(
+            rx.heading("Sign in", size="5"),
+            rx.cond(
+                SignInState.error != "",
+                rx.callout(SignInState.error, icon="lock", color_scheme="red", id="signin-error",
+                           role="alert"),  # fmt: skip
+            ),
+            rx.el.label("Email", html_for="signin-email", font_size="0.9rem"),
+            rx.input(id="signin-email", type="email", required=True,
+                     auto_complete="username", width="100%"),  # fmt: skip
+            rx.el.label("Password", html_for="signin-password", font_size="0.9rem"),
+            rx.input(id="signin-password", type="password", required=True,
+                     auto_complete="current-password", width="100%"),  # fmt: skip
+            rx.el.input(type="hidden", id="signin-next", value=SignInState.next_path),
+            rx.button("Sign in", type="submit", id="signin-submit", width="100%"),
+            spacing="2",
+            width="100%",
+        ),
+        on_submit=submit,
+        id="signin-form",
+        style={"width": "100%", "maxWidth": "360px"},
+    )
+
+
+def signin() -> rx.Component:
+    return rx.box(
+        rx.vstack(
+            signed_in_header(),
+            rx.center(
+                rx.cond(
+                    SignInState.auth_mode == "password",
+                    rx.cond(
+                        SignInState.viewer_email != "",
+                        rx.vstack(
+                            rx.text("Signed in as ", rx.text.strong(SignInState.viewer_name),
+                                    id="signed-in-as"),  # fmt: skip
+                            rx.link("Back to the chat", href="/"),
+                            align="center",
+                        ),
+                        _form(),
+                    ),
+                    rx.text(
+                        "This app does not sign in with a password (CHAT_APP_AUTH is ",
+                        SignInState.auth_mode,
+                        ").",
+                        id="signin-not-password",
+                    ),
+                ),
+                padding="2em",
+                width="100%",
+            ),
+            spacing="0",
+            max_width="860px",
+            margin_x="auto",
+            min_height="100dvh",
+            background_color=rx.color("gray", 1),
+        ),
+        background_color=rx.color("gray", 2),
+        id="app-root",
+        custom_attrs={"data-hydrated": rx.cond(rx.State.is_hydrated, "true", "false")},
+    )

@@ -1,0 +1,22 @@
+"""The sign-in page's state: the message a refused sign-in came back with, and where to go."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from .identity_state import IdentityState
+
+
+class SignInState(IdentityState):
+    #: Why the last sign-in was refused, or why signing in is needed ("" for none).
+    error: str = ""
+    #: Where to go once signed in (a path on this site; the server checks it again).
+    next_path: str = "/"
+
+    @rx.event
+    def load(self) -> None:
+        params = self.router.url.query_parameters
+        self.error = str(params.get("error", ""))[:200]
+        wanted = str(params.get("next", "/"))
+        self.next_path = wanted if wanted.startswith("/") and not wanted.startswith("//") else "/"
+        self._viewer()
