@@ -96,6 +96,8 @@ class SSEConnection(Connection):
         url: the endpoint.
         timeout: seconds allowed for connecting and for each read (a stalled stream fails).
         headers: extra request headers.
+        token: an API token of the server (`python -m chat_app tokens create`), sent as
+            `Authorization: Bearer <token>`: the run acts as the token's owner.
         transport: an `httpx` transport (e.g. `httpx.ASGITransport(app)` in tests).
     """
 
@@ -105,10 +107,13 @@ class SSEConnection(Connection):
         *,
         timeout: float = 60.0,
         headers: Mapping[str, str] | None = None,
+        token: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.url = url
         self._headers = dict(headers or {})
+        if token is not None:
+            self._headers["Authorization"] = f"Bearer {token}"
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(timeout), transport=transport)
 
     async def aclose(self) -> None:
