@@ -529,3 +529,23 @@ def test_the_standalone_server_refuses_a_bad_sign_in_mode(tmp_path: Path) -> Non
         "chat_app.server: CHAT_APP_AUTH='oauth' is not a sign-in mode; use one of demo, "
         "password, proxy, none."
     )
+
+
+def test_the_standalone_server_refuses_a_policy_it_cannot_use(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        '[roles]\nfinance = ["ada@example.com"]\n\n'
+        '[[rules]]\nname = "big"\ntool = "transfer"\napprovers = ["role:finanse"]\n'
+    )
+    finished = subprocess.run(
+        [sys.executable, "-m", "chat_app.server", "--port", str(free_port())],
+        cwd=ROOT,
+        env=server_environment(tmp_path, CHAT_APP_POLICY=str(policy)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert finished.returncode == 1
+    last = finished.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"chat_app.server: {policy}, rule 'big':")
+    assert "finanse" in last and "finance" in last
