@@ -1,6 +1,8 @@
-"""`python -m benchmarks [--quick] [--only NAME ...]`: run the benchmarks, write the report.
+"""`python -m benchmarks [--quick] [--only NAME ...] [--out DIR]`: run the benchmarks, write
+the report.
 
-Writes `docs/benchmarks.md`, `docs/benchmarks/*.png` and `docs/benchmarks/results.json`.
+Writes `docs/benchmarks.md`, `docs/benchmarks/*.png` and `docs/benchmarks/results.json` (with
+`--out DIR`: `DIR/benchmarks.md` and `DIR/benchmarks/…`, leaving the committed report alone).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import os
 import time
 from pathlib import Path
 
+from . import report
 from .report import log, write_report
 
 FINDINGS = Path(__file__).with_name("FINDINGS.md")
@@ -29,7 +32,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
     parser.add_argument("--only", nargs="*", choices=ALL, default=ALL)
+    parser.add_argument(
+        "--out", type=Path, help="write the report here instead of docs/ (e.g. a smoke run)"
+    )
     options = parser.parse_args()
+    if options.out is not None:
+        report.OUTPUT["dir"] = options.out.resolve()
     started = time.monotonic()
     sections = []
     for name in options.only:

@@ -1,9 +1,15 @@
 """3. Pause -> resume cycles per second over HTTP, ours against a node TanStack AI server.
 
 Servers: `python -m chat_app.server` (uvicorn, one process) as shipped — sealing and the
-SQLite ledger on — and with `CHAT_APP_SECURE=0` (a bare server, like TanStack's); and
-`tests/interop/js/tanstack_server.mjs` (`chat()` with a scripted mock adapter, same phrases).
-Scripted models, no token delay.
+SQLite ledger on, sign-in and policy at the server's defaults — and with `CHAT_APP_SECURE=0` (a
+bare server, like TanStack's); and `tests/interop/js/tanstack_server.mjs` (`chat()` with a
+scripted mock adapter, same phrases). Scripted models, no token delay.
+
+Issue 16's check, in the same run and interleaved with the rest: the as-shipped server twice
+more, with identity and policy (`CHAT_APP_AUTH=proxy`, every request carrying
+`X-Forwarded-Email: rita@example.com` from 127.0.0.1, the default policy) and without
+(`CHAT_APP_AUTH=none`, `CHAT_APP_POLICY=none`), at C=16 only; its table is their server CPU
+per cycle and the ratio, against the goal of at most 5% more.
 
 One load generator for all (aiohttp on uvloop, this process; httpx cost the generator ~3 ms
 of CPU per cycle on the servers' two cores, more than either server, so the throughput was
@@ -27,6 +33,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -39,6 +46,7 @@ from .report import (
     INTEROP_JS,
     ROOT,
     Section,
+    Table,
     cpu_seconds,
     fmt,
     log,
@@ -50,12 +58,33 @@ from .report import (
 CONCURRENCY = [1, 16, 64]
 
 
+@dataclass(frozen=True)
+class Running:
+    """A started server: its base URL, process id, and how it said it runs (ours: the
+    sign-in and policy lines of its log, e.g. `sign-in: none — …; policy: none`)."""
+
+    base: str
+    pid: int
+    says: str = ""
+
+
+#: What each of our servers gets on top of the server's defaults (every other CHAT_APP_*
+#: variable of the caller's environment is dropped, so "as shipped" means the defaults).
+SERVER_ENV = {
+    "ours": {},
+    "ours-bare": {"CHAT_APP_SECURE": "0"},
+    "ours-checks": {"CHAT_APP_AUTH": "proxy"},
+    "ours-nochecks": {"CHAT_APP_AUTH": "none", "CHAT_APP_POLICY": "none"},
+}
+
+
 @contextmanager
-def server(kind: str) -> Iterator[tuple[str, int]]:
+def server(kind: str) -> Iterator[Running]:
     """Start one server; yield its base URL and process id."""
     with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
-        env = {**os.environ, "CHAT_APP_DEMO_TOKEN_DELAY_MS": "0", "CHAT_APP_DATA_DIR": tmp}
-        env.pop("CHAT_APP_MODEL", None)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CHAT_APP_")}
+        env.update(CHAT_APP_DEMO_TOKEN_DELAY_MS="0", CHAT_APP_DATA_DIR=tmp)
+        log_path = os.path.join(tmp, "server.log")
         if kind == "tanstack":
             env["TANSTACK_MOCK_WORDS"] = "1"  # our demo's words, one delta each, as ours sends
             cmd = ["node", str(INTEROP_JS / "tanstack_server.mjs"), "0"]
@@ -70,13 +99,13 @@ def server(kind: str) -> Iterator[tuple[str, int]]:
             assert proc.stdout
             port = int(json.loads(proc.stdout.readline())["port"])
         else:
-            if kind == "ours-bare":
-                env["CHAT_APP_SECURE"] = "0"
+            env.update(SERVER_ENV[kind])
             port = free_port()
             cmd = [sys.executable, "-m", "chat_app.server", "--port", str(port)]
-            proc = subprocess.Popen(
-                cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-            )
+            with open(log_path, "wb") as log_file:  # its own log lines: a few, at the start
+                proc = subprocess.Popen(
+                    cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log_file
+                )
         base = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + 60
@@ -89,7 +118,7 @@ def server(kind: str) -> Iterator[tuple[str, int]]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"{kind} server did not start ({proc.poll()})")
                 time.sleep(0.2)
-            yield base, proc.pid
+            yield Running(base, proc.pid, "" if kind == "tanstack" else _says(log_path))
         finally:
             proc.terminate()
             try:
@@ -97,6 +126,17 @@ def server(kind: str) -> Iterator[tuple[str, int]]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def _says(log_path: str) -> str:
+    """The sign-in and policy lines of a server's log, paths relative to the repository."""
+    with open(log_path, encoding="utf-8", errors="replace") as lines:
+        said = [
+            line.split(":", 1)[1].strip().replace(f"{ROOT}{os.sep}", "")
+            for line in lines
+            if line.split(":", 1)[-1].strip().startswith(("sign-in:", "policy:"))
+        ]
+    return "; ".join(said)
 
 
 WIRE = {"events": 0, "bytes": 0}  # what the servers sent, for the per-cycle figures
@@ -184,16 +224,21 @@ async def cycle(client: aiohttp.ClientSession, base: str) -> None:
         raise RuntimeError(f"expected the receipt, got {[e['type'] for e in final]} {text!r}")
 
 
-async def load(base: str, concurrency: int, cycles: int, pid: int) -> dict[str, float]:
+async def load(
+    base: str, concurrency: int, cycles: int, pid: int, headers: dict[str, str] | None = None
+) -> dict[str, float]:
     """Run `cycles` cycles from `concurrency` clients: throughput, latency percentiles, and
-    the server's CPU time per cycle. Each client has its own session and connection."""
+    the server's CPU time per cycle. Each client has its own session and connection, and
+    sends `headers` with every request."""
     latencies: list[float] = []
     remaining = cycles
 
     async def worker() -> None:
         nonlocal remaining
         async with aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=1), timeout=aiohttp.ClientTimeout(total=120)
+            connector=aiohttp.TCPConnector(limit=1),
+            timeout=aiohttp.ClientTimeout(total=120),
+            headers=headers,
         ) as client:
             async with client.get(f"{base}/api/tools") as response:  # connect before the clock
                 await response.read()
@@ -237,26 +282,67 @@ SERVERS = {
 # Per round and server. Enough cycles at C=1 that its p99 is not the single slowest cycle.
 CYCLES = {1: 200, 16: 320, 64: 256}
 
+#: Issue 16's check: the as-shipped server with identity and policy, and without.
+CHECKS = {
+    "ours-checks": "with identity and policy",
+    "ours-nochecks": "without (the baseline)",
+}
+#: One client count is enough for a CPU-per-cycle ratio: 16, where the server is busy and its
+#: fixed costs per cycle (the shared fsync) are lowest, so a per-cycle check weighs the most.
+CHECKS_C = 16
+#: Per measurement: ~1 s of server CPU, so /proc's 10 ms ticks are about 1% of it (and the
+#: median of 10 paired ratios less); 20 measurements add ~30 s to the benchmark.
+CHECKS_CYCLES = 512
+#: Sent to both, so their requests are byte-identical and only the server's work differs.
+REQUESTER = {"X-Forwarded-Email": "rita@example.com"}
+#: Issue 16: identity and policy add at most 5% server CPU per cycle.
+CHECKS_GOAL = 1.05
+
 
 def run(quick: bool) -> Section:
     rounds = 5
     cycles = {c: n // 2 for c, n in CYCLES.items()} if quick else CYCLES
+    checks_cycles = CHECKS_CYCLES // 2 if quick else CHECKS_CYCLES
     results: dict[str, dict[int, list[dict[str, float]]]] = {k: {} for k in SERVERS}
+    checks: dict[str, list[dict[str, float]]] = {k: [] for k in CHECKS}
+    ratios: list[float] = []  # with / without, each pair measured one right after the other
     with ExitStack() as exits:  # all servers up at once, rounds interleaved
-        bases = {kind: exits.enter_context(server(kind)) for kind in SERVERS}
-        for base, pid in bases.values():
-            uvloop.run(load(base, 16, 320, pid))  # warm-up: node's JIT, imports, the SQLite file
+        running = {kind: exits.enter_context(server(kind)) for kind in [*SERVERS, *CHECKS]}
+        for kind, up in running.items():  # warm-up: node's JIT, imports, the SQLite file
+            uvloop.run(load(up.base, 16, 320, up.pid, REQUESTER if kind in CHECKS else None))
         for round_ in range(rounds):
             for c in CONCURRENCY:
-                for kind, (base, pid) in bases.items():
-                    figures = uvloop.run(load(base, c, cycles[c], pid))
+                for kind in SERVERS:
+                    figures = uvloop.run(load(running[kind].base, c, cycles[c], running[kind].pid))
                     results[kind].setdefault(c, []).append(figures)
-                    log(
-                        f"http round {round_ + 1} C={c} {kind}: {figures['cps']:.0f} cycles/s, "
-                        f"p50 {figures['p50'] * 1e3:.1f} ms, p99 {figures['p99'] * 1e3:.1f} ms, "
-                        f"server CPU {figures['cpu_ms']:.1f} ms/cycle"
-                    )
-    return _section(results, rounds, cycles)
+                    _log(f"http round {round_ + 1} C={c} {kind}", figures)
+            # A B B A in one round, B A A B in the next: a drift in the machine's speed cancels.
+            pair = list(CHECKS) if round_ % 2 == 0 else list(reversed(CHECKS))
+            for kind in [*pair, *reversed(pair)]:
+                up = running[kind]
+                figures = uvloop.run(load(up.base, CHECKS_C, checks_cycles, up.pid, REQUESTER))
+                checks[kind].append(figures)
+                _log(f"http round {round_ + 1} C={CHECKS_C} {kind}", figures)
+            with_, without = (checks[kind][-2:] for kind in CHECKS)
+            ratios += [a["cpu_ms"] / b["cpu_ms"] for a, b in zip(with_, without, strict=True)]
+    says = {kind: up.says for kind, up in running.items()}
+    section = _section(results, rounds, cycles, says["ours"])
+    section.tables.append(_checks_table(checks, ratios, rounds, checks_cycles, says))
+    section.data["identity and policy (issue 16)"] = {
+        "C": CHECKS_C,
+        "cycles per measurement": checks_cycles,
+        "servers said": {kind: says[kind] for kind in CHECKS},
+        "samples": checks,
+        "paired CPU ratios (with / without)": ratios,
+    }
+    return section
+
+
+def _log(what: str, figures: dict[str, float]) -> None:
+    log(
+        f"{what}: {figures['cps']:.0f} cycles/s, p50 {figures['p50'] * 1e3:.1f} ms, "
+        f"p99 {figures['p99'] * 1e3:.1f} ms, server CPU {figures['cpu_ms']:.2f} ms/cycle"
+    )
 
 
 def _med(samples: list[dict[str, float]], key: str) -> float:
@@ -275,7 +361,10 @@ def _event_counts(results: dict[str, dict[int, list[dict[str, float]]]]) -> str:
 
 
 def _section(
-    results: dict[str, dict[int, list[dict[str, float]]]], rounds: int, cycles: dict[int, int]
+    results: dict[str, dict[int, list[dict[str, float]]]],
+    rounds: int,
+    cycles: dict[int, int],
+    shipped: str,
 ) -> Section:
     rows = []
     for c in CONCURRENCY:
@@ -336,10 +425,75 @@ def _section(
             "(committed at once, on disk with the next answer's fsync). TanStack's server does "
             "none of these. Both mock models say the same words, one delta per word "
             f"(`TANSTACK_MOCK_WORDS=1` for TanStack's): {_event_counts(results)} "
-            "Warm-up: 320 cycles per server at C=16 before the first round (node's JIT)."
+            "Warm-up: 320 cycles per server at C=16 before the first round (node's JIT).",
+            "As shipped means the standalone server's defaults (no `CHAT_APP_*` variable set "
+            f"but the data folder and the token delay); this run's server said: `{shipped}`. "
+            "No request carries an identity header.",
         ],
         plots=[_plot(results)],
         data=data,
+    )
+
+
+def _checks_table(
+    checks: dict[str, list[dict[str, float]]],
+    ratios: list[float],
+    rounds: int,
+    cycles: int,
+    says: dict[str, str],
+) -> Table:
+    with_, without = (checks[kind] for kind in CHECKS)
+    ratio = median(ratios)
+    verdict = "**met**" if ratio <= CHECKS_GOAL else "**not met**"
+    env = {k: " ".join(f"{n}={v}" for n, v in SERVER_ENV[k].items()) for k in CHECKS}
+    rows = []
+    for kind, label in CHECKS.items():
+        got = checks[kind]
+        rows.append(
+            [
+                f"{label}: `{env[kind]}`",
+                fmt(_med(got, "cps")),
+                fmt(_med(got, "p50") * 1e3),
+                fmt(_med(got, "cpu_ms")),
+                f"**{ratio:.3f}×** ({min(ratios):.3f}–{max(ratios):.3f})"
+                if kind == "ours-checks"
+                else "1",
+                f"{_med(got, 'events'):.0f} / {_med(got, 'bytes') / 1024:.2f} KiB",
+            ]
+        )
+    return Table(
+        title="Identity and policy: server CPU per cycle (issue 16)",
+        intro=(
+            f"The same cycles against the as-shipped server (sealed, ledger) started twice "
+            f"more: with identity and policy (`CHAT_APP_AUTH=proxy`: every request carries "
+            f"`{next(iter(REQUESTER))}: {REQUESTER[next(iter(REQUESTER))]}` from 127.0.0.1, "
+            "believed as Rita's sign-in; the default policy, whose `large-transfers` rule is "
+            "checked against each transfer and does not match 25, so Rita approves her own "
+            "request) and without (`CHAT_APP_AUTH=none`, `CHAT_APP_POLICY=none`). Both get "
+            f"the same bytes (the header too). C={CHECKS_C} only, {cycles} cycles per "
+            f"measurement, measured A B B A in one round and B A A B in the next within the "
+            f"{rounds} rounds above ({len(ratios)} measurements each); the ratio is the median "
+            "of the paired ratios (each pair measured back to back; min–max in brackets). "
+            f"Goal (issue 16): identity and policy add at most "
+            f"{(CHECKS_GOAL - 1) * 100:.0f}% server CPU per cycle, a ratio ≤ {CHECKS_GOAL}: "
+            f"{verdict} ({ratio:.3f}×; the ratio of the medians is "
+            f"{_med(with_, 'cpu_ms') / _med(without, 'cpu_ms'):.3f}×)."
+        ),
+        headers=[
+            f"server (as shipped, C={CHECKS_C})",
+            "cycles/s",
+            "p50 ms",
+            "server CPU ms / cycle",
+            "CPU / without",
+            "events / bytes sent per cycle",
+        ],
+        rows=rows,
+        notes=[
+            "What the servers said at start: "
+            + "; ".join(f"{CHECKS[kind]}: `{says[kind]}`" for kind in CHECKS)
+            + ". Any difference in what the two send (the pause's description of who "
+            "decides, for one) shows in the last column."
+        ],
     )
 
 

@@ -27,7 +27,24 @@ ROOT = Path(__file__).resolve().parents[1]
 JS_DIR = Path(__file__).resolve().parent / "js"
 INTEROP_JS = ROOT / "tests" / "interop" / "js"
 DOCS = ROOT / "docs"
-PLOTS = DOCS / "benchmarks"
+#: Where the report goes: `benchmarks.md` here, its PNGs and results.json in `benchmarks/`
+#: under it (`python -m benchmarks --out DIR` changes it, e.g. for a smoke run).
+OUTPUT = {"dir": DOCS}
+
+
+def _plots() -> Path:
+    return OUTPUT["dir"] / "benchmarks"
+
+
+@dataclass
+class Table:
+    """A further table in a section, under its own heading, after the section's plots."""
+
+    title: str
+    intro: str
+    headers: list[str]
+    rows: list[list[Any]]
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -41,6 +58,7 @@ class Section:
     notes: list[str] = field(default_factory=list)
     plots: list[str] = field(default_factory=list)  # file names under docs/benchmarks/
     data: dict[str, Any] = field(default_factory=dict)  # raw figures, for results.json
+    tables: list[Table] = field(default_factory=list)  # further tables, after the plots
 
 
 def median(values: list[float]) -> float:
@@ -176,9 +194,9 @@ def new_figure(title: str, xlabel: str, ylabel: str) -> tuple[Any, Any]:
 
 
 def save_figure(fig: Any, name: str) -> str:
-    PLOTS.mkdir(parents=True, exist_ok=True)
+    _plots().mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(PLOTS / name)
+    fig.savefig(_plots() / name)
     plt.close(fig)
     return name
 
@@ -202,6 +220,15 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
+    """A markdown table and the blank line after it; nothing without rows."""
+    if not rows:
+        return []
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return [*lines, ""]
+
+
 def write_report(sections: list[Section], header: str, elapsed: float, findings: str) -> Path:
     """Write docs/benchmarks.md (the sections, then the hand-written findings) and the raw
     numbers to docs/benchmarks/results.json."""
@@ -219,22 +246,23 @@ def write_report(sections: list[Section], header: str, elapsed: float, findings:
     ]
     for section in sections:
         lines += [f"## {section.title}", "", section.intro, ""]
-        if section.rows:
-            lines.append("| " + " | ".join(section.headers) + " |")
-            lines.append("|" + "---|" * len(section.headers))
-            lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in section.rows]
-            lines.append("")
+        lines += _table(section.headers, section.rows)
         for note in section.notes:
             lines += [note, ""]
         for plot in section.plots:
             lines += [f"![{plot}](benchmarks/{plot})", ""]
+        for table in section.tables:
+            lines += [f"### {table.title}", "", table.intro, ""]
+            lines += _table(table.headers, table.rows)
+            for note in table.notes:
+                lines += [note, ""]
     if findings:
         lines += [findings.strip(), ""]
-    path = DOCS / "benchmarks.md"
+    path = OUTPUT["dir"] / "benchmarks.md"
     path.write_text("\n".join(lines).rstrip() + "\n")
     raw = {"environment": env, "sections": {s.title: s.data for s in sections}}
-    PLOTS.mkdir(parents=True, exist_ok=True)
-    (PLOTS / "results.json").write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n")
+    _plots().mkdir(parents=True, exist_ok=True)
+    (_plots() / "results.json").write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n")
     return path
 
 
