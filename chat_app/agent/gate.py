@@ -30,11 +30,6 @@ class Gate:
     sealer: Sealer | None = None
     decider: Identity = ANONYMOUS
 
-    def auto_rule(self, tool_name: str, args: object) -> Rule | None:
-        """The rule that decides a call of `tool_name` by itself, if one does."""
-        rule = self.policy.rule_for_tool(tool_name, args)
-        return rule if rule is not None and rule.decide is not None else None
-
     def describe(self, rule: Rule | None, requester: Identity) -> dict[str, Any]:
         """What a pause tells the page about who may decide an item."""
         if rule is None:

@@ -6,9 +6,11 @@ decisions ends with exactly one `RUN_FINISHED` carrying an interrupt outcome, ri
 full history) is validated as a whole before anything runs, then picks up where the paused
 run stopped. Nothing is kept between runs.
 
-Deliberate difference from TanStack's `chat()`: `RUN_STARTED` is always the first event of a
+Deliberate differences from TanStack's `chat()`: `RUN_STARTED` is always the first event of a
 continuation, as AG-UI requires (TanStack streams tool results before it, and sends a refused
-continuation's `RUN_ERROR` alone).
+continuation's `RUN_ERROR` alone); and a continuation's result for a call the paused run made
+comes right after a `TOOL_CALL_START`/`TOOL_CALL_END` of that call, so every result answers a
+call started in its own run (`docs/protocol.md` §3.7, §7.1).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ag_ui.core import (
     ToolCall,
     ToolCallArgsEvent,
     ToolCallEndEvent,
+    ToolCallResultEvent,
     ToolCallStartEvent,
 )
 
@@ -292,6 +295,14 @@ class _Run:
                 async for event in self._resume_call(
                     pending, plan, tool_resume == "cancel", client_requests
                 ):
+                    call = pending.call
+                    if isinstance(event, ToolCallResultEvent) and event.tool_call_id == call.id:
+                        # The call started in the paused run: start and end it again in this
+                        # one, so the result answers a call of its own run (§3.7). O(1) a call.
+                        for restated in events.tool_call_restated(
+                            call.id, call.name, call.message_id, call.arguments, self.now()
+                        ):
+                            yield restated
                     yield event
             if client_requests:
                 for event in await self._pause(client_requests):
@@ -498,22 +509,23 @@ class _Run:
                 yield self._record_result(message_id, call.id, {"error": problem}, error=True)
                 continue
             args = parse_arguments(call.function.arguments)
-            gate = self.gate if tool.needs_approval else None
-            rule = gate.auto_rule(tool.name, args) if gate is not None else None
-            if rule is not None:
-                for event in await self._decided_by_policy(rule, tool, message_id, call.id, args):
-                    yield event
-                if rule.decide == "approve":  # decided: it runs now, whatever else waits
-                    yield await self._execute(tool, message_id, call.id, args)
-                continue
             if tool.needs_approval:
+                # One look at the policy per call: it decides alone, or says who decides.
+                rule = self.gate.policy.rule_for_tool(tool.name, args) if self.gate else None
+                if rule is not None and rule.decide is not None:
+                    for event in await self._decided_by_policy(
+                        rule, tool, message_id, call.id, args
+                    ):
+                        yield event
+                    if rule.decide == "approve":  # decided: it runs now, whatever else waits
+                        yield await self._execute(tool, message_id, call.id, args)
+                    continue
                 descriptor = approval_descriptor(
                     tool, call.id, args, self.input.run_id, self._call_expiry(call.id)
                 )
                 if self.gate is not None:
-                    governing = self.gate.policy.rule_for_tool(tool.name, args)
                     descriptor["metadata"][POLICY_METADATA_KEY] = self.gate.describe(
-                        governing, self.identity
+                        rule, self.identity
                     )
                 approvals.append(descriptor)
             elif tool.execute is None:

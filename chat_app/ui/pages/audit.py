@@ -3,6 +3,7 @@
 import reflex as rx
 
 from chat_app.ui.audit_state import AuditRow, AuditState
+from chat_app.ui.components.page import page_frame
 from chat_app.ui.pages.index import signed_in_header
 
 
@@ -27,75 +28,66 @@ def _row(row: AuditRow) -> rx.Component:
 
 
 def audit() -> rx.Component:
-    return rx.box(
-        rx.vstack(
-            signed_in_header(),
-            rx.cond(
-                AuditState.refused != "",
-                rx.callout(AuditState.refused, icon="lock", color_scheme="red", id="audit-refused"),
-            ),
-            rx.vstack(
-                rx.hstack(
-                    rx.heading("Audit trail", size="5"),
-                    rx.spacer(),
-                    rx.link(
-                        rx.button("Export JSON lines", variant="outline", size="2"),
-                        href="/api/audit.jsonl",
-                        is_external=True,
-                        id="audit-export",
-                    ),
-                    rx.button("Refresh", on_click=AuditState.load, size="2", variant="soft"),
-                    width="100%",
-                    align="center",
-                ),
-                rx.cond(
-                    AuditState.available,
-                    rx.callout(
-                        AuditState.chain_message,
-                        icon=rx.cond(AuditState.chain_ok, "shield_check", "shield_alert"),
-                        color_scheme=rx.cond(AuditState.chain_ok, "green", "red"),
-                        id="audit-chain",
-                        role="status",
-                    ),
-                    rx.callout("This app keeps no ledger (CHAT_APP_SECURE=0).", icon="info"),
-                ),
-                rx.box(
-                    rx.table.root(
-                        rx.table.header(
-                            rx.table.row(
-                                *[
-                                    rx.table.column_header_cell(name)
-                                    for name in (
-                                        "#",
-                                        "When (UTC)",
-                                        "What",
-                                        "Who",
-                                        "Verified by",
-                                        "Rule",
-                                        "Details",
-                                        "Hash",
-                                    )
-                                ]
-                            )
-                        ),
-                        rx.table.body(rx.foreach(AuditState.rows, _row)),
-                        size="1",
-                        width="100%",
-                    ),
-                    width="100%",
-                    overflow_x="auto",
-                ),
-                padding="1.25em",
-                spacing="3",
-                width="100%",
-            ),
-            spacing="0",
-            max_width="1100px",
-            margin_x="auto",
-            min_height="100dvh",
-            background_color=rx.color("gray", 1),
+    return page_frame(
+        signed_in_header(),
+        rx.cond(
+            AuditState.refused != "",
+            rx.callout(AuditState.refused, icon="lock", color_scheme="red", id="audit-refused"),
         ),
-        background_color=rx.color("gray", 2),
-        id="app-root",
-        custom_attrs={"data-hydrated": rx.cond(rx.State.is_hydrated, "true", "false")},
+        rx.vstack(
+            rx.hstack(
+                rx.heading("Audit trail", size="5"),
+                rx.spacer(),
+                rx.link(
+                    rx.button("Export JSON lines", variant="outline", size="2"),
+                    href="/api/audit.jsonl",
+                    is_external=True,
+                    id="audit-export",
+                ),
+                rx.button("Refresh", on_click=AuditState.load, size="2", variant="soft"),
+                width="100%",
+                align="center",
+            ),
+            rx.cond(
+                AuditState.available,
+                rx.callout(
+                    AuditState.chain_message,
+                    icon=rx.cond(AuditState.chain_ok, "shield_check", "shield_alert"),
+                    color_scheme=rx.cond(AuditState.chain_ok, "green", "red"),
+                    id="audit-chain",
+                    role="status",
+                ),
+                rx.callout("This app keeps no ledger (CHAT_APP_SECURE=0).", icon="info"),
+            ),
+            rx.box(
+                rx.table.root(
+                    rx.table.header(
+                        rx.table.row(
+                            *[
+                                rx.table.column_header_cell(name)
+                                for name in (
+                                    "#",
+                                    "When (UTC)",
+                                    "What",
+                                    "Who",
+                                    "Verified by",
+                                    "Rule",
+                                    "Details",
+                                    "Hash",
+                                )
+                            ]
+                        )
+                    ),
+                    rx.table.body(rx.foreach(AuditState.rows, _row)),
+                    size="1",
+                    width="100%",
+                ),
+                width="100%",
+                overflow_x="auto",
+            ),
+            padding="1.25em",
+            spacing="3",
+            width="100%",
+        ),
+        max_width="1100px",
     )

@@ -3,6 +3,7 @@ password never passes through the page's state."""
 
 import reflex as rx
 
+from chat_app.ui.components.page import page_frame
 from chat_app.ui.components.posting import post_and_follow
 from chat_app.ui.pages.index import signed_in_header
 from chat_app.ui.signin_state import SignInState
@@ -19,15 +20,30 @@ def _form() -> rx.Component:
             rx.heading("Sign in", size="5"),
             rx.cond(
                 SignInState.error != "",
-                rx.callout(SignInState.error, icon="lock", color_scheme="red", id="signin-error",
-                           role="alert"),  # fmt: skip
+                rx.callout(
+                    SignInState.error,
+                    icon="lock",
+                    color_scheme="red",
+                    id="signin-error",
+                    role="alert",
+                ),  # fmt: skip
             ),
             rx.el.label("Email", html_for="signin-email", font_size="0.9rem"),
-            rx.input(id="signin-email", type="email", required=True,
-                     auto_complete="username", width="100%"),  # fmt: skip
+            rx.input(
+                id="signin-email",
+                type="email",
+                required=True,
+                auto_complete="username",
+                width="100%",
+            ),  # fmt: skip
             rx.el.label("Password", html_for="signin-password", font_size="0.9rem"),
-            rx.input(id="signin-password", type="password", required=True,
-                     auto_complete="current-password", width="100%"),  # fmt: skip
+            rx.input(
+                id="signin-password",
+                type="password",
+                required=True,
+                auto_complete="current-password",
+                width="100%",
+            ),  # fmt: skip
             rx.el.input(type="hidden", id="signin-next", value=SignInState.next_path),
             rx.button("Sign in", type="submit", id="signin-submit", width="100%"),
             spacing="2",
@@ -40,39 +56,32 @@ def _form() -> rx.Component:
 
 
 def signin() -> rx.Component:
-    return rx.box(
-        rx.vstack(
-            signed_in_header(),
-            rx.center(
+    return page_frame(
+        signed_in_header(),
+        rx.center(
+            rx.cond(
+                SignInState.auth_mode == "password",
                 rx.cond(
-                    SignInState.auth_mode == "password",
-                    rx.cond(
-                        SignInState.viewer_email != "",
-                        rx.vstack(
-                            rx.text("Signed in as ", rx.text.strong(SignInState.viewer_name),
-                                    id="signed-in-as"),  # fmt: skip
-                            rx.link("Back to the chat", href="/"),
-                            align="center",
-                        ),
-                        _form(),
+                    SignInState.viewer_email != "",
+                    rx.vstack(
+                        rx.text(
+                            "Signed in as ",
+                            rx.text.strong(SignInState.viewer_name),
+                            id="signed-in-as",
+                        ),  # fmt: skip
+                        rx.link("Back to the chat", href="/"),
+                        align="center",
                     ),
-                    rx.text(
-                        "This app does not sign in with a password (CHAT_APP_AUTH is ",
-                        SignInState.auth_mode,
-                        ").",
-                        id="signin-not-password",
-                    ),
+                    _form(),
                 ),
-                padding="2em",
-                width="100%",
+                rx.text(
+                    "This app does not sign in with a password (CHAT_APP_AUTH is ",
+                    SignInState.auth_mode,
+                    ").",
+                    id="signin-not-password",
+                ),
             ),
-            spacing="0",
-            max_width="860px",
-            margin_x="auto",
-            min_height="100dvh",
-            background_color=rx.color("gray", 1),
+            padding="2em",
+            width="100%",
         ),
-        background_color=rx.color("gray", 2),
-        id="app-root",
-        custom_attrs={"data-hydrated": rx.cond(rx.State.is_hydrated, "true", "false")},
     )
