@@ -208,13 +208,16 @@ CLIENT = [
     "ToolCallPart",
     "ToolCallStatus",
     "ToolDecision",
+    "ToolManifest",
     "ToolResultPart",
     "TransactionResolver",
     "TransportError",
     "UnboundInterrupt",
     "UsageError",
     "build_run_input",
+    "fetch_manifest",
     "from_wire_messages",
+    "read_manifest",
     "to_wire_messages",
 ]
 

@@ -26,6 +26,7 @@ from ._items import (
     UnboundInterrupt,
 )
 from ._manager import ChangeSource, InterruptHandle, InterruptManager, TransactionResolver
+from ._manifest import ToolManifest, fetch_manifest, read_manifest
 from ._messages import (
     ChatMessage,
     MessagePart,
@@ -78,12 +79,15 @@ __all__ = [
     "ToolCallPart",
     "ToolCallStatus",
     "ToolDecision",
+    "ToolManifest",
     "ToolResultPart",
     "TransactionResolver",
     "TransportError",
     "UnboundInterrupt",
     "UsageError",
     "build_run_input",
+    "fetch_manifest",
     "from_wire_messages",
+    "read_manifest",
     "to_wire_messages",
 ]

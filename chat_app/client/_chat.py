@@ -10,7 +10,9 @@ sends the continuation (fresh run id, same thread, `parentRunId`, full history, 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from chat_app.interrupts import (
     ABSENT,
@@ -37,7 +39,11 @@ from ._tools import ClientInterruptDefinition, ClientTool, DefinitionLike
 
 __all__ = ["ChatClient"]
 
+_log = logging.getLogger(__name__)
+
 _CONTINUATION_FAILED = "Interrupt continuation could not be started."
+#: A stream that ended with neither `RUN_FINISHED` nor `RUN_ERROR`.
+UNFINISHED_RUN = "The agent's stream ended without finishing the run."
 
 
 class ChatClient:
@@ -86,6 +92,8 @@ class ChatClient:
             on_change=self._manager_changed,
         )
         self._error: ClientError | None = None
+        #: The last message's own run failed: `resend()` may run it again.
+        self._resend = False
         self._streaming = False
         self._idle = asyncio.Event()
         self._idle.set()
@@ -135,11 +143,12 @@ class ChatClient:
             interrupt_errors=self._manager.errors,
             resuming=self._manager.resuming,
             can_retry=self._manager.can_retry,
+            can_resend=self._resend and not self._streaming,
             can_approve_all=self._manager.can_resolve_all(True),
             can_reject_all=self._manager.can_resolve_all(False),
             status=self.status,
             error=self._error.message if self._error else None,
-            error_code=self._error.code if self._error else None,
+            error_code=_error_code(self._error),
             agent_state=self._stream.agent_state,
             manager=self._manager.snapshot(),
         )
@@ -164,6 +173,13 @@ class ChatClient:
         )  # fmt: skip
         client._stream = StreamState(messages=state.messages, agent_state=state.agent_state)
         client._manager.restore(state.manager)
+        client._resend = state.can_resend
+        if state.error is not None:  # still shown after a reload, until the next run
+            client._error = (
+                TransportError(state.error)
+                if state.error_code == "transport"
+                else RunError(state.error, run_code=state.error_code)
+            )
         return client
 
     # --- conversation -------------------------------------------------------------------
@@ -178,7 +194,28 @@ class ChatClient:
             raise UsageError("Resolve or cancel the pending interrupts before sending.")
         self._manager.reset()
         self._stream = self._processor.add_user_message(self._stream, text)
-        await self._request()
+        self._resend = await self._request() == "error"
+        await self._drive(None)
+
+    async def resend(self) -> None:
+        """Run the last message again after its run failed (`state.can_resend`): a network
+        failure, an HTTP error, a broken stream, a `RUN_ERROR`.
+
+        What the failed run left after the message (a reply cut off mid-way) is dropped
+        first, and the message is not added again. A tool the agent ran in the failed run
+        without asking anyone may run again (as when the person sends the message again).
+        """
+        if not self._resend:
+            raise UsageError("There is no failed message to send again.")
+        if self._streaming or self._manager.resuming:
+            raise UsageError("A run is already in progress.")
+        messages = self._stream.messages
+        last = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+        if last is None:
+            raise UsageError("There is no failed message to send again.")
+        self._manager.reset()
+        self._stream = replace(self._stream, messages=messages[: last + 1])
+        self._resend = await self._request() == "error"
         await self._drive(None)
 
     async def resolve_interrupt(
@@ -302,13 +339,14 @@ class ChatClient:
         self._streaming = True
         self._idle.clear()
         self._error = None
+        self._resend = False
         self._stream = self._processor.start_request(self._stream)
         self._notify()
         try:
             async for event in self.connection.stream(body):
                 self._on_event(event)
             if self._stream.run_status not in ("finished", "interrupted", "error"):
-                raise TransportError("The event stream ended before the run finished.")
+                raise TransportError(UNFINISHED_RUN)
             if self._stream.run_status == "error":
                 self._error = RunError(
                     self._stream.error or "The run failed.", run_code=self._stream.error_code
@@ -316,6 +354,11 @@ class ChatClient:
             return self._stream.run_status
         except TransportError as error:
             self._error = error
+            return "error"
+        except Exception as error:  # a bug on this side must end the run, not leave it open
+            _log.exception("Reading run %s failed", run_id)
+            reason = str(error) or type(error).__name__
+            self._error = ClientError(f"The agent's answer could not be read: {reason}")
             return "error"
         finally:
             self._streaming = False
@@ -436,6 +479,14 @@ class ChatClient:
     def _notify(self) -> None:
         if self.on_change is not None:
             self.on_change(self)
+
+
+def _error_code(error: ClientError | None) -> str | None:
+    """`ClientState.error_code`: the `RUN_ERROR`'s own code for a run error (a refused
+    continuation's is an interrupt error code), `transport` for any other failure."""
+    if error is None:
+        return None
+    return error.run_code if isinstance(error, RunError) else error.code
 
 
 def _generation(descriptors: Sequence[Mapping[str, object]]) -> int:

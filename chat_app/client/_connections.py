@@ -4,12 +4,15 @@ Owns `Connection` (the seam: one method, `stream(body)`), `InProcessConnection` 
 async callable given from outside, e.g. `Agent.run`; no HTTP, and this layer never imports
 the agent), `SSEConnection` (POST to any AG-UI endpoint over `httpx`, read SSE) and
 `MockConnection` (scripted answers for tests). Every failure to deliver a complete stream
-becomes a `TransportError`; a stalled stream times out instead of hanging.
+becomes a `TransportError` whose message a person can act on (which agent, what it answered,
+what the server said); a stalled stream times out instead of hanging, and an SSE stream
+must carry AG-UI events (`event_problem`).
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
@@ -20,7 +23,9 @@ from pydantic import BaseModel, ValidationError
 
 from chat_app.interrupts import RUN_ID_HEADER, SSEDecodeError, SSEDecoder, js_json_dumps
 
+from ._agui import event_problem
 from ._errors import TransportError
+from ._http import network_reason, seconds, status_words
 
 __all__ = [
     "Connection",
@@ -30,6 +35,8 @@ __all__ = [
     "RunFunction",
     "SSEConnection",
 ]
+
+_log = logging.getLogger(__name__)
 
 WireEvent = dict[str, object]
 #: `RunAgentInput -> AsyncIterator[event]`, such as `Agent.run`.
@@ -82,7 +89,9 @@ class InProcessConnection(Connection):
         except TransportError:
             raise
         except Exception as error:  # the agent crashed: the stream cannot be completed
-            raise TransportError(f"The in-process agent failed: {error}") from error
+            _log.exception("The in-process agent failed")  # its traceback, for whoever runs it
+            reason = str(error) or type(error).__name__
+            raise TransportError(f"The in-process agent failed: {reason}") from error
 
 
 class SSEConnection(Connection):
@@ -114,6 +123,7 @@ class SSEConnection(Connection):
         self._headers = dict(headers or {})
         if token is not None:
             self._headers["Authorization"] = f"Bearer {token}"
+        self._timeout = timeout
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(timeout), transport=transport)
 
     async def aclose(self) -> None:
@@ -126,29 +136,92 @@ class SSEConnection(Connection):
             headers[RUN_ID_HEADER] = run_id
         headers.update(self._headers)
         content = js_json_dumps(dict(body)).encode("utf-8")
+        url, answered, events = self.url, False, 0
         try:
-            async with self._client.stream(
-                "POST", self.url, content=content, headers=headers
-            ) as response:
+            request = self._client.stream("POST", url, content=content, headers=headers)
+            async with request as response:
+                answered = True
+                content_type = response.headers.get("content-type", "")
                 if response.status_code != 200:
-                    text = (await response.aread()).decode("utf-8", "replace")[:500]
+                    said = status_words(response.status_code, await _head(response), content_type)
                     raise TransportError(
-                        f"The server answered HTTP {response.status_code}: {text}",
-                        status_code=response.status_code,
+                        f"The agent at {url} answered {said}", status_code=response.status_code
                     )
+                media = content_type.split(";")[0].strip().lower()
+                if media and media != "text/event-stream":
+                    raise TransportError(_not_a_stream(url, media), status_code=200)
                 decoder = SSEDecoder()
                 async for chunk in response.aiter_text():
                     for event in decoder.feed(chunk):
+                        problem = event_problem(event)
+                        if problem is not None:
+                            raise TransportError(f"{NOT_AN_EVENT}: {problem}.")
+                        events += 1
                         yield event
-                decoder.close()
+                try:
+                    decoder.close()
+                except SSEDecodeError:
+                    raise TransportError(
+                        f"The agent at {url} cut its stream off in the middle of an event."
+                    ) from None
+        except httpx.ConnectTimeout as error:
+            raise TransportError(
+                f"Could not connect to the agent at {url} within {seconds(self._timeout)}."
+            ) from error
         except httpx.TimeoutException as error:
             raise TransportError(
-                f"The server did not answer in time ({type(error).__name__})."
+                f"The agent at {url} did not answer in time: "
+                + (
+                    f"its stream stopped for {seconds(self._timeout)} in the middle of the run."
+                    if events
+                    else f"nothing came within {seconds(self._timeout)}."
+                )
+            ) from error
+        except httpx.ConnectError as error:
+            raise TransportError(
+                f"Could not reach the agent at {url}: {network_reason(error)}."
+            ) from error
+        except (httpx.RemoteProtocolError, httpx.ReadError) as error:
+            raise TransportError(
+                f"The agent at {url} cut its stream off in the middle of the run "
+                f"({network_reason(error)})."
+                if answered
+                else f"The agent at {url} closed the connection without answering "
+                f"({network_reason(error)})."
             ) from error
         except httpx.HTTPError as error:
-            raise TransportError(f"The request failed: {error or type(error).__name__}") from error
+            raise TransportError(
+                f"The request to the agent at {url} failed: {network_reason(error)}."
+            ) from error
         except SSEDecodeError as error:
-            raise TransportError(f"The event stream is malformed: {error}") from error
+            reason = str(error).rstrip(".")
+            raise TransportError(f"{NOT_AN_EVENT}: {reason[:1].lower()}{reason[1:]}.") from error
+
+
+#: How a stream that carries something other than AG-UI events is reported.
+NOT_AN_EVENT = "The agent sent something that is not an AG-UI event"
+
+#: At most this much of an error answer's body is read.
+_ERROR_BODY_LIMIT = 64 * 1024
+
+
+async def _head(response: httpx.Response) -> bytes:
+    """The start of an error answer's body (a server may stream an endless one)."""
+    body = b""
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) >= _ERROR_BODY_LIMIT:
+            break
+    return body[:_ERROR_BODY_LIMIT]
+
+
+def _not_a_stream(url: str, media: str) -> str:
+    if "html" in media:
+        return (
+            f"The agent at {url} answered with a web page ({media}) instead of an event "
+            f"stream: is that address its AG-UI endpoint?"
+        )
+    return f"The agent at {url} answered with {media} instead of an event stream."
 
 
 class MockConnection(Connection):

@@ -37,12 +37,15 @@ class ClientState:
     resuming: bool = False
     #: `retry_interrupts()` would re-send the last submission.
     can_retry: bool = False
+    #: The last message's run failed (not a continuation's): `resend()` runs it again.
+    can_resend: bool = False
     #: `resolve_interrupts(True)` / `resolve_interrupts(False)` apply: every item still to
     #: answer is a tool approval whose approve (reject) branch takes no payload.
     can_approve_all: bool = False
     can_reject_all: bool = False
     status: ClientStatus = "ready"
-    #: The last run or transport failure (`code`, `message`).
+    #: The last run or transport failure: its message, and `transport` or the `RUN_ERROR`'s
+    #: own code (`None` when it has none).
     error: str | None = None
     error_code: str | None = None
     #: The latest `STATE_SNAPSHOT` from the agent, with the `STATE_DELTA`s since applied.
@@ -63,7 +66,9 @@ class ClientState:
         return _adapter().validate_json(text)
 
 
-_REFUSAL_CODES = ITEM_ERROR_CODES | BATCH_ERROR_CODES
+#: A server refuses with an interrupt error code; `transport` is the client's own (a failed
+#: send), never a refusal: its message is the run's error.
+_REFUSAL_CODES = (ITEM_ERROR_CODES | BATCH_ERROR_CODES) - {"transport"}
 
 
 @cache

@@ -86,35 +86,23 @@ class ClientTool:
     @classmethod
     def from_manifest(
         cls,
-        manifest: Mapping[str, object],
+        manifest: object,
         functions: Mapping[str, ClientToolFunction] | None = None,
     ) -> list[ClientTool]:
-        """Tools from a `GET /api/tools` answer (`{"tools": [...]}`) or one entry of it.
+        """Tools from a `GET /api/tools` answer: `{"tools": [...]}`, a bare list of entries,
+        or one entry.
 
         `functions` maps tool names to implementations; the other tools are registered
-        without one (their approvals are typed, nothing runs in the client).
+        without one (their approvals are typed, nothing runs in the client). Strict: raises
+        `ValueError` naming each entry it cannot use and why (`read_manifest` uses the rest
+        and returns the problems instead).
         """
-        raw = manifest.get("tools")
-        entries = raw if isinstance(raw, list) else [manifest]
-        functions = functions or {}
-        tools: list[ClientTool] = []
-        for entry in entries:
-            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
-                raise ValueError("A tool manifest entry needs a string name.")
-            name = str(entry["name"])
-            description = entry.get("description")
-            tools.append(
-                cls(
-                    name=name,
-                    description=description if isinstance(description, str) else "",
-                    input_schema=_schema(entry.get("inputSchema")),
-                    output_schema=_schema(entry.get("outputSchema")),
-                    approval_schema=_schema(entry.get("approvalSchema")),
-                    needs_approval=entry.get("needsApproval") is True,
-                    execute=functions.get(name),
-                )
-            )
-        return tools
+        from ._manifest import read_manifest  # it builds ClientTools: imported when used
+
+        read = read_manifest(manifest, functions)
+        if read.problems:
+            raise ValueError(" ".join(read.problems))
+        return list(read.tools)
 
 
 def _schema(value: object) -> JSONSchema | None:

@@ -266,7 +266,7 @@ async def test_a_stream_that_ends_without_a_terminal_event_is_a_transport_error(
     client = ChatClient(scripted([{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]))
     await client.send("hi")
     assert isinstance(client.error, TransportError)
-    assert client.error.message == "The event stream ended before the run finished."
+    assert client.error.message == "The agent's stream ended without finishing the run."
     assert client.status == "error"
 
 

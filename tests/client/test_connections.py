@@ -31,8 +31,8 @@ async def test_sse_events_are_decoded_and_the_request_carries_the_run_id_header(
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         text = (
-            'data: {"type":"RUN_STARTED","runId":"r"}\n\n: comment\n\n'
-            'data: {"type":"RUN_FINISHED","runId":"r"}\n\n'
+            'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n: comment\n\n'
+            'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
         )
         return httpx.Response(200, text=text, headers={"content-type": "text/event-stream"})
 
@@ -60,8 +60,12 @@ async def test_a_network_failure_is_a_transport_error() -> None:
 
 
 async def test_a_malformed_event_is_a_transport_error() -> None:
-    connection = mock(lambda request: httpx.Response(200, text="data: {not json\n\n"))
-    with pytest.raises(TransportError, match="malformed"):
+    connection = mock(
+        lambda request: httpx.Response(
+            200, text="data: {not json\n\n", headers={"content-type": "text/event-stream"}
+        )
+    )
+    with pytest.raises(TransportError, match="not an AG-UI event: event data is not JSON"):
         await drain(connection)
 
 
@@ -70,7 +74,7 @@ async def test_a_stalled_stream_times_out_instead_of_hanging() -> None:
 
     async def stall(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
-        chunk = b'data: {"type":"RUN_STARTED"}\n\n'
+        chunk = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n")
         writer.write(b"transfer-encoding: chunked\r\n\r\n")
         writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
