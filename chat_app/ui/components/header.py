@@ -53,11 +53,15 @@ def viewer_menu(
         ("demo", _demo_switcher(demo_choices, viewer_email)),
         (
             "password",
-            rx.hstack(
-                rx.text(viewer_name, size="2", id="viewer-name"),
-                _sign_out(),
-                align="center",
-                spacing="2",
+            # Nobody signed in yet (the sign-in page): nothing to show, nothing to sign out of.
+            rx.cond(
+                viewer_email != "",
+                rx.hstack(
+                    rx.text(viewer_name, size="2", id="viewer-name"),
+                    _sign_out(),
+                    align="center",
+                    spacing="2",
+                ),
             ),
         ),
         ("proxy", rx.text(viewer_name, size="2", id="viewer-name")),

@@ -1,0 +1,256 @@
+"""Who signed off, in Chromium (issue 16, point 7 "in the browser where the browser shows it").
+
+Demo sign-in against the session's app (the demo policy: Rita asks, Ada is finance, Sam and
+Olive are ops, Olive is admin): a card someone else decides says who and has no buttons, the
+person who may decide it sees it in the same conversation and decides it, the audit page
+names them, how they were verified and the rule; a call the policy decides says so; a refused
+answer shows on its card and leaves it answerable. Then password sign-in and sign-out, and the
+no-sign-in banner, each in an app copy of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Locator, Page, expect
+
+from tests.ui.app_server import REPO_ROOT, app_env
+from tests.ui.conftest import app_copy, sign_in_as_demo
+
+pytestmark = pytest.mark.browser
+
+WAITING_FOR_FINANCE = "Waiting for finance — you asked for this, so someone else approves it"
+ADA_PASSWORD = "correct horse battery staple"
+
+
+def ask(page: Page, text: str) -> None:
+    page.locator("#composer-input").fill(text)
+    page.locator("#composer-input").press("Enter")
+
+
+def tool_card(page: Page, tool: str) -> Locator:
+    return page.locator(f'.tool-card[data-tool="{tool}"]').last
+
+
+def shot(page: Page, directory: Path, name: str) -> None:
+    page.screenshot(path=str(directory / f"signoff-{name}.png"), full_page=True)
+
+
+@contextlib.contextmanager
+def fresh_page(browser: Browser, base_url: str) -> Iterator[Page]:
+    """A new context at `base_url` (not yet loaded), failing on any JavaScript error."""
+    context = browser.new_context(base_url=base_url, viewport={"width": 1200, "height": 800})
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        yield page
+    finally:
+        context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _patient_expect() -> Iterator[None]:
+    """Runs, page loads and sign-ins share two cores with the app (and, at times, other test
+    runs): wait up to 20 s for what the page shows, as the contexts do for actions."""
+    expect.set_options(timeout=20_000)
+    yield
+    expect.set_options(timeout=None)  # back to Playwright's default for other modules
+
+
+def hydrated(page: Page) -> None:
+    page.wait_for_selector('#app-root[data-hydrated="true"]')
+
+
+# --- demo sign-in, the session's app -------------------------------------------------------
+
+
+def test_a_large_transfer_waits_for_finance_and_the_trail_names_who_approved(
+    page: Page, screenshot_dir: Path
+) -> None:
+    ask(page, "transfer 5000 to Ada")
+    card = tool_card(page, "transfer")
+    expect(card.locator(".waiting-label")).to_have_text(WAITING_FOR_FINANCE)
+    expect(card.locator("button.approve")).to_have_count(0)
+    expect(card.locator("button.reject")).to_have_count(0)
+    expect(page.locator(".batch-bar")).to_have_count(0)  # nothing of Rita's to answer
+    shot(page, screenshot_dir, "waiting-for-finance")
+
+    sign_in_as_demo(page, "ada@example.com")
+    card = tool_card(page, "transfer")  # the same conversation, now seen by finance
+    expect(card.locator(".waiting-label")).to_have_count(0)
+    expect(card.locator("button.approve")).to_be_visible()
+    shot(page, screenshot_dir, "finance-may-approve")
+    card.locator("button.approve").click()
+    expect(page.get_by_text("Sent 5,000 to Ada. Receipt id: rcpt-")).to_be_visible()
+    expect(card.locator(".tool-status")).to_have_text("Done")
+    expect(page.locator(".approval-card")).to_have_count(0)
+
+    sign_in_as_demo(page, "olive@example.com")
+    page.locator("#nav-audit").click()
+    expect(page.locator("#audit-chain")).to_contain_text("Intact")
+    # Newest first: the decision this test made is the first one listed.
+    decision = page.locator('.audit-row[data-kind="decision"]').first
+    cells = decision.locator("td")
+    expect(cells.nth(3)).to_have_text("ada@example.com")  # Who
+    expect(cells.nth(4)).to_have_text("demo")  # Verified by
+    expect(cells.nth(5)).to_have_text("large-transfers")  # Rule
+    expect(decision).to_contain_text("Approved transfer")
+    shot(page, screenshot_dir, "audit-who-verified-rule")
+
+
+def test_a_small_refund_is_approved_by_the_policy_and_nobody_is_asked(
+    page: Page, screenshot_dir: Path
+) -> None:
+    ask(page, "refund 20 to order 42")
+    expect(page.get_by_text("Refunded 20 to order 42")).to_be_visible()
+    card = tool_card(page, "refund")
+    expect(card.locator(".tool-policy")).to_have_text("Approved by policy small-refunds")
+    expect(card.locator(".tool-status")).to_have_text("Done")
+    expect(page.locator(".approval-card")).to_have_count(0)
+    expect(page.locator(".decision")).to_have_count(0)
+    shot(page, screenshot_dir, "refund-by-policy")
+
+
+def test_without_a_rule_the_requester_decides_and_a_refused_answer_stays_answerable(
+    page: Page, screenshot_dir: Path
+) -> None:
+    # No rule matches a small transfer: Rita, who asked, approves it as before the policy.
+    ask(page, "transfer 25 to Ada")
+    transfer = tool_card(page, "transfer")
+    expect(transfer.locator("button.approve")).to_be_focused()
+    transfer.locator("button.approve").click()
+    expect(page.get_by_text("Sent 25 to Ada. Receipt id: rcpt-")).to_be_visible()
+
+    # Key rotation needs two people from ops, neither of them the requester.
+    ask(page, "rotate production keys")
+    rotate = tool_card(page, "rotate_keys")
+    expect(rotate.locator(".waiting-label")).to_have_text(
+        "Waiting for ops (2 approvals needed) — you asked for this, so someone else approves it"
+    )
+    expect(rotate.locator("button.approve")).to_have_count(0)
+
+    # Sam is ops, but one approval cannot make a quorum of two here: refused on the card.
+    sign_in_as_demo(page, "sam@example.com")
+    rotate = tool_card(page, "rotate_keys")
+    rotate.locator("button.approve").click()
+    error = rotate.locator(".decision-error")
+    expect(error).to_contain_text("Needs 2 approvals from role ops")
+    expect(error).to_contain_text("approval desk")
+    expect(page.get_by_text("Rotated the production keys")).to_have_count(0)
+    # Once the refused continuation has ended, it is said on the card, not again below.
+    expect(page.locator("#resuming")).to_have_count(0)
+    expect(page.locator("#composer-send")).to_be_visible()
+    expect(page.locator("#run-error")).to_have_count(0)
+    # Nothing is lost: the decision is still open, for Sam too.
+    expect(rotate.locator(".tool-status")).to_have_text("Awaiting approval")
+    expect(rotate.locator("button.approve")).to_be_enabled()
+    expect(rotate.locator("button.reject")).to_be_enabled()
+    error.scroll_into_view_if_needed()
+    shot(page, screenshot_dir, "quorum-refused")
+
+    # Any rejection decides.
+    rotate.locator("button.reject").click()
+    expect(page.get_by_text("Understood — rotate keys was not run.")).to_be_visible()
+    expect(rotate.locator(".tool-status")).to_have_text("Rejected")
+    expect(page.get_by_text("Rotated the production keys")).to_have_count(0)
+
+
+# --- password sign-in, an app copy -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def password_app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An app with CHAT_APP_AUTH=password and one account, Ada (finance), made beforehand
+    with the command line on the same data folder."""
+    data = tmp_path_factory.mktemp("password-data")
+    extra = {"CHAT_APP_AUTH": "password", "CHAT_APP_DATA_DIR": str(data)}
+    env = {**app_env(), **extra}
+    added = subprocess.run(
+        [sys.executable, "-m", "chat_app", "users", "add", "ada@example.com",
+         "--role", "finance", "--name", "Ada", "--password-stdin"],
+        input=ADA_PASSWORD + "\n", env=env, cwd=REPO_ROOT, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    with app_copy(tmp_path_factory.mktemp("password-app"), extra) as url:
+        yield url
+
+
+def test_password_sign_in_and_sign_out(
+    browser: Browser, password_app_url: str, screenshot_dir: Path
+) -> None:
+    with fresh_page(browser, password_app_url) as page:
+        page.goto("/")
+        expect(page).to_have_url(re.compile(r"/signin\b"))
+        hydrated(page)
+        expect(page.locator("#signin-form")).to_be_visible()
+        expect(page.locator("#sign-out")).to_have_count(0)  # nobody to sign out yet
+
+        page.locator("#signin-email").fill("ada@example.com")
+        page.locator("#signin-password").fill("not her password")
+        page.locator("#signin-submit").click()
+        expect(page.locator("#signin-error")).to_have_text("Wrong email or password.")
+        expect(page).to_have_url(re.compile(r"/signin\b"))
+        expect(page.locator("#signin-form")).to_be_visible()
+        assert not [c for c in page.context.cookies() if c["name"] == "chat_app_session"]
+        shot(page, screenshot_dir, "signin-wrong-password")
+
+        page.locator("#signin-email").fill("ada@example.com")
+        page.locator("#signin-password").fill(ADA_PASSWORD)
+        page.locator("#signin-submit").click()
+        expect(page).to_have_url(re.compile(r"^[^?]*/$"))
+        hydrated(page)
+        expect(page.locator("#viewer-name")).to_have_text("Ada")
+        expect(page.locator("#sign-out")).to_be_visible()
+        expect(page.locator("#composer-input")).to_be_visible()
+        expect(page.locator("#auth-error")).to_have_count(0)
+        (session,) = [c for c in page.context.cookies() if c["name"] == "chat_app_session"]
+        assert session["httpOnly"] is True
+        assert session["sameSite"] == "Lax"
+        assert page.evaluate("document.cookie").find("chat_app_session") == -1
+        shot(page, screenshot_dir, "signed-in-with-password")
+
+        page.locator("#sign-out").click()
+        expect(page).to_have_url(re.compile(r"/signin\b"))
+        hydrated(page)
+        expect(page.locator("#signin-form")).to_be_visible()
+        expect(page.locator("#sign-out")).to_have_count(0)
+        assert not [c for c in page.context.cookies() if c["name"] == "chat_app_session"]
+        page.goto("/")
+        expect(page).to_have_url(re.compile(r"/signin\b"))
+        expect(page.locator("#signin-form")).to_be_visible()
+
+
+# --- no sign-in, an app copy -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def no_signin_app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data = tmp_path_factory.mktemp("none-data")
+    extra = {"CHAT_APP_AUTH": "none", "CHAT_APP_DATA_DIR": str(data)}
+    with app_copy(tmp_path_factory.mktemp("none-app"), extra) as url:
+        yield url
+
+
+def test_without_sign_in_the_page_says_anyone_can_approve(
+    browser: Browser, no_signin_app_url: str, screenshot_dir: Path
+) -> None:
+    with fresh_page(browser, no_signin_app_url) as page:
+        page.goto("/")
+        hydrated(page)
+        expect(page.locator("#auth-banner")).to_have_text(
+            "No sign-in: anyone who can open this page can approve."
+        )
+        expect(page.locator("#demo-person")).to_have_count(0)
+        expect(page.locator("#sign-out")).to_have_count(0)
+        expect(page).not_to_have_url(re.compile(r"/signin\b"))
+        shot(page, screenshot_dir, "no-signin-banner")
