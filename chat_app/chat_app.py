@@ -19,7 +19,14 @@ import httpx
 import reflex as rx
 
 from chat_app.agent import event_to_wire
-from chat_app.client import Connection, InProcessConnection, SSEConnection
+from chat_app.client import (
+    Connection,
+    InProcessConnection,
+    SSEConnection,
+    ToolManifest,
+    fetch_manifest,
+    read_manifest,
+)
 from chat_app.config import authenticator_from_env, policy_from_env, security_from_env
 from chat_app.demo import POLICY_PATH, build_demo_agent
 from chat_app.server import create_app
@@ -68,16 +75,21 @@ def _remote_json(url: str) -> Mapping[str, Any] | None:
     return None
 
 
-def _manifest() -> Mapping[str, Any]:
+def _manifest() -> ToolManifest:
     """The tools the client types approvals with: the remote server's manifest when it has
-    one (`<agent url>/../tools`), else the demo agent's (TanStack servers have no manifest;
-    the tool definitions must then match by name and schema)."""
-    if AGENT_URL:
-        tools_url = os.environ.get("CHAT_APP_TOOLS_URL") or API_BASE + "/tools"
-        remote = _remote_json(tools_url)
-        if remote is not None:
-            return remote
-    return {"tools": agent.tool_manifest()}
+    one (`<agent url>/../tools`, `{"tools": [...]}` or a bare list), else the demo agent's
+    (the tool definitions must then match by name and schema). What went wrong reading it
+    is kept in `problems`, which the page shows once."""
+    local = read_manifest({"tools": agent.tool_manifest()})
+    if not AGENT_URL:
+        return local
+    remote = fetch_manifest(os.environ.get("CHAT_APP_TOOLS_URL") or API_BASE + "/tools")
+    if remote.found:
+        return remote
+    fallback = "Tool approvals are typed with this app's own tool definitions instead."
+    return ToolManifest(
+        tools=local.tools, problems=tuple(f"{p} {fallback}" for p in remote.problems)
+    )
 
 
 def _audit() -> Mapping[str, Any]:

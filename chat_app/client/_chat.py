@@ -24,6 +24,7 @@ from chat_app.interrupts import (
     raw_interrupt_binding,
     read_decision,
     tanstack_metadata,
+    tool_call_id_of,
 )
 
 from ._connections import Connection
@@ -300,10 +301,14 @@ class ChatClient:
             self._submitting = None
         errors = self._submission_errors
         self._submission_errors = None
-        if errors:
-            self._manager.submission_failed(submission, message=_CONTINUATION_FAILED, errors=errors)
-        elif outcome not in ("finished", "interrupted"):
-            self._manager.submission_failed(submission, message=_CONTINUATION_FAILED)
+        if errors or outcome not in ("finished", "interrupted"):
+            self._manager.submission_failed(
+                submission, message=_CONTINUATION_FAILED, errors=errors or ()
+            )
+            for entry in submission.resolutions:  # nothing was decided after all
+                call_id = tool_call_id_of(str(entry.get("interruptId", "")))
+                if call_id is not None:
+                    self._stream = self._processor.forget_decision(self._stream, call_id)
         else:
             hydration = self._manager.hydration
             if (

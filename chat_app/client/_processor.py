@@ -119,6 +119,17 @@ class StreamProcessor:
             state, tool_call_id, lambda part: replace(part, decision=decision, status=decision)
         )
 
+    def forget_decision(self, state: StreamState, tool_call_id: str) -> StreamState:
+        """The submitted decision did not stand (refused, or never arrived): the call awaits
+        approval again, unless it has a result by now."""
+        return _update_call(
+            state,
+            tool_call_id,
+            lambda part: part
+            if part.has_output or part.decision is None
+            else replace(part, decision=None, status="awaiting-approval"),
+        )
+
     def add_tool_result(
         self, state: StreamState, tool_call_id: str, output: object, error: str | None = None
     ) -> StreamState:
@@ -178,6 +189,8 @@ class StreamProcessor:
 
     def _tool_start(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
         call_id = _str(event.get("toolCallId"))
+        # A call we hold already is restated, not new (a continuation starts its paused calls
+        # again before their results): it keeps its one part, arguments and decision.
         if call_id is None or find_call(state.messages, call_id) is not None:
             return state
         state, message_id = self._ensure_assistant(state, _str(event.get("parentMessageId")))
@@ -195,8 +208,16 @@ class StreamProcessor:
         call_id, delta = _str(event.get("toolCallId")), event.get("delta")
         if call_id is None or not isinstance(delta, str):
             return state
+        # Only while the call streams: a restated call's arguments are the ones we hold (a
+        # TanStack server sends them again after restating a call; appending would double them).
         return _update_call(
-            state, call_id, lambda part: replace(part, arguments=part.arguments + delta)
+            state,
+            call_id,
+            lambda part: (
+                replace(part, arguments=part.arguments + delta)
+                if part.status == "streaming"
+                else part
+            ),
         )
 
     def _tool_end(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
@@ -204,12 +225,18 @@ class StreamProcessor:
         if call_id is None:
             return state
 
+        # The whole input may come with the end instead of as arguments: `input`, or on the
+        # wire `metadata.tanstack.input` (where TanStack puts it, as we do on a restated call).
+        tanstack = tanstack_metadata(event)
+        given = "input" in event or "input" in tanstack
+        value = event["input"] if "input" in event else tanstack.get("input")
+
         def complete(part: ToolCallPart) -> ToolCallPart:
             if part.status != "streaming":
                 return part
-            if "input" in event and not part.arguments:
-                arguments = js_json_dumps(event["input"])
-                return replace(part, status="running", arguments=arguments, input=event["input"])
+            if given and not part.arguments:
+                arguments = js_json_dumps(value)
+                return replace(part, status="running", arguments=arguments, input=value)
             return replace(part, status="running", input=parse_tool_arguments(part.arguments))
 
         return _update_call(state, call_id, complete)

@@ -8,6 +8,7 @@ from typing import Any
 import reflex as rx
 
 from . import session as sessions
+from .guard import guarded
 from .identity_state import IdentityState
 from .views import pretty
 
@@ -72,7 +73,14 @@ class AuditState(IdentityState):
     #: Why the trail is not shown to this person ("" when it is).
     refused: str = ""
 
+    def _show_failure(self, message: str) -> bool:
+        """The trail could not be read: the page says it is not available (and a toast why)."""
+        self.available = False
+        self.rows = []
+        return False
+
     @rx.event
+    @guarded
     def load(self) -> None:
         viewer = self._viewer()
         needs_role = sessions.authenticator() is not None and self.auth_mode != "none"

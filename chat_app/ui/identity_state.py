@@ -11,6 +11,7 @@ import reflex as rx
 from chat_app.trust import DEMO_PEOPLE, Identity
 
 from . import session as sessions
+from .guard import guarded
 
 
 def _demo_label(person: Identity) -> str:
@@ -50,6 +51,12 @@ class IdentityState(rx.State):
         self.viewer_roles = ", ".join(sorted(found.roles))
         return found
 
+    def _show_failure(self, message: str) -> bool:
+        """Show what went wrong where this page's person looks; `False`: nowhere (a toast
+        says it instead). See `chat_app.ui.guard`."""
+        return False
+
     @rx.event
+    @guarded
     def load_viewer(self) -> None:
         self._viewer()

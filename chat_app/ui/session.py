@@ -11,11 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from chat_app.client import ChatClient, ClientState, ClientTool, Connection, InterruptItem
+from chat_app.client import (
+    ChatClient,
+    ClientState,
+    ClientTool,
+    Connection,
+    InterruptItem,
+    ToolManifest,
+    read_manifest,
+)
 from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.trust import ANONYMOUS, Identity, Policy, Rule
 from chat_app.trust.authn import Authenticator, AuthFailure
@@ -25,6 +34,8 @@ from .views import ViewCache, WhoDecides
 #: A connection for one tab, given how to read who is at its keyboard now (the run's identity
 #: is read when each run starts: a demo visitor may switch person mid-conversation).
 ConnectionFactory = Callable[[Callable[[], Identity]], Connection]
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -91,16 +102,26 @@ class Session:
     #: The saved client state (the Reflex state's `_client_json`) this session last matched.
     saved: str = ""
     views: ViewCache = field(default_factory=ViewCache)
+    #: What the person should know about how the session was made (a tool manifest that could
+    #: not be read, entries left out), not yet shown: see `take_notices`.
+    notices: list[str] = field(default_factory=list)
 
     @property
     def busy(self) -> bool:
         return self.task is not None and not self.task.done()
 
+    def take_notices(self) -> list[str]:
+        """The notices not yet shown (each is handed out once)."""
+        notices, self.notices = self.notices, []
+        return notices
+
 
 @dataclass
 class _Backend:
     connection: ConnectionFactory | None = None
-    manifest: Callable[[], Mapping[str, Any]] | None = None
+    #: The tools the client knows: a `ToolManifest` (with its problems), or a manifest as
+    #: `GET /api/tools` answers it (`{"tools": [...]}` or a bare list).
+    manifest: Callable[[], object] | None = None
     #: The audit trail as `GET /api/audit` answers it (`{"chain": …, "records": […]}`).
     audit: Callable[[], Mapping[str, Any]] | None = None
     #: Who someone is (`None`: no sign-in, everyone is anonymous).
@@ -115,7 +136,7 @@ _sessions: dict[str, Session] = {}
 
 def configure(
     connection: ConnectionFactory,
-    manifest: Callable[[], Mapping[str, Any]],
+    manifest: Callable[[], object],
     audit: Callable[[], Mapping[str, Any]] | None = None,
     *,
     authenticator: Authenticator | None = None,
@@ -178,14 +199,26 @@ def read_audit() -> Mapping[str, Any] | None:
     return _backend.audit() if _backend.audit is not None else None
 
 
-def _tools(bridge: BrowserBridge) -> list[ClientTool]:
+def _tools(bridge: BrowserBridge, problems: list[str] | None = None) -> list[ClientTool]:
+    """The tools the tab's client knows, with the JavaScript and Python ones bound to their
+    implementations; what was wrong with the manifest is added to `problems` (the session's
+    notices, shown to the person once)."""
     assert _backend.manifest is not None, "call chat_app.ui.session.configure first"
 
     async def local_time(_: Mapping[str, Any]) -> Any:
         return await bridge.call(LOCAL_TIME_SCRIPT)
 
     functions = {"get_local_time": local_time, "get_location": demo_location}
-    return ClientTool.from_manifest(_backend.manifest(), functions)
+    problems = problems if problems is not None else []
+    try:
+        found = _backend.manifest()
+    except Exception as error:  # the conversation goes on without typed approvals
+        _log.exception("Reading the tool manifest failed")
+        problems.append(f"The tool manifest could not be read: {error}.")
+        return []
+    manifest = found if isinstance(found, ToolManifest) else read_manifest(found)
+    problems.extend(manifest.problems)
+    return manifest.with_functions(functions)
 
 
 def session_for(token: str, saved: str = "", identity: Identity = ANONYMOUS) -> Session:
@@ -205,7 +238,8 @@ def session_for(token: str, saved: str = "", identity: Identity = ANONYMOUS) -> 
     assert _backend.connection is not None, "call chat_app.ui.session.configure first"
     bridge = BrowserBridge()
     changed = asyncio.Event()
-    tools = _tools(bridge)
+    notices: list[str] = []
+    tools = _tools(bridge, notices)
 
     def on_change(_: ChatClient) -> None:
         changed.set()
@@ -219,8 +253,9 @@ def session_for(token: str, saved: str = "", identity: Identity = ANONYMOUS) -> 
     else:
         client = ChatClient(connection, tools=tools, on_change=on_change)
     session = Session(
-        client=client, bridge=bridge, changed=changed, saved=saved, identity=identity
-    )
+        client=client, bridge=bridge, changed=changed, saved=saved, identity=identity,
+        notices=notices,
+    )  # fmt: skip
     holder.append(session)
     _sessions[token] = session
     return session

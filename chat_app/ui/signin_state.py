@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from .guard import guarded
 from .identity_state import IdentityState
 
 
@@ -14,6 +15,7 @@ class SignInState(IdentityState):
     next_path: str = "/"
 
     @rx.event
+    @guarded
     def load(self) -> None:
         params = self.router.url.query_parameters
         self.error = str(params.get("error", ""))[:200]

@@ -10,9 +10,10 @@ is finished, so the bytes sent per token do not grow with the history.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import reflex as rx
@@ -23,6 +24,7 @@ from chat_app.trust import ANONYMOUS, Identity
 
 from . import session as sessions
 from .forms import form_fields, read_form
+from .guard import failure_message, guarded, guarded_task
 from .identity_state import IdentityState
 from .views import (
     DecisionView,
@@ -53,6 +55,8 @@ HELD_NOTICE = (
     "Answer the pending decisions first — your message is kept here and you can send it after."
 )
 
+_log = logging.getLogger(__name__)
+
 
 class ChatState(IdentityState):
     """Transcript, decisions and composer for one browser tab."""
@@ -73,7 +77,13 @@ class ChatState(IdentityState):
     bulk_ok: bool = False
     batch_errors: list[str] = []
     can_retry: bool = False
+    #: The last message's run failed (the agent answered an error, the stream broke, …):
+    #: Retry runs the same message again (`retry_send`).
+    can_resend: bool = False
     run_error: str = ""
+    #: What the person should know about the agent this page talks to (its tool manifest
+    #: could not be read, entries were left out), each shown once until dismissed.
+    notices: list[str] = []
     draft: str = ""
     held: bool = False
 
@@ -86,6 +96,8 @@ class ChatState(IdentityState):
     _client_json: str = ""
     _memory: dict[str, FormMemory] = {}
     _stop: bool = False
+    #: Every notice shown in this tab (a session made again reads the same manifest).
+    _noticed: list[str] = []
 
     # --- reading ------------------------------------------------------------------------
 
@@ -144,11 +156,26 @@ class ChatState(IdentityState):
         self.bulk_ok = views.bulk_ok
         self.batch_errors = views.batch_errors
         self.can_retry = state.can_retry
+        self.can_resend = state.can_resend
         self.resuming = state.resuming
         # A refused continuation is shown on its decisions, not again as a run error.
         self.run_error = "" if state.refused else state.error or ""
         self._refresh_streaming(client)
         self._client_json = state.to_json()
+        fresh = [notice for notice in session.take_notices() if notice not in self._noticed]
+        if fresh:
+            self._noticed = [*self._noticed, *fresh]
+            self.notices = [*self.notices, *fresh]
+
+    def _show_failure(self, message: str) -> bool:
+        """A handler failed (`chat_app.ui.guard`): the chat's status row says so."""
+        self.run_error = message
+        return True
+
+    def _give_back(self, text: str) -> None:
+        """A message that never reached the client goes back into the composer."""
+        if text and not self.draft.strip():
+            self.draft = text
 
     def _refresh_streaming(self, client: ChatClient) -> bool:
         """Update only the streamed message; return whether the transcript needs rebuilding."""
@@ -178,6 +205,7 @@ class ChatState(IdentityState):
         return self._session()
 
     @rx.event
+    @guarded
     async def on_load(self) -> Any:
         """Show the tab's conversation, pending decisions included (also after a reload);
         send a visitor who must sign in to the sign-in page."""
@@ -191,12 +219,14 @@ class ChatState(IdentityState):
     # --- composer -----------------------------------------------------------------------
 
     @rx.event
+    @guarded
     def set_draft(self, value: str) -> None:
         self.draft = value
         if not value.strip():
             self.held = False
 
     @rx.event
+    @guarded
     def send(self, _: dict[str, Any] | None = None) -> Any:
         text = self.draft.strip()
         if not text or self.running:
@@ -211,31 +241,37 @@ class ChatState(IdentityState):
         return ChatState.run(text)
 
     @rx.event
+    @guarded
     def use_suggestion(self, text: str) -> Any:
         self.draft = text
         return ChatState.send(None)
 
     @rx.event
+    @guarded
     def stop(self) -> None:
         self._stop = True
 
     # --- decisions ----------------------------------------------------------------------
 
     @rx.event
+    @guarded
     def toggle_panel(self, interrupt_id: str, panel: str) -> None:
         memory = self._memory.setdefault(interrupt_id, FormMemory())
         memory.panel = "" if memory.panel == panel else panel
         self._refresh(self._session())
 
     @rx.event
+    @guarded
     async def approve(self, interrupt_id: str) -> Any:
         return await self._decide(interrupt_id, "approve", {})
 
     @rx.event
+    @guarded
     async def reject(self, interrupt_id: str) -> Any:
         return await self._decide(interrupt_id, "reject", {})
 
     @rx.event
+    @guarded
     async def submit_form(self, form_data: dict[str, Any]) -> Any:
         """Every decision form posts here; hidden inputs say which decision and which form."""
         interrupt_id = str(form_data.pop("__interrupt", ""))
@@ -266,6 +302,7 @@ class ChatState(IdentityState):
         return ChatState.resolve(interrupt_id, form, value)
 
     @rx.event
+    @guarded
     def start_over(self) -> None:
         """Leave an expired pause behind: a new conversation, the last request in the box."""
         client = self._session().client
@@ -278,6 +315,7 @@ class ChatState(IdentityState):
         self._refresh(self._session())
 
     @rx.event
+    @guarded
     def change_answer(self, interrupt_id: str) -> None:
         """Take back a staged answer while the rest of the batch is still open."""
         session = self._session()
@@ -286,26 +324,46 @@ class ChatState(IdentityState):
         self._refresh(session)
 
     @rx.event
+    @guarded
     def cancel_decision(self, interrupt_id: str) -> Any:
         return ChatState.resolve(interrupt_id, "cancel", None)
 
     @rx.event
+    @guarded
     def approve_all(self) -> Any:
         return ChatState.resolve_all("approve")
 
     @rx.event
+    @guarded
     def reject_all(self) -> Any:
         return ChatState.resolve_all("reject")
 
     @rx.event
+    @guarded
     def cancel_all(self) -> Any:
         return ChatState.resolve_all("cancel")
 
     @rx.event
+    @guarded
     def retry(self) -> Any:
         return ChatState.resolve_all("retry")
 
     @rx.event
+    @guarded
+    def retry_send(self) -> Any:
+        """Run the last message again after its run failed (the status row's Retry)."""
+        if self.running or not self.can_resend:
+            return None
+        self.run_error = ""
+        return ChatState.resend()
+
+    @rx.event
+    @guarded
+    def dismiss_notice(self, notice: str) -> None:
+        self.notices = [shown for shown in self.notices if shown != notice]
+
+    @rx.event
+    @guarded
     def browser_result(self, result: dict[str, Any]) -> None:
         """A JavaScript client tool finished in the page."""
         call_id = str(result.get("id", ""))
@@ -314,11 +372,19 @@ class ChatState(IdentityState):
     # --- background work ----------------------------------------------------------------
 
     @rx.event(background=True)
+    @guarded_task
     async def run(self, text: str) -> AsyncIterator[Any]:
-        async for event in self._work(lambda client: client.send(text)):
+        async for event in self._work(lambda client: client.send(text), text=text):
             yield event
 
     @rx.event(background=True)
+    @guarded_task
+    async def resend(self) -> AsyncIterator[Any]:
+        async for event in self._work(lambda client: client.resend()):
+            yield event
+
+    @rx.event(background=True)
+    @guarded_task
     async def resolve(self, interrupt_id: str, form: str, value: Any) -> AsyncIterator[Any]:
         def action(client: ChatClient) -> Awaitable[None]:
             if form == "cancel":
@@ -336,6 +402,7 @@ class ChatState(IdentityState):
             yield event
 
     @rx.event(background=True)
+    @guarded_task
     async def resolve_all(self, how: str) -> AsyncIterator[Any]:
         def action(client: ChatClient) -> Awaitable[None]:
             if how == "cancel":
@@ -347,21 +414,74 @@ class ChatState(IdentityState):
         async for event in self._work(action):
             yield event
 
-    async def _work(self, action: Callable[[ChatClient], Awaitable[None]]) -> AsyncIterator[Any]:
+    async def _work(
+        self, action: Callable[[ChatClient], Awaitable[None]], *, text: str = ""
+    ) -> AsyncIterator[Any]:
         """Run one client action, streaming its progress into the page, as whoever is signed
-        in now (nothing runs for a visitor who is not)."""
+        in now (nothing runs for a visitor who is not).
+
+        Whatever fails ends the run here, visibly: the client's own errors (the agent's
+        answer, a broken stream) show in the status row with Retry; an exception on this side
+        is logged with its traceback and shown too; `running` is always reset, so the page
+        stays usable; and `text`, a message being sent, goes back into the composer if it
+        never reached the client.
+        """
         async with self:
             if self.running:
                 return
             viewer = self._viewer()
             if viewer is None:
                 self.run_error = f"{self.auth_error} Nothing was sent."
+                self._give_back(text)
                 return
-            session = self._session(viewer)
+            try:
+                session = self._session(viewer)
+            except Exception as error:  # e.g. the client could not be made
+                _log.exception("Starting a run failed")
+                self.run_error = failure_message(error)
+                self._give_back(text)
+                return
             self.running = True
             self._stop = False
         client = session.client
-        task = session.task = asyncio.ensure_future(action(client))
+        before = len(client.messages)
+        task: asyncio.Task[None] | None = None
+        failure: Exception | None = None
+        try:
+            task = session.task = asyncio.ensure_future(action(client))
+            async for event in self._follow(session, task):
+                yield event
+        except Exception as error:  # the page's side of the run failed: stop the run too
+            failure = error
+            if task is not None and not task.done():
+                task.cancel()
+        if failure is None and task is not None and task.done() and not task.cancelled():
+            failure = cast(Exception | None, task.exception())
+        async with self:
+            self.running = False
+            try:
+                self._refresh(session)
+            except Exception as error:
+                failure = failure or error
+            if isinstance(failure, UsageError | ClientError):
+                self.run_error = str(failure)
+            elif failure is not None:
+                _log.error("A run failed in the app", exc_info=failure)
+                self.run_error = failure_message(failure)
+            elif client.error is not None:
+                _log.warning("A run ended with an error: %s", client.error.message)
+            if self._stop:
+                self.run_error = "Stopped."
+                self._stop = False
+            sent = any(m.role == "user" and m.text == text for m in client.messages[before:])
+            if text and not sent:
+                self._give_back(text)
+
+    async def _follow(
+        self, session: sessions.Session, task: asyncio.Task[None]
+    ) -> AsyncIterator[Any]:
+        """Stream the task's progress into the page until it is done (Stop cancels it)."""
+        client = session.client
         last_flush = 0.0
         first_words_of = ""  # the streamed message whose first words were flushed at once
         while True:
@@ -396,15 +516,6 @@ class ChatState(IdentityState):
                     session.changed.clear()
                     if self._refresh_streaming(client):
                         self._refresh(session)
-        error = task.exception() if not task.cancelled() else None
-        async with self:
-            self.running = False
-            self._refresh(session)
-            if isinstance(error, UsageError | ClientError):
-                self.run_error = str(error)
-            if self._stop:
-                self.run_error = "Stopped."
-                self._stop = False
 
 
 def _first_words(client: ChatClient) -> str:

@@ -53,8 +53,6 @@ STATUS_COLORS = {
     "done": "green",
     "error": "red",
 }
-#: A tool call's statuses that mirror an answer given to its approval.
-_DECIDED = frozenset({"approved", "rejected", "cancelled"})
 
 
 @dataclass
@@ -445,12 +443,6 @@ def _tool_card(
         if card.decision.expired:
             # Whatever was clicked, nothing ran: the server refused the expired answer.
             card.status, card.status_label, card.status_color = "expired", "Expired", "gray"
-        elif item.status in ("pending", "error") and part.status in _DECIDED:
-            # The client marks the call with the answer as it sends it; an answer the server
-            # refused (forbidden, invalid) leaves the decision open, so the call still waits.
-            card.status = "awaiting-approval"
-            card.status_label = STATUS_LABELS[card.status]
-            card.status_color = STATUS_COLORS[card.status]
     return card
 
 

@@ -60,4 +60,5 @@ async def test_the_requester_is_refused_on_the_item_and_it_stays_open(tmp_path: 
     assert item.error.message == "Needs approval from role finance, not the requester."
     assert not client.state.can_retry
     [call] = calls(client)
-    assert call.status != "done"
+    # The refused approval did not stand: the call waits again, for someone who may decide.
+    assert (call.status, call.decision) == ("awaiting-approval", None)

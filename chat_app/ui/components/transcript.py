@@ -167,7 +167,15 @@ def streaming_row(
     )
 
 
-def status_row(*, resuming: Prop[bool], run_error: Prop[str]) -> rx.Component:
+def status_row(
+    *,
+    resuming: Prop[bool],
+    run_error: Prop[str],
+    can_resend: Prop[bool],
+    on_retry_send: Handler,
+) -> rx.Component:
+    """The run's status: resuming, or why it failed, with Retry when the failed message can be
+    sent again (`can_resend`; a failed decision's Retry is in the batch bar)."""
     return rx.vstack(
         rx.cond(
             resuming,
@@ -181,15 +189,62 @@ def status_row(*, resuming: Prop[bool], run_error: Prop[str]) -> rx.Component:
         ),
         rx.cond(
             run_error != "",
-            rx.callout(
-                run_error,
-                icon="circle_alert",
+            rx.callout.root(
+                rx.callout.icon(rx.icon("circle_alert")),
+                rx.callout.text(run_error, id="run-error-text"),
+                rx.cond(
+                    can_resend,
+                    rx.button(
+                        "Retry",
+                        on_click=on_retry_send,
+                        size="1",
+                        variant="surface",
+                        color_scheme="red",
+                        id="retry-send",
+                        width="fit-content",
+                    ),
+                ),
                 color_scheme="red",
                 size="1",
                 id="run-error",
+                role="alert",
             ),
         ),
         width="100%",
+    )
+
+
+def notice_list(*, notices: Prop[list[str]], on_dismiss: Handler) -> rx.Component:
+    """What the person should know about the agent the page talks to (e.g. its tool manifest
+    could not be read), each with Dismiss."""
+    return rx.cond(
+        notices.length() > 0,  # type: ignore[union-attr]
+        rx.vstack(
+            rx.foreach(
+                notices,
+                lambda notice: rx.callout.root(
+                    rx.callout.icon(rx.icon("info")),
+                    rx.callout.text(notice),
+                    rx.button(
+                        "Dismiss",
+                        on_click=on_dismiss(notice),
+                        size="1",
+                        variant="ghost",
+                        color_scheme="amber",
+                        width="fit-content",
+                    ),
+                    color_scheme="amber",
+                    size="1",
+                    class_name="agent-notice",
+                    role="status",
+                ),
+            ),
+            id="agent-notices",
+            width="100%",
+            spacing="2",
+            padding_x="1.25em",
+            padding_top="1em",
+        ),
     )
 
 
@@ -240,11 +295,14 @@ def transcript(
     batch: rx.Component,
     status: rx.Component,
     empty: rx.Component,
+    notices: rx.Component | None = None,
 ) -> rx.Component:
-    """The scrolling log: the messages, list by list (`parts`, oldest first, each sent on its
-    own), then the reply being streamed, the decisions not at a tool call, the batch bar and
-    the run's status; `empty` before the first message."""
+    """The scrolling log: `notices` about the agent first, then the messages, list by list
+    (`parts`, oldest first, each sent on its own), the reply being streamed, the decisions
+    not at a tool call, the batch bar and the run's status; `empty` before the first message
+    (with the status, so a failure before any message shows too)."""
     return rx.box(
+        notices if notices is not None else rx.fragment(),
         rx.cond(
             has_messages,
             rx.vstack(
@@ -257,7 +315,12 @@ def transcript(
                 width="100%",
                 padding="1.25em",
             ),
-            empty,
+            rx.vstack(
+                empty,
+                rx.box(status, padding_x="1.25em", width="100%"),
+                height="100%",
+                width="100%",
+            ),
         ),
         flex="1",
         width="100%",

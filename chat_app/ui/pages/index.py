@@ -8,6 +8,7 @@ from chat_app.ui.components.header import auth_banner, header, viewer_menu
 from chat_app.ui.components.transcript import (
     empty_transcript,
     message_rows,
+    notice_list,
     status_row,
     streaming_row,
     transcript,
@@ -53,8 +54,14 @@ def _transcript() -> rx.Component:
             on_cancel_all=ChatState.cancel_all,
             on_retry=ChatState.retry,
         ),
-        status=status_row(resuming=ChatState.resuming, run_error=ChatState.run_error),
+        status=status_row(
+            resuming=ChatState.resuming,
+            run_error=ChatState.run_error,
+            can_resend=ChatState.can_resend,
+            on_retry_send=ChatState.retry_send,
+        ),
         empty=empty_transcript(suggestions=SUGGESTIONS, on_suggestion=ChatState.use_suggestion),
+        notices=notice_list(notices=ChatState.notices, on_dismiss=ChatState.dismiss_notice),
     )
 
 

@@ -1,0 +1,128 @@
+"""The page with `CHAT_APP_AGENT_URL` pointing at a remote agent that misbehaves.
+
+A local server (uvicorn, in this process) runs the demo agent behind a switch: its tool
+manifest is a bare JSON list (with one entry the client cannot use), and its chat route
+answers HTTP 500 `{"error": "database is down"}` until the test fixes it. One copy of the app
+is built against it (sign-in off). The page shows the failure in the chat, in words, with
+Retry; the message the person typed stays in the conversation; Retry after the fix sends
+it again and the approval, typed by the bare-list manifest, goes through.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from chat_app.demo import build_demo_agent
+from chat_app.server import create_app
+from tests.live_server import serve_asgi
+from tests.ui.conftest import app_copy
+
+pytestmark = pytest.mark.browser
+PHRASE = "transfer 25 to Ada"
+
+
+class FlakyAgent:
+    """The demo agent's server; `/api/chat` answers 500 while `down`, `/api/tools` a list."""
+
+    def __init__(self, real: ASGIApp, manifest: list[Any]) -> None:
+        self.real = real
+        self.manifest = json.dumps(manifest).encode()
+        self.entries = len(manifest)
+        self.down = True
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path") if scope["type"] == "http" else None
+        if path == "/api/tools":
+            await self._answer(send, 200, self.manifest)
+        elif path == "/api/chat" and self.down:
+            await self._answer(send, 500, b'{"error": "database is down"}')
+        else:
+            await self.real(scope, receive, send)
+
+    @staticmethod
+    async def _answer(send: Send, status: int, body: bytes) -> None:
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+@pytest.fixture(scope="module")
+def flaky() -> Iterator[tuple[str, FlakyAgent]]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CHAT_APP_DEMO_TOKEN_DELAY_MS", "0")
+        agent = build_demo_agent()
+    # A bare list, as many servers answer, with one entry the client cannot use.
+    manifest = [*agent.tool_manifest(), {"description": "an entry without a name"}]
+    server = FlakyAgent(create_app(agent), manifest)
+    with serve_asgi(server, name="the flaky agent") as base:
+        yield base, server
+
+
+@pytest.fixture(scope="module")
+def app_url(
+    flaky: tuple[str, FlakyAgent], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    extra = {"CHAT_APP_AGENT_URL": f"{flaky[0]}/api/chat", "CHAT_APP_AUTH": "none"}
+    with app_copy(tmp_path_factory.mktemp("flaky-app"), extra) as url:
+        yield url
+
+
+def test_a_failing_agent_is_shown_with_retry_and_the_message_is_kept(
+    browser: Browser, app_url: str, flaky: tuple[str, FlakyAgent], screenshot_dir: Path
+) -> None:
+    base, server = flaky
+    context = browser.new_context(base_url=app_url, viewport={"width": 1200, "height": 800})
+    context.set_default_timeout(20_000)
+    page: Page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto("/")
+        page.wait_for_selector('#app-root[data-hydrated="true"]')
+        # The manifest's unusable entry is named once, in the chat; the rest is used.
+        notice = page.locator(".agent-notice")
+        expect(notice).to_have_count(1)
+        expect(notice).to_contain_text(
+            f"Tool entry {server.entries} in the tool "
+            f"manifest at {base}/api/tools was left out: it has no name."
+        )
+
+        server.down = True
+        page.locator("#composer-input").fill(PHRASE)
+        page.locator("#composer-input").press("Enter")
+        failure = page.locator("#run-error")
+        expect(failure).to_contain_text(
+            f"The agent at {base}/api/chat answered HTTP 500: database is down"
+        )
+        user = page.locator('.chat-message[data-role="user"]')
+        expect(user).to_have_text([PHRASE])  # what the person typed stays in the chat
+        retry = page.locator("#retry-send")
+        expect(retry).to_be_visible()
+        page.screenshot(path=str(screenshot_dir / "remote-500.png"), full_page=True)
+
+        server.down = False  # the agent is fixed; Retry sends the same message again
+        retry.click()
+        decision = page.locator(".approval-card")
+        expect(decision).to_be_visible()  # typed by the bare-list manifest
+        expect(failure).to_have_count(0)
+        expect(user).to_have_text([PHRASE])  # sent again, not added again
+        decision.locator("button.approve").click()
+        expect(page.locator('.tool-card[data-tool="transfer"] .tool-status')).to_have_text("Done")
+
+        # Shown once: dismissed, it does not come back after a reload.
+        notice.get_by_role("button", name="Dismiss").click()
+        expect(notice).to_have_count(0)
+        page.reload()
+        page.wait_for_selector('#app-root[data-hydrated="true"]')
+        expect(page.locator('.tool-card[data-tool="transfer"] .tool-status')).to_have_text("Done")
+        expect(notice).to_have_count(0)
+    finally:
+        context.close()
+    assert not errors, errors
