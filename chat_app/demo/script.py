@@ -46,7 +46,7 @@ def demo_script(request: ModelRequest) -> ScriptedTurn:
     results = _results_since_user(request)
     if results:
         return ScriptedTurn(
-            text=" ".join(_describe(name, content, error) for name, content, error in results)
+            text=" ".join(_describe(name, content, outcome) for name, content, outcome in results)
         )
     if request.notes:
         return _after_generic(request.notes)
@@ -120,9 +120,13 @@ def _money(amount: float) -> str:
     return f"{amount:,.2f}".removesuffix(".00")
 
 
-def _results_since_user(request: ModelRequest) -> list[tuple[str, Any, bool]]:
+def _results_since_user(request: ModelRequest) -> list[tuple[str, Any, str]]:
+    """Each tool result since the last user message: `(tool name, content, outcome)`, the
+    outcome `ok`, `error` (refused, cancelled, or the tool's error as its content) or `failed`
+    (a client tool that ran and has no answer: no content, only the message's `error`, which
+    becomes the content)."""
     names: dict[str, str] = {}
-    results: list[tuple[str, Any, bool]] = []
+    results: list[tuple[str, Any, str]] = []
     messages = request.messages
     start = len(messages)  # read back to the last user message only: a long history is long
     while start > 0 and messages[start - 1].role != "user":
@@ -136,17 +140,21 @@ def _results_since_user(request: ModelRequest) -> list[tuple[str, Any, bool]]:
                 content = json.loads(str(message.content))
             except json.JSONDecodeError:
                 content = message.content
-            results.append(
-                (names.get(message.tool_call_id, "tool"), content, message.error is not None)
-            )
+            outcome = "ok" if message.error is None else "error"
+            if content is None and message.error is not None:
+                content, outcome = message.error, "failed"
+            results.append((names.get(message.tool_call_id, "tool"), content, outcome))
     return results
 
 
-def _describe(name: str, content: Any, error: bool) -> str:
+def _describe(name: str, content: Any, outcome: str) -> str:
     data = content if isinstance(content, dict) else {}
+    if outcome == "failed":  # it ran, in the client, and has no answer: no decision was refused
+        what = "read your location" if name == "get_location" else f"run {name.replace('_', ' ')}"
+        return f"I couldn't {what}: {content}."
     if data.get("error") == "Tool execution cancelled":
         return f"Cancelled: {name.replace('_', ' ')} did not run."
-    if error or "error" in data:
+    if outcome == "error" or "error" in data:
         reason = data.get("reason") or data.get("error") or "no reason given"
         return f"Understood — {name.replace('_', ' ')} was not run. Reason: {reason}."
     if name == "transfer":
@@ -174,7 +182,10 @@ def _describe(name: str, content: Any, error: bool) -> str:
         return f"It's {data.get('time')} where you are ({data.get('timeZone')})."
     if name == "get_location":
         label = data.get("label") or f"{data.get('latitude')}, {data.get('longitude')}"
-        return f"Got it: you're at {label}."
+        accuracy = data.get("accuracy")
+        number = isinstance(accuracy, int | float) and not isinstance(accuracy, bool)
+        within = f" (±{accuracy:.0f} m)" if number else ""
+        return f"Got it: you're at {label}{within}."
     return f"{name} returned {json.dumps(content)}."
 
 

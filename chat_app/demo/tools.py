@@ -204,17 +204,20 @@ GET_LOCAL_TIME = tool(
 
 GET_LOCATION = tool(
     "get_location",
-    description="Read the user's location (runs in the client, after approval).",
+    description="Read the user's location from their browser (runs in the client, after approval).",
     input={"type": "object", "properties": {}, "additionalProperties": False},
+    # A position, or `{"error": …}`: a client tool that fails answers its error
+    # (`docs/protocol.md` §4.9), which is checked against this schema like any output.
     output={
         "type": "object",
         "properties": {
-            "latitude": {"type": "number"},
-            "longitude": {"type": "number"},
-            "accuracy": {"type": "number"},
+            "latitude": {"type": "number", "minimum": -90, "maximum": 90},
+            "longitude": {"type": "number", "minimum": -180, "maximum": 180},
+            "accuracy": {"type": "number", "minimum": 0, "description": "Metres."},
             "label": {"type": "string"},
+            "error": {"type": "string", "description": "Why no position was read."},
         },
-        "required": ["latitude", "longitude"],
+        "oneOf": [{"required": ["latitude", "longitude"]}, {"required": ["error"]}],
     },
     needs_approval=True,
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,16 @@ ConnectionFactory = Callable[[Callable[[], Identity]], Connection]
 _log = logging.getLogger(__name__)
 
 
+#: How long a run waits for the page to answer any bridge call; longer than
+#: `LOCATION_TIMEOUT_S`, so the page's own timeout (with its clearer reason) comes first.
+BRIDGE_TIMEOUT_S = 30
+
+
+class BrowserToolError(Exception):
+    """A client tool run in the page has no answer: the message is the tool's error, which
+    the model reads and the tool card shows."""
+
+
 @dataclass
 class BrowserCall:
     id: str
@@ -55,7 +66,10 @@ class BrowserBridge:
     _ids: itertools.count[int] = field(default_factory=itertools.count)
 
     async def call(self, script: str) -> Any:
-        """Evaluate `script` (a JS expression, maybe a promise) in the page; return its value."""
+        """Evaluate `script` (a JS expression, maybe a promise) in the page; return its value.
+
+        Raises `BrowserToolError` when the page has not answered within `BRIDGE_TIMEOUT_S`.
+        """
         call = BrowserCall(
             id=f"b{next(self._ids)}",
             script=script,
@@ -65,7 +79,9 @@ class BrowserBridge:
         self.unsent.append(call)
         self.wakeup.set()
         try:
-            return await asyncio.wait_for(call.future, timeout=30)
+            return await asyncio.wait_for(call.future, timeout=BRIDGE_TIMEOUT_S)
+        except TimeoutError:
+            raise BrowserToolError(f"the page did not answer within {BRIDGE_TIMEOUT_S} s") from None
         finally:
             self.pending.pop(call.id, None)
 
@@ -86,9 +102,72 @@ LOCAL_TIME_SCRIPT = (
 )
 
 
-def demo_location(_: Mapping[str, Any]) -> dict[str, Any]:
-    """`get_location` runs in Python in the app (a browser may not grant geolocation)."""
-    return {"latitude": 48.8566, "longitude": 2.3522, "accuracy": 50, "label": "Paris, France"}
+#: How long `get_location` waits in the page for a position, the permission prompt included
+#: (the Geolocation API's own `timeout` starts only once permission is given).
+LOCATION_TIMEOUT_S = 15
+
+#: The JavaScript of `get_location`: the browser's position, after the browser's own
+#: permission prompt. It always resolves, never rejects: a position, or `{error: <code>}` with
+#: a code of `LOCATION_ERRORS` (the page cannot be trusted, so `location_result` checks it).
+LOCATION_SCRIPT = f"""new Promise((resolve) => {{
+  const geo = navigator.geolocation;
+  if (!geo) {{ resolve({{error: "unsupported"}}); return; }}
+  const timer = setTimeout(() => resolve({{error: "timeout"}}), {LOCATION_TIMEOUT_S * 1000});
+  const done = (value) => {{ clearTimeout(timer); resolve(value); }};
+  const codes = {{1: "denied", 2: "unavailable", 3: "timeout"}};
+  try {{
+    geo.getCurrentPosition(
+      (p) => done({{latitude: p.coords.latitude, longitude: p.coords.longitude,
+                    accuracy: p.coords.accuracy}}),
+      (e) => done({{error: codes[e.code] || "unavailable"}}),
+      {{timeout: {LOCATION_TIMEOUT_S * 1000}, maximumAge: 60000}});
+  }} catch (e) {{ done({{error: "unavailable"}}); }}
+}})"""
+
+#: What the model reads when the page has no position. The browser decides (a person's
+#: answer to its prompt, a site setting, a policy), so the words say "the browser".
+LOCATION_ERRORS = {
+    "denied": "the browser refused location access",
+    "unavailable": "the browser could not determine its position",
+    "timeout": f"the browser gave no position within {LOCATION_TIMEOUT_S} s",
+    "unsupported": "this browser has no geolocation",
+}
+
+
+def location_result(value: Any) -> dict[str, Any]:
+    """`get_location`'s output from what `LOCATION_SCRIPT` answered: the position, labelled
+    with its coordinates (there is no offline reverse geocoder). Raises `BrowserToolError`
+    when the browser gave none, or answered something that is not a position."""
+    if isinstance(value, Mapping) and "error" in value:
+        code = value["error"]
+        raise BrowserToolError(
+            LOCATION_ERRORS.get(code, LOCATION_ERRORS["unavailable"])
+            if isinstance(code, str)
+            else LOCATION_ERRORS["unavailable"]
+        )
+    if not isinstance(value, Mapping):
+        raise BrowserToolError("the browser's answer was not a position")
+    latitude, longitude = value.get("latitude"), value.get("longitude")
+    if not (_number(latitude, -90, 90) and _number(longitude, -180, 180)):
+        raise BrowserToolError("the browser's answer was not a position")
+    output: dict[str, Any] = {
+        "latitude": latitude,
+        "longitude": longitude,
+        "label": f"{latitude:.4f}, {longitude:.4f}",
+    }
+    accuracy = value.get("accuracy")
+    if _number(accuracy, 0, math.inf):
+        output["accuracy"] = accuracy
+    return output
+
+
+def _number(value: Any, low: float, high: float) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and low <= value <= high
+    )
 
 
 @dataclass
@@ -208,7 +287,10 @@ def _tools(bridge: BrowserBridge, problems: list[str] | None = None) -> list[Cli
     async def local_time(_: Mapping[str, Any]) -> Any:
         return await bridge.call(LOCAL_TIME_SCRIPT)
 
-    functions = {"get_local_time": local_time, "get_location": demo_location}
+    async def location(_: Mapping[str, Any]) -> Any:
+        return location_result(await bridge.call(LOCATION_SCRIPT))
+
+    functions = {"get_local_time": local_time, "get_location": location}
     problems = problems if problems is not None else []
     try:
         found = _backend.manifest()

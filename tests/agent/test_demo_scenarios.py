@@ -234,7 +234,12 @@ async def test_location_pauses_for_approval_then_runs_in_the_client() -> None:
             {
                 "interruptId": client[0]["id"],
                 "status": "resolved",
-                "payload": {"latitude": 48.85, "longitude": 2.35, "label": "Paris"},
+                "payload": {
+                    "latitude": 52.52,
+                    "longitude": 13.405,
+                    "accuracy": 25,
+                    "label": "52.5200, 13.4050",
+                },
             }
         ],
         run_id="r3",
@@ -243,11 +248,39 @@ async def test_location_pauses_for_approval_then_runs_in_the_client() -> None:
                 "id": f"tool-{call_id}",
                 "role": "tool",
                 "toolCallId": call_id,
-                "content": '{"latitude":48.85,"longitude":2.35,"label":"Paris"}',
+                "content": '{"latitude":52.52,"longitude":13.405,"accuracy":25,'
+                '"label":"52.5200, 13.4050"}',
             }
         ],
     )
-    assert "you're at Paris" in text_of(done)
+    assert "Got it: you're at 52.5200, 13.4050 (±25 m)." in text_of(done)
+
+
+async def test_location_that_fails_in_the_client_is_an_error_the_model_reads() -> None:
+    events, items = await pause("share my location")
+    approved = await resume(
+        events,
+        [{"interruptId": items[0]["id"], "status": "resolved", "payload": {"approved": True}}],
+    )
+    client = interrupts_of(approved)
+    call_id = items[0]["toolCallId"]
+    error = "the browser refused location access"
+    done = await resume(
+        approved,
+        [{"interruptId": client[0]["id"], "status": "resolved", "payload": {"error": error}}],
+        run_id="r3",
+        extra=[
+            {
+                "id": f"tool-{call_id}",
+                "role": "tool",
+                "toolCallId": call_id,
+                "content": "null",
+                "error": error,
+            }
+        ],
+    )
+    assert done[-1]["type"] == "RUN_FINISHED"
+    assert text_of(done) == f"I couldn't read your location: {error}."
 
 
 async def test_deploy_pauses_with_a_bound_approval_and_a_foreign_unbound_item() -> None:

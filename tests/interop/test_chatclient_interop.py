@@ -684,7 +684,7 @@ def test_location_approval_then_client_execution(chatclient_run: dict[str, Any])
     assert_continuation(summary, 2, paused=1, resume=[resolved(f"client_tool_{call_id}", LOCATION)])
     assert_finished_cleanly(summary, expected_requests=3)
     assert_no_interrupt_errors(summary)
-    assert "Got it: you're at Paris, France." in summary["assistantText"]
+    assert "Got it: you're at Paris, France (±12 m)." in summary["assistantText"]
 
 
 def test_pause_streams_end_with_one_interrupt_after_snapshot(

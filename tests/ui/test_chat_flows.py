@@ -6,10 +6,13 @@ saves a screenshot of the states it passes through.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from playwright.sync_api import Page, WebSocket, expect
+from playwright.sync_api import Browser, Page, WebSocket, expect
 
 from chat_app.ui.state import SUGGESTIONS
 
@@ -176,13 +179,67 @@ def test_local_time_runs_in_the_browser_without_a_decision(page: Page) -> None:
     expect(page.locator(".decision")).to_have_count(0)
 
 
-def test_location_runs_only_after_its_approval(page: Page, screenshot_dir: Path) -> None:
+LOCATION_CARD = '.tool-card[data-tool="get_location"]'
+
+
+@contextlib.contextmanager
+def page_in(browser: Browser, app_url: str, **options: Any) -> Iterator[Page]:
+    """Like the `page` fixture, in a context made with `options` (geolocation, permissions)."""
+    context = browser.new_context(
+        base_url=app_url, viewport={"width": 1200, "height": 800}, **options
+    )
+    context.set_default_timeout(20_000)
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        pg.goto("/")
+        pg.wait_for_selector('#app-root[data-hydrated="true"]')
+        yield pg
+    finally:
+        context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+def test_location_is_read_in_the_browser_only_after_its_approval(
+    browser: Browser, app_url: str, screenshot_dir: Path
+) -> None:
+    berlin = {"latitude": 52.52, "longitude": 13.405, "accuracy": 25}
+    with page_in(browser, app_url, geolocation=berlin, permissions=["geolocation"]) as page:
+        ask(page, "share my location")
+        expect(page.locator(".approval-card")).to_be_visible()
+        expect(page.get_by_text("you're at")).to_have_count(0)
+        page.locator(".approval-card button.approve").click()
+        expect(page.get_by_text("Got it: you're at 52.5200, 13.4050 (±25 m).")).to_be_visible()
+        expect(page.locator(f"{LOCATION_CARD} .tool-status")).to_have_text("Done")
+        shot(page, screenshot_dir, "location")
+
+
+def test_location_refused_by_the_browser_is_an_error_the_model_reads(
+    page: Page, screenshot_dir: Path
+) -> None:
+    page.context.clear_permissions()  # headless Chromium refuses geolocation when not granted
     ask(page, "share my location")
-    expect(page.locator(".approval-card")).to_be_visible()
-    expect(page.get_by_text("you're at")).to_have_count(0)
     page.locator(".approval-card button.approve").click()
-    expect(page.get_by_text("Got it: you're at Paris, France.")).to_be_visible()
-    shot(page, screenshot_dir, "location")
+    refusal = "the browser refused location access"
+    expect(page.get_by_text(f"I couldn't read your location: {refusal}.")).to_be_visible()
+    expect(page.locator(f"{LOCATION_CARD} .tool-status")).to_have_text("Error")
+    expect(page.locator(f"{LOCATION_CARD} .tool-reason")).to_have_text(refusal)
+    expect(page.get_by_text("you're at")).to_have_count(0)
+    shot(page, screenshot_dir, "location-refused")
+
+
+def test_location_in_a_browser_without_geolocation(browser: Browser, app_url: str) -> None:
+    with page_in(browser, app_url) as page:
+        page.context.add_init_script("delete Navigator.prototype.geolocation")
+        page.reload()
+        page.wait_for_selector('#app-root[data-hydrated="true"]')
+        assert page.evaluate("'geolocation' in navigator") is False
+        ask(page, "share my location")
+        page.locator(".approval-card button.approve").click()
+        expect(
+            page.get_by_text("I couldn't read your location: this browser has no geolocation.")
+        ).to_be_visible()
 
 
 def test_a_reload_during_a_pause_keeps_the_decision_and_it_still_resolves(

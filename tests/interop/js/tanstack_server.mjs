@@ -33,7 +33,7 @@ const schemas = {
   pay_invoice: {"input": {"type": "object", "properties": {"invoice": {"type": "string", "title": "Invoice"}, "supplier": {"type": "string", "title": "Supplier"}, "amount": {"type": "number", "exclusiveMinimum": 0, "title": "Amount"}}, "required": ["invoice", "supplier", "amount"], "additionalProperties": false}},
   deploy: {"input": {"type": "object", "properties": {"service": {"type": "string", "title": "Service"}, "version": {"type": "string", "title": "Version"}}, "required": ["service", "version"], "additionalProperties": false}},
   get_local_time: {"input": {"type": "object", "properties": {}, "additionalProperties": false}, "output": {"type": "object", "properties": {"time": {"type": "string"}, "timeZone": {"type": "string"}}, "required": ["time", "timeZone"]}},
-  get_location: {"input": {"type": "object", "properties": {}, "additionalProperties": false}, "output": {"type": "object", "properties": {"latitude": {"type": "number"}, "longitude": {"type": "number"}, "accuracy": {"type": "number"}, "label": {"type": "string"}}, "required": ["latitude", "longitude"]}},
+  get_location: {"input": {"type": "object", "properties": {}, "additionalProperties": false}, "output": {"type": "object", "properties": {"latitude": {"type": "number", "minimum": -90, "maximum": 90}, "longitude": {"type": "number", "minimum": -180, "maximum": 180}, "accuracy": {"type": "number", "minimum": 0, "description": "Metres."}, "label": {"type": "string"}, "error": {"type": "string", "description": "Why no position was read."}}, "oneOf": [{"required": ["latitude", "longitude"]}, {"required": ["error"]}]}},
 }
 
 function serverTool(name, needsApproval, run) {
