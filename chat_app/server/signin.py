@@ -119,7 +119,7 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         target = safe_next(form.get("next", ""))
         as_json = _is_json(request)
         if not email or not password:
-            return _refused(MISSING_FIELDS, target, as_json)
+            return _refused(MISSING_FIELDS, target, as_json, email)
         client = client_host(request) or ""
         # One attempt per email at a time in this process: parallel guesses queue up and
         # each waits the delay the failures before it earned.
@@ -130,7 +130,7 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
             identity = await asyncio.to_thread(accounts.check_password, email, password)
             if identity is None:
                 await asyncio.to_thread(accounts.record_failure, email, client)
-                return _refused(WRONG_PASSWORD, target, as_json)
+                return _refused(WRONG_PASSWORD, target, as_json, email)
             await asyncio.to_thread(accounts.clear_failures, email)
         return signed_in(replace(identity, method="password"), target, request)
 
@@ -199,10 +199,13 @@ def _is_json(request: Request) -> bool:
     )
 
 
-def _refused(message: str, target: str, as_json: bool) -> Response:
+def _refused(message: str, target: str, as_json: bool, email: str = "") -> Response:
+    """A refused sign-in: the form comes back with the message and the email typed (never the
+    password) so only the password needs typing again."""
     if as_json:
         return JSONResponse({"error": message}, status_code=401)
-    query = urlencode({"error": message, "next": target}, quote_via=quote)
+    fields = {"error": message, "next": target} | ({"email": email} if email else {})
+    query = urlencode(fields, quote_via=quote)
     return Response(status_code=303, headers={"Location": f"/signin?{query}"})
 
 

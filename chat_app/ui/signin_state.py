@@ -13,12 +13,15 @@ class SignInState(IdentityState):
     error: str = ""
     #: Where to go once signed in (a path on this site; the server checks it again).
     next_path: str = "/"
+    #: The email typed before a refused sign-in, so only the password is typed again.
+    email: str = ""
 
     @rx.event
     @guarded
     def load(self) -> None:
         params = self.router.url.query_parameters
         self.error = str(params.get("error", ""))[:200]
+        self.email = str(params.get("email", ""))[:254]
         wanted = str(params.get("next", "/"))
         self.next_path = wanted if wanted.startswith("/") and not wanted.startswith("//") else "/"
         self._viewer()

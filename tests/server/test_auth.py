@@ -271,12 +271,13 @@ def test_a_wrong_password_and_an_unknown_user_get_the_same_answer(
 ) -> None:
     wrong = sign_in(password_server, "ada@example.com", "not-her-password", next="/desk")
     unknown = sign_in(password_server, "nobody@example.com", "not-her-password", next="/desk")
-    for response in (wrong, unknown):
+    for response, typed in ((wrong, "ada@example.com"), (unknown, "nobody@example.com")):
         assert response.status_code == 303
         assert "set-cookie" not in response.headers
         where = urlsplit(response.headers["location"])
         assert where.path == "/signin"
-        assert parse_qs(where.query) == {"error": [WRONG], "next": ["/desk"]}
+        # The form comes back with what was typed (never the password) and the same message.
+        assert parse_qs(where.query) == {"error": [WRONG], "next": ["/desk"], "email": [typed]}
     for email in ("ada@example.com", "nobody@example.com"):
         response = password_server.http.post(
             "/api/signin", json={"email": email, "password": "not-her-password"}

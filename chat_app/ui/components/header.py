@@ -14,7 +14,7 @@ def _demo_switcher(choices: list[list[str]], viewer_email: Prop[str]) -> rx.Comp
     """Pick a demo person: the server sets their cookie and sends the page back."""
     return rx.hstack(
         rx.el.label("Demo sign-in:", html_for="demo-person", font_size="0.75rem",
-                    color=rx.color("gray", 11)),  # fmt: skip
+                    color=rx.color("gray", 11), white_space="nowrap"),  # fmt: skip
         rx.el.select(
             *[rx.el.option(label, value=email) for email, label in choices],
             # Controlled: it shows who the server says is signed in, once the page loads.
@@ -117,8 +117,8 @@ def header(viewer: rx.Component | None = None) -> rx.Component:
                 "chat_app — human sign-off for AI agents",
                 size="2",
                 color_scheme="gray",
-                # Hidden on phones, where it would squeeze the title.
-                display=["none", "none", "none", "block"],
+                # Only on wide screens: beside the sign-in menu it would squeeze the title.
+                display=["none", "none", "none", "none", "none", "block"],
             ),
             rx.link("Chat", href="/", size="2", id="nav-chat"),
             rx.link("Audit", href="/audit", size="2", id="nav-audit"),

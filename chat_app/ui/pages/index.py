@@ -79,8 +79,8 @@ def _composer() -> rx.Component:
     )
 
 
-def signed_in_header() -> rx.Component:
-    """The header with who is signed in, and the banner about sign-in under it."""
+def signed_in_header(*, banner: bool = True) -> rx.Component:
+    """The header with who is signed in, and (with `banner`) what to know about sign-in."""
     return rx.fragment(
         header(
             viewer_menu(
@@ -91,7 +91,9 @@ def signed_in_header() -> rx.Component:
             )
         ),
         rx.box(
-            auth_banner(auth_mode=IdentityState.auth_mode, auth_error=IdentityState.auth_error),
+            auth_banner(auth_mode=IdentityState.auth_mode, auth_error=IdentityState.auth_error)
+            if banner
+            else rx.fragment(),
             width="100%",
         ),
     )

@@ -33,6 +33,9 @@ def _form() -> rx.Component:
                 id="signin-email",
                 type="email",
                 required=True,
+                # The email typed before a refused sign-in (the server sends it back).
+                default_value=SignInState.email,
+                key=SignInState.email,
                 auto_complete="username",
                 width="100%",
             ),  # fmt: skip
@@ -57,7 +60,8 @@ def _form() -> rx.Component:
 
 def signin() -> rx.Component:
     return page_frame(
-        signed_in_header(),
+        # Only this page's own message: "Sign in first" would repeat what the page is for.
+        signed_in_header(banner=False),
         rx.center(
             rx.cond(
                 SignInState.auth_mode == "password",
