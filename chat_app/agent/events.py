@@ -31,6 +31,7 @@ from chat_app.interrupts import (
     InterruptResumeValidationError,
     tool_result_text,
 )
+from chat_app.interrupts.strict_json import strict_loads
 
 
 def event_to_wire(event: BaseEvent) -> dict[str, Any]:
@@ -137,6 +138,32 @@ def tool_result(
         timestamp=now,
         metadata={"tanstack": {"state": "output-error"}} if error else None,
     )
+
+
+def tool_call_restated(
+    call_id: str, name: str, parent_message_id: str, arguments: str, now: int
+) -> tuple[ToolCallStartEvent, ToolCallEndEvent]:
+    """`TOOL_CALL_START` and `TOOL_CALL_END` for a call an earlier run made, sent right before
+    this run's `TOOL_CALL_RESULT` for it, so the result answers a call started in its own run
+    (`docs/protocol.md` §3.7).
+
+    No `TOOL_CALL_ARGS`: a client that already holds the call keeps it and ignores a second
+    start, but would append the arguments again (`@ag-ui/client` 1.0.0 does). TanStack's client
+    instead restarts the part with empty arguments and fills them from `TOOL_CALL_END`'s
+    `metadata.tanstack.input` (the wire's place for its `TOOL_CALL_END.input`), so the end
+    carries the history's arguments, parsed (unless they are empty or not JSON).
+    """
+    start = ToolCallStartEvent(
+        tool_call_id=call_id, tool_call_name=name, parent_message_id=parent_message_id,
+        timestamp=now,
+    )  # fmt: skip
+    metadata = None
+    if arguments.strip():
+        try:  # read back when the continuation was checked, or not JSON at all
+            metadata = {"tanstack": {"input": strict_loads(arguments.strip())}}
+        except ValueError:
+            pass
+    return start, ToolCallEndEvent(tool_call_id=call_id, timestamp=now, metadata=metadata)
 
 
 def policy_decision(

@@ -298,7 +298,8 @@ class _Run:
                     call = pending.call
                     if isinstance(event, ToolCallResultEvent) and event.tool_call_id == call.id:
                         # The call started in the paused run: start and end it again in this
-                        # one, so the result answers a call of its own run (§3.7). O(1) a call.
+                        # one, so the result answers a call of its own run
+                        # (`docs/protocol.md` §3.7). Two events a call, whatever the history.
                         for restated in events.tool_call_restated(
                             call.id, call.name, call.message_id, call.arguments, self.now()
                         ):

@@ -1,10 +1,12 @@
 """Our streams equal the ones captured from TanStack AI's `chat()` for the same tools.
 
 Normalized for timestamps, generated message/call ids and `createdAt`; consecutive text deltas
-are merged (our scripted model streams word by word). One deliberate difference: TanStack
+are merged (our scripted model streams word by word). Two deliberate differences: TanStack
 streams a continuation's tool results before `RUN_STARTED` and sends a refused continuation's
 `RUN_ERROR` without one; we always start with `RUN_STARTED`, as AG-UI requires, so the
-expected streams are normalized the same way.
+expected streams are normalized the same way. And before each result for a call of the paused
+run we start and end that call again (`docs/protocol.md` §3.7; `test_restated_calls.py`
+pins how), which normalizing drops.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ BATCHES = load_fixture("wire-server-batches")
 
 
 def normalize(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    events = drop_restated(events)
     ids: dict[str, str] = {}
 
     def alias(value: str) -> str:
@@ -61,6 +64,22 @@ def normalize(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for event in out:
         if event["type"] == "RUN_STARTED":
             event.pop("parentRunId", None)
+    return out
+
+
+def drop_restated(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Without the `TOOL_CALL_START`/`TOOL_CALL_END` pairs that restate a call right before its
+    `TOOL_CALL_RESULT` (TanStack sends the result alone)."""
+    out: list[dict[str, Any]] = []
+    index = 0
+    while index < len(events):
+        window = events[index : index + 3]
+        if [e["type"] for e in window] == ["TOOL_CALL_START", "TOOL_CALL_END", "TOOL_CALL_RESULT"]:
+            if len({e["toolCallId"] for e in window}) == 1:
+                index += 2
+                continue
+        out.append(events[index])
+        index += 1
     return out
 
 

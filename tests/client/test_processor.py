@@ -190,3 +190,82 @@ def test_a_state_delta_that_does_not_apply_leaves_the_state_and_the_run_alone() 
         state = P.apply(start, {"type": "STATE_DELTA", "delta": delta})
         assert state.agent_state == {"total": 4}, delta
         assert state.messages == start.messages
+
+
+def paused_then_approved() -> StreamState:
+    """`c1` of message `a` paused for approval, approved, and a new request streaming."""
+    metadata = {"kind": "approval", "toolName": "pay", "input": {"cents": 1}}
+    descriptor = {"id": "approval_c1", "reason": "tool_call", "toolCallId": "c1",
+                  "metadata": metadata}  # fmt: skip
+    state = fold(
+        [
+            {"type": "RUN_STARTED", "runId": "r1"},
+            {"type": "TEXT_MESSAGE_START", "messageId": "a", "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "a", "delta": "Pay?"},
+            {"type": "TEXT_MESSAGE_END", "messageId": "a"},
+            *CALL,
+            {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+            {"type": "RUN_FINISHED", "runId": "r1",
+             "outcome": {"type": "interrupt", "interrupts": [descriptor]}},
+        ]
+    )  # fmt: skip
+    return P.start_request(P.record_decision(state, "c1", "approved"))
+
+
+RESULT = {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "a",
+          "content": '{"ok":true}', "role": "tool"}  # fmt: skip
+REPLY = [
+    {"type": "TEXT_MESSAGE_START", "messageId": "b", "role": "assistant"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "b", "delta": "Paid."},
+    {"type": "TEXT_MESSAGE_END", "messageId": "b"},
+    {"type": "RUN_FINISHED", "runId": "r2"},
+]
+
+
+def test_a_restated_call_keeps_its_one_part_and_takes_its_result() -> None:
+    # What our server sends on a continuation (`docs/protocol.md` §3.7): the paused call started
+    # and ended again, the history's arguments on the end, then its result.
+    restated: list[dict[str, Any]] = [
+        {"type": "RUN_STARTED", "runId": "r2", "parentRunId": "r1"},
+        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "pay",
+         "parentMessageId": "a"},
+        {"type": "TOOL_CALL_END", "toolCallId": "c1",
+         "metadata": {"tanstack": {"input": {"cents": 1}}}},
+        RESULT,
+        *REPLY,
+    ]  # fmt: skip
+    state = fold(restated, paused_then_approved())
+    assert [(m.id, m.role) for m in state.messages] == [("a", "assistant"), ("b", "assistant")]
+    (part,) = [p for m in state.messages for p in m.tool_calls]
+    assert (part.id, part.arguments, part.input, part.decision, part.status, part.output) == (
+        "c1", '{"cents":1}', {"cents": 1}, "approved", "done", {"ok": True},
+    )  # fmt: skip
+    assert [p.kind for p in state.messages[0].parts] == ["text", "tool-call", "tool-result"]
+
+
+def test_a_call_restated_with_its_arguments_again_does_not_double_them() -> None:
+    # TanStack's engine restates a history call with no parent message and all its arguments.
+    restated = [
+        {"type": "RUN_STARTED", "runId": "r2"},
+        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "pay"},
+        {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '{"cents":1}'},
+        {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+        RESULT,
+        *REPLY,
+    ]
+    state = fold(restated, paused_then_approved())
+    assert [m.id for m in state.messages] == ["a", "b"]
+    (part,) = [p for m in state.messages for p in m.tool_calls]
+    assert (part.arguments, part.status, part.output) == ('{"cents":1}', "done", {"ok": True})
+
+
+def test_an_end_carrying_the_input_fills_a_call_that_streamed_no_arguments() -> None:
+    start = {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "pay",
+             "parentMessageId": "a"}  # fmt: skip
+    for end in (
+        {"type": "TOOL_CALL_END", "toolCallId": "c1", "input": {"cents": 2}},
+        {"type": "TOOL_CALL_END", "toolCallId": "c1",
+         "metadata": {"tanstack": {"input": {"cents": 2}}}},
+    ):  # fmt: skip
+        (part,) = fold([start, end]).messages[0].tool_calls
+        assert (part.arguments, part.input, part.status) == ('{"cents":2}', {"cents": 2}, "running")

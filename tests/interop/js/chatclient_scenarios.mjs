@@ -295,6 +295,7 @@ function simplifyMessage(message) {
           id: part.id,
           name: part.name,
           state: part.state,
+          arguments: part.arguments,
           input: part.input,
           approval: part.approval ?? null,
           output: part.output,
