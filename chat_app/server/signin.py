@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Protocol, runtime_checkable
-from urllib.parse import parse_qs, quote, urlencode
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import orjson
 from starlette.requests import Request
@@ -56,6 +56,37 @@ class SignInAccounts(Directory, Protocol):
     def record_failure(self, email: str, client: str) -> None: ...
 
     def clear_failures(self, email: str) -> None: ...
+
+
+CROSS_SITE = "Sign-in requests must come from this site's own pages."
+
+
+def same_site_only(
+    route: Callable[[Request], Awaitable[Response]],
+) -> Callable[[Request], Awaitable[Response]]:
+    """Refuse a browser's cross-site post: another site must not sign a visitor in (as the
+    attacker, whose decisions would then be the visitor's) or out.
+
+    A browser names the page a post comes from in `Origin` (or `Referer`); one that names
+    another host than the one asked is refused with 403. Scripts, which send neither, pass:
+    they can only sign themselves in.
+    """
+
+    async def checked(request: Request) -> Response:
+        source = request.headers.get("origin") or request.headers.get("referer")
+        if source and source != "null":
+            host = urlsplit(source).netloc.lower()
+            # Behind a reverse proxy the page's host may be in X-Forwarded-Host; a cross-site
+            # form or fetch cannot set that header, so it cannot lie with it.
+            served_as = {request.headers.get(name, "").lower()
+                         for name in ("host", "x-forwarded-host")}  # fmt: skip
+            if host not in served_as:
+                return JSONResponse({"error": CROSS_SITE}, status_code=403)
+        elif source == "null":
+            return JSONResponse({"error": CROSS_SITE}, status_code=403)
+        return await route(request)
+
+    return checked
 
 
 def client_host(request: Request) -> str | None:
@@ -161,9 +192,9 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         return JSONResponse(identity_json(who, roles(who)))
 
     return [
-        Route("/api/signin", signin, methods=["POST"]),
-        Route("/api/signin/demo", signin_demo, methods=["POST"]),
-        Route("/api/signout", signout, methods=["POST"]),
+        Route("/api/signin", same_site_only(signin), methods=["POST"]),
+        Route("/api/signin/demo", same_site_only(signin_demo), methods=["POST"]),
+        Route("/api/signout", same_site_only(signout), methods=["POST"]),
         Route("/api/me", me, methods=["GET"]),
     ]
 

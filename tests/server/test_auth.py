@@ -550,3 +550,20 @@ def test_the_standalone_server_refuses_a_policy_it_cannot_use(tmp_path: Path) ->
     last = finished.stderr.strip().splitlines()[-1]
     assert last.startswith(f"chat_app.server: {policy}, rule 'big':")
     assert "finanse" in last and "finance" in last
+
+
+def test_another_site_cannot_sign_a_visitor_in_or_out(password_server: Served) -> None:
+    """Login CSRF: a page elsewhere posting the attacker's credentials is refused."""
+    elsewhere = {"Origin": "https://evil.example"}
+    response = password_server.http.post(
+        "/api/signin", data={"email": "ada@example.com", "password": "ada-password"},
+        headers=elsewhere,
+    )  # fmt: skip
+    assert response.status_code == 403 and "set-cookie" not in response.headers
+    assert password_server.http.post("/api/signout", headers=elsewhere).status_code == 403
+    here = {"Origin": password_server.base}
+    same = password_server.http.post(
+        "/api/signin", data={"email": "ada@example.com", "password": "ada-password"},
+        headers=here,
+    )  # fmt: skip
+    assert same.status_code == 303 and "set-cookie" in same.headers
