@@ -80,7 +80,7 @@ def same_site_only(
             # form or fetch cannot set that header, so it cannot lie with it.
             served_as = {request.headers.get(name, "").lower()
                          for name in ("host", "x-forwarded-host")}  # fmt: skip
-            if host not in served_as:
+            if not host or host not in served_as:
                 return JSONResponse({"error": CROSS_SITE}, status_code=403)
         elif source == "null":
             return JSONResponse({"error": CROSS_SITE}, status_code=403)
