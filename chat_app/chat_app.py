@@ -108,6 +108,7 @@ session.configure(
     _audit if security.ledger is not None else None,
     authenticator=authenticator,
     policy=policy,
+    sealer=security.sealer,
 )
 
 app = rx.App(

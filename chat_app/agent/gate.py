@@ -19,7 +19,16 @@ from typing import Any
 from chat_app.interrupts import Decision, DecisionProblem
 from chat_app.trust import ANONYMOUS, Identity, Policy, Rule, Sealer
 
-__all__ = ["Gate"]
+__all__ = ["Gate", "Requester"]
+
+
+@dataclass(frozen=True, slots=True)
+class Requester:
+    """Who asked: the tag sealed into what their run proposes, and their email when known
+    (a continuation run by an approver knows the tag, not the email)."""
+
+    tag: str | None
+    email: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,17 +39,14 @@ class Gate:
     sealer: Sealer | None = None
     decider: Identity = ANONYMOUS
 
-    def describe(self, rule: Rule | None, requester: Identity) -> dict[str, Any]:
+    def describe(self, rule: Rule | None, requester: Requester) -> dict[str, Any]:
         """What a pause tells the page about who may decide an item."""
+        asked = {"requester": requester.email or None, "requesterTag": requester.tag}
         if rule is None:
-            return {
-                "rule": None,
-                "requester": requester.email or None,
-                "waitingFor": "the requester",
-            }
+            return {"rule": None, **asked, "waitingFor": "the requester"}
         return {
             "rule": rule.name,
-            "requester": requester.email or None,
+            **asked,
             "approvers": list(rule.approvers),
             "notRequester": rule.not_requester,
             "quorum": rule.quorum,
@@ -74,7 +80,7 @@ class Gate:
             message = self.policy.check(rule, self.decider, decider_is_requester=asked)
             if message is not None:
                 return _forbidden(message)
-            if rule.quorum > 1 and decision.kind == "approve":
+            if rule.quorum > 1 and decision.kind in ("approve", "answer"):
                 return _forbidden(
                     f"Needs {rule.quorum} approvals from {self.policy.describe_approvers(rule)}"
                     f" (rule {rule.name}): the approval desk collects them; a stateless "

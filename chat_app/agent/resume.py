@@ -87,6 +87,8 @@ class ResumePlan:
     rules: dict[str, str | None] = field(default_factory=dict)
     #: Answers the policy refused, with why (for the trail; the batch is refused).
     refused: dict[str, str] = field(default_factory=dict)
+    #: The sealed ids and keys of the items answered (they say who asked).
+    sealed: list[str] = field(default_factory=list)
 
     def audit_record(self, interrupt_id: str) -> dict[str, Any]:
         """What the trail says about the answer to `interrupt_id` (with the tool call it
@@ -263,7 +265,7 @@ def plan_continuation(
             partial(_check_generic_entry, record, generic_entry, errors, plan, now_ms),
         )
     if gate is not None:
-        _check_deciders(gate, plan, approvals, generics, errors)
+        _check_deciders(gate, plan, approvals, clients, generics, errors)
     known = set(pending_ids)
     for entry in resume:
         if entry.interrupt_id not in known:
@@ -294,6 +296,7 @@ def plan_continuation(
         )
         raise InterruptResumeValidationError(ordered)
     plan.generic.sort(key=lambda resolution: _batch_index(generics, resolution))
+    plan.sealed = [call.call.id for call in batch_calls] + [r.sealed_key for r in generics]
     return plan
 
 
@@ -301,6 +304,7 @@ def _check_deciders(
     gate: Gate,
     plan: ResumePlan,
     approvals: Sequence[PendingCall],
+    clients: Sequence[PendingCall],
     generics: Sequence[_GenericRecord],
     errors: _Errors,
 ) -> None:
@@ -316,6 +320,11 @@ def _check_deciders(
         if decision.edited:
             rules.append(policy.rule_for_tool(call.call.name, decision.edited_args))
         _gate_one(gate, plan, errors, decision, call.call.id, rules)
+    for call in clients:
+        # A client tool's output comes from the client of whoever asked: nobody else's.
+        client_decision = plan.decisions.get(str(call.interrupt_id))
+        if client_decision is not None:
+            _gate_one(gate, plan, errors, client_decision, call.call.id, [None])
     for record in generics:
         decision = plan.decisions.get(record.interrupt_id)
         if decision is None:

@@ -71,7 +71,7 @@ from .descriptors import (
     generic_fields,
     new_generic_interrupt_id,
 )
-from .gate import Gate
+from .gate import Gate, Requester
 from .history import (
     answers_at,
     arguments_are_valid_json,
@@ -154,7 +154,15 @@ class _Run:
         self.agent = agent
         self.input = input
         self.identity = identity
-        self.gate = Gate(agent.policy, agent.sealer, identity) if agent.policy is not None else None
+        # Without a policy no rule names anyone: the person who asked decides (the gate says
+        # so, from the sealed ids); the page is told nothing it needs no telling of.
+        self.gate = Gate(agent.policy or Policy.empty(), agent.sealer, identity)
+        #: For whom new items are sealed: the person running a new request; on a continuation,
+        #: whoever the resumed batch was for (set once it is checked).
+        self.requester = Requester(
+            tag=agent.sealer.requester_tag(identity.email) if agent.sealer else None,
+            email=identity.email,
+        )
         # Read only where needed: a long history's messages are mostly never built.
         self.messages = History.of(input.messages)
         self._tool_positions: dict[str, int] | None = None
@@ -242,6 +250,19 @@ class _Run:
                 ]
             )
 
+    def _requester_of(self, plan: ResumePlan) -> Requester:
+        """Who asked, for what this continuation proposes next: whoever the resumed batch was
+        proposed for (an approver moves the request on; they do not become its requester)."""
+        sealer = self.agent.sealer
+        tag = next(
+            (found for sealed in plan.sealed if (found := Sealer.tag_of(sealed)) is not None),
+            None,
+        )
+        if sealer is None or tag is None:
+            return self.requester
+        mine = sealer.requester_tag(self.identity.email)
+        return Requester(tag=tag, email=self.identity.email if tag == mine else None)
+
     def _call_expiry(self, call_id: str) -> str | None:
         return self.agent.sealer.tool_call_expiry(call_id) if self.agent.sealer else None
 
@@ -262,6 +283,7 @@ class _Run:
                     gate=self.gate,
                 )
                 await self._commit(plan)
+                self.requester = self._requester_of(plan)
             except InterruptResumeValidationError as error:
                 await self._record_refusals(error)
                 # AG-UI wants RUN_STARTED first; TanStack sends the RUN_ERROR alone, and its
@@ -454,11 +476,17 @@ class _Run:
                     run_id=self.input.run_id,
                     interrupt_id=interrupt_id,
                     fields=generic_fields(request, request.key, batch_index),
-                    requester=self.identity.email,
+                    tag=self.requester.tag,
                 )
-            items.append(
-                generic_descriptor(request, interrupt_id, batch_index, self.input.run_id, key=key)
+            descriptor = generic_descriptor(
+                request, interrupt_id, batch_index, self.input.run_id, key=key
             )
+            if self.agent.policy is not None:
+                rule = self.agent.policy.rule_for_interrupt(request.definition.id, request.payload)
+                descriptor["metadata"][POLICY_METADATA_KEY] = self.gate.describe(
+                    rule, self.requester
+                )
+            items.append(descriptor)
         return items
 
     async def _loop(self) -> AsyncIterator[BaseEvent]:
@@ -512,7 +540,7 @@ class _Run:
             args = parse_arguments(call.function.arguments)
             if tool.needs_approval:
                 # One look at the policy per call: it decides alone, or says who decides.
-                rule = self.gate.policy.rule_for_tool(tool.name, args) if self.gate else None
+                rule = self.gate.policy.rule_for_tool(tool.name, args)
                 if rule is not None and rule.decide is not None:
                     for event in await self._decided_by_policy(
                         rule, tool, message_id, call.id, args
@@ -524,9 +552,9 @@ class _Run:
                 descriptor = approval_descriptor(
                     tool, call.id, args, self.input.run_id, self._call_expiry(call.id)
                 )
-                if self.gate is not None:
+                if self.agent.policy is not None:
                     descriptor["metadata"][POLICY_METADATA_KEY] = self.gate.describe(
-                        rule, self.identity
+                        rule, self.requester
                     )
                 approvals.append(descriptor)
             elif tool.execute is None:
@@ -627,7 +655,7 @@ class _Run:
                 self.input.thread_id,
                 name,
                 parse_arguments(arguments),
-                requester=self.identity.email,
+                tag=self.requester.tag,
             )
             calls.append(
                 ToolCall(id=sealed.id, type="function",

@@ -132,26 +132,33 @@ class Sealer:
         """The tag a sealed id carries for `email` ("" for the anonymous visitor)."""
         return self._mac(["requester", email.lower()], _TAG_LENGTH)
 
-    def asked_by(self, sealed: str, email: str) -> bool:
-        """Whether the sealed tool call id or generic key was proposed to `email`'s run.
+    @staticmethod
+    def tag_of(sealed: str) -> str | None:
+        """The requester tag a sealed tool call id or generic key carries (`None`: not sealed).
 
         Only meaningful once `check_tool_call` / `check_key` said "ok" (the MAC covers the tag).
         """
         match = _TOOL_CALL_ID.fullmatch(sealed)
-        tag = match.group(3) if match else None
-        if tag is None:
-            key = _KEY_SEAL.fullmatch(sealed)
-            tag = key.group(2) if key else None
+        if match is not None:
+            return match.group(3)
+        key = _KEY_SEAL.fullmatch(sealed)
+        return key.group(2) if key is not None else None
+
+    def asked_by(self, sealed: str, email: str) -> bool:
+        """Whether the sealed tool call id or generic key was proposed for `email`'s request."""
+        tag = self.tag_of(sealed)
         return tag is not None and hmac.compare_digest(tag, self.requester_tag(email))
 
     # --- tool calls ---------------------------------------------------------------------
 
     def seal_tool_call(
-        self, thread_id: str, name: str, args: object, *, requester: str = ""
+        self, thread_id: str, name: str, args: object, *, tag: str | None = None
     ) -> SealedCall:
+        """A sealed id for a call proposed for the requester `tag` names (`requester_tag`;
+        `None`: the anonymous visitor's)."""
         nonce = secrets.token_hex(4)
         expires = self.expiry()
-        tag = self.requester_tag(requester)
+        tag = self.requester_tag("") if tag is None else tag
         mac = self._mac(["tool", thread_id, nonce, expires, tag, name, args], 16)
         return SealedCall(
             id=f"tc{nonce}{expires:08x}{tag}{mac}", expires_at=iso_from_epoch(expires)
@@ -188,10 +195,11 @@ class Sealer:
         run_id: str,
         interrupt_id: str,
         fields: dict[str, object],
-        requester: str = "",
+        tag: str | None = None,
     ) -> str:
-        """`key` with a seal over everything the continuation metadata will carry."""
-        tag = self.requester_tag(requester)
+        """`key` with a seal over everything the continuation metadata will carry, and the
+        requester `tag` (`None`: the anonymous visitor's)."""
+        tag = self.requester_tag("") if tag is None else tag
         mac = self._mac(self._generic_parts(tag, thread_id, run_id, interrupt_id, fields), 22)
         return f"{key}.{tag}{mac}"
 

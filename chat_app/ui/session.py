@@ -10,6 +10,7 @@ the in-process agent by default, or an AG-UI endpoint over SSE.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import itertools
 import logging
 import math
@@ -27,7 +28,7 @@ from chat_app.client import (
     read_manifest,
 )
 from chat_app.interrupts import POLICY_METADATA_KEY
-from chat_app.trust import ANONYMOUS, Identity, Policy, Rule
+from chat_app.trust import ANONYMOUS, Identity, Policy, Rule, Sealer
 from chat_app.trust.authn import Authenticator, AuthFailure
 
 from .views import ViewCache, WhoDecides
@@ -207,6 +208,9 @@ class _Backend:
     authenticator: Authenticator | None = None
     #: Who may decide what (`None`: whoever asked).
     policy: Policy | None = None
+    #: The in-process agent's sealer: it tells whether the viewer asked for an item whose
+    #: requester only its sealed tag names.
+    sealer: Sealer | None = None
 
 
 _backend = _Backend()
@@ -220,6 +224,7 @@ def configure(
     *,
     authenticator: Authenticator | None = None,
     policy: Policy | None = None,
+    sealer: Sealer | None = None,
 ) -> None:
     """Set where chats go, which tools the client knows, where the audit trail is read, who
     someone is and who may decide what."""
@@ -228,6 +233,7 @@ def configure(
     _backend.audit = audit
     _backend.authenticator = authenticator
     _backend.policy = policy
+    _backend.sealer = sealer
     _sessions.clear()
 
 
@@ -255,7 +261,7 @@ def who_decides(viewer: Identity) -> WhoDecides:
         if not isinstance(shown, Mapping):
             return ""
         requester = str(shown.get("requester") or "")
-        asked = requester.lower() == viewer.email.lower()
+        asked = _asked(viewer, requester, shown.get("requesterTag"))
         rule = _rule(policy, shown.get("rule"))
         if shown.get("rule") is None or policy is None or rule is None:
             if asked:
@@ -266,6 +272,17 @@ def who_decides(viewer: Identity) -> WhoDecides:
         return policy.waiting_for(rule, viewer_is_requester=asked)
 
     return check
+
+
+def _asked(viewer: Identity, requester: str, tag: object) -> bool:
+    """Whether `viewer` asked for an item: by its requester's email, or, when only the sealed
+    tag is known (a continuation an approver ran), by the tag."""
+    if requester:
+        return requester.lower() == viewer.email.lower()
+    sealer = _backend.sealer
+    if sealer is None or not isinstance(tag, str):
+        return False
+    return hmac.compare_digest(tag, sealer.requester_tag(viewer.email))
 
 
 def _rule(policy: Policy | None, name: object) -> Rule | None:

@@ -8,8 +8,16 @@ from typing import Any
 
 import pytest
 
-from chat_app.agent import Agent, event_to_wire
+from chat_app.agent import (
+    Agent,
+    ModelRequest,
+    ScriptedCall,
+    ScriptedModel,
+    ScriptedTurn,
+    event_to_wire,
+)
 from chat_app.demo import POLICY_PATH, build_demo_agent, demo_model
+from chat_app.interrupts import generic_continuation_from_descriptor, wrap_generic_continuation
 from chat_app.trust import ANONYMOUS, DEMO_PEOPLE, Identity, Policy, Sealer, SQLiteLedger
 from tests.agent.builders import run_input
 
@@ -70,6 +78,13 @@ def refusal(events: list[dict[str, Any]]) -> tuple[str, str]:
     assert events[-1]["type"] == "RUN_ERROR", [e["type"] for e in events]
     first = events[-1]["metadata"]["tanstack"]["interruptErrors"][0]
     return first["code"], first["message"]
+
+
+def item_continuation(item: dict[str, Any]) -> dict[str, Any]:
+    """The continuation metadata a client echoes for a generic item."""
+    continuation = generic_continuation_from_descriptor(item)
+    assert continuation is not None
+    return dict(wrap_generic_continuation(continuation))
 
 
 def text_of(events: list[dict[str, Any]]) -> str:
@@ -208,3 +223,73 @@ async def test_anonymous_visitors_decide_their_own_requests_when_sign_in_is_off(
     paused = await ask(agent, "transfer 5000 to Ada", ANONYMOUS)
     events = await answer(agent, paused, decide(the_item(paused), True), ANONYMOUS, "r3")
     assert refusal(events)[0] == "forbidden"
+
+
+def two_transfers(request: ModelRequest) -> ScriptedTurn:
+    """Asks for one large transfer, then, once it is answered, for another."""
+    answered = sum(1 for message in request.messages if message.role == "tool")
+    if answered < 2:
+        amount = 5000 + 1000 * answered
+        return ScriptedTurn(
+            calls=[ScriptedCall(name="transfer", arguments={"recipient": "Ada", "amount": amount})]
+        )
+    return ScriptedTurn(text="Both done.")
+
+
+async def test_an_approver_moves_a_request_on_without_becoming_its_requester(
+    ledger: SQLiteLedger,
+) -> None:
+    """What the model asks next, after Ada approved Rita's first transfer, is still Rita's
+    request: Rita may not approve it herself."""
+    agent = build_demo_agent(
+        ScriptedModel(two_transfers), sealer=Sealer(SECRET), ledger=ledger,
+        policy=Policy.load(POLICY_PATH),
+    )  # fmt: skip
+    first = await ask(agent, "two transfers", RITA)
+    second = await answer(agent, first, decide(the_item(first), True), ADA, "r2")
+    item = the_item(second)
+    assert item["metadata"]["chat_app:policy"]["requester"] is None  # Ada knows only the tag
+    body = {"threadId": "t", "runId": "r3", "parentRunId": "r2",
+            "messages": second[-2]["messages"], "resume": [decide(item, True)]}  # fmt: skip
+    assert refusal(await collect(agent, body, RITA))[0] == "forbidden"
+    body["runId"] = "r4"
+    done = await collect(agent, body, ADA)
+    assert done[-1]["type"] == "RUN_FINISHED"
+    amounts = [r.data["args"]["amount"] for r in ledger.records() if r.kind == "execution"]
+    assert amounts == [5000, 6000]
+
+
+async def test_only_the_requester_answers_for_their_client_tools(ledger: SQLiteLedger) -> None:
+    agent = agent_with(ledger)
+    paused = await ask(agent, "what time is it", RITA)
+    item = the_item(paused)
+    output = {"interruptId": item["id"], "status": "resolved",
+              "payload": {"time": "09:00", "timeZone": "Europe/Paris"}}  # fmt: skip
+    assert refusal(await answer(agent, paused, output, ADA, "r2"))[0] == "forbidden"
+    assert (await answer(agent, paused, output, RITA, "r3"))[-1]["type"] == "RUN_FINISHED"
+
+
+async def test_a_question_whose_rule_needs_a_quorum_is_not_answered_by_one(
+    ledger: SQLiteLedger,
+) -> None:
+    policy = Policy.parse(
+        '[roles]\nops = ["sam@example.com", "olive@example.com"]\n\n'
+        '[[rules]]\nname = "release-review"\ninterrupt = "release-plan"\n'
+        'approvers = ["role:ops"]\nquorum = 2\n'
+    )
+    agent = agent_with(ledger, policy)
+    paused = await ask(agent, "plan release", RITA)
+    item = the_item(paused)
+    assert item["metadata"]["chat_app:policy"]["rule"] == "release-review"
+    entry = {"interruptId": item["id"], "status": "resolved", "payload": {"approved": True},
+             "metadata": item_continuation(item)}  # fmt: skip
+    code, message = refusal(await answer(agent, paused, entry, SAM, "r2"))
+    assert code == "forbidden" and "2 approvals" in message
+
+
+async def test_without_a_policy_the_person_who_asked_still_decides(ledger: SQLiteLedger) -> None:
+    agent = build_demo_agent(demo_model(), sealer=Sealer(SECRET), ledger=ledger)
+    paused = await ask(agent, "transfer 25 to Ada", RITA)
+    assert "chat_app:policy" not in the_item(paused)["metadata"]
+    adas = await answer(agent, paused, decide(the_item(paused), True), ADA, "r2")
+    assert refusal(adas) == ("forbidden", "Only the person who asked decides this.")

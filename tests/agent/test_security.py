@@ -63,9 +63,7 @@ def sealed_agent(clock: Clock, ledger: Ledger | None = None, ttl: float = 600) -
 async def collect(
     agent: Agent, body: dict[str, Any], identity: Identity = ANONYMOUS
 ) -> list[dict[str, Any]]:
-    return [
-        event_to_wire(event) async for event in agent.run(run_input(**body), identity=identity)
-    ]
+    return [event_to_wire(event) async for event in agent.run(run_input(**body), identity=identity)]
 
 
 async def pause(agent: Agent, phrase: str, thread: str = "t1") -> list[dict[str, Any]]:
@@ -319,7 +317,10 @@ async def test_the_audit_trail_records_what_was_shown_decided_and_run(
     clock: Clock, ledger: SQLiteLedger
 ) -> None:
     agent = sealed_agent(clock, ledger)
-    events = await pause(agent, "email ada@example.com about Launch")
+    ops = Identity(email="ops@example.com", method="proxy")
+    ask = {"threadId": "t1", "runId": "r1",
+           "messages": [{"id": "u", "role": "user", "content": "email ada@example.com about Launch"}]}  # fmt: skip
+    events = await collect(agent, ask, ops)
     [item] = events[-1]["outcome"]["interrupts"]
     edited = {"to": "grace@example.com", "subject": "Launch day", "body": "See you"}
     body = {
@@ -327,7 +328,7 @@ async def test_the_audit_trail_records_what_was_shown_decided_and_run(
         "messages": events[-2]["messages"], "resume": [approve(item, editedArgs=edited)],
         "forwardedProps": {"actor": "ceo@example.com"},
     }  # fmt: skip
-    await collect(agent, body, Identity(email="ops@example.com", method="proxy"))
+    await collect(agent, body, ops)
     records = ledger.records()
     assert [r.kind for r in records] == ["pause", "decision", "execution"]
     shown = records[0].data["interrupts"][0]

@@ -11,7 +11,7 @@ import pytest
 from chat_app.client import ClientState, ToolApprovalInterrupt
 from chat_app.demo import POLICY_PATH
 from chat_app.interrupts import POLICY_METADATA_KEY
-from chat_app.trust import ANONYMOUS, DEMO_PEOPLE, Identity, Policy
+from chat_app.trust import ANONYMOUS, DEMO_PEOPLE, Identity, Policy, Sealer
 from chat_app.trust.authn import AuthConfig, Authenticator, AuthFailure
 from chat_app.trust.sessions import SESSION_COOKIE, SessionSigner
 from chat_app.ui import session
@@ -105,3 +105,14 @@ def test_views_count_only_what_the_viewer_may_decide() -> None:
         state, {}, who_decides=session.who_decides(ADA.with_roles(frozenset({"finance"})))
     )
     assert for_ada.open_count == 1 and for_ada.loose_decisions[0].waiting == ""
+
+
+def test_an_item_only_its_sealed_tag_names_is_still_the_requesters() -> None:
+    """After Ada moved Rita's request on, the next item names Rita only by her sealed tag."""
+    sealer = Sealer(b"ui-session-sealer-secret-ui-session")
+    authenticator = Authenticator(AuthConfig(mode="demo"), signer=SIGNER, directory=None)
+    session.configure(lambda _: None, lambda: {"tools": []}, authenticator=authenticator,  # type: ignore[arg-type,return-value]
+                      policy=Policy.load(POLICY_PATH), sealer=sealer)  # fmt: skip
+    shown = {"rule": None, "requester": None, "requesterTag": sealer.requester_tag(RITA.email)}
+    assert session.who_decides(RITA)(item(shown)) == ""
+    assert session.who_decides(ADA)(item(shown)).startswith("Waiting for the person who asked")
