@@ -320,8 +320,12 @@ def _tools(bridge: BrowserBridge, problems: list[str] | None = None) -> list[Cli
     return manifest.with_functions(functions)
 
 
-def session_for(token: str, saved: str = "", identity: Identity = ANONYMOUS) -> Session:
+def session_for(token: str, saved: str = "", identity: Identity | None = ANONYMOUS) -> Session:
     """The tab's live session, rebuilt from its saved client state when needed.
+
+    `identity` is who is at the keyboard now (`None`: nobody is signed in). It becomes the
+    session's only between runs: a run goes on, to its end, as the person who started it,
+    whoever signs in or out meanwhile; and nobody signed in changes nothing.
 
     The registry is per process and a tab's socket can move between workers, so a session
     made here earlier is kept only while it runs or still matches the saved state: another
@@ -332,7 +336,8 @@ def session_for(token: str, saved: str = "", identity: Identity = ANONYMOUS) -> 
         session.busy or saved in ("", session.saved) or saved == session.client.state.to_json()
     ):
         session.saved = saved or session.saved
-        session.identity = identity
+        if identity is not None and not session.busy:
+            session.identity = identity
         return session
     assert _backend.connection is not None, "call chat_app.ui.session.configure first"
     bridge = BrowserBridge()
@@ -352,8 +357,8 @@ def session_for(token: str, saved: str = "", identity: Identity = ANONYMOUS) -> 
     else:
         client = ChatClient(connection, tools=tools, on_change=on_change)
     session = Session(
-        client=client, bridge=bridge, changed=changed, saved=saved, identity=identity,
-        notices=notices,
+        client=client, bridge=bridge, changed=changed, saved=saved,
+        identity=identity or ANONYMOUS, notices=notices,
     )  # fmt: skip
     holder.append(session)
     _sessions[token] = session

@@ -116,3 +116,21 @@ def test_an_item_only_its_sealed_tag_names_is_still_the_requesters() -> None:
     shown = {"rule": None, "requester": None, "requesterTag": sealer.requester_tag(RITA.email)}
     assert session.who_decides(RITA)(item(shown)) == ""
     assert session.who_decides(ADA)(item(shown)).startswith("Waiting for the person who asked")
+
+
+def test_a_run_goes_on_as_whoever_started_it() -> None:
+    """Signing in or out while a run goes on changes who the next run is for, not this one;
+    nobody signed in changes nothing."""
+
+    class Busy:
+        def done(self) -> bool:
+            return False
+
+    configure("demo", Policy.load(POLICY_PATH))
+    started = session.session_for("tab-identity", "", RITA)
+    assert session.session_for("tab-identity", "", None).identity == RITA
+    started.task = Busy()  # type: ignore[assignment]
+    assert session.session_for("tab-identity", "", ADA).identity == RITA
+    started.task = None
+    assert session.session_for("tab-identity", "", ADA).identity == ADA
+    session.forget("tab-identity")
