@@ -92,14 +92,12 @@ def _manifest() -> ToolManifest:
     )
 
 
-def _audit() -> Mapping[str, Any]:
-    """The audit trail: the remote server's `GET /api/audit`, or this app's own ledger."""
-    remote = _remote_json(API_BASE + "/audit") if AGENT_URL else None
-    if remote is not None:
-        return remote
-    if AGENT_URL or agent.ledger is None:  # a server without a trail: nothing to show
-        return {"chain": {"ok": True}, "records": []}
-    return audit_report(agent.ledger.records())
+def _audit() -> Mapping[str, Any] | None:
+    """The audit trail: the remote server's `GET /api/audit`, or this app's own ledger;
+    `None` when there is none to read (the page says so, rather than "intact: 0 records")."""
+    if AGENT_URL:
+        return _remote_json(API_BASE + "/audit")
+    return audit_report(agent.ledger.records()) if agent.ledger is not None else None
 
 
 session.configure(

@@ -205,7 +205,7 @@ class _Run:
             entries=[
                 self._audit(
                     "decision",
-                    {**plan.audit_record(entry.interrupt_id), "verifiedBy": self.identity.method},
+                    {**plan.audit_record(entry.interrupt_id), **self._verified},
                 )
                 for entry in resume
             ],
@@ -229,6 +229,13 @@ class _Run:
             )  # fmt: skip
             raise InterruptResumeValidationError(errors)
 
+    @property
+    def _verified(self) -> dict[str, str]:
+        """How the person acting was verified, for the trail (and which token, if one)."""
+        method = {"verifiedBy": self.identity.method}
+        token = self.identity.token_name
+        return {**method, "tokenName": token} if token else method
+
     async def _record_refusals(self, error: InterruptResumeValidationError) -> None:
         """Put every answer the policy refused in the trail, with who tried and why."""
         refused = [
@@ -243,7 +250,7 @@ class _Run:
                         {
                             "interruptId": item.interrupt_id,
                             "reason": item.message,
-                            "verifiedBy": self.identity.method,
+                            **self._verified,
                         },
                     )  # fmt: skip
                     for item in refused

@@ -25,7 +25,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import Connection, Engine, func, insert, literal, select
 from sqlalchemy.exc import IntegrityError
 
-from .identity import Identity
+from .identity import API_TOKEN_PREFIX, Identity
 from .store import write_transaction
 from .tables import api_tokens, sign_in_failures, user_roles, users
 
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: What every API token starts with, so a leaked one is recognisable (secret scanners).
-TOKEN_PREFIX = "cat_"
+TOKEN_PREFIX = API_TOKEN_PREFIX
 MIN_PASSWORD_LENGTH = 8
 #: Failed sign-ins are counted over this window, per email and per client address.
 FAILURE_WINDOW = timedelta(minutes=15)

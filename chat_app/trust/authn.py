@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias, get_args
 
-from .identity import ANONYMOUS, DEMO_PEOPLE, Directory, Identity
+from .identity import ANONYMOUS, API_TOKEN_PREFIX, DEMO_PEOPLE, Directory, Identity
 from .sessions import SESSION_COOKIE, SessionSigner
 
 __all__ = [
@@ -137,7 +137,9 @@ class Authenticator:
         lowered = {name.lower(): value for name, value in headers.items()}
         authorization = lowered.get("authorization", "")
         scheme, _, credentials = authorization.strip().partition(" ")
-        if scheme.lower() == "bearer":
+        # Only our own tokens: a sign-in proxy may pass its own bearer token (a JWT) along,
+        # which says nothing to us; the proxy's headers do.
+        if scheme.lower() == "bearer" and credentials.strip().startswith(API_TOKEN_PREFIX):
             return self._token(credentials.strip())
         if mode == "proxy":
             return self._proxy(lowered, client_host)

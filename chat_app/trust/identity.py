@@ -13,11 +13,16 @@ from typing import Literal, Protocol, TypeAlias
 
 __all__ = [
     "ANONYMOUS",
+    "API_TOKEN_PREFIX",
     "DEMO_PEOPLE",
     "AuthMethod",
     "Directory",
     "Identity",
 ]
+
+#: How this app's API tokens begin: a bearer token without it is someone else's (a sign-in
+#: proxy's own), not ours to read.
+API_TOKEN_PREFIX = "cat_"
 
 #: How an identity was verified (recorded with every decision).
 AuthMethod: TypeAlias = Literal["demo", "password", "proxy", "token", "none"]

@@ -171,6 +171,8 @@ async def test_the_headless_client_acts_with_an_api_token(
         await client.resolve_interrupt(item.id, approved=True)
         assert "Sent 25 to Ada" in client.messages[-1].text
         assert {actor for _, actor in served.kinds()} == {"ada@example.com"}
+        [decision] = [r for r in served.ledger.records() if r.kind == "decision"]
+        assert (decision.data["verifiedBy"], decision.data["tokenName"]) == ("token", "script")
         anonymous = ChatClient(SSEConnection(served.base + "/api/chat"))
         await anonymous.send("transfer 25 to Ada")
         assert isinstance(anonymous.error, TransportError)

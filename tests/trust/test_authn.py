@@ -215,12 +215,23 @@ def test_an_api_token_names_its_owner_in_every_mode_with_sign_in(mode: AuthMode)
     assert who == Identity(email="bot@example.com", method="token", token_name="nightly")
 
 
-@pytest.mark.parametrize("header", ["Bearer cat_revoked", "Bearer ", "Bearer"])
-def test_an_unknown_revoked_or_empty_token_is_refused(header: str) -> None:
+def test_an_unknown_or_revoked_token_is_refused() -> None:
     auth = authenticator("password")
-    assert failure(auth.authenticate({"Authorization": header}, "127.0.0.1")) == (
+    assert failure(auth.authenticate({"Authorization": "Bearer cat_revoked"}, "127.0.0.1")) == (
         "The API token is not valid or was revoked."
     )
+
+
+@pytest.mark.parametrize("header", ["Bearer ", "Bearer", "Bearer eyJhbGciOiJSUzI1NiJ9.e30.sig"])
+def test_a_bearer_that_is_not_one_of_our_tokens_proves_nothing(header: str) -> None:
+    """A sign-in proxy may pass its own bearer token along: its headers decide, not that."""
+    assert failure(authenticator("password").authenticate({"Authorization": header}, None)) == (
+        "Sign in first."
+    )
+    proxied = authenticator("proxy").authenticate(
+        {"Authorization": header, "X-Forwarded-Email": "ada@corp"}, "127.0.0.1"
+    )
+    assert isinstance(proxied, Identity) and proxied.email == "ada@corp"
 
 
 def test_a_token_is_refused_when_there_is_no_directory() -> None:

@@ -57,7 +57,11 @@ def audit() -> rx.Component:
                     id="audit-chain",
                     role="status",
                 ),
-                rx.callout("This app keeps no ledger (CHAT_APP_SECURE=0).", icon="info"),
+                rx.callout(
+                    "No audit trail to show: this app keeps no ledger (CHAT_APP_SECURE=0), or the "
+                    "remote agent's could not be read.",
+                    icon="info",
+                ),
             ),
             rx.box(
                 rx.table.root(
