@@ -232,7 +232,7 @@ class _Run:
     @property
     def _verified(self) -> dict[str, str]:
         """How the person acting was verified, for the trail (and which token, if one)."""
-        method = {"verifiedBy": self.identity.method}
+        method: dict[str, str] = {"verifiedBy": self.identity.method}
         token = self.identity.token_name
         return {**method, "tokenName": token} if token else method
 
