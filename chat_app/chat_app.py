@@ -40,13 +40,13 @@ from chat_app.ui.pages.signin import signin
 from chat_app.ui.signin_state import SignInState
 from chat_app.ui.state import ChatState
 
+security = security_from_env()
 try:
     authenticator = authenticator_from_env("demo")
     policy = policy_from_env(POLICY_PATH)
+    agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger, policy=policy)
 except (ValueError, DatabaseUnavailable, PolicyError) as problem:  # say which, and stop
     sys.exit(f"chat_app: {problem}")
-security = security_from_env()
-agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger, policy=policy)
 AGENT_URL = os.environ.get("CHAT_APP_AGENT_URL", "").strip()
 #: Where the remote agent's other routes live (`…/api/chat` -> `…/api`).
 API_BASE = AGENT_URL.rsplit("/", 1)[0]

@@ -13,13 +13,16 @@ asked, so only the roles a rule names are checked.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from chat_app.interrupts import Decision, DecisionProblem
-from chat_app.trust import ANONYMOUS, Identity, Policy, Rule, Sealer
+from chat_app.trust import ANONYMOUS, Identity, Policy, PolicyError, Rule, Sealer
 
-__all__ = ["Gate", "Requester"]
+from .tools import Tool
+
+__all__ = ["Gate", "Requester", "check_policy"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,33 @@ class Gate:
         if self.sealer is None:
             return False
         return self.sealer.asked_by(sealed, self.decider.email)
+
+
+def check_policy(
+    policy: Policy, tools: Mapping[str, Tool], definitions: Collection[str]
+) -> None:
+    """Refuse a rule that could never apply to this agent (a typo'd tool would leave the calls
+    it meant to guard to whoever asked): `PolicyError` naming the rule and what to fix."""
+    for rule in policy.rules:
+        where = f"rule '{rule.name}'"
+        if rule.tool is not None:
+            tool = tools.get(rule.tool)
+            if tool is None:
+                known = ", ".join(sorted(name for name, t in tools.items() if t.needs_approval))
+                raise PolicyError(
+                    policy.source, f"names tool '{rule.tool}', which this agent does not have; "
+                    f"its tools that need approval are: {known}", rule=where,
+                )  # fmt: skip
+            if not tool.needs_approval:
+                raise PolicyError(
+                    policy.source, f"names tool '{rule.tool}', which runs without asking anyone; "
+                    "give the tool needs_approval, or remove the rule", rule=where,
+                )  # fmt: skip
+        if rule.interrupt is not None and rule.interrupt not in definitions:
+            raise PolicyError(
+                policy.source, f"names question '{rule.interrupt}', which this agent never asks; "
+                f"its questions are: {', '.join(sorted(definitions))}", rule=where,
+            )  # fmt: skip
 
 
 def _forbidden(message: str) -> DecisionProblem:

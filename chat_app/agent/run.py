@@ -71,7 +71,7 @@ from .descriptors import (
     generic_fields,
     new_generic_interrupt_id,
 )
-from .gate import Gate, Requester
+from .gate import Gate, Requester, check_policy
 from .history import (
     answers_at,
     arguments_are_valid_json,
@@ -125,6 +125,8 @@ class Agent:
         #: Records pauses, answers (exactly once) and executions (see `chat_app.trust.ledger`).
         self.ledger = ledger
         #: Who may decide what (see `chat_app.trust.policy`); `None`: whoever asked.
+        if policy is not None:
+            check_policy(policy, self.tools, self.definitions)
         self.policy = policy
 
     def tool_manifest(self) -> list[dict[str, object]]:

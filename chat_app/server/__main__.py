@@ -39,11 +39,11 @@ def main() -> None:
         logger.info("sign-in: %s", config.describe())
         authenticator = authenticator_for(config)
         policy = policy_from_env(POLICY_PATH)
+        security = security_from_env()
+        agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger, policy=policy)
     except (ValueError, DatabaseUnavailable, PolicyError) as error:  # say which, and stop
         sys.exit(f"chat_app.server: {error}")
     logger.info("policy: %s", policy.source if policy is not None else "none")
-    security = security_from_env()
-    agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger, policy=policy)
     # Everything imported so far lives as long as the server: keep it out of every GC pass.
     gc.freeze()
     uvicorn.run(

@@ -18,7 +18,15 @@ from chat_app.agent import (
 )
 from chat_app.demo import POLICY_PATH, build_demo_agent, demo_model
 from chat_app.interrupts import generic_continuation_from_descriptor, wrap_generic_continuation
-from chat_app.trust import ANONYMOUS, DEMO_PEOPLE, Identity, Policy, Sealer, SQLiteLedger
+from chat_app.trust import (
+    ANONYMOUS,
+    DEMO_PEOPLE,
+    Identity,
+    Policy,
+    PolicyError,
+    Sealer,
+    SQLiteLedger,
+)
 from tests.agent.builders import run_input
 
 SECRET = b"policy-test-secret-policy-test-secret"
@@ -293,3 +301,24 @@ async def test_without_a_policy_the_person_who_asked_still_decides(ledger: SQLit
     assert "chat_app:policy" not in the_item(paused)["metadata"]
     adas = await answer(agent, paused, decide(the_item(paused), True), ADA, "r2")
     assert refusal(adas) == ("forbidden", "Only the person who asked decides this.")
+
+
+@pytest.mark.parametrize(
+    ("rules", "words"),
+    [
+        ('tool = "transfr"\napprovers = ["role:finance"]', ["transfr", "transfer"]),
+        ('tool = "get_local_time"\napprovers = ["role:finance"]', ["runs without asking"]),
+        ('interrupt = "shiping-speed"\napprovers = ["role:finance"]', ["shipping-speed"]),
+    ],
+)
+def test_a_rule_this_agent_could_never_apply_stops_it(
+    ledger: SQLiteLedger, rules: str, words: list[str]
+) -> None:
+    policy = Policy.parse(
+        f'[roles]\nfinance = ["ada@example.com"]\n\n[[rules]]\nname = "r"\n{rules}\n',
+        "ops/policy.toml",
+    )
+    with pytest.raises(PolicyError) as refused:
+        agent_with(ledger, policy)
+    assert str(refused.value).startswith("ops/policy.toml, rule 'r': names ")
+    assert all(word in str(refused.value) for word in words)
