@@ -45,6 +45,11 @@ _log = logging.getLogger(__name__)
 _CONTINUATION_FAILED = "Interrupt continuation could not be started."
 #: A stream that ended with neither `RUN_FINISHED` nor `RUN_ERROR`.
 UNFINISHED_RUN = "The agent's stream ended without finishing the run."
+#: A client restored while its continuation was in flight, after the server had applied it.
+CUT_OFF_AFTER_APPLIED = (
+    "Your answer was applied, but the rest of the agent's reply was lost: the connection "
+    "broke while it was streaming."
+)
 
 
 class ChatClient:
@@ -165,7 +170,13 @@ class ChatClient:
         forwarded_props: Mapping[str, object] | None = None,
         on_change: Callable[[ChatClient], None] | None = None,
     ) -> ChatClient:
-        """Rebuild a client from `client.state` (or its JSON), e.g. after a page reload."""
+        """Rebuild a client from `client.state` (or its JSON), e.g. after a page reload.
+
+        A continuation that was in flight is a failed send, with retry (`InterruptManager.
+        restore`), unless the server had already applied it: a result of one of its tool
+        calls came back (the server records the answers before anything runs). Then it is not
+        sent again, the batch is over, and `error` says that the reply was cut off.
+        """
         if not isinstance(state, ClientState):
             state = ClientState.from_json(state)
         client = cls(
@@ -173,6 +184,10 @@ class ChatClient:
             forwarded_props=forwarded_props, on_change=on_change,
         )  # fmt: skip
         client._stream = StreamState(messages=state.messages, agent_state=state.agent_state)
+        in_flight = state.manager.active_submission
+        if in_flight is not None and _applied(in_flight, state.messages):
+            client._error = TransportError(CUT_OFF_AFTER_APPLIED)
+            return client
         client._manager.restore(state.manager)
         client._resend = state.can_resend
         if state.error is not None:  # still shown after a reload, until the next run
@@ -484,6 +499,17 @@ class ChatClient:
     def _notify(self) -> None:
         if self.on_change is not None:
             self.on_change(self)
+
+
+def _applied(submission: Submission, messages: Sequence[ChatMessage]) -> bool:
+    """Whether the server sent back a result of a tool call the submission approved or
+    rejected: it records a continuation's answers before it runs anything."""
+    answered = set(submission.interrupt_ids)
+    return any(
+        part.approval_id in answered and part.has_output
+        for message in messages
+        for part in message.tool_calls
+    )
 
 
 def _error_code(error: ClientError | None) -> str | None:

@@ -10,6 +10,7 @@ is finished, so the bytes sent per token do not grow with the history.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -17,7 +18,9 @@ from typing import Any, cast
 from urllib.parse import quote
 
 import reflex as rx
+from reflex.event import EventSpec
 from reflex.istate.manager import get_state_manager
+from reflex.vars.function import FunctionStringVar
 
 from chat_app.client import ChatClient, ClientError, UsageError
 from chat_app.trust import ANONYMOUS, Identity
@@ -54,8 +57,31 @@ SUGGESTIONS = [
 HELD_NOTICE = (
     "Answer the pending decisions first — your message is kept here and you can send it after."
 )
+#: The tab's sessionStorage key of `ChatState.unconfirmed`.
+UNCONFIRMED_KEY = "chat_app_unconfirmed"
 
 _log = logging.getLogger(__name__)
+
+
+def remember_click(
+    answer: str, interrupt_id: rx.Var[str] | str = "", form_data: rx.Var[Any] | None = None
+) -> EventSpec:
+    """What a decision's control does first, in the browser: note in the tab's sessionStorage
+    the answer it is about to send: `approve`, `reject` or `cancel` with the decision's id,
+    `form` with its fields, or the batch bar's `approve_all`, `reject_all`, `cancel_all` and
+    `retry`.
+
+    The handler that receives the click clears the note (`ChatState._clicked`). A note still
+    there when the page connects again (the page sends its sessionStorage then) is an answer
+    the server never received: its event was sent on a socket that was already dead, as when
+    the tab's worker dies, and Reflex neither acknowledges events nor sends one again. The
+    page then gives that answer once more (`ChatState.on_load`), as Reflex itself sends a
+    click made while the socket is known to be down once it is up. A function, not a script
+    to evaluate: the id and the fields are never pasted into code.
+    """
+    note = rx.Var.create({"answer": answer, "id": interrupt_id, "form": form_data}).to_string()
+    store: FunctionStringVar[Any] = FunctionStringVar.create("sessionStorage.setItem")
+    return rx.run_script(store.call(UNCONFIRMED_KEY, note))
 
 
 class ChatState(IdentityState):
@@ -92,7 +118,15 @@ class ChatState(IdentityState):
     #: when the old token's socket record outlived its worker (a killed worker;
     #: reflex-dev/reflex#6345); `on_load` then takes the conversation over from the old state.
     shown_under: str = rx.SessionStorage("", name="chat_app_shown_under")
+    #: An answer the tab clicked and the server has not received (yet): see `remember_click`.
+    unconfirmed: str = rx.SessionStorage("", name=UNCONFIRMED_KEY)
+    #: An answer the server never received, read from `unconfirmed` when the page connected
+    #: again: `on_load` gives it again.
+    _lost_click: str = ""
 
+    #: This token's state has shown a conversation (its own, or one taken over): it never
+    #: takes another over, whatever `shown_under` the browser sends later.
+    _loaded: bool = False
     _client_json: str = ""
     _memory: dict[str, FormMemory] = {}
     _stop: bool = False
@@ -194,15 +228,67 @@ class ChatState(IdentityState):
     async def _loaded_session(self) -> sessions.Session:
         """The tab's session, after taking its conversation over from the tab's old token.
 
-        A click can reach the new token before `on_load` does, so deciding loads it too.
+        Every handler that reads or changes the conversation starts here: a click made while
+        the socket was down is sent as soon as it is up again, and reaches the new token
+        before `on_load` does (its answer used to find an empty conversation: a Cancel or
+        Approve all was lost, and the conversation with it). An answer the server never
+        received, which the page sent back as `unconfirmed`, is kept for `on_load`.
         """
         token = self.router.session.client_token
-        shows_nothing = not (self.archive or self.recent or self.turn or self.running)
-        if self.shown_under not in ("", token) and shows_nothing:
+        took_over = not self._loaded and self.shown_under not in ("", token)
+        if took_over:
             self._client_json, self._memory = await _saved_conversation(self.shown_under)
             sessions.forget(token)  # an event may have made an empty session already
+        self._loaded = True
         self.shown_under = token
-        return self._session()
+        if self.unconfirmed:
+            self._lost_click, self.unconfirmed = self.unconfirmed, ""
+        session = self._session()
+        if took_over:
+            self._refresh(session)
+        return session
+
+    async def _clicked(self) -> sessions.Session:
+        """A decision's click reached the server: the conversation (taken over first if need
+        be), and the tab's note of the click cleared (`remember_click`)."""
+        session = await self._loaded_session()
+        self.unconfirmed = ""
+        return session
+
+    def _lost_answer(self, client: ChatClient) -> Any:
+        """The event that gives again the answer the server never received (`_lost_click`), if
+        it still applies: its decision is still open (answered meanwhile, nothing is lost)."""
+        note, self._lost_click = self._lost_click, ""
+        try:
+            click = json.loads(note)
+            answer, interrupt_id = str(click["answer"]), str(click["id"])
+        except (ValueError, KeyError, TypeError):
+            _log.warning("Ignoring an unreadable note of a click: %r", note[:200])
+            return None
+        state = client.state
+        open_ids = {i.id for i in state.interrupts if i.status in ("pending", "error")}
+        if client.resuming or not open_ids:
+            return None
+        batch = {
+            "approve_all": (state.can_approve_all, ChatState.approve_all),
+            "reject_all": (state.can_reject_all, ChatState.reject_all),
+            "cancel_all": (True, ChatState.cancel_all),
+            "retry": (state.can_retry, ChatState.retry),
+        }
+        if answer in batch:
+            applies, handler = batch[answer]
+            return handler() if applies else None
+        if interrupt_id not in open_ids:
+            return None
+        form = click.get("form")
+        if answer == "form" and isinstance(form, dict):
+            return ChatState.submit_form(form)
+        one = {
+            "approve": ChatState.approve,
+            "reject": ChatState.reject,
+            "cancel": ChatState.cancel_decision,
+        }
+        return one[answer](interrupt_id) if answer in one else None
 
     @rx.event
     @guarded
@@ -214,7 +300,7 @@ class ChatState(IdentityState):
             return rx.redirect(f"/signin?next=/&error={quote(self.auth_error)}")
         self._refresh(session)
         self.running = session.busy
-        return None
+        return self._lost_answer(session.client) if self._lost_click else None
 
     # --- composer -----------------------------------------------------------------------
 
@@ -227,7 +313,8 @@ class ChatState(IdentityState):
 
     @rx.event
     @guarded
-    def send(self, _: dict[str, Any] | None = None) -> Any:
+    async def send(self, _: dict[str, Any] | None = None) -> Any:
+        await self._loaded_session()  # its decisions hold a message back
         text = self.draft.strip()
         if not text or self.running:
             return None
@@ -255,10 +342,11 @@ class ChatState(IdentityState):
 
     @rx.event
     @guarded
-    def toggle_panel(self, interrupt_id: str, panel: str) -> None:
+    async def toggle_panel(self, interrupt_id: str, panel: str) -> None:
+        session = await self._loaded_session()
         memory = self._memory.setdefault(interrupt_id, FormMemory())
         memory.panel = "" if memory.panel == panel else panel
-        self._refresh(self._session())
+        self._refresh(session)
 
     @rx.event
     @guarded
@@ -279,7 +367,7 @@ class ChatState(IdentityState):
         return await self._decide(interrupt_id, form, form_data)
 
     async def _decide(self, interrupt_id: str, form: str, data: dict[str, Any]) -> Any:
-        session = await self._loaded_session()
+        session = await self._clicked()
         client = session.client
         item = next((i for i in client.interrupts if i.id == interrupt_id), None)
         if item is None or self.resuming:
@@ -303,9 +391,9 @@ class ChatState(IdentityState):
 
     @rx.event
     @guarded
-    def start_over(self) -> None:
+    async def start_over(self) -> None:
         """Leave an expired pause behind: a new conversation, the last request in the box."""
-        client = self._session().client
+        client = (await self._loaded_session()).client
         last = next((m.text for m in reversed(client.messages) if m.role == "user"), "")
         sessions.forget(self.router.session.client_token)
         self._client_json = ""
@@ -316,42 +404,51 @@ class ChatState(IdentityState):
 
     @rx.event
     @guarded
-    def change_answer(self, interrupt_id: str) -> None:
+    async def change_answer(self, interrupt_id: str) -> None:
         """Take back a staged answer while the rest of the batch is still open."""
-        session = self._session()
+        session = await self._loaded_session()
         if not self.resuming and any(i.id == interrupt_id for i in session.client.interrupts):
             session.client.clear_resolution(interrupt_id)
         self._refresh(session)
 
+    # The answers below run in the background (`resolve`, `resolve_all`), which reads the
+    # conversation saved here: each loads it first, under the state's lock.
+
     @rx.event
     @guarded
-    def cancel_decision(self, interrupt_id: str) -> Any:
+    async def cancel_decision(self, interrupt_id: str) -> Any:
+        await self._clicked()
         return ChatState.resolve(interrupt_id, "cancel", None)
 
     @rx.event
     @guarded
-    def approve_all(self) -> Any:
+    async def approve_all(self) -> Any:
+        await self._clicked()
         return ChatState.resolve_all("approve")
 
     @rx.event
     @guarded
-    def reject_all(self) -> Any:
+    async def reject_all(self) -> Any:
+        await self._clicked()
         return ChatState.resolve_all("reject")
 
     @rx.event
     @guarded
-    def cancel_all(self) -> Any:
+    async def cancel_all(self) -> Any:
+        await self._clicked()
         return ChatState.resolve_all("cancel")
 
     @rx.event
     @guarded
-    def retry(self) -> Any:
+    async def retry(self) -> Any:
+        await self._clicked()
         return ChatState.resolve_all("retry")
 
     @rx.event
     @guarded
-    def retry_send(self) -> Any:
+    async def retry_send(self) -> Any:
         """Run the last message again after its run failed (the status row's Retry)."""
+        await self._loaded_session()
         if self.running or not self.can_resend:
             return None
         self.run_error = ""
@@ -514,7 +611,11 @@ class ChatState(IdentityState):
                     task.cancel()
                 if session.changed.is_set():
                     session.changed.clear()
-                    if self._refresh_streaming(client):
+                    # An answer in flight is saved as such (`_client_json`) before its
+                    # continuation gets far: a page that takes the conversation over after
+                    # this worker died shows it applied or failed, with Retry
+                    # (`ChatClient.restore`), not open as if nobody had answered.
+                    if self._refresh_streaming(client) or client.resuming != self.resuming:
                         self._refresh(session)
 
 

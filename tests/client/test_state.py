@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+
 from chat_app.client import ChatClient, ClientState, MockConnection
+from chat_app.client._chat import CUT_OFF_AFTER_APPLIED
 from tests.client.builders import THREAD, approval, plain_tool
-from tests.client.test_chat_client import finished, paused_client
+from tests.client.test_chat_client import finished, pause, paused_client
 
 
 async def test_client_state_survives_a_json_round_trip_unchanged() -> None:
@@ -36,6 +40,42 @@ async def test_a_submission_in_flight_when_saved_is_retryable_after_restore() ->
         {"interruptId": "approval_c1", "payload": {"approved": True}, "status": "resolved"}
     ]
     assert restored.interrupts == ()
+
+
+async def test_a_submission_the_server_applied_is_not_sent_again_after_a_restore() -> None:
+    """The state was saved while the continuation streamed, after its tool's result came
+    back (a worker that died mid-reply): the answer stands, nothing is retried."""
+    result_in = asyncio.Event()
+
+    async def continuation() -> AsyncIterator[Mapping[str, object]]:
+        yield {"type": "RUN_STARTED", "threadId": "t", "runId": "run-2"}
+        yield {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "r",
+               "content": '{"ok":true}', "role": "tool"}  # fmt: skip
+        yield {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}
+        yield {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "Deleted"}
+        result_in.set()
+        await asyncio.Event().wait()  # the rest never comes
+
+    replies = iter([pause(), continuation()])
+    client = ChatClient(
+        MockConnection(lambda body: next(replies)), tools=[plain_tool()], thread_id="t",
+        new_id=iter(["run-1", "run-2"]).__next__,
+    )  # fmt: skip
+    await client.send("go")
+    running = asyncio.ensure_future(client.resolve_interrupt("approval_c1", approved=True))
+    await result_in.wait()
+    saved = client.state.to_json()
+    running.cancel()
+    assert ClientState.from_json(saved).resuming
+
+    connection = MockConnection(lambda body: finished(str(body["runId"])))
+    restored = ChatClient.restore(saved, connection, tools=[plain_tool()])
+    state = restored.state
+    assert (state.interrupts, state.interrupt_errors, state.can_retry) == ((), (), False)
+    assert state.error == CUT_OFF_AFTER_APPLIED and not state.refused
+    (call,) = [part for m in restored.messages for part in m.tool_calls]
+    assert (call.status, call.output) == ("done", {"ok": True})
+    assert connection.requests == []
 
 
 async def test_a_restored_batch_keeps_staged_answers_and_submits_when_complete() -> None:

@@ -1,5 +1,7 @@
 """The chat page: header, transcript with inline decisions, composer, bound to `ChatState`."""
 
+from typing import Any
+
 import reflex as rx
 
 from chat_app.ui.components.composer import composer
@@ -14,15 +16,35 @@ from chat_app.ui.components.transcript import (
     transcript,
 )
 from chat_app.ui.identity_state import DEMO_CHOICES, IdentityState
-from chat_app.ui.state import HELD_NOTICE, SUGGESTIONS, ChatState
+from chat_app.ui.state import HELD_NOTICE, SUGGESTIONS, ChatState, remember_click
+
+
+def _noted(answer: str, handler: Any) -> Any:
+    """`handler`, called with a decision's id, after the tab has noted the `answer` it sends:
+    one lost with a dying socket is given again when the page connects (`remember_click`)."""
+    return lambda interrupt_id: [remember_click(answer, interrupt_id), handler(interrupt_id)]
+
+
+def _noted_form(submit: Any) -> Any:
+    """A decision form's `submit`, noted with its fields (and so its decision)."""
+    return lambda form_data: [
+        remember_click("form", form_data.to(dict)["__interrupt"].to(str), form_data),
+        submit(form_data),
+    ]
+
+
+def _noted_batch(answer: str, handler: Any) -> Any:
+    """A batch bar button, noted as the `answer` it sends."""
+    return [remember_click(answer), handler]
+
 
 #: What the decision cards call.
 DECISIONS = DecisionEvents(
     toggle_panel=ChatState.toggle_panel,
-    approve=ChatState.approve,
-    reject=ChatState.reject,
-    submit_form=ChatState.submit_form,
-    cancel=ChatState.cancel_decision,
+    approve=_noted("approve", ChatState.approve),
+    reject=_noted("reject", ChatState.reject),
+    submit_form=_noted_form(ChatState.submit_form),
+    cancel=_noted("cancel", ChatState.cancel_decision),
     change_answer=ChatState.change_answer,
     start_over=ChatState.start_over,
 )
@@ -49,10 +71,10 @@ def _transcript() -> rx.Component:
             bulk_ok=ChatState.bulk_ok,
             errors=ChatState.batch_errors,
             can_retry=ChatState.can_retry,
-            on_approve_all=ChatState.approve_all,
-            on_reject_all=ChatState.reject_all,
-            on_cancel_all=ChatState.cancel_all,
-            on_retry=ChatState.retry,
+            on_approve_all=_noted_batch("approve_all", ChatState.approve_all),
+            on_reject_all=_noted_batch("reject_all", ChatState.reject_all),
+            on_cancel_all=_noted_batch("cancel_all", ChatState.cancel_all),
+            on_retry=_noted_batch("retry", ChatState.retry),
         ),
         status=status_row(
             resuming=ChatState.resuming,
