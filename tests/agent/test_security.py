@@ -318,8 +318,8 @@ async def test_the_audit_trail_records_what_was_shown_decided_and_run(
 ) -> None:
     agent = sealed_agent(clock, ledger)
     ops = Identity(email="ops@example.com", method="proxy")
-    ask = {"threadId": "t1", "runId": "r1",
-           "messages": [{"id": "u", "role": "user", "content": "email ada@example.com about Launch"}]}  # fmt: skip
+    request = {"id": "u", "role": "user", "content": "email ada@example.com about Launch"}
+    ask = {"threadId": "t1", "runId": "r1", "messages": [request]}
     events = await collect(agent, ask, ops)
     [item] = events[-1]["outcome"]["interrupts"]
     edited = {"to": "grace@example.com", "subject": "Launch day", "body": "See you"}
