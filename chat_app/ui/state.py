@@ -23,7 +23,7 @@ from reflex.istate.manager import get_state_manager
 from reflex.vars.function import FunctionStringVar
 
 from chat_app.client import ChatClient, ClientError, UsageError
-from chat_app.trust import ANONYMOUS, Identity
+from chat_app.trust import Identity
 
 from . import session as sessions
 from .forms import form_fields, read_form
@@ -127,6 +127,8 @@ class ChatState(IdentityState):
     #: This token's state has shown a conversation (its own, or one taken over): it never
     #: takes another over, whatever `shown_under` the browser sends later.
     _loaded: bool = False
+    #: Whose conversation this tab holds (the email that started it; "" for none yet).
+    _owner: str = ""
     _client_json: str = ""
     _memory: dict[str, FormMemory] = {}
     _stop: bool = False
@@ -153,9 +155,7 @@ class ChatState(IdentityState):
         """The tab's live session, for whoever is signed in now (read again at every event:
         a demo visitor may have switched person)."""
         viewer = viewer or self._viewer()
-        return sessions.session_for(
-            self.router.session.client_token, self._client_json, viewer or ANONYMOUS
-        )
+        return sessions.session_for(self.router.session.client_token, self._client_json, viewer)
 
     def _refresh(self, session: sessions.Session) -> None:
         """Copy the client's state into the page's vars.
@@ -206,6 +206,14 @@ class ChatState(IdentityState):
         self.run_error = message
         return True
 
+    def _may_see(self, owner: str, viewer: Identity | None) -> bool:
+        """Whether `viewer` may see the conversation `owner` started in this tab: their own,
+        one nobody started yet, or any in the demo (whose point is to switch people in one
+        tab). Nobody signed in keeps the tab as it is: it cannot act, and signs in first."""
+        if not owner or viewer is None or self.auth_mode in ("demo", "none"):
+            return True
+        return viewer.email == owner
+
     def _give_back(self, text: str) -> None:
         """A message that never reached the client goes back into the composer."""
         if text and not self.draft.strip():
@@ -235,15 +243,24 @@ class ChatState(IdentityState):
         received, which the page sent back as `unconfirmed`, is kept for `on_load`.
         """
         token = self.router.session.client_token
+        viewer = self._viewer()
         took_over = not self._loaded and self.shown_under not in ("", token)
         if took_over:
-            self._client_json, self._memory = await _saved_conversation(self.shown_under)
+            saved, memory, owner = await _saved_conversation(self.shown_under)
+            took_over = self._may_see(owner, viewer)
+            if took_over:
+                self._client_json, self._memory, self._owner = saved, memory, owner
             sessions.forget(token)  # an event may have made an empty session already
+        if not self._may_see(self._owner, viewer):
+            # Signed in as someone else in this tab: their conversation is not yours to see.
+            self._client_json, self._memory, self._owner = "", {}, ""
+            sessions.forget(token)
+            took_over = True
         self._loaded = True
         self.shown_under = token
         if self.unconfirmed:
             self._lost_click, self.unconfirmed = self.unconfirmed, ""
-        session = self._session()
+        session = self._session(viewer)
         if took_over:
             self._refresh(session)
         return session
@@ -531,6 +548,7 @@ class ChatState(IdentityState):
                 self.run_error = f"{self.auth_error} Nothing was sent."
                 self._give_back(text)
                 return
+            self._owner = self._owner or viewer.email
             try:
                 session = self._session(viewer)
             except Exception as error:  # e.g. the client could not be made
@@ -627,9 +645,9 @@ def _first_words(client: ChatClient) -> str:
     return message_id if text else ""
 
 
-async def _saved_conversation(token: str) -> tuple[str, dict[str, FormMemory]]:
-    """The client state and form memory saved in another token's `ChatState`."""
+async def _saved_conversation(token: str) -> tuple[str, dict[str, FormMemory], str]:
+    """The client state, form memory and owner saved in another token's `ChatState`."""
     root = await get_state_manager().get_state(rx.BaseStateToken(ident=token, cls=ChatState))
     saved = root.get_substate(ChatState.get_full_name().split("."))
     assert isinstance(saved, ChatState)
-    return saved._client_json, dict(saved._memory)
+    return saved._client_json, dict(saved._memory), saved._owner

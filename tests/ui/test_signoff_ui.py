@@ -181,8 +181,41 @@ def password_app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         timeout=60,
     )  # fmt: skip
     assert added.returncode == 0, added.stderr
+    bob = subprocess.run(
+        [sys.executable, "-m", "chat_app", "users", "add", "bob@example.com", "--name", "Bob",
+         "--password-stdin"],
+        input=ADA_PASSWORD + "\n", env=env, cwd=REPO_ROOT, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert bob.returncode == 0, bob.stderr
     with app_copy(tmp_path_factory.mktemp("password-app"), extra) as url:
         yield url
+
+
+def sign_in(page: Page, email: str) -> None:
+    page.goto("/signin")
+    hydrated(page)
+    page.locator("#signin-email").fill(email)
+    page.locator("#signin-password").fill(ADA_PASSWORD)
+    page.locator("#signin-submit").click()
+    expect(page).to_have_url(re.compile(r"^[^?]*/$"))
+    hydrated(page)
+
+
+def test_whoever_signs_in_next_in_a_tab_does_not_see_the_last_persons_conversation(
+    browser: Browser, password_app_url: str
+) -> None:
+    with fresh_page(browser, password_app_url) as page:
+        sign_in(page, "ada@example.com")
+        ask(page, "transfer 25 to Ada")
+        expect(page.locator(".approval-card")).to_be_visible()
+        page.locator("#sign-out").click()
+        expect(page).to_have_url(re.compile(r"/signin\b"))
+        sign_in(page, "bob@example.com")
+        expect(page.locator("#viewer-name")).to_have_text("Bob")
+        expect(page.locator("#transcript-empty")).to_be_visible()
+        expect(page.locator(".approval-card")).to_have_count(0)
+        expect(page.locator(".tool-card")).to_have_count(0)
 
 
 def test_password_sign_in_and_sign_out(
