@@ -203,7 +203,7 @@ class _Backend:
     #: `GET /api/tools` answers it (`{"tools": [...]}` or a bare list).
     manifest: Callable[[], object] | None = None
     #: The audit trail as `GET /api/audit` answers it (`{"chain": …, "records": […]}`).
-    audit: Callable[[], Mapping[str, Any]] | None = None
+    audit: Callable[[], Mapping[str, Any] | None] | None = None
     #: Who someone is (`None`: no sign-in, everyone is anonymous).
     authenticator: Authenticator | None = None
     #: Who may decide what (`None`: whoever asked).
@@ -220,7 +220,7 @@ _sessions: dict[str, Session] = {}
 def configure(
     connection: ConnectionFactory,
     manifest: Callable[[], object],
-    audit: Callable[[], Mapping[str, Any]] | None = None,
+    audit: Callable[[], Mapping[str, Any] | None] | None = None,
     *,
     authenticator: Authenticator | None = None,
     policy: Policy | None = None,
