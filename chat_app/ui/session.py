@@ -274,6 +274,19 @@ def who_decides(viewer: Identity) -> WhoDecides:
     return check
 
 
+def asked_by(viewer: Identity) -> Callable[[InterruptItem], bool]:
+    """For the page: whether `viewer` asked for an item. Whoever asked may always withdraw
+    it (cancel), whoever else decides it (the server allows it: `chat_app.agent.gate`)."""
+
+    def check(item: InterruptItem) -> bool:
+        shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
+        if not isinstance(shown, Mapping):
+            return False
+        return _asked(viewer, str(shown.get("requester") or ""), shown.get("requesterTag"))
+
+    return check
+
+
 def _asked(viewer: Identity, requester: str, tag: object) -> bool:
     """Whether `viewer` asked for an item: by its requester's email, or, when only the sealed
     tag is known (a continuation an approver ran), by the tag."""

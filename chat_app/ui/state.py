@@ -171,6 +171,7 @@ class ChatState(IdentityState):
             focus=not self.held,
             cache=session.views,
             who_decides=sessions.who_decides(session.identity),
+            asked_by=sessions.asked_by(session.identity),
         )
         streaming = client.status == "streaming"
         messages = views.messages

@@ -87,6 +87,9 @@ class DecisionView:
     #: Someone else decides this one: who ("Waiting for finance — you asked for this, so
     #: someone else approves it"); "" when the person looking may decide it.
     waiting: str = ""
+    #: Someone else decides it, but the person looking asked for it: they may withdraw it
+    #: (else nothing would unblock their conversation until that someone answers).
+    can_withdraw: bool = False
     #: The first answerable decision takes the keyboard focus. A field of the view rather
     #: than a page var, so that a memoized message row depends on its own data only.
     focus: bool = False
@@ -209,6 +212,8 @@ def form_schema(item: InterruptItem, form: str) -> tuple[Mapping[str, Any] | Non
 
 #: Who decides an item, when it is not the person looking: the sentence to show, or "".
 WhoDecides = Callable[[InterruptItem], str]
+#: Whether the person looking asked for an item.
+AskedBy = Callable[[InterruptItem], bool]
 
 
 def decision_view(
@@ -334,11 +339,13 @@ def build_views(
     focus: bool = True,
     cache: ViewCache | None = None,
     who_decides: WhoDecides | None = None,
+    asked_by: AskedBy | None = None,
 ) -> Views:
     """Everything the transcript and the decision cards show.
 
     With `focus`, the first decision a person can answer (in reading order) takes the focus.
-    `who_decides` says which decisions belong to someone else (they count as not open).
+    `who_decides` says which decisions belong to someone else (they count as not open);
+    `asked_by`, which of those the person looking asked for (they may withdraw them).
     """
     decisions = {item.id: item for item in state.interrupts}
     by_call = {
@@ -374,11 +381,16 @@ def build_views(
     ]
     bulk_ok = bool(answerable) and state.can_approve_all and state.can_reject_all
     open_ids = {item.id for item in answerable if item.status in ("pending", "error")}
+    cards = [t.decision for m in messages for t in m.tools if t.has_decision] + loose
     if focus:
-        cards = [t.decision for m in messages for t in m.tools if t.has_decision] + loose
         first = next((d for d in cards if d.id in open_ids), None)
         if first is not None:
             first.focus = True
+    if asked_by is not None:
+        for card in cards:
+            item = decisions.get(card.id)
+            if card.waiting and not card.expired and item is not None and item.can_resolve:
+                card.can_withdraw = asked_by(item)
     return Views(
         messages=messages,
         loose_decisions=loose,

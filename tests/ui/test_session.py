@@ -134,3 +134,31 @@ def test_a_run_goes_on_as_whoever_started_it() -> None:
     started.task = None
     assert session.session_for("tab-identity", "", ADA).identity == ADA
     session.forget("tab-identity")
+
+
+def test_whoever_asked_may_withdraw_what_someone_else_decides() -> None:
+    """A large transfer waits for finance; Rita, who asked, may withdraw it (the server allows
+    a requester's cancel), Sam may not, and Ada decides it anyway."""
+    from chat_app.ui.views import build_views
+
+    configure("demo", Policy.load(POLICY_PATH))
+    shown = {"rule": "large-transfers", "requester": RITA.email,
+             "approvers": ["role:finance"], "notRequester": True, "quorum": 1}  # fmt: skip
+    pending = ToolApprovalInterrupt(
+        id="approval_c1", reason="tool_call", thread_id="t", interrupted_run_id="r",
+        binding={}, tool_name="transfer", tool_call_id="c1", can_resolve=True,
+        metadata={POLICY_METADATA_KEY: shown},
+    )  # fmt: skip
+    state = ClientState(thread_id="t", interrupts=(pending,))
+    ada = ADA.with_roles(frozenset({"finance"}))
+    seen = {
+        person.email: build_views(
+            state, {}, who_decides=session.who_decides(person),
+            asked_by=session.asked_by(person),
+        ).loose_decisions[0]  # fmt: skip
+        for person in (RITA, SAM, ada)
+    }
+    assert seen[RITA.email].waiting and seen[RITA.email].can_withdraw
+    assert seen[SAM.email].waiting and not seen[SAM.email].can_withdraw
+    assert not seen[ada.email].waiting and not seen[ada.email].can_withdraw
+    assert session.asked_by(RITA)(item(None)) is False

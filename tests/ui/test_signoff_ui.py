@@ -164,6 +164,37 @@ def test_without_a_rule_the_requester_decides_and_a_refused_answer_stays_answera
     expect(page.get_by_text("Rotated the production keys")).to_have_count(0)
 
 
+def test_whoever_asked_can_withdraw_what_only_someone_else_may_approve(
+    page: Page, screenshot_dir: Path
+) -> None:
+    # Ada is the demo's only finance person: her own large transfer nobody else can approve.
+    # Without Withdraw her conversation stood still (a new message is refused while it waits).
+    sign_in_as_demo(page, "ada@example.com")
+    ask(page, "transfer 5000 to Bob")
+    card = tool_card(page, "transfer")
+    expect(card.locator(".waiting-label")).to_have_text(WAITING_FOR_FINANCE)
+    expect(card.locator("button.approve")).to_have_count(0)
+    shot(page, screenshot_dir, "withdraw-offered")
+    card.locator("button.withdraw").click()
+    expect(page.get_by_text("Cancelled: transfer did not run.")).to_be_visible()
+    expect(card.locator(".tool-status")).to_have_text("Cancelled")
+    expect(page.locator(".decision")).to_have_count(0)
+    ask(page, "delete project apollo")  # the conversation goes on
+    expect(page.locator(".approval-card button.approve")).to_be_visible()
+
+    # Someone who did not ask sees who decides, and nothing to click.
+    tool_card(page, "delete_project").locator("button.cancel").click()
+    expect(page.get_by_text("Cancelled: delete project did not run.")).to_be_visible()
+    ask(page, "transfer 5000 to Bob")
+    expect(tool_card(page, "transfer").locator(".waiting-label")).to_have_text(
+        WAITING_FOR_FINANCE
+    )
+    sign_in_as_demo(page, "sam@example.com")
+    transfer = tool_card(page, "transfer")
+    expect(transfer.locator(".waiting-label")).to_have_text("Waiting for finance")
+    expect(transfer.locator("button")).to_have_count(0)
+
+
 # --- password sign-in, an app copy -----------------------------------------------------------
 
 

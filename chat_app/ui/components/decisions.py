@@ -174,13 +174,25 @@ def expired_row(decision: DecisionView, events: DecisionEvents) -> rx.Component:
     )
 
 
-def waiting_row(decision: DecisionView) -> rx.Component:
-    """Someone else decides this one: who, and no controls."""
+def waiting_row(decision: DecisionView, events: DecisionEvents) -> rx.Component:
+    """Someone else decides this one: who, and no controls but Withdraw for whoever asked."""
     return rx.hstack(
         rx.icon("user_check", size=14),
         rx.text(decision.waiting, size="2", class_name="waiting-label"),
+        rx.cond(
+            decision.can_withdraw,
+            rx.button(
+                "Withdraw",
+                on_click=events.cancel(decision.id),
+                variant="ghost",
+                color_scheme="gray",
+                size="1",
+                class_name="withdraw",
+            ),
+        ),
         align="center",
         spacing="2",
+        wrap="wrap",
         class_name="waiting",
         role="status",
     )
@@ -242,7 +254,7 @@ def _decision_card(
                     staged_row(decision, events),
                     rx.cond(
                         decision.waiting != "",
-                        waiting_row(decision),
+                        waiting_row(decision, events),
                         rx.cond(
                             decision.can_resolve,
                             controls,
