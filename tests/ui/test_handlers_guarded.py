@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from chat_app.ui.guard import failure_message, guarded, guarded_task
+from tests.ui.app_server import run_on_own_loop
 
 UI = Path(__file__).resolve().parents[2] / "chat_app" / "ui"
 
@@ -105,16 +106,23 @@ def test_a_state_without_a_place_for_it_gets_a_toast() -> None:
     assert guarded(boom)(Page(shows=False), "fail") is not None
 
 
-async def test_async_and_generator_handlers_keep_their_kind() -> None:
-    page = Page(shows=True)
-    assert await guarded(boom_async)(page, "ok") == "ok"
-    assert await guarded(boom_async)(page, "fail") is None
-    steps: list[Any] = [step async for step in guarded(boom_steps)(page, "fail")]
-    assert steps == ["first", None] and len(page.shown) == 2
+def test_async_and_generator_handlers_keep_their_kind() -> None:
+    # On a loop of its own: in a session with browser tests, Playwright owns this thread's.
+    async def steps() -> None:
+        page = Page(shows=True)
+        assert await guarded(boom_async)(page, "ok") == "ok"
+        assert await guarded(boom_async)(page, "fail") is None
+        taken: list[Any] = [step async for step in guarded(boom_steps)(page, "fail")]
+        assert taken == ["first", None] and len(page.shown) == 2
+
+    run_on_own_loop(steps())
 
 
-async def test_a_background_handler_shows_its_failure_under_the_lock() -> None:
-    page = Page(shows=False)
-    steps = [step async for step in guarded_task(boom_steps)(page, "fail")]
-    assert steps[0] == "first" and steps[1] is not None  # the toast
-    assert page.locked == 1 and len(page.shown) == 1
+def test_a_background_handler_shows_its_failure_under_the_lock() -> None:
+    async def steps() -> None:
+        page = Page(shows=False)
+        taken = [step async for step in guarded_task(boom_steps)(page, "fail")]
+        assert taken[0] == "first" and taken[1] is not None  # the toast
+        assert page.locked == 1 and len(page.shown) == 1
+
+    run_on_own_loop(steps())

@@ -223,7 +223,8 @@ def password_app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-def sign_in(page: Page, email: str) -> None:
+def sign_in(page: Page, email: str, name: str) -> None:
+    """Sign in on the sign-in page, and wait until the chat has loaded as that person."""
     page.goto("/signin")
     hydrated(page)
     page.locator("#signin-email").fill(email)
@@ -231,19 +232,19 @@ def sign_in(page: Page, email: str) -> None:
     page.locator("#signin-submit").click()
     expect(page).to_have_url(re.compile(r"^[^?]*/$"))
     hydrated(page)
+    expect(page.locator("#viewer-name")).to_have_text(name)
 
 
 def test_whoever_signs_in_next_in_a_tab_does_not_see_the_last_persons_conversation(
     browser: Browser, password_app_url: str
 ) -> None:
     with fresh_page(browser, password_app_url) as page:
-        sign_in(page, "ada@example.com")
+        sign_in(page, "ada@example.com", "Ada")
         ask(page, "transfer 25 to Ada")
         expect(page.locator(".approval-card")).to_be_visible()
         page.locator("#sign-out").click()
         expect(page).to_have_url(re.compile(r"/signin\b"))
-        sign_in(page, "bob@example.com")
-        expect(page.locator("#viewer-name")).to_have_text("Bob")
+        sign_in(page, "bob@example.com", "Bob")
         expect(page.locator("#transcript-empty")).to_be_visible()
         expect(page.locator(".approval-card")).to_have_count(0)
         expect(page.locator(".tool-card")).to_have_count(0)
