@@ -88,6 +88,10 @@ from .tools import Tool
 logger = logging.getLogger(__name__)
 
 
+#: The policy of an agent that has none: no rule names anyone, so whoever asked decides.
+_NO_RULES = Policy.empty()
+
+
 class Agent:
     """Tools, generic interrupt definitions, middleware and a model.
 
@@ -158,7 +162,7 @@ class _Run:
         self.identity = identity
         # Without a policy no rule names anyone: the person who asked decides (the gate says
         # so, from the sealed ids); the page is told nothing it needs no telling of.
-        self.gate = Gate(agent.policy or Policy.empty(), agent.sealer, identity)
+        self.gate = Gate(agent.policy or _NO_RULES, agent.sealer, identity)
         #: For whom new items are sealed: the person running a new request; on a continuation,
         #: whoever the resumed batch was for (set once it is checked).
         self.requester = Requester(
