@@ -34,10 +34,10 @@ from chat_app.server.run_input import TooDeep, read_run_input, read_run_input_js
 from chat_app.server.signin import identify, identity_json, signin_routes, unauthorized
 from chat_app.trust import ANONYMOUS, Identity, audit_report
 from chat_app.trust.authn import Authenticator, AuthFailure
+from chat_app.trust.identity import AUDIT_ROLES
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 #: Who may read the audit trail (pages and exports).
-AUDIT_ROLES = frozenset({"admin", "auditor"})
 
 
 class BadRequest(Exception):

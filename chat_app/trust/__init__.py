@@ -1,8 +1,12 @@
 """Trust: what makes a decision safe to act on and to show later.
 
-Sealing (what this server proposed, and until when), the exactly-once ledger (an answer is
-committed once, before anything runs) and the hash-chained audit trail (who decided what).
-Imports the wire layer (`chat_app.interrupts`) only; the engine calls into it.
+Sealing (what this server proposed, for whom, and until when), the exactly-once ledger (an
+answer is committed once, before anything runs), the hash-chained audit trail (who decided
+what), who someone is (`identity`; verified by `authn` from `sessions`, a proxy's headers or
+`accounts`' API tokens, kept in the database of `store`), and who may decide what (`policy`).
+The names below are the light ones; `authn`, `sessions`, `accounts` and `store` (SQLAlchemy,
+argon2) are imported as modules by those that need them. Imports the wire layer
+(`chat_app.interrupts`) only; the engine calls into it.
 """
 
 from .audit_records import decision_record, pause_record

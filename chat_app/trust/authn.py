@@ -37,6 +37,7 @@ __all__ = [
     "IPNetwork",
     "cookie_value",
     "parse_networks",
+    "safe_next",
 ]
 
 #: How people sign in (`CHAT_APP_AUTH`).
@@ -233,3 +234,15 @@ def _split_groups(value: str) -> Iterable[str]:
     for group in value.split(","):
         if group := group.strip().lower():
             yield group
+
+
+def safe_next(target: str) -> str:
+    """`target` when it is a path on this site (`/…`, not `//host` or `/\\host`, printable
+    ASCII as a browser sends it); `/` otherwise."""
+    if (
+        not target.startswith("/")
+        or target.startswith("//")
+        or any(not "!" <= char <= "~" or char == "\\" for char in target)
+    ):
+        return "/"
+    return target

@@ -14,6 +14,7 @@ from typing import Literal, Protocol, TypeAlias
 __all__ = [
     "ANONYMOUS",
     "API_TOKEN_PREFIX",
+    "AUDIT_ROLES",
     "DEMO_PEOPLE",
     "AuthMethod",
     "Directory",
@@ -23,6 +24,9 @@ __all__ = [
 #: How this app's API tokens begin: a bearer token without it is someone else's (a sign-in
 #: proxy's own), not ours to read.
 API_TOKEN_PREFIX = "cat_"
+
+#: The roles that may read the audit trail (`auditor` read-only, as the trail is).
+AUDIT_ROLES = frozenset({"admin", "auditor"})
 
 #: How an identity was verified (recorded with every decision).
 AuthMethod: TypeAlias = Literal["demo", "password", "proxy", "token", "none"]

@@ -125,8 +125,6 @@ class Sealer:
     def expiry(self) -> int:
         return int(self._clock() + self.ttl_seconds)
 
-    # --- tool calls ---------------------------------------------------------------------
-
     # --- requesters -------------------------------------------------------------------
 
     def requester_tag(self, email: str) -> str:

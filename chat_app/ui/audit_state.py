@@ -7,6 +7,8 @@ from typing import Any
 
 import reflex as rx
 
+from chat_app.trust.identity import AUDIT_ROLES
+
 from . import session as sessions
 from .guard import guarded
 from .identity_state import IdentityState
@@ -61,8 +63,6 @@ def summarize(record: dict[str, Any]) -> str:
     return str(kind)
 
 
-#: The roles that may read the trail.
-AUDIT_ROLES = frozenset({"admin", "auditor"})
 
 
 class AuditState(IdentityState):

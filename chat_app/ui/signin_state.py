@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import reflex as rx
 
+from chat_app.trust.authn import safe_next
+
 from .guard import guarded
 from .identity_state import IdentityState
 
@@ -23,5 +25,5 @@ class SignInState(IdentityState):
         self.error = str(params.get("error", ""))[:200]
         self.email = str(params.get("email", ""))[:254]
         wanted = str(params.get("next", "/"))
-        self.next_path = wanted if wanted.startswith("/") and not wanted.startswith("//") else "/"
+        self.next_path = safe_next(wanted)
         self._viewer()
