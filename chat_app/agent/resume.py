@@ -85,8 +85,6 @@ class ResumePlan:
     generic: list[GenericResolution] = field(default_factory=list)
     #: The policy rule that allowed each answer (`None`: no rule; the requester decided).
     rules: dict[str, str | None] = field(default_factory=dict)
-    #: Answers the policy refused, with why (for the trail; the batch is refused).
-    refused: dict[str, str] = field(default_factory=dict)
     #: The sealed ids and keys of the items answered (they say who asked).
     sealed: list[str] = field(default_factory=list)
 
@@ -345,7 +343,6 @@ def _gate_one(
     problem = gate.check(decision, sealed=sealed, rules=rules)
     if problem is not None:
         errors.item(decision.interrupt_id, problem.code, problem.message, source=problem.source)
-        plan.refused[decision.interrupt_id] = problem.message
         return
     plan.rules[decision.interrupt_id] = next((rule.name for rule in rules if rule), None)
 

@@ -273,8 +273,8 @@ class _Run:
         )
         if sealer is None or tag is None:
             return self.requester
-        mine = sealer.requester_tag(self.identity.email)
-        return Requester(tag=tag, email=self.identity.email if tag == mine else None)
+        asked = sealer.is_tag_of(tag, self.identity.email)
+        return Requester(tag=tag, email=self.identity.email if asked else None)
 
     def _call_expiry(self, call_id: str) -> str | None:
         return self.agent.sealer.tool_call_expiry(call_id) if self.agent.sealer else None

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from chat_app.trust.authn import Authenticator, AuthFailure, safe_next
+from chat_app.trust.authn import Authenticator, AuthFailure
 from chat_app.trust.identity import Directory, Identity
 from chat_app.trust.sessions import SESSION_COOKIE
 
@@ -196,6 +196,18 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         Route("/api/signout", same_site_only(signout), methods=["POST"]),
         Route("/api/me", me, methods=["GET"]),
     ]
+
+
+def safe_next(target: str) -> str:
+    """`target` when it is a path on this site (`/…`, not `//host` or `/\\host`, printable
+    ASCII as a browser sends it); `/` otherwise."""
+    if (
+        not target.startswith("/")
+        or target.startswith("//")
+        or any(not "!" <= char <= "~" or char == "\\" for char in target)
+    ):
+        return "/"
+    return target
 
 
 def _came_over_https(request: Request, authenticator: Authenticator) -> bool:

@@ -78,7 +78,6 @@ class AccountError(ValueError):
     def __init__(self, code: AccountErrorCode, message: str) -> None:
         super().__init__(message)
         self.code: AccountErrorCode = code
-        self.message = message
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

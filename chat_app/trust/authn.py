@@ -37,7 +37,6 @@ __all__ = [
     "IPNetwork",
     "cookie_value",
     "parse_networks",
-    "safe_next",
 ]
 
 #: How people sign in (`CHAT_APP_AUTH`).
@@ -61,7 +60,6 @@ TOKEN_INVALID = "The API token is not valid or was revoked."
 NOT_FROM_PROXY = "Requests must come through the sign-in proxy."
 
 #: A session cookie is one of these methods; an API token never is.
-_COOKIE_MODES: frozenset[str] = frozenset({"demo", "password"})
 #: Google IAP prefixes the email it vouches for with its issuer.
 _IAP_PREFIX = "accounts.google.com:"
 
@@ -234,15 +232,3 @@ def _split_groups(value: str) -> Iterable[str]:
     for group in value.split(","):
         if group := group.strip().lower():
             yield group
-
-
-def safe_next(target: str) -> str:
-    """`target` when it is a path on this site (`/…`, not `//host` or `/\\host`, printable
-    ASCII as a browser sends it); `/` otherwise."""
-    if (
-        not target.startswith("/")
-        or target.startswith("//")
-        or any(not "!" <= char <= "~" or char == "\\" for char in target)
-    ):
-        return "/"
-    return target

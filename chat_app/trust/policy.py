@@ -186,6 +186,10 @@ class Policy:
         """No rules: the person who asked decides everything."""
         return cls(source="<empty>", roles=MappingProxyType({}), rules=())
 
+    def rule_named(self, name: object) -> Rule | None:
+        """The rule called `name` (what a pause's metadata names), if there is one."""
+        return next((rule for rule in self.rules if rule.name == name), None)
+
     def rule_for_tool(self, name: str, args: object) -> Rule | None:
         """The first rule that governs a call of tool `name` with `args`, or `None`."""
         for rule in self.rules:

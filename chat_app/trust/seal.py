@@ -156,8 +156,11 @@ class Sealer:
 
     def asked_by(self, sealed: str, email: str) -> bool:
         """Whether the sealed tool call id or generic key was proposed for `email`'s request."""
-        tag = self.tag_of(sealed)
-        return tag is not None and hmac.compare_digest(tag, self.requester_tag(email))
+        return self.is_tag_of(self.tag_of(sealed), email)
+
+    def is_tag_of(self, tag: object, email: str) -> bool:
+        """Whether `tag` (from a sealed id, or a pause's metadata) is `email`'s."""
+        return isinstance(tag, str) and hmac.compare_digest(tag, self.requester_tag(email))
 
     # --- tool calls ---------------------------------------------------------------------
 

@@ -83,8 +83,7 @@ class AuditState(IdentityState):
     @guarded
     def load(self) -> None:
         viewer = self._viewer()
-        needs_role = sessions.authenticator() is not None and self.auth_mode != "none"
-        if viewer is None or (needs_role and not viewer.roles & AUDIT_ROLES):
+        if viewer is None or (self.auth_mode != "none" and not viewer.roles & AUDIT_ROLES):
             self.refused = self.auth_error or (
                 "The audit trail is for the roles admin and auditor; you are signed in as "
                 f"{viewer.label if viewer else 'nobody'}."

@@ -11,7 +11,6 @@ import reflex as rx
 from chat_app.trust import DEMO_PEOPLE, Identity
 
 from . import session as sessions
-from .guard import guarded
 
 
 def _demo_label(person: Identity) -> str:
@@ -28,7 +27,6 @@ class IdentityState(rx.State):
 
     viewer_name: str = ""
     viewer_email: str = ""
-    viewer_roles: str = ""
     #: `demo`, `password`, `proxy` or `none`.
     auth_mode: str = "none"
     #: Why nobody is signed in ("" when someone is).
@@ -43,20 +41,14 @@ class IdentityState(rx.State):
         self.auth_mode = authenticator.mode if authenticator is not None else "none"
         if not isinstance(found, Identity):
             self.auth_error = found.message
-            self.viewer_name = self.viewer_email = self.viewer_roles = ""
+            self.viewer_name = self.viewer_email = ""
             return None
         self.auth_error = ""
         self.viewer_name = found.name or found.email or "Anonymous"
         self.viewer_email = found.email
-        self.viewer_roles = ", ".join(sorted(found.roles))
         return found
 
     def _show_failure(self, message: str) -> bool:
         """Show what went wrong where this page's person looks; `False`: nowhere (a toast
         says it instead). See `chat_app.ui.guard`."""
         return False
-
-    @rx.event
-    @guarded
-    def load_viewer(self) -> None:
-        self._viewer()

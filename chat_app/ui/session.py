@@ -10,7 +10,6 @@ the in-process agent by default, or an AG-UI endpoint over SSE.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import itertools
 import logging
 import math
@@ -28,7 +27,7 @@ from chat_app.client import (
     read_manifest,
 )
 from chat_app.interrupts import POLICY_METADATA_KEY
-from chat_app.trust import ANONYMOUS, Identity, Policy, Rule, Sealer
+from chat_app.trust import ANONYMOUS, Identity, Policy, Sealer
 from chat_app.trust.authn import Authenticator, AuthFailure
 
 from .views import ViewCache, WhoDecides
@@ -262,7 +261,7 @@ def who_decides(viewer: Identity) -> WhoDecides:
             return ""
         requester = str(shown.get("requester") or "")
         asked = _asked(viewer, requester, shown.get("requesterTag"))
-        rule = _rule(policy, shown.get("rule"))
+        rule = policy.rule_named(shown.get("rule")) if policy is not None else None
         if shown.get("rule") is None or policy is None or rule is None:
             if asked:
                 return ""
@@ -293,15 +292,7 @@ def _asked(viewer: Identity, requester: str, tag: object) -> bool:
     if requester:
         return requester.lower() == viewer.email.lower()
     sealer = _backend.sealer
-    if sealer is None or not isinstance(tag, str):
-        return False
-    return hmac.compare_digest(tag, sealer.requester_tag(viewer.email))
-
-
-def _rule(policy: Policy | None, name: object) -> Rule | None:
-    if policy is None or not isinstance(name, str):
-        return None
-    return next((rule for rule in policy.rules if rule.name == name), None)
+    return sealer is not None and sealer.is_tag_of(tag, viewer.email)
 
 
 def read_audit() -> Mapping[str, Any] | None:
