@@ -127,7 +127,9 @@ TRUST = [
     "load_secret",
     "open_ledger",
     "pause_record",
+    "policy_decision_record",
     "record_hash",
+    "refusal_record",
     "verify_chain",
 ]
 

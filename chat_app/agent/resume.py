@@ -72,16 +72,12 @@ class PendingCall:
 
 @dataclass(kw_only=True)
 class ResumePlan:
-    """What a valid continuation asks for: every answer's `Decision` by interrupt id, and
-    the same answers as the run loop reads them (by tool call id, and generic ones in batch
-    order)."""
+    """What a valid continuation asks for: every answer's `Decision` by interrupt id, and the
+    generic ones as middleware reads them, in batch order."""
 
     interrupted_run_id: str
     calls: list[PendingCall] = field(default_factory=list)
     decisions: dict[str, Decision] = field(default_factory=dict)
-    approvals: dict[str, Decision] = field(default_factory=dict)
-    cancelled: set[str] = field(default_factory=set)
-    client_results: dict[str, Any] = field(default_factory=dict)
     generic: list[GenericResolution] = field(default_factory=list)
     #: The policy rule that allowed each answer (`None`: no rule; the requester decided).
     rules: dict[str, str | None] = field(default_factory=dict)
@@ -624,12 +620,6 @@ def _check_tool_entry(
             errors.item(entry.interrupt_id, "stale", altered)
             return
     plan.decisions[entry.interrupt_id] = decision
-    if decision.kind == "cancel":
-        plan.cancelled.add(call.call.id)
-    elif call.kind == "client":
-        plan.client_results[call.call.id] = None if decision.payload is ABSENT else decision.payload
-    else:
-        plan.approvals[call.call.id] = decision
 
 
 def _readable_arguments(text: str | None) -> bool:

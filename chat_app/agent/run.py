@@ -60,6 +60,8 @@ from chat_app.trust import (
     Sealer,
     iso_from_epoch,
     pause_record,
+    policy_decision_record,
+    refusal_record,
 )
 
 from . import events
@@ -253,12 +255,8 @@ class _Run:
                 [
                     self._audit(
                         "refusal",
-                        {
-                            "interruptId": item.interrupt_id,
-                            "reason": item.message,
-                            **self._verified,
-                        },
-                    )  # fmt: skip
+                        {**refusal_record(item.interrupt_id, item.message), **self._verified},
+                    )
                     for item in refused
                 ]
             )
@@ -275,6 +273,12 @@ class _Run:
             return self.requester
         asked = sealer.is_tag_of(tag, self.identity.email)
         return Requester(tag=tag, email=self.identity.email if asked else None)
+
+    def _tell_who_decides(self, descriptor: dict[str, Any], rule: Rule | None) -> None:
+        """Put in an item which rule governs it and who asked, for the page. Only with a
+        policy: without one the person who asked decides, and there is nothing to tell."""
+        if self.agent.policy is not None:
+            descriptor["metadata"][POLICY_METADATA_KEY] = self.gate.describe(rule, self.requester)
 
     def _call_expiry(self, call_id: str) -> str | None:
         return self.agent.sealer.tool_call_expiry(call_id) if self.agent.sealer else None
@@ -357,12 +361,14 @@ class _Run:
         client_requests: list[dict[str, Any]],
     ) -> AsyncIterator[BaseEvent]:
         call, tool = pending.call, pending.tool
-        if cancel_all or call.id in plan.cancelled:
+        answer = plan.decisions.get(pending.interrupt_id or "")
+        if cancel_all or (answer is not None and answer.kind == "cancel"):
             if not call.has_result:
                 yield self._record_result(call.message_id, call.id, CANCELLED_RESULT, error=True)
             return
         if pending.kind == "approval":
-            decision = plan.approvals[call.id]
+            decision = answer
+            assert decision is not None  # the continuation check required every approval
             if not decision.approved:
                 result = (
                     decision.payload if decision.payload is not ABSENT else DEFAULT_DENIED_RESULT
@@ -380,11 +386,10 @@ class _Run:
             yield await self._execute(tool, call.message_id, call.id, args)
             return
         if pending.kind == "client":
-            if call.id in plan.client_results:
+            if answer is not None:
                 if not call.has_result:
-                    yield self._record_result(
-                        call.message_id, call.id, plan.client_results[call.id]
-                    )
+                    output = None if answer.payload is ABSENT else answer.payload
+                    yield self._record_result(call.message_id, call.id, output)
                 return
             client_requests.append(
                 client_tool_descriptor(
@@ -428,11 +433,10 @@ class _Run:
                                    self.now())
         ]  # fmt: skip
         if self.agent.ledger is not None:
-            record = {
-                "toolCallId": call_id, "toolName": tool.name, "shownArgs": args,
-                "decision": "approved" if approved else "rejected", "decidedBy": "policy",
-                "rule": rule.name, **({"reason": rule.reason} if rule.reason else {}),
-            }  # fmt: skip
+            record = policy_decision_record(
+                approved=approved, rule=rule.name, reason=rule.reason, tool_name=tool.name,
+                tool_call_id=call_id, shown_args=args,
+            )  # fmt: skip
             await self.agent.ledger.append_async([self._audit("decision", record)])
         if not approved:
             result = {"error": f"Rejected by policy {rule.name}", "reason": rule.reason}
@@ -494,11 +498,8 @@ class _Run:
             descriptor = generic_descriptor(
                 request, interrupt_id, batch_index, self.input.run_id, key=key
             )
-            if self.agent.policy is not None:
-                rule = self.agent.policy.rule_for_interrupt(request.definition.id, request.payload)
-                descriptor["metadata"][POLICY_METADATA_KEY] = self.gate.describe(
-                    rule, self.requester
-                )
+            rule = self.gate.policy.rule_for_interrupt(request.definition.id, request.payload)
+            self._tell_who_decides(descriptor, rule)
             items.append(descriptor)
         return items
 
@@ -565,10 +566,7 @@ class _Run:
                 descriptor = approval_descriptor(
                     tool, call.id, args, self.input.run_id, self._call_expiry(call.id)
                 )
-                if self.agent.policy is not None:
-                    descriptor["metadata"][POLICY_METADATA_KEY] = self.gate.describe(
-                        rule, self.requester
-                    )
+                self._tell_who_decides(descriptor, rule)
                 approvals.append(descriptor)
             elif tool.execute is None:
                 client_items.append(

@@ -9,7 +9,12 @@ argon2) are imported as modules by those that need them. Imports the wire layer
 (`chat_app.interrupts`) only; the engine calls into it.
 """
 
-from .audit_records import decision_record, pause_record
+from .audit_records import (
+    decision_record,
+    pause_record,
+    policy_decision_record,
+    refusal_record,
+)
 from .identity import ANONYMOUS, DEMO_PEOPLE, AuthMethod, Directory, Identity
 from .ledger import (
     GENESIS,
@@ -50,6 +55,8 @@ __all__ = [
     "load_secret",
     "open_ledger",
     "pause_record",
+    "policy_decision_record",
     "record_hash",
+    "refusal_record",
     "verify_chain",
 ]

@@ -6,6 +6,7 @@ from typing import Any
 
 from chat_app.interrupts import (
     ABSENT,
+    APPROVAL_ID_PREFIX,
     INTERRUPT_BINDING_METADATA_KEY,
     Decision,
     canonical_interrupt_json,
@@ -61,3 +62,29 @@ def decision_record(
     if decision.edited:
         record["editedArgs"] = decision.edited_args
     return record
+
+
+def policy_decision_record(
+    *,
+    approved: bool,
+    rule: str,
+    reason: str | None,
+    tool_name: str,
+    tool_call_id: str,
+    shown_args: Any,
+) -> dict[str, Any]:
+    """A tool call a policy rule decided alone: what was decided about what, as for a person's
+    decision, and which rule decided it (nobody was asked)."""
+    decision = Decision.approval(APPROVAL_ID_PREFIX + tool_call_id, approved)
+    record = decision_record(
+        decision, tool_name=tool_name, tool_call_id=tool_call_id, shown_args=shown_args
+    )
+    record.update(decidedBy="policy", rule=rule)
+    if reason:
+        record["reason"] = reason
+    return record
+
+
+def refusal_record(interrupt_id: str, reason: str) -> dict[str, Any]:
+    """An answer the policy refused: which item, and the refusal the person was shown."""
+    return {"interruptId": interrupt_id, "reason": reason}
