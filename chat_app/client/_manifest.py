@@ -18,7 +18,7 @@ import httpx
 from chat_app.interrupts import schema_is_usable
 
 from ._http import network_reason, seconds, status_words
-from ._tools import ClientTool, ClientToolFunction
+from ._tools import ClientTool, ClientToolFunction, _schema
 
 __all__ = ["ToolManifest", "fetch_manifest", "read_manifest"]
 
@@ -176,10 +176,6 @@ def _tool(
         if branch is not None and not schema_is_usable(branch):
             return None, "its approvalSchema is not a valid JSON Schema"
     return tool, ""
-
-
-def _schema(value: object) -> dict[str, object] | None:
-    return dict(value) if isinstance(value, Mapping) else None
 
 
 def _kind(value: object) -> str:

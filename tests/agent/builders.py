@@ -16,6 +16,7 @@ from chat_app.agent import (
     ScriptedTurn,
     event_to_wire,
 )
+from chat_app.trust import ANONYMOUS, Identity
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -59,8 +60,13 @@ def run_input(**fields: Any) -> RunAgentInput:
     return RunAgentInput.model_validate({"tools": [], "context": [], **fields})
 
 
-async def collect(agent: Agent, body: dict[str, Any]) -> list[dict[str, Any]]:
-    return [event_to_wire(event) async for event in agent.run(run_input(**body))]
+async def collect(
+    agent: Agent, body: dict[str, Any], identity: Identity = ANONYMOUS
+) -> list[dict[str, Any]]:
+    """The wire events of one run of `agent` on `body`, as `identity` (verified elsewhere)."""
+    return [
+        event_to_wire(event) async for event in agent.run(run_input(**body), identity=identity)
+    ]
 
 
 def user(text: str, message_id: str) -> dict[str, Any]:

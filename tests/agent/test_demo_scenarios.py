@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from chat_app.demo import build_demo_agent
 from chat_app.interrupts import generic_continuation_from_descriptor, wrap_generic_continuation
 from tests.agent.builders import collect, user
-
-
-@pytest.fixture(autouse=True)
-def _no_token_delay(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHAT_APP_DEMO_TOKEN_DELAY_MS", "0")
 
 
 def text_of(events: list[dict[str, Any]]) -> str:

@@ -3,7 +3,6 @@ answers (and who asked, read from the sealed ids) before anything runs."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +13,6 @@ from chat_app.agent import (
     ScriptedCall,
     ScriptedModel,
     ScriptedTurn,
-    event_to_wire,
 )
 from chat_app.demo import POLICY_PATH, build_demo_agent, demo_model
 from chat_app.interrupts import generic_continuation_from_descriptor, wrap_generic_continuation
@@ -27,20 +25,10 @@ from chat_app.trust import (
     Sealer,
     SQLiteLedger,
 )
-from tests.agent.builders import run_input
+from tests.agent.builders import collect
 
 SECRET = b"policy-test-secret-policy-test-secret"
 RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
-
-
-@pytest.fixture(autouse=True)
-def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHAT_APP_DEMO_TOKEN_DELAY_MS", "0")
-
-
-@pytest.fixture
-def ledger(tmp_path: Path) -> SQLiteLedger:
-    return SQLiteLedger(tmp_path / "ledger.db")
 
 
 def agent_with(ledger: SQLiteLedger, policy: Policy | None = None) -> Agent:
@@ -50,10 +38,6 @@ def agent_with(ledger: SQLiteLedger, policy: Policy | None = None) -> Agent:
         ledger=ledger,
         policy=policy or Policy.load(POLICY_PATH),
     )
-
-
-async def collect(agent: Agent, body: dict[str, Any], who: Identity) -> list[dict[str, Any]]:
-    return [event_to_wire(e) async for e in agent.run(run_input(**body), identity=who)]
 
 
 async def ask(agent: Agent, phrase: str, who: Identity = RITA) -> list[dict[str, Any]]:

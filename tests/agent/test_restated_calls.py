@@ -19,11 +19,6 @@ from chat_app.demo import build_demo_agent
 from tests.agent.builders import collect, obj, say, turns, user
 
 
-@pytest.fixture(autouse=True)
-def _no_token_delay(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHAT_APP_DEMO_TOKEN_DELAY_MS", "0")
-
-
 async def pause(phrase: str, agent: Agent | None = None) -> list[dict[str, Any]]:
     body = {"threadId": "t", "runId": "r1", "messages": [user(phrase, "u1")]}
     events = await collect(agent or build_demo_agent(), body)

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from chat_app.agent import Agent, event_to_wire
+from chat_app.agent import Agent
 from chat_app.demo import demo_model
 from chat_app.demo.interrupts import RELEASE_PLAN, SHIPPING, DemoInterrupts
 from chat_app.demo.tools import DEMO_TOOLS
 from chat_app.interrupts import generic_continuation_from_descriptor, wrap_generic_continuation
-from chat_app.trust import ANONYMOUS, Identity
+from chat_app.trust import Identity
 from chat_app.trust.ledger import Ledger, SQLiteLedger, verify_chain
 from chat_app.trust.seal import Sealer
-from tests.agent.builders import run_input
+from tests.agent.builders import collect, run_input
 
 SECRET = b"test-secret-test-secret-test-secret"
 
@@ -38,16 +38,6 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture
-def ledger(tmp_path: Path) -> SQLiteLedger:
-    return SQLiteLedger(tmp_path / "ledger.db")
-
-
-@pytest.fixture(autouse=True)
-def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHAT_APP_DEMO_TOKEN_DELAY_MS", "0")
-
-
 def sealed_agent(clock: Clock, ledger: Ledger | None = None, ttl: float = 600) -> Agent:
     return Agent(
         model=demo_model(),
@@ -58,12 +48,6 @@ def sealed_agent(clock: Clock, ledger: Ledger | None = None, ttl: float = 600) -
         ledger=ledger,
         clock=clock,
     )
-
-
-async def collect(
-    agent: Agent, body: dict[str, Any], identity: Identity = ANONYMOUS
-) -> list[dict[str, Any]]:
-    return [event_to_wire(event) async for event in agent.run(run_input(**body), identity=identity)]
 
 
 async def pause(agent: Agent, phrase: str, thread: str = "t1") -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ import reflex as rx
 from chat_app.ui.components.composer import composer
 from chat_app.ui.components.decisions import DecisionEvents, batch_bar
 from chat_app.ui.components.header import auth_banner, header, viewer_menu
+from chat_app.ui.components.page import page_frame
 from chat_app.ui.components.transcript import (
     empty_transcript,
     message_rows,
@@ -123,21 +124,10 @@ def signed_in_header(*, banner: bool = True) -> rx.Component:
 
 def index() -> rx.Component:
     """Full-height chat shell; works from phone width up."""
-    return rx.box(
-        rx.vstack(
-            signed_in_header(),
-            _transcript(),
-            _composer(),
-            spacing="0",
-            height="100dvh",
-            max_width="860px",
-            margin_x="auto",
-            border_x=f"1px solid {rx.color('gray', 4)}",
-            background_color=rx.color("gray", 1),
-        ),
-        background_color=rx.color("gray", 2),
-        min_height="100dvh",
-        id="app-root",
-        # Browser tests wait for data-hydrated="true" before interacting.
-        custom_attrs={"data-hydrated": rx.cond(rx.State.is_hydrated, "true", "false")},
+    return page_frame(
+        signed_in_header(),
+        _transcript(),
+        _composer(),
+        height="100dvh",
+        border_x=f"1px solid {rx.color('gray', 4)}",
     )
