@@ -8,8 +8,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
-from http.cookiejar import CookieJar, DefaultCookiePolicy
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -19,14 +17,13 @@ import pytest
 
 from chat_app.config import authenticator_from_env
 from chat_app.demo import build_demo_agent
-from chat_app.interrupts import SSEDecoder
 from chat_app.server import create_app
 from chat_app.server import signin as signin_module
 from chat_app.trust import Identity, Sealer, SQLiteLedger
-from chat_app.trust.accounts import Accounts
 from chat_app.trust.authn import AuthConfig, Authenticator
 from chat_app.trust.sessions import SessionSigner
 from tests.live_server import free_port, serve_asgi
+from tests.server.served import Served, events_of, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 AUTH_VARIABLES = (
@@ -47,57 +44,6 @@ def _environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CHAT_APP_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("CHAT_APP_DEMO_TOKEN_DELAY_MS", "0")
-
-
-class Served:
-    """A server on 127.0.0.1 with its ledger and (but in `none`) its accounts."""
-
-    def __init__(self, base: str, ledger: SQLiteLedger, authenticator: Authenticator) -> None:
-        self.base = base
-        self.ledger = ledger
-        self.authenticator = authenticator
-        # No cookie jar: each request sends exactly the cookies the test gives it.
-        no_jar = CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
-        self.http = httpx.Client(base_url=base, timeout=30, cookies=no_jar)
-
-    @property
-    def accounts(self) -> Accounts:
-        assert isinstance(self.authenticator.directory, Accounts)
-        return self.authenticator.directory
-
-    def actors(self) -> list[tuple[str, str | None]]:
-        return [(record.kind, record.actor) for record in self.ledger.records()]
-
-    def verified_by(self) -> list[str]:
-        """How each decision's actor was verified, as the trail says."""
-        records = self.ledger.records()
-        return [record.data["verifiedBy"] for record in records if record.kind == "decision"]
-
-
-@contextmanager
-def serve(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    authenticator: Authenticator | None = None,
-    **env: str,
-) -> Iterator[Served]:
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    if authenticator is None:
-        authenticator = authenticator_from_env("none")
-    ledger = SQLiteLedger(tmp_path / "ledger.db")
-    agent = build_demo_agent(sealer=Sealer(b"k" * 32), ledger=ledger)
-    with serve_asgi(create_app(agent, authenticator=authenticator)) as base:
-        served = Served(base, ledger, authenticator)
-        try:
-            yield served
-        finally:
-            served.http.close()
-
-
-def events_of(response: httpx.Response) -> list[dict[str, Any]]:
-    assert response.status_code == 200, response.text
-    return list(SSEDecoder().feed(response.text))
 
 
 def pause_body(text: str = "transfer 25 to Ada") -> dict[str, Any]:

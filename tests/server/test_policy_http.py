@@ -3,23 +3,15 @@ API token) says who asks and who answers; nothing in the body does."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.cookiejar import CookieJar, DefaultCookiePolicy
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from chat_app.client import ChatClient, ClientTool, SSEConnection, TransportError
-from chat_app.config import authenticator_from_env
-from chat_app.demo import POLICY_PATH, build_demo_agent
-from chat_app.interrupts import SSEDecoder
-from chat_app.server import create_app
-from chat_app.trust import Policy, Sealer, SQLiteLedger
-from chat_app.trust.accounts import Accounts
-from tests.live_server import serve_asgi
+from chat_app.demo import POLICY_PATH
+from chat_app.trust import Policy
+from tests.server.served import serve
 
 
 @pytest.fixture(autouse=True)
@@ -29,45 +21,7 @@ def _environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("CHAT_APP_DATABASE_URL", raising=False)
 
 
-class Desk:
-    def __init__(self, base: str, ledger: SQLiteLedger, accounts: Accounts | None) -> None:
-        self.base, self.ledger, self.accounts = base, ledger, accounts
-        self.http = httpx.Client(
-            base_url=base, timeout=30, cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[]))
-        )
-
-    def cookie_of(self, email: str) -> dict[str, str]:
-        """Sign in as a demo person; the cookie the server sets, as a header."""
-        response = self.http.post("/api/signin/demo", data={"email": email})
-        assert response.status_code == 303, response.text
-        value = response.headers["set-cookie"].split(";")[0]
-        return {"Cookie": value}
-
-    def chat(self, body: dict[str, Any], headers: dict[str, str]) -> list[dict[str, Any]]:
-        response = self.http.post("/api/chat", json=body, headers=headers)
-        assert response.status_code == 200, response.text
-        return list(SSEDecoder().feed(response.text))
-
-    def kinds(self) -> list[tuple[str, str | None]]:
-        return [(record.kind, record.actor) for record in self.ledger.records()]
-
-
-@contextmanager
-def desk(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: Policy, mode: str = "demo"
-) -> Iterator[Desk]:
-    monkeypatch.setenv("CHAT_APP_AUTH", mode)
-    authenticator = authenticator_from_env("none")
-    ledger = SQLiteLedger(tmp_path / "ledger.db")
-    agent = build_demo_agent(sealer=Sealer(b"p" * 32), ledger=ledger, policy=policy)
-    app = create_app(agent, authenticator=authenticator, roles=policy.roles_of)
-    with serve_asgi(app) as base:
-        directory = authenticator.directory
-        served = Desk(base, ledger, directory if isinstance(directory, Accounts) else None)
-        try:
-            yield served
-        finally:
-            served.http.close()
+DEMO_POLICY = Policy.load(POLICY_PATH)
 
 
 def ask(text: str) -> dict[str, Any]:
@@ -96,7 +50,9 @@ def said(events: list[dict[str, Any]]) -> str:
 def test_finance_decides_a_large_transfer_and_the_requester_cannot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with desk(tmp_path, monkeypatch, Policy.load(POLICY_PATH)) as served:
+    with serve(
+        tmp_path, monkeypatch, policy=Policy.load(POLICY_PATH), CHAT_APP_AUTH="demo"
+    ) as served:
         rita, ada, sam = (served.cookie_of(f"{n}@example.com") for n in ("rita", "ada", "sam"))
         paused = served.chat(ask("transfer 5000 to Ada"), rita)
         # The body claims Ada; the cookie says Rita, and the cookie wins.
@@ -108,7 +64,7 @@ def test_finance_decides_a_large_transfer_and_the_requester_cannot(
         assert refusal(served.chat(answer(paused, True, "r3"), sam))[0] == "forbidden"
         done = served.chat(answer(paused, True, "r4"), ada)
         assert "Sent 5,000 to Ada" in said(done)
-        assert served.kinds() == [
+        assert served.actors() == [
             ("pause", "rita@example.com"),
             ("refusal", "rita@example.com"),
             ("refusal", "sam@example.com"),
@@ -128,7 +84,7 @@ def test_the_policy_decides_alone_and_a_rejection_reason_reaches_the_model(
         'when = { properties = { name = { const = "apollo" } } }\n'
         'decide = "reject"\nreason = "apollo is archived, not deleted"\n'
     )
-    with desk(tmp_path, monkeypatch, policy) as served:
+    with serve(tmp_path, monkeypatch, policy=policy, CHAT_APP_AUTH="demo") as served:
         rita = served.cookie_of("rita@example.com")
         refunded = served.chat(ask("refund 20 to order 42"), rita)
         [custom] = [e for e in refunded if e["type"] == "CUSTOM"]
@@ -144,7 +100,9 @@ def test_the_policy_decides_alone_and_a_rejection_reason_reaches_the_model(
 def test_a_quorum_is_refused_statelessly_and_a_rejection_decides(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with desk(tmp_path, monkeypatch, Policy.load(POLICY_PATH)) as served:
+    with serve(
+        tmp_path, monkeypatch, policy=Policy.load(POLICY_PATH), CHAT_APP_AUTH="demo"
+    ) as served:
         rita, sam = served.cookie_of("rita@example.com"), served.cookie_of("sam@example.com")
         paused = served.chat(ask("rotate production keys"), rita)
         code, message = refusal(served.chat(answer(paused, True, "r2"), sam))
@@ -157,7 +115,7 @@ def test_a_quorum_is_refused_statelessly_and_a_rejection_decides(
 async def test_the_headless_client_acts_with_an_api_token(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with desk(tmp_path, monkeypatch, Policy.load(POLICY_PATH), mode="password") as served:
+    with serve(tmp_path, monkeypatch, policy=DEMO_POLICY, CHAT_APP_AUTH="password") as served:
         assert served.accounts is not None
         served.accounts.add_user("ada@example.com", "ada-password", ["finance"])
         token = served.accounts.create_token("ada@example.com", "script")
@@ -170,7 +128,7 @@ async def test_the_headless_client_acts_with_an_api_token(
         [item] = client.interrupts
         await client.resolve_interrupt(item.id, approved=True)
         assert "Sent 25 to Ada" in client.messages[-1].text
-        assert {actor for _, actor in served.kinds()} == {"ada@example.com"}
+        assert {actor for _, actor in served.actors()} == {"ada@example.com"}
         [decision] = [r for r in served.ledger.records() if r.kind == "decision"]
         assert (decision.data["verifiedBy"], decision.data["tokenName"]) == ("token", "script")
         anonymous = ChatClient(SSEConnection(served.base + "/api/chat"))
