@@ -30,6 +30,7 @@ from starlette.types import Receive, Scope, Send
 from chat_app.agent import Agent, event_to_wire
 from chat_app.interrupts import SSE_HEADERS, encode_sse_event
 from chat_app.interrupts.strict_json import MAX_NESTING, has_long_digit_run, strict_loads
+from chat_app.server._body import read_body
 from chat_app.server.run_input import TooDeep, read_run_input, read_run_input_json
 from chat_app.server.signin import identify, identity_json, signin_routes, unauthorized
 from chat_app.trust import ANONYMOUS, Identity, audit_report
@@ -172,15 +173,10 @@ async def _stream(agent: Agent, run_input: RunAgentInput, identity: Identity) ->
 
 
 async def _read_run_input(request: Request, limit: int) -> RunAgentInput:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    body = await read_body(request, limit)
+    if body is None:
         raise BadRequest(f"Request body is larger than {limit} bytes.", 413)
-    body = bytearray()
-    async for chunk in request.stream():
-        body.extend(chunk)
-        if len(body) > limit:
-            raise BadRequest(f"Request body is larger than {limit} bytes.", 413)
-    return parse_run_input(bytes(body))
+    return parse_run_input(body)
 
 
 def parse_run_input(body: bytes) -> RunAgentInput:

@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from chat_app.server._body import read_body
 from chat_app.trust.authn import Authenticator, AuthFailure
 from chat_app.trust.identity import Directory, Identity
 from chat_app.trust.sessions import SESSION_COOKIE
@@ -245,11 +246,9 @@ def _not_here(message: str) -> Response:
 
 async def _read_form(request: Request) -> dict[str, str] | Response:
     """The fields of a URL-encoded form or a JSON object (strings only)."""
-    body = bytearray()
-    async for chunk in request.stream():
-        body.extend(chunk)
-        if len(body) > MAX_FORM_BYTES:
-            return JSONResponse({"error": "The sign-in form is too large."}, status_code=413)
+    body = await read_body(request, MAX_FORM_BYTES)
+    if body is None:
+        return JSONResponse({"error": "The sign-in form is too large."}, status_code=413)
     if _is_json(request):
         try:
             data = orjson.loads(body)

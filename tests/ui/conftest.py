@@ -93,21 +93,39 @@ def browser() -> Iterator[Browser]:
             b.close()
 
 
-@pytest.fixture
-def page(browser: Browser, app_url: str) -> Iterator[Page]:
-    """A fresh context and page at `app_url`, waited until Reflex has hydrated."""
-    context = browser.new_context(base_url=app_url, viewport={"width": 1200, "height": 800})
+@contextlib.contextmanager
+def fresh_page(browser: Browser, base_url: str) -> Iterator[Page]:
+    """A new context at `base_url` (not yet loaded), failing on any JavaScript error."""
+    context = browser.new_context(base_url=base_url, viewport={"width": 1200, "height": 800})
     context.set_default_timeout(20_000)
-    pg = context.new_page()
+    page = context.new_page()
     errors: list[str] = []
-    pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    pg.goto("/")
-    pg.wait_for_selector('#app-root[data-hydrated="true"]')
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
     try:
-        yield pg
+        yield page
     finally:
         context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+def hydrated(page: Page) -> None:
+    """Wait until Reflex has hydrated the page (the tests' signal that it is live)."""
+    page.wait_for_selector('#app-root[data-hydrated="true"]')
+
+
+def ask(page: Page, text: str) -> None:
+    """Type `text` in the composer and send it."""
+    page.locator("#composer-input").fill(text)
+    page.locator("#composer-input").press("Enter")
+
+
+@pytest.fixture
+def page(browser: Browser, app_url: str) -> Iterator[Page]:
+    """A fresh context and page at `app_url`, waited until Reflex has hydrated."""
+    with fresh_page(browser, app_url) as pg:
+        pg.goto("/")
+        hydrated(pg)
+        yield pg
 
 
 @pytest.fixture

@@ -15,13 +15,9 @@ import pytest
 from playwright.sync_api import Browser, Page, WebSocket, expect
 
 from chat_app.ui.state import SUGGESTIONS
+from tests.ui.conftest import ask
 
 pytestmark = pytest.mark.browser
-
-
-def ask(page: Page, text: str) -> None:
-    page.locator("#composer-input").fill(text)
-    page.locator("#composer-input").press("Enter")
 
 
 def card(page: Page, tool: str) -> object:

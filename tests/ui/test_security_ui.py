@@ -12,15 +12,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.ui.conftest import app_copy, sign_in_as_demo
+from tests.ui.conftest import app_copy, ask, sign_in_as_demo
 
 pytestmark = pytest.mark.browser
 TTL_SECONDS = 4
-
-
-def ask(page: Page, text: str) -> None:
-    page.locator("#composer-input").fill(text)
-    page.locator("#composer-input").press("Enter")
 
 
 @pytest.fixture(scope="module")

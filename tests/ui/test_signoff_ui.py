@@ -10,7 +10,6 @@ no-sign-in banner, each in an app copy of its own.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import subprocess
 import sys
@@ -21,17 +20,12 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from tests.ui.app_server import REPO_ROOT, app_env
-from tests.ui.conftest import app_copy, sign_in_as_demo
+from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, sign_in_as_demo
 
 pytestmark = pytest.mark.browser
 
 WAITING_FOR_FINANCE = "Waiting for finance — you asked for this, so someone else approves it"
 ADA_PASSWORD = "correct horse battery staple"
-
-
-def ask(page: Page, text: str) -> None:
-    page.locator("#composer-input").fill(text)
-    page.locator("#composer-input").press("Enter")
 
 
 def tool_card(page: Page, tool: str) -> Locator:
@@ -42,21 +36,6 @@ def shot(page: Page, directory: Path, name: str) -> None:
     page.screenshot(path=str(directory / f"signoff-{name}.png"), full_page=True)
 
 
-@contextlib.contextmanager
-def fresh_page(browser: Browser, base_url: str) -> Iterator[Page]:
-    """A new context at `base_url` (not yet loaded), failing on any JavaScript error."""
-    context = browser.new_context(base_url=base_url, viewport={"width": 1200, "height": 800})
-    context.set_default_timeout(20_000)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    try:
-        yield page
-    finally:
-        context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
-
-
 @pytest.fixture(autouse=True, scope="module")
 def _patient_expect() -> Iterator[None]:
     """Runs, page loads and sign-ins share two cores with the app (and, at times, other test
@@ -64,10 +43,6 @@ def _patient_expect() -> Iterator[None]:
     expect.set_options(timeout=20_000)
     yield
     expect.set_options(timeout=None)  # back to Playwright's default for other modules
-
-
-def hydrated(page: Page) -> None:
-    page.wait_for_selector('#app-root[data-hydrated="true"]')
 
 
 # --- demo sign-in, the session's app -------------------------------------------------------
