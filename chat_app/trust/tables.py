@@ -16,6 +16,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sqlalchemy import (
+    Boolean,
     Column,
     DateTime,
     Dialect,
@@ -25,12 +26,18 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
     TypeDecorator,
+    UniqueConstraint,
 )
 
 __all__ = [
     "UTCDateTime",
     "api_tokens",
+    "conversations",
+    "decision_routes",
+    "decision_votes",
+    "decisions",
     "metadata",
     "sign_in_failures",
     "user_roles",
@@ -118,4 +125,92 @@ sign_in_failures = Table(
     Column("at", UTCDateTime, nullable=False, index=True),
     Index(None, "email", "at"),
     Index(None, "client", "at"),
+)
+
+#: The approval desk's conversations: the client state (messages, the pending pause) as JSON,
+#: what lists show (title, status, whose decision it waits for), and which worker is running
+#: it now (`runner`, until `runner_until`: a lease another worker may take once it lapses).
+conversations = Table(
+    "conversations",
+    metadata,
+    Column("thread_id", String(100), primary_key=True),
+    Column("owner_email", String(320), nullable=False),  # lower-case; "" when anonymous
+    Column("owner_name", String(200), nullable=False),
+    Column("title", String(200), nullable=False),
+    Column("status", String(20), nullable=False),  # running, waiting, done, failed
+    Column("waiting_for", String(300), nullable=False),
+    Column("error", Text, nullable=True),
+    Column("state", Text, nullable=False),  # chat_app.client.ClientState as JSON
+    Column("version", Integer, nullable=False),
+    Column("runner", String(100), nullable=True),
+    Column("runner_until", UTCDateTime, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index(None, "owner_email", "updated_at"),
+    Index(None, "status"),
+)
+
+#: One pending (or past) decision of a conversation: a tool approval or a question, as the
+#: inbox lists it. `answer` is the resume entry once decided; `applied` once a continuation
+#: carried it to the agent.
+decisions = Table(
+    "decisions",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column(
+        "thread_id",
+        ForeignKey("conversations.thread_id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("item_id", String(200), nullable=False),
+    Column("kind", String(20), nullable=False),  # tool, question
+    Column("name", String(200), nullable=False),
+    Column("summary", String(500), nullable=False),
+    Column("args", Text, nullable=False),  # JSON
+    Column("requester_email", String(320), nullable=False),
+    Column("requester_name", String(200), nullable=False),
+    Column("rule", String(100), nullable=True),
+    Column("approvers", Text, nullable=False),  # JSON list: role:finance, an email
+    Column("not_requester", Boolean, nullable=False),
+    Column("quorum", Integer, nullable=False),
+    Column("waiting_for", String(300), nullable=False),
+    Column("status", String(20), nullable=False),  # pending, decided, closed
+    Column("outcome", String(20), nullable=True),
+    Column("decided_by", String(320), nullable=True),
+    Column("decided_by_name", String(200), nullable=True),
+    Column("answer", Text, nullable=True),  # the resume entry, JSON
+    Column("applied", Boolean, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=True),
+    Column("decided_at", UTCDateTime, nullable=True),
+    UniqueConstraint("thread_id", "item_id"),
+    Index(None, "status", "created_at"),
+)
+
+#: Who may find a pending decision in their inbox: `role:<role>` or `user:<email>` (a rule's
+#: approvers; the requester when no rule applies). Only pending decisions have routes, so the
+#: inbox is an index range scan whatever the number of decisions ever made.
+decision_routes = Table(
+    "decision_routes",
+    metadata,
+    Column("decision_id", ForeignKey("decisions.id", ondelete="CASCADE"), primary_key=True),
+    Column("route", String(400), primary_key=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index(None, "route", "created_at"),
+)
+
+#: Approvals (and the rejection that decided) given to a decision, one per person: the
+#: primary key is what keeps the same person from counting twice towards a quorum.
+decision_votes = Table(
+    "decision_votes",
+    metadata,
+    Column("decision_id", ForeignKey("decisions.id", ondelete="CASCADE"), primary_key=True),
+    Column("voter_email", String(320), primary_key=True),
+    Column("voter_name", String(200), nullable=False),
+    Column("verified_by", String(20), nullable=False),
+    Column("token_name", String(100), nullable=False),
+    Column("roles", Text, nullable=False),  # JSON list: the roles they were verified with
+    Column("approved", Boolean, nullable=False),
+    Column("answer", Text, nullable=False),  # the resume entry this person gave, JSON
+    Column("at", UTCDateTime, nullable=False),
 )

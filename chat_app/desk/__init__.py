@@ -1,0 +1,40 @@
+"""The approval desk: stored conversations, the inbox, and continuations the server runs.
+
+`Desk` (in `desk.py`) is the service; `DeskStore` its rows; `Fanout` its change notices
+across workers; `records.py` what it hands out. See `docs/protocol.md` §10.
+"""
+
+from .desk import Desk, RunAs, inbox_topic, thread_topic
+from .fanout import Fanout
+from .records import (
+    Answer,
+    ConversationStatus,
+    ConversationSummary,
+    ConversationView,
+    DecideResult,
+    DeskError,
+    DeskErrorCode,
+    InboxItem,
+    Vote,
+)
+from .store import DecisionDraft, DeskStore, decision_id_of
+
+__all__ = [
+    "Answer",
+    "ConversationStatus",
+    "ConversationSummary",
+    "ConversationView",
+    "DecideResult",
+    "DecisionDraft",
+    "Desk",
+    "DeskError",
+    "DeskErrorCode",
+    "DeskStore",
+    "Fanout",
+    "InboxItem",
+    "RunAs",
+    "Vote",
+    "decision_id_of",
+    "inbox_topic",
+    "thread_topic",
+]

@@ -1,0 +1,768 @@
+"""The approval desk: stored conversations, the inbox, and continuations the server runs.
+
+Owns `Desk` and `RunAs`. A conversation is a headless `ChatClient` whose state lives in the
+database (`DeskStore`); whoever acts on it — its owner sending a message, an approver
+deciding from the inbox, a script over HTTP — acts through the desk, which checks who they
+are allowed to be, commits the decision exactly once, and runs what follows in a task it
+owns (not a browser tab's). Each step is stored and announced (`Fanout`), so every page
+looking at the conversation or the inbox moves on without reloading, on any worker.
+
+A decision's way through: `decide` refuses what is unknown (404), no longer pending (409,
+naming who decided), expired (410), not the caller's (403, saying who may) or invalid for the
+item's schemas (400); a quorum rule collects one approval per allowed person (the vote's
+primary key) until it has enough; the last one moves the row from `pending` to `decided`
+with a conditional UPDATE, so of two deciders one wins. Then `_continue` takes the
+conversation's lease, restores its client, stages every decided answer of the batch and
+sends the continuation as the decider, with the earlier approvers as the engine's
+`cosigners` (the engine checks the policy again, and its ledger runs each tool once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from chat_app.client import (
+    ChatClient,
+    ClientState,
+    ClientTool,
+    Connection,
+    GenericInterrupt,
+    InterruptItem,
+    ToolApprovalInterrupt,
+)
+from chat_app.interrupts import (
+    POLICY_METADATA_KEY,
+    DecisionProblem,
+    parse_js_date,
+    read_decision,
+)
+from chat_app.trust import ANONYMOUS, Identity, Policy, Rule
+
+from .fanout import Fanout
+from .records import (
+    Answer,
+    ConversationStatus,
+    ConversationSummary,
+    ConversationView,
+    DecideResult,
+    DeskError,
+    InboxItem,
+)
+from .store import DecisionDraft, DeskStore, summary_of
+
+__all__ = ["ANSWERABLE", "Desk", "RunAs", "inbox_topic", "thread_topic"]
+
+_log = logging.getLogger(__name__)
+
+#: Item statuses a person can still act on.
+ANSWERABLE = ("pending", "error", "staged")
+#: How long a worker's right to run a conversation lasts without being renewed.
+LEASE_SECONDS = 60.0
+#: How often a running conversation is stored (and announced) at most.
+SAVE_EVERY_SECONDS = 0.1
+#: How often text being streamed is stored (and announced) at most: a watcher's page shows
+#: a continuation's reply growing at this pace.
+STREAM_SAVE_SECONDS = 0.5
+ADMIN_ROLE = "admin"
+INTERRUPTED = "The app stopped while this conversation was running. Retry runs it again."
+
+
+def thread_topic(thread_id: str) -> str:
+    return f"thread:{thread_id}"
+
+
+def inbox_topic() -> str:
+    return "inbox"
+
+
+@dataclass(frozen=True, slots=True)
+class RunAs:
+    """Whom a run acts for: the verified person, and for a quorum, who approved before."""
+
+    identity: Identity
+    cosigners: Mapping[str, tuple[Identity, ...]] = field(default_factory=dict)
+
+
+ConnectionFor = Callable[[RunAs], Connection]
+
+
+@dataclass(eq=False)
+class _Live:
+    """A conversation running in this process."""
+
+    client: ChatClient
+    task: asyncio.Task[None] | None = None
+    run_as: RunAs = field(default_factory=lambda: RunAs(ANONYMOUS))
+
+
+class Desk:
+    """Stored conversations, the inbox and server-run continuations."""
+
+    def __init__(
+        self,
+        store: DeskStore,
+        *,
+        connection_for: ConnectionFor,
+        tools: Callable[[], Sequence[ClientTool]] = tuple,
+        policy: Policy | None = None,
+        fanout: Fanout | None = None,
+        worker: str | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        lease_seconds: float = LEASE_SECONDS,
+    ) -> None:
+        self.store = store
+        self.connection_for = connection_for
+        self.tools = tools
+        self.policy = policy
+        self.fanout = fanout or Fanout()
+        self.worker = worker or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.clock = clock
+        self.lease_seconds = lease_seconds
+        self._live: dict[str, _Live] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # --- reading ------------------------------------------------------------------------
+
+    async def conversations(self, viewer: Identity) -> list[ConversationSummary]:
+        return await asyncio.to_thread(self.store.conversations_of, viewer.email)
+
+    async def view(self, thread_id: str, viewer: Identity) -> ConversationView:
+        """A conversation for `viewer`: theirs, or (read-only) one with a decision they may
+        make or have made, or any for an admin. `DeskError` unknown or forbidden."""
+        row = await self._db(self.store.load, thread_id)
+        if row is None:
+            raise DeskError("unknown", f"There is no conversation {thread_id}.")
+        items = await self._db(self.store.decisions_of, thread_id)
+        summary = summary_of(row)
+        if viewer.email and viewer.email == row.owner_email:
+            return ConversationView(summary, row.state, tuple(items))
+        if self._is_admin(viewer) or any(self._may_see_item(item, viewer) for item in items):
+            return ConversationView(summary, row.state, tuple(items), read_only=True)
+        raise DeskError(
+            "forbidden", "This conversation is someone else's, with no decision of yours in it."
+        )
+
+    async def inbox(
+        self,
+        viewer: Identity,
+        *,
+        tool: str | None = None,
+        requester: str | None = None,
+        everyone: bool = False,
+        limit: int = 50,
+    ) -> tuple[list[InboxItem], int]:
+        """The pending decisions `viewer` may make (every pending one, for an admin asking
+        for `everyone`), newest first, and how many there are in all."""
+        if viewer.anonymous and self.policy is not None:
+            return [], 0
+        everyone = everyone and self._is_admin(viewer)
+        items, total = await self._db(
+            lambda: self.store.inbox(
+                self._routes(viewer),
+                viewer_email=viewer.email,
+                everyone=everyone,
+                tool=tool,
+                requester=requester,
+                limit=limit,
+            )  # fmt: skip
+        )
+        if everyone:
+            return items, total
+        allowed = [item for item in items if self._refusal(item, viewer, "approve") is None]
+        return allowed, total - (len(items) - len(allowed))
+
+    async def decision(self, decision_id: str) -> InboxItem | None:
+        found: InboxItem | None = await self._db(self.store.decision, decision_id)
+        return found
+
+    # --- acting -------------------------------------------------------------------------
+
+    async def start(self, owner: Identity, text: str) -> str:
+        """A new stored conversation, started by `owner` with `text`; the run goes on in the
+        background. Returns its thread id."""
+        text = text.strip()
+        if not text:
+            raise DeskError("invalid", "The message is empty.")
+        client = self._client(None, RunAs(owner))
+        now = self.clock()
+        await self._db(
+            lambda: self.store.create(
+                client.thread_id,
+                owner_email=owner.email,
+                owner_name=owner.name,
+                title=_title(text),
+                state=client.state.to_json(),
+                now=now,
+            )  # fmt: skip
+        )
+        self._spawn(self._run(client.thread_id, RunAs(owner), lambda c: c.send(text)))
+        return client.thread_id
+
+    async def post(self, thread_id: str, sender: Identity, text: str) -> None:
+        """Add a message to a stored conversation (its owner only), and run it."""
+        text = text.strip()
+        if not text:
+            raise DeskError("invalid", "The message is empty.")
+        row = await self._db(self.store.load, thread_id)
+        if row is None:
+            raise DeskError("unknown", f"There is no conversation {thread_id}.")
+        if sender.email != row.owner_email:
+            raise DeskError("forbidden", "Only the person who started a conversation writes in it.")
+        if row.status == "running" or self._busy(thread_id):
+            raise DeskError("busy", "The conversation is running; wait for its reply.")
+        if row.status == "waiting":
+            raise DeskError(
+                "busy", "Answer or withdraw the pending decisions first; then send the message."
+            )
+        self._spawn(self._run(thread_id, RunAs(sender), lambda c: c.send(text)))
+
+    async def retry(self, thread_id: str, viewer: Identity) -> None:
+        """Run again what failed: the last continuation, or the last message."""
+        row = await self._db(self.store.load, thread_id)
+        if row is None:
+            raise DeskError("unknown", f"There is no conversation {thread_id}.")
+        if viewer.email != row.owner_email and not self._is_admin(viewer):
+            raise DeskError("forbidden", "Only the person who started it retries a conversation.")
+        state = ClientState.from_json(row.state)
+
+        async def again(client: ChatClient) -> None:
+            if client.state.can_retry:
+                await client.retry_interrupts()
+            elif client.state.can_resend:
+                await client.resend()
+
+        if not (state.can_retry or state.can_resend):
+            raise DeskError("invalid", "Nothing failed here that could run again.")
+        self._spawn(self._run(thread_id, RunAs(viewer), again))
+
+    async def decide(self, decision_id: str, decider: Identity, answer: Answer) -> DecideResult:
+        """Give `answer` to a pending decision, as `decider` (see the module's docstring)."""
+        item = await self._db(self.store.decision, decision_id)
+        if item is None:
+            raise DeskError("unknown", f"There is no decision {decision_id}.")
+        self._check_open(item)
+        refusal = self._refusal(item, decider, answer.kind)
+        if refusal is not None:
+            raise DeskError("forbidden", refusal)
+        entry = await self._checked_entry(item, answer)
+        now = self.clock()
+        rule = self._rule(item)
+        counts = rule is not None and rule.quorum > 1 and answer.kind in ("approve", "answer")
+        if counts:
+            voted = await self._db(
+                lambda: self.store.vote(
+                    decision_id,
+                    email=decider.email,
+                    name=decider.name,
+                    verified_by=decider.method,
+                    token_name=decider.token_name,
+                    roles=sorted(decider.roles),
+                    approved=True,
+                    answer=entry,
+                    now=now,
+                )  # fmt: skip
+            )
+            if not voted:
+                fresh = await self._db(self.store.decision, decision_id)
+                assert fresh is not None
+                self._check_open(fresh)
+                raise DeskError(
+                    "already-decided",
+                    f"You already approved this ({fresh.progress}); someone else must too.",
+                    decidedBy=None,
+                )
+            fresh = await self._db(self.store.decision, decision_id)
+            assert fresh is not None
+            if len(fresh.approvals) < item.quorum:
+                await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))
+                return DecideResult("waiting", fresh, f"Approved: {fresh.progress}.")
+        else:
+            await self._db(
+                lambda: self.store.vote(
+                    decision_id,
+                    email=decider.email,
+                    name=decider.name,
+                    verified_by=decider.method,
+                    token_name=decider.token_name,
+                    roles=sorted(decider.roles),
+                    approved=answer.kind in ("approve", "answer"),
+                    answer=entry,
+                    now=now,
+                )  # fmt: skip
+            )
+        won = await self._db(
+            lambda: self.store.decide(
+                decision_id,
+                email=decider.email,
+                name=decider.name,
+                outcome=_outcome(answer),
+                answer=entry,
+                now=now,
+            )  # fmt: skip
+        )
+        fresh = await self._db(self.store.decision, decision_id)
+        assert fresh is not None
+        if not won:
+            self._check_open(fresh)
+        await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))
+        self._spawn(self._continue(item.thread_id))
+        return DecideResult("decided", fresh, f"{_outcome(answer).capitalize()}.")
+
+    # --- the page's own runs ------------------------------------------------------------
+
+    async def record(
+        self, thread_id: str, owner: Identity, actor: Identity, state: ClientState
+    ) -> int:
+        """Store a conversation a page runs itself (its tab's own client): created on first
+        sight, its pause's decisions added, those it answered closed as `actor`'s. Returns
+        the stored version."""
+        row = await self._db(self.store.load, thread_id)
+        now = self.clock()
+        if row is None:
+            first = next((m.text for m in state.messages if m.role == "user"), "")
+            await self._db(
+                lambda: self.store.create(
+                    thread_id,
+                    owner_email=owner.email,
+                    owner_name=owner.name,
+                    title=_title(first),
+                    state=state.to_json(),
+                    now=now,
+                )  # fmt: skip
+            )
+            owner_email, owner_name = owner.email, owner.name
+        else:
+            owner_email, owner_name = row.owner_email, row.owner_name
+        version = await self._save(thread_id, state, owner_email, owner_name, actor, busy=False)
+        return version
+
+    # --- running ------------------------------------------------------------------------
+
+    async def _run(
+        self, thread_id: str, run_as: RunAs, action: Callable[[ChatClient], Awaitable[None]]
+    ) -> None:
+        """Run `action` on the stored conversation under this worker's lease, storing and
+        announcing its progress; then carry on with answers decided meanwhile."""
+        if not await self._claim(thread_id):
+            _log.warning("Conversation %s is running on another worker", thread_id)
+            return
+        try:
+            await self._run_claimed(thread_id, run_as, action)
+        finally:
+            await self._db(self.store.release, thread_id, self.worker)
+        await self._continue(thread_id)
+
+    async def _run_claimed(
+        self, thread_id: str, run_as: RunAs, action: Callable[[ChatClient], Awaitable[None]]
+    ) -> None:
+        row = await self._db(self.store.load, thread_id)
+        assert row is not None
+        client = self._client(row.state, run_as)
+        live = self._live[thread_id] = _Live(client, run_as=run_as)
+        owner_email, owner_name = row.owner_email, row.owner_name
+        task = live.task = asyncio.ensure_future(action(client))
+        saved: tuple[int, bool, int] = (-1, False, -1)
+        last_renew = last_save = time.monotonic()
+        try:
+            while True:
+                done, _ = await asyncio.wait([task], timeout=SAVE_EVERY_SECONDS)
+                state = client.state
+                mark = (len(state.messages), state.resuming, _last_text_length(state))
+                streamed = mark != saved and time.monotonic() - last_save > STREAM_SAVE_SECONDS
+                if mark[:2] != saved[:2] or (streamed and not done):
+                    saved, last_save = mark, time.monotonic()
+                    await self._save(thread_id, state, owner_email, owner_name, run_as.identity,
+                                     busy=not done)  # fmt: skip
+                if time.monotonic() - last_renew > self.lease_seconds / 3:
+                    last_renew = time.monotonic()
+                    await self._claim(thread_id)
+                if done:
+                    break
+            if task.exception() is not None:
+                _log.error("A desk run failed", exc_info=task.exception())
+        finally:
+            if not task.done():
+                task.cancel()
+            self._live.pop(thread_id, None)
+            await self._save(thread_id, client.state, owner_email, owner_name, run_as.identity,
+                             busy=False, failure=_failure(task))  # fmt: skip
+
+    async def _continue(self, thread_id: str) -> None:
+        """Send the continuation once every open item of the pause has a decided answer."""
+        while True:
+            rows = await self._db(self.store.answers_to_apply, thread_id)
+            if not rows:
+                return
+            conversation = await self._db(self.store.load, thread_id)
+            if conversation is None:
+                return
+            state = ClientState.from_json(conversation.state)
+            open_ids = {item.id for item in state.interrupts if _answerable(item)}
+            by_item = {row.item_id: row for row in rows if row.item_id in open_ids}
+            stale = [row.id for row in rows if row.item_id not in open_ids]
+            if stale:  # answered another way meanwhile (the chat, a withdrawal)
+                await self._db(self.store.mark_applied, stale)
+            if not by_item or set(by_item) != open_ids:
+                return  # the rest of the batch is still to decide
+            run_as = await self._db(self._run_as, list(by_item.values()))
+            answers = {item_id: json.loads(row.answer) for item_id, row in by_item.items()}
+            applied = [row.id for row in by_item.values()]
+
+            async def apply(
+                client: ChatClient,
+                applied: list[str] = applied,
+                answers: dict[str, Any] = answers,
+            ) -> None:
+                await self._db(self.store.mark_applied, applied)
+                for item_id, entry in answers.items():
+                    await _stage(client, item_id, entry)
+
+            if not await self._claim(thread_id):
+                return  # the worker running it picks these up when its run ends
+            try:
+                await self._run_claimed(thread_id, run_as, apply)
+            finally:
+                await self._db(self.store.release, thread_id, self.worker)
+
+    def _run_as(self, rows: Sequence[Any]) -> RunAs:
+        """The decider of the last answer, with earlier approvers as cosigners."""
+        last = max(rows, key=lambda row: row.decided_at)
+        cosigners: dict[str, tuple[Identity, ...]] = {}
+        final: Identity | None = None
+        for row in rows:
+            votes = self.store.voters(row.id)
+            voters = [_identity(vote) for vote in votes]
+            decider = next((v for v in voters if v.email == row.decided_by), None)
+            if row is last:
+                final = decider
+            others = tuple(
+                voter
+                for voter, vote in zip(voters, votes, strict=True)
+                if vote.approved and voter.email != row.decided_by
+            )
+            if others:
+                cosigners[row.item_id] = others
+        return RunAs(final or ANONYMOUS, cosigners)
+
+    async def recover(self) -> list[str]:
+        """At start: conversations a dead worker left running are shown failed, with Retry
+        (their client, restored, knows whether the answer in flight was applied); answers
+        decided but never carried are carried now. Returns the threads it touched."""
+        now = self.clock()
+        touched: list[str] = await self._db(self.store.interrupted, now)
+        for thread_id in touched:
+            if not await self._claim(thread_id):
+                continue
+            try:
+                row = await self._db(self.store.load, thread_id)
+                assert row is not None
+                client = self._client(row.state, RunAs(ANONYMOUS))
+                await self._save(thread_id, client.state, row.owner_email, row.owner_name,
+                                 ANONYMOUS, busy=False, failure=INTERRUPTED)  # fmt: skip
+            finally:
+                await self._db(self.store.release, thread_id, self.worker)
+        for thread_id in await self._db(self.store.threads_with_answers):
+            self._spawn(self._continue(thread_id))
+        return touched
+
+    async def wait_idle(self) -> None:
+        """Wait for every task the desk started (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # --- helpers ------------------------------------------------------------------------
+
+    def _client(self, state: str | None, run_as: RunAs) -> ChatClient:
+        connection = self.connection_for(run_as)
+        if state is None:
+            return ChatClient(connection, tools=self.tools())
+        return ChatClient.restore(state, connection, tools=self.tools())
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(work)
+        self._tasks.add(task)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self._tasks.discard(finished)
+            if not finished.cancelled() and finished.exception() is not None:
+                _log.error("A desk task failed", exc_info=finished.exception())
+
+        task.add_done_callback(done)
+
+    def _busy(self, thread_id: str) -> bool:
+        live = self._live.get(thread_id)
+        return live is not None and live.task is not None and not live.task.done()
+
+    async def _claim(self, thread_id: str) -> bool:
+        now = self.clock()
+        until = now + timedelta(seconds=self.lease_seconds)
+        return bool(
+            await self._db(lambda: self.store.claim(thread_id, self.worker, now=now, until=until))
+        )
+
+    async def _save(
+        self, thread_id: str, state: ClientState, owner_email: str, owner_name: str,
+        actor: Identity, *, busy: bool, failure: str | None = None,
+    ) -> int:  # fmt: skip
+        open_items = [item for item in state.interrupts if _answerable(item)]
+        status: ConversationStatus
+        if busy:
+            status = "running"
+        elif open_items:
+            status = "waiting"
+        elif failure is not None or (state.error is not None and not state.refused):
+            status = "failed"
+        else:
+            status = "done"
+        drafts = [self._draft(item, owner_email, owner_name) for item in open_items]
+        waiting = _join(sorted({draft.waiting_for for draft in drafts if draft.waiting_for}))
+        error = failure or (state.error if status == "failed" else None)
+        version = await self._db(
+            lambda: self.store.save(
+                thread_id,
+                state=state.to_json(),
+                status=status,
+                waiting_for=waiting,
+                error=error,
+                now=self.clock(),
+                drafts=drafts,
+                open_items=[item.id for item in open_items],
+                closed_by=(actor.email, actor.name),
+            )  # fmt: skip
+        )
+        await self.fanout.publish(thread_topic(thread_id), inbox_topic())
+        return int(version)
+
+    def _draft(self, item: InterruptItem, owner_email: str, owner_name: str) -> DecisionDraft:
+        shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
+        shown = shown if isinstance(shown, Mapping) else {}
+        requester = str(shown.get("requester") or owner_email).lower()
+        requester_name = owner_name if requester == owner_email else requester
+        rule = self._rule_named(shown.get("rule"))
+        if isinstance(item, ToolApprovalInterrupt):
+            kind, name, args = "tool", item.tool_name, item.original_args
+        elif isinstance(item, GenericInterrupt):
+            kind, name, args = (
+                "question",
+                item.definition_id or item.message or "question",
+                (item.payload),
+            )
+        else:  # pragma: no cover - unbound items are never answerable
+            kind, name, args = "question", item.message or "", None
+        if rule is not None and self.policy is not None:
+            # Approvers by role or email; a rule naming nobody ("someone else") is everyone's.
+            routes = tuple(
+                a if a.startswith("role:") else f"user:{a.lower()}" for a in rule.approvers
+            ) or ("*",)
+            waiting_for = self.policy.waiting_for(rule, viewer_is_requester=False)
+            approvers, not_requester, quorum = rule.approvers, rule.not_requester, rule.quorum
+        else:
+            routes = (f"user:{requester}",)
+            waiting_for = f"Waiting for {requester_name or 'the person who asked'}"
+            approvers, not_requester, quorum = (), False, 1
+        expiry = parse_js_date(item.expires_at) if item.expires_at else None
+        return DecisionDraft(
+            item_id=item.id, kind=kind, name=name, summary=_summary(args), args=args,
+            requester_email=requester, requester_name=requester_name,
+            rule=rule.name if rule is not None else None, approvers=tuple(approvers),
+            not_requester=not_requester, quorum=quorum, waiting_for=waiting_for,
+            expires_at=None if expiry is None else datetime.fromtimestamp(expiry / 1000, UTC),
+            routes=routes,
+        )  # fmt: skip
+
+    def _rule_named(self, name: object) -> Rule | None:
+        if self.policy is None or not isinstance(name, str):
+            return None
+        return self.policy.rule_named(name)
+
+    def _rule(self, item: InboxItem) -> Rule | None:
+        return self._rule_named(item.rule)
+
+    def _routes(self, viewer: Identity) -> list[str]:
+        roles = self.policy.roles_of(viewer) if self.policy is not None else viewer.roles
+        return [f"user:{viewer.email}", "*", *(f"role:{role}" for role in sorted(roles))]
+
+    def _is_admin(self, viewer: Identity) -> bool:
+        roles = self.policy.roles_of(viewer) if self.policy is not None else viewer.roles
+        return ADMIN_ROLE in roles
+
+    def _may_see_item(self, item: InboxItem, viewer: Identity) -> bool:
+        if item.decided_by == viewer.email or any(v.email == viewer.email for v in item.votes):
+            return True
+        return item.status == "pending" and self._refusal(item, viewer, "approve") is None
+
+    def _refusal(self, item: InboxItem, viewer: Identity, kind: str) -> str | None:
+        """Why `viewer` may not give a `kind` answer to `item`, if they may not."""
+        if viewer.anonymous and self.policy is not None:
+            return "Sign in first: decisions are made by a known person."
+        asked = bool(viewer.email) and viewer.email == item.requester_email
+        if kind == "cancel" and asked:
+            return None  # whoever asked may always withdraw it
+        rule = self._rule(item)
+        if rule is None:
+            if asked or self.policy is None:
+                return None
+            who = item.requester_name or item.requester_email
+            return f"Only the person who asked ({who}) decides this."
+        assert self.policy is not None
+        return self.policy.check(rule, viewer.with_roles(self.policy.roles_of(viewer)),
+                                 decider_is_requester=asked)  # fmt: skip
+
+    def _check_open(self, item: InboxItem) -> None:
+        if item.status == "decided":
+            who = item.decided_by_name or item.decided_by or "someone"
+            raise DeskError(
+                "already-decided", f"Already decided by {who} ({item.outcome}).",
+                decidedBy=item.decided_by, outcome=item.outcome,
+            )  # fmt: skip
+        if item.status != "pending":
+            closer = item.decided_by_name or item.decided_by
+            by = f" by {closer}" if closer else ""
+            raise DeskError(
+                "already-decided", f"Already answered in the conversation{by}.",
+                decidedBy=item.decided_by,
+            )  # fmt: skip
+        if item.expires_at is not None and item.expires_at <= self.clock():
+            raise DeskError(
+                "expired",
+                f"Expired at {item.expires_at:%Y-%m-%d %H:%M} UTC: nobody can decide it any more.",
+            )
+
+    async def _checked_entry(self, item: InboxItem, answer: Answer) -> dict[str, Any]:
+        """The resume entry for `answer`, checked against the item's schemas as a client
+        checks it before sending: `DeskError("invalid")` with the field's message."""
+        row = await self._db(self.store.load, item.thread_id)
+        if row is None:
+            raise DeskError("unknown", f"There is no conversation {item.thread_id}.")
+        client = self._client(row.state, RunAs(ANONYMOUS))
+        found = next((i for i in client.interrupts if i.id == item.item_id), None)
+        if found is None or not _answerable(found):
+            raise DeskError("already-decided", "Already answered in the conversation.")
+        manager = client.manager
+        if answer.kind == "cancel":
+            submission = manager.cancel_item(item.item_id)
+        elif answer.kind == "answer":
+            submission = manager.resolve(item.item_id, response=answer.payload)
+        else:
+            extra: dict[str, Any] = {}
+            if answer.has_payload:
+                extra["payload"] = answer.payload
+            if answer.has_edited_args:
+                extra["edited_args"] = answer.edited_args
+            submission = manager.resolve(item.item_id, approved=answer.kind == "approve", **extra)
+        if submission is not None:  # the whole batch is answered: the entry is in it
+            return next(
+                dict(entry)
+                for entry in submission.resolutions
+                if entry.get("interruptId") == item.item_id
+            )
+        staged = next(i for i in manager.interrupts if i.id == item.item_id)
+        if staged.status == "error" or staged.resolution is None:
+            error = staged.error
+            raise DeskError(
+                "invalid",
+                error.message if error is not None else "The answer is not valid for this item.",
+                errors=[{"code": error.code, "message": error.message,
+                         "path": list(error.path or ())}] if error is not None else [],
+            )  # fmt: skip
+        return dict(staged.resolution)
+
+    async def _db(self, function: Callable[..., Any], *args: Any) -> Any:
+        """A database call in a worker thread; a database that went away is `unavailable`."""
+        from sqlalchemy.exc import OperationalError
+
+        try:
+            return await asyncio.to_thread(function, *args)
+        except OperationalError as error:
+            raise DeskError(
+                "unavailable", f"The database is not answering: {error.orig or error}"
+            ) from None
+
+
+async def _stage(client: ChatClient, item_id: str, entry: Mapping[str, Any]) -> None:
+    """Give the client the decided resume entry for one item (the last one sends)."""
+    item = next((i for i in client.interrupts if i.id == item_id), None)
+    decision = read_decision(
+        dict(entry), "approval" if isinstance(item, ToolApprovalInterrupt) else "generic"
+    )
+    if isinstance(decision, DecisionProblem):  # stored by `decide`, which checked it
+        raise DeskError("invalid", decision.message)
+    if decision.kind == "cancel":
+        await client.cancel(item_id)
+    elif decision.kind == "answer":
+        await client.resolve_interrupt(item_id, response=decision.payload)
+    else:
+        await client.resolve_interrupt(
+            item_id, approved=decision.kind == "approve", payload=decision.payload,
+            edited_args=decision.edited_args,
+        )  # fmt: skip
+
+
+def _identity(vote: Any) -> Identity:
+    return Identity(
+        email=vote.voter_email, method=vote.verified_by, name=vote.voter_name,
+        roles=frozenset(json.loads(vote.roles)), token_name=vote.token_name,
+    )  # fmt: skip
+
+
+def _answerable(item: InterruptItem) -> bool:
+    return item.kind != "unbound" and item.can_resolve and item.status in ANSWERABLE
+
+
+def _outcome(answer: Answer) -> str:
+    if answer.kind == "cancel":
+        return "cancelled"
+    if answer.kind == "answer":
+        return "answered"
+    if answer.kind == "reject":
+        return "rejected"
+    return "edited" if answer.has_edited_args else "approved"
+
+
+def _failure(task: asyncio.Task[None]) -> str | None:
+    if not task.done() or task.cancelled():
+        return "The run was stopped."
+    error = task.exception()
+    if error is None:
+        return None
+    return f"The run failed: {error}"
+
+
+def _last_text_length(state: ClientState) -> int:
+    return len(state.messages[-1].text) if state.messages else 0
+
+
+def _title(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= 80 else line[:79] + "…"
+
+
+def _summary(args: Any) -> str:
+    """Arguments in one short line: `recipient=Ada, amount=5000`."""
+    if isinstance(args, Mapping):
+        parts = [f"{key}={_short(value)}" for key, value in args.items()]
+        line = ", ".join(parts)
+    elif args is None:
+        line = ""
+    else:
+        line = _short(args)
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _join(parts: Sequence[str]) -> str:
+    return "; ".join(parts)

@@ -1,0 +1,120 @@
+"""Telling whoever watches that something changed: in this process, and across workers.
+
+Owns `Fanout`. A topic is a name: `thread:<id>` when a conversation moved on, `inbox` when a
+decision appeared or left. Watchers (a page's live loop, a test) wait for any of their
+topics and then read the database, which is the truth; a notice carries no data, so a lost
+or doubled one costs a read, never a wrong page. With a Redis URL (`CHAT_APP_FANOUT_URL`,
+else Reflex's own `REFLEX_REDIS_URL`), notices go through Redis pub/sub to every worker;
+without one they stay in this process (one worker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Fanout"]
+
+CHANNEL = "chat_app:desk"
+_log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class _Waiter:
+    topics: frozenset[str]
+    event: asyncio.Event
+    loop: asyncio.AbstractEventLoop
+    seen: set[str] = field(default_factory=set)
+
+
+class Fanout:
+    """Change notices by topic, for one process or, through Redis, for many."""
+
+    def __init__(self, redis_url: str | None = None) -> None:
+        self.redis_url = redis_url or None
+        self._waiters: set[_Waiter] = set()
+        self._redis: Any = None
+        self._listener: asyncio.Task[None] | None = None
+        self._ready: asyncio.Event | None = None
+
+    async def publish(self, *topics: str) -> None:
+        """Wake this process's watchers of `topics`, and every other worker's."""
+        self._wake(topics)
+        if self.redis_url is None:
+            return
+        await self._ensure_listening()
+        try:
+            await self._redis.publish(CHANNEL, "\n".join(topics))
+        except Exception as error:  # other workers poll too: a lost notice costs a delay
+            _log.warning("Could not publish a desk notice to Redis: %s", error)
+
+    async def wait(self, topics: Iterable[str], timeout: float) -> frozenset[str]:
+        """Wait until one of `topics` changes (or `timeout` seconds pass); the topics that
+        changed meanwhile (empty on timeout)."""
+        if self.redis_url is not None:
+            await self._ensure_listening()
+        waiter = _Waiter(frozenset(topics), asyncio.Event(), asyncio.get_running_loop())
+        self._waiters.add(waiter)
+        try:
+            await asyncio.wait_for(waiter.event.wait(), timeout)
+        except TimeoutError:
+            pass
+        finally:
+            self._waiters.discard(waiter)
+        return frozenset(waiter.seen)
+
+    def _wake(self, topics: Iterable[str]) -> None:
+        changed = set(topics)
+        for waiter in list(self._waiters):
+            hit = waiter.topics & changed
+            if not hit:
+                continue
+            waiter.seen |= hit
+            if waiter.loop.is_closed():
+                self._waiters.discard(waiter)
+                continue
+            waiter.loop.call_soon_threadsafe(waiter.event.set)
+
+    async def _ensure_listening(self) -> None:
+        if self._listener is not None and not self._listener.done():
+            if self._ready is not None:
+                await self._ready.wait()
+            return
+        import redis.asyncio as redis
+
+        self._redis = redis.Redis.from_url(str(self.redis_url), decode_responses=True)
+        self._ready = asyncio.Event()
+        self._listener = asyncio.ensure_future(self._listen(self._ready))
+        await asyncio.wait_for(self._ready.wait(), 10)
+
+    async def _listen(self, ready: asyncio.Event) -> None:
+        pubsub = self._redis.pubsub()
+        try:
+            await pubsub.subscribe(CHANNEL)
+            ready.set()
+            async for message in pubsub.listen():
+                if message.get("type") == "message":
+                    self._wake(str(message.get("data", "")).split("\n"))
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            ready.set()
+            _log.warning("The desk's Redis listener stopped: %s", error)
+        finally:
+            try:
+                await pubsub.aclose()
+            except Exception:  # the connection may be gone already
+                pass
+
+    async def aclose(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            try:
+                await self._listener
+            except (asyncio.CancelledError, Exception):
+                pass
+        if self._redis is not None:
+            await self._redis.aclose()

@@ -1,0 +1,246 @@
+"""What the desk hands out: conversations as lists show them, inbox items, a decision's
+outcome, and the desk's refusals.
+
+Owns `ConversationSummary`, `ConversationView`, `InboxItem`, `Vote`, `Answer`,
+`DecideResult` and `DeskError`. Frozen dataclasses; `to_json()` gives the camelCase shape
+the HTTP desk API answers with (`docs/protocol.md` §10).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "Answer",
+    "ConversationStatus",
+    "ConversationSummary",
+    "ConversationView",
+    "DecideResult",
+    "DeskError",
+    "DeskErrorCode",
+    "InboxItem",
+    "Vote",
+]
+
+ConversationStatus: TypeAlias = Literal["running", "waiting", "done", "failed"]
+#: Why the desk refused, as the HTTP API's status: 400, 403, 404, 409, 410, 503.
+DeskErrorCode: TypeAlias = Literal[
+    "invalid", "forbidden", "unknown", "already-decided", "expired", "busy", "unavailable"
+]
+
+_STATUS_OF_CODE: dict[str, int] = {
+    "invalid": 400,
+    "forbidden": 403,
+    "unknown": 404,
+    "already-decided": 409,
+    "busy": 409,
+    "expired": 410,
+    "unavailable": 503,
+}
+
+
+class DeskError(Exception):
+    """The desk refused: `code` says why (and the HTTP status), the message says it to a
+    person; `details` are machine-readable extras (the schema errors, who decided)."""
+
+    def __init__(self, code: DeskErrorCode, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+    @property
+    def http_status(self) -> int:
+        return _STATUS_OF_CODE[self.code]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"error": self.message, "code": self.code, **self.details}
+
+
+def _when(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class Vote:
+    """One person's approval (or the rejection that decided)."""
+
+    email: str
+    name: str
+    approved: bool
+    at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {"email": self.email, "name": self.name, "approved": self.approved,
+                "at": _when(self.at)}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class InboxItem:
+    """A decision as the inbox lists it."""
+
+    decision_id: str
+    thread_id: str
+    item_id: str
+    kind: Literal["tool", "question"]
+    #: The tool's name, or the question's definition id (or its message).
+    name: str
+    summary: str
+    args: Any
+    requester_email: str
+    requester_name: str
+    rule: str | None
+    waiting_for: str
+    quorum: int
+    votes: tuple[Vote, ...]
+    status: str
+    created_at: datetime
+    expires_at: datetime | None
+    decided_by: str | None = None
+    decided_by_name: str | None = None
+    outcome: str | None = None
+
+    @property
+    def approvals(self) -> tuple[Vote, ...]:
+        return tuple(vote for vote in self.votes if vote.approved)
+
+    @property
+    def progress(self) -> str:
+        """Quorum progress for a person: "1 of 2: Sam approved"; "" without a quorum."""
+        if self.quorum <= 1:
+            return ""
+        approvals = self.approvals
+        names = ", ".join(vote.name or vote.email for vote in approvals)
+        told = f": {names} approved" if names else ""
+        return f"{len(approvals)} of {self.quorum}{told}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "decisionId": self.decision_id,
+            "threadId": self.thread_id,
+            "interruptId": self.item_id,
+            "kind": self.kind,
+            "name": self.name,
+            "summary": self.summary,
+            "args": self.args,
+            "requester": {"email": self.requester_email, "name": self.requester_name},
+            "rule": self.rule,
+            "waitingFor": self.waiting_for,
+            "quorum": {
+                "needed": self.quorum,
+                "approvals": [v.to_json() for v in self.approvals],
+                "progress": self.progress,
+            },  # fmt: skip
+            "status": self.status,
+            "outcome": self.outcome,
+            "decidedBy": self.decided_by,
+            "waitingSince": _when(self.created_at),
+            "expiresAt": _when(self.expires_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """A conversation as the conversations page lists it."""
+
+    thread_id: str
+    title: str
+    status: ConversationStatus
+    waiting_for: str
+    owner_email: str
+    owner_name: str
+    updated_at: datetime
+    created_at: datetime
+    error: str | None = None
+    version: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "threadId": self.thread_id,
+            "title": self.title,
+            "status": self.status,
+            "waitingFor": self.waiting_for,
+            "owner": {"email": self.owner_email, "name": self.owner_name},
+            "error": self.error,
+            "createdAt": _when(self.created_at),
+            "updatedAt": _when(self.updated_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationView:
+    """A stored conversation: its summary, its client state (JSON) and its decisions."""
+
+    summary: ConversationSummary
+    state: str
+    decisions: tuple[InboxItem, ...] = ()
+    #: The viewer may only look (and decide what is theirs to decide).
+    read_only: bool = False
+
+    def to_json(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            **self.summary.to_json(),
+            "messages": messages,
+            "decisions": [item.to_json() for item in self.decisions if item.status == "pending"],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A decision as someone gives it to the desk (from the inbox, a card, the HTTP API)."""
+
+    kind: Literal["approve", "reject", "cancel", "answer"]
+    payload: Any = None
+    has_payload: bool = False
+    edited_args: Any = None
+    has_edited_args: bool = False
+
+    @classmethod
+    def read(cls, body: Any) -> Answer:
+        """From the HTTP API's JSON: `{"approved": true|false, "payload"?, "editedArgs"?}`,
+        `{"cancelled": true}` or `{"value": …}`. Raises `DeskError("invalid")`."""
+        if not isinstance(body, dict):
+            raise DeskError("invalid", "The body must be a JSON object.")
+        if body.get("cancelled") is True:
+            if len(body) > 1:
+                raise DeskError("invalid", "A cancellation takes no other field.")
+            return cls(kind="cancel")
+        if "value" in body:
+            if len(body) > 1:
+                raise DeskError("invalid", 'An answer to a question is `{"value": …}` alone.')
+            return cls(kind="answer", payload=body["value"], has_payload=True)
+        approved = body.get("approved")
+        if not isinstance(approved, bool):
+            raise DeskError(
+                "invalid",
+                'Give {"approved": true|false} (with "payload" and "editedArgs" as the tool '
+                'asks), {"cancelled": true}, or {"value": …} for a question.',
+            )
+        unknown = set(body) - {"approved", "payload", "editedArgs"}
+        if unknown:
+            raise DeskError("invalid", f"Unknown field(s): {', '.join(sorted(unknown))}.")
+        if "editedArgs" in body and not approved:
+            raise DeskError("invalid", "Edited arguments go with an approval only.")
+        return cls(
+            kind="approve" if approved else "reject",
+            payload=body.get("payload"),
+            has_payload="payload" in body,
+            edited_args=body.get("editedArgs"),
+            has_edited_args="editedArgs" in body,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DecideResult:
+    """What a decision did: `decided` (the continuation is under way), or `waiting` for more
+    approvals (quorum)."""
+
+    status: Literal["decided", "waiting"]
+    item: InboxItem
+    message: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "message": self.message, "decision": self.item.to_json()}

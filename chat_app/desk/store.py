@@ -1,0 +1,460 @@
+"""The desk's rows: conversations, their decisions, inbox routes and votes (SQLAlchemy Core).
+
+Owns `DeskStore` and `DecisionDraft`. Every method is one short transaction on the app's
+database (`chat_app.trust.store`: SQLite by default, PostgreSQL for many workers); the
+async desk calls them in a worker thread. The exactly-once parts are the database's own:
+a decision leaves `pending` by a conditional UPDATE (two deciders: one row changes), a
+person's vote is a primary key (the same person cannot count twice), and a conversation's
+runner is a lease taken by a conditional UPDATE.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine, Row, and_, delete, func, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from chat_app.trust.store import write_transaction
+from chat_app.trust.tables import conversations, decision_routes, decision_votes, decisions
+
+from .records import ConversationStatus, ConversationSummary, InboxItem, Vote
+
+__all__ = ["DecisionDraft", "DeskStore", "decision_id_of"]
+
+
+def decision_id_of(thread_id: str, item_id: str) -> str:
+    """A decision's id: the same on every worker for the same item (so two workers that
+    store one pause store one decision)."""
+    digest = hashlib.sha256(f"{thread_id}\0{item_id}".encode()).hexdigest()
+    return "d" + digest[:31]
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionDraft:
+    """A pending item of a pause, as the desk stores it."""
+
+    item_id: str
+    kind: str
+    name: str
+    summary: str
+    args: Any
+    requester_email: str
+    requester_name: str
+    rule: str | None
+    approvers: tuple[str, ...]
+    not_requester: bool
+    quorum: int
+    waiting_for: str
+    expires_at: datetime | None
+    #: Who finds it in their inbox: `role:<role>`, `user:<email>`.
+    routes: tuple[str, ...]
+
+
+class DeskStore:
+    """The desk's tables over one engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # --- conversations ------------------------------------------------------------------
+
+    def create(
+        self, thread_id: str, *, owner_email: str, owner_name: str, title: str, state: str,
+        now: datetime,
+    ) -> None:  # fmt: skip
+        with write_transaction(self.engine) as connection:
+            connection.execute(
+                insert(conversations).values(
+                    thread_id=thread_id,
+                    owner_email=owner_email,
+                    owner_name=owner_name,
+                    title=title[:200],
+                    status="done",
+                    waiting_for="",
+                    error=None,
+                    state=state,
+                    version=1,
+                    runner=None,
+                    runner_until=None,
+                    created_at=now,
+                    updated_at=now,
+                )  # fmt: skip
+            )
+
+    def load(self, thread_id: str) -> Row[Any] | None:
+        with self.engine.connect() as connection:
+            return connection.execute(
+                select(conversations).where(conversations.c.thread_id == thread_id)
+            ).first()
+
+    def version(self, thread_id: str) -> int:
+        with self.engine.connect() as connection:
+            found = connection.execute(
+                select(conversations.c.version).where(conversations.c.thread_id == thread_id)
+            ).scalar()
+        return int(found or 0)
+
+    def save(
+        self,
+        thread_id: str,
+        *,
+        state: str,
+        status: ConversationStatus,
+        waiting_for: str,
+        error: str | None,
+        now: datetime,
+        title: str | None = None,
+        drafts: Sequence[DecisionDraft] = (),
+        open_items: Iterable[str] = (),
+        closed_by: tuple[str, str] | None = None,
+    ) -> int:
+        """Store the conversation's new state; add the pause's new decisions (`drafts`) and
+        close those still pending that are no longer open (`open_items`: answered in the
+        chat, withdrawn, replaced by a new run), by `closed_by` (email, name). Returns the
+        new version."""
+        with write_transaction(self.engine) as connection:
+            values: dict[str, Any] = dict(
+                state=state, status=status, waiting_for=waiting_for[:300], error=error,
+                updated_at=now, version=conversations.c.version + 1,
+            )  # fmt: skip
+            if title is not None:
+                values["title"] = title[:200]
+            connection.execute(
+                update(conversations).where(conversations.c.thread_id == thread_id).values(values)
+            )
+            open_ids = set(open_items)
+            pending = connection.execute(
+                select(decisions.c.id, decisions.c.item_id).where(
+                    decisions.c.thread_id == thread_id, decisions.c.status == "pending"
+                )
+            ).all()
+            gone = [row.id for row in pending if row.item_id not in open_ids]
+            if gone:
+                who = closed_by or ("", "")
+                connection.execute(
+                    update(decisions)
+                    .where(decisions.c.id.in_(gone))
+                    .values(
+                        status="closed",
+                        decided_by=who[0] or None,
+                        decided_by_name=who[1] or None,
+                        decided_at=now,
+                        applied=True,
+                    )  # fmt: skip
+                )
+                connection.execute(
+                    delete(decision_routes).where(decision_routes.c.decision_id.in_(gone))
+                )
+            known = {
+                row.item_id
+                for row in connection.execute(
+                    select(decisions.c.item_id).where(decisions.c.thread_id == thread_id)
+                )
+            }
+            for draft in drafts:
+                if draft.item_id in known:
+                    continue
+                self._add(connection, thread_id, draft, now)
+            found = connection.execute(
+                select(conversations.c.version).where(conversations.c.thread_id == thread_id)
+            ).scalar()
+        return int(found or 0)
+
+    @staticmethod
+    def _add(connection: Any, thread_id: str, draft: DecisionDraft, now: datetime) -> None:
+        decision_id = decision_id_of(thread_id, draft.item_id)
+        connection.execute(
+            insert(decisions).values(
+                id=decision_id,
+                thread_id=thread_id,
+                item_id=draft.item_id,
+                kind=draft.kind,
+                name=draft.name[:200],
+                summary=draft.summary[:500],
+                args=_dumps(draft.args),
+                requester_email=draft.requester_email,
+                requester_name=draft.requester_name,
+                rule=draft.rule,
+                approvers=_dumps(list(draft.approvers)),
+                not_requester=draft.not_requester,
+                quorum=draft.quorum,
+                waiting_for=draft.waiting_for[:300],
+                status="pending",
+                outcome=None,
+                decided_by=None,
+                decided_by_name=None,
+                answer=None,
+                applied=False,
+                created_at=now,
+                expires_at=draft.expires_at,
+                decided_at=None,
+            )  # fmt: skip
+        )
+        for route in sorted(set(draft.routes)):
+            connection.execute(
+                insert(decision_routes).values(
+                    decision_id=decision_id, route=route[:400], created_at=now
+                )
+            )
+
+    def conversations_of(self, owner_email: str, *, limit: int = 100) -> list[ConversationSummary]:
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(conversations)
+                .where(conversations.c.owner_email == owner_email)
+                .order_by(conversations.c.updated_at.desc())
+                .limit(limit)
+            ).all()
+        return [summary_of(row) for row in rows]
+
+    def claim(self, thread_id: str, runner: str, *, now: datetime, until: datetime) -> bool:
+        """Take the right to run the conversation (a lease); False while another worker
+        holds a lease that has not lapsed."""
+        with write_transaction(self.engine) as connection:
+            changed = connection.execute(
+                update(conversations)
+                .where(
+                    conversations.c.thread_id == thread_id,
+                    or_(
+                        conversations.c.runner.is_(None),
+                        conversations.c.runner == runner,
+                        conversations.c.runner_until < now,
+                    ),
+                )
+                .values(runner=runner, runner_until=until)
+            ).rowcount
+        return bool(changed)
+
+    def release(self, thread_id: str, runner: str) -> None:
+        with write_transaction(self.engine) as connection:
+            connection.execute(
+                update(conversations)
+                .where(conversations.c.thread_id == thread_id, conversations.c.runner == runner)
+                .values(runner=None, runner_until=None)
+            )
+
+    def interrupted(self, now: datetime) -> list[str]:
+        """Conversations whose runner's lease lapsed while running (a worker died)."""
+        with self.engine.connect() as connection:
+            return list(
+                connection.execute(
+                    select(conversations.c.thread_id).where(
+                        conversations.c.status == "running",
+                        or_(conversations.c.runner.is_(None), conversations.c.runner_until < now),
+                    )
+                ).scalars()
+            )
+
+    # --- decisions ----------------------------------------------------------------------
+
+    def decision(self, decision_id: str) -> InboxItem | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(select(decisions).where(decisions.c.id == decision_id)).first()
+            if row is None:
+                return None
+            return self._items(connection, [row])[0]
+
+    def decisions_of(self, thread_id: str) -> list[InboxItem]:
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(decisions)
+                .where(decisions.c.thread_id == thread_id)
+                .order_by(decisions.c.created_at, decisions.c.item_id)
+            ).all()
+            return self._items(connection, rows)
+
+    def inbox(
+        self,
+        routes: Sequence[str],
+        *,
+        viewer_email: str,
+        everyone: bool = False,
+        tool: str | None = None,
+        requester: str | None = None,
+        limit: int = 50,
+    ) -> tuple[list[InboxItem], int]:
+        """Pending decisions routed to any of `routes` (all of them when `everyone`), newest
+        first, but not those a `not_requester` rule keeps from `viewer_email`; and how many
+        there are in all."""
+        conditions: list[Any] = [decisions.c.status == "pending"]
+        if tool:
+            conditions.append(decisions.c.name == tool)
+        if requester:
+            conditions.append(decisions.c.requester_email == requester.lower())
+        if not everyone:
+            if not routes:
+                return [], 0
+            routed = (
+                select(decision_routes.c.decision_id)
+                .where(decision_routes.c.route.in_(list(routes)))
+                .distinct()
+            )
+            conditions.append(decisions.c.id.in_(routed))
+            conditions.append(
+                or_(
+                    decisions.c.not_requester.is_(False),
+                    decisions.c.requester_email != viewer_email,
+                )
+            )
+        where = and_(*conditions)
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(decisions)
+                .where(where)
+                .order_by(decisions.c.created_at.desc(), decisions.c.id)
+                .limit(limit)
+            ).all()
+            total = connection.execute(select(func.count()).select_from(decisions).where(where))
+            return self._items(connection, rows), int(total.scalar() or 0)
+
+    def vote(
+        self, decision_id: str, *, email: str, name: str, verified_by: str, token_name: str,
+        roles: Sequence[str], approved: bool, answer: dict[str, Any], now: datetime,
+    ) -> bool:  # fmt: skip
+        """Record one person's answer; False when they already gave one."""
+        try:
+            with write_transaction(self.engine) as connection:
+                connection.execute(
+                    insert(decision_votes).values(
+                        decision_id=decision_id,
+                        voter_email=email,
+                        voter_name=name,
+                        verified_by=verified_by,
+                        token_name=token_name,
+                        roles=_dumps(sorted(roles)),
+                        approved=approved,
+                        answer=_dumps(answer),
+                        at=now,
+                    )  # fmt: skip
+                )
+        except IntegrityError:
+            return False
+        return True
+
+    def decide(
+        self, decision_id: str, *, email: str, name: str, outcome: str,
+        answer: dict[str, Any], now: datetime,
+    ) -> bool:  # fmt: skip
+        """Move a pending decision to `decided`; False when it was not pending any more (the
+        other of two deciders got there first)."""
+        with write_transaction(self.engine) as connection:
+            changed = connection.execute(
+                update(decisions)
+                .where(decisions.c.id == decision_id, decisions.c.status == "pending")
+                .values(
+                    status="decided",
+                    outcome=outcome,
+                    decided_by=email,
+                    decided_by_name=name,
+                    answer=_dumps(answer),
+                    decided_at=now,
+                )  # fmt: skip
+            ).rowcount
+            if changed:
+                connection.execute(
+                    delete(decision_routes).where(decision_routes.c.decision_id == decision_id)
+                )
+        return bool(changed)
+
+    def voters(self, decision_id: str) -> list[Row[Any]]:
+        with self.engine.connect() as connection:
+            return list(
+                connection.execute(
+                    select(decision_votes)
+                    .where(decision_votes.c.decision_id == decision_id)
+                    .order_by(decision_votes.c.at)
+                ).all()
+            )
+
+    def mark_applied(self, decision_ids: Sequence[str]) -> None:
+        if not decision_ids:
+            return
+        with write_transaction(self.engine) as connection:
+            connection.execute(
+                update(decisions).where(decisions.c.id.in_(list(decision_ids))).values(applied=True)
+            )
+
+    def _items(self, connection: Any, rows: Sequence[Row[Any]]) -> list[InboxItem]:
+        ids = [row.id for row in rows]
+        votes: dict[str, list[Vote]] = {}
+        if ids:
+            for vote in connection.execute(
+                select(decision_votes)
+                .where(decision_votes.c.decision_id.in_(ids))
+                .order_by(decision_votes.c.at)
+            ):
+                votes.setdefault(vote.decision_id, []).append(
+                    Vote(
+                        email=vote.voter_email,
+                        name=vote.voter_name,
+                        approved=vote.approved,
+                        at=vote.at,
+                    )  # fmt: skip
+                )
+        return [
+            InboxItem(
+                decision_id=row.id,
+                thread_id=row.thread_id,
+                item_id=row.item_id,
+                kind=row.kind,
+                name=row.name,
+                summary=row.summary,
+                args=json.loads(row.args),
+                requester_email=row.requester_email,
+                requester_name=row.requester_name,
+                rule=row.rule,
+                waiting_for=row.waiting_for,
+                quorum=row.quorum,
+                votes=tuple(votes.get(row.id, ())),
+                status=row.status,
+                created_at=row.created_at,
+                expires_at=row.expires_at,
+                decided_by=row.decided_by,
+                decided_by_name=row.decided_by_name,
+                outcome=row.outcome,
+            )  # fmt: skip
+            for row in rows
+        ]
+
+    def answers_to_apply(self, thread_id: str) -> list[Row[Any]]:
+        """Decided answers no continuation has carried yet."""
+        with self.engine.connect() as connection:
+            return list(
+                connection.execute(
+                    select(decisions).where(
+                        decisions.c.thread_id == thread_id,
+                        decisions.c.status == "decided",
+                        decisions.c.applied.is_(False),
+                    )
+                ).all()
+            )
+
+    def threads_with_answers(self) -> list[str]:
+        """Conversations with decided answers no continuation has carried yet."""
+        with self.engine.connect() as connection:
+            return list(
+                connection.execute(
+                    select(decisions.c.thread_id)
+                    .where(decisions.c.status == "decided", decisions.c.applied.is_(False))
+                    .distinct()
+                ).scalars()
+            )
+
+
+def summary_of(row: Row[Any]) -> ConversationSummary:
+    return ConversationSummary(
+        thread_id=row.thread_id, title=row.title, status=row.status,
+        waiting_for=row.waiting_for, owner_email=row.owner_email, owner_name=row.owner_name,
+        updated_at=row.updated_at, created_at=row.created_at, error=row.error,
+        version=row.version,
+    )  # fmt: skip
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
