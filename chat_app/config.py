@@ -14,6 +14,8 @@
 | `CHAT_APP_TRUSTED_PROXIES` | `127.0.0.1/32,::1/128` | where proxy headers are believed from |
 | `CHAT_APP_SESSION_HOURS` | `12` | how long a sign-in (session cookie) lasts |
 | `CHAT_APP_POLICY` | `chat_app/demo/policy.toml` | who may decide what; `none`: the requester |
+| `CHAT_APP_FANOUT_URL` | `REFLEX_REDIS_URL` | Redis: the desk's live notices across workers |
+| `CHAT_APP_DESK_LEASE_SECONDS` | `60` | how long a dead worker's run stays "running" |
 
 An identity never comes from a request body: `forwardedProps.actor` is ignored. API tokens
 (`Authorization: Bearer …`) work in every mode but `none`.
@@ -25,8 +27,11 @@ import math
 import os
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from chat_app.desk import LEASE_SECONDS, ConnectionFor, Desk, DeskStore, Fanout, ToolSource
 from chat_app.trust import (
     DEFAULT_TTL_SECONDS,
     Ledger,
@@ -47,6 +52,9 @@ from chat_app.trust.authn import (
 )
 from chat_app.trust.sessions import SessionSigner
 from chat_app.trust.store import DATABASE_URL_ENV, database_url, open_database
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 AUTH_ENV = "CHAT_APP_AUTH"
 USER_HEADER_ENV = "CHAT_APP_USER_HEADER"
@@ -152,6 +160,55 @@ def authenticator_for(config: AuthConfig) -> Authenticator:
     signer = SessionSigner(load_secret(folder), ttl_seconds=config.session_ttl_seconds)
     directory = None
     if config.mode != "none":
-        url = database_url(os.environ.get(DATABASE_URL_ENV), folder)
-        directory = Accounts(open_database(url))
+        directory = Accounts(app_database())
     return Authenticator(config, signer=signer, directory=directory)
+
+
+@cache
+def app_database() -> Engine:
+    """The app's database (`CHAT_APP_DATABASE_URL`, else SQLite in the data folder), opened
+    and migrated once per process.
+
+    Raises:
+        DatabaseUnavailable: it cannot be opened or migrated (the message names the URL).
+    """
+    return open_database(database_url(os.environ.get(DATABASE_URL_ENV), data_dir()))
+
+
+FANOUT_URL_ENV = "CHAT_APP_FANOUT_URL"
+LEASE_ENV = "CHAT_APP_DESK_LEASE_SECONDS"
+
+
+def desk_from_env(
+    connection_for: ConnectionFor,
+    *,
+    tools: ToolSource,
+    policy: Policy | None,
+) -> Desk:
+    """The approval desk over the app's database, with live notices through Redis when
+    `CHAT_APP_FANOUT_URL` (else Reflex's `REFLEX_REDIS_URL`) names one.
+
+    Raises:
+        ValueError: `CHAT_APP_DESK_LEASE_SECONDS` is not a number above 0.
+        DatabaseUnavailable: the database cannot be opened or migrated.
+    """
+    redis_url = (
+        os.environ.get(FANOUT_URL_ENV, "").strip()
+        or os.environ.get("REFLEX_REDIS_URL", "").strip()
+        or None
+    )
+    lease_text = os.environ.get(LEASE_ENV, "").strip()
+    try:
+        lease = float(lease_text) if lease_text else LEASE_SECONDS
+    except ValueError:
+        lease = math.nan
+    if not (0 < lease < math.inf):
+        raise ValueError(f"{LEASE_ENV}={lease_text!r} is not a number of seconds above 0.")
+    return Desk(
+        DeskStore(app_database()),
+        connection_for=connection_for,
+        tools=tools,
+        policy=policy,
+        fanout=Fanout(redis_url),
+        lease_seconds=lease,
+    )

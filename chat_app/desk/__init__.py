@@ -4,7 +4,7 @@
 across workers; `records.py` what it hands out. See `docs/protocol.md` §10.
 """
 
-from .desk import Desk, RunAs, inbox_topic, thread_topic
+from .desk import LEASE_SECONDS, ConnectionFor, Desk, RunAs, ToolSource, inbox_topic, thread_topic
 from .fanout import Fanout
 from .records import (
     Answer,
@@ -20,7 +20,9 @@ from .records import (
 from .store import DecisionDraft, DeskStore, decision_id_of
 
 __all__ = [
+    "LEASE_SECONDS",
     "Answer",
+    "ConnectionFor",
     "ConversationStatus",
     "ConversationSummary",
     "ConversationView",
@@ -33,6 +35,7 @@ __all__ = [
     "Fanout",
     "InboxItem",
     "RunAs",
+    "ToolSource",
     "Vote",
     "decision_id_of",
     "inbox_topic",

@@ -60,7 +60,16 @@ from .records import (
 )
 from .store import DecisionDraft, DeskStore, summary_of
 
-__all__ = ["ANSWERABLE", "Desk", "RunAs", "inbox_topic", "thread_topic"]
+__all__ = [
+    "ANSWERABLE",
+    "LEASE_SECONDS",
+    "ConnectionFor",
+    "Desk",
+    "RunAs",
+    "ToolSource",
+    "inbox_topic",
+    "thread_topic",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -93,7 +102,10 @@ class RunAs:
     cosigners: Mapping[str, tuple[Identity, ...]] = field(default_factory=dict)
 
 
+#: How the desk reaches the agent for a run: a connection acting for that person.
 ConnectionFor = Callable[[RunAs], Connection]
+#: The tools the desk's clients know (typed approvals; client tools with their functions).
+ToolSource = Callable[[], Sequence[ClientTool]]
 
 
 @dataclass(eq=False)
@@ -113,7 +125,7 @@ class Desk:
         store: DeskStore,
         *,
         connection_for: ConnectionFor,
-        tools: Callable[[], Sequence[ClientTool]] = tuple,
+        tools: ToolSource = tuple,
         policy: Policy | None = None,
         fanout: Fanout | None = None,
         worker: str | None = None,
@@ -474,6 +486,16 @@ class Desk:
         for thread_id in await self._db(self.store.threads_with_answers):
             self._spawn(self._continue(thread_id))
         return touched
+
+    async def keep_recovering(self) -> None:
+        """`recover` now and then, for as long as the app runs: a worker that died leaves its
+        conversations to the others once its lease lapses."""
+        while True:
+            try:
+                await self.recover()
+            except DeskError as error:  # the database is away: try again later
+                _log.warning("The desk could not look for interrupted runs: %s", error)
+            await asyncio.sleep(self.lease_seconds / 2)
 
     async def wait_idle(self) -> None:
         """Wait for every task the desk started (tests, shutdown)."""
