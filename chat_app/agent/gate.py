@@ -9,12 +9,17 @@ decide (`docs/protocol.md` §3.6).
 Who asked is read from the sealed id itself (`Sealer.asked_by`): a stateless server needs no
 database to know it, and a client cannot change it. Without a sealer nobody is known to have
 asked, so only the roles a rule names are checked.
+
+A rule with a quorum counts the person answering and the item's cosigners: the people who
+approved it earlier, as a trusted caller in the same process says (the approval desk, which
+collects and stores them). Nobody else can name them: the HTTP route never passes any, so a
+request body cannot claim who approved (`docs/protocol.md` §6.7).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from chat_app.interrupts import Decision, DecisionProblem
@@ -36,11 +41,16 @@ class Requester:
 
 @dataclass(frozen=True, slots=True)
 class Gate:
-    """The policy, the sealer that knows who asked, and the person answering."""
+    """The policy, the sealer that knows who asked, the person answering, and who approved
+    each item before them (by interrupt id, as the resume entry names it)."""
 
     policy: Policy
     sealer: Sealer | None = None
     decider: Identity = ANONYMOUS
+    #: Verified people who approved an item earlier, by its interrupt id (not including
+    #: `decider`); counted only towards a rule's quorum. Only a trusted in-process caller
+    #: (the approval desk) gives them, never a request body.
+    cosigners: Mapping[str, Sequence[Identity]] = field(default_factory=dict)
 
     def describe(self, rule: Rule | None, requester: Requester) -> dict[str, Any]:
         """What a pause tells the page about who may decide an item."""
@@ -63,7 +73,9 @@ class Gate:
 
         `sealed` is the item's sealed tool call id or generic key (who asked); `rules` the
         rules of what was shown and, for edited arguments, of what would run (each must
-        allow the decider: editing cannot move a call out of its rule's reach).
+        allow the decider: editing cannot move a call out of its rule's reach). An approval
+        or answer under a rule with a quorum also needs enough distinct allowed people among
+        the decider and the item's cosigners; a rejection or cancellation decides alone.
         """
         asked = self._is_requester(sealed)
         if decision.kind == "cancel" and asked:
@@ -84,17 +96,65 @@ class Gate:
             if message is not None:
                 return _forbidden(message)
             if rule.quorum > 1 and decision.kind in ("approve", "answer"):
-                return _forbidden(
-                    f"Needs {rule.quorum} approvals from {self.policy.describe_approvers(rule)}"
-                    f" (rule {rule.name}): the approval desk collects them; a stateless "
-                    "continuation cannot."
-                )
+                message = self._quorum_problem(decision, rule, sealed)
+                if message is not None:
+                    return _forbidden(message)
         return None
 
-    def _is_requester(self, sealed: str) -> bool:
+    def cosigners_of(
+        self, decision: Decision, rules: Sequence[Rule | None]
+    ) -> tuple[Identity, ...]:
+        """The earlier approvers counted with `decision` (for the trail): for an approval or
+        answer under a rule with a quorum, the item's distinct cosigners other than the
+        decider, in the order given; otherwise none."""
+        if decision.kind not in ("approve", "answer") or not any(
+            rule is not None and rule.decide is None and rule.quorum > 1 for rule in rules
+        ):
+            return ()
+        seen = {self.decider.email.lower()}
+        counted: list[Identity] = []
+        for person in self.cosigners.get(decision.interrupt_id, ()):
+            if person.email.lower() not in seen:
+                seen.add(person.email.lower())
+                counted.append(person)
+        return tuple(counted)
+
+    def _quorum_problem(self, decision: Decision, rule: Rule, sealed: str) -> str | None:
+        """Why the decider and the item's cosigners are not enough for `rule`'s quorum, if
+        they are not (the decider is already known to be allowed)."""
+        who = self.policy.describe_approvers(rule)
+        given = self.cosigners.get(decision.interrupt_id, ())
+        if not given:
+            return (
+                f"Needs {rule.quorum} approvals from {who} (rule {rule.name}): the approval "
+                "desk collects them; a stateless continuation cannot."
+            )
+        if decision.edited:
+            return (
+                f"Cosigners approved the arguments as shown; edited arguments need approvals "
+                f"of their own (rule {rule.name})."
+            )
+        for person in given:
+            if person.anonymous:
+                return f"A cosigner must be a verified person, not anonymous (rule {rule.name})."
+            refusal = self.policy.check(
+                rule, person, decider_is_requester=self._is_requester(sealed, person)
+            )
+            if refusal is not None:
+                return f"Cosigner {person.email} may not approve (rule {rule.name}): {refusal}"
+        approvers = list(dict.fromkeys(p.email.lower() for p in (self.decider, *given)))
+        if len(approvers) >= rule.quorum:
+            return None
+        return (
+            f"Needs {rule.quorum} approvals from {who} (rule {rule.name}): "
+            f"{len(approvers)} given ({', '.join(approvers)})."
+        )
+
+    def _is_requester(self, sealed: str, person: Identity | None = None) -> bool:
+        """Whether `person` (the decider by default) is the one who asked, by the sealed id."""
         if self.sealer is None:
             return False
-        return self.sealer.asked_by(sealed, self.decider.email)
+        return self.sealer.asked_by(sealed, (person or self.decider).email)
 
 
 def check_policy(

@@ -43,7 +43,7 @@ from chat_app.interrupts import (
     tool_call_id_of,
 )
 from chat_app.interrupts.strict_json import MAX_NESTING, strict_loads, too_deep
-from chat_app.trust import Rule, SealCheck, Sealer, decision_record
+from chat_app.trust import Identity, Rule, SealCheck, Sealer, decision_record
 
 from .definitions import GenericResolution, InterruptDefinition, InterruptRequest
 from .gate import Gate
@@ -83,6 +83,8 @@ class ResumePlan:
     rules: dict[str, str | None] = field(default_factory=dict)
     #: The sealed ids and keys of the items answered (they say who asked).
     sealed: list[str] = field(default_factory=list)
+    #: Who approved an item earlier, counted towards its rule's quorum (by interrupt id).
+    cosigners: dict[str, tuple[Identity, ...]] = field(default_factory=dict)
 
     def audit_record(self, interrupt_id: str) -> dict[str, Any]:
         """What the trail says about the answer to `interrupt_id` (with the tool call it
@@ -90,12 +92,14 @@ class ResumePlan:
         call_id = tool_call_id_of(interrupt_id)
         call = next((pending.call for pending in self.calls if pending.call.id == call_id), None)
         decision = self.decisions[interrupt_id]
+        cosigners = self.cosigners.get(interrupt_id, ())
         if call is None:
-            record = decision_record(decision)
+            record = decision_record(decision, cosigners=cosigners)
         else:
             record = decision_record(
-                decision, tool_name=call.name, tool_call_id=call.id, shown_args=call.args
-            )
+                decision, tool_name=call.name, tool_call_id=call.id, shown_args=call.args,
+                cosigners=cosigners,
+            )  # fmt: skip
         if interrupt_id in self.rules:
             record["rule"] = self.rules[interrupt_id]
         return record
@@ -169,7 +173,8 @@ def plan_continuation(
     With a `sealer`, every tool call about to be answered or run must carry this server's
     seal over its thread, name and arguments, and every generic interrupt's key a seal over
     its thread, paused run and metadata; anything else is `stale` (or `expired`).
-    With a `gate`, every answer must come from someone its policy rule allows (`forbidden`).
+    With a `gate`, every answer must come from someone its policy rule allows (`forbidden`);
+    a rule's quorum counts the gate's cosigners of the item with the person answering.
     """
     ids = [entry.interrupt_id for entry in resume]
     calls = _pending_calls(messages, tools, set(ids))
@@ -302,8 +307,9 @@ def _check_deciders(
     generics: Sequence[_GenericRecord],
     errors: _Errors,
 ) -> None:
-    """Refuse, as `forbidden`, every valid answer its rule does not allow this person to give;
-    the plan keeps the rule that allowed each of the others."""
+    """Refuse, as `forbidden`, every valid answer its rule does not allow this person (with
+    the item's cosigners, for a quorum) to give; the plan keeps the rule that allowed each of
+    the others, and the cosigners it counted."""
     policy = gate.policy
     for call in approvals:
         interrupt_id = str(call.interrupt_id)
@@ -341,6 +347,9 @@ def _gate_one(
         errors.item(decision.interrupt_id, problem.code, problem.message, source=problem.source)
         return
     plan.rules[decision.interrupt_id] = next((rule.name for rule in rules if rule), None)
+    cosigners = gate.cosigners_of(decision, rules)
+    if cosigners:
+        plan.cosigners[decision.interrupt_id] = cosigners
 
 
 def _collated(ids: Collection[str]) -> list[str]:

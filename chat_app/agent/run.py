@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -139,11 +139,23 @@ class Agent:
         return [item.manifest() for item in self.tools.values()]
 
     async def run(
-        self, input: RunAgentInput, *, identity: Identity = ANONYMOUS
+        self,
+        input: RunAgentInput,
+        *,
+        identity: Identity = ANONYMOUS,
+        cosigners: Mapping[str, Sequence[Identity]] | None = None,
     ) -> AsyncIterator[BaseEvent]:
         """Stream one run's AG-UI events, for `identity` (verified by the caller: a session,
-        a trusted proxy or a token; never the request body)."""
-        run = _Run(self, input, identity)
+        a trusted proxy or a token; never the request body).
+
+        `cosigners` is for a trusted caller in this process only (the approval desk, which
+        collects and stores approvals): by interrupt id as the resume entry names it, the
+        verified people who approved that item earlier, not including `identity` (whose
+        answer is this run's resume entry). They count only towards a policy rule's quorum,
+        and each must be allowed by the rule; the trail's decision record lists them. The
+        HTTP route never passes any: a request body cannot claim who approved.
+        """
+        run = _Run(self, input, identity, cosigners or {})
         try:
             async for event in run.events():
                 yield event
@@ -158,13 +170,25 @@ class Agent:
 
 
 class _Run:
-    def __init__(self, agent: Agent, input: RunAgentInput, identity: Identity) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        input: RunAgentInput,
+        identity: Identity,
+        cosigners: Mapping[str, Sequence[Identity]],
+    ) -> None:
         self.agent = agent
         self.input = input
         self.identity = identity
         # Without a policy no rule names anyone: the person who asked decides (the gate says
-        # so, from the sealed ids); the page is told nothing it needs no telling of.
-        self.gate = Gate(agent.policy or _NO_RULES, agent.sealer, identity)
+        # so, from the sealed ids); the page is told nothing it needs no telling of. The
+        # cosigners are copied: the caller's mapping may change while the run streams.
+        self.gate = Gate(
+            agent.policy or _NO_RULES,
+            agent.sealer,
+            identity,
+            {item: tuple(people) for item, people in cosigners.items()},
+        )
         #: For whom new items are sealed: the person running a new request; on a continuation,
         #: whoever the resumed batch was for (set once it is checked).
         self.requester = Requester(

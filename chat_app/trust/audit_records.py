@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from chat_app.interrupts import (
@@ -12,6 +13,8 @@ from chat_app.interrupts import (
     canonical_interrupt_json,
     digest_interrupt_json,
 )
+
+from .identity import Identity
 
 
 def _digest(value: Any) -> str:
@@ -44,9 +47,11 @@ def decision_record(
     tool_name: str | None = None,
     tool_call_id: str | None = None,
     shown_args: Any = ABSENT,
+    cosigners: Sequence[Identity] = (),
 ) -> dict[str, Any]:
     """What was decided about one interrupt; for a tool call, with what the person was shown
-    (its name, id, arguments and their digest)."""
+    (its name, id, arguments and their digest); for a quorum, who else approved it earlier
+    (`cosigners`, each with how they were verified, in the order given)."""
     record: dict[str, Any] = {
         "interruptId": decision.interrupt_id,
         "status": "cancelled" if decision.kind == "cancel" else "resolved",
@@ -61,6 +66,17 @@ def decision_record(
         record["payload"] = decision.payload
     if decision.edited:
         record["editedArgs"] = decision.edited_args
+    if cosigners:
+        record["cosigners"] = [_cosigner(person) for person in cosigners]
+    return record
+
+
+def _cosigner(person: Identity) -> dict[str, str]:
+    """One earlier approver, as the trail names the person deciding: email, how verified (and
+    which token, if one)."""
+    record = {"actor": person.email, "verifiedBy": person.method}
+    if person.token_name:
+        record["tokenName"] = person.token_name
     return record
 
 
