@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from typing import Any
 
 import httpx
@@ -27,8 +27,14 @@ from chat_app.client import (
     fetch_manifest,
     read_manifest,
 )
-from chat_app.config import authenticator_from_env, policy_from_env, security_from_env
+from chat_app.config import (
+    authenticator_from_env,
+    desk_from_env,
+    policy_from_env,
+    security_from_env,
+)
 from chat_app.demo import POLICY_PATH, build_demo_agent
+from chat_app.desk import RunAs
 from chat_app.server import create_app
 from chat_app.trust import Identity, PolicyError, audit_report
 from chat_app.trust.store import DatabaseUnavailable
@@ -48,6 +54,30 @@ try:
 except (ValueError, DatabaseUnavailable, PolicyError) as problem:  # say which, and stop
     sys.exit(f"chat_app: {problem}")
 AGENT_URL = os.environ.get("CHAT_APP_AGENT_URL", "").strip()
+
+
+def _desk_connection(run_as: RunAs) -> Connection:
+    """A connection for a run the desk does on the server (a continuation an approver's
+    answer starts, a conversation started over HTTP), acting for `run_as`."""
+    if AGENT_URL:
+        return SSEConnection(AGENT_URL, timeout=120)
+
+    def run(run_input: Any) -> Any:
+        return agent.run(run_input, identity=run_as.identity, cosigners=run_as.cosigners)
+
+    return InProcessConnection(run, encode=event_to_wire)
+
+
+_desk_tools: list[Any] = []
+
+
+def _desk_tool_list() -> list[Any]:
+    """The desk's clients type approvals with the page's manifest (read once); a client tool
+    that needs a browser has none on the server and stays pending until a page runs it."""
+    if not _desk_tools:
+        _desk_tools.extend(_manifest().tools)
+    return _desk_tools
+
 #: Where the remote agent's other routes live (`…/api/chat` -> `…/api`).
 API_BASE = AGENT_URL.rsplit("/", 1)[0]
 
@@ -100,6 +130,18 @@ def _audit() -> Mapping[str, Any] | None:
     return audit_report(agent.ledger.records()) if agent.ledger is not None else None
 
 
+try:
+    desk = desk_from_env(_desk_connection, tools=_desk_tool_list, policy=policy)
+except (ValueError, DatabaseUnavailable) as problem:
+    sys.exit(f"chat_app: {problem}")
+
+
+def _live_tokens() -> Container[str]:
+    """The tabs connected to this worker now."""
+    namespace = app.event_namespace
+    return namespace.token_to_sid if namespace is not None else {}
+
+
 session.configure(
     _connection,
     _manifest,
@@ -107,6 +149,8 @@ session.configure(
     authenticator=authenticator,
     policy=policy,
     sealer=security.sealer,
+    desk=desk,
+    live_tokens=_live_tokens,
 )
 
 app = rx.App(
@@ -121,5 +165,15 @@ app = rx.App(
 app.add_page(
     index, route="/", title="Ops desk · chat_app", image="/logo.svg", on_load=ChatState.on_load
 )
+app.add_page(
+    index,
+    route="/c/[thread]",
+    title="Conversation · chat_app",
+    image="/logo.svg",
+    on_load=ChatState.on_load,
+)
 app.add_page(audit, route="/audit", title="Audit · chat_app", on_load=AuditState.load)
 app.add_page(signin, route="/signin", title="Sign in · chat_app", on_load=SignInState.load)
+# Conversations a worker that died left running are shown failed (with Retry); answers
+# decided but never carried are carried.
+app.register_lifespan_task(desk.keep_recovering)

@@ -193,6 +193,16 @@ class Desk:
         allowed = [item for item in items if self._refusal(item, viewer, "approve") is None]
         return allowed, total - (len(items) - len(allowed))
 
+    async def version(self, thread_id: str) -> int:
+        """The stored conversation's version (0: none): it grows at every stored change."""
+        found: int = await self._db(self.store.version, thread_id)
+        return found
+
+    async def decisions_of(self, thread_id: str) -> list[InboxItem]:
+        """Every decision of a conversation, pending or past, with its votes."""
+        found: list[InboxItem] = await self._db(self.store.decisions_of, thread_id)
+        return found
+
     async def decision(self, decision_id: str) -> InboxItem | None:
         found: InboxItem | None = await self._db(self.store.decision, decision_id)
         return found

@@ -63,8 +63,6 @@ def summarize(record: dict[str, Any]) -> str:
     return str(kind)
 
 
-
-
 class AuditState(IdentityState):
     rows: list[AuditRow] = []
     chain_ok: bool = True

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from chat_app.desk import DeskError
 from chat_app.trust import DEMO_PEOPLE, Identity
 
 from . import session as sessions
@@ -31,6 +32,8 @@ class IdentityState(rx.State):
     auth_mode: str = "none"
     #: Why nobody is signed in ("" when someone is).
     auth_error: str = ""
+    #: Pending decisions the viewer may make (the header's Inbox count).
+    inbox_count: int = 0
 
     def _viewer(self) -> Identity | None:
         """The verified identity, with the policy's roles; `None` (and `auth_error` says
@@ -47,6 +50,16 @@ class IdentityState(rx.State):
         self.viewer_name = found.name or found.email or "Anonymous"
         self.viewer_email = found.email
         return found
+
+    async def _count_inbox(self, viewer: Identity) -> None:
+        desk = sessions.desk()
+        if desk is None:
+            return
+        try:
+            _, total = await desk.inbox(viewer, limit=1)
+        except DeskError:  # the header keeps its last count; the pages say what failed
+            return
+        self.inbox_count = total
 
     def _show_failure(self, message: str) -> bool:
         """Show what went wrong where this page's person looks; `False`: nowhere (a toast

@@ -13,7 +13,7 @@ import asyncio
 import itertools
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ from chat_app.client import (
     ToolManifest,
     read_manifest,
 )
+from chat_app.desk import Desk
 from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.trust import ANONYMOUS, Identity, Policy, Sealer
 from chat_app.trust.authn import Authenticator, AuthFailure
@@ -210,6 +211,11 @@ class _Backend:
     #: The in-process agent's sealer: it tells whether the viewer asked for an item whose
     #: requester only its sealed tag names.
     sealer: Sealer | None = None
+    #: Stored conversations and the inbox (`None`: conversations live in their tab only).
+    desk: Desk | None = None
+    #: The client tokens of the tabs connected to this worker now (a page's live loop ends
+    #: when its tab has gone).
+    live_tokens: Callable[[], Container[str]] | None = None
 
 
 _backend = _Backend()
@@ -224,16 +230,32 @@ def configure(
     authenticator: Authenticator | None = None,
     policy: Policy | None = None,
     sealer: Sealer | None = None,
+    desk: Desk | None = None,
+    live_tokens: Callable[[], Container[str]] | None = None,
 ) -> None:
     """Set where chats go, which tools the client knows, where the audit trail is read, who
-    someone is and who may decide what."""
+    someone is, who may decide what, and where conversations are stored."""
     _backend.connection = connection
     _backend.manifest = manifest
     _backend.audit = audit
     _backend.authenticator = authenticator
     _backend.policy = policy
     _backend.sealer = sealer
+    _backend.desk = desk
+    _backend.live_tokens = live_tokens
     _sessions.clear()
+
+
+def desk() -> Desk | None:
+    return _backend.desk
+
+
+def connected(token: str) -> bool:
+    """Whether the tab with this client token is still connected to this worker (unknown:
+    yes)."""
+    if _backend.live_tokens is None:
+        return True
+    return token in _backend.live_tokens()
 
 
 def authenticator() -> Authenticator | None:
@@ -251,11 +273,17 @@ def identify(headers: Mapping[str, str], client_host: str | None) -> Identity | 
     return found
 
 
-def who_decides(viewer: Identity) -> WhoDecides:
-    """For the page: who decides an item when it is not `viewer` (the server enforces it)."""
+def who_decides(viewer: Identity, votes: Mapping[str, list[str]] | None = None) -> WhoDecides:
+    """For the page: who decides an item when it is not `viewer` (the server enforces it).
+    `votes` are quorum approvals given so far (item id -> [progress, voter emails...]): one
+    who approved already waits for the others."""
     policy = _backend.policy
+    votes = votes or {}
 
     def check(item: InterruptItem) -> str:
+        given = votes.get(item.id)
+        if given and viewer.email and viewer.email in given[1:]:
+            return f"You approved ({given[0]}); waiting for another approver"
         shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
         if not isinstance(shown, Mapping):
             return ""
@@ -371,3 +399,23 @@ def session_for(token: str, saved: str = "", identity: Identity | None = ANONYMO
 
 def forget(token: str) -> None:
     _sessions.pop(token, None)
+
+
+def current(token: str) -> Session | None:
+    """The tab's live session on this worker, if it has one."""
+    return _sessions.get(token)
+
+
+_watching: set[str] = set()
+
+
+def start_watching(token: str) -> bool:
+    """Claim the tab's live loop (one per tab and worker); False when one runs already."""
+    if token in _watching:
+        return False
+    _watching.add(token)
+    return True
+
+
+def stop_watching(token: str) -> None:
+    _watching.discard(token)

@@ -15,14 +15,16 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, cast
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import reflex as rx
 from reflex.event import EventSpec
 from reflex.istate.manager import get_state_manager
 from reflex.vars.function import FunctionStringVar
 
-from chat_app.client import ChatClient, ClientError, UsageError
+from chat_app.client import ChatClient, ClientError, InterruptItem, UsageError
+from chat_app.desk import Answer, DeskError, decision_id_of, inbox_topic, thread_topic
+from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.trust import Identity
 
 from . import session as sessions
@@ -59,6 +61,10 @@ HELD_NOTICE = (
 )
 #: The tab's sessionStorage key of `ChatState.unconfirmed`.
 UNCONFIRMED_KEY = "chat_app_unconfirmed"
+#: How long a page's live loop waits for a notice before looking at the database anyway.
+WATCH_SECONDS = 10.0
+#: A conversation's address: `/c/<thread id>`.
+CONVERSATION_PREFIX = "/c/"
 
 _log = logging.getLogger(__name__)
 
@@ -135,6 +141,21 @@ class ChatState(IdentityState):
     #: Every notice shown in this tab (a session made again reads the same manifest).
     _noticed: list[str] = []
 
+    #: The stored conversation this tab shows ("" until its first message is stored).
+    thread_shown: str = ""
+    #: Someone else's conversation (opened from the inbox or a link): the viewer decides what
+    #: is theirs to decide in it, and does not write in it.
+    read_only: bool = False
+    owner_name: str = ""
+    #: What the desk says about this tab's conversation: why it is not shown, or why a
+    #: message cannot be sent in it ("" for nothing).
+    desk_notice: str = ""
+    #: The stored version this tab shows, and whom it was last checked for.
+    _desk_version: int = 0
+    _shown_to: str = ""
+    #: Quorum votes on this conversation's items: item id -> [progress, voter emails...].
+    _votes: dict[str, list[str]] = {}
+
     # --- reading ------------------------------------------------------------------------
 
     @rx.var
@@ -170,7 +191,7 @@ class ChatState(IdentityState):
             self._memory,
             focus=not self.held,
             cache=session.views,
-            who_decides=sessions.who_decides(session.identity),
+            who_decides=sessions.who_decides(session.identity, self._votes),
             asked_by=sessions.asked_by(session.identity),
         )
         streaming = client.status == "streaming"
@@ -213,7 +234,7 @@ class ChatState(IdentityState):
         tab). Nobody signed in keeps the tab as it is: it cannot act, and signs in first."""
         if not owner or viewer is None or self.auth_mode in ("demo", "none"):
             return True
-        return viewer.email == owner
+        return viewer.email == owner or (self.read_only and self._shown_to == viewer.email)
 
     def _give_back(self, text: str) -> None:
         """A message that never reached the client goes back into the composer."""
@@ -261,10 +282,155 @@ class ChatState(IdentityState):
         self.shown_under = token
         if self.unconfirmed:
             self._lost_click, self.unconfirmed = self.unconfirmed, ""
+        if await self._sync_from_desk(viewer):
+            took_over = True
         session = self._session(viewer)
         if took_over:
             self._refresh(session)
         return session
+
+    # --- the desk: stored conversations -------------------------------------------------
+
+    def _route_thread(self) -> str:
+        """The thread id in the address (`/c/<thread id>`), else ""."""
+        path = str(self.router.url.path or "")
+        if not path.startswith(CONVERSATION_PREFIX):
+            return ""
+        return unquote(path[len(CONVERSATION_PREFIX) :]).strip("/")
+
+    async def _sync_from_desk(self, viewer: Identity | None) -> bool:
+        """Show the stored conversation when the address names another than the one shown,
+        when the desk moved it on (an approver decided, another worker ran it), or when
+        someone else is now looking; True when the tab's conversation was replaced.
+
+        Nothing is replaced while this tab runs the conversation itself (it is ahead)."""
+        desk = sessions.desk()
+        if desk is None or viewer is None or self.running:
+            return False
+        wanted = self._route_thread() or self.thread_shown
+        if not wanted:
+            return False
+        token = self.router.session.client_token
+        live = sessions.current(token)
+        if live is not None and live.busy:
+            return False
+        same = wanted == self.thread_shown and self._shown_to == viewer.email
+        if same and await desk.version(wanted) <= self._desk_version:
+            return False
+        try:
+            view = await desk.view(wanted, viewer)
+        except DeskError as error:
+            if wanted != self.thread_shown or self._shown_to != viewer.email:
+                # Not theirs to see: nothing of it stays on screen, but the tab keeps which
+                # conversation it was (the demo's next person, or this one back, may see it).
+                self._client_json, self._memory, self._votes = "", {}, {}
+                self.thread_shown, self._shown_to, self._desk_version = wanted, viewer.email, 0
+                self.read_only, self.desk_notice = True, error.message
+                sessions.forget(token)
+                return True
+            return False
+        self._client_json = view.state
+        self._owner = view.summary.owner_email
+        self.owner_name = view.summary.owner_name or view.summary.owner_email
+        self.read_only = view.read_only
+        self.thread_shown = wanted
+        self._shown_to = viewer.email
+        self._desk_version = view.summary.version
+        self._votes = {
+            item.item_id: [item.progress, *(vote.email for vote in item.approvals)]
+            for item in view.decisions
+            if item.status == "pending" and item.quorum > 1
+        }
+        self.desk_notice = ""
+        sessions.forget(token)
+        return True
+
+    async def _record(self, session: sessions.Session) -> Any:
+        """Store the conversation this tab runs itself (the desk lists it, its decisions go to
+        the inbox); the first time, the address becomes the conversation's own."""
+        desk = sessions.desk()
+        state = session.client.state
+        if desk is None or not state.messages or self.read_only:
+            return None
+        viewer = session.identity
+        owner = viewer
+        if self._owner and self._owner != viewer.email:
+            owner = Identity(email=self._owner, method=viewer.method, name=self.owner_name)
+        try:
+            self._desk_version = await desk.record(state.thread_id, owner, viewer, state)
+        except DeskError as error:
+            _log.warning("Could not store the conversation: %s", error.message)
+            self.desk_notice = f"{error.message} The conversation was not saved."
+            return None
+        first = self.thread_shown != state.thread_id
+        self.thread_shown, self._shown_to = state.thread_id, viewer.email
+        self.owner_name = self.owner_name or owner.name
+        if first and self._route_thread() != state.thread_id:
+            address = CONVERSATION_PREFIX + quote(state.thread_id, safe="")
+            return rx.call_script(f"window.history.replaceState(null, '', {address!r})")
+        return None
+
+    def _through_desk(self, session: sessions.Session, item: InterruptItem, form: str) -> bool:
+        """Whether an answer goes to the desk rather than this tab's own run: someone else's
+        conversation, or an approval that counts towards a quorum."""
+        if sessions.desk() is None or not self.thread_shown:
+            return False
+        if self._owner and self._owner != session.identity.email:
+            return True
+        shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
+        quorum = shown.get("quorum") if isinstance(shown, dict) else None
+        return isinstance(quorum, int) and quorum > 1 and form not in ("cancel", "reject")
+
+    async def _desk_answer(
+        self, session: sessions.Session, interrupt_id: str, form: str, value: Any
+    ) -> None:
+        """Give an answer to the desk, which runs the continuation; the page follows it
+        through the desk's notices. A refusal shows on the card, the draft kept."""
+        desk = sessions.desk()
+        assert desk is not None
+        memory = self._memory.setdefault(interrupt_id, FormMemory())
+        try:
+            result = await desk.decide(
+                decision_id_of(self.thread_shown, interrupt_id),
+                session.identity,
+                _answer_of(form, value),
+            )
+        except DeskError as error:
+            memory.message = error.message
+            self._refresh(session)
+            return
+        memory.message = ""
+        item = result.item
+        if result.status == "waiting":
+            self._votes = {
+                **self._votes,
+                item.item_id: [item.progress, *(vote.email for vote in item.approvals)],
+            }
+        self._refresh(session)
+
+    @rx.event(background=True)
+    @guarded_task
+    async def watch(self) -> AsyncIterator[Any]:
+        """While the tab is open: follow the stored conversation and the inbox count live."""
+        desk = sessions.desk()
+        token = self.router.session.client_token
+        if desk is None or not sessions.start_watching(token):
+            return
+        try:
+            while sessions.connected(token):
+                async with self:
+                    thread = self.thread_shown
+                topics = {inbox_topic()} | ({thread_topic(thread)} if thread else set())
+                changed = await desk.fanout.wait(topics, WATCH_SECONDS)
+                async with self:
+                    viewer = self._viewer()
+                    if await self._sync_from_desk(viewer):
+                        self._refresh(self._session(viewer))
+                    if viewer is not None and (inbox_topic() in changed or not changed):
+                        await self._count_inbox(viewer)
+                yield
+        finally:
+            sessions.stop_watching(token)
 
     async def _clicked(self) -> sessions.Session:
         """A decision's click reached the server: the conversation (taken over first if need
@@ -318,7 +484,11 @@ class ChatState(IdentityState):
             return rx.redirect(f"/signin?next=/&error={quote(self.auth_error)}")
         self._refresh(session)
         self.running = session.busy
-        return self._lost_answer(session.client) if self._lost_click else None
+        viewer = self._viewer()
+        if viewer is not None:
+            await self._count_inbox(viewer)
+        lost = self._lost_answer(session.client) if self._lost_click else None
+        return [event for event in (lost, ChatState.watch) if event is not None]
 
     # --- composer -----------------------------------------------------------------------
 
@@ -335,6 +505,13 @@ class ChatState(IdentityState):
         await self._loaded_session()  # its decisions hold a message back
         text = self.draft.strip()
         if not text or self.running:
+            return None
+        if self.read_only:
+            who = self.owner_name or "someone else"
+            self.desk_notice = (
+                f"This is {who}'s conversation: decide what is yours here; your message is "
+                "kept in the box. New conversation starts your own."
+            )
             return None
         if self.open_count:
             # Held back, not lost: the person answers the decisions, then sends.
@@ -404,21 +581,31 @@ class ChatState(IdentityState):
                 return None
             value = result.value
         memory.errors.pop(form, None)
+        if self._through_desk(session, item, form):
+            await self._desk_answer(session, interrupt_id, form, value)
+            return None
         self._refresh(session)
         return ChatState.resolve(interrupt_id, form, value)
 
     @rx.event
     @guarded
-    async def start_over(self) -> None:
+    async def start_over(self) -> Any:
         """Leave an expired pause behind: a new conversation, the last request in the box."""
         client = (await self._loaded_session()).client
         last = next((m.text for m in reversed(client.messages) if m.role == "user"), "")
         sessions.forget(self.router.session.client_token)
         self._client_json = ""
         self._memory = {}
+        self._owner, self.owner_name, self.read_only = "", "", False
+        self.desk_notice = ""
+        self.thread_shown, self._desk_version, self._votes = "", 0, {}
         self.held = False
         self.draft = last
+        self.run_error = ""
         self._refresh(self._session())
+        if self._route_thread():
+            return rx.call_script("window.history.replaceState(null, '', '/')")
+        return None
 
     @rx.event
     @guarded
@@ -435,26 +622,41 @@ class ChatState(IdentityState):
     @rx.event
     @guarded
     async def cancel_decision(self, interrupt_id: str) -> Any:
-        await self._clicked()
+        session = await self._clicked()
+        item = next((i for i in session.client.interrupts if i.id == interrupt_id), None)
+        if item is not None and self._through_desk(session, item, "cancel"):
+            await self._desk_answer(session, interrupt_id, "cancel", None)
+            return None
         return ChatState.resolve(interrupt_id, "cancel", None)
 
     @rx.event
     @guarded
     async def approve_all(self) -> Any:
-        await self._clicked()
-        return ChatState.resolve_all("approve")
+        return await self._answer_all("approve")
 
     @rx.event
     @guarded
     async def reject_all(self) -> Any:
-        await self._clicked()
-        return ChatState.resolve_all("reject")
+        return await self._answer_all("reject")
 
     @rx.event
     @guarded
     async def cancel_all(self) -> Any:
-        await self._clicked()
-        return ChatState.resolve_all("cancel")
+        return await self._answer_all("cancel")
+
+    async def _answer_all(self, how: str) -> Any:
+        """The batch bar: in this tab's own run, or item by item through the desk."""
+        session = await self._clicked()
+        items = [
+            item
+            for item in session.client.interrupts
+            if item.can_resolve and item.status in ("pending", "error")
+        ]
+        if items and all(self._through_desk(session, item, how) for item in items):
+            for item in items:
+                await self._desk_answer(session, item.id, how, None)
+            return None
+        return ChatState.resolve_all(how)
 
     @rx.event
     @guarded
@@ -592,6 +794,9 @@ class ChatState(IdentityState):
             sent = any(m.role == "user" and m.text == text for m in client.messages[before:])
             if text and not sent:
                 self._give_back(text)
+            address = await self._record(session)
+        if address is not None:
+            yield address
 
     async def _follow(
         self, session: sessions.Session, task: asyncio.Task[None]
@@ -634,8 +839,24 @@ class ChatState(IdentityState):
                     # continuation gets far: a page that takes the conversation over after
                     # this worker died shows it applied or failed, with Retry
                     # (`ChatClient.restore`), not open as if nobody had answered.
-                    if self._refresh_streaming(client) or client.resuming != self.resuming:
+                    flipped = client.resuming != self.resuming
+                    if self._refresh_streaming(client) or flipped:
                         self._refresh(session)
+                    if flipped:
+                        await self._record(session)
+
+
+def _answer_of(form: str, value: Any) -> Answer:
+    """A decision form's value as the desk takes it."""
+    if form == "cancel":
+        return Answer(kind="cancel")
+    if form == "response":
+        return Answer(kind="answer", payload=value, has_payload=True)
+    if form == "edit":
+        return Answer(kind="approve", edited_args=value, has_edited_args=True)
+    if form == "approve":
+        return Answer(kind="approve", payload=value, has_payload=value is not None)
+    return Answer(kind="reject", payload=value, has_payload=value is not None)
 
 
 def _first_words(client: ChatClient) -> str:

@@ -13,8 +13,13 @@ _SWITCH = post_and_follow("/api/signin/demo", {"email": "demo-person"}, {"next":
 def _demo_switcher(choices: list[list[str]], viewer_email: Prop[str]) -> rx.Component:
     """Pick a demo person: the server sets their cookie and sends the page back."""
     return rx.hstack(
-        rx.el.label("Demo sign-in:", html_for="demo-person", font_size="0.75rem",
-                    color=rx.color("gray", 11), white_space="nowrap"),  # fmt: skip
+        rx.el.label(
+            "Demo sign-in:",
+            html_for="demo-person",
+            font_size="0.75rem",
+            color=rx.color("gray", 11),
+            white_space="nowrap",
+        ),  # fmt: skip
         rx.el.select(
             *[rx.el.option(label, value=email) for email, label in choices],
             # Controlled: it shows who the server says is signed in, once the page loads.

@@ -5,9 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 
-def page_frame(
-    *children: rx.Component, max_width: str = "860px", **column: object
-) -> rx.Component:
+def page_frame(*children: rx.Component, max_width: str = "860px", **column: object) -> rx.Component:
     """`children` in a full-height centred column (`column` styles it further, e.g. a fixed
     height); `#app-root` says when it is hydrated."""
     return rx.box(

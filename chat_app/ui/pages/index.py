@@ -5,6 +5,7 @@ from typing import Any
 import reflex as rx
 
 from chat_app.ui.components.composer import composer
+from chat_app.ui.components.conversation import conversation_bar
 from chat_app.ui.components.decisions import DecisionEvents, batch_bar
 from chat_app.ui.components.header import auth_banner, header, viewer_menu
 from chat_app.ui.components.page import page_frame
@@ -126,6 +127,13 @@ def index() -> rx.Component:
     """Full-height chat shell; works from phone width up."""
     return page_frame(
         signed_in_header(),
+        conversation_bar(
+            owner_name=ChatState.owner_name,
+            read_only=ChatState.read_only,
+            notice=ChatState.desk_notice,
+            has_messages=ChatState.has_messages,
+            on_new=ChatState.start_over,
+        ),
         _transcript(),
         _composer(),
         height="100dvh",

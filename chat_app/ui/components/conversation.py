@@ -1,0 +1,64 @@
+"""The bar over a conversation: whose it is, what the desk says about it, New conversation."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from ._types import Handler, Prop
+
+
+def conversation_bar(
+    *,
+    owner_name: Prop[str],
+    read_only: Prop[bool],
+    notice: Prop[str],
+    has_messages: Prop[bool],
+    on_new: Handler,
+) -> rx.Component:
+    """`notice` (why the conversation cannot be shown, or a message cannot be sent) first;
+    then, on someone else's conversation, whose it is; New conversation once there is one."""
+    return rx.vstack(
+        rx.cond(
+            notice != "",
+            rx.callout.root(
+                rx.callout.icon(rx.icon("info")),
+                rx.callout.text(notice),
+                size="1",
+                color_scheme="amber",
+                id="desk-notice",
+                role="alert",
+                width="100%",
+            ),
+        ),
+        rx.cond(
+            has_messages | read_only,
+            rx.hstack(
+                rx.cond(
+                    read_only & (owner_name != ""),
+                    rx.text(
+                        owner_name,
+                        "'s conversation — you decide what is yours to decide here",
+                        size="2",
+                        color_scheme="gray",
+                        id="read-only-note",
+                    ),
+                    rx.box(),
+                ),
+                rx.button(
+                    rx.icon("plus", size=14),
+                    "New conversation",
+                    on_click=on_new,
+                    size="1",
+                    variant="soft",
+                    id="new-conversation",
+                ),
+                justify="between",
+                align="center",
+                width="100%",
+            ),
+        ),
+        spacing="2",
+        width="100%",
+        padding_x="1.25em",
+        padding_top="0.75em",
+    )
