@@ -152,15 +152,19 @@ class DeskStore:
                     delete(decision_routes).where(decision_routes.c.decision_id.in_(gone))
                 )
             known = {
-                row.item_id
+                row.item_id: row.status
                 for row in connection.execute(
-                    select(decisions.c.item_id).where(decisions.c.thread_id == thread_id)
+                    select(decisions.c.item_id, decisions.c.status).where(
+                        decisions.c.thread_id == thread_id
+                    )
                 )
             }
             for draft in drafts:
-                if draft.item_id in known:
-                    continue
-                self._add(connection, thread_id, draft, now)
+                stored = known.get(draft.item_id)
+                if stored is None:
+                    self._add(connection, thread_id, draft, now)
+                elif stored == "closed":  # an answer given in the chat was refused: open again
+                    self._reopen(connection, thread_id, draft, now)
             found = connection.execute(
                 select(conversations.c.version).where(conversations.c.thread_id == thread_id)
             ).scalar()
@@ -194,6 +198,22 @@ class DeskStore:
                 created_at=now,
                 expires_at=draft.expires_at,
                 decided_at=None,
+            )  # fmt: skip
+        )
+        for route in sorted(set(draft.routes)):
+            connection.execute(
+                insert(decision_routes).values(
+                    decision_id=decision_id, route=route[:400], created_at=now
+                )
+            )
+
+    @staticmethod
+    def _reopen(connection: Any, thread_id: str, draft: DecisionDraft, now: datetime) -> None:
+        decision_id = decision_id_of(thread_id, draft.item_id)
+        connection.execute(
+            update(decisions).where(decisions.c.id == decision_id).values(
+                status="pending", outcome=None, decided_by=None, decided_by_name=None,
+                decided_at=None, applied=False,
             )  # fmt: skip
         )
         for route in sorted(set(draft.routes)):
