@@ -153,6 +153,8 @@ class ChatState(IdentityState):
     #: The stored version this tab shows, and whom it was last checked for.
     _desk_version: int = 0
     _shown_to: str = ""
+    #: The desk's database did not answer the last time this tab asked (`desk_notice` says so).
+    _desk_down: bool = False
     #: Quorum votes on this conversation's items: item id -> [progress, voter emails...].
     _votes: dict[str, list[str]] = {}
 
@@ -315,11 +317,17 @@ class ChatState(IdentityState):
         if live is not None and live.busy:
             return False
         same = wanted == self.thread_shown and self._shown_to == viewer.email
-        if same and await desk.version(wanted) <= self._desk_version:
-            return False
         try:
+            stored = await desk.version(wanted) if same else 0
+            if self._desk_down:  # it answers again
+                self._desk_down, self.desk_notice = False, ""
+            if same and stored <= self._desk_version:
+                return False
             view = await desk.view(wanted, viewer)
         except DeskError as error:
+            if error.code == "unavailable":  # shown; the tab keeps what it has
+                self._desk_down, self.desk_notice = True, error.message
+                return False
             if wanted != self.thread_shown or self._shown_to != viewer.email:
                 # Not theirs to see: nothing of it stays on screen, but the tab keeps which
                 # conversation it was (the demo's next person, or this one back, may see it).
