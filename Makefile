@@ -74,18 +74,23 @@ bun:
 	  $(MAKE) --no-print-directory $(BUN_STAMP); \
 	fi
 
-# --- browser for the UI tests -------------------------------------------------
+# --- browser, Redis and PostgreSQL for the tests ----------------------------------
+# Debian's postgresql package puts initdb and pg_ctl in /usr/lib/postgresql/<version>/bin;
+# the tests start a throwaway server from there (tests/pg_server.py).
 
 chromium:
-	@if [ -x $(CHROMIUM) ] && command -v redis-server >/dev/null; then exit 0; fi; \
+	@if [ -x $(CHROMIUM) ] && command -v redis-server >/dev/null \
+	    && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  echo "Installing Debian chromium, chromium-driver and redis-server (for the tests)"; \
+	  echo "Installing Debian chromium, chromium-driver, redis-server and postgresql (for the tests)"; \
 	  export DEBIAN_FRONTEND=noninteractive; \
-	  apt-get update && apt-get install -y chromium chromium-driver redis-server; \
+	  apt-get update && apt-get install -y chromium chromium-driver redis-server postgresql; \
 	  [ -x $(CHROMIUM) ] || { echo "apt-get finished but $(CHROMIUM) is still missing" >&2; exit 1; }; \
+	  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+	    || { echo "apt-get finished but /usr/lib/postgresql/*/bin/initdb is still missing" >&2; exit 1; }; \
 	else \
-	  echo "The tests need $(CHROMIUM) and redis-server. Install them first, e.g.:" >&2; \
-	  echo "    sudo apt-get update && sudo apt-get install -y chromium chromium-driver redis-server" >&2; \
+	  echo "The tests need $(CHROMIUM), redis-server and PostgreSQL's server binaries. Install them first, e.g.:" >&2; \
+	  echo "    sudo apt-get update && sudo apt-get install -y chromium chromium-driver redis-server postgresql" >&2; \
 	  echo "(Do not run 'playwright install': the tests use the system Chromium.)" >&2; \
 	  exit 1; \
 	fi

@@ -1,6 +1,23 @@
-"""Settings that would make the suite depend on the developer's shell are cleared here."""
+"""Settings that would make the suite depend on the developer's shell are cleared here; and
+the app's database, for the tests that run on each kind of it.
+
+    def test_something(database_url: str) -> None:   # runs twice: [sqlite] and [postgresql]
+        engine = open_database(database_url)           # a new, empty database each time
+
+`postgres_server` (a `tests.pg_server.PostgresServer`) is started once per session, when the
+first test asks for it; without PostgreSQL's server binaries those tests fail, saying to run
+`make test` (which installs them).
+"""
+
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+from tests.pg_server import PostgresMissing, PostgresServer, start_postgres
+
+#: The databases `database_url` gives, in the test ids (`test_x[sqlite]`, `test_x[postgresql]`).
+DATABASES = ["sqlite", "postgresql"]
 
 
 @pytest.fixture(autouse=True)
@@ -8,3 +25,34 @@ def _no_outside_backends(monkeypatch: pytest.MonkeyPatch) -> None:
     # The demo must run its scripted model, in process, whatever the shell exports.
     monkeypatch.delenv("CHAT_APP_MODEL", raising=False)
     monkeypatch.delenv("CHAT_APP_AGENT_URL", raising=False)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server for the whole session, started at its first use."""
+    missing = ""
+    try:
+        server = start_postgres()
+    except PostgresMissing as error:
+        missing = str(error)
+    if missing:
+        pytest.fail(missing, pytrace=False)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=DATABASES)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The SQLAlchemy URL of a new, empty database, not migrated: a SQLite file in `tmp_path`,
+    or a database of its own on `postgres_server` (dropped after the test)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{(tmp_path / 'app.sqlite3').as_posix()}"
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    url = server.create_database()
+    try:
+        yield url
+    finally:
+        server.drop_database(url)

@@ -7,7 +7,10 @@ mode), `Account`, `ApiToken` and `AccountError`. Passwords are argon2id hashes (
 database, so every worker slows the same guesser down.
 
 The methods block (argon2 costs tens of milliseconds by design, and the database is
-synchronous): async callers run them in a thread. Imports `identity`, `store` and `tables`.
+synchronous): async callers run them in a thread. They behave the same on every database
+the store opens: lists are sorted here, by code point (not by a PostgreSQL collation), and text
+with a NUL character (which PostgreSQL's text cannot hold) is refused or matches nothing.
+Imports `identity`, `store` and `tables`.
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ _MAX_CLIENT = 100
 _MAX_NAME = 200
 _MAX_TOKEN_NAME = 100
 _MAX_ROLE = 100
+#: No PostgreSQL text holds it: refused in names, a space in emails and addresses looked up.
+_NUL = "\x00"
 
 AccountErrorCode: TypeAlias = Literal[
     "invalid-email",
@@ -120,7 +125,8 @@ def _utc_now() -> datetime:
 
 
 def _normal_email(email: str) -> str:
-    return email.strip().lower()
+    # A NUL becomes a space, which no account's email has (`_check_email` refuses both).
+    return email.strip().lower().replace(_NUL, " ")
 
 
 def _token_hash(token: str) -> str:
@@ -211,11 +217,10 @@ class Accounts:
         """Every account, by email."""
         with self.engine.connect() as connection:
             rows = connection.execute(
-                select(users.c.id, users.c.email, users.c.name, users.c.created_at).order_by(
-                    users.c.email
-                )
+                select(users.c.id, users.c.email, users.c.name, users.c.created_at)
             ).all()
             roles = self._roles(connection, [row.id for row in rows])
+        rows = sorted(rows, key=lambda row: row.email)
         return [
             Account(
                 email=row.email,
@@ -264,9 +269,10 @@ class Accounts:
         clear: only its SHA-256 is stored."""
         email = _normal_email(email)
         name = name.strip()
-        if not name or len(name) > _MAX_TOKEN_NAME:
+        if not name or len(name) > _MAX_TOKEN_NAME or _NUL in name:
             raise AccountError(
-                "invalid-name", f"A token's name is 1 to {_MAX_TOKEN_NAME} characters."
+                "invalid-name",
+                f"A token's name is 1 to {_MAX_TOKEN_NAME} characters, none of them NUL.",
             )
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         owner = select(
@@ -276,10 +282,12 @@ class Accounts:
             literal(self._now(), api_tokens.c.created_at.type),
         ).where(users.c.email == email)
         columns = ["user_id", "name", "token_hash", "created_at"]
+        # An INSERT's rowcount is kept only when asked for (psycopg has none once it is done).
+        adding = insert(api_tokens).from_select(columns, owner)
         try:
             with write_transaction(self.engine) as connection:
                 inserted = connection.execute(
-                    insert(api_tokens).from_select(columns, owner)
+                    adding.execution_options(preserve_rowcount=True)
                 ).rowcount
         except IntegrityError:
             raise AccountError(
@@ -292,19 +300,17 @@ class Accounts:
 
     def list_tokens(self) -> list[ApiToken]:
         """Every token, revoked ones too, by owner and then by creation."""
-        query = (
-            select(
-                api_tokens.c.name,
-                users.c.email,
-                api_tokens.c.created_at,
-                api_tokens.c.last_used_at,
-                api_tokens.c.revoked_at,
-            )
-            .join(users, users.c.id == api_tokens.c.user_id)
-            .order_by(users.c.email, api_tokens.c.created_at, api_tokens.c.id)
-        )
+        query = select(
+            api_tokens.c.id,
+            api_tokens.c.name,
+            users.c.email,
+            api_tokens.c.created_at,
+            api_tokens.c.last_used_at,
+            api_tokens.c.revoked_at,
+        ).join(users, users.c.id == api_tokens.c.user_id)
         with self.engine.connect() as connection:
             rows = connection.execute(query).all()
+        rows = sorted(rows, key=lambda row: (row.email, row.created_at, row.id))
         return [
             ApiToken(
                 name=row.name,
@@ -331,7 +337,7 @@ class Accounts:
             query = query.where(users.c.email == _normal_email(email))
         now = self._now()
         with write_transaction(self.engine) as connection:
-            found = connection.execute(query).all()
+            found = [] if _NUL in name else connection.execute(query).all()
             if len(found) == 1:
                 connection.execute(
                     api_tokens.update().where(api_tokens.c.id == found[0].id).values(revoked_at=now)
@@ -491,8 +497,10 @@ def _check_email(email: str) -> str:
 
 def _check_name(name: str) -> str:
     name = name.strip()
-    if len(name) > _MAX_NAME:
-        raise AccountError("invalid-name", f"A name is at most {_MAX_NAME} characters.")
+    if len(name) > _MAX_NAME or _NUL in name:
+        raise AccountError(
+            "invalid-name", f"A name is at most {_MAX_NAME} characters, none of them NUL."
+        )
     return name
 
 
@@ -515,4 +523,4 @@ def _check_password(password: str) -> None:
 
 
 def _failure_key(email: str, client: str) -> tuple[str, str]:
-    return _normal_email(email)[:_MAX_EMAIL], client.strip()[:_MAX_CLIENT]
+    return _normal_email(email)[:_MAX_EMAIL], client.strip().replace(_NUL, " ")[:_MAX_CLIENT]

@@ -10,8 +10,10 @@ Everything SQLite-specific lives here, in the engine's settings: WAL (readers ne
 writer), foreign keys enforced, a busy timeout, and transactions begun by SQLAlchemy rather
 than by the `sqlite3` module (which would begin none before a SELECT or DDL). A write
 transaction takes SQLite's write lock at `BEGIN IMMEDIATE`, so one that reads first cannot
-fail on another writer's commit. Other databases (PostgreSQL, issue 17) get plain
-`engine.begin()` semantics.
+fail on another writer's commit. PostgreSQL (the `postgresql+psycopg` driver; a bare
+`postgresql://` or `postgres://` URL is read as that) gets plain `engine.begin()` semantics, at
+its default READ COMMITTED; `migrate` holds an advisory lock there so that workers starting at
+once take turns, as SQLite's write lock makes them do.
 
 The environment is read by the caller (`python -m chat_app`, `chat_app.config`): this module
 takes the URL. Imports nothing of ours (the migrations read `tables`).
@@ -25,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, make_url
+from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
@@ -45,6 +47,10 @@ DATABASE_URL_ENV = "CHAT_APP_DATABASE_URL"
 DATABASE_FILE = "chat_app.sqlite3"
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 5000
+#: The driver of a `postgresql://` (or `postgres://`) URL that names none: psycopg 3.
+POSTGRESQL_DRIVER = "psycopg"
+#: The key of the PostgreSQL advisory lock `migrate` holds ("chat_app" in ASCII).
+_MIGRATION_LOCK = 0x636861745F617070
 
 #: Execution option set by `write_transaction`; SQLite's BEGIN reads it.
 _WRITE = "chat_app_write"
@@ -76,9 +82,14 @@ def shown_url(url: str | URL) -> str:
 
 def create_database_engine(url: str | URL) -> Engine:
     """An engine for `url` with the app's settings (for SQLite: WAL, foreign keys, busy
-    timeout, SQLAlchemy-controlled transactions). Connects lazily; `open_database` checks it.
+    timeout, SQLAlchemy-controlled transactions; for other databases: connections checked
+    before use). Connects lazily; `open_database` checks it.
+
+    A PostgreSQL URL without a driver, `postgresql://…` or `postgres://…`, uses psycopg 3
+    (`postgresql+psycopg://…`, the driver in requirements.txt) rather than SQLAlchemy's
+    default psycopg2; one that names its driver (`postgresql+psycopg2://…`) keeps it.
     """
-    parsed = make_url(url)
+    parsed = _with_default_driver(make_url(url))
     if parsed.get_backend_name() != "sqlite":
         return create_engine(parsed, pool_pre_ping=True)
     if (
@@ -91,6 +102,13 @@ def create_database_engine(url: str | URL) -> Engine:
     event.listen(engine, "connect", _sqlite_connect)
     event.listen(engine, "begin", _sqlite_begin)
     return engine
+
+
+def _with_default_driver(url: URL) -> URL:
+    backend, _, driver = url.drivername.partition("+")
+    if backend not in ("postgresql", "postgres"):
+        return url
+    return url.set(drivername=f"postgresql+{driver or POSTGRESQL_DRIVER}")
 
 
 def _sqlite_connect(dbapi_connection: Any, _record: object) -> None:
@@ -127,7 +145,8 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
 
 def migrate(target: str | Engine) -> None:
     """Bring the database at `target` (a URL or an engine) to the newest migration; a
-    database already there is left as it is. Concurrent callers on SQLite take turns."""
+    database already there is left as it is. Concurrent callers take turns (SQLite's write
+    lock; a transaction-scoped advisory lock on PostgreSQL)."""
     # Imported here: Alembic (with Mako) is a quarter of a second, needed once, at start.
     from alembic import command
     from alembic.config import Config
@@ -137,6 +156,10 @@ def migrate(target: str | Engine) -> None:
     config.set_main_option("script_location", str(MIGRATIONS))
     try:
         with write_transaction(engine) as connection:
+            if connection.dialect.name == "postgresql":
+                connection.execute(
+                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK}
+                )
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
     finally:

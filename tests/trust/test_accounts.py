@@ -1,5 +1,6 @@
-"""Password accounts, API tokens and sign-in throttling on a temporary SQLite file, and the
-database under them: its SQLite settings, its migrations, and an unusable URL at start."""
+"""Password accounts, API tokens and sign-in throttling, and the database under them: its
+SQLite settings, its migrations, and an unusable URL at start. Each test that takes
+`database_url` (tests/conftest.py) runs on a new SQLite file and on a new PostgreSQL database."""
 
 from __future__ import annotations
 
@@ -13,19 +14,21 @@ from typing import Literal
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from argon2 import PasswordHasher
 from sqlalchemy import Engine, inspect, select
 
+from chat_app.trust import store
 from chat_app.trust.accounts import Account, AccountError, Accounts, ApiToken
 from chat_app.trust.identity import Identity
 from chat_app.trust.store import (
     DatabaseUnavailable,
     create_database_engine,
-    database_url,
     migrate,
     open_database,
 )
 from chat_app.trust.tables import api_tokens, metadata, users
+from tests.live_server import free_port
 
 START = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
 PASSWORD = "correct horse"
@@ -57,8 +60,8 @@ class CountingHasher(PasswordHasher):
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = open_database(database_url(None, tmp_path / "data"))
+def engine(database_url: str) -> Iterator[Engine]:
+    engine = open_database(database_url)
     yield engine
     engine.dispose()
 
@@ -101,6 +104,19 @@ def test_a_new_account_is_listed_with_its_lower_case_email_name_and_roles(
         expected,
         Account(email="rita@example.com", name="", roles=(), created=START),
     ]
+
+
+def test_accounts_and_tokens_are_listed_in_code_point_order_on_every_database(
+    accounts: Accounts,
+) -> None:
+    # PostgreSQL would sort by its collation (ICU's en-US in the tests: "a_b" < "a-b" < "é" <
+    # "z"); the lists are the same on every database.
+    emails = ["a-b@example.com", "a_b@example.com", "ab@example.com", "z@example.com", "é@x.org"]
+    for email in reversed(emails):
+        accounts.add_user(email, PASSWORD)
+        accounts.create_token(email, "ci")
+    assert [account.email for account in accounts.list_users()] == emails
+    assert [token.owner for token in accounts.list_tokens()] == emails
 
 
 def test_passwords_are_stored_as_argon2id_hashes(accounts: Accounts) -> None:
@@ -226,7 +242,8 @@ def test_a_token_is_stored_only_as_its_sha256(accounts: Accounts) -> None:
     assert len(rows) == 1
     assert rows[0].token_hash == hashlib.sha256(token.encode()).hexdigest()
     assert not any(token in str(value) for value in rows[0])
-    assert token not in Path(str(accounts.engine.url.database)).read_bytes().decode("latin-1")
+    if accounts.engine.dialect.name == "sqlite":
+        assert token not in Path(str(accounts.engine.url.database)).read_bytes().decode("latin-1")
 
 
 def test_an_unknown_or_malformed_token_names_nobody(accounts: Accounts) -> None:
@@ -395,6 +412,43 @@ def test_clearing_an_emails_failures_keeps_them_counted_against_the_address(
     assert accounts.sign_in_delay("sam@example.com", "10.0.0.1") == 2
 
 
+def test_an_email_with_a_nul_character_is_nobody_and_its_failures_still_count(
+    accounts: Accounts,
+) -> None:
+    # PostgreSQL's text cannot hold NUL: a typed email with one must still be an ordinary
+    # wrong sign-in there (not a database error), as on SQLite.
+    accounts.add_user("ada@example.com", PASSWORD)
+    typed = "ada@example.com\x00"
+    assert accounts.check_password(typed, PASSWORD) is None
+    assert accounts.account(typed) is None
+    for _ in range(4):
+        assert accounts.sign_in_delay(typed, "10.0.0.1\x00") in (0, 1)
+        accounts.record_failure(typed, "10.0.0.1\x00")
+    assert accounts.sign_in_delay(typed, "10.0.0.2") == 2
+    assert accounts.sign_in_delay("sam@example.com", "10.0.0.1\x00") == 2
+    assert accounts.sign_in_delay("ada@example.com", "10.0.0.2") == 0
+    accounts.clear_failures(typed)
+    assert accounts.sign_in_delay(typed, "10.0.0.2") == 0
+    with pytest.raises(AccountError) as refused:
+        accounts.add_user("sam\x00@example.com", PASSWORD)
+    assert refused.value.code == "invalid-email"
+    for name in ["Sam\x00", "\x00"]:
+        with pytest.raises(AccountError) as bad_name:
+            accounts.add_user("sam@example.com", PASSWORD, name=name)
+        assert bad_name.value.code == "invalid-name"
+        with pytest.raises(AccountError) as bad_token_name:
+            accounts.create_token("ada@example.com", name)
+        assert bad_token_name.value.code == "invalid-name"
+        with pytest.raises(AccountError) as no_token:
+            accounts.revoke_token(name)
+        assert no_token.value.code == "unknown-token"
+    for change in (accounts.remove_user, lambda email: accounts.set_password(email, PASSWORD)):
+        with pytest.raises(AccountError) as unknown:
+            change(typed)
+        assert unknown.value.code == "unknown-user"
+    assert [account.email for account in accounts.list_users()] == ["ada@example.com"]
+
+
 def test_failures_are_shared_by_every_worker_on_the_database(
     engine: Engine, accounts: Accounts, clock: Clock
 ) -> None:
@@ -408,46 +462,69 @@ def test_failures_are_shared_by_every_worker_on_the_database(
 
 
 def test_the_default_database_is_sqlite_in_the_data_folder(tmp_path: Path) -> None:
-    assert database_url(None, tmp_path) == f"sqlite:///{tmp_path.as_posix()}/chat_app.sqlite3"
-    assert database_url("  ", tmp_path) == f"sqlite:///{tmp_path.as_posix()}/chat_app.sqlite3"
-    assert database_url(" postgresql://db/app ", tmp_path) == "postgresql://db/app"
+    default = f"sqlite:///{tmp_path.as_posix()}/chat_app.sqlite3"
+    assert store.database_url(None, tmp_path) == default
+    assert store.database_url("  ", tmp_path) == default
+    assert store.database_url(" postgresql://db/app ", tmp_path) == "postgresql://db/app"
 
 
-def test_sqlite_runs_in_wal_mode_with_foreign_keys_and_a_busy_timeout(engine: Engine) -> None:
-    with engine.connect() as connection:
-        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
-        assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
-        assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 5000
-
-
-def test_migrations_apply_twice_and_build_what_tables_py_says(tmp_path: Path) -> None:
-    url = database_url(None, tmp_path)
-    migrate(url)
-    migrate(url)
-    engine = create_database_engine(url)
+def test_sqlite_runs_in_wal_mode_with_foreign_keys_and_a_busy_timeout(tmp_path: Path) -> None:
+    engine = open_database(store.database_url(None, tmp_path))
     try:
         with engine.connect() as connection:
-            versions = connection.exec_driver_sql("SELECT version_num FROM alembic_version").all()
-            assert versions == [("users_tokens_sign_in_failures",)]
-            assert compare_metadata(MigrationContext.configure(connection), metadata) == []
-        assert set(inspect(engine).get_table_names()) == {
-            "alembic_version",
-            "api_tokens",
-            "sign_in_failures",
-            "user_roles",
-            "users",
-        }
+            assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+            assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 5000
     finally:
         engine.dispose()
 
 
-def test_workers_starting_at_once_migrate_the_database_once(tmp_path: Path) -> None:
-    url = database_url(None, tmp_path)
+@pytest.mark.parametrize(
+    ("given", "used"),
+    [
+        ("postgresql://ops:pw@db.internal/app", "postgresql+psycopg://ops:***@db.internal/app"),
+        ("postgres://ops:pw@db.internal/app", "postgresql+psycopg://ops:***@db.internal/app"),
+        ("postgresql+psycopg://db.internal/app", "postgresql+psycopg://db.internal/app"),
+        ("sqlite:///app.sqlite3", "sqlite:///app.sqlite3"),
+    ],
+)
+def test_a_postgresql_url_without_a_driver_uses_psycopg(given: str, used: str) -> None:
+    engine = create_database_engine(given)
+    try:
+        assert engine.url.render_as_string(hide_password=True) == used
+    finally:
+        engine.dispose()
+
+
+def test_a_postgresql_url_that_names_its_driver_keeps_it() -> None:
+    with pytest.raises(DatabaseUnavailable) as unknown:
+        open_database("postgres+nosuchdriver://ops:hunter2@db.internal/app")
+    shown, reason = str(unknown.value).split(": ", 1)
+    assert shown == "Cannot open the database postgres+nosuchdriver://ops:***@db.internal/app"
+    assert "postgresql.nosuchdriver" in reason  # SQLAlchemy looked for this driver
+
+
+def test_migrations_apply_twice_and_build_what_tables_py_says(database_url: str) -> None:
+    migrate(database_url)
+    migrate(database_url)
+    engine = create_database_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            versions = connection.exec_driver_sql("SELECT version_num FROM alembic_version").all()
+            assert versions == [(ScriptDirectory(str(store.MIGRATIONS)).get_current_head(),)]
+            assert compare_metadata(MigrationContext.configure(connection), metadata) == []
+        assert set(inspect(engine).get_table_names()) == {"alembic_version", *metadata.tables}
+        assert {"users", "user_roles", "api_tokens", "sign_in_failures"} <= set(metadata.tables)
+    finally:
+        engine.dispose()
+
+
+def test_workers_starting_at_once_migrate_the_database_once(database_url: str) -> None:
     errors: list[Exception] = []
 
     def start() -> None:
         try:
-            open_database(url).dispose()
+            open_database(database_url).dispose()
         except Exception as error:
             errors.append(error)
 
@@ -476,8 +553,10 @@ def test_a_database_that_cannot_be_opened_is_named_with_its_password_hidden(
         assert "hunter2" not in str(error)
 
 
-def test_a_database_from_a_newer_version_of_the_app_is_refused_by_name(tmp_path: Path) -> None:
-    url = database_url(None, tmp_path)
+def test_a_database_from_a_newer_version_of_the_app_is_refused_by_name(
+    database_url: str,
+) -> None:
+    url = database_url
     migrate(url)
     engine = create_database_engine(url)
     with engine.begin() as connection:
@@ -487,3 +566,13 @@ def test_a_database_from_a_newer_version_of_the_app_is_refused_by_name(tmp_path:
         open_database(url)
     assert str(newer.value).startswith(f"Cannot migrate the database {url}: ")
     assert "from_the_future" in str(newer.value)
+
+
+def test_a_postgresql_server_that_is_not_running_is_named_with_its_password_hidden() -> None:
+    url = f"postgresql://ops:hunter2@127.0.0.1:{free_port()}/app"  # nothing listens there
+    with pytest.raises(DatabaseUnavailable) as refused:
+        open_database(url)
+    message = str(refused.value)
+    assert message.startswith(f"Cannot open the database {url.replace('hunter2', '***')}: ")
+    assert "hunter2" not in message
+    assert "127.0.0.1" in message.split(": ", 1)[1]  # psycopg's reason follows

@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 from chat_app.cli import main
 from chat_app.trust.accounts import Accounts
 from chat_app.trust.store import database_url, open_database
+from tests.pg_server import PostgresServer
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "correct horse"
@@ -110,6 +111,27 @@ def test_users_add_reads_the_password_from_stdin_and_list_shows_roles(
     assert row.split()[:3] == ["ada@example.com", "Ada", "finance,ops"]
     identity = Accounts(engine).check_password("ada@example.com", PASSWORD)
     assert identity is not None and identity.roles == frozenset({"finance", "ops"})
+
+
+def test_a_postgresql_url_without_a_driver_is_used_as_given(
+    cli: Cli, postgres_server: PostgresServer
+) -> None:
+    url = postgres_server.create_database()
+    bare = url.replace("postgresql+psycopg://", "postgresql://")  # as a deployment writes it
+    try:
+        added = cli(
+            "users", "add", "ada@example.com", "--role", "finance", "--password-stdin",
+            stdin=PASSWORD + "\n", env={"CHAT_APP_DATABASE_URL": bare},
+        )  # fmt: skip
+        assert added == Result(0, "Added ada@example.com (roles: finance).\n", "")
+        engine = open_database(url)
+        try:
+            identity = Accounts(engine).check_password("ada@example.com", PASSWORD)
+        finally:
+            engine.dispose()
+        assert identity is not None and identity.roles == frozenset({"finance"})
+    finally:
+        postgres_server.drop_database(url)
 
 
 def test_a_duplicate_user_exits_1_with_a_message_and_no_traceback(cli: Cli) -> None:
