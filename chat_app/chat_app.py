@@ -40,7 +40,11 @@ from chat_app.trust import Identity, PolicyError, audit_report
 from chat_app.trust.store import DatabaseUnavailable
 from chat_app.ui import session
 from chat_app.ui.audit_state import AuditState
+from chat_app.ui.conversations_state import ConversationsState
+from chat_app.ui.inbox_state import InboxState
 from chat_app.ui.pages.audit import audit
+from chat_app.ui.pages.conversations import conversations
+from chat_app.ui.pages.inbox import inbox
 from chat_app.ui.pages.index import index
 from chat_app.ui.pages.signin import signin
 from chat_app.ui.signin_state import SignInState
@@ -177,3 +181,10 @@ app.add_page(signin, route="/signin", title="Sign in · chat_app", on_load=SignI
 # Conversations a worker that died left running are shown failed (with Retry); answers
 # decided but never carried are carried.
 app.register_lifespan_task(desk.keep_recovering)
+app.add_page(
+    conversations,
+    route="/conversations",
+    title="Conversations · chat_app",
+    on_load=ConversationsState.load,
+)
+app.add_page(inbox, route="/inbox", title="Inbox · chat_app", on_load=InboxState.load)

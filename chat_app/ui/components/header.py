@@ -1,4 +1,5 @@
-"""Top bar: the product name, the pages, and who is signed in (with the demo switcher)."""
+"""Top bar: the product name, the pages (with the Inbox's count), and who is signed in (with
+the demo switcher)."""
 
 from __future__ import annotations
 
@@ -108,16 +109,75 @@ def auth_banner(*, auth_mode: Prop[str], auth_error: Prop[str]) -> rx.Component:
     )
 
 
-def header(viewer: rx.Component | None = None) -> rx.Component:
-    """The app's header bar; `viewer` shows who is signed in."""
-    return rx.hstack(
+def _nav_link(
+    label: str, href: str, link_id: str, active: rx.Var[bool], *extra: rx.Component
+) -> rx.Component:
+    return rx.link(
+        label,
+        *extra,
+        href=href,
+        size="2",
+        id=link_id,
+        weight=rx.cond(active, "bold", "regular"),
+        aria_current=rx.cond(active, "page", "false"),
+        display="inline-flex",
+        align_items="center",
+        gap="0.3em",
+        white_space="nowrap",
+    )
+
+
+def _inbox_badge(count: rx.Var[int]) -> rx.Component:
+    return rx.cond(
+        count > 0,
+        rx.badge(
+            count,
+            id="inbox-count",
+            color_scheme="red",
+            variant="solid",
+            radius="full",
+            size="1",
+            aria_label=count.to_string() + " pending",
+            title="Pending decisions you may make",
+        ),
+    )
+
+
+def nav_links(*, inbox_count: Prop[int], current: Prop[str]) -> rx.Component:
+    """The pages: Chat, Conversations, Inbox (with how many decisions wait for the viewer) and
+    Audit; the one at `current` (a route) is marked."""
+    count = inbox_count if isinstance(inbox_count, rx.Var) else rx.Var.create(inbox_count)
+    path = current if isinstance(current, rx.Var) else rx.Var.create(current)
+    return rx.el.nav(
+        _nav_link("Chat", "/", "nav-chat", (path == "/") | path.startswith("/c/")),
+        _nav_link("Conversations", "/conversations", "nav-conversations", path == "/conversations"),
+        _nav_link("Inbox", "/inbox", "nav-inbox", path == "/inbox", _inbox_badge(count)),
+        _nav_link("Audit", "/audit", "nav-audit", path == "/audit"),
+        display="flex",
+        align_items="center",
+        column_gap="0.9em",
+        row_gap="0.25em",
+        flex_wrap="wrap",
+        aria_label="Pages",
+    )
+
+
+def header(
+    viewer: rx.Component | None = None,
+    *,
+    inbox_count: Prop[int] = 0,
+    current: Prop[str] = "",
+) -> rx.Component:
+    """The app's header bar; `viewer` shows who is signed in, `inbox_count` how many pending
+    decisions they may make (the Inbox link's badge, hidden at 0), `current` the route shown."""
+    return rx.flex(
         rx.hstack(
             rx.image(src="/logo.svg", width="28px", height="28px", alt=""),
             rx.heading("Ops desk", size="5", weight="bold", white_space="nowrap"),
             align="center",
             spacing="3",
         ),
-        rx.hstack(
+        rx.flex(
             rx.text(
                 "chat_app — human sign-off for AI agents",
                 size="2",
@@ -125,15 +185,18 @@ def header(viewer: rx.Component | None = None) -> rx.Component:
                 # Only on wide screens: beside the sign-in menu it would squeeze the title.
                 display=["none", "none", "none", "none", "none", "block"],
             ),
-            rx.link("Chat", href="/", size="2", id="nav-chat"),
-            rx.link("Audit", href="/audit", size="2", id="nav-audit"),
+            nav_links(inbox_count=inbox_count, current=current),
             viewer if viewer is not None else rx.fragment(),
             rx.color_mode.button(size="2", variant="ghost", aria_label="Toggle dark mode"),
             align="center",
-            spacing="3",
+            justify="end",
+            gap="0.5em 1em",
+            wrap="wrap",
         ),
         justify="between",
         align="center",
+        gap="0.5em 1em",
+        wrap="wrap",
         width="100%",
         padding_x="1.25em",
         padding_y="0.75em",

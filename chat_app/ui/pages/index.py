@@ -104,7 +104,8 @@ def _composer() -> rx.Component:
 
 
 def signed_in_header(*, banner: bool = True) -> rx.Component:
-    """The header with who is signed in, and (with `banner`) what to know about sign-in."""
+    """The header with who is signed in, how many decisions wait for them (kept live by the
+    pages' own loops), the page shown, and (with `banner`) what to know about sign-in."""
     return rx.fragment(
         header(
             viewer_menu(
@@ -112,7 +113,10 @@ def signed_in_header(*, banner: bool = True) -> rx.Component:
                 viewer_name=IdentityState.viewer_name,
                 viewer_email=IdentityState.viewer_email,
                 demo_choices=DEMO_CHOICES,
-            )
+            ),
+            # Nobody signed in (signed out in this tab): no count left over from before.
+            inbox_count=rx.cond(IdentityState.viewer_email != "", IdentityState.inbox_count, 0),
+            current=IdentityState.router.url.path,
         ),
         rx.box(
             auth_banner(auth_mode=IdentityState.auth_mode, auth_error=IdentityState.auth_error)

@@ -1,0 +1,204 @@
+"""The Inbox page's state: every pending decision the signed-in person may make (every one,
+for an admin who asks), filtered by tool and requester, kept live while the tab is open."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import reflex as rx
+
+from chat_app.desk import DeskError, InboxItem, inbox_topic
+from chat_app.trust import Identity
+
+from . import session as sessions
+from .components.inbox_list import InboxRow
+from .conversations_state import (
+    address,
+    expiry,
+    follow_page,
+    how_long,
+    in_words,
+    iso,
+    sign_in_first,
+)
+from .guard import guarded, guarded_task
+from .identity_state import IdentityState
+
+#: The page's address.
+ROUTE = "/inbox"
+#: The role that may list every pending decision (as the desk reads it).
+ADMIN_ROLE = "admin"
+#: How many decisions the page lists, and how many it reads to offer the filters' choices.
+LIMIT = 100
+CHOICES_LIMIT = 500
+NO_DESK = "This app has no inbox: it runs without the approval desk."
+
+
+def inbox_row(item: InboxItem, viewer: Identity, now: datetime, *, yours: bool) -> InboxRow:
+    expires = expiry(item.expires_at, now)
+    return InboxRow(
+        decision_id=item.decision_id,
+        thread_id=item.thread_id,
+        href=address(item.thread_id),
+        kind=item.kind,
+        name=item.name,
+        summary=item.summary,
+        requester=item.requester_name or item.requester_email or "someone",
+        requester_email=item.requester_email,
+        rule=item.rule or "",
+        waiting_for=item.waiting_for,
+        progress=item.progress,
+        you_approved=bool(viewer.email) and any(v.email == viewer.email for v in item.approvals),
+        yours=yours,
+        waiting_since=how_long(max(0.0, (now - item.created_at).total_seconds())),
+        created_iso=iso(item.created_at),
+        created_title=f"Asked {in_words(item.created_at)}",
+        expires=expires,
+        expires_title=(
+            f"Expires {in_words(item.expires_at)}" if item.expires_at is not None else ""
+        ),
+        expired=expires == "expired",
+    )
+
+
+def tool_choices(items: Iterable[InboxItem], chosen: str) -> list[str]:
+    """The tools (and questions) present, in name order, with the one chosen kept."""
+    return sorted({item.name for item in items} | ({chosen} if chosen else set()))
+
+
+def requester_choices(items: Iterable[InboxItem], chosen: str) -> list[list[str]]:
+    """Who asked, as [email, label] in label order, with the one chosen kept."""
+    names: dict[str, str] = {}
+    for item in items:
+        names.setdefault(item.requester_email, item.requester_name)
+    if chosen:
+        names.setdefault(chosen, "")
+    return sorted(
+        (
+            [email, f"{name} ({email})" if name and name != email else email]
+            for email, name in names.items()
+        ),
+        key=lambda pair: pair[1].lower(),
+    )
+
+
+class InboxState(IdentityState):
+    """The pending decisions, their filters, and the admin's "all pending" switch."""
+
+    rows: list[InboxRow] = []
+    #: How many decisions match the filters in all (the list shows at most `LIMIT`).
+    total: int = 0
+    #: The filters: a tool's (or question's) name, a requester's email; "" for all.
+    tool: str = ""
+    requester: str = ""
+    #: An admin asked for every pending decision, not only those they may make.
+    everyone: bool = False
+    is_admin: bool = False
+    #: The filters' choices: from the decisions pending now (before filtering).
+    tools: list[str] = []
+    requesters: list[list[str]] = []
+    loaded: bool = False
+    #: Why the inbox is not shown ("" when it is).
+    problem: str = ""
+
+    @rx.var
+    def filtered(self) -> bool:
+        return self.tool != "" or self.requester != ""
+
+    @rx.var
+    def count_label(self) -> str:
+        """ "3 pending", or "Showing 100 of 120 pending"."""
+        if len(self.rows) < self.total:
+            return f"Showing {len(self.rows)} of {self.total} pending"
+        return f"{self.total} pending"
+
+    def _show_failure(self, message: str) -> bool:
+        self.problem = message
+        return True
+
+    async def _reload(self, viewer: Identity | None) -> None:
+        desk = sessions.desk()
+        self.loaded = True
+        if desk is None or viewer is None:
+            self.problem = NO_DESK if desk is None else self.auth_error or "Sign in first."
+            self.rows, self.total, self.tools, self.requesters = [], 0, [], []
+            self.is_admin = self.everyone = False
+            self.inbox_count = 0
+            return
+        self.is_admin = ADMIN_ROLE in viewer.roles
+        self.everyone = self.everyone and self.is_admin
+        tool, requester = self.tool or None, self.requester or None
+        try:
+            mine, mine_total = await desk.inbox(viewer, limit=CHOICES_LIMIT)
+            pool, pool_total = mine, mine_total
+            if self.everyone:
+                pool, pool_total = await desk.inbox(viewer, everyone=True, limit=CHOICES_LIMIT)
+            items, total = pool[:LIMIT], pool_total
+            if tool or requester:
+                items, total = await desk.inbox(
+                    viewer, tool=tool, requester=requester, everyone=self.everyone, limit=LIMIT
+                )
+        except DeskError as error:  # the list keeps what it showed; the page says why
+            self.problem = error.message
+            return
+        self.problem = ""
+        self.inbox_count = mine_total
+        now = datetime.now(UTC)
+        yours = {item.decision_id for item in mine}
+        rows = [
+            inbox_row(item, viewer, now, yours=not self.everyone or item.decision_id in yours)
+            for item in items
+        ]
+        if rows != self.rows:
+            self.rows = rows
+        self.total = total
+        self.tools = tool_choices(pool, self.tool)
+        self.requesters = requester_choices(pool, self.requester)
+
+    @rx.event
+    @guarded
+    async def load(self) -> Any:
+        viewer = self._viewer()
+        redirect = sign_in_first(self, ROUTE)
+        if redirect is not None:
+            return redirect
+        await self._reload(viewer)
+        return InboxState.watch
+
+    @rx.event
+    @guarded
+    async def set_tool(self, value: str) -> None:
+        self.tool = str(value or "")[:200]
+        await self._reload(self._viewer())
+
+    @rx.event
+    @guarded
+    async def set_requester(self, value: str) -> None:
+        self.requester = str(value or "")[:320].lower()
+        await self._reload(self._viewer())
+
+    @rx.event
+    @guarded
+    async def set_everyone(self, value: bool) -> None:
+        self.everyone = bool(value)
+        await self._reload(self._viewer())
+
+    @rx.event
+    @guarded
+    async def clear_filters(self) -> None:
+        self.tool = self.requester = ""
+        await self._reload(self._viewer())
+
+    @rx.event(background=True)
+    @guarded_task
+    async def watch(self) -> AsyncIterator[Any]:
+        """While the tab shows the page: read the inbox again whenever a decision appears or
+        leaves (the desk's `inbox` notice, from any worker), and every `WATCH_SECONDS`."""
+
+        async def reload() -> None:
+            await self._reload(self._viewer())
+
+        async for _ in follow_page(self, ROUTE, lambda: {inbox_topic()}, reload):
+            yield

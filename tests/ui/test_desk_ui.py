@@ -1,0 +1,420 @@
+"""The approval desk in Chromium: the Inbox and Conversations pages, live across people.
+
+Demo sign-in against the session's app, one browser context per person (the demo policy:
+Rita asks, Ada is finance, Sam and Olive are ops, Olive is admin). What one person does
+reaches the others' open pages without a reload: a decision appears in the approver's inbox
+and the header's count, the approver decides on the conversation's own card, the
+requester's chat goes on, and the item leaves the inbox. Other tests share the app, so
+each test finds its own items by their conversation's id and counts relative to before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+import pytest
+from playwright.sync_api import Browser, Locator, Page, expect
+
+from chat_app.desk import ConversationSummary, InboxItem, Vote
+from chat_app.trust import Identity
+from chat_app.ui.conversations_state import ago, conversation_row, expiry, how_long
+from chat_app.ui.inbox_state import inbox_row, requester_choices, tool_choices
+from tests.ui.conftest import ask, fresh_page, hydrated, sign_in_as_demo
+
+pytestmark = pytest.mark.browser
+
+RITA, ADA = "rita@example.com", "ada@example.com"
+SAM, OLIVE = "sam@example.com", "olive@example.com"
+WAITING_FOR_FINANCE = "Waiting for finance — you asked for this, so someone else approves it"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _patient_expect() -> Iterator[None]:
+    """Several contexts share two cores with the app: wait up to 20 s for what a page shows
+    (each live update comes well within that; no test asserts a wall-clock time)."""
+    expect.set_options(timeout=20_000)
+    yield
+    expect.set_options(timeout=None)
+
+
+@contextmanager
+def signed_in(browser: Browser, app_url: str, email: str) -> Iterator[Page]:
+    """A context of its own (its own tab token and cookie) signed in as a demo person."""
+    with fresh_page(browser, app_url) as page:
+        page.goto("/")
+        hydrated(page)
+        if email != RITA:  # the demo signs a new visitor in as Rita
+            sign_in_as_demo(page, email)
+        yield page
+
+
+@contextmanager
+def people(browser: Browser, app_url: str, *emails: str) -> Iterator[list[Page]]:
+    with ExitStack() as stack:
+        yield [stack.enter_context(signed_in(browser, app_url, email)) for email in emails]
+
+
+def open_page(page: Page, link: str, ready: str) -> None:
+    """Go to a page with the header's link (as a person would), and wait until it has read
+    its list."""
+    page.locator(link).click()
+    expect(page.locator(ready)).to_be_visible()
+
+
+def open_inbox(page: Page) -> None:
+    open_page(page, "#nav-inbox", "#inbox-total")
+
+
+def open_conversations(page: Page) -> None:
+    open_page(page, "#nav-conversations", "#conversation-list, #conversations-empty")
+
+
+def header_count(page: Page) -> int:
+    """The header's pending count (its badge is hidden at 0)."""
+    badge = page.locator("#inbox-count")
+    return int(badge.inner_text()) if badge.count() else 0
+
+
+def expect_count(page: Page, count: int) -> None:
+    if count:
+        expect(page.locator("#inbox-count")).to_have_text(str(count))
+    else:
+        expect(page.locator("#inbox-count")).to_have_count(0)
+
+
+def thread_of(page: Page, other_than: str = "") -> str:
+    """The conversation the chat shows, from its address (`/c/<thread id>`), once it is not
+    `other_than` (the chat's New conversation leaves the old address until the next message
+    is stored)."""
+    old = "/c/" + quote(other_than, safe="")
+    page.wait_for_url(lambda url: "/c/" in url and not (other_than and url.endswith(old)))
+    return unquote(page.url.rsplit("/c/", 1)[1])
+
+
+def inbox_item(page: Page, thread: str) -> Locator:
+    return page.locator(f'.inbox-item[data-thread-id="{thread}"]')
+
+
+def conversation(page: Page, thread: str) -> Locator:
+    return page.locator(f'.conversation-row[data-thread-id="{thread}"]')
+
+
+def texts(page: Page, selector: str) -> list[str]:
+    """The text of every element `selector` matches, as they are now."""
+    return [text.strip() for text in page.locator(selector).all_inner_texts()]
+
+
+def tool_card(page: Page, tool: str) -> Locator:
+    return page.locator(f'.tool-card[data-tool="{tool}"]').last
+
+
+def new_conversation(page: Page) -> None:
+    page.locator("#new-conversation").click()
+    expect(page.locator("#transcript-empty")).to_be_visible()
+
+
+def shot(page: Page, directory: Path, name: str) -> None:
+    page.screenshot(path=str(directory / f"desk-{name}.png"), full_page=True)
+
+
+# --- what the rows say (no browser) -----------------------------------------------------------
+
+
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+
+
+def test_times_in_words() -> None:
+    assert [how_long(s) for s in (0, 59, 60, 300, 3599, 3600, 23.9 * 3600, 50 * 3600)] == [
+        "<1 min", "<1 min", "1 min", "5 min", "59 min", "1 h", "23 h", "2 d",
+    ]  # fmt: skip
+    assert ago(NOW - timedelta(seconds=20), NOW) == "just now"
+    assert ago(NOW - timedelta(minutes=2), NOW) == "2 min ago"
+    assert expiry(NOW + timedelta(hours=23, minutes=59), NOW) == "expires in 23 h"
+    assert expiry(NOW - timedelta(seconds=1), NOW) == "expired"
+    assert expiry(None, NOW) == "no expiry"
+
+
+def summary(status: str, **extra: str) -> ConversationSummary:
+    return ConversationSummary(
+        thread_id="t 1/x", title="transfer 5000 to Ada", status=status,  # type: ignore[arg-type]
+        waiting_for=extra.get("waiting_for", ""), owner_email=RITA, owner_name="Rita",
+        updated_at=NOW - timedelta(minutes=3), created_at=NOW - timedelta(hours=1),
+        error=extra.get("error"),
+    )  # fmt: skip
+
+
+def test_a_conversation_row_says_its_status_and_last_activity() -> None:
+    waiting = conversation_row(summary("waiting", waiting_for="Waiting for finance"), NOW)
+    assert (waiting.href, waiting.status_label, waiting.error) == (
+        "/c/t%201%2Fx", "Waiting for finance", ""
+    )  # fmt: skip
+    assert (waiting.activity, waiting.activity_title) == (
+        "3 min ago", "Last activity 2025-06-01 11:57:00 UTC"
+    )  # fmt: skip
+    failed = conversation_row(summary("failed", error="The agent did not answer."), NOW)
+    assert (failed.status_label, failed.error, failed.status_color) == (
+        "Failed", "The agent did not answer.", "red"
+    )  # fmt: skip
+    assert conversation_row(summary("done"), NOW).status_label == "Done"
+    assert conversation_row(summary("running"), NOW).status_label == "Running"
+
+
+def item(**extra: object) -> InboxItem:
+    fields: dict[str, object] = dict(
+        decision_id="d1", thread_id="t1", item_id="i1", kind="tool", name="rotate_keys",
+        summary="", args={}, requester_email=RITA, requester_name="Rita", rule="key-rotation",
+        waiting_for="Waiting for ops (2 approvals needed)", quorum=2, votes=(),
+        status="pending", created_at=NOW - timedelta(minutes=5),
+        expires_at=NOW + timedelta(hours=23, minutes=30),
+    )  # fmt: skip
+    fields.update(extra)
+    return InboxItem(**fields)  # type: ignore[arg-type]
+
+
+def test_an_inbox_row_says_who_asked_since_when_until_when_and_the_quorum() -> None:
+    sam = Identity(email=SAM, method="demo", name="Sam")
+    olive = Identity(email=OLIVE, method="demo", name="Olive")
+    voted = item(votes=(Vote(SAM, "Sam", True, NOW),))
+    row = inbox_row(voted, olive, NOW, yours=True)
+    assert (row.href, row.progress, row.waiting_since, row.expires, row.expired) == (
+        "/c/t1", "1 of 2: Sam approved", "5 min", "expires in 23 h", False
+    )  # fmt: skip
+    assert not row.you_approved
+    assert inbox_row(voted, sam, NOW, yours=True).you_approved
+    assert inbox_row(item(), olive, NOW, yours=True).progress == "0 of 2"
+    late = inbox_row(item(expires_at=NOW - timedelta(minutes=1)), olive, NOW, yours=False)
+    assert (late.expires, late.expired, late.yours) == ("expired", True, False)
+    items = [item(), item(name="transfer", requester_email=SAM, requester_name="Sam")]
+    assert tool_choices(items, "") == ["rotate_keys", "transfer"]
+    assert tool_choices(items, "deploy") == ["deploy", "rotate_keys", "transfer"]
+    assert requester_choices(items, "") == [
+        [RITA, "Rita (rita@example.com)"], [SAM, "Sam (sam@example.com)"]
+    ]  # fmt: skip
+
+
+# --- in the browser ---------------------------------------------------------------------------
+
+
+def test_a_decision_reaches_the_approvers_inbox_live_and_leaves_it_once_decided(
+    browser: Browser, app_url: str, screenshot_dir: Path
+) -> None:
+    with people(browser, app_url, ADA, RITA) as (ada, rita):
+        open_inbox(ada)  # before Rita asks: the item must arrive without a reload
+        before = header_count(ada)
+        ada.evaluate("window.__not_reloaded = true")
+
+        ask(rita, "transfer 5000 to Ada")
+        card = tool_card(rita, "transfer")
+        expect(card.locator(".waiting-label")).to_have_text(WAITING_FOR_FINANCE)
+        thread = thread_of(rita)
+
+        item = inbox_item(ada, thread)
+        expect(item).to_be_visible()
+        assert ada.evaluate("window.__not_reloaded") is True
+        expect(item.locator(".inbox-name")).to_have_text("transfer")
+        expect(item.locator(".inbox-summary")).to_have_text("recipient=Ada, amount=5000")
+        expect(item.locator(".inbox-requester")).to_have_text("Rita")
+        expect(item.locator(".inbox-rule")).to_have_text("large-transfers")
+        expect(item.locator(".inbox-waiting-for")).to_have_text("Waiting for finance")
+        expect(item.locator(".inbox-waiting-since")).to_have_text("<1 min")
+        expect(item.locator(".inbox-waiting-since")).to_have_attribute("title", re.compile("UTC"))
+        expect(item.locator(".inbox-expires")).to_have_text(re.compile(r"^expires in \d+ h$"))
+        expect(item.locator(".quorum-progress")).to_have_count(0)  # one approval decides
+        expect_count(ada, before + 1)
+        shot(ada, screenshot_dir, "inbox-live-item")
+
+        item.locator(".inbox-open").click()
+        expect(ada).to_have_url(re.compile(r"/c/" + re.escape(quote(thread, safe="")) + "$"))
+        expect(ada.locator("#read-only-note")).to_contain_text("Rita's conversation")
+        card = tool_card(ada, "transfer")
+        expect(card.locator(".waiting-label")).to_have_count(0)
+        shot(ada, screenshot_dir, "inbox-opened-card")
+        card.locator("button.approve").click()
+
+        receipt = rita.get_by_text(re.compile(r"Sent 5,000 to Ada\. Receipt id: rcpt-"))
+        expect(receipt).to_be_visible()  # Rita's chat moved on by itself
+        expect_count(ada, before)  # the chat page's own loop keeps the count live
+
+        open_inbox(ada)
+        expect(inbox_item(ada, thread)).to_have_count(0)
+        expect_count(ada, before)
+
+        open_conversations(rita)
+        row = conversation(rita, thread)
+        expect(row).to_have_attribute("data-status", "done")
+        expect(row.locator(".conversation-status")).to_have_text("Done")
+        expect(row.locator(".conversation-title")).to_have_text("transfer 5000 to Ada")
+        shot(rita, screenshot_dir, "conversations-done")
+
+        sign_in_as_demo(ada, OLIVE)
+        ada.locator("#nav-audit").click()
+        expect(ada.locator("#audit-chain")).to_contain_text("Intact")
+        decision = ada.locator('.audit-row[data-kind="decision"]').first
+        cells = decision.locator("td")
+        expect(cells.nth(3)).to_have_text(ADA)  # Who
+        expect(cells.nth(5)).to_have_text("large-transfers")  # Rule
+        expect(decision).to_contain_text("Approved transfer")
+
+
+def test_a_quorum_is_collected_from_the_inbox(
+    browser: Browser, app_url: str, screenshot_dir: Path
+) -> None:
+    with people(browser, app_url, SAM, OLIVE, RITA) as (sam, olive, rita):
+        open_inbox(sam)
+        open_inbox(olive)
+        ask(rita, "rotate production keys")
+        thread = thread_of(rita)
+
+        first = inbox_item(sam, thread)
+        expect(first.locator(".quorum-progress")).to_have_text("0 of 2")
+        expect(first.locator(".inbox-rule")).to_have_text("key-rotation")
+        first.locator(".inbox-open").click()
+        card = tool_card(sam, "rotate_keys")
+        card.locator("button.approve").click()
+        expect(card.locator(".waiting-label")).to_have_text(
+            "You approved (1 of 2: Sam approved); waiting for another approver"
+        )
+
+        second = inbox_item(olive, thread)  # Olive's inbox, open all along
+        expect(second.locator(".quorum-progress")).to_have_text("1 of 2: Sam approved")
+        expect(rita.get_by_text("Rotated the production keys")).to_have_count(0)
+        shot(olive, screenshot_dir, "inbox-quorum-progress")
+
+        open_inbox(sam)  # Sam's own approval is noted on his item
+        expect(inbox_item(sam, thread).locator(".inbox-you-approved")).to_be_visible()
+
+        second.locator(".inbox-open").click()
+        card = tool_card(olive, "rotate_keys")
+        card.locator("button.approve").click()
+        expect(rita.get_by_text(re.compile("Rotated the production keys"))).to_have_count(1)
+        expect(tool_card(rita, "rotate_keys").locator(".tool-status")).to_have_text("Done")
+        expect(inbox_item(sam, thread)).to_have_count(0)  # gone from Sam's open inbox, live
+
+
+def test_the_inbox_filters_by_tool_and_requester_and_an_admin_sees_everything(
+    browser: Browser, app_url: str, screenshot_dir: Path
+) -> None:
+    with people(browser, app_url, RITA, SAM, OLIVE) as (rita, sam, olive):
+        ask(rita, "rotate production keys")
+        expect(tool_card(rita, "rotate_keys").locator(".waiting-label")).to_be_visible()
+        rita_keys = thread_of(rita)
+        new_conversation(rita)
+        ask(rita, "transfer 5000 to Ada")
+        expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
+        rita_transfer = thread_of(rita, other_than=rita_keys)
+        ask(sam, "rotate production keys")
+        expect(tool_card(sam, "rotate_keys").locator(".waiting-label")).to_be_visible()
+        sam_keys = thread_of(sam)
+
+        open_inbox(olive)
+        expect(inbox_item(olive, rita_keys)).to_be_visible()
+        expect(inbox_item(olive, sam_keys)).to_be_visible()
+        expect(inbox_item(olive, rita_transfer)).to_have_count(0)  # finance's, not hers
+
+        olive.locator(".inbox-filter-requester").select_option(SAM)
+        expect(inbox_item(olive, rita_keys)).to_have_count(0)
+        expect(inbox_item(olive, sam_keys)).to_be_visible()
+        assert set(texts(olive, ".inbox-item .inbox-requester")) == {"Sam"}
+        olive.locator(".inbox-filter-requester").select_option("")
+        expect(inbox_item(olive, rita_keys)).to_be_visible()
+
+        switch = olive.locator("#inbox-all")
+        expect(switch).to_be_visible()
+        switch.click()
+        transfer = inbox_item(olive, rita_transfer)
+        expect(transfer).to_be_visible()
+        expect(transfer.locator(".inbox-not-yours")).to_contain_text("waiting for finance")
+        expect(inbox_item(olive, rita_keys).locator(".inbox-not-yours")).to_have_count(0)
+        olive.locator(".inbox-filter-tool").select_option("transfer")
+        expect(transfer).to_be_visible()
+        expect(inbox_item(olive, rita_keys)).to_have_count(0)
+        expect(inbox_item(olive, sam_keys)).to_have_count(0)
+        expect(olive.locator(".inbox-item")).not_to_have_count(0)
+        assert set(texts(olive, ".inbox-item .inbox-name")) == {"transfer"}
+        shot(olive, screenshot_dir, "inbox-admin-all-filtered")
+        olive.locator(".inbox-filter-requester").select_option(SAM)
+        expect(olive.locator("#inbox-empty")).to_contain_text("Nothing pending matches")
+        olive.locator("#inbox-clear").click()
+        expect(inbox_item(olive, rita_keys)).to_be_visible()
+        olive.set_viewport_size({"width": 390, "height": 844})  # on a phone, in the dark
+        olive.emulate_media(color_scheme="dark")
+        shot(olive, screenshot_dir, "inbox-phone-dark")
+
+        open_inbox(sam)  # not an admin: no such switch
+        expect(sam.locator(".inbox-filter-tool")).to_be_visible()
+        expect(sam.locator("#inbox-all")).to_have_count(0)
+        expect(inbox_item(sam, rita_keys)).to_be_visible()
+        expect(inbox_item(sam, sam_keys)).to_have_count(0)  # he asked: someone else decides
+
+        # Leave nothing pending for the tests that follow: whoever asked withdraws.
+        for page, thread, tool in (
+            (rita, rita_transfer, "transfer"),
+            (sam, sam_keys, "rotate_keys"),
+            (rita, rita_keys, "rotate_keys"),
+        ):
+            page.goto(f"/c/{thread}")
+            hydrated(page)
+            tool_card(page, tool).locator("button.withdraw").click()
+            expect(tool_card(page, tool).locator(".tool-status")).to_have_text("Cancelled")
+
+
+def test_the_conversations_page_lists_them_newest_first_and_each_has_its_own_address(
+    browser: Browser, app_url: str, screenshot_dir: Path
+) -> None:
+    with people(browser, app_url, RITA, ADA) as (rita, ada):
+        ask(rita, "refund 20 to order 42")
+        expect(rita.get_by_text("Refunded 20 to order 42")).to_be_visible()
+        refund = thread_of(rita)
+        new_conversation(rita)
+        ask(rita, "transfer 5000 to Ada")
+        expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
+        transfer = thread_of(rita, other_than=refund)
+
+        open_conversations(rita)
+        rows = rita.locator(".conversation-row")
+        expect(rows.nth(0)).to_have_attribute("data-thread-id", transfer)  # newest first
+        expect(rows.nth(1)).to_have_attribute("data-thread-id", refund)
+        waiting, done = conversation(rita, transfer), conversation(rita, refund)
+        expect(waiting.locator(".conversation-title")).to_have_text("transfer 5000 to Ada")
+        expect(waiting.locator(".conversation-status")).to_have_text("Waiting for finance")
+        expect(waiting.locator(".conversation-activity")).to_have_text("just now")
+        expect(waiting.locator(".conversation-activity")).to_have_attribute(
+            "title", re.compile(r"^Last activity \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$")
+        )
+        expect(done.locator(".conversation-title")).to_have_text("refund 20 to order 42")
+        expect(done.locator(".conversation-status")).to_have_text("Done")
+        shot(rita, screenshot_dir, "conversations")
+
+        # The address opens it on another device once signed in (Ada decides it there), and
+        # Rita's open list follows without a reload.
+        ada.goto(f"/c/{transfer}")
+        hydrated(ada)
+        tool_card(ada, "transfer").locator("button.approve").click()
+        expect(waiting).to_have_attribute("data-status", "done")
+        expect(waiting.locator(".conversation-status")).to_have_text("Done")
+        expect(rows.nth(0)).to_have_attribute("data-thread-id", transfer)
+
+        done.locator(".conversation-title").click()
+        expect(rita).to_have_url(re.compile(r"/c/" + re.escape(refund) + "$"))
+        expect(rita.get_by_text("Refunded 20 to order 42")).to_be_visible()
+        rita.reload()
+        hydrated(rita)
+        expect(rita).to_have_url(re.compile(r"/c/" + re.escape(refund) + "$"))
+        expect(rita.get_by_text("Refunded 20 to order 42")).to_be_visible()
+        expect(tool_card(rita, "refund").locator(".tool-status")).to_have_text("Done")
+
+        open_conversations(rita)
+        rita.locator("#new-conversation").click()
+        expect(rita).to_have_url(re.compile(r"/$"))
+        expect(rita.locator("#transcript-empty")).to_be_visible()
+
+        # On a phone, in the dark.
+        rita.set_viewport_size({"width": 390, "height": 844})
+        rita.emulate_media(color_scheme="dark")
+        open_conversations(rita)
+        shot(rita, screenshot_dir, "conversations-phone-dark")
