@@ -1,7 +1,9 @@
 """Serve the demo agent alone: `python -m chat_app.server --host 127.0.0.1 --port 8001`.
 
 Sign-in as `chat_app.config` reads it (`CHAT_APP_AUTH`, default `none` here); the first log
-line says which.
+line says which. The approval desk's routes (`docs/protocol.md` §10) are served too, over the
+app's database (`CHAT_APP_DATABASE_URL`); its runs call the agent in this process as the
+person each acts for.
 """
 
 from __future__ import annotations
@@ -10,11 +12,22 @@ import argparse
 import gc
 import logging
 import sys
+from collections.abc import AsyncIterator, Callable
 
 import uvicorn
+from ag_ui.core import BaseEvent, RunAgentInput
 
-from chat_app.config import auth_from_env, authenticator_for, policy_from_env, security_from_env
+from chat_app.agent import Agent, event_to_wire
+from chat_app.client import Connection, InProcessConnection, read_manifest
+from chat_app.config import (
+    auth_from_env,
+    authenticator_for,
+    desk_from_env,
+    policy_from_env,
+    security_from_env,
+)
 from chat_app.demo import POLICY_PATH, build_demo_agent
+from chat_app.desk import RunAs
 from chat_app.trust import PolicyError
 from chat_app.trust.store import DatabaseUnavailable
 
@@ -41,6 +54,8 @@ def main() -> None:
         policy = policy_from_env(POLICY_PATH)
         security = security_from_env()
         agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger, policy=policy)
+        tools = read_manifest({"tools": agent.tool_manifest()}).tools
+        desk = desk_from_env(connection_for(agent), tools=lambda: tools, policy=policy)
     except (ValueError, DatabaseUnavailable, PolicyError) as error:  # say which, and stop
         sys.exit(f"chat_app.server: {error}")
     logger.info("policy: %s", policy.source if policy is not None else "none")
@@ -51,6 +66,7 @@ def main() -> None:
             agent,
             authenticator=authenticator,
             roles=policy.roles_of if policy is not None else None,
+            desk=desk,
         ),
         host=options.host,
         port=options.port,
@@ -60,6 +76,19 @@ def main() -> None:
         # proxies' headers are believed, not uvicorn's X-Forwarded-For rewriting.
         proxy_headers=False,
     )
+
+
+def connection_for(agent: Agent) -> Callable[[RunAs], Connection]:
+    """The desk's way to the agent: a run in this process as `run_as` says (the person it acts
+    for, and a quorum's earlier approvers as cosigners)."""
+
+    def connect(run_as: RunAs) -> Connection:
+        def run(run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+            return agent.run(run_input, identity=run_as.identity, cosigners=run_as.cosigners)
+
+        return InProcessConnection(run, encode=event_to_wire)
+
+    return connect
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """HTTP: `POST /api/chat` (AG-UI `RunAgentInput` in, SSE out), `GET /api/tools`, the
-audit trail (`GET /api/audit` as JSON with its chain check, `GET /api/audit.jsonl`), and with
-an `Authenticator` the sign-in routes (`signin.py`).
+audit trail (`GET /api/audit` as JSON with its chain check, `GET /api/audit.jsonl`), with
+an `Authenticator` the sign-in routes (`signin.py`), and with a `Desk` the approval desk's
+routes (`desk_routes.py`: stored conversations and the inbox).
 
 With an authenticator, `POST /api/chat` and the audit trail need an identity (401 without
 one), the audit trail the role `admin` or `auditor` (403), and the run is the verified
@@ -14,9 +15,11 @@ with HTTP 200, as in TanStack AI.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 
 import orjson
 from ag_ui.core import RunAgentInput
@@ -28,9 +31,11 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from chat_app.agent import Agent, event_to_wire
+from chat_app.desk import Desk
 from chat_app.interrupts import SSE_HEADERS, encode_sse_event
 from chat_app.interrupts.strict_json import MAX_NESTING, has_long_digit_run, strict_loads
 from chat_app.server._body import read_body
+from chat_app.server.desk_routes import desk_routes
 from chat_app.server.run_input import TooDeep, read_run_input, read_run_input_json
 from chat_app.server.signin import identify, identity_json, signin_routes, unauthorized
 from chat_app.trust import ANONYMOUS, Identity, audit_report
@@ -38,7 +43,8 @@ from chat_app.trust.authn import Authenticator, AuthFailure
 from chat_app.trust.identity import AUDIT_ROLES
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
-#: Who may read the audit trail (pages and exports).
+
+_log = logging.getLogger(__name__)
 
 
 class BadRequest(Exception):
@@ -53,12 +59,15 @@ def create_app(
     authenticator: Authenticator | None = None,
     roles: Callable[[Identity], frozenset[str]] | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    desk: Desk | None = None,
 ) -> Starlette:
     """A Starlette app serving `agent`; mount it on any ASGI server or on Reflex's backend.
 
     `authenticator` decides who each request is from (`None`, or its mode `none`: everyone is
     anonymous and may do anything); `roles` gives an identity's roles (default: the ones it
-    carries; a policy adds its own).
+    carries; a policy adds its own). With a `desk`, its routes are served too (each request
+    as the same identity the chat route sees), and while the app runs (its lifespan) the desk
+    looks for runs a dead worker left behind (`Desk.keep_recovering`).
     """
     roles_of = roles if roles is not None else _own_roles
     # `none` is open, as without an authenticator: anyone may read the trail.
@@ -118,8 +127,34 @@ def create_app(
             Route("/api/audit", audit, methods=["GET"]),
             Route("/api/audit.jsonl", audit, methods=["GET"]),
             *account_routes,
-        ]
+            *(desk_routes(desk, who) if desk is not None else ()),
+        ],
+        lifespan=_recovering(desk) if desk is not None else None,
     )
+
+
+def _recovering(desk: Desk) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
+    """The lifespan of an app with a desk: `keep_recovering` runs in the background from
+    start to shutdown."""
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        sweeper = asyncio.ensure_future(desk.keep_recovering())
+
+        def failed(task: asyncio.Task[None]) -> None:
+            if not task.cancelled() and task.exception() is not None:
+                _log.error("The desk stopped looking for interrupted runs",
+                           exc_info=task.exception())  # fmt: skip
+
+        sweeper.add_done_callback(failed)
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+
+    return lifespan
 
 
 def _own_roles(identity: Identity) -> frozenset[str]:

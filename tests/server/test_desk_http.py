@@ -1,0 +1,487 @@
+"""The approval desk over HTTP (`docs/protocol.md` §10), served as `python -m chat_app.server`
+wires it, on SQLite and on PostgreSQL: conversations the server runs, the inbox, decisions
+with their refusals (400, 403, 404, 409, 410, 503), a quorum, fifty deciders at once, a
+database that goes away. Who acts is a demo person's cookie or an API token, never the body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from psycopg import sql
+from sqlalchemy import make_url
+from starlette.testclient import TestClient
+
+from chat_app.demo import POLICY_PATH, build_demo_agent
+from chat_app.desk import Desk, DeskStore
+from chat_app.server import create_app
+from chat_app.server.__main__ import connection_for
+from chat_app.trust import Policy, Sealer
+from chat_app.trust.store import open_database
+from tests.pg_server import PostgresServer
+from tests.server.served import DeskServed, serve_desk
+
+DEMO_POLICY = Policy.load(POLICY_PATH)
+RITA, ADA, SAM, OLIVE = (f"{name}@example.com" for name in ("rita", "ada", "sam", "olive"))
+Headers = dict[str, str]
+
+
+@pytest.fixture(autouse=True)
+def _environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CHAT_APP_DEMO_TOKEN_DELAY_MS", "0")
+    monkeypatch.setenv("CHAT_APP_DATA_DIR", str(tmp_path / "data"))
+
+
+@pytest.fixture
+def served(tmp_path: Path, database_url: str) -> Iterator[DeskServed]:
+    with serve_desk(tmp_path, database_url, policy=DEMO_POLICY) as server:
+        yield server
+
+
+def start(served: DeskServed, who: Headers, message: str) -> str:
+    answer = served.http.post("/api/conversations", json={"message": message}, headers=who)
+    assert answer.status_code == 201, answer.text
+    thread_id: str = answer.json()["threadId"]
+    assert answer.headers["location"] == f"/api/conversations/{thread_id}"
+    return thread_id
+
+
+def wait(
+    served: DeskServed,
+    thread_id: str,
+    who: Headers,
+    until: Callable[[dict[str, Any]], bool] = lambda c: c["status"] != "running",
+    timeout: float = 30,
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = served.http.get(f"/api/conversations/{thread_id}", headers=who)
+        assert answer.status_code == 200, answer.text
+        found: dict[str, Any] = answer.json()
+        if until(found):
+            return found
+        assert time.monotonic() < deadline, f"still {found['status']}: {found}"
+        time.sleep(0.05)
+
+
+def inbox(served: DeskServed, who: Headers, **query: str) -> dict[str, Any]:
+    answer = served.http.get("/api/inbox", params=query, headers=who)
+    assert answer.status_code == 200, answer.text
+    found: dict[str, Any] = answer.json()
+    return found
+
+
+def decide(served: DeskServed, decision_id: str, who: Headers, body: Any) -> httpx.Response:
+    return served.http.post(f"/api/inbox/{decision_id}", json=body, headers=who)
+
+
+def last_text(conversation: dict[str, Any]) -> str:
+    text: str = conversation["messages"][-1]["text"]
+    return text
+
+
+def executions(served: DeskServed) -> list[str]:
+    return [r.data["toolName"] for r in served.ledger.records() if r.kind == "execution"]
+
+
+def waiting_for_decision(conversation: dict[str, Any]) -> bool:
+    return conversation["status"] == "waiting" and bool(conversation["decisions"])
+
+
+def test_finance_decides_a_large_transfer_from_the_inbox(served: DeskServed) -> None:
+    rita, ada, sam = (served.cookie_of(email) for email in (RITA, ADA, SAM))
+    thread_id = start(served, rita, "transfer 5000 to Ada")
+    paused = wait(served, thread_id, rita, waiting_for_decision)
+    assert paused["owner"] == {"email": RITA, "name": "Rita"}
+    assert paused["waitingFor"].startswith("Waiting for finance")
+    user, assistant = paused["messages"]
+    assert (user["role"], user["text"], user["toolCalls"]) == ("user", "transfer 5000 to Ada", [])
+    [call] = assistant["toolCalls"]
+    assert (call["name"], call["status"], call["args"], call["hasResult"]) == (
+        "transfer", "awaiting-approval", {"recipient": "Ada", "amount": 5000}, False
+    )  # fmt: skip
+
+    found = inbox(served, ada)
+    assert found["total"] == 1
+    [item] = found["items"]
+    assert item["decisionId"] == paused["decisions"][0]["decisionId"]
+    assert item["interruptId"] == call["interruptId"]
+    assert (item["threadId"], item["kind"], item["name"]) == (thread_id, "tool", "transfer")
+    assert item["summary"] == "recipient=Ada, amount=5000"
+    assert item["requester"] == {"email": RITA, "name": "Rita"}
+    assert (item["rule"], item["status"]) == ("large-transfers", "pending")
+    assert item["waitingSince"].endswith("Z") and item["expiresAt"].endswith("Z")
+    assert item["waitingSince"] < item["expiresAt"]
+    # Nobody approves their own request, and Sam is not finance: neither inbox lists it.
+    assert inbox(served, rita) == inbox(served, sam) == {"items": [], "total": 0}
+
+    decision_id = item["decisionId"]
+    refused = decide(served, decision_id, rita, {"approved": True})
+    assert refused.status_code == 403
+    assert refused.json()["code"] == "forbidden" and "finance" in refused.json()["error"]
+    assert decide(served, decision_id, sam, {"approved": True}).status_code == 403
+
+    approved = decide(served, decision_id, ada, {"approved": True})
+    assert approved.status_code == 200, approved.text
+    result = approved.json()
+    assert (result["status"], result["message"]) == ("decided", "Approved.")
+    assert (result["decision"]["status"], result["decision"]["outcome"]) == ("decided", "approved")
+    assert result["decision"]["decidedBy"] == ADA
+
+    done = wait(served, thread_id, rita, lambda c: c["status"] == "done")
+    assert "Sent 5,000 to Ada. Receipt id" in last_text(done)
+    assert done["decisions"] == []
+    [call] = [c for m in done["messages"] for c in m["toolCalls"]]
+    assert (call["status"], call["decision"]) == ("done", "approved")
+    assert call["hasResult"] and call["result"]["receipt"]
+
+    again = decide(served, decision_id, ada, {"approved": True})
+    assert again.status_code == 409
+    assert again.json()["error"] == "Already decided by Ada (approved)."
+    assert (again.json()["code"], again.json()["decidedBy"]) == ("already-decided", ADA)
+    unknown = decide(served, "d" + "0" * 31, ada, {"approved": True})
+    assert (unknown.status_code, unknown.json()["code"]) == (404, "unknown")
+    assert inbox(served, ada) == {"items": [], "total": 0}
+    assert executions(served) == ["transfer"]
+    assert [(r.kind, r.actor) for r in served.ledger.records()] == [
+        ("pause", RITA), ("decision", ADA), ("execution", ADA),
+    ]  # fmt: skip
+
+
+def test_answers_are_checked_against_the_item_and_the_body_is_read_strictly(
+    served: DeskServed,
+) -> None:
+    rita = served.cookie_of(RITA)
+    thread_id = start(served, rita, "ship order 42")
+    paused = wait(served, thread_id, rita, waiting_for_decision)
+    [question] = paused["decisions"]
+    assert (question["kind"], question["name"]) == ("question", "How should order 42 ship?")
+    decision_id = question["decisionId"]
+
+    wrong = decide(served, decision_id, rita, {"value": {"speed": "teleport", "giftWrap": False}})
+    assert wrong.status_code == 400
+    body = wrong.json()
+    assert (body["code"], body["error"]) == (
+        "invalid", "'teleport' is not one of ['standard', 'express', 'overnight']"
+    )  # fmt: skip
+    assert [error["path"] for error in body["errors"]] == [["speed"]]
+
+    def refused(content: bytes, status: int = 400) -> str:
+        answer = served.http.post(
+            f"/api/inbox/{decision_id}", content=content,
+            headers=rita | {"Content-Type": "application/json"},
+        )  # fmt: skip
+        assert answer.status_code == status, answer.text
+        message: str = answer.json()["error"]
+        return message
+
+    assert "not valid JSON" in refused(b'{"value": ')
+    assert "not valid JSON" in refused(b'{"value": NaN}')
+    assert "no body" in refused(b"")
+    assert "JSON object" in refused(b"[1]")
+    assert "Unknown field(s): extra" in refused(b'{"approved": true, "extra": 1}')
+    assert "larger than" in refused(b'{"value": "' + b"x" * (1024 * 1024) + b'"}', 413)
+    assert "[" * 10 and "nested too deeply" in refused(b"[" * 300 + b"]" * 300)
+
+    answered = decide(served, decision_id, rita, {"value": {"speed": "express", "giftWrap": True}})
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["decision"]["outcome"] == "answered"
+    done = wait(served, thread_id, rita, lambda c: c["status"] == "done")
+    assert "ships express, gift-wrapped" in last_text(done)
+
+    # A rejection whose schema asks for a reason: without one, the field's error.
+    second = start(served, rita, "transfer 25 to Ada")
+    [item] = wait(served, second, rita, waiting_for_decision)["decisions"]
+    no_reason = decide(served, item["decisionId"], rita, {"approved": False, "payload": {}})
+    assert no_reason.status_code == 400
+    assert "reason" in no_reason.json()["error"]
+    rejected = decide(
+        served, item["decisionId"], rita, {"approved": False, "payload": {"reason": "Not today"}}
+    )
+    assert rejected.json()["decision"]["outcome"] == "rejected"
+    done = wait(served, second, rita, lambda c: c["status"] == "done")
+    assert "Reason: Not today" in last_text(done)
+    assert executions(served) == ["ship_order"]
+
+
+def test_an_expired_decision_is_gone(served: DeskServed) -> None:
+    rita, ada = served.cookie_of(RITA), served.cookie_of(ADA)
+    thread_id = start(served, rita, "transfer 5000 to Ada")
+    [item] = wait(served, thread_id, rita, waiting_for_decision)["decisions"]
+    served.clock.ahead = timedelta(days=2)
+    expired = decide(served, item["decisionId"], ada, {"approved": True})
+    assert expired.status_code == 410
+    assert expired.json()["code"] == "expired"
+    assert "nobody can decide it any more" in expired.json()["error"]
+    assert executions(served) == []
+
+
+def test_a_quorum_collects_two_ops_approvals_and_runs_once(served: DeskServed) -> None:
+    rita, sam, olive = (served.cookie_of(email) for email in (RITA, SAM, OLIVE))
+    thread_id = start(served, rita, "rotate production keys")
+    [item] = wait(served, thread_id, rita, waiting_for_decision)["decisions"]
+    assert (item["rule"], item["quorum"]["needed"]) == ("key-rotation", 2)
+    assert [found["decisionId"] for found in inbox(served, sam)["items"]] == [item["decisionId"]]
+
+    first = decide(served, item["decisionId"], sam, {"approved": True})
+    assert first.status_code == 200, first.text
+    assert first.json()["status"] == "waiting"
+    assert first.json()["message"] == "Approved: 1 of 2: Sam approved."
+    assert first.json()["decision"]["quorum"]["progress"] == "1 of 2: Sam approved"
+    twice = decide(served, item["decisionId"], sam, {"approved": True})
+    assert twice.status_code == 409
+    assert "You already approved this (1 of 2: Sam approved)" in twice.json()["error"]
+    assert decide(served, item["decisionId"], rita, {"approved": True}).status_code == 403
+    # Sam has approved: his inbox still lists it (someone else must too), Olive's too.
+    assert [i["quorum"]["progress"] for i in inbox(served, olive)["items"]] == [
+        "1 of 2: Sam approved"
+    ]
+
+    second = decide(served, item["decisionId"], olive, {"approved": True})
+    assert second.status_code == 200, second.text
+    assert second.json()["status"] == "decided"
+    assert second.json()["decision"]["quorum"]["progress"] == "2 of 2: Sam, Olive approved"
+    done = wait(served, thread_id, rita, lambda c: c["status"] == "done")
+    assert done["error"] is None, done
+    assert executions(served) == ["rotate_keys"]
+    [decision] = [r for r in served.ledger.records() if r.kind == "decision"]
+    assert decision.actor == OLIVE
+    assert [c["actor"] for c in decision.data["cosigners"]] == [SAM]
+    late = decide(served, item["decisionId"], sam, {"approved": True})
+    assert late.status_code == 409 and late.json()["error"].startswith("Already decided by Olive")
+
+
+async def test_fifty_approvals_at_once_decide_once_and_run_once(served: DeskServed) -> None:
+    rita = served.cookie_of(RITA)
+    thread_id = start(served, rita, "transfer 5000 to Ada")
+    [item] = wait(served, thread_id, rita, waiting_for_decision)["decisions"]
+    deciders = [served.cookie_of(ADA)] + [
+        served.person(f"finance{n}@example.com", ["finance"]) for n in range(49)
+    ]
+    url = f"{served.base}/api/inbox/{item['decisionId']}"
+    async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=50)) as http:
+        answers = await asyncio.gather(
+            *(http.post(url, json={"approved": True}, headers=who) for who in deciders)
+        )
+    statuses = sorted(answer.status_code for answer in answers)
+    assert statuses == [200] + [409] * 49, [a.text for a in answers if a.status_code != 409]
+    [won] = [answer.json() for answer in answers if answer.status_code == 200]
+    assert won["status"] == "decided"
+    winner = won["decision"]["decidedBy"]
+    for answer in answers:
+        if answer.status_code == 409:
+            assert answer.json()["decidedBy"] == winner, answer.text
+    done = await asyncio.to_thread(wait, served, thread_id, rita, lambda c: c["status"] == "done")
+    assert "Receipt id" in last_text(done)
+    assert executions(served) == ["transfer"]
+    kinds = [(r.kind, r.actor) for r in served.ledger.records()]
+    assert kinds == [("pause", RITA), ("decision", winner), ("execution", winner)]
+    [decision] = [r for r in served.ledger.records() if r.kind == "decision"]
+    assert not decision.data.get("cosigners"), decision.data
+
+
+def test_messages_conversations_and_who_may_see_them(served: DeskServed) -> None:
+    rita, ada, sam, olive = (served.cookie_of(email) for email in (RITA, ADA, SAM, OLIVE))
+    first = start(served, rita, "hello")
+    said = wait(served, first, rita, lambda c: c["status"] == "done")
+    assert [m["role"] for m in said["messages"]] == ["user", "assistant"]
+    second = start(served, rita, "transfer 25 to Ada")
+    wait(served, second, rita, waiting_for_decision)
+    listed = served.http.get("/api/conversations", headers=rita).json()["conversations"]
+    assert [c["threadId"] for c in listed] == [second, first]
+    assert listed[0]["title"] == "transfer 25 to Ada"
+    assert served.http.get("/api/conversations", headers=sam).json() == {"conversations": []}
+
+    busy = served.http.post(
+        f"/api/conversations/{second}/messages", json={"message": "hello"}, headers=rita
+    )
+    assert (busy.status_code, busy.json()["code"]) == (409, "busy")
+    theirs = served.http.post(
+        f"/api/conversations/{first}/messages", json={"message": "hi"}, headers=ada
+    )
+    assert (theirs.status_code, theirs.json()["code"]) == (403, "forbidden")
+    assert served.http.get(f"/api/conversations/{first}", headers=sam).status_code == 403
+    assert served.http.get(f"/api/conversations/{first}", headers=olive).status_code == 200
+    assert served.http.get("/api/conversations/nope", headers=rita).status_code == 404
+    for bad in ({}, {"message": 5}, {"message": "x", "more": 1}):
+        answer = served.http.post("/api/conversations", json=bad, headers=rita)
+        assert (answer.status_code, answer.json()["code"]) == (400, "invalid"), bad
+    empty = served.http.post("/api/conversations", json={"message": "  "}, headers=rita)
+    assert empty.json()["error"] == "The message is empty."
+
+    posted = served.http.post(
+        f"/api/conversations/{first}/messages", json={"message": "delete project apollo"},
+        headers=rita,
+    )  # fmt: skip
+    assert (posted.status_code, posted.json()) == (202, {"threadId": first})
+    later = wait(served, first, rita, waiting_for_decision)
+    assert [m["text"] for m in later["messages"] if m["role"] == "user"] == [
+        "hello", "delete project apollo",
+    ]  # fmt: skip
+    nothing = served.http.post(f"/api/conversations/{first}/retry", headers=rita)
+    assert (nothing.status_code, nothing.json()["code"]) == (400, "invalid")
+    assert served.http.post(f"/api/conversations/{first}/retry", headers=sam).status_code == 403
+
+
+def test_the_inbox_filters_and_everyone_is_for_admins(served: DeskServed) -> None:
+    rita, ada, olive = (served.cookie_of(email) for email in (RITA, ADA, OLIVE))
+    sam = served.cookie_of(SAM)
+    transfer = start(served, rita, "transfer 5000 to Ada")
+    keys = start(served, sam, "rotate production keys")
+    wait(served, transfer, rita, waiting_for_decision)
+    wait(served, keys, sam, waiting_for_decision)
+    assert [i["name"] for i in inbox(served, ada)["items"]] == ["transfer"]
+    assert [i["name"] for i in inbox(served, olive)["items"]] == ["rotate_keys"]
+    everything = inbox(served, olive, all="1")
+    assert sorted(i["name"] for i in everything["items"]) == ["rotate_keys", "transfer"]
+    assert everything["total"] == 2
+    assert inbox(served, olive, all="1", tool="transfer")["total"] == 1
+    assert [i["name"] for i in inbox(served, olive, all="1", requester=SAM)["items"]] == [
+        "rotate_keys"
+    ]
+    assert len(inbox(served, olive, all="1", limit="1")["items"]) == 1
+    assert inbox(served, olive, all="1", limit="1")["total"] == 2
+    not_admin = served.http.get("/api/inbox", params={"all": "1"}, headers=ada)
+    assert (not_admin.status_code, not_admin.json()["code"]) == (403, "forbidden")
+    for limit in ("0", "201", "ten"):
+        answer = served.http.get("/api/inbox", params={"limit": limit}, headers=ada)
+        assert answer.status_code == 400, limit
+
+
+def test_without_an_identity_the_desk_answers_401(tmp_path: Path, database_url: str) -> None:
+    with serve_desk(tmp_path, database_url, policy=DEMO_POLICY, mode="password") as served:
+        for method, path in (("GET", "/api/inbox"), ("POST", "/api/conversations"),
+                             ("GET", "/api/conversations"), ("POST", "/api/inbox/d1")):  # fmt: skip
+            answer = served.http.request(method, path, json={"message": "hi"})
+            assert answer.status_code == 401, (method, path)
+            assert answer.json()["error"]
+        token = served.person(ADA, ["finance"])
+        assert inbox(served, token) == {"items": [], "total": 0}
+        stranger = served.http.get("/api/inbox", headers={"Authorization": "Bearer cat_nope"})
+        assert stranger.status_code == 401
+
+
+# --- a database that goes away --------------------------------------------------------------
+
+
+def lease_let_go(served: DeskServed, thread_id: str) -> None:
+    """Wait until the run that paused has let go of the conversation (it stores its last
+    step, then releases its lease)."""
+    deadline = time.monotonic() + 10
+    while (row := served.desk.store.load(thread_id)) is None or row.runner is not None:
+        assert time.monotonic() < deadline, row
+        time.sleep(0.01)
+
+
+@contextmanager
+def database_away(served: DeskServed, url: str, request: pytest.FixtureRequest) -> Iterator[None]:
+    """The desk's database stops answering for the block: SQLite's file is gone (a folder
+    stands in its place); PostgreSQL refuses connections to it and ends those it had."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        assert parsed.database
+        path = Path(parsed.database)
+        aside = path.with_name("aside")
+        aside.mkdir()
+        served.engine.dispose()
+        moved = [p for p in path.parent.glob(path.name + "*") if p.is_file()]
+        for file in moved:
+            file.rename(aside / file.name)
+        path.mkdir()
+        try:
+            yield
+        finally:
+            path.rmdir()
+            served.engine.dispose()
+            for file in moved:
+                (aside / file.name).rename(file)
+            shutil.rmtree(aside)
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    name = sql.Identifier(str(parsed.database))
+    with psycopg.connect(host="127.0.0.1", port=server.port, user="postgres",
+                         dbname="postgres", autocommit=True) as admin:  # fmt: skip
+        admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS false").format(name))
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+            (parsed.database,),
+        )
+        try:
+            yield
+        finally:
+            admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS true").format(name))
+
+
+def test_a_database_that_goes_away_is_503_and_nothing_is_decided(
+    served: DeskServed, database_url: str, request: pytest.FixtureRequest
+) -> None:
+    rita, ada = served.cookie_of(RITA), served.cookie_of(ADA)
+    thread_id = start(served, rita, "transfer 5000 to Ada")
+    [item] = wait(served, thread_id, rita, waiting_for_decision)["decisions"]
+    lease_let_go(served, thread_id)
+    with database_away(served, database_url, request):
+        for answer in (
+            decide(served, item["decisionId"], ada, {"approved": True}),
+            served.http.get("/api/inbox", headers=ada),
+            served.http.get("/api/conversations", headers=rita),
+            served.http.get(f"/api/conversations/{thread_id}", headers=rita),
+            served.http.post("/api/conversations", json={"message": "hello"}, headers=rita),
+        ):
+            assert answer.status_code == 503, answer.text
+            assert answer.json()["code"] == "unavailable"
+            assert answer.json()["error"].startswith("The database is not answering")
+        # The chat route does not need the database: it answers as before.
+        chat = served.http.post("/api/chat", headers=rita, json={
+            "threadId": "t", "runId": "r",
+            "messages": [{"id": "u", "role": "user", "content": "hello"}],
+        })  # fmt: skip
+        assert chat.status_code == 200
+    assert [r.kind for r in served.ledger.records()] == ["pause"]
+    [still] = inbox(served, ada)["items"]
+    assert (still["decisionId"], still["status"], still["quorum"]["approvals"]) == (
+        item["decisionId"], "pending", []
+    )  # fmt: skip
+    approved = decide(served, item["decisionId"], ada, {"approved": True})
+    assert approved.json()["status"] == "decided", approved.text
+    done = wait(served, thread_id, rita, lambda c: c["status"] == "done")
+    assert "Receipt id" in last_text(done)
+    assert executions(served) == ["transfer"]
+
+
+# --- the app's lifespan -------------------------------------------------------------------
+
+
+def test_the_app_looks_for_interrupted_runs_while_it_runs(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A conversation a dead worker left `running` (no lease) is settled once the app with a
+    desk has started: its lifespan runs `keep_recovering`, and stops it at shutdown."""
+    engine = open_database(database_url)
+    try:
+        store = DeskStore(engine)
+        now, state = datetime.now(UTC), '{"thread_id": "t-dead"}'
+        store.create("t-dead", owner_email=RITA, owner_name="Rita", title="hello", state=state,
+                     now=now)  # fmt: skip
+        store.save("t-dead", state=state, status="running", waiting_for="", error=None, now=now)
+        agent = build_demo_agent(sealer=Sealer(b"k" * 32))
+        desk = Desk(store, connection_for=connection_for(agent))
+        app = create_app(agent, desk=desk)
+        assert store.load("t-dead").status == "running"  # type: ignore[union-attr]
+        with TestClient(app):
+            deadline = time.monotonic() + 10
+            while (found := store.load("t-dead")) is None or found.status == "running":
+                assert time.monotonic() < deadline, found
+                time.sleep(0.05)
+        assert found.runner is None
+    finally:
+        engine.dispose()
