@@ -175,6 +175,7 @@ AGENT_MODELS = [
 ]
 
 CLIENT = [
+    "ABSENT",
     "ChangeSource",
     "ChatClient",
     "ChatMessage",
@@ -187,6 +188,8 @@ CLIENT = [
     "ClientToolFunction",
     "Connection",
     "DefinitionLike",
+    "DeskClient",
+    "DeskRequestError",
     "EventEncoder",
     "GenericInterrupt",
     "InProcessConnection",

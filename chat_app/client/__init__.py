@@ -14,6 +14,7 @@ from ._connections import (
     RunFunction,
     SSEConnection,
 )
+from ._desk import ABSENT, DeskClient, DeskRequestError
 from ._errors import ClientError, ClientErrorCode, RunError, TransportError, UsageError
 from ._items import (
     GenericInterrupt,
@@ -44,6 +45,7 @@ from ._state import ClientState, ClientStatus
 from ._tools import ClientInterruptDefinition, ClientTool, ClientToolFunction, DefinitionLike
 
 __all__ = [
+    "ABSENT",
     "ChangeSource",
     "ChatClient",
     "ChatMessage",
@@ -56,6 +58,8 @@ __all__ = [
     "ClientToolFunction",
     "Connection",
     "DefinitionLike",
+    "DeskClient",
+    "DeskRequestError",
     "EventEncoder",
     "GenericInterrupt",
     "InProcessConnection",
