@@ -79,8 +79,10 @@ class AuditState(IdentityState):
 
     @rx.event
     @guarded
-    def load(self) -> None:
+    async def load(self) -> None:
         viewer = self._viewer()
+        if viewer is not None:
+            await self._count_inbox(viewer)  # the header's count on this page too
         if viewer is None or (self.auth_mode != "none" and not viewer.roles & AUDIT_ROLES):
             self.refused = self.auth_error or (
                 "The audit trail is for the roles admin and auditor; you are signed in as "

@@ -153,6 +153,8 @@ class ChatState(IdentityState):
     #: The stored version this tab shows, and whom it was last checked for.
     _desk_version: int = 0
     _shown_to: str = ""
+    #: The conversation address (`/c/<id>`) this page load has already shown.
+    _route_taken: str = ""
     #: The desk's database did not answer the last time this tab asked (`desk_notice` says so).
     _desk_down: bool = False
     #: Quorum votes on this conversation's items: item id -> [progress, voter emails...].
@@ -309,7 +311,13 @@ class ChatState(IdentityState):
         desk = sessions.desk()
         if desk is None or viewer is None or self.running:
             return False
-        wanted = self._route_thread() or self.thread_shown
+        route = self._route_thread()
+        if route and route != self._route_taken:
+            # An address honoured once: New conversation leaves it for good, even while the
+            # page's router still reports it.
+            self._route_taken = wanted = route
+        else:
+            wanted = self.thread_shown
         if not wanted:
             return False
         token = self.router.session.client_token
@@ -487,6 +495,7 @@ class ChatState(IdentityState):
     async def on_load(self) -> Any:
         """Show the tab's conversation, pending decisions included (also after a reload);
         send a visitor who must sign in to the sign-in page."""
+        self._route_taken = ""  # a page load: its address says which conversation to show
         session = await self._loaded_session()
         if self.auth_error and self.auth_mode == "password":
             return rx.redirect(f"/signin?next=/&error={quote(self.auth_error)}")
@@ -601,6 +610,17 @@ class ChatState(IdentityState):
         """Leave an expired pause behind: a new conversation, the last request in the box."""
         client = (await self._loaded_session()).client
         last = next((m.text for m in reversed(client.messages) if m.role == "user"), "")
+        return self._leave_conversation(draft=last)
+
+    @rx.event
+    @guarded
+    async def new_conversation(self) -> Any:
+        """An empty conversation; the one shown stays stored (Conversations lists it)."""
+        await self._loaded_session()
+        return self._leave_conversation(draft="")
+
+    def _leave_conversation(self, *, draft: str) -> Any:
+        had_address = bool(self.thread_shown or self._route_thread())
         sessions.forget(self.router.session.client_token)
         self._client_json = ""
         self._memory = {}
@@ -608,10 +628,10 @@ class ChatState(IdentityState):
         self.desk_notice = ""
         self.thread_shown, self._desk_version, self._votes = "", 0, {}
         self.held = False
-        self.draft = last
+        self.draft = draft
         self.run_error = ""
         self._refresh(self._session())
-        if self._route_thread():
+        if had_address:
             return rx.call_script("window.history.replaceState(null, '', '/')")
         return None
 

@@ -8,7 +8,8 @@ import reflex as rx
 from ._types import Prop
 from .posting import post_and_follow
 
-_SWITCH = post_and_follow("/api/signin/demo", {"email": "demo-person"}, {"next": "/"})
+#: Switching person stays on the page (the server checks the path is this site's own).
+_SWITCH = post_and_follow("/api/signin/demo", {"email": "demo-person"}, {}, here_as="next")
 
 
 def _demo_switcher(choices: list[list[str]], viewer_email: Prop[str]) -> rx.Component:

@@ -14,13 +14,18 @@ import reflex as rx
 from reflex.event import EventSpec
 
 
-def post_and_follow(action: str, fields: dict[str, str], values: dict[str, str]) -> EventSpec:
+def post_and_follow(
+    action: str, fields: dict[str, str], values: dict[str, str], *, here_as: str = ""
+) -> EventSpec:
     """POST `action` with the current values of the inputs `fields` names (form field ->
-    element id) and the fixed `values`, then go where the server redirects."""
+    element id), the fixed `values` and, as the field `here_as`, the page's own path (to come
+    back to), then go where the server redirects."""
     reads = ", ".join(
         f"{json.dumps(name)}: (document.getElementById({json.dumps(element)}) || {{}}).value || ''"
         for name, element in fields.items()
     )
+    if here_as:
+        reads += f", {json.dumps(here_as)}: window.location.pathname + window.location.search"
     fixed = json.dumps(values)
     script = (
         f"fetch({json.dumps(action)}, {{method: 'POST', credentials: 'same-origin', "

@@ -9,14 +9,9 @@ from chat_app.ui.conversations_state import ConversationsState
 from chat_app.ui.pages.index import signed_in_header
 from chat_app.ui.state import ChatState
 
-#: New conversation: the tab's chat leaves the conversation it shows (`ChatState.start_over`;
-#: a plain link to `/` would show that one again) with an empty box (`start_over` puts the
-#: last request there, for an expired pause), then the chat opens.
-NEW_CONVERSATION = [
-    ChatState.start_over,
-    ChatState.set_draft(""),  # type: ignore[operator]  # a handler reads as a namespace
-    rx.redirect("/"),
-]
+#: New conversation: the tab's chat leaves the conversation it shows (a plain link to `/`
+#: would show that one again), then the chat opens.
+NEW_CONVERSATION = [ChatState.new_conversation, rx.redirect("/")]
 
 
 def conversations() -> rx.Component:

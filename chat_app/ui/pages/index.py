@@ -136,7 +136,7 @@ def index() -> rx.Component:
             read_only=ChatState.read_only,
             notice=ChatState.desk_notice,
             has_messages=ChatState.has_messages,
-            on_new=ChatState.start_over,
+            on_new=ChatState.new_conversation,
         ),
         _transcript(),
         _composer(),
