@@ -230,6 +230,29 @@ SERVER = [
     "create_app",
 ]
 
+DESK = [
+    "Answer",
+    "ConnectionFor",
+    "ConversationStatus",
+    "ConversationSummary",
+    "ConversationView",
+    "DecideResult",
+    "DecisionDraft",
+    "Desk",
+    "DeskError",
+    "DeskErrorCode",
+    "DeskStore",
+    "Fanout",
+    "InboxItem",
+    "LEASE_SECONDS",
+    "RunAs",
+    "ToolSource",
+    "Vote",
+    "decision_id_of",
+    "inbox_topic",
+    "thread_topic",
+]
+
 DEMO = [
     "DEFAULT_TOKEN_DELAY_MS",
     "HELP",
@@ -245,6 +268,7 @@ PINNED = {
     "chat_app.agent": AGENT,
     "chat_app.agent.models": AGENT_MODELS,
     "chat_app.client": CLIENT,
+    "chat_app.desk": DESK,
     "chat_app.server": SERVER,
     "chat_app.demo": DEMO,
 }

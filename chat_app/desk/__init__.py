@@ -20,7 +20,6 @@ from .records import (
 from .store import DecisionDraft, DeskStore, decision_id_of
 
 __all__ = [
-    "LEASE_SECONDS",
     "Answer",
     "ConnectionFor",
     "ConversationStatus",
@@ -34,6 +33,7 @@ __all__ = [
     "DeskStore",
     "Fanout",
     "InboxItem",
+    "LEASE_SECONDS",
     "RunAs",
     "ToolSource",
     "Vote",
