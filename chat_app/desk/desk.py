@@ -26,6 +26,7 @@ import os
 import socket
 import time
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -84,6 +85,10 @@ SAVE_EVERY_SECONDS = 0.1
 STREAM_SAVE_SECONDS = 0.5
 ADMIN_ROLE = "admin"
 INTERRUPTED = "The app stopped while this conversation was running. Retry runs it again."
+ANSWERED_BEFORE = (
+    "These answers had been applied before the app stopped, but their reply was lost "
+    "(nothing ran twice). Send a message to go on."
+)
 
 
 def thread_topic(thread_id: str) -> str:
@@ -142,6 +147,9 @@ class Desk:
         self.lease_seconds = lease_seconds
         self._live: dict[str, _Live] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        #: One run or continuation at a time per conversation in this process: the lease is
+        #: this worker's, so two of its tasks would both hold it.
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     # --- reading ------------------------------------------------------------------------
 
@@ -246,7 +254,13 @@ class Desk:
             raise DeskError(
                 "busy", "Answer or withdraw the pending decisions first; then send the message."
             )
-        self._spawn(self._run(thread_id, RunAs(sender), lambda c: c.send(text)))
+
+        async def send(client: ChatClient) -> None:
+            if _answered_before(client.state):  # that batch is over: the agent applied it
+                client.manager.reset()
+            await client.send(text)
+
+        self._spawn(self._run(thread_id, RunAs(sender), send))
 
     async def retry(self, thread_id: str, viewer: Identity) -> None:
         """Run again what failed: the last continuation, or the last message."""
@@ -265,7 +279,15 @@ class Desk:
 
         if not (state.can_retry or state.can_resend):
             raise DeskError("invalid", "Nothing failed here that could run again.")
-        self._spawn(self._run(thread_id, RunAs(viewer), again))
+        run_as = RunAs(viewer)
+        in_flight = state.manager.retry_submission
+        if state.can_retry and in_flight is not None:
+            # The same answers again, so as the people who gave them (the engine checks the
+            # policy again), not as whoever clicks Retry.
+            rows = await self._db(self.store.decided, thread_id, list(in_flight.interrupt_ids))
+            if rows:
+                run_as = await self._db(self._run_as, rows)
+        self._spawn(self._run(thread_id, run_as, again))
 
     async def decide(self, decision_id: str, decider: Identity, answer: Answer) -> DecideResult:
         """Give `answer` to a pending decision, as `decider` (see the module's docstring)."""
@@ -280,6 +302,15 @@ class Desk:
         now = self.clock()
         rule = self._rule(item)
         counts = rule is not None and rule.quorum > 1 and answer.kind in ("approve", "answer")
+        if counts and answer.has_edited_args:
+            # Every approval of a quorum is of the arguments as shown (the engine refuses
+            # edited ones: the conversation would wait for approvals already given).
+            assert rule is not None
+            raise DeskError(
+                "invalid",
+                f"Approve the arguments as shown, or reject: edited arguments cannot count "
+                f"towards the {rule.quorum} approvals rule {rule.name} needs.",
+            )
         if counts:
             voted = await self._db(
                 lambda: self.store.vote(
@@ -375,13 +406,14 @@ class Desk:
     ) -> None:
         """Run `action` on the stored conversation under this worker's lease, storing and
         announcing its progress; then carry on with answers decided meanwhile."""
-        if not await self._claim(thread_id):
-            _log.warning("Conversation %s is running on another worker", thread_id)
-            return
-        try:
-            await self._run_claimed(thread_id, run_as, action)
-        finally:
-            await self._db(self.store.release, thread_id, self.worker)
+        async with self._lock(thread_id):
+            if not await self._claim(thread_id):
+                _log.warning("Conversation %s is running on another worker", thread_id)
+                return
+            try:
+                await self._run_claimed(thread_id, run_as, action)
+            finally:
+                await self._db(self.store.release, thread_id, self.worker)
         await self._continue(thread_id)
 
     async def _run_claimed(
@@ -421,6 +453,10 @@ class Desk:
 
     async def _continue(self, thread_id: str) -> None:
         """Send the continuation once every open item of the pause has a decided answer."""
+        async with self._lock(thread_id):
+            await self._carry(thread_id)
+
+    async def _carry(self, thread_id: str) -> None:
         while True:
             rows = await self._db(self.store.answers_to_apply, thread_id)
             if not rows:
@@ -452,6 +488,11 @@ class Desk:
             if not await self._claim(thread_id):
                 return  # the worker running it picks these up when its run ends
             try:
+                # Under the lease, again: another worker may have carried them between the
+                # look above and the claim.
+                fresh = await self._db(self.store.answers_to_apply, thread_id)
+                if {row.id for row in fresh} != set(applied):
+                    continue  # look again
                 await self._run_claimed(thread_id, run_as, apply)
             finally:
                 await self._db(self.store.release, thread_id, self.worker)
@@ -489,8 +530,12 @@ class Desk:
                 row = await self._db(self.store.load, thread_id)
                 assert row is not None
                 client = self._client(row.state, RunAs(ANONYMOUS))
-                await self._save(thread_id, client.state, row.owner_email, row.owner_name,
-                                 ANONYMOUS, busy=False, failure=INTERRUPTED)  # fmt: skip
+                state = client.state
+                # Retry applies when the answer in flight never reached the agent; when it did
+                # (its tool's result came back), the client says the reply was cut off.
+                failure = INTERRUPTED if state.can_retry or state.can_resend else None
+                await self._save(thread_id, state, row.owner_email, row.owner_name,
+                                 ANONYMOUS, busy=False, failure=failure)  # fmt: skip
             finally:
                 await self._db(self.store.release, thread_id, self.worker)
         for thread_id in await self._db(self.store.threads_with_answers):
@@ -519,6 +564,12 @@ class Desk:
         if state is None:
             return ChatClient(connection, tools=self.tools())
         return ChatClient.restore(state, connection, tools=self.tools())
+
+    def _lock(self, thread_id: str) -> asyncio.Lock:
+        lock = self._locks.get(thread_id)
+        if lock is None:
+            lock = self._locks[thread_id] = asyncio.Lock()
+        return lock
 
     def _spawn(self, work: Awaitable[None]) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(work)
@@ -550,6 +601,12 @@ class Desk:
         status: ConversationStatus
         if busy:
             status = "running"
+        elif state.can_retry:
+            # The answers were given and their continuation did not get through (a broken
+            # connection, a worker that died): Retry is what it waits for, not a person.
+            status = "failed"
+        elif _answered_before(state):
+            status, failure = "failed", failure or ANSWERED_BEFORE
         elif open_items:
             status = "waiting"
         elif failure is not None or (state.error is not None and not state.refused):
@@ -558,6 +615,7 @@ class Desk:
             status = "done"
         drafts = [self._draft(item, owner_email, owner_name) for item in open_items]
         waiting = _join(sorted({draft.waiting_for for draft in drafts if draft.waiting_for}))
+        waiting = waiting if status == "waiting" else ""
         error = failure or (state.error if status == "failed" else None)
         version = await self._db(
             lambda: self.store.save(
@@ -745,6 +803,17 @@ def _identity(vote: Any) -> Identity:
         email=vote.voter_email, method=vote.verified_by, name=vote.voter_name,
         roles=frozenset(json.loads(vote.roles)), token_name=vote.token_name,
     )  # fmt: skip
+
+
+def _answered_before(state: ClientState) -> bool:
+    """The agent refused the continuation as a replay (`conflict` on every open item): an
+    earlier send of these answers was applied, and its reply lost (a worker died)."""
+    items = [item for item in state.interrupts if _answerable(item)]
+    return (
+        state.refused
+        and bool(items)
+        and all(item.error is not None and item.error.code == "conflict" for item in items)
+    )
 
 
 def _answerable(item: InterruptItem) -> bool:

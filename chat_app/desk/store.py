@@ -455,6 +455,19 @@ class DeskStore:
                 ).all()
             )
 
+    def decided(self, thread_id: str, item_ids: Sequence[str]) -> list[Row[Any]]:
+        """The decided answers to these items of the conversation, carried or not."""
+        with self.engine.connect() as connection:
+            return list(
+                connection.execute(
+                    select(decisions).where(
+                        decisions.c.thread_id == thread_id,
+                        decisions.c.status == "decided",
+                        decisions.c.item_id.in_(list(item_ids)),
+                    )
+                ).all()
+            )
+
     def threads_with_answers(self) -> list[str]:
         """Conversations with decided answers no continuation has carried yet."""
         with self.engine.connect() as connection:

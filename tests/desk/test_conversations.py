@@ -1,0 +1,126 @@
+"""Stored conversations and the inbox: who finds what, and who may look at what. The demo
+policy: `large-transfers` (over 1000) needs `finance` (Ada), never the requester;
+`key-rotation` needs two of `ops` (Sam, Olive); anything else is decided by whoever asked."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat_app.desk import Answer, DeskError
+from tests.desk.world import ADA, OLIVE, RITA, SAM, World, state_of, texts
+
+
+async def test_a_started_conversation_is_stored_and_listed_for_its_owner(world: World) -> None:
+    large = await world.start(RITA, "transfer 5000 to Ada")
+    apollo = await world.start(RITA, "  delete project apollo ")
+    small = await world.start(RITA, "transfer 25 to Ada")
+    own = await world.start(ADA, "transfer 25 to Rita")
+
+    listed = await world.desk.conversations(RITA)
+    assert [c.thread_id for c in listed] == [small, apollo, large]  # newest first
+    by_id = {c.thread_id: c for c in listed}
+    assert by_id[large].title == "transfer 5000 to Ada"
+    assert by_id[large].status == "waiting"
+    assert by_id[large].waiting_for == "Waiting for finance"
+    assert by_id[apollo].title == "delete project apollo"
+    assert by_id[apollo].waiting_for == "Waiting for Rita"
+    assert {(c.owner_email, c.owner_name) for c in listed} == {("rita@example.com", "Rita")}
+    assert [c.thread_id for c in await world.desk.conversations(ADA)] == [own]
+    assert await world.desk.conversations(SAM) == []
+    with pytest.raises(DeskError) as empty:
+        await world.desk.start(SAM, "   ")
+    assert empty.value.code == "invalid"
+    assert await world.desk.conversations(SAM) == []
+
+    view = await world.desk.view(large, RITA)
+    assert texts(view) == ["transfer 5000 to Ada", "I'll send 5,000 to Ada once you approve."]
+    [item] = state_of(view).interrupts
+    assert item.status == "pending"
+    [decision] = view.decisions
+    assert (decision.item_id, decision.status) == (item.id, "pending")
+
+
+async def test_who_may_view_a_conversation(world: World) -> None:
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+
+    own = await world.desk.view(thread, RITA)
+    assert not own.read_only
+    ada = await world.desk.view(thread, ADA)  # she may decide its item
+    assert ada.read_only and ada.state == own.state
+    olive = await world.desk.view(thread, OLIVE)  # an admin
+    assert olive.read_only
+    with pytest.raises(DeskError) as refused:
+        await world.desk.view(thread, SAM)  # ops, nothing of his in it
+    assert (refused.value.code, refused.value.http_status) == ("forbidden", 403)
+    with pytest.raises(DeskError) as unknown:
+        await world.desk.view("thread-nobody-started", RITA)
+    assert (unknown.value.code, unknown.value.http_status) == ("unknown", 404)
+
+    # Once Ada has decided, she still sees it (she decided in it); Sam still does not.
+    item = await world.only_item(ADA)
+    await world.desk.decide(item.decision_id, ADA, Answer("approve"))
+    await world.desk.wait_idle()
+    assert (await world.desk.view(thread, ADA)).read_only
+    with pytest.raises(DeskError) as still:
+        await world.desk.view(thread, SAM)
+    assert still.value.code == "forbidden"
+
+
+async def test_the_inbox_routes_each_decision_to_who_may_make_it(world: World) -> None:
+    large = await world.start(RITA, "transfer 5000 to Ada")
+    small = await world.start(RITA, "transfer 25 to Ada")
+    apollo = await world.start(RITA, "delete project apollo")
+    adas_own = await world.start(ADA, "transfer 2000 to Sam")
+
+    # Ada (finance) sees Rita's large transfer, not her own (never the requester's), nor
+    # Rita's small one (no rule: Rita decides it).
+    ada = await world.only_item(ADA)
+    assert (ada.thread_id, ada.name, ada.rule) == (large, "transfer", "large-transfers")
+    assert ada.summary == "recipient=Ada, amount=5000"
+    assert ada.args == {"recipient": "Ada", "amount": 5000}
+    assert (ada.requester_email, ada.requester_name) == ("rita@example.com", "Rita")
+    assert ada.waiting_for == "Waiting for finance"
+    assert ada.quorum == 1 and ada.progress == ""
+
+    # Rita finds what only she decides, newest first; not the large transfer she asked for.
+    rita, total = await world.desk.inbox(RITA)
+    assert [item.thread_id for item in rita] == [apollo, small] and total == 2
+    assert [item.name for item in rita] == ["delete_project", "transfer"]
+    assert {item.waiting_for for item in rita} == {"Waiting for Rita"}
+
+    assert await world.desk.inbox(SAM) == ([], 0)
+    assert await world.desk.inbox(OLIVE) == ([], 0)  # ops and admin: nothing routed to her
+
+    # An admin asking for everyone's sees every pending decision; anyone else, their own.
+    everyone, total = await world.desk.inbox(OLIVE, everyone=True)
+    assert {item.thread_id for item in everyone} == {large, small, apollo, adas_own}
+    assert total == 4
+    assert [item.thread_id for item in (await world.desk.inbox(ADA, everyone=True))[0]] == [large]
+    assert await world.desk.inbox(SAM, everyone=True) == ([], 0)
+
+    # Filters, and a total that counts past the page.
+    tools, total = await world.desk.inbox(RITA, tool="transfer")
+    assert [item.thread_id for item in tools] == [small] and total == 1
+    assert [i.thread_id for i in (await world.desk.inbox(RITA, tool="delete_project"))[0]] == [
+        apollo
+    ]
+    assert await world.desk.inbox(RITA, tool="rotate_keys") == ([], 0)
+    asked, total = await world.desk.inbox(OLIVE, everyone=True, requester="Ada@Example.com")
+    assert [item.thread_id for item in asked] == [adas_own] and total == 1
+    ritas, total = await world.desk.inbox(OLIVE, everyone=True, requester="rita@example.com")
+    assert {item.thread_id for item in ritas} == {large, small, apollo} and total == 3
+    page, total = await world.desk.inbox(RITA, limit=1)
+    assert [item.thread_id for item in page] == [apollo] and total == 2
+    page, total = await world.desk.inbox(OLIVE, everyone=True, limit=2)
+    assert len(page) == 2 and total == 4
+
+
+async def test_a_quorum_decision_is_in_every_approvers_inbox(world: World) -> None:
+    thread = await world.start(RITA, "rotate production keys")
+
+    for person in (SAM, OLIVE):
+        item = await world.only_item(person)
+        assert (item.thread_id, item.name, item.rule) == (thread, "rotate_keys", "key-rotation")
+        assert item.quorum == 2 and item.progress == "0 of 2"
+    assert await world.desk.inbox(RITA) == ([], 0)
+    assert await world.desk.inbox(ADA) == ([], 0)

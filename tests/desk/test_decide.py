@@ -1,0 +1,245 @@
+"""Deciding from the inbox: refusals (unknown, forbidden, already decided, invalid, expired)
+that store nothing, and answers that run the continuation as the person who gave them."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from chat_app.desk import Answer, DecideResult, Desk, DeskError, InboxItem
+from tests.desk.world import ADA, OLIVE, RITA, SAM, World, texts
+
+
+async def large_transfer(world: World) -> tuple[str, InboxItem]:
+    """Rita asks to send 5000 to Ada: the pause waits for finance (Ada)."""
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    return thread, await world.only_item(ADA)
+
+
+async def refused(desk: Desk, item: InboxItem, who: Any, body: dict[str, Any]) -> DeskError:
+    with pytest.raises(DeskError) as caught:
+        await desk.decide(item.decision_id, who, Answer.read(body))
+    return caught.value
+
+
+async def assert_still_pending(world: World, item: InboxItem) -> None:
+    """Nothing was stored: the decision is pending, in Ada's inbox, with no vote, and the
+    conversation waits, nothing run."""
+    await world.desk.wait_idle()
+    fresh = await world.desk.decision(item.decision_id)
+    assert fresh is not None and fresh.status == "pending" and fresh.votes == ()
+    assert world.store.voters(item.decision_id) == []
+    assert (await world.only_item(ADA)).decision_id == item.decision_id
+    [summary] = await world.desk.conversations(RITA)
+    assert summary.status == "waiting"
+    assert world.continuations == [] and world.executions() == []
+
+
+async def test_an_unknown_decision(world: World) -> None:
+    with pytest.raises(DeskError) as caught:
+        await world.desk.decide("d" + "0" * 31, ADA, Answer("approve"))
+    assert (caught.value.code, caught.value.http_status) == ("unknown", 404)
+
+
+async def test_only_finance_may_approve_a_large_transfer(world: World) -> None:
+    _, item = await large_transfer(world)
+    error = await refused(world.desk, item, RITA, {"approved": True})
+    assert (error.code, error.http_status) == ("forbidden", 403)
+    assert "finance" in error.message
+    error = await refused(world.desk, item, SAM, {"approved": False, "payload": {"reason": "x"}})
+    assert error.code == "forbidden" and "finance" in error.message
+    error = await refused(world.desk, item, OLIVE, {"approved": True})  # an admin looks only
+    assert error.code == "forbidden" and "finance" in error.message
+    await assert_still_pending(world, item)
+
+
+async def test_the_requester_may_withdraw_it(world: World) -> None:
+    thread, item = await large_transfer(world)
+    result = await world.desk.decide(item.decision_id, RITA, Answer.read({"cancelled": True}))
+    assert result.status == "decided" and result.item.outcome == "cancelled"
+    assert result.item.decided_by == "rita@example.com"
+    await world.desk.wait_idle()
+
+    view = await world.desk.view(thread, RITA)
+    assert view.summary.status == "done"
+    assert texts(view)[-1] == "Cancelled: transfer did not run."
+    assert world.executions() == []
+    assert await world.desk.inbox(ADA) == ([], 0)
+
+
+async def test_finance_approves_and_the_transfer_runs_once(world: World) -> None:
+    thread, item = await large_transfer(world)
+    result = await world.desk.decide(item.decision_id, ADA, Answer.read({"approved": True}))
+    assert (result.status, result.message) == ("decided", "Approved.")
+    assert (result.item.status, result.item.outcome) == ("decided", "approved")
+    assert (result.item.decided_by, result.item.decided_by_name) == ("ada@example.com", "Ada")
+    await world.desk.wait_idle()
+
+    view = await world.desk.view(thread, RITA)
+    assert view.summary.status == "done" and view.summary.waiting_for == ""
+    [run] = world.executions()
+    assert run["toolName"] == "transfer" and run["args"] == {"recipient": "Ada", "amount": 5000}
+    receipt = run["result"]["receipt"]
+    assert texts(view)[-1] == f"Sent 5,000 to Ada. Receipt id: {receipt}."
+    [decision] = world.records("decision")
+    assert decision.actor == "ada@example.com"
+    assert await world.desk.inbox(ADA) == ([], 0)
+
+    error = await refused(world.desk, item, ADA, {"approved": True})
+    assert (error.code, error.http_status) == ("already-decided", 409)
+    assert error.message == "Already decided by Ada (approved)."
+    assert error.details["decidedBy"] == "ada@example.com"
+    error = await refused(world.desk, item, RITA, {"cancelled": True})
+    assert error.code == "already-decided"
+    await world.desk.wait_idle()
+    assert len(world.executions()) == 1 and len(world.continuations) == 1
+
+
+async def test_a_rejection_carries_its_reason_to_the_model(world: World) -> None:
+    thread, item = await large_transfer(world)
+    body = {"approved": False, "payload": {"reason": "Not in this quarter's budget"}}
+    result = await world.desk.decide(item.decision_id, ADA, Answer.read(body))
+    assert result.item.outcome == "rejected"
+    await world.desk.wait_idle()
+
+    view = await world.desk.view(thread, RITA)
+    assert view.summary.status == "done"
+    assert texts(view)[-1] == (
+        "Understood — transfer was not run. Reason: Not in this quarter's budget."
+    )
+    assert world.executions() == []
+
+
+async def test_edited_arguments_run_as_edited(world: World) -> None:
+    thread, item = await large_transfer(world)
+    body = {"approved": True, "editedArgs": {"recipient": "Ada", "amount": 4000}}
+    result = await world.desk.decide(item.decision_id, ADA, Answer.read(body))
+    assert result.item.outcome == "edited"
+    await world.desk.wait_idle()
+
+    [run] = world.executions()
+    assert run["args"] == {"recipient": "Ada", "amount": 4000}
+    view = await world.desk.view(thread, RITA)
+    assert texts(view)[-1].startswith("Sent 4,000 to Ada. Receipt id: rcpt-")
+
+
+#: Answers the item's schemas refuse, and the problem each gets (code, message, path).
+INVALID: list[tuple[dict[str, Any], tuple[str, str, list[str]]]] = [
+    (  # the transfer's reject branch has a schema: a reason is required
+        {"approved": False},
+        ("invalid-payload", "This approval branch requires a payload.", []),
+    ),
+    (
+        {"approved": False, "payload": {"reason": ""}},
+        ("invalid-payload", "'' should be non-empty", ["reason"]),
+    ),
+    (
+        {"approved": True, "editedArgs": {"recipient": "Ada", "amount": -5}},
+        ("invalid-edited-args", "-5 is less than or equal to the minimum of 0", ["amount"]),
+    ),
+    (
+        {"approved": True, "editedArgs": {"recipient": "Ada"}},
+        ("invalid-edited-args", "'amount' is a required property", ["amount"]),
+    ),
+]
+
+
+async def test_an_invalid_answer_is_refused_and_nothing_is_stored(world: World) -> None:
+    _, item = await large_transfer(world)
+    for body, (code, message, path) in INVALID:
+        error = await refused(world.desk, item, ADA, body)
+        assert (error.code, error.http_status, error.message) == ("invalid", 400, message)
+        assert error.details["errors"] == [{"code": code, "message": message, "path": path}]
+    await assert_still_pending(world, item)
+    # And a valid answer is taken afterwards.
+    body = {"approved": False, "payload": {"reason": "Wrong account"}}
+    assert (await world.desk.decide(item.decision_id, ADA, Answer.read(body))).status == "decided"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [[], {"approved": "yes"}, {"cancelled": True, "approved": True}, {"approved": True, "x": 1}],
+    ids=["not-an-object", "not-a-boolean", "cancel-and-more", "unknown-field"],
+)
+def test_a_body_that_is_no_answer(body: Any) -> None:
+    with pytest.raises(DeskError) as caught:
+        Answer.read(body)
+    assert caught.value.code == "invalid"
+
+
+async def test_an_expired_decision_is_refused_and_nothing_is_stored(world: World) -> None:
+    _, item = await large_transfer(world)
+    assert item.expires_at is not None
+    later = item.expires_at + timedelta(seconds=1)
+    desk = world.new_desk(worker="worker-later", clock=lambda: later)
+    error = await refused(desk, item, ADA, {"approved": True})
+    assert (error.code, error.http_status) == ("expired", 410)
+    assert error.message.startswith("Expired at ")
+    await assert_still_pending(world, item)
+    # Just before it expires, it is still Ada's to decide.
+    before = item.expires_at - timedelta(seconds=1)
+    desk = world.new_desk(worker="worker-before", clock=lambda: before)
+    result = await desk.decide(item.decision_id, ADA, Answer("approve"))
+    assert result.status == "decided"
+
+
+@pytest.mark.parametrize("deciders", [2, 20])
+async def test_of_concurrent_deciders_exactly_one_decides(world: World, deciders: int) -> None:
+    """Ada clicks Approve on several pages (two workers) at once: one decision, one run."""
+    thread, item = await large_transfer(world)
+    other = world.new_desk(worker="worker-2")
+    desks = [world.desk, other]
+    results = await asyncio.gather(
+        *(desks[n % 2].decide(item.decision_id, ADA, Answer("approve")) for n in range(deciders)),
+        return_exceptions=True,
+    )
+    decided = [r for r in results if isinstance(r, DecideResult)]
+    refusals = [r for r in results if isinstance(r, DeskError)]
+    assert len(decided) == 1 and len(refusals) == deciders - 1, results
+    assert {error.code for error in refusals} == {"already-decided"}
+    for desk in desks:
+        await desk.wait_idle()
+
+    assert len(world.executions("transfer")) == 1
+    assert len(world.records("decision")) == 1
+    assert len(world.continuations) == 1
+    assert (await world.desk.view(thread, RITA)).summary.status == "done"
+
+
+async def test_a_decision_without_a_rule_is_the_requesters(world: World) -> None:
+    thread = await world.start(RITA, "delete project apollo")
+    item = await world.only_item(RITA)
+    error = await refused(world.desk, item, ADA, {"approved": True})
+    assert error.code == "forbidden" and "Rita" in error.message
+    result = await world.desk.decide(item.decision_id, RITA, Answer("approve"))
+    assert result.status == "decided"
+    await world.desk.wait_idle()
+    view = await world.desk.view(thread, RITA)
+    assert texts(view)[-1] == "Project apollo is deleted."
+    assert [run["toolName"] for run in world.executions()] == ["delete_project"]
+
+
+async def test_a_question_is_answered_from_the_inbox(world: World) -> None:
+    """A generic interrupt (the shipping speed) is the requester's; its answer is checked
+    against the question's schema, then the order ships with it."""
+    thread = await world.start(RITA, "ship order 42")
+    item = await world.only_item(RITA)
+    assert (item.kind, item.name) == ("question", "How should order 42 ship?")
+    with pytest.raises(DeskError) as invalid:
+        body = {"value": {"speed": "teleport", "giftWrap": False}}
+        await world.desk.decide(item.decision_id, RITA, Answer.read(body))
+    assert invalid.value.code == "invalid" and "teleport" in invalid.value.message
+    body = {"value": {"speed": "express", "giftWrap": True}}
+    result = await world.desk.decide(item.decision_id, RITA, Answer.read(body))
+    assert result.item.outcome == "answered"
+    await world.desk.wait_idle()
+
+    [run] = world.executions()
+    assert run["args"] == {"order": "42", "speed": "express", "giftWrap": True}
+    view = await world.desk.view(thread, RITA)
+    assert texts(view)[-1] == (
+        f"Order 42 ships express, gift-wrapped. Tracking number: {run['result']['tracking']}."
+    )

@@ -1,0 +1,253 @@
+"""A quorum (`key-rotation`: two of ops, not the requester) collected one approval per person,
+and a batch (`pay invoices`: three approvals) sent as one continuation once all are decided."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import Engine
+
+from chat_app.desk import Answer, DeskError, DeskStore, InboxItem
+from tests.desk.world import ADA, OLIVE, RITA, SAM, World, texts
+
+
+async def rotation(world: World) -> tuple[str, InboxItem]:
+    thread = await world.start(RITA, "rotate production keys")
+    return thread, await world.only_item(SAM)
+
+
+async def test_two_of_ops_approve_and_the_keys_rotate_once(world: World) -> None:
+    thread, item = await rotation(world)
+
+    first = await world.desk.decide(item.decision_id, SAM, Answer("approve"))
+    assert first.status == "waiting"
+    assert first.item.progress == "1 of 2: Sam approved"
+    assert first.message == "Approved: 1 of 2: Sam approved."
+    assert [vote.email for vote in first.item.approvals] == ["sam@example.com"]
+    await world.desk.wait_idle()
+    assert (await world.desk.view(thread, RITA)).summary.status == "waiting"
+    assert world.continuations == [] and world.executions() == []
+    # Olive finds it with Sam's approval counted.
+    assert (await world.only_item(OLIVE)).progress == "1 of 2: Sam approved"
+
+    with pytest.raises(DeskError) as again:
+        await world.desk.decide(item.decision_id, SAM, Answer("approve"))
+    assert again.value.code == "already-decided"
+    assert again.value.message.startswith("You already approved this (1 of 2: Sam approved)")
+    assert len(world.store.voters(item.decision_id)) == 1
+
+    with pytest.raises(DeskError) as requester:
+        await world.desk.decide(item.decision_id, RITA, Answer("approve"))
+    assert requester.value.code == "forbidden"
+    with pytest.raises(DeskError) as finance:
+        await world.desk.decide(item.decision_id, ADA, Answer("approve"))
+    assert finance.value.code == "forbidden"
+
+    second = await world.desk.decide(item.decision_id, OLIVE, Answer("approve"))
+    assert second.status == "decided"
+    assert (second.item.decided_by, second.item.outcome) == ("olive@example.com", "approved")
+    await world.desk.wait_idle()
+
+    [run] = world.executions()
+    assert run["toolName"] == "rotate_keys"
+    view = await world.desk.view(thread, RITA)
+    assert view.summary.status == "done"
+    assert (
+        texts(view)[-1] == f"Rotated the production keys; the new key is {run['result']['keyId']}."
+    )
+    # The engine checked the quorum itself: Olive decided, with Sam as cosigner.
+    [decision] = world.records("decision")
+    assert decision.actor == "olive@example.com"
+    assert [c["actor"] for c in decision.data["cosigners"]] == ["sam@example.com"]
+    assert await world.desk.inbox(SAM) == ([], 0)
+
+
+@pytest.mark.parametrize("approved_first", [False, True], ids=["alone", "after-an-approval"])
+async def test_any_rejection_decides_alone(world: World, approved_first: bool) -> None:
+    thread, item = await rotation(world)
+    if approved_first:
+        waiting = await world.desk.decide(item.decision_id, SAM, Answer("approve"))
+        assert waiting.status == "waiting"
+
+    result = await world.desk.decide(item.decision_id, OLIVE, Answer("reject"))
+    assert result.status == "decided"
+    assert (result.item.decided_by, result.item.outcome) == ("olive@example.com", "rejected")
+    await world.desk.wait_idle()
+
+    view = await world.desk.view(thread, RITA)
+    assert view.summary.status == "done"
+    assert texts(view)[-1].startswith("Understood — rotate keys was not run.")
+    assert world.executions() == []
+    with pytest.raises(DeskError) as late:
+        await world.desk.decide(item.decision_id, SAM, Answer("approve"))
+    assert late.value.code == "already-decided"
+
+
+async def test_edited_arguments_do_not_count_towards_a_quorum(world: World) -> None:
+    """Each approval of a quorum is of the arguments as shown: an edit is refused before
+    anything is stored (the engine would refuse the continuation, and the conversation would
+    wait for approvals already given)."""
+    thread, item = await rotation(world)
+    edited = Answer.read({"approved": True, "editedArgs": {"environment": "staging"}})
+    for person in (SAM, OLIVE):
+        with pytest.raises(DeskError) as refused:
+            await world.desk.decide(item.decision_id, person, edited)
+        assert refused.value.code == "invalid" and "key-rotation" in refused.value.message
+    assert world.store.voters(item.decision_id) == []
+
+    assert (await world.desk.decide(item.decision_id, SAM, Answer("approve"))).status == "waiting"
+    with pytest.raises(DeskError) as refused:
+        await world.desk.decide(item.decision_id, OLIVE, edited)
+    assert refused.value.code == "invalid"
+    assert (await world.only_item(OLIVE)).progress == "1 of 2: Sam approved"
+
+    assert (await world.desk.decide(item.decision_id, OLIVE, Answer("approve"))).status == "decided"
+    await world.desk.wait_idle()
+    [run] = world.executions()
+    assert run["args"] == {"environment": "production"}
+    assert (await world.desk.view(thread, RITA)).summary.status == "done"
+
+
+async def test_two_last_approvals_at_once_rotate_the_keys_once(world: World) -> None:
+    """Sam has approved; Olive approves on two pages (two workers) at once."""
+    thread, item = await rotation(world)
+    await world.desk.decide(item.decision_id, SAM, Answer("approve"))
+    other = world.new_desk(worker="worker-2")
+    results = await asyncio.gather(
+        world.desk.decide(item.decision_id, OLIVE, Answer("approve")),
+        other.decide(item.decision_id, OLIVE, Answer("approve")),
+        return_exceptions=True,
+    )
+    assert sorted(type(r).__name__ for r in results) == ["DecideResult", "DeskError"], results
+    for desk in (world.desk, other):
+        await desk.wait_idle()
+    assert len(world.executions("rotate_keys")) == 1
+    assert (await world.desk.view(thread, RITA)).summary.status == "done"
+
+
+async def invoices(world: World) -> tuple[str, list[InboxItem]]:
+    thread = await world.start(RITA, "pay invoices")
+    items, total = await world.desk.inbox(RITA)
+    assert total == 3 and {item.name for item in items} == {"pay_invoice"}
+    assert {item.rule for item in items} == {None}
+    return thread, sorted(items, key=lambda item: item.args["invoice"])
+
+
+async def test_a_batch_runs_once_every_item_is_decided(world: World) -> None:
+    thread, items = await invoices(world)
+    assert [item.args["invoice"] for item in items] == ["INV-1001", "INV-1002", "INV-1003"]
+
+    first = await world.desk.decide(items[0].decision_id, RITA, Answer("approve"))
+    body = {"approved": False}
+    second = await world.desk.decide(items[1].decision_id, RITA, Answer.read(body))
+    assert (first.status, second.status) == ("decided", "decided")
+    await world.desk.wait_idle()
+    view = await world.desk.view(thread, RITA)
+    assert view.summary.status == "waiting"
+    assert world.continuations == [] and world.executions() == []
+    assert [item.decision_id for item in (await world.desk.inbox(RITA))[0]] == [
+        items[2].decision_id
+    ]
+
+    await world.desk.decide(items[2].decision_id, RITA, Answer("approve"))
+    await world.desk.wait_idle()
+
+    [continuation] = world.continuations
+    assert continuation.resume is not None and len(continuation.resume) == 3
+    assert sorted(run["args"]["invoice"] for run in world.executions()) == [
+        "INV-1001",
+        "INV-1003",
+    ]
+    view = await world.desk.view(thread, RITA)
+    assert view.summary.status == "done"
+    assert len(world.records("decision")) == 3
+    assert await world.desk.inbox(RITA) == ([], 0)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_the_last_two_of_a_batch_decided_at_once_send_one_continuation(
+    world: World, workers: int
+) -> None:
+    thread, items = await invoices(world)
+    await world.desk.decide(items[0].decision_id, RITA, Answer("approve"))
+    await world.desk.wait_idle()
+    desks = [world.desk, world.new_desk(worker="worker-2") if workers == 2 else world.desk]
+    results = await asyncio.gather(
+        desks[0].decide(items[1].decision_id, RITA, Answer("approve")),
+        desks[1].decide(items[2].decision_id, RITA, Answer("approve")),
+    )
+    assert [result.status for result in results] == ["decided", "decided"]
+    for desk in desks:
+        await desk.wait_idle()
+
+    assert len(world.continuations) == 1, [run.resume for run in world.continuations]
+    assert len(world.executions("pay_invoice")) == 3
+    view = await world.desk.view(thread, RITA)
+    assert (view.summary.status, view.summary.error) == ("done", None)
+    assert texts(view)[-1].startswith("Paid INV-1001")
+
+
+class SlowClaim(DeskStore):
+    """A worker that is slow to take a conversation's lease, once: its next `claim` waits
+    (in the desk's database thread) until the test lets it go on."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self.reached = threading.Event()
+        self.go = threading.Event()
+        self._armed = True
+        self._lock = threading.Lock()
+
+    def claim(self, thread_id: str, runner: str, *, now: datetime, until: datetime) -> bool:
+        with self._lock:
+            armed, self._armed = self._armed, False
+        if armed:
+            self.reached.set()
+            assert self.go.wait(30), "the test never let the claim go on"
+        return super().claim(thread_id, runner, now=now, until=until)
+
+
+async def decided_meanwhile(world: World) -> str:
+    """Every invoice decided while another worker holds the conversation's lease (so no
+    continuation starts); then that worker lets go. Returns the thread id."""
+    thread, items = await invoices(world)
+    now = datetime.now(UTC)
+    assert world.store.claim(thread, "worker-busy", now=now, until=now + timedelta(minutes=5))
+    for item in items:
+        await world.desk.decide(item.decision_id, RITA, Answer("approve"))
+    await world.desk.wait_idle()
+    assert world.continuations == [] and len(world.store.answers_to_apply(thread)) == 3
+    world.store.release(thread, "worker-busy")
+    return thread
+
+
+@pytest.mark.parametrize("same_worker", [True, False], ids=["one-worker", "two-workers"])
+async def test_a_slow_worker_does_not_carry_answers_another_carried(
+    world: World, same_worker: bool
+) -> None:
+    """Two looks for decided answers (`recover`, as `keep_recovering` makes) find the same
+    batch; the first is slow to take the lease, and the second carries the batch meanwhile.
+    The slow one must not send it again once it has the lease (nor store what that did)."""
+    thread = await decided_meanwhile(world)
+    slow_store = SlowClaim(world.engine)
+    slow = world.new_desk(worker="worker-1" if same_worker else "worker-slow", store=slow_store)
+    fast = slow if same_worker else world.desk
+
+    await slow.recover()  # finds the batch, and waits to take the lease
+    await asyncio.to_thread(slow_store.reached.wait, 30)
+    await fast.recover()
+    if not same_worker:
+        await fast.wait_idle()  # the other worker carries the batch
+    slow_store.go.set()
+    for desk in (slow, world.desk):
+        await desk.wait_idle()
+
+    assert len(world.continuations) == 1, [run.resume for run in world.continuations]
+    assert len(world.executions("pay_invoice")) == 3
+    view = await world.desk.view(thread, RITA)
+    assert (view.summary.status, view.summary.error) == ("done", None)
+    assert texts(view)[-1].startswith("Paid INV-1001")
+    assert world.store.answers_to_apply(thread) == []

@@ -1,0 +1,250 @@
+"""A worker that dies mid-run: its conversation is left `running` under a lease nobody renews.
+Once the lease lapses, `recover()` (any worker) shows it failed: with Retry when the answer in
+flight may not have reached the agent (Retry sends it again, as who decided, and the agent's
+ledger runs each tool once), saying the reply was cut off when its result had come back.
+Answers decided but never carried (the worker died between deciding and continuing) are
+carried by `recover()`. The crash is the row as the dying worker last stored it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+import pytest
+from ag_ui.core import EventType, RunAgentInput
+from sqlalchemy import Row, select, update
+
+from chat_app.client import ClientState
+from chat_app.desk import LEASE_SECONDS, Answer, Desk, DeskError, thread_topic
+from chat_app.desk.desk import ANSWERED_BEFORE, INTERRUPTED
+from chat_app.trust.tables import conversations, decisions
+from tests.desk.world import ADA, RITA, World, state_of, texts
+
+Stop = Literal["before-the-agent", "after-the-tools-ran", "after-the-results-came"]
+
+
+class Stall:
+    """Holds a continuation at `stop` until `go`, then breaks it (the connection dies with
+    its worker). `held` once it is holding."""
+
+    def __init__(self, stop: Stop) -> None:
+        self.stop = stop
+        self.held = asyncio.Event()
+        self.go = asyncio.Event()
+
+    def __call__(self, given: RunAgentInput, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        return self._run(events) if given.resume else events
+
+    async def _run(self, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        if self.stop == "before-the-agent":
+            await self._hold()
+        results = 0
+        async for event in events:
+            if event.type == EventType.TOOL_CALL_RESULT:
+                if self.stop == "after-the-tools-ran":
+                    await self._hold()
+                results += 1
+            elif results and self.stop == "after-the-results-came":
+                await self._hold()
+            yield event
+
+    async def _hold(self) -> None:
+        self.held.set()
+        await self.go.wait()
+        raise ConnectionError("the worker died")
+
+
+async def until(
+    world: World, desk: Desk, thread: str, done: Callable[[Row[Any]], bool]
+) -> Row[Any]:
+    """The conversation's row once `done` says so, waiting for the desk's change notices."""
+    seen: list[str] = []
+    for _ in range(200):
+        row = world.store.load(thread)
+        assert row is not None
+        if done(row):
+            return row
+        seen.append(row.status)
+        await desk.fanout.wait([thread_topic(thread)], timeout=10)
+    raise AssertionError(f"the conversation never got there: {seen}")
+
+
+async def crash_while_continuing(world: World, stop: Stop) -> str:
+    """Ada approves Rita's large transfer on a worker that dies at `stop` during the
+    continuation: the conversation's row is left as it was while it ran (`running`, the
+    continuation in flight, that worker's lease). Returns the thread id."""
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    stall = Stall(stop)
+    doomed = world.new_desk(worker="worker-doomed", wrap=stall)
+    await doomed.decide(item.decision_id, ADA, Answer("approve"))
+    await stall.held.wait()
+
+    def mid_run(row: Row[Any]) -> bool:
+        state = ClientState.from_json(row.state)
+        if row.status != "running" or not state.resuming:
+            return False
+        has_results = any(p.has_output for m in state.messages for p in m.tool_calls)
+        return has_results == (stop == "after-the-results-came")
+
+    crashed = await until(world, doomed, thread, mid_run)
+    assert crashed.runner == "worker-doomed" and crashed.runner_until is not None
+    with world.engine.connect() as connection:
+        carried = connection.execute(
+            select(decisions.c.id, decisions.c.applied).where(decisions.c.thread_id == thread)
+        ).all()
+    # The worker dies: nothing it does afterwards reaches the database. (Its task is let go
+    # to end, and what it stored on the way out is put back as the crash left it.)
+    stall.go.set()
+    await doomed.wait_idle()
+    with world.engine.begin() as connection:
+        connection.execute(
+            update(conversations)
+            .where(conversations.c.thread_id == thread)
+            .values(
+                {
+                    column: getattr(crashed, column)
+                    for column in (
+                        "state",
+                        "status",
+                        "waiting_for",
+                        "error",
+                        "runner",
+                        "runner_until",
+                        "updated_at",
+                    )
+                }
+            )  # fmt: skip
+        )
+        for decision_id, applied in carried:
+            connection.execute(
+                update(decisions).where(decisions.c.id == decision_id).values(applied=applied)
+            )
+    return thread
+
+
+def after_the_lease() -> datetime:
+    return datetime.now(UTC) + timedelta(seconds=LEASE_SECONDS + 5)
+
+
+async def recovered(world: World, thread: str) -> Desk:
+    """Another worker, once the dead one's lease has lapsed, runs `recover()`: the
+    conversation is failed, with the INTERRUPTED message when Retry applies."""
+    # While the dead worker's lease holds, nobody takes the conversation over.
+    assert await world.desk.recover() == []
+    await world.desk.wait_idle()
+    assert (await world.desk.view(thread, RITA)).summary.status == "running"
+
+    later = world.new_desk(worker="worker-2", clock=after_the_lease)
+    assert await later.recover() == [thread]
+    row = world.store.load(thread)  # as `recover` left it (what it started since has not run)
+    assert row is not None and row.status == "failed" and row.runner is None
+    return later
+
+
+@pytest.mark.parametrize("stop", ["before-the-agent", "after-the-tools-ran"])
+async def test_an_interrupted_continuation_is_failed_then_retried_once(
+    world: World, stop: Stop
+) -> None:
+    thread = await crash_while_continuing(world, stop)
+    assert len(world.executions()) == (0 if stop == "before-the-agent" else 1)
+    later = await recovered(world, thread)
+    row = world.store.load(thread)
+    assert row is not None and row.error == INTERRUPTED
+    assert ClientState.from_json(row.state).can_retry  # the client cannot tell it was applied
+
+    await later.retry(thread, RITA)
+    await later.wait_idle()
+    [run] = world.executions()  # once, whatever was sent twice
+    assert run["toolName"] == "transfer"
+    view = await later.view(thread, RITA)
+    if stop == "before-the-agent":  # Retry carried the answer the agent never got
+        assert (view.summary.status, view.summary.error) == ("done", None)
+        assert texts(view)[-1] == f"Sent 5,000 to Ada. Receipt id: {run['result']['receipt']}."
+        [decision] = world.records("decision")
+        assert decision.actor == "ada@example.com"  # as Ada, who decided; not Rita
+        return
+    # The agent had applied it (its reply was lost with the worker): it refuses the replay,
+    # and the conversation says so rather than waiting for finance, which has nothing left.
+    assert (view.summary.status, view.summary.waiting_for) == ("failed", "")
+    assert view.summary.error == ANSWERED_BEFORE
+    assert await later.inbox(ADA) == ([], 0)
+    await later.post(thread, RITA, "delete project apollo")  # and it goes on
+    await later.wait_idle()
+    view = await later.view(thread, RITA)
+    assert (view.summary.status, view.summary.waiting_for) == ("waiting", "Waiting for Rita")
+    assert [item.name for item in (await later.inbox(RITA))[0]] == ["delete_project"]
+
+
+async def test_a_continuation_cut_off_after_its_results_is_not_retried(world: World) -> None:
+    """The worker died after the transfer's result was stored, before the model's reply: the
+    client knows it was applied; the conversation says the reply was cut off, and there is
+    nothing to retry."""
+    thread = await crash_while_continuing(world, "after-the-results-came")
+    later = await recovered(world, thread)
+    await later.wait_idle()
+    view = await later.view(thread, RITA)
+    assert view.summary.status == "failed"
+    assert (view.summary.error or "").startswith("Your answer was applied, but the rest of")
+    assert not state_of(view).can_retry
+    with pytest.raises(DeskError) as refused:
+        await later.retry(thread, RITA)
+    assert refused.value.code == "invalid"
+    assert len(world.executions()) == 1
+    await later.post(thread, RITA, "hello")
+    await later.wait_idle()
+    assert (await later.view(thread, RITA)).summary.status == "done"
+    assert len(world.executions()) == 1
+
+
+async def test_answers_decided_but_never_carried_are_carried_by_recover(world: World) -> None:
+    """The worker that decided died before its continuation began (here: the conversation's
+    lease is another's, which dies): the answer is stored, decided and not applied."""
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    now = datetime.now(UTC)
+    assert world.store.claim(thread, "worker-dead", now=now,
+                             until=now + timedelta(seconds=LEASE_SECONDS))  # fmt: skip
+    result = await world.desk.decide(item.decision_id, ADA, Answer("approve"))
+    assert result.status == "decided"
+    await world.desk.wait_idle()
+    assert world.continuations == [] and world.executions() == []
+    assert [row.id for row in world.store.answers_to_apply(thread)] == [item.decision_id]
+    assert (await world.desk.view(thread, RITA)).summary.status == "waiting"
+
+    later = world.new_desk(worker="worker-2", clock=after_the_lease)
+    assert await later.recover() == []  # nothing was running
+    await later.wait_idle()
+    view = await later.view(thread, RITA)
+    assert view.summary.status == "done"
+    [run] = world.executions()
+    assert texts(view)[-1] == f"Sent 5,000 to Ada. Receipt id: {run['result']['receipt']}."
+    assert world.store.answers_to_apply(thread) == []
+    await later.recover()
+    await later.wait_idle()
+    assert len(world.continuations) == 1 and len(world.executions()) == 1
+
+
+async def test_a_lease_that_has_not_lapsed_is_not_taken(world: World) -> None:
+    """A short lease and clocks: while a worker's lease holds (it may be alive), its running
+    conversation is left alone; once it lapses, another worker recovers it."""
+    thread = await world.start(RITA, "hello")
+    start = datetime.now(UTC)
+    assert world.store.claim(thread, "worker-alive", now=start,
+                             until=start + timedelta(seconds=5))  # fmt: skip
+    with world.engine.begin() as connection:
+        connection.execute(
+            update(conversations)
+            .where(conversations.c.thread_id == thread)
+            .values(status="running")
+        )
+    soon = world.new_desk(worker="worker-2", clock=lambda: start + timedelta(seconds=4),
+                          lease_seconds=5)  # fmt: skip
+    assert await soon.recover() == []
+    late = world.new_desk(worker="worker-3", clock=lambda: start + timedelta(seconds=6),
+                          lease_seconds=5)  # fmt: skip
+    assert await late.recover() == [thread]
+    row = world.store.load(thread)
+    assert row is not None and row.status != "running" and row.runner is None
