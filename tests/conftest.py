@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from chat_app.config import app_database
 from tests.pg_server import PostgresMissing, PostgresServer, start_postgres
 
 #: The databases `database_url` gives, in the test ids (`test_x[sqlite]`, `test_x[postgresql]`).
@@ -21,10 +22,15 @@ DATABASES = ["sqlite", "postgresql"]
 
 
 @pytest.fixture(autouse=True)
-def _no_outside_backends(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_outside_backends(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     # The demo must run its scripted model, in process, whatever the shell exports.
     monkeypatch.delenv("CHAT_APP_MODEL", raising=False)
     monkeypatch.delenv("CHAT_APP_AGENT_URL", raising=False)
+    # The app's database is opened once per process (`app_database`); each test that sets
+    # `CHAT_APP_DATABASE_URL` or `CHAT_APP_DATA_DIR` must get its own.
+    app_database.cache_clear()
+    yield
+    app_database.cache_clear()
 
 
 @pytest.fixture(scope="session")
