@@ -28,7 +28,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -530,7 +530,7 @@ class Desk:
                 row = await self._db(self.store.load, thread_id)
                 assert row is not None
                 client = self._client(row.state, RunAs(ANONYMOUS))
-                state = client.state
+                state = _send_cut_off(ClientState.from_json(row.state), client.state)
                 # Retry applies when the answer in flight never reached the agent; when it did
                 # (its tool's result came back), the client says the reply was cut off.
                 failure = INTERRUPTED if state.can_retry or state.can_resend else None
@@ -814,6 +814,18 @@ def _answered_before(state: ClientState) -> bool:
         and bool(items)
         and all(item.error is not None and item.error.code == "conflict" for item in items)
     )
+
+
+def _send_cut_off(stored: ClientState, restored: ClientState) -> ClientState:
+    """A dead worker's conversation as restored (`restored`), made a failed send that Retry
+    runs again when the worker died in a message's own run (`stored` mid-stream, no
+    continuation in flight). The client restores a continuation in flight as failed itself,
+    but takes a message's run stored mid-stream for a finished one: `recover` would show the
+    reply cut off as `done`, with nothing to retry."""
+    if stored.status != "streaming" or stored.resuming or restored.can_resend:
+        return restored
+    return replace(restored, can_resend=True, status="error", error=INTERRUPTED,
+                   error_code="transport")  # fmt: skip
 
 
 def _answerable(item: InterruptItem) -> bool:
