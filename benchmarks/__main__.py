@@ -18,7 +18,7 @@ from .report import log, write_report
 
 FINDINGS = Path(__file__).with_name("FINDINGS.md")
 
-ALL = ["canonical", "continuation", "http", "browser"]
+ALL = ["canonical", "continuation", "http", "browser", "desk"]
 
 HEADER = (
     "Each figure is measured in one run, ours and the reference on the same machine and the "
