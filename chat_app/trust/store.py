@@ -168,7 +168,9 @@ def migrate(target: str | Engine) -> None:
 
 
 def open_database(url: str) -> Engine:
-    """The app's database at start: an engine, connected once and migrated.
+    """The app's database at start: an engine, connected once and migrated, returned with no
+    connection open: a process that forks after opening it (Reflex's supervisor imports the
+    app, then forks its workers) must not hand one connection to all its children.
 
     Raises:
         DatabaseUnavailable: the URL is not usable, the database cannot be reached or opened,
@@ -196,4 +198,13 @@ def open_database(url: str) -> Engine:
     except CommandError as error:  # e.g. a database migrated by a newer version of the app
         engine.dispose()
         raise DatabaseUnavailable(f"Cannot migrate the database {shown}: {error}") from None
+    if not _in_memory(engine.url):  # there the connection is the database
+        engine.dispose()  # each process connects on first use
     return engine
+
+
+def _in_memory(url: URL) -> bool:
+    """A SQLite database that lives only in its connections (`sqlite://`, `:memory:`)."""
+    return url.get_backend_name() == "sqlite" and (
+        url.database in (None, "", ":memory:") or url.query.get("mode") == "memory"
+    )
