@@ -234,6 +234,21 @@ class ChatClient:
         self._resend = await self._request() == "error"
         await self._drive(None)
 
+    async def go_on(self) -> None:
+        """Ask the agent to go on from the conversation as it stands, with no new message:
+        after a reply was cut off once its answers had been applied (`ChatClient.restore`
+        says so in `error`), the model reads the tools' results and answers. Nothing that
+        was answered is sent again, so nothing runs twice."""
+        if self._streaming or self._manager.resuming:
+            raise UsageError("A run is already in progress.")
+        if self._manager.has_open_items:
+            raise UsageError("Resolve or cancel the pending interrupts before going on.")
+        if not self._stream.messages:
+            raise UsageError("There is no conversation to go on with.")
+        self._manager.reset()
+        self._resend = await self._request() == "error"
+        await self._drive(None)
+
     async def resolve_interrupt(
         self,
         interrupt_id: str,

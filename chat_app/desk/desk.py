@@ -154,7 +154,8 @@ class Desk:
     # --- reading ------------------------------------------------------------------------
 
     async def conversations(self, viewer: Identity) -> list[ConversationSummary]:
-        return await asyncio.to_thread(self.store.conversations_of, viewer.email)
+        found: list[ConversationSummary] = await self._db(self.store.conversations_of, viewer.email)
+        return found
 
     async def view(self, thread_id: str, viewer: Identity) -> ConversationView:
         """A conversation for `viewer`: theirs, or (read-only) one with a decision they may
@@ -194,6 +195,7 @@ class Desk:
                 tool=tool,
                 requester=requester,
                 limit=limit,
+                now=self.clock(),
             )  # fmt: skip
         )
         if everyone:
@@ -233,6 +235,7 @@ class Desk:
                 title=_title(text),
                 state=client.state.to_json(),
                 now=now,
+                status="running",
             )  # fmt: skip
         )
         self._spawn(self._run(client.thread_id, RunAs(owner), lambda c: c.send(text)))
@@ -248,12 +251,13 @@ class Desk:
             raise DeskError("unknown", f"There is no conversation {thread_id}.")
         if sender.email != row.owner_email:
             raise DeskError("forbidden", "Only the person who started a conversation writes in it.")
-        if row.status == "running" or self._busy(thread_id):
-            raise DeskError("busy", "The conversation is running; wait for its reply.")
         if row.status == "waiting":
             raise DeskError(
                 "busy", "Answer or withdraw the pending decisions first; then send the message."
             )
+        # Of two messages posted at once, one runs: the other is told to wait.
+        if self._busy(thread_id) or not await self._db(self.store.begin_run, thread_id):
+            raise DeskError("busy", "The conversation is running; wait for its reply.")
 
         async def send(client: ChatClient) -> None:
             if _answered_before(client.state):  # that batch is over: the agent applied it
@@ -276,8 +280,10 @@ class Desk:
                 await client.retry_interrupts()
             elif client.state.can_resend:
                 await client.resend()
+            else:  # the answers were applied and the reply was lost: the model goes on
+                await _go_on(client)
 
-        if not (state.can_retry or state.can_resend):
+        if not (state.can_retry or state.can_resend or _reply_lost(state)):
             raise DeskError("invalid", "Nothing failed here that could run again.")
         run_as = RunAs(viewer)
         in_flight = state.manager.retry_submission
@@ -339,20 +345,13 @@ class Desk:
             if len(fresh.approvals) < item.quorum:
                 await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))
                 return DecideResult("waiting", fresh, f"Approved: {fresh.progress}.")
-        else:
-            await self._db(
-                lambda: self.store.vote(
-                    decision_id,
-                    email=decider.email,
-                    name=decider.name,
-                    verified_by=decider.method,
-                    token_name=decider.token_name,
-                    roles=sorted(decider.roles),
-                    approved=answer.kind in ("approve", "answer"),
-                    answer=entry,
-                    now=now,
-                )  # fmt: skip
-            )
+        # Who decided is stored with the decision, in its transaction: of two deciders at
+        # once, only the winner is recorded (a quorum's approvals are stored above).
+        vote = None if counts else dict(
+            email=decider.email, name=decider.name, verified_by=decider.method,
+            token_name=decider.token_name, roles=sorted(decider.roles),
+            approved=answer.kind in ("approve", "answer"), answer=entry,
+        )  # fmt: skip
         won = await self._db(
             lambda: self.store.decide(
                 decision_id,
@@ -361,6 +360,7 @@ class Desk:
                 outcome=_outcome(answer),
                 answer=entry,
                 now=now,
+                vote=vote,
             )  # fmt: skip
         )
         fresh = await self._db(self.store.decision, decision_id)
@@ -430,18 +430,18 @@ class Desk:
         try:
             while True:
                 done, _ = await asyncio.wait([task], timeout=SAVE_EVERY_SECONDS)
+                if done:
+                    break  # stored once, below
                 state = client.state
                 mark = (len(state.messages), state.resuming, _last_text_length(state))
                 streamed = mark != saved and time.monotonic() - last_save > STREAM_SAVE_SECONDS
-                if mark[:2] != saved[:2] or (streamed and not done):
+                if mark[:2] != saved[:2] or streamed:
                     saved, last_save = mark, time.monotonic()
                     await self._save(thread_id, state, owner_email, owner_name, run_as.identity,
-                                     busy=not done)  # fmt: skip
+                                     busy=True)  # fmt: skip
                 if time.monotonic() - last_renew > self.lease_seconds / 3:
                     last_renew = time.monotonic()
                     await self._claim(thread_id)
-                if done:
-                    break
             if task.exception() is not None:
                 _log.error("A desk run failed", exc_info=task.exception())
         finally:
@@ -476,12 +476,7 @@ class Desk:
             answers = {item_id: json.loads(row.answer) for item_id, row in by_item.items()}
             applied = [row.id for row in by_item.values()]
 
-            async def apply(
-                client: ChatClient,
-                applied: list[str] = applied,
-                answers: dict[str, Any] = answers,
-            ) -> None:
-                await self._db(self.store.mark_applied, applied)
+            async def apply(client: ChatClient, answers: dict[str, Any] = answers) -> None:
                 for item_id, entry in answers.items():
                     await _stage(client, item_id, entry)
 
@@ -494,6 +489,9 @@ class Desk:
                 if {row.id for row in fresh} != set(applied):
                     continue  # look again
                 await self._run_claimed(thread_id, run_as, apply)
+                # Carried. A worker killed before this line leaves them to `recover`, which
+                # finds the continuation in flight, or not sent yet, in the stored state.
+                await self._db(self.store.mark_applied, applied)
             finally:
                 await self._db(self.store.release, thread_id, self.worker)
 
@@ -526,18 +524,27 @@ class Desk:
         for thread_id in touched:
             if not await self._claim(thread_id):
                 continue
+            go_on = False
             try:
                 row = await self._db(self.store.load, thread_id)
                 assert row is not None
                 client = self._client(row.state, RunAs(ANONYMOUS))
                 state = _send_cut_off(ClientState.from_json(row.state), client.state)
-                # Retry applies when the answer in flight never reached the agent; when it did
-                # (its tool's result came back), the client says the reply was cut off.
-                failure = INTERRUPTED if state.can_retry or state.can_resend else None
-                await self._save(thread_id, state, row.owner_email, row.owner_name,
-                                 ANONYMOUS, busy=False, failure=failure)  # fmt: skip
+                # The answers were applied and only the model's reply was lost: it goes on
+                # from the tools' results (a plain run: nothing is answered again, so nothing
+                # runs twice), the conversation running all along. Otherwise it is failed:
+                # with Retry when the answer in flight never reached the agent.
+                go_on = _reply_lost(state)
+                if not go_on:
+                    failure = INTERRUPTED if state.can_retry or state.can_resend else None
+                    await self._save(thread_id, state, row.owner_email, row.owner_name,
+                                     ANONYMOUS, busy=False, failure=failure)  # fmt: skip
             finally:
-                await self._db(self.store.release, thread_id, self.worker)
+                if not go_on:
+                    await self._db(self.store.release, thread_id, self.worker)
+            if go_on:  # under this worker's lease, which the run takes on
+                owner = Identity(email=row.owner_email, method="none", name=row.owner_name)
+                self._spawn(self._run(thread_id, RunAs(owner), _go_on))
         for thread_id in await self._db(self.store.threads_with_answers):
             self._spawn(self._continue(thread_id))
         return touched
@@ -805,6 +812,24 @@ def _identity(vote: Any) -> Identity:
     )  # fmt: skip
 
 
+async def _go_on(client: ChatClient) -> None:
+    client.manager.reset()  # the batch is over: the agent applied its answers
+    await client.go_on()
+
+
+def _reply_lost(state: ClientState) -> bool:
+    """The answers in flight when a worker died had been applied (their tools' results came
+    back), or the agent refused them as already answered: the model has yet to reply."""
+    if _answered_before(state):
+        return True
+    if state.error_code != "transport" or state.can_retry or state.can_resend:
+        return False
+    asked = max((i for i, m in enumerate(state.messages) if m.role == "user"), default=-1)
+    return any(
+        call.has_output for message in state.messages[asked + 1 :] for call in message.tool_calls
+    )
+
+
 def _answered_before(state: ClientState) -> bool:
     """The agent refused the continuation as a replay (`conflict` on every open item): an
     earlier send of these answers was applied, and its reply lost (a worker died)."""
@@ -856,7 +881,8 @@ def _last_text_length(state: ClientState) -> int:
 
 
 def _title(text: str) -> str:
-    line = " ".join(text.split())
+    # PostgreSQL text cannot hold NUL (the state's JSON escapes it; a title does not).
+    line = " ".join(text.replace("\x00", " ").split())
     return line if len(line) <= 80 else line[:79] + "…"
 
 
@@ -874,6 +900,7 @@ def _summary(args: Any) -> str:
 
 def _short(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = text.replace("\x00", " ")
     return text if len(text) <= 60 else text[:59] + "…"
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, Row, and_, delete, func, insert, or_, select, update
+from sqlalchemy import Engine, Row, and_, delete, exists, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from chat_app.trust.store import write_transaction
@@ -66,7 +66,7 @@ class DeskStore:
 
     def create(
         self, thread_id: str, *, owner_email: str, owner_name: str, title: str, state: str,
-        now: datetime,
+        now: datetime, status: ConversationStatus = "done",
     ) -> None:  # fmt: skip
         with write_transaction(self.engine) as connection:
             connection.execute(
@@ -75,7 +75,7 @@ class DeskStore:
                     owner_email=owner_email,
                     owner_name=owner_name,
                     title=title[:200],
-                    status="done",
+                    status=status,
                     waiting_for="",
                     error=None,
                     state=state,
@@ -86,6 +86,20 @@ class DeskStore:
                     updated_at=now,
                 )  # fmt: skip
             )
+
+    def begin_run(self, thread_id: str) -> bool:
+        """Mark a settled conversation running (a message was posted); False when it is
+        running or waiting already (of two messages posted at once, one runs)."""
+        with write_transaction(self.engine) as connection:
+            changed = connection.execute(
+                update(conversations)
+                .where(
+                    conversations.c.thread_id == thread_id,
+                    conversations.c.status.in_(("done", "failed")),
+                )
+                .values(status="running")
+            ).rowcount
+        return bool(changed)
 
     def load(self, thread_id: str) -> Row[Any] | None:
         with self.engine.connect() as connection:
@@ -211,9 +225,15 @@ class DeskStore:
     def _reopen(connection: Any, thread_id: str, draft: DecisionDraft, now: datetime) -> None:
         decision_id = decision_id_of(thread_id, draft.item_id)
         connection.execute(
-            update(decisions).where(decisions.c.id == decision_id).values(
-                status="pending", outcome=None, decided_by=None, decided_by_name=None,
-                decided_at=None, applied=False,
+            update(decisions)
+            .where(decisions.c.id == decision_id)
+            .values(
+                status="pending",
+                outcome=None,
+                decided_by=None,
+                decided_by_name=None,
+                decided_at=None,
+                applied=False,
             )  # fmt: skip
         )
         for route in sorted(set(draft.routes)):
@@ -298,11 +318,14 @@ class DeskStore:
         tool: str | None = None,
         requester: str | None = None,
         limit: int = 50,
+        now: datetime | None = None,
     ) -> tuple[list[InboxItem], int]:
         """Pending decisions routed to any of `routes` (all of them when `everyone`), newest
-        first, but not those a `not_requester` rule keeps from `viewer_email`; and how many
-        there are in all."""
+        first, but not those a `not_requester` rule keeps from `viewer_email` nor, given
+        `now`, those expired; and how many there are in all."""
         conditions: list[Any] = [decisions.c.status == "pending"]
+        if now is not None:
+            conditions.append(or_(decisions.c.expires_at.is_(None), decisions.c.expires_at > now))
         if tool:
             conditions.append(decisions.c.name == tool)
         if requester:
@@ -320,6 +343,13 @@ class DeskStore:
                 or_(
                     decisions.c.not_requester.is_(False),
                     decisions.c.requester_email != viewer_email,
+                )
+            )
+            # An approval given towards a quorum is theirs no more to give.
+            conditions.append(
+                ~exists().where(
+                    decision_votes.c.decision_id == decisions.c.id,
+                    decision_votes.c.voter_email == viewer_email,
                 )
             )
         where = and_(*conditions)
@@ -359,10 +389,12 @@ class DeskStore:
 
     def decide(
         self, decision_id: str, *, email: str, name: str, outcome: str,
-        answer: dict[str, Any], now: datetime,
+        answer: dict[str, Any], now: datetime, vote: dict[str, Any] | None = None,
     ) -> bool:  # fmt: skip
         """Move a pending decision to `decided`; False when it was not pending any more (the
-        other of two deciders got there first)."""
+        other of two deciders got there first). `vote` (the `vote` method's fields but the
+        decision's id and time) is the decider's, stored with it when this call wins and the
+        decider has none yet."""
         with write_transaction(self.engine) as connection:
             changed = connection.execute(
                 update(decisions)
@@ -380,6 +412,27 @@ class DeskStore:
                 connection.execute(
                     delete(decision_routes).where(decision_routes.c.decision_id == decision_id)
                 )
+            if changed and vote is not None:
+                voted = connection.execute(
+                    select(decision_votes.c.voter_email).where(
+                        decision_votes.c.decision_id == decision_id,
+                        decision_votes.c.voter_email == vote["email"],
+                    )
+                ).first()
+                if voted is None:
+                    connection.execute(
+                        insert(decision_votes).values(
+                            decision_id=decision_id,
+                            voter_email=vote["email"],
+                            voter_name=vote["name"],
+                            verified_by=vote["verified_by"],
+                            token_name=vote["token_name"],
+                            roles=_dumps(sorted(vote["roles"])),
+                            approved=vote["approved"],
+                            answer=_dumps(vote["answer"]),
+                            at=now,
+                        )  # fmt: skip
+                    )
         return bool(changed)
 
     def voters(self, decision_id: str) -> list[Row[Any]]:
