@@ -243,6 +243,7 @@ DESK = [
     "DeskErrorCode",
     "DeskStore",
     "Fanout",
+    "INBOX_COUNT_CAP",
     "InboxItem",
     "LEASE_SECONDS",
     "RunAs",

@@ -17,7 +17,7 @@ from .records import (
     InboxItem,
     Vote,
 )
-from .store import DecisionDraft, DeskStore, decision_id_of
+from .store import INBOX_COUNT_CAP, DecisionDraft, DeskStore, decision_id_of
 
 __all__ = [
     "Answer",
@@ -32,6 +32,7 @@ __all__ = [
     "DeskErrorCode",
     "DeskStore",
     "Fanout",
+    "INBOX_COUNT_CAP",
     "InboxItem",
     "LEASE_SECONDS",
     "RunAs",

@@ -203,6 +203,29 @@ class Desk:
         allowed = [item for item in items if self._refusal(item, viewer, "approve") is None]
         return allowed, total - (len(items) - len(allowed))
 
+    async def inbox_choices(
+        self, viewer: Identity, *, everyone: bool = False
+    ) -> tuple[list[str], list[tuple[str, str]]]:
+        """The tools and the requesters (email, name) among the decisions `inbox` lists, for
+        its filters."""
+        if viewer.anonymous and self.policy is not None:
+            return [], []
+        everyone = everyone and self._is_admin(viewer)
+        found: tuple[list[str], list[tuple[str, str]]] = await self._db(
+            lambda: self.store.inbox_choices(
+                self._routes(viewer),
+                viewer_email=viewer.email,
+                everyone=everyone,
+                now=self.clock(),
+            )  # fmt: skip
+        )
+        return found
+
+    def may_decide(self, item: InboxItem, viewer: Identity) -> bool:
+        """Whether `viewer` may approve `item` (the inbox marks the rest in an admin's view
+        of everything)."""
+        return self._refusal(item, viewer, "approve") is None
+
     async def version(self, thread_id: str) -> int:
         """The stored conversation's version (0: none): it grows at every stored change."""
         found: int = await self._db(self.store.version, thread_id)

@@ -17,7 +17,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, Row, and_, delete, exists, func, insert, or_, select, update
+from sqlalchemy import (
+    Engine,
+    Row,
+    and_,
+    delete,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from chat_app.trust.store import write_transaction
@@ -25,7 +37,12 @@ from chat_app.trust.tables import conversations, decision_routes, decision_votes
 
 from .records import ConversationStatus, ConversationSummary, InboxItem, Vote
 
-__all__ = ["DecisionDraft", "DeskStore", "decision_id_of"]
+__all__ = ["INBOX_COUNT_CAP", "DecisionDraft", "DeskStore", "decision_id_of"]
+
+#: A person's inbox is counted exactly up to this many pending decisions; beyond, its total
+#: is one more, which means "more than this" (counting them all costs time that grows with
+#: them).
+INBOX_COUNT_CAP = 500
 
 
 def decision_id_of(thread_id: str, item_id: str) -> str:
@@ -224,6 +241,10 @@ class DeskStore:
     @staticmethod
     def _reopen(connection: Any, thread_id: str, draft: DecisionDraft, now: datetime) -> None:
         decision_id = decision_id_of(thread_id, draft.item_id)
+        # Its routes keep the decision's own time: the inbox reads them newest first.
+        now = connection.execute(
+            select(decisions.c.created_at).where(decisions.c.id == decision_id)
+        ).scalar_one()
         connection.execute(
             update(decisions)
             .where(decisions.c.id == decision_id)
@@ -321,47 +342,96 @@ class DeskStore:
         now: datetime | None = None,
     ) -> tuple[list[InboxItem], int]:
         """Pending decisions routed to any of `routes` (all of them when `everyone`), newest
-        first, but not those a `not_requester` rule keeps from `viewer_email` nor, given
-        `now`, those expired; and how many there are in all."""
-        conditions: list[Any] = [decisions.c.status == "pending"]
-        if now is not None:
-            conditions.append(or_(decisions.c.expires_at.is_(None), decisions.c.expires_at > now))
-        if tool:
-            conditions.append(decisions.c.name == tool)
-        if requester:
-            conditions.append(decisions.c.requester_email == requester.lower())
-        if not everyone:
-            if not routes:
-                return [], 0
-            routed = (
-                select(decision_routes.c.decision_id)
-                .where(decision_routes.c.route.in_(list(routes)))
-                .distinct()
-            )
-            conditions.append(decisions.c.id.in_(routed))
-            conditions.append(
-                or_(
-                    decisions.c.not_requester.is_(False),
-                    decisions.c.requester_email != viewer_email,
-                )
-            )
-            # An approval given towards a quorum is theirs no more to give.
-            conditions.append(
-                ~exists().where(
-                    decision_votes.c.decision_id == decisions.c.id,
-                    decision_votes.c.voter_email == viewer_email,
-                )
-            )
-        where = and_(*conditions)
+        first, but not those a `not_requester` rule keeps from `viewer_email`, those they
+        approved already (a quorum's) nor, given `now`, those expired; and how many there are
+        in all, counted up to `INBOX_COUNT_CAP` (`INBOX_COUNT_CAP + 1` means more).
+
+        A person's first page is read from the route index, route by route, newest first:
+        its cost follows the page, not the number of pending decisions (the benchmark's
+        10,000 pending took 4.4 ms for the page as one statement, 1 ms this way; the count,
+        capped, 1 ms instead of 9.5 ms on SQLite)."""
+        if not everyone and not routes:
+            return [], 0
+        where = _inbox_where(viewer_email, everyone=everyone, tool=tool, requester=requester,
+                             now=now)  # fmt: skip
         with self.engine.connect() as connection:
+            if limit <= 0:
+                rows: list[Row[Any]] = []
+            elif everyone:
+                rows = list(
+                    connection.execute(
+                        select(decisions)
+                        .where(where)
+                        .order_by(decisions.c.created_at.desc(), decisions.c.id)
+                        .limit(limit)
+                    ).all()
+                )
+            else:
+                rows = self._newest_routed(connection, list(routes), where, limit)
+            capped = _matching(routes, where, everyone=everyone).limit(INBOX_COUNT_CAP + 1)
+            total = connection.execute(select(func.count()).select_from(capped.subquery()))
+            return self._items(connection, rows), int(total.scalar() or 0)
+
+    def inbox_choices(
+        self, routes: Sequence[str], *, viewer_email: str, everyone: bool = False,
+        now: datetime | None = None,
+    ) -> tuple[list[str], list[tuple[str, str]]]:  # fmt: skip
+        """The tools (and questions) and the requesters (email, name) of the pending
+        decisions `inbox` would list (among the first `INBOX_COUNT_CAP`), for its filters."""
+        if not everyone and not routes:
+            return [], []
+        where = _inbox_where(viewer_email, everyone=everyone, now=now)
+        ids = _matching(routes, where, everyone=everyone).limit(INBOX_COUNT_CAP).subquery()
+        with self.engine.connect() as connection:
+            found = connection.execute(
+                select(decisions.c.name, decisions.c.requester_email, decisions.c.requester_name)
+                .where(decisions.c.id.in_(select(ids.c.id)))
+                .distinct()
+            ).all()
+        tools = sorted({row.name for row in found})
+        people: dict[str, str] = {}
+        for row in found:
+            people.setdefault(row.requester_email, row.requester_name)
+        return tools, sorted(people.items())
+
+    @staticmethod
+    def _newest_routed(
+        connection: Any, routes: list[str], where: Any, limit: int
+    ) -> list[Row[Any]]:
+        """The newest `limit` decisions meeting `where` among those routed to `routes`: each
+        route's newest entries from its index (a margin more than the page, as some may not
+        meet `where`), until the page is known to be complete."""
+        margin = limit * 2
+        while True:
+            candidates: set[str] = set()
+            cutoff: datetime | None = None  # older than this, a route was not read
+            for route in routes:
+                found = connection.execute(
+                    select(decision_routes.c.decision_id, decision_routes.c.created_at)
+                    .where(decision_routes.c.route == route)
+                    .order_by(decision_routes.c.created_at.desc())
+                    .limit(margin)
+                ).all()
+                candidates.update(row.decision_id for row in found)
+                if len(found) == margin:
+                    oldest = found[-1].created_at
+                    cutoff = oldest if cutoff is None else max(cutoff, oldest)
+            if not candidates:
+                return []
             rows = connection.execute(
                 select(decisions)
-                .where(where)
+                .where(
+                    decisions.c.id.in_(sorted(candidates)), decisions.c.status == "pending", where
+                )
                 .order_by(decisions.c.created_at.desc(), decisions.c.id)
-                .limit(limit)
             ).all()
-            total = connection.execute(select(func.count()).select_from(decisions).where(where))
-            return self._items(connection, rows), int(total.scalar() or 0)
+            if cutoff is not None:  # beyond it, newer ones may have been left unread
+                safe = [row for row in rows if row.created_at > cutoff]
+                if len(safe) < limit:
+                    margin *= 4
+                    continue
+                rows = safe
+            return list(rows[:limit])
 
     def vote(
         self, decision_id: str, *, email: str, name: str, verified_by: str, token_name: str,
@@ -531,6 +601,52 @@ class DeskStore:
                     .distinct()
                 ).scalars()
             )
+
+
+def _inbox_where(
+    viewer_email: str,
+    *,
+    everyone: bool,
+    tool: str | None = None,
+    requester: str | None = None,
+    now: datetime | None = None,
+) -> Any:
+    """What an inbox lists of the decisions its routes reach (see `DeskStore.inbox`)."""
+    # Only pending decisions have routes: a person's inbox needs no status condition (and
+    # without one, SQLite reads it from the route index rather than every pending one).
+    conditions: list[Any] = [decisions.c.status == "pending"] if everyone else []
+    if now is not None:
+        conditions.append(or_(decisions.c.expires_at.is_(None), decisions.c.expires_at > now))
+    if tool:
+        conditions.append(decisions.c.name == tool)
+    if requester:
+        conditions.append(decisions.c.requester_email == requester.lower())
+    if not everyone:
+        conditions.append(
+            or_(decisions.c.not_requester.is_(False), decisions.c.requester_email != viewer_email)
+        )
+        # An approval given towards a quorum is theirs no more to give.
+        conditions.append(
+            ~exists().where(
+                decision_votes.c.decision_id == decisions.c.id,
+                decision_votes.c.voter_email == viewer_email,
+            )
+        )
+    return and_(true(), *conditions)
+
+
+def _matching(routes: Sequence[str], where: Any, *, everyone: bool) -> Any:
+    """The ids of the decisions an inbox lists (a SELECT to limit and count)."""
+    if everyone:
+        return select(decisions.c.id).where(where)
+    return (
+        select(decisions.c.id)
+        .select_from(
+            decision_routes.join(decisions, decisions.c.id == decision_routes.c.decision_id)
+        )
+        .where(decision_routes.c.route.in_(list(routes)), where)
+        .distinct()
+    )
 
 
 def summary_of(row: Row[Any]) -> ConversationSummary:

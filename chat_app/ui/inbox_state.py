@@ -32,7 +32,6 @@ ROUTE = "/inbox"
 ADMIN_ROLE = "admin"
 #: How many decisions the page lists, and how many it reads to offer the filters' choices.
 LIMIT = 100
-CHOICES_LIMIT = 500
 NO_DESK = "This app has no inbox: it runs without the approval desk."
 
 
@@ -63,16 +62,16 @@ def inbox_row(item: InboxItem, viewer: Identity, now: datetime, *, yours: bool) 
     )
 
 
-def tool_choices(items: Iterable[InboxItem], chosen: str) -> list[str]:
+def tool_choices(names: Iterable[str], chosen: str) -> list[str]:
     """The tools (and questions) present, in name order, with the one chosen kept."""
-    return sorted({item.name for item in items} | ({chosen} if chosen else set()))
+    return sorted(set(names) | ({chosen} if chosen else set()))
 
 
-def requester_choices(items: Iterable[InboxItem], chosen: str) -> list[list[str]]:
-    """Who asked, as [email, label] in label order, with the one chosen kept."""
+def requester_choices(people: Iterable[tuple[str, str]], chosen: str) -> list[list[str]]:
+    """Who asked (email, name), as [email, label] in label order, with the one chosen kept."""
     names: dict[str, str] = {}
-    for item in items:
-        names.setdefault(item.requester_email, item.requester_name)
+    for email, name in people:
+        names.setdefault(email, name)
     if chosen:
         names.setdefault(chosen, "")
     return sorted(
@@ -131,31 +130,28 @@ class InboxState(IdentityState):
         self.everyone = self.everyone and self.is_admin
         tool, requester = self.tool or None, self.requester or None
         try:
-            mine, mine_total = await desk.inbox(viewer, limit=CHOICES_LIMIT)
-            pool, pool_total = mine, mine_total
-            if self.everyone:
-                pool, pool_total = await desk.inbox(viewer, everyone=True, limit=CHOICES_LIMIT)
-            items, total = pool[:LIMIT], pool_total
-            if tool or requester:
-                items, total = await desk.inbox(
-                    viewer, tool=tool, requester=requester, everyone=self.everyone, limit=LIMIT
-                )
+            items, total = await desk.inbox(
+                viewer, tool=tool, requester=requester, everyone=self.everyone, limit=LIMIT
+            )
+            mine_total = total
+            if self.everyone or tool or requester:
+                _, mine_total = await desk.inbox(viewer, limit=0)
+            tools, people = await desk.inbox_choices(viewer, everyone=self.everyone)
         except DeskError as error:  # the list keeps what it showed; the page says why
             self.problem = error.message
             return
         self.problem = ""
         self.inbox_count = mine_total
         now = datetime.now(UTC)
-        yours = {item.decision_id for item in mine}
         rows = [
-            inbox_row(item, viewer, now, yours=not self.everyone or item.decision_id in yours)
+            inbox_row(item, viewer, now, yours=not self.everyone or desk.may_decide(item, viewer))
             for item in items
         ]
         if rows != self.rows:
             self.rows = rows
         self.total = total
-        self.tools = tool_choices(pool, self.tool)
-        self.requesters = requester_choices(pool, self.requester)
+        self.tools = tool_choices(tools, self.tool)
+        self.requesters = requester_choices(people, self.requester)
 
     @rx.event
     @guarded

@@ -189,12 +189,12 @@ def test_an_inbox_row_says_who_asked_since_when_until_when_and_the_quorum() -> N
     assert inbox_row(item(), olive, NOW, yours=True).progress == "0 of 2"
     late = inbox_row(item(expires_at=NOW - timedelta(minutes=1)), olive, NOW, yours=False)
     assert (late.expires, late.expired, late.yours) == ("expired", True, False)
-    items = [item(), item(name="transfer", requester_email=SAM, requester_name="Sam")]
-    assert tool_choices(items, "") == ["rotate_keys", "transfer"]
-    assert tool_choices(items, "deploy") == ["deploy", "rotate_keys", "transfer"]
-    assert requester_choices(items, "") == [
+    assert tool_choices(["transfer", "rotate_keys"], "") == ["rotate_keys", "transfer"]
+    assert tool_choices(["rotate_keys"], "deploy") == ["deploy", "rotate_keys"]
+    assert requester_choices([(SAM, "Sam"), (RITA, "Rita")], "") == [
         [RITA, "Rita (rita@example.com)"], [SAM, "Sam (sam@example.com)"]
     ]  # fmt: skip
+    assert requester_choices([], "x@example.com") == [["x@example.com", "x@example.com"]]
 
 
 # --- in the browser ---------------------------------------------------------------------------
