@@ -9,7 +9,7 @@ from typing import Any
 
 import reflex as rx
 
-from chat_app.desk import DeskError, InboxItem, inbox_topic
+from chat_app.desk import INBOX_COUNT_CAP, DeskError, InboxItem, inbox_topic
 from chat_app.trust import Identity
 
 from . import session as sessions
@@ -108,10 +108,12 @@ class InboxState(IdentityState):
 
     @rx.var
     def count_label(self) -> str:
-        """ "3 pending", or "Showing 100 of 120 pending"."""
+        """ "3 pending", "Showing 100 of 120 pending", or past the count's cap "Showing 100
+        of more than 500 pending"."""
+        total = f"more than {INBOX_COUNT_CAP}" if self.total > INBOX_COUNT_CAP else self.total
         if len(self.rows) < self.total:
-            return f"Showing {len(self.rows)} of {self.total} pending"
-        return f"{self.total} pending"
+            return f"Showing {len(self.rows)} of {total} pending"
+        return f"{total} pending"
 
     def _show_failure(self, message: str) -> bool:
         self.problem = message

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import reflex as rx
 
+from chat_app.desk import INBOX_COUNT_CAP
+
 from ._types import Prop
 from .posting import post_and_follow
 
@@ -132,7 +134,7 @@ def _inbox_badge(count: rx.Var[int]) -> rx.Component:
     return rx.cond(
         count > 0,
         rx.badge(
-            count,
+            rx.cond(count > INBOX_COUNT_CAP, f"{INBOX_COUNT_CAP}+", count.to_string()),
             id="inbox-count",
             color_scheme="red",
             variant="solid",
