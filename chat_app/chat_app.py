@@ -158,11 +158,14 @@ session.configure(
 )
 
 app = rx.App(
-    # POST /api/chat, GET /api/tools, the audit routes and sign-in on the app's own port.
+    # POST /api/chat, GET /api/tools, the audit routes, sign-in and the desk's routes
+    # (/api/conversations, /api/inbox) on the app's own port.
     api_transformer=create_app(
         agent,
         authenticator=authenticator,
         roles=policy.roles_of if policy is not None else None,
+        desk=desk,
+        recover=False,  # the app's own lifespan task does (below)
     ),
     head_components=[rx.el.link(rel="icon", type="image/svg+xml", href="/favicon.svg")],
 )

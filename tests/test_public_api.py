@@ -251,6 +251,7 @@ DESK = [
     "Vote",
     "decision_id_of",
     "inbox_topic",
+    "owner_topic",
     "thread_topic",
 ]
 

@@ -4,7 +4,16 @@
 across workers; `records.py` what it hands out. See `docs/protocol.md` §10.
 """
 
-from .desk import LEASE_SECONDS, ConnectionFor, Desk, RunAs, ToolSource, inbox_topic, thread_topic
+from .desk import (
+    LEASE_SECONDS,
+    ConnectionFor,
+    Desk,
+    RunAs,
+    ToolSource,
+    inbox_topic,
+    owner_topic,
+    thread_topic,
+)
 from .fanout import Fanout
 from .records import (
     Answer,
@@ -40,5 +49,6 @@ __all__ = [
     "Vote",
     "decision_id_of",
     "inbox_topic",
+    "owner_topic",
     "thread_topic",
 ]

@@ -27,7 +27,8 @@ import socket
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -59,7 +60,7 @@ from .records import (
     DeskError,
     InboxItem,
 )
-from .store import DecisionDraft, DeskStore, summary_of
+from .store import DecisionDraft, DeskStore, Saved, summary_of
 
 __all__ = [
     "ANSWERABLE",
@@ -69,6 +70,7 @@ __all__ = [
     "RunAs",
     "ToolSource",
     "inbox_topic",
+    "owner_topic",
     "thread_topic",
 ]
 
@@ -97,6 +99,11 @@ def thread_topic(thread_id: str) -> str:
 
 def inbox_topic() -> str:
     return "inbox"
+
+
+def owner_topic(email: str) -> str:
+    """Any conversation of this person moved on (or began)."""
+    return f"owner:{email.lower()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,7 +315,9 @@ class Desk:
 
         if not (state.can_retry or state.can_resend or _reply_lost(state)):
             raise DeskError("invalid", "Nothing failed here that could run again.")
-        run_as = RunAs(viewer)
+        # A message runs again as whoever wrote it (an admin's Retry does not make it theirs).
+        owner = Identity(email=row.owner_email, method="none", name=row.owner_name)
+        run_as = RunAs(viewer if viewer.email == row.owner_email else owner)
         in_flight = state.manager.retry_submission
         if state.can_retry and in_flight is not None:
             # The same answers again, so as the people who gave them (the engine checks the
@@ -323,10 +332,10 @@ class Desk:
         item = await self._db(self.store.decision, decision_id)
         if item is None:
             raise DeskError("unknown", f"There is no decision {decision_id}.")
-        self._check_open(item)
         refusal = self._refusal(item, decider, answer.kind)
-        if refusal is not None:
+        if refusal is not None:  # before saying who decided it: that is not theirs to know
             raise DeskError("forbidden", refusal)
+        self._check_open(item)
         entry = await self._checked_entry(item, answer)
         now = self.clock()
         rule = self._rule(item)
@@ -386,15 +395,47 @@ class Desk:
                 vote=vote,
             )  # fmt: skip
         )
+        if won:  # committed: its continuation goes, whatever happens to this answer
+            self._spawn(self._continue(item.thread_id))
         fresh = await self._db(self.store.decision, decision_id)
         assert fresh is not None
         if not won:
             self._check_open(fresh)
         await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))
-        self._spawn(self._continue(item.thread_id))
         return DecideResult("decided", fresh, f"{_outcome(answer).capitalize()}.")
 
     # --- the page's own runs ------------------------------------------------------------
+
+    @asynccontextmanager
+    async def page_run(
+        self, thread_id: str, answered: Sequence[str], actor: Identity
+    ) -> AsyncIterator[None]:
+        """A run a page makes itself on a stored conversation (its tab's own client): it holds
+        the conversation's lease meanwhile (`busy` while the desk or another page runs it), and
+        a continuation first takes its answers' decisions (`already-decided`, naming who, when
+        someone decided one from the inbox: only one of the two answers goes). Answers decided
+        meanwhile are carried once it ends."""
+        if await self.version(thread_id) == 0:
+            yield  # not stored yet: its first message
+            return
+        runner = f"{self.worker}:page:{uuid.uuid4().hex[:8]}"
+        now = self.clock()
+        until = now + timedelta(seconds=self.lease_seconds)
+        if not await self._db(lambda: self.store.claim(thread_id, runner, now=now, until=until)):
+            raise DeskError("busy", "The conversation is running on the server; wait for it.")
+        try:
+            if answered:
+                taken = await self._db(
+                    lambda: self.store.take_answers(
+                        thread_id, answered, email=actor.email, name=actor.name, now=now
+                    )
+                )
+                if taken is not None:
+                    self._check_open(taken)  # says who decided it
+            yield
+        finally:
+            await self._db(self.store.release, thread_id, runner)
+            self._spawn(self._continue(thread_id))
 
     async def record(
         self, thread_id: str, owner: Identity, actor: Identity, state: ClientState
@@ -647,7 +688,7 @@ class Desk:
         waiting = _join(sorted({draft.waiting_for for draft in drafts if draft.waiting_for}))
         waiting = waiting if status == "waiting" else ""
         error = failure or (state.error if status == "failed" else None)
-        version = await self._db(
+        saved: Saved = await self._db(
             lambda: self.store.save(
                 thread_id,
                 state=state.to_json(),
@@ -660,8 +701,11 @@ class Desk:
                 closed_by=(actor.email, actor.name),
             )  # fmt: skip
         )
-        await self.fanout.publish(thread_topic(thread_id), inbox_topic())
-        return int(version)
+        topics = [thread_topic(thread_id), owner_topic(owner_email)]
+        if saved.decisions_changed:  # else text streaming, a status: not the inboxes' news
+            topics.append(inbox_topic())
+        await self.fanout.publish(*topics)
+        return saved.version
 
     def _draft(self, item: InterruptItem, owner_email: str, owner_name: str) -> DecisionDraft:
         shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
@@ -725,12 +769,13 @@ class Desk:
         """Why `viewer` may not give a `kind` answer to `item`, if they may not."""
         if viewer.anonymous and self.policy is not None:
             return "Sign in first: decisions are made by a known person."
-        asked = bool(viewer.email) and viewer.email == item.requester_email
+        # Without sign-in everyone is the same anonymous person, who asked for everything.
+        asked = viewer.email == item.requester_email
         if kind == "cancel" and asked:
             return None  # whoever asked may always withdraw it
         rule = self._rule(item)
-        if rule is None:
-            if asked or self.policy is None:
+        if rule is None:  # the person who asked decides (the engine holds to it too)
+            if asked:
                 return None
             who = item.requester_name or item.requester_email
             return f"Only the person who asked ({who}) decides this."

@@ -36,6 +36,9 @@ class Fanout:
     def __init__(self, redis_url: str | None = None) -> None:
         self.redis_url = redis_url or None
         self._waiters: set[_Waiter] = set()
+        #: How many notices each topic has had in this process: a watcher that notes it
+        #: before reading (`mark`) and waits `since` that mark misses none that came between.
+        self._generations: dict[str, int] = {}
         self._redis: Any = None
         self._listener: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
@@ -51,12 +54,27 @@ class Fanout:
         except Exception as error:  # other workers poll too: a lost notice costs a delay
             _log.warning("Could not publish a desk notice to Redis: %s", error)
 
-    async def wait(self, topics: Iterable[str], timeout: float) -> frozenset[str]:
+    def mark(self, topics: Iterable[str]) -> tuple[int, ...]:
+        """Where `topics` stand now: pass it to `wait` as `since`, after reading what they
+        announce."""
+        return tuple(self._generations.get(topic, 0) for topic in sorted(set(topics)))
+
+    async def wait(
+        self, topics: Iterable[str], timeout: float, *, since: tuple[int, ...] | None = None
+    ) -> frozenset[str]:
         """Wait until one of `topics` changes (or `timeout` seconds pass); the topics that
-        changed meanwhile (empty on timeout)."""
+        changed meanwhile (empty on timeout). With `since` (a `mark` of the same topics), a
+        notice that came after the mark returns at once."""
+        wanted = sorted(set(topics))
+        if since is not None and self.mark(wanted) != since:
+            return frozenset(
+                topic
+                for topic, before in zip(wanted, since, strict=False)
+                if self._generations.get(topic, 0) != before
+            )
         if self.redis_url is not None:
             await self._ensure_listening()
-        waiter = _Waiter(frozenset(topics), asyncio.Event(), asyncio.get_running_loop())
+        waiter = _Waiter(frozenset(wanted), asyncio.Event(), asyncio.get_running_loop())
         self._waiters.add(waiter)
         try:
             await asyncio.wait_for(waiter.event.wait(), timeout)
@@ -68,6 +86,8 @@ class Fanout:
 
     def _wake(self, topics: Iterable[str]) -> None:
         changed = set(topics)
+        for topic in changed:
+            self._generations[topic] = self._generations.get(topic, 0) + 1
         for waiter in list(self._waiters):
             hit = waiter.topics & changed
             if not hit:

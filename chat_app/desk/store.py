@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     Engine,
@@ -50,6 +50,14 @@ def decision_id_of(thread_id: str, item_id: str) -> str:
     store one pause store one decision)."""
     digest = hashlib.sha256(f"{thread_id}\0{item_id}".encode()).hexdigest()
     return "d" + digest[:31]
+
+
+class Saved(NamedTuple):
+    """What `DeskStore.save` did: the conversation's new version, and whether any of its
+    decisions came or went (the inbox is told only then)."""
+
+    version: int
+    decisions_changed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +121,7 @@ class DeskStore:
                 .where(
                     conversations.c.thread_id == thread_id,
                     conversations.c.status.in_(("done", "failed")),
+                    conversations.c.runner.is_(None),  # nobody runs it (a page, a worker)
                 )
                 .values(status="running")
             ).rowcount
@@ -144,11 +153,11 @@ class DeskStore:
         drafts: Sequence[DecisionDraft] = (),
         open_items: Iterable[str] = (),
         closed_by: tuple[str, str] | None = None,
-    ) -> int:
+    ) -> Saved:
         """Store the conversation's new state; add the pause's new decisions (`drafts`) and
         close those still pending that are no longer open (`open_items`: answered in the
         chat, withdrawn, replaced by a new run), by `closed_by` (email, name). Returns the
-        new version."""
+        new version, and whether any decision came or went."""
         with write_transaction(self.engine) as connection:
             values: dict[str, Any] = dict(
                 state=state, status=status, waiting_for=waiting_for[:300], error=error,
@@ -190,16 +199,19 @@ class DeskStore:
                     )
                 )
             }
+            changed = bool(gone)
             for draft in drafts:
                 stored = known.get(draft.item_id)
                 if stored is None:
                     self._add(connection, thread_id, draft, now)
+                    changed = True
                 elif stored == "closed":  # an answer given in the chat was refused: open again
                     self._reopen(connection, thread_id, draft, now)
+                    changed = True
             found = connection.execute(
                 select(conversations.c.version).where(conversations.c.thread_id == thread_id)
             ).scalar()
-        return int(found or 0)
+        return Saved(int(found or 0), changed)
 
     @staticmethod
     def _add(connection: Any, thread_id: str, draft: DecisionDraft, now: datetime) -> None:
@@ -291,6 +303,43 @@ class DeskStore:
                 .values(runner=runner, runner_until=until)
             ).rowcount
         return bool(changed)
+
+    def take_answers(
+        self, thread_id: str, item_ids: Sequence[str], *, email: str, name: str, now: datetime
+    ) -> InboxItem | None:
+        """Close the decisions of these items as answered in the chat by `email`, all or
+        none: the one another person decided already, if any (then nothing changes)."""
+        with write_transaction(self.engine) as connection:
+            rows = connection.execute(
+                select(decisions).where(
+                    decisions.c.thread_id == thread_id, decisions.c.item_id.in_(list(item_ids))
+                )
+            ).all()
+            # Closed by the same person before: their own answer, sent again (a Retry).
+            taken = [
+                row for row in rows
+                if row.status == "decided"
+                or (row.status == "closed" and (row.decided_by or "") != email)
+            ]  # fmt: skip
+            if taken:
+                return self._items(connection, taken[:1])[0]
+            ids = [row.id for row in rows if row.status == "pending"]
+            if ids:
+                connection.execute(
+                    update(decisions)
+                    .where(decisions.c.id.in_(ids))
+                    .values(
+                        status="closed",
+                        decided_by=email or None,
+                        decided_by_name=name or None,
+                        decided_at=now,
+                        applied=True,
+                    )  # fmt: skip
+                )
+                connection.execute(
+                    delete(decision_routes).where(decision_routes.c.decision_id.in_(ids))
+                )
+        return None
 
     def release(self, thread_id: str, runner: str) -> None:
         with write_transaction(self.engine) as connection:

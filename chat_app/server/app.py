@@ -60,6 +60,7 @@ def create_app(
     roles: Callable[[Identity], frozenset[str]] | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     desk: Desk | None = None,
+    recover: bool = True,
 ) -> Starlette:
     """A Starlette app serving `agent`; mount it on any ASGI server or on Reflex's backend.
 
@@ -67,7 +68,8 @@ def create_app(
     anonymous and may do anything); `roles` gives an identity's roles (default: the ones it
     carries; a policy adds its own). With a `desk`, its routes are served too (each request
     as the same identity the chat route sees), and while the app runs (its lifespan) the desk
-    looks for runs a dead worker left behind (`Desk.keep_recovering`).
+    looks for runs a dead worker left behind (`Desk.keep_recovering`), unless `recover` is
+    off (a host that runs it itself, as the Reflex app does in its own lifespan).
     """
     roles_of = roles if roles is not None else _own_roles
     # `none` is open, as without an authenticator: anyone may read the trail.
@@ -129,7 +131,7 @@ def create_app(
             *account_routes,
             *(desk_routes(desk, who) if desk is not None else ()),
         ],
-        lifespan=_recovering(desk) if desk is not None else None,
+        lifespan=_recovering(desk) if desk is not None and recover else None,
     )
 
 

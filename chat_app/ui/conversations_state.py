@@ -11,7 +11,13 @@ from urllib.parse import quote
 
 import reflex as rx
 
-from chat_app.desk import ConversationSummary, DeskError, inbox_topic, thread_topic
+from chat_app.desk import (
+    ConversationSummary,
+    DeskError,
+    inbox_topic,
+    owner_topic,
+    thread_topic,
+)
 from chat_app.trust import Identity
 
 from . import session as sessions
@@ -131,6 +137,7 @@ async def follow_page(
     if desk is None or not sessions.start_watching(key):
         return
     held = True
+    mark: tuple[int, ...] | None = None  # the page was read at load: wait for what follows
     try:
         while sessions.connected(token):
             async with state:
@@ -139,7 +146,8 @@ async def follow_page(
                     held = False
                     return
                 wanted = topics()
-            await desk.fanout.wait(wanted, WATCH_SECONDS)
+            await desk.fanout.wait(wanted, WATCH_SECONDS, since=mark)
+            mark = desk.fanout.mark(wanted)  # before reading: nothing after it is missed
             async with state:
                 if not on_page(state, route):
                     sessions.stop_watching(key)
@@ -209,12 +217,13 @@ class ConversationsState(IdentityState):
     @rx.event(background=True)
     @guarded_task
     async def watch(self) -> AsyncIterator[Any]:
-        """While the tab shows the page: read the list again when a conversation moves on or
-        a decision appears or leaves (the desk's notices, from any worker), and every
-        `WATCH_SECONDS` (which keeps "2 min ago" current)."""
+        """While the tab shows the page: read the list again when a conversation moves on, one
+        of the viewer's begins, or a decision appears or leaves (the desk's notices, from any
+        worker), and every `WATCH_SECONDS` (which keeps "2 min ago" current)."""
 
         def topics() -> set[str]:
-            return {inbox_topic()} | {thread_topic(row.thread_id) for row in self.rows}
+            mine = {owner_topic(self.viewer_email)} if self.viewer_email else set()
+            return {inbox_topic(), *mine} | {thread_topic(row.thread_id) for row in self.rows}
 
         async def reload() -> None:
             await self._reload(self._viewer())

@@ -13,7 +13,7 @@ import asyncio
 import itertools
 import logging
 import math
-from collections.abc import Callable, Container, Mapping
+from collections.abc import AsyncIterator, Callable, Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,9 +24,10 @@ from chat_app.client import (
     Connection,
     InterruptItem,
     ToolManifest,
+    TransportError,
     read_manifest,
 )
-from chat_app.desk import Desk
+from chat_app.desk import Desk, DeskError
 from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.trust import ANONYMOUS, Identity, Policy, Sealer
 from chat_app.trust.authn import Authenticator, AuthFailure
@@ -169,6 +170,36 @@ def _number(value: Any, low: float, high: float) -> bool:
         and math.isfinite(value)
         and low <= value <= high
     )
+
+
+class PageRunConnection(Connection):
+    """A tab's connection when conversations are stored: each run holds the conversation's
+    lease (`Desk.page_run`), and a continuation first takes its answers' decisions, so an
+    answer given in the chat and one given from the inbox cannot both go. A refusal is the
+    run's transport error, which the page shows ("Already decided by Ada (approved).")."""
+
+    def __init__(self, inner: Connection, desk: Desk, actor: Callable[[], Identity]) -> None:
+        self.inner = inner
+        self.desk = desk
+        self.actor = actor
+
+    async def stream(self, body: Mapping[str, object]) -> AsyncIterator[dict[str, object]]:
+        thread = str(body.get("threadId") or "")
+        resume = body.get("resume")
+        answered = [
+            str(entry.get("interruptId"))
+            for entry in (resume if isinstance(resume, list) else [])
+            if isinstance(entry, Mapping)
+        ]
+        try:
+            async with self.desk.page_run(thread, answered, self.actor()):
+                async for event in self.inner.stream(body):
+                    yield event
+        except DeskError as error:
+            raise TransportError(error.message) from None
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 @dataclass
@@ -382,6 +413,8 @@ def session_for(token: str, saved: str = "", identity: Identity | None = ANONYMO
 
     holder: list[Session] = []
     connection = _backend.connection(lambda: holder[0].identity)
+    if _backend.desk is not None:
+        connection = PageRunConnection(connection, _backend.desk, lambda: holder[0].identity)
     if saved:
         client = ChatClient.restore(
             ClientState.from_json(saved), connection, tools=tools, on_change=on_change

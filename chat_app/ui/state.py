@@ -173,6 +173,16 @@ class ChatState(IdentityState):
         )
 
     @rx.var
+    def may_retry(self) -> bool:
+        """The batch bar's Retry: a failed continuation, in the viewer's own conversation."""
+        return self.can_retry and not self.read_only
+
+    @rx.var
+    def may_resend(self) -> bool:
+        """The status row's Retry: a failed message, in the viewer's own conversation."""
+        return self.can_resend and not self.read_only
+
+    @rx.var
     def batch_title(self) -> str:
         return f"{self.open_count} decision{'s' if self.open_count != 1 else ''} needed"
 
@@ -388,10 +398,19 @@ class ChatState(IdentityState):
 
     def _through_desk(self, session: sessions.Session, item: InterruptItem, form: str) -> bool:
         """Whether an answer goes to the desk rather than this tab's own run: someone else's
-        conversation, or an approval that counts towards a quorum."""
+        conversation, a batch that also waits for someone else, or an approval that counts
+        towards a quorum."""
         if sessions.desk() is None or not self.thread_shown:
             return False
         if self._owner and self._owner != session.identity.email:
+            return True
+        # A batch that waits for someone else too: the desk sends it once all have answered.
+        others = sessions.who_decides(session.identity, self._votes)
+        if any(
+            other.id != item.id and other.can_resolve and other.status in ("pending", "error")
+            and others(other) != ""
+            for other in session.client.interrupts
+        ):  # fmt: skip
             return True
         shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
         quorum = shown.get("quorum") if isinstance(shown, dict) else None
@@ -433,11 +452,15 @@ class ChatState(IdentityState):
         if desk is None or not sessions.start_watching(token):
             return
         try:
+            mark: tuple[int, ...] | None = None
             while sessions.connected(token):
                 async with self:
                     thread = self.thread_shown
                 topics = {inbox_topic()} | ({thread_topic(thread)} if thread else set())
-                changed = await desk.fanout.wait(topics, WATCH_SECONDS)
+                if mark is not None and len(mark) != len(topics):
+                    mark = None  # another conversation: a mark of other topics
+                changed = await desk.fanout.wait(topics, WATCH_SECONDS, since=mark)
+                mark = desk.fanout.mark(topics)  # before reading: nothing after it is missed
                 async with self:
                     viewer = self._viewer()
                     if await self._sync_from_desk(viewer):
@@ -498,7 +521,8 @@ class ChatState(IdentityState):
         self._route_taken = ""  # a page load: its address says which conversation to show
         session = await self._loaded_session()
         if self.auth_error and self.auth_mode == "password":
-            return rx.redirect(f"/signin?next=/&error={quote(self.auth_error)}")
+            here = quote(str(self.router.url.path or "/"), safe="/")
+            return rx.redirect(f"/signin?next={here}&error={quote(self.auth_error)}")
         self._refresh(session)
         self.running = session.busy
         viewer = self._viewer()
@@ -773,6 +797,11 @@ class ChatState(IdentityState):
         """
         async with self:
             if self.running:
+                return
+            if self.read_only:  # someone else's: only the desk acts on it, for its owner
+                who = self.owner_name or "someone else"
+                self.desk_notice = f"This is {who}'s conversation: nothing runs here for you."
+                self._give_back(text)
                 return
             viewer = self._viewer()
             if viewer is None:

@@ -72,7 +72,7 @@ def _transcript() -> rx.Component:
             open_count=ChatState.open_count,
             bulk_ok=ChatState.bulk_ok,
             errors=ChatState.batch_errors,
-            can_retry=ChatState.can_retry,
+            can_retry=ChatState.may_retry,
             on_approve_all=_noted_batch("approve_all", ChatState.approve_all),
             on_reject_all=_noted_batch("reject_all", ChatState.reject_all),
             on_cancel_all=_noted_batch("cancel_all", ChatState.cancel_all),
@@ -81,7 +81,7 @@ def _transcript() -> rx.Component:
         status=status_row(
             resuming=ChatState.resuming,
             run_error=ChatState.run_error,
-            can_resend=ChatState.can_resend,
+            can_resend=ChatState.may_resend,
             on_retry_send=ChatState.retry_send,
         ),
         empty=empty_transcript(suggestions=SUGGESTIONS, on_suggestion=ChatState.use_suggestion),
