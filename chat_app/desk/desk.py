@@ -584,7 +584,8 @@ class Desk:
         (their client, restored, knows whether the answer in flight was applied); answers
         decided but never carried are carried now. Returns the threads it touched."""
         now = self.clock()
-        touched: list[str] = await self._db(self.store.interrupted, now)
+        grace = timedelta(seconds=self.lease_seconds)
+        touched: list[str] = await self._db(lambda: self.store.interrupted(now, grace=grace))
         for thread_id in touched:
             if not await self._claim(thread_id):
                 continue

@@ -48,8 +48,8 @@ class Fanout:
         self._wake(topics)
         if self.redis_url is None:
             return
-        await self._ensure_listening()
         try:
+            await self._ensure_listening()
             await self._redis.publish(CHANNEL, "\n".join(topics))
         except Exception as error:  # other workers poll too: a lost notice costs a delay
             _log.warning("Could not publish a desk notice to Redis: %s", error)
@@ -73,7 +73,10 @@ class Fanout:
                 if self._generations.get(topic, 0) != before
             )
         if self.redis_url is not None:
-            await self._ensure_listening()
+            try:
+                await self._ensure_listening()
+            except Exception as error:  # this worker's own notices still come; others poll
+                _log.warning("Could not listen for desk notices on Redis: %s", error)
         waiter = _Waiter(frozenset(wanted), asyncio.Event(), asyncio.get_running_loop())
         self._waiters.add(waiter)
         try:

@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from sqlalchemy import (
@@ -349,14 +349,21 @@ class DeskStore:
                 .values(runner=None, runner_until=None)
             )
 
-    def interrupted(self, now: datetime) -> list[str]:
-        """Conversations whose runner's lease lapsed while running (a worker died)."""
+    def interrupted(self, now: datetime, *, grace: timedelta) -> list[str]:
+        """Conversations whose runner's lease lapsed while running (a worker died), and those
+        marked running that no worker took within `grace` (one died between the two)."""
         with self.engine.connect() as connection:
             return list(
                 connection.execute(
                     select(conversations.c.thread_id).where(
                         conversations.c.status == "running",
-                        or_(conversations.c.runner.is_(None), conversations.c.runner_until < now),
+                        or_(
+                            conversations.c.runner_until < now,
+                            and_(
+                                conversations.c.runner.is_(None),
+                                conversations.c.updated_at < now - grace,
+                            ),
+                        ),
                     )
                 ).scalars()
             )
@@ -486,9 +493,18 @@ class DeskStore:
         self, decision_id: str, *, email: str, name: str, verified_by: str, token_name: str,
         roles: Sequence[str], approved: bool, answer: dict[str, Any], now: datetime,
     ) -> bool:  # fmt: skip
-        """Record one person's answer; False when they already gave one."""
+        """Record one person's approval towards a decision still pending; False when they
+        gave one already, or it is pending no more (the row is locked meanwhile, so a vote
+        never lands after the decision it would count towards)."""
         try:
             with write_transaction(self.engine) as connection:
+                pending = connection.execute(
+                    select(decisions.c.id)
+                    .where(decisions.c.id == decision_id, decisions.c.status == "pending")
+                    .with_for_update()
+                ).first()
+                if pending is None:
+                    return False
                 connection.execute(
                     insert(decision_votes).values(
                         decision_id=decision_id,

@@ -464,12 +464,13 @@ def test_a_database_that_goes_away_is_503_and_nothing_is_decided(
 def test_the_app_looks_for_interrupted_runs_while_it_runs(
     tmp_path: Path, database_url: str
 ) -> None:
-    """A conversation a dead worker left `running` (no lease) is settled once the app with a
-    desk has started: its lifespan runs `keep_recovering`, and stops it at shutdown."""
+    """A conversation a dead worker left `running` (no lease, long ago) is settled once the
+    app with a desk has started: its lifespan runs `keep_recovering`, and stops it at shutdown."""
     engine = open_database(database_url)
     try:
         store = DeskStore(engine)
-        now, state = datetime.now(UTC), '{"thread_id": "t-dead"}'
+        # Marked running five minutes ago, and no worker took it since (one died between).
+        now, state = datetime.now(UTC) - timedelta(minutes=5), '{"thread_id": "t-dead"}'
         store.create("t-dead", owner_email=RITA, owner_name="Rita", title="hello", state=state,
                      now=now)  # fmt: skip
         store.save("t-dead", state=state, status="running", waiting_for="", error=None, now=now)
