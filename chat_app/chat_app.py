@@ -40,6 +40,7 @@ from chat_app.trust import Identity, PolicyError, audit_report
 from chat_app.trust.store import DatabaseUnavailable
 from chat_app.ui import session
 from chat_app.ui.audit_state import AuditState
+from chat_app.ui.components.schema_form import PROPOSED_SCRIPT
 from chat_app.ui.conversations_state import ConversationsState
 from chat_app.ui.inbox_state import InboxState
 from chat_app.ui.pages.audit import audit
@@ -167,7 +168,11 @@ app = rx.App(
         desk=desk,
         recover=False,  # the app's own lifespan task does (below)
     ),
-    head_components=[rx.el.link(rel="icon", type="image/svg+xml", href="/favicon.svg")],
+    head_components=[
+        rx.el.link(rel="icon", type="image/svg+xml", href="/favicon.svg"),
+        rx.script(PROPOSED_SCRIPT),
+    ],
+    stylesheets=["/forms.css"],
 )
 app.add_page(
     index, route="/", title="Ops desk · chat_app", image="/logo.svg", on_load=ChatState.on_load

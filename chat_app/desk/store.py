@@ -476,11 +476,12 @@ class DeskStore:
                 return []
             rows = connection.execute(
                 select(decisions)
-                .where(
-                    decisions.c.id.in_(sorted(candidates)), decisions.c.status == "pending", where
-                )
+                .where(decisions.c.id.in_(sorted(candidates)), where)
                 .order_by(decisions.c.created_at.desc(), decisions.c.id)
             ).all()
+            # Decided since its routes were read: left out here (a status condition in the
+            # statement has SQLite walk every pending decision by its status index instead).
+            rows = [row for row in rows if row.status == "pending"]
             if cutoff is not None:  # beyond it, newer ones may have been left unread
                 safe = [row for row in rows if row.created_at > cutoff]
                 if len(safe) < limit:

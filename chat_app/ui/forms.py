@@ -49,6 +49,9 @@ class FormField:
     pattern: str = ""
     placeholder: str = ""
     error: str = ""  # the message shown under the control after a failed submit
+    #: Edited arguments: the value the model proposed, shown beside a field once changed.
+    proposed: str = ""
+    has_proposed: bool = False
 
 
 @dataclass

@@ -233,6 +233,10 @@ def decision_view(
         if not schema:
             return []
         rows = form_fields(schema, initial)
+        if form == "edit":  # each field says what was proposed, once changed
+            for row in rows:
+                if row.kind not in ("group", "list", "checks"):
+                    row.proposed, row.has_proposed = row.value, True
         return _apply_drafts(rows, memory.drafts.get(form, {}), memory.errors.get(form, {}))
 
     if isinstance(item, ToolApprovalInterrupt):

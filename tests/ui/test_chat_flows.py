@@ -7,6 +7,7 @@ saves a screenshot of the states it passes through.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -80,12 +81,24 @@ def test_edited_arguments_are_validated_then_sent(page: Page, screenshot_dir: Pa
     page.locator(".approval-card button.edit").click()
     form = page.locator(".form-edit")
     expect(form.locator('input[name="to"]')).to_have_value("ada@example.com")
+    # Nothing changed yet: no field shows the proposal.
+    expect(form.locator(".proposed-value").first).to_be_hidden()
     form.locator('input[name="to"]').fill("not an email")
+    form.locator('input[name="subject"]').fill("Launch day")
+    # Each changed field shows what was proposed, as it is typed; an unchanged one does not.
+    subject = form.locator('[data-field="subject"]')
+    expect(subject).to_have_class(re.compile(r"\bchanged\b"))
+    expect(subject.locator(".proposed-value")).to_be_visible()
+    expect(subject.locator(".proposed-value")).to_have_text("Proposed: Launch")
+    expect(form.locator('[data-field="body"] .proposed-value')).to_be_hidden()
+    form.locator('input[name="subject"]').fill("Launch")
+    expect(subject.locator(".proposed-value")).to_be_hidden()
     form.locator('input[name="subject"]').fill("Launch day")
     form.locator("button[type=submit]").click()
     error = form.locator('[data-field="to"] .field-error')
     expect(error).to_have_text("Enter a valid email address.")
     expect(form.locator('input[name="subject"]')).to_have_value("Launch day")  # draft kept
+    expect(subject.locator(".proposed-value")).to_be_visible()  # changed, after the round trip
     shot(page, screenshot_dir, "edit-invalid")
     form.locator('input[name="to"]').fill("grace@example.com")
     form.locator("button[type=submit]").click()

@@ -123,6 +123,34 @@ def _control(row: FormField) -> rx.Component:
     )
 
 
+#: Marks an edited-arguments field `changed` while its value differs from the proposal, so
+#: the proposal shows beside it (`.proposed-value`, in assets/forms.css). Delegated, once per
+#: page: fields come and go with the decisions.
+PROPOSED_SCRIPT = """
+(() => {
+  const mark = (event) => {
+    const control = event.target;
+    const row = control && control.closest && control.closest('.form-field[data-proposed]');
+    if (!row || !row.closest('.form-edit')) return;
+    const value = control.type === 'checkbox' ? (control.checked ? 'true' : '') : control.value;
+    row.classList.toggle('changed', value !== row.dataset.proposed);
+  };
+  document.addEventListener('input', mark, true);
+  document.addEventListener('change', mark, true);
+})();
+"""
+
+
+def _proposed(row: FormField) -> rx.Component:
+    return rx.text(
+        "Proposed: ",
+        rx.code(rx.cond(row.proposed != "", row.proposed, "(empty)")),
+        size="1",
+        color_scheme="amber",
+        class_name="proposed-value",
+    )
+
+
 def field_row(row: FormField) -> rx.Component:
     return rx.cond(
         row.kind == "group",
@@ -135,13 +163,18 @@ def field_row(row: FormField) -> rx.Component:
         rx.vstack(
             rx.cond(row.kind != "boolean", _label(row)),
             _control(row),
+            rx.cond(row.has_proposed, _proposed(row)),
             _help(row),
             _error(row),
             spacing="1",
             width="100%",
             padding_left=rx.cond(row.depth > 0, f"calc({row.depth} * 1em)", "0"),
-            class_name="form-field",
+            # `changed` is kept by the page's script as the person types (PROPOSED_SCRIPT).
+            class_name=rx.cond(
+                row.has_proposed & (row.value != row.proposed), "form-field changed", "form-field"
+            ),
             data_field=row.path,
+            custom_attrs={"data-proposed": rx.cond(row.has_proposed, row.proposed, "")},
         ),
     )
 
