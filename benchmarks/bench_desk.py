@@ -313,7 +313,12 @@ def _connection_for(agent: Agent, first_event: dict[str, float]) -> Callable[[Ru
 
     def connect(run_as: RunAs) -> Connection:
         def run(given: RunAgentInput) -> AsyncIterator[Any]:
-            events = agent.run(given, identity=run_as.identity, cosigners=run_as.cosigners)
+            events = agent.run(
+                given,
+                identity=run_as.identity,
+                cosigners=run_as.cosigners,
+                deciders=run_as.deciders,
+            )
             return stamped(given.thread_id, events) if given.resume else events
 
         return InProcessConnection(run, encode=event_to_wire)

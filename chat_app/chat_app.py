@@ -68,7 +68,12 @@ def _desk_connection(run_as: RunAs) -> Connection:
         return SSEConnection(AGENT_URL, timeout=120)
 
     def run(run_input: Any) -> Any:
-        return agent.run(run_input, identity=run_as.identity, cosigners=run_as.cosigners)
+        return agent.run(
+            run_input,
+            identity=run_as.identity,
+            cosigners=run_as.cosigners,
+            deciders=run_as.deciders,
+        )
 
     return InProcessConnection(run, encode=event_to_wire)
 
@@ -82,6 +87,7 @@ def _desk_tool_list() -> list[Any]:
     if not _desk_tools:
         _desk_tools.extend(_manifest().tools)
     return _desk_tools
+
 
 #: Where the remote agent's other routes live (`…/api/chat` -> `…/api`).
 API_BASE = AGENT_URL.rsplit("/", 1)[0]

@@ -19,7 +19,7 @@ request body cannot claim who approved (`docs/protocol.md` §6.7).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chat_app.interrupts import Decision, DecisionProblem
@@ -51,6 +51,18 @@ class Gate:
     #: `decider`); counted only towards a rule's quorum. Only a trusted in-process caller
     #: (the approval desk) gives them, never a request body.
     cosigners: Mapping[str, Sequence[Identity]] = field(default_factory=dict)
+    #: Who gave an item's answer when it is not `decider` (a batch decided by several people),
+    #: by interrupt id; from the same trusted caller only.
+    deciders: Mapping[str, Identity] = field(default_factory=dict)
+
+    def decider_of(self, interrupt_id: str) -> Identity:
+        """Who answered this item."""
+        return self.deciders.get(interrupt_id, self.decider)
+
+    def for_item(self, interrupt_id: str) -> Gate:
+        """This gate as the person who answered `interrupt_id`."""
+        decider = self.deciders.get(interrupt_id)
+        return self if decider is None else replace(self, decider=decider)
 
     def describe(self, rule: Rule | None, requester: Requester) -> dict[str, Any]:
         """What a pause tells the page about who may decide an item."""
@@ -157,9 +169,7 @@ class Gate:
         return self.sealer.asked_by(sealed, (person or self.decider).email)
 
 
-def check_policy(
-    policy: Policy, tools: Mapping[str, Tool], definitions: Collection[str]
-) -> None:
+def check_policy(policy: Policy, tools: Mapping[str, Tool], definitions: Collection[str]) -> None:
     """Refuse a rule that could never apply to this agent (a typo'd tool would leave the calls
     it meant to guard to whoever asked): `PolicyError` naming the rule and what to fix."""
     for rule in policy.rules:

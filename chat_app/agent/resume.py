@@ -342,6 +342,7 @@ def _gate_one(
     sealed: str,
     rules: list[Rule | None],
 ) -> None:
+    gate = gate.for_item(decision.interrupt_id)
     problem = gate.check(decision, sealed=sealed, rules=rules)
     if problem is not None:
         errors.item(decision.interrupt_id, problem.code, problem.message, source=problem.source)

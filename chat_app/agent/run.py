@@ -144,6 +144,7 @@ class Agent:
         *,
         identity: Identity = ANONYMOUS,
         cosigners: Mapping[str, Sequence[Identity]] | None = None,
+        deciders: Mapping[str, Identity] | None = None,
     ) -> AsyncIterator[BaseEvent]:
         """Stream one run's AG-UI events, for `identity` (verified by the caller: a session,
         a trusted proxy or a token; never the request body).
@@ -154,8 +155,12 @@ class Agent:
         answer is this run's resume entry). They count only towards a policy rule's quorum,
         and each must be allowed by the rule; the trail's decision record lists them. The
         HTTP route never passes any: a request body cannot claim who approved.
+
+        `deciders`, from the same trusted caller, names by interrupt id the verified person
+        who gave that item's answer when it is not `identity` (a batch decided by several
+        people): each answer is checked, and recorded, as theirs.
         """
-        run = _Run(self, input, identity, cosigners or {})
+        run = _Run(self, input, identity, cosigners or {}, deciders or {})
         try:
             async for event in run.events():
                 yield event
@@ -176,6 +181,7 @@ class _Run:
         input: RunAgentInput,
         identity: Identity,
         cosigners: Mapping[str, Sequence[Identity]],
+        deciders: Mapping[str, Identity],
     ) -> None:
         self.agent = agent
         self.input = input
@@ -188,6 +194,7 @@ class _Run:
             agent.sealer,
             identity,
             {item: tuple(people) for item, people in cosigners.items()},
+            dict(deciders),
         )
         #: For whom new items are sealed: the person running a new request; on a continuation,
         #: whoever the resumed batch was for (set once it is checked).
@@ -215,12 +222,12 @@ class _Run:
         """Who acted, as verified; `forwardedProps.actor` is never believed."""
         return self.identity.email or None
 
-    def _audit(self, kind: str, data: dict[str, Any]) -> AuditEntry:
+    def _audit(self, kind: str, data: dict[str, Any], *, by: Identity | None = None) -> AuditEntry:
         return AuditEntry(
             kind=kind,
             thread_id=self.input.thread_id,
             run_id=self.input.run_id,
-            actor=self.actor,
+            actor=(by.email or None) if by is not None else self.actor,
             data=data,
         )
 
@@ -237,9 +244,11 @@ class _Run:
             entries=[
                 self._audit(
                     "decision",
-                    {**plan.audit_record(entry.interrupt_id), **self._verified},
+                    {**plan.audit_record(entry.interrupt_id), **self._verified_as(decider)},
+                    by=decider,
                 )
                 for entry in resume
+                for decider in [self.gate.decider_of(entry.interrupt_id)]
             ],
         )
         if taken:
@@ -264,9 +273,12 @@ class _Run:
     @property
     def _verified(self) -> dict[str, str]:
         """How the person acting was verified, for the trail (and which token, if one)."""
-        method: dict[str, str] = {"verifiedBy": self.identity.method}
-        token = self.identity.token_name
-        return {**method, "tokenName": token} if token else method
+        return self._verified_as(self.identity)
+
+    @staticmethod
+    def _verified_as(person: Identity) -> dict[str, str]:
+        method: dict[str, str] = {"verifiedBy": person.method}
+        return {**method, "tokenName": person.token_name} if person.token_name else method
 
     async def _record_refusals(self, error: InterruptResumeValidationError) -> None:
         """Put every answer the policy refused in the trail, with who tried and why."""

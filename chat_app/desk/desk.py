@@ -112,6 +112,8 @@ class RunAs:
 
     identity: Identity
     cosigners: Mapping[str, tuple[Identity, ...]] = field(default_factory=dict)
+    #: Who answered each item of a batch decided by several people (by interrupt id).
+    deciders: Mapping[str, Identity] = field(default_factory=dict)
 
 
 #: How the desk reaches the agent for a run: a connection acting for that person.
@@ -563,6 +565,7 @@ class Desk:
         """The decider of the last answer, with earlier approvers as cosigners."""
         last = max(rows, key=lambda row: row.decided_at)
         cosigners: dict[str, tuple[Identity, ...]] = {}
+        deciders: dict[str, Identity] = {}
         final: Identity | None = None
         for row in rows:
             votes = self.store.voters(row.id)
@@ -570,6 +573,8 @@ class Desk:
             decider = next((v for v in voters if v.email == row.decided_by), None)
             if row is last:
                 final = decider
+            if decider is not None:
+                deciders[row.item_id] = decider
             others = tuple(
                 voter
                 for voter, vote in zip(voters, votes, strict=True)
@@ -577,7 +582,7 @@ class Desk:
             )
             if others:
                 cosigners[row.item_id] = others
-        return RunAs(final or ANONYMOUS, cosigners)
+        return RunAs(final or ANONYMOUS, cosigners, deciders)
 
     async def recover(self) -> list[str]:
         """At start: conversations a dead worker left running are shown failed, with Retry

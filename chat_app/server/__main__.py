@@ -84,7 +84,12 @@ def connection_for(agent: Agent) -> Callable[[RunAs], Connection]:
 
     def connect(run_as: RunAs) -> Connection:
         def run(run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
-            return agent.run(run_input, identity=run_as.identity, cosigners=run_as.cosigners)
+            return agent.run(
+                run_input,
+                identity=run_as.identity,
+                cosigners=run_as.cosigners,
+                deciders=run_as.deciders,
+            )
 
         return InProcessConnection(run, encode=event_to_wire)
 

@@ -53,7 +53,12 @@ class World:
         def connect(run_as: RunAs) -> Connection:
             def run(given: RunAgentInput) -> AsyncIterator[Any]:
                 self.runs.append(given)
-                events = self.agent.run(given, identity=run_as.identity, cosigners=run_as.cosigners)
+                events = self.agent.run(
+                    given,
+                    identity=run_as.identity,
+                    cosigners=run_as.cosigners,
+                    deciders=run_as.deciders,
+                )
                 return events if wrap is None else wrap(given, events)
 
             return InProcessConnection(run, encode=event_to_wire)
