@@ -122,15 +122,6 @@ ConnectionFor = Callable[[RunAs], Connection]
 ToolSource = Callable[[], Sequence[ClientTool]]
 
 
-@dataclass(eq=False)
-class _Live:
-    """A conversation running in this process."""
-
-    client: ChatClient
-    task: asyncio.Task[None] | None = None
-    run_as: RunAs = field(default_factory=lambda: RunAs(ANONYMOUS))
-
-
 class Desk:
     """Stored conversations, the inbox and server-run continuations."""
 
@@ -154,7 +145,8 @@ class Desk:
         self.worker = worker or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.clock = clock
         self.lease_seconds = lease_seconds
-        self._live: dict[str, _Live] = {}
+        #: The runs going on in this process, by conversation.
+        self._live: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         #: One run or continuation at a time per conversation in this process: the lease is
         #: this worker's, so two of its tasks would both hold it.
@@ -318,7 +310,7 @@ class Desk:
         if not (state.can_retry or state.can_resend or _reply_lost(state)):
             raise DeskError("invalid", "Nothing failed here that could run again.")
         # A message runs again as whoever wrote it (an admin's Retry does not make it theirs).
-        owner = Identity(email=row.owner_email, method="none", name=row.owner_name)
+        owner = _owner_of(row)
         run_as = RunAs(viewer if viewer.email == row.owner_email else owner)
         in_flight = state.manager.retry_submission
         if state.can_retry and in_flight is not None:
@@ -488,9 +480,8 @@ class Desk:
         row = await self._db(self.store.load, thread_id)
         assert row is not None
         client = self._client(row.state, run_as)
-        live = self._live[thread_id] = _Live(client, run_as=run_as)
         owner_email, owner_name = row.owner_email, row.owner_name
-        task = live.task = asyncio.ensure_future(action(client))
+        task = self._live[thread_id] = asyncio.ensure_future(action(client))
         saved: tuple[int, bool, int] = (-1, False, -1)
         last_renew = last_save = time.monotonic()
         try:
@@ -613,7 +604,7 @@ class Desk:
                 if not go_on:
                     await self._db(self.store.release, thread_id, self.worker)
             if go_on:  # under this worker's lease, which the run takes on
-                owner = Identity(email=row.owner_email, method="none", name=row.owner_name)
+                owner = _owner_of(row)
                 self._spawn(self._run(thread_id, RunAs(owner), _go_on))
         for thread_id in await self._db(self.store.threads_with_answers):
             self._spawn(self._continue(thread_id))
@@ -660,8 +651,8 @@ class Desk:
         task.add_done_callback(done)
 
     def _busy(self, thread_id: str) -> bool:
-        live = self._live.get(thread_id)
-        return live is not None and live.task is not None and not live.task.done()
+        task = self._live.get(thread_id)
+        return task is not None and not task.done()
 
     async def _claim(self, thread_id: str) -> bool:
         now = self.clock()
@@ -877,6 +868,12 @@ async def _stage(client: ChatClient, item_id: str, entry: Mapping[str, Any]) -> 
             item_id, approved=decision.kind == "approve", payload=decision.payload,
             edited_args=decision.edited_args,
         )  # fmt: skip
+
+
+def _owner_of(row: Any) -> Identity:
+    """Who started a stored conversation, for a run the desk makes on their behalf (a retried
+    message, a reply to finish): as verified when they started it, nothing newer."""
+    return Identity(email=row.owner_email, method="none", name=row.owner_name)
 
 
 def _identity(vote: Any) -> Identity:

@@ -8,7 +8,7 @@ the HTTP desk API answers with (`docs/protocol.md` §10).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypeAlias
 
@@ -240,7 +240,6 @@ class DecideResult:
     status: Literal["decided", "waiting"]
     item: InboxItem
     message: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "message": self.message, "decision": self.item.to_json()}
