@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import reflex as rx
 
 from ._types import Handler, Prop
+from .listing import listing
 
 
 @dataclass
@@ -126,53 +127,29 @@ def conversation_list(
 ) -> rx.Component:
     """The list, newest first; what stops it from being shown (`problem`); an empty state
     that offers `on_new` (a new conversation)."""
-    return rx.vstack(
-        rx.cond(
-            problem != "",
-            rx.callout(
-                problem, icon="lock", color_scheme="red", id="conversations-problem", role="alert"
+    return listing(
+        rows,
+        _row,
+        loaded=loaded,
+        problem=problem,
+        problem_icon="lock",
+        name="conversations",
+        list_id="conversation-list",
+        label="Your conversations, newest first",
+        empty=[
+            rx.text("No conversations yet.", weight="medium"),
+            rx.text(
+                "Every conversation you start in the chat is kept here, with its own "
+                "address you can open on any device.",
+                size="2",
+                color_scheme="gray",
             ),
-        ),
-        rx.cond(
-            loaded & (problem == ""),
-            rx.cond(
-                # `rows` is a Var here (see `Prop`), whose `length()` mypy cannot see.
-                rows.length() > 0,  # type: ignore[union-attr]
-                rx.el.ul(
-                    rx.foreach(rows, _row),
-                    id="conversation-list",
-                    aria_label="Your conversations, newest first",
-                    margin="0",
-                    padding="0",
-                    width="100%",
-                    border=f"1px solid {rx.color('gray', 5)}",
-                    border_radius="8px",
-                    background_color=rx.color("gray", 1),
-                ),
-                rx.vstack(
-                    rx.text("No conversations yet.", weight="medium"),
-                    rx.text(
-                        "Every conversation you start in the chat is kept here, with its own "
-                        "address you can open on any device.",
-                        size="2",
-                        color_scheme="gray",
-                    ),
-                    rx.button(
-                        rx.icon("plus", size=14),
-                        "Start a conversation",
-                        on_click=on_new,
-                        size="2",
-                        variant="soft",
-                    ),
-                    id="conversations-empty",
-                    align="center",
-                    text_align="center",
-                    spacing="2",
-                    padding="2.5em 1em",
-                    width="100%",
-                ),
+            rx.button(
+                rx.icon("plus", size=14),
+                "Start a conversation",
+                on_click=on_new,
+                size="2",
+                variant="soft",
             ),
-        ),
-        spacing="3",
-        width="100%",
+        ],
     )

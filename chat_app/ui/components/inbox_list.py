@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import reflex as rx
 
 from ._types import Handler, Prop
+from .listing import listing
 
 
 @dataclass
@@ -270,66 +271,38 @@ def inbox_list(
 ) -> rx.Component:
     """The pending decisions, newest first; what stops them from being shown (`problem`);
     an empty state (with `on_clear` when `filtered` hid everything)."""
-    return rx.vstack(
-        rx.cond(
-            problem != "",
-            rx.callout(
-                problem,
-                icon="triangle_alert",
-                color_scheme="red",
-                id="inbox-problem",
-                role="alert",
-            ),
-        ),
-        rx.cond(
-            loaded & (problem == ""),
+    return listing(
+        rows,
+        _item,
+        loaded=loaded,
+        problem=problem,
+        problem_icon="triangle_alert",
+        name="inbox",
+        list_id="inbox-list",
+        label="Pending decisions, newest first",
+        empty=[
+            rx.icon("inbox", size=28, color=rx.color("gray", 9), aria_hidden="true"),
             rx.cond(
-                # `rows` is a Var here (see `Prop`), whose `length()` mypy cannot see.
-                rows.length() > 0,  # type: ignore[union-attr]
-                rx.el.ul(
-                    rx.foreach(rows, _item),
-                    id="inbox-list",
-                    aria_label="Pending decisions, newest first",
-                    margin="0",
-                    padding="0",
-                    width="100%",
-                    border=f"1px solid {rx.color('gray', 5)}",
-                    border_radius="8px",
-                    background_color=rx.color("gray", 1),
-                ),
-                rx.vstack(
-                    rx.icon("inbox", size=28, color=rx.color("gray", 9), aria_hidden="true"),
-                    rx.cond(
-                        filtered,
-                        rx.fragment(
-                            rx.text("Nothing pending matches these filters.", weight="medium"),
-                            rx.button(
-                                "Clear the filters",
-                                on_click=on_clear,
-                                size="2",
-                                variant="soft",
-                                id="inbox-clear",
-                            ),
-                        ),
-                        rx.fragment(
-                            rx.text("Nothing is waiting for you.", weight="medium"),
-                            rx.text(
-                                "Decisions you may make appear here as soon as an agent "
-                                "asks for them.",
-                                size="2",
-                                color_scheme="gray",
-                            ),
-                        ),
+                filtered,
+                rx.fragment(
+                    rx.text("Nothing pending matches these filters.", weight="medium"),
+                    rx.button(
+                        "Clear the filters",
+                        on_click=on_clear,
+                        size="2",
+                        variant="soft",
+                        id="inbox-clear",
                     ),
-                    id="inbox-empty",
-                    align="center",
-                    text_align="center",
-                    spacing="2",
-                    padding="2.5em 1em",
-                    width="100%",
+                ),
+                rx.fragment(
+                    rx.text("Nothing is waiting for you.", weight="medium"),
+                    rx.text(
+                        "Decisions you may make appear here as soon as an agent "
+                        "asks for them.",
+                        size="2",
+                        color_scheme="gray",
+                    ),
                 ),
             ),
-        ),
-        spacing="3",
-        width="100%",
+        ],
     )
