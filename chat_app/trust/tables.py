@@ -19,6 +19,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
+    Float,
     Dialect,
     ForeignKey,
     Index,
@@ -38,6 +39,7 @@ __all__ = [
     "decision_routes",
     "decision_votes",
     "decisions",
+    "deliveries",
     "metadata",
     "sign_in_failures",
     "user_roles",
@@ -146,6 +148,9 @@ conversations = Table(
     Column("runner_until", UTCDateTime, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    # Until when its owner's page was last known open on it (a requester who is looking at
+    # it is not sent a notice for a decision that is theirs).
+    Column("watched_until", UTCDateTime, nullable=True),
     Index(None, "owner_email", "updated_at"),
     Index(None, "status"),
 )
@@ -183,8 +188,25 @@ decisions = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("expires_at", UTCDateTime, nullable=True),
     Column("decided_at", UTCDateTime, nullable=True),
+    # The timers, as due times (a worker that wins the conditional UPDATE setting the `…ed_at`
+    # beside one fires it: once, whatever the number of workers or a clock that jumps).
+    Column("notify_at", UTCDateTime, nullable=True),  # the first notice
+    Column("notified_at", UTCDateTime, nullable=True),
+    Column("remind_at", UTCDateTime, nullable=True),
+    Column("reminded_at", UTCDateTime, nullable=True),
+    Column("escalate_at", UTCDateTime, nullable=True),
+    Column("escalated_at", UTCDateTime, nullable=True),
+    Column("escalate_to", Text, nullable=False, server_default="[]"),  # JSON list, as approvers
+    # Seconds from the pause to the decision, and of the continuation that carried it.
+    Column("wait_seconds", Float, nullable=True),
+    Column("continued_seconds", Float, nullable=True),
+    Column("run_id", String(100), nullable=True),  # the run that paused for it
     UniqueConstraint("thread_id", "item_id"),
     Index(None, "status", "created_at"),
+    Index(None, "status", "expires_at"),
+    Index(None, "status", "notify_at"),
+    Index(None, "status", "remind_at"),
+    Index(None, "status", "escalate_at"),
 )
 
 #: Who may find a pending decision in their inbox: `role:<role>` or `user:<email>` (a rule's
@@ -213,4 +235,30 @@ decision_votes = Table(
     Column("approved", Boolean, nullable=False),
     Column("answer", Text, nullable=False),  # the resume entry this person gave, JSON
     Column("at", UTCDateTime, nullable=False),
+)
+
+#: The notifications outbox: one row per notice, channel and recipient (`key` keeps it so,
+#: whichever worker enqueues it), delivered by whichever worker claims it, retried with
+#: backoff until `sent` or, after the last attempt, `failed`.
+deliveries = Table(
+    "deliveries",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("key", String(400), nullable=False, unique=True),
+    Column("decision_id", String(40), nullable=True),
+    Column("thread_id", String(100), nullable=True),
+    Column("event", String(30), nullable=False),  # decision-needed, reminder, escalated
+    Column("channel", String(20), nullable=False),  # webhook, email
+    Column("recipient", String(320), nullable=False),  # an email; "" for a webhook
+    Column("notice", Text, nullable=False),  # what to say, JSON (chat_app.notify.Notice)
+    Column("status", String(20), nullable=False),  # pending, sent, failed
+    Column("attempts", Integer, nullable=False),
+    Column("next_attempt_at", UTCDateTime, nullable=False),
+    Column("claimed_by", String(100), nullable=True),
+    Column("claimed_until", UTCDateTime, nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("sent_at", UTCDateTime, nullable=True),
+    Index(None, "status", "next_attempt_at"),
+    Index(None, "created_at"),
 )
