@@ -1,0 +1,31 @@
+"""What operators watch: traces, one per decision (`tracing.py`), and JSON log lines
+(`logs.py`). Both are off until configured from the environment by an entry point.
+
+Imports nothing of ours.
+"""
+
+from .logs import JsonLines, configure_logging, server_log_config
+from .tracing import (
+    close_decision,
+    configure_tracing,
+    decision_root,
+    decision_span,
+    decision_trace_id,
+    flush_tracing,
+    run_span,
+    tracing_enabled,
+)
+
+__all__ = [
+    "JsonLines",
+    "close_decision",
+    "configure_logging",
+    "configure_tracing",
+    "decision_root",
+    "decision_span",
+    "decision_trace_id",
+    "flush_tracing",
+    "run_span",
+    "server_log_config",
+    "tracing_enabled",
+]

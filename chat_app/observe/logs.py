@@ -1,0 +1,169 @@
+"""Log lines as JSON (`CHAT_APP_LOG_FORMAT=json`), one object per line on stderr, for a log
+pipeline to read without parsing prose.
+
+Each line has `time` (ISO 8601, UTC), `level`, `logger`, `message`, whatever the call passed
+with `extra=`, `exception` (the traceback's text) when there is one, and `trace_id` and
+`span_id` when a span is current (a continuation run's, `tracing.run_span`), so that a line
+leads to its trace.
+
+The HTTP servers configure their own loggers with handlers of their own (uvicorn: `uvicorn`,
+`uvicorn.access`; granian: `_granian`, `granian.access`), which would keep their lines as
+text: `configure_logging` strips those handlers and lets the loggers propagate to the root's,
+and `server_log_config` is the same as a `dictConfig` for a server to apply when it starts
+(uvicorn's `log_config=`, granian's `log_dictconfig=`), since both re-apply their own then.
+
+Imports nothing of ours.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.config
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal, TextIO, TypeAlias, get_args
+
+from opentelemetry import trace
+from pythonjsonlogger.core import RESERVED_ATTRS
+from pythonjsonlogger.json import JsonFormatter
+
+__all__ = [
+    "LOG_FORMATS",
+    "LOG_FORMAT_ENV",
+    "LOG_LEVEL_ENV",
+    "SERVER_LOGGERS",
+    "JsonLines",
+    "LogFormat",
+    "configure_logging",
+    "server_log_config",
+]
+
+LogFormat: TypeAlias = Literal["text", "json"]
+LOG_FORMATS: tuple[LogFormat, ...] = get_args(LogFormat)
+LOG_FORMAT_ENV = "CHAT_APP_LOG_FORMAT"
+LOG_LEVEL_ENV = "CHAT_APP_LOG_LEVEL"
+#: The loggers uvicorn and granian give handlers of their own.
+SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "_granian", "granian.access")
+
+#: uvicorn passes its message again with ANSI colours as an extra; the line has it once.
+_NOT_EXTRAS = [*RESERVED_ATTRS, "color_message"]
+
+
+class JsonLines(JsonFormatter):
+    """python-json-logger's formatter with this app's fields, in this order: time, level,
+    logger, message, the call's extras, exception, trace_id, span_id."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            ["message"],
+            reserved_attrs=_NOT_EXTRAS,
+            rename_fields={"exc_info": "exception"},
+            json_ensure_ascii=False,
+        )
+
+    def add_fields(
+        self, log_data: dict[str, Any], record: logging.LogRecord, message_dict: dict[str, Any]
+    ) -> None:
+        moment = datetime.fromtimestamp(record.created, UTC)
+        log_data["time"] = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        log_data["level"] = record.levelname
+        log_data["logger"] = record.name
+        super().add_fields(log_data, record, message_dict)
+        context = trace.get_current_span().get_span_context()
+        if context.is_valid:
+            log_data["trace_id"] = trace.format_trace_id(context.trace_id)
+            log_data["span_id"] = trace.format_span_id(context.span_id)
+
+
+class _JsonHandler(logging.StreamHandler[TextIO]):
+    """The root's JSON handler (its own class, so that configuring twice replaces it)."""
+
+
+def _json_handler() -> logging.Handler:
+    """A handler writing `JsonLines` to stderr (also `server_log_config`'s factory)."""
+    handler = _JsonHandler(sys.stderr)
+    handler.setFormatter(JsonLines())
+    return handler
+
+
+def _read_format(environ: Mapping[str, str]) -> LogFormat:
+    value = environ.get(LOG_FORMAT_ENV, "").strip().lower() or "text"
+    for known in LOG_FORMATS:
+        if value == known:
+            return known
+    raise ValueError(
+        f"{LOG_FORMAT_ENV}={environ.get(LOG_FORMAT_ENV)!r} is not a log format; use text or json."
+    )
+
+
+def _read_level(environ: Mapping[str, str]) -> int | None:
+    value = environ.get(LOG_LEVEL_ENV, "").strip().upper()
+    if not value:
+        return None
+    level = logging.getLevelNamesMapping().get(value)
+    if level is None:
+        raise ValueError(
+            f"{LOG_LEVEL_ENV}={environ.get(LOG_LEVEL_ENV)!r} is not a log level; "
+            "use DEBUG, INFO, WARNING, ERROR or CRITICAL."
+        )
+    return level
+
+
+def configure_logging(environ: Mapping[str, str]) -> None:
+    """Set up the root logger as `CHAT_APP_LOG_FORMAT` (`text`, the default, or `json`) and
+    `CHAT_APP_LOG_LEVEL` (default INFO) say; a `ValueError` names a value that is neither.
+
+    `text` changes nothing but the level, and that only when it is given. `json` gives the
+    root one handler on stderr writing `JsonLines` (console handlers already there would
+    write each line a second time, as text: they go; others, such as files, stay) and sends
+    the servers' loggers to it.
+    """
+    log_format = _read_format(environ)
+    level = _read_level(environ)
+    root = logging.getLogger()
+    if log_format == "text":
+        if level is not None:
+            root.setLevel(level)
+        return
+    for handler in list(root.handlers):
+        if isinstance(handler, _JsonHandler) or _writes_to_console(handler):
+            root.removeHandler(handler)
+    root.addHandler(_json_handler())
+    root.setLevel(level if level is not None else logging.INFO)
+    for name in SERVER_LOGGERS:
+        server_logger = logging.getLogger(name)
+        for own in list(server_logger.handlers):
+            server_logger.removeHandler(own)
+        server_logger.propagate = True
+
+
+def _writes_to_console(handler: logging.Handler) -> bool:
+    consoles = (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__)
+    return type(handler) is logging.StreamHandler and any(
+        handler.stream is console for console in consoles if console is not None
+    )
+
+
+def server_log_config(environ: Mapping[str, str]) -> dict[str, Any] | None:
+    """A `logging.config.dictConfig` for uvicorn (`log_config=`) or granian
+    (`log_dictconfig=`) that keeps their lines in this app's format, or `None` with `text`
+    (for the server to use its own).
+
+    With `json`: their loggers get no handlers of their own and propagate to the root, and the
+    root gets the JSON handler (its other handlers go): a worker process a server starts
+    afresh (granian's) applies this dictionary before anything of ours runs in it.
+    """
+    if _read_format(environ) == "text":
+        return None
+    level = logging.getLevelName(_read_level(environ) or logging.INFO)
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        # The factory itself rather than its dotted name: granian pickles this for its workers.
+        "handlers": {"json": {"()": _json_handler}},
+        "root": {"handlers": ["json"], "level": level},
+        "loggers": {
+            name: {"handlers": [], "propagate": True, "level": level} for name in SERVER_LOGGERS
+        },
+    }
