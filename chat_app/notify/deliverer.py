@@ -1,0 +1,201 @@
+"""The worker side of the outbox: `Deliverer` sends what is due, and retries what failed.
+
+One runs in every worker (`run`, a task for the life of the process). Nothing it meets
+stops it: a receiver that refuses, hangs or is gone is a failed attempt, recorded with its
+reason and tried again after the backoff; a database that is unreachable is logged and tried
+again next round. Sends to different receivers run concurrently, each under the timeout, so
+one slow receiver delays no other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import httpx
+from sqlalchemy.exc import SQLAlchemyError
+
+from chat_app.trust.ledger import AuditEntry
+
+from . import email, webhook
+from .notice import DeliveryError, iso_utc
+from .outbox import Delivery, Outbox
+from .settings import NotifySettings
+
+__all__ = ["Deliverer"]
+
+_log = logging.getLogger(__name__)
+
+#: A claim outlives the slowest send by far: a worker that is alive never loses a row to
+#: another mid-send, one that died gives its rows back within this.
+_MIN_LEASE_SECONDS = 60.0
+
+
+class Deliverer:
+    """Sends `outbox`'s due deliveries as `worker` (unique among the workers sharing the
+    database: it names the claims).
+
+    `audit` is given each failed attempt as a `delivery-failed` entry; `on_sent` is told of
+    each delivery sent (for figures); `http` is the client for webhooks (one of its own,
+    closed by `aclose`, when not given).
+    """
+
+    def __init__(
+        self,
+        outbox: Outbox,
+        settings: NotifySettings,
+        *,
+        worker: str,
+        audit: Callable[[Sequence[AuditEntry]], Awaitable[None]] | None = None,
+        on_sent: Callable[[Delivery], None] | None = None,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.outbox = outbox
+        self.settings = settings
+        self.worker = worker
+        self._audit = audit
+        self._on_sent = on_sent
+        self._http = http
+        self._owns_http = http is None
+        self._lease_seconds = max(_MIN_LEASE_SECONDS, 3 * settings.timeout_seconds)
+
+    async def deliver_due(self) -> int:
+        """Claim what is due and try each once; returns how many were sent. Never raises
+        for a receiver's or the database's failure."""
+        try:
+            rows = await asyncio.to_thread(
+                self.outbox.claim_due,
+                self.worker,
+                now=self.outbox.clock(),
+                lease_seconds=self._lease_seconds,
+            )
+        except SQLAlchemyError:
+            _log.exception("notify: could not claim deliveries; trying again next round")
+            return 0
+        if not rows:
+            return 0
+        sent = await asyncio.gather(*(self._deliver(row) for row in rows))
+        return sum(sent)
+
+    async def run(self, wake: asyncio.Event | None = None, *, poll_seconds: float = 1.0) -> None:
+        """`deliver_due` until cancelled: again after `poll_seconds`, or as soon as `wake`
+        is set (the caller sets it after queueing, so a notice does not wait for the poll)."""
+        try:
+            while True:
+                if wake is not None:
+                    wake.clear()  # before the round: a wake during it starts the next
+                try:
+                    await self.deliver_due()
+                except Exception:  # a bug here must not end delivery for the process
+                    _log.exception("notify: a delivery round failed")
+                await self._pause(wake, poll_seconds)
+        finally:
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if it is this deliverer's own."""
+        if self._owns_http and self._http is not None:
+            client, self._http = self._http, None
+            await client.aclose()
+
+    @staticmethod
+    async def _pause(wake: asyncio.Event | None, seconds: float) -> None:
+        if wake is None:
+            await asyncio.sleep(seconds)
+            return
+        try:
+            await asyncio.wait_for(wake.wait(), seconds)
+        except TimeoutError:
+            pass
+
+    async def _deliver(self, row: Delivery) -> bool:
+        try:
+            await asyncio.wait_for(self._send(row), self.settings.timeout_seconds)
+        except DeliveryError as error:
+            await self._failed(row, str(error))
+            return False
+        except TimeoutError:
+            timeout = self.settings.timeout_seconds
+            await self._failed(row, f"{row.channel}: no answer within {timeout:g} s")
+            return False
+        except Exception as error:  # a notice a channel cannot render is a failure too
+            _log.exception("notify: delivery %s failed unexpectedly", row.id)
+            await self._failed(row, f"{type(error).__name__}: {error}")
+            return False
+        try:
+            done = await asyncio.to_thread(
+                self.outbox.mark_sent, row.id, self.worker, now=self.outbox.clock()
+            )
+        except SQLAlchemyError:
+            # Sent, but not recorded: once the claim lapses it is sent again (at least once).
+            _log.exception("notify: delivery %s was sent but could not be recorded", row.id)
+            return True
+        if done is None:
+            _log.warning("notify: delivery %s was sent after its claim lapsed", row.id)
+            return True
+        if self._on_sent is not None:
+            try:
+                self._on_sent(done)
+            except Exception:
+                _log.exception("notify: on_sent failed for delivery %s", row.id)
+        return True
+
+    async def _send(self, row: Delivery) -> None:
+        if row.channel == "webhook":
+            await webhook.post(
+                self._client(), self.settings, row.notice, now=self.outbox.clock().timestamp()
+            )
+        elif row.channel == "email":
+            if not self.settings.mail_from:
+                raise DeliveryError("no sender is configured (CHAT_APP_MAIL_FROM)")
+            message = email.render(row.notice, row.to, mail_from=self.settings.mail_from)
+            await email.send(self.settings, message)
+        else:
+            raise DeliveryError(f"unknown channel {row.channel!r}")
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient()
+        return self._http
+
+    async def _failed(self, row: Delivery, error: str) -> None:
+        try:
+            after = await asyncio.to_thread(
+                self.outbox.mark_failed, row.id, self.worker, now=self.outbox.clock(), error=error
+            )
+        except SQLAlchemyError:
+            _log.exception("notify: could not record the failure of delivery %s", row.id)
+            return
+        if after is None:
+            return
+        retry = after.status == "pending"
+        _log.warning(
+            "notify: %s delivery %s to %r failed (attempt %d%s): %s",
+            row.channel,
+            row.id,
+            row.recipient,
+            after.attempts,
+            f", next at {iso_utc(after.next_attempt_at)}" if retry else ", giving up",
+            error,
+        )
+        if self._audit is None:
+            return
+        data: dict[str, Any] = {
+            "decisionId": row.decision_id,
+            "event": row.event,
+            "channel": row.channel,
+            "recipient": row.recipient,
+            "attempt": after.attempts,
+            "error": error,
+            "willRetry": retry,
+            "nextAttemptAt": iso_utc(after.next_attempt_at) if retry else None,
+        }
+        entry = AuditEntry(
+            kind="delivery-failed", thread_id=row.thread_id or "", run_id="", actor=None, data=data
+        )
+        try:
+            await self._audit([entry])
+        except Exception:
+            _log.exception("notify: could not audit the failure of delivery %s", row.id)

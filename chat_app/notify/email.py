@@ -1,0 +1,118 @@
+"""The email channel: one message per recipient, plain text with an HTML alternative, sent
+over SMTP with aiosmtplib.
+
+Everything a notice says comes from the agent's arguments and people's names, so the HTML is
+escaped throughout and the headers are kept to one line.
+"""
+
+from __future__ import annotations
+
+import html
+from email.message import EmailMessage
+from email.utils import formataddr, formatdate, getaddresses, make_msgid
+
+import aiosmtplib
+
+from .notice import DeliveryError, Notice, Recipient, iso_utc
+from .settings import NotifySettings
+
+__all__ = ["render", "send"]
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _facts(notice: Notice) -> list[tuple[str, str]]:
+    """What the message states, in order, as (label, value); both channels of the message
+    show the same."""
+    facts = [
+        ("Tool" if notice.kind == "tool" else "Question", notice.name),
+        ("Arguments" if notice.kind == "tool" else "Details", notice.summary),
+        ("Asked by", notice.requester.display),
+        ("Rule", notice.rule or ""),
+        ("Expires", iso_utc(notice.expires_at) if notice.expires_at else ""),
+        ("Waiting since", iso_utc(notice.waiting_since)),
+    ]
+    return [(label, value) for label, value in facts if value]
+
+
+def _action(notice: Notice) -> str:
+    return "Open it to approve or reject" if notice.kind == "tool" else "Open it to answer"
+
+
+def _text(notice: Notice, recipient: Recipient) -> str:
+    lines = [f"Hello {recipient.name}," if recipient.name else "Hello,", ""]
+    lines.append(notice.subject())
+    if notice.note:
+        lines.append(notice.note)
+    lines.append("")
+    width = max(len(label) for label, _ in _facts(notice)) + 1
+    lines += [f"{label + ':':<{width}} {value}" for label, value in _facts(notice)]
+    lines += ["", f"{_action(notice)}: {notice.link}", ""]
+    return "\n".join(lines)
+
+
+def _html(notice: Notice, recipient: Recipient) -> str:
+    e = html.escape
+    greeting = f"Hello {e(recipient.name)}," if recipient.name else "Hello,"
+    note = f"<p>{e(notice.note)}</p>" if notice.note else ""
+    rows = "".join(
+        f'<tr><th align="left" style="padding-right:12px">{e(label)}</th><td>{e(value)}</td></tr>'
+        for label, value in _facts(notice)
+    )
+    link = e(notice.link, quote=True)
+    return (
+        "<!doctype html><html><body>"
+        f"<p>{greeting}</p><p><strong>{e(notice.subject())}</strong></p>{note}"
+        f"<table>{rows}</table>"
+        f'<p><a href="{link}">{e(_action(notice))}</a></p>'
+        f'<p style="color:#666">Or paste this address into your browser: {e(notice.link)}</p>'
+        "</body></html>\n"
+    )
+
+
+def render(notice: Notice, recipient: Recipient, *, mail_from: str) -> EmailMessage:
+    """The message for one recipient: plain text, and the same as HTML."""
+    message = EmailMessage()
+    message["From"] = mail_from
+    message["To"] = formataddr((_one_line(recipient.name), recipient.email.strip()))
+    message["Subject"] = notice.subject()
+    message["Date"] = formatdate(usegmt=True)
+    # Without a domain, make_msgid asks DNS for this host's name, which can stall a send.
+    sender = getaddresses([mail_from])[0][1]
+    message["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or "localhost")
+    # RFC 3834: out-of-office replies are not sent back to a robot.
+    message["Auto-Submitted"] = "auto-generated"
+    message.set_content(_text(notice, recipient))
+    message.add_alternative(_html(notice, recipient), subtype="html")
+    return message
+
+
+async def send(settings: NotifySettings, message: EmailMessage) -> None:
+    """Hand `message` to the configured SMTP server.
+
+    Raises:
+        DeliveryError: no server is configured, or it could not be reached, refused the
+            login or the message, or took longer than the timeout.
+    """
+    server = settings.smtp
+    if server is None:
+        raise DeliveryError("no SMTP server is configured (CHAT_APP_SMTP_URL)")
+    try:
+        await aiosmtplib.send(
+            message,
+            hostname=server.host,
+            port=server.port,
+            username=server.username,
+            password=server.password,
+            use_tls=server.implicit_tls,
+            # True: refuse to go on without TLS (a password must not cross in clear);
+            # None: upgrade when the server offers it.
+            start_tls=False if server.implicit_tls else (True if server.require_starttls else None),
+            timeout=settings.timeout_seconds,
+        )
+    except (aiosmtplib.SMTPException, OSError) as error:
+        raise DeliveryError(
+            f"SMTP {server.host}:{server.port}: {type(error).__name__}: {error}"
+        ) from None

@@ -1,0 +1,195 @@
+"""What a notice says: `Notice` (one decision that needs someone, and why now) and `Recipient`.
+
+A notice is built once, by the desk, and stored as JSON with each of its deliveries, so a
+worker that sends it after a restart says exactly what was meant when it was queued. Every
+channel renders from it alone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, cast
+
+from chat_app.interrupts import JSONValue
+
+__all__ = ["DeliveryError", "Event", "Notice", "NoticeKind", "Recipient", "iso_utc"]
+
+Event = Literal["decision-needed", "reminder", "escalated"]
+NoticeKind = Literal["tool", "question"]
+
+_EVENTS: tuple[Event, ...] = ("decision-needed", "reminder", "escalated")
+_KINDS: tuple[NoticeKind, ...] = ("tool", "question")
+#: Mail clients and chat previews cut long subjects anyway; a bounded one stays readable.
+_SUBJECT_LIMIT = 200
+
+
+class DeliveryError(Exception):
+    """A channel could not deliver a notice; the message says why (never a secret). The
+    delivery is tried again later."""
+
+
+def iso_utc(moment: datetime) -> str:
+    """`2025-01-31T09:00:00Z`: the form every channel shows a time in."""
+    if moment.tzinfo is None:
+        raise ValueError(f"naive datetime {moment!r}: pass an aware one (UTC)")
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _moment(value: object, field: str) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError(f"notice {field}: expected an ISO time, got {value!r}")
+    moment = datetime.fromisoformat(value)
+    if moment.tzinfo is None:
+        raise ValueError(f"notice {field}: {value!r} has no time zone")
+    return moment.astimezone(UTC)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+@dataclass(frozen=True, slots=True)
+class Recipient:
+    """A person a notice is for."""
+
+    email: str
+    name: str
+
+    @property
+    def display(self) -> str:
+        """`Ada (ada@example.com)`, or the address alone."""
+        return f"{self.name} ({self.email})" if self.name else self.email
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Notice:
+    """One decision that needs someone."""
+
+    event: Event
+    decision_id: str
+    thread_id: str
+    kind: NoticeKind
+    #: The tool's name, or the question's.
+    name: str
+    #: The arguments on one line: `recipient=Ada, amount=5000`.
+    summary: str
+    args: JSONValue
+    requester_email: str
+    requester_name: str
+    #: The policy rule that routes it, if any.
+    rule: str | None
+    #: Where the person answers it.
+    link: str
+    expires_at: datetime | None
+    waiting_since: datetime
+    #: Why this notice now, beyond the event: "Escalated to admin after 2 h"; "" for none.
+    note: str
+    #: Who is asked.
+    recipients: tuple[Recipient, ...]
+
+    @property
+    def requester(self) -> Recipient:
+        return Recipient(email=self.requester_email, name=self.requester_name)
+
+    @property
+    def what(self) -> str:
+        """The tool with its arguments, or the question: `transfer (amount=5)`."""
+        if self.kind == "tool" and self.summary:
+            return f"{self.name} ({self.summary})"
+        return self.name
+
+    def subject(self) -> str:
+        """One line for an email subject or a chat preview: `Approval needed: transfer
+        (recipient=Ada, amount=5000)`, `Answer needed: shipping`, `Reminder: …`,
+        `Escalated: …`."""
+        if self.event == "reminder":
+            heading = "Reminder"
+        elif self.event == "escalated":
+            heading = "Escalated"
+        else:
+            heading = "Approval needed" if self.kind == "tool" else "Answer needed"
+        text = _one_line(f"{heading}: {self.what}")
+        if len(text) > _SUBJECT_LIMIT:
+            text = text[: _SUBJECT_LIMIT - 1].rstrip() + "…"
+        return text
+
+    def to_json(self) -> str:
+        """The notice as stored in the outbox (`from_json` reads it back)."""
+        return json.dumps(
+            {
+                "event": self.event,
+                "decision_id": self.decision_id,
+                "thread_id": self.thread_id,
+                "kind": self.kind,
+                "name": self.name,
+                "summary": self.summary,
+                "args": self.args,
+                "requester_email": self.requester_email,
+                "requester_name": self.requester_name,
+                "rule": self.rule,
+                "link": self.link,
+                "expires_at": iso_utc(self.expires_at) if self.expires_at else None,
+                "waiting_since": iso_utc(self.waiting_since),
+                "note": self.note,
+                "recipients": [{"email": r.email, "name": r.name} for r in self.recipients],
+            },
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Notice:
+        """Read what `to_json` wrote. Fields a newer version added are ignored, and the
+        optional ones may be missing, so workers of two versions share one outbox.
+
+        Raises:
+            ValueError: not a notice.
+        """
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("a notice is a JSON object")
+
+        def string(key: str) -> str:
+            value = data.get(key)
+            if not isinstance(value, str):
+                raise ValueError(f"notice {key}: expected a string, got {value!r}")
+            return value
+
+        event = string("event")
+        if event not in _EVENTS:
+            raise ValueError(f"notice event: {event!r} is not one of {_EVENTS}")
+        kind = string("kind")
+        if kind not in _KINDS:
+            raise ValueError(f"notice kind: {kind!r} is not one of {_KINDS}")
+        rule = data.get("rule")
+        note = data.get("note")
+        expires = data.get("expires_at")
+        recipients = data.get("recipients") or []
+        if not isinstance(recipients, list):
+            raise ValueError("notice recipients: expected a list")
+        return cls(
+            event=event,
+            decision_id=string("decision_id"),
+            thread_id=string("thread_id"),
+            kind=kind,
+            name=string("name"),
+            summary=string("summary"),
+            args=cast(JSONValue, data.get("args")),
+            requester_email=string("requester_email"),
+            requester_name=string("requester_name"),
+            rule=rule if isinstance(rule, str) else None,
+            link=string("link"),
+            expires_at=_moment(expires, "expires_at") if expires is not None else None,
+            waiting_since=_moment(data.get("waiting_since"), "waiting_since"),
+            note=note if isinstance(note, str) else "",
+            recipients=tuple(_recipient(item) for item in recipients),
+        )
+
+
+def _recipient(item: Any) -> Recipient:
+    if not isinstance(item, dict) or not isinstance(item.get("email"), str):
+        raise ValueError(f"notice recipient: expected {{email, name}}, got {item!r}")
+    name = item.get("name")
+    return Recipient(email=item["email"], name=name if isinstance(name, str) else "")

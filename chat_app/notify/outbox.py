@@ -1,0 +1,308 @@
+"""The outbox: deliveries waiting in the app's database (`chat_app.trust.tables.deliveries`).
+
+Owns `Outbox` and `Delivery`. A notice is queued in the caller's time, inside no run, and
+sent later by any worker's `Deliverer`, so a receiver that is slow or down never holds up a
+decision, and what was queued survives a restart. Each method is one short transaction
+(blocking; async callers use a thread).
+
+Once per recipient and event: a delivery's `key` names its decision, event, channel and
+recipient, and is unique, so a notice queued twice, by one worker or by two at once, is one
+row. Once at a time: a worker sends only rows it claimed by a conditional UPDATE under a
+lease; a worker that dies mid-send leaves its claim to lapse, and the row is sent again by
+another. That is the one way a notice can arrive twice: sent, then the worker died before
+`mark_sent`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from sqlalchemy import Engine, Row, and_, func, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from chat_app.trust.store import write_transaction
+from chat_app.trust.tables import deliveries
+
+from .notice import Event, Notice, Recipient
+from .settings import Channel, NotifySettings
+
+__all__ = ["Delivery", "DeliveryStatus", "Outbox", "delivery_key"]
+
+_log = logging.getLogger(__name__)
+
+DeliveryStatus = Literal["pending", "sent", "failed"]
+
+#: The longest address the table holds (RFC 5321's limit).
+_EMAIL_LIMIT = 320
+#: A failure's message as stored; the rest is noise for the admin page.
+_ERROR_LIMIT = 1000
+
+_INSERTS: dict[str, Callable[..., Any]] = {
+    "sqlite": sqlite.insert,
+    "postgresql": postgresql.insert,
+}
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def delivery_key(decision_id: str, event: Event, channel: Channel, recipient: str) -> str:
+    """What makes a delivery one of a kind: `decision:event:channel:recipient`."""
+    return f"{decision_id}:{event}:{channel}:{recipient}"
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One notice on one channel to one recipient ("" for the webhook), as stored."""
+
+    id: int
+    key: str
+    decision_id: str | None
+    thread_id: str | None
+    event: str
+    channel: str
+    recipient: str
+    notice: Notice
+    status: DeliveryStatus
+    #: Attempts made so far, the successful one included.
+    attempts: int
+    next_attempt_at: datetime
+    last_error: str | None
+    created_at: datetime
+    sent_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Row[Any]) -> Delivery:
+        return cls(
+            id=row.id,
+            key=row.key,
+            decision_id=row.decision_id,
+            thread_id=row.thread_id,
+            event=row.event,
+            channel=row.channel,
+            recipient=row.recipient,
+            notice=Notice.from_json(row.notice),
+            status=row.status,
+            attempts=row.attempts,
+            next_attempt_at=row.next_attempt_at,
+            last_error=row.last_error,
+            created_at=row.created_at,
+            sent_at=row.sent_at,
+        )
+
+    @property
+    def to(self) -> Recipient:
+        """The email recipient, named as the notice names them (or by address alone)."""
+        for person in self.notice.recipients:
+            if person.email.strip().lower() == self.recipient:
+                return Recipient(email=self.recipient, name=person.name)
+        return Recipient(email=self.recipient, name="")
+
+
+def _address(recipient: Recipient) -> str | None:
+    """The address a delivery is keyed and sent by, or None when there is none to send to.
+    Lower case: `Ada@Example.com` and `ada@example.com` are one person's inbox, told once."""
+    address = recipient.email.strip().lower()
+    local, at, domain = address.rpartition("@")
+    if not (at and local and domain) or len(address) > _EMAIL_LIMIT:
+        return None
+    if any(c.isspace() or c in '<>,;"' for c in address):
+        return None
+    return address
+
+
+class Outbox:
+    """Deliveries over one engine. `clock` gives the time when a method is not told it
+    (tests pass a fake one and move it)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        settings: NotifySettings,
+        *,
+        clock: Callable[[], datetime] = _utc_now,
+    ) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.clock = clock
+
+    def enqueue(
+        self, notice: Notice, recipients: Sequence[Recipient], *, now: datetime | None = None
+    ) -> int:
+        """Queue `notice` on every configured channel: the webhook once, email once per
+        recipient with an address. A delivery queued before (same decision, event, channel,
+        recipient) is left as it is. Returns how many rows this call added."""
+        now = now if now is not None else self.clock()
+        targets: list[tuple[Channel, str]] = []
+        if "webhook" in self.settings.channels:
+            targets.append(("webhook", ""))
+        if "email" in self.settings.channels:
+            addresses = (_address(recipient) for recipient in recipients)
+            targets += [("email", a) for a in dict.fromkeys(a for a in addresses if a)]
+        if not targets:
+            return 0
+        stored = notice.to_json()
+        rows = [
+            {
+                "key": delivery_key(notice.decision_id, notice.event, channel, recipient),
+                "decision_id": notice.decision_id,
+                "thread_id": notice.thread_id,
+                "event": notice.event,
+                "channel": channel,
+                "recipient": recipient,
+                "notice": stored,
+                "status": "pending",
+                "attempts": 0,
+                "next_attempt_at": now,
+                "claimed_by": None,
+                "claimed_until": None,
+                "last_error": None,
+                "created_at": now,
+                "sent_at": None,
+            }
+            for channel, recipient in targets
+        ]
+        with write_transaction(self.engine) as connection:
+            insert = _INSERTS.get(connection.dialect.name)
+            if insert is None:
+                raise NotImplementedError(
+                    f"the outbox needs SQLite or PostgreSQL, not {connection.dialect.name}"
+                )
+            statement = (
+                insert(deliveries)
+                .values(rows)
+                .on_conflict_do_nothing(index_elements=[deliveries.c.key])
+                .returning(deliveries.c.id)
+            )
+            return len(connection.execute(statement).all())
+
+    def claim_due(
+        self,
+        worker: str,
+        *,
+        now: datetime | None = None,
+        limit: int = 20,
+        lease_seconds: float = 60,
+    ) -> list[Delivery]:
+        """Take up to `limit` pending deliveries that are due and that nobody holds (or
+        whose holder's lease lapsed), for `worker` until `now + lease_seconds`. Of two
+        workers claiming at once, each row goes to one."""
+        now = now if now is not None else self.clock()
+        claimable = and_(
+            deliveries.c.status == "pending",
+            deliveries.c.next_attempt_at <= now,
+            or_(deliveries.c.claimed_until.is_(None), deliveries.c.claimed_until <= now),
+        )
+        # SKIP LOCKED: on PostgreSQL a second worker takes the next rows rather than
+        # queueing behind the first's; SQLite's write lock serialises claims anyway.
+        due = (
+            select(deliveries.c.id)
+            .where(claimable)
+            .order_by(deliveries.c.next_attempt_at, deliveries.c.id)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        with write_transaction(self.engine) as connection:
+            ids = list(connection.execute(due).scalars())
+            if not ids:
+                return []
+            # The condition is checked again row by row: a row another worker claimed
+            # since the SELECT is not taken twice.
+            claimed = connection.execute(
+                update(deliveries)
+                .where(deliveries.c.id.in_(ids), claimable)
+                .values(claimed_by=worker, claimed_until=now + timedelta(seconds=lease_seconds))
+                .returning(*deliveries.c)
+            ).all()
+        found = []
+        for row in claimed:
+            try:
+                found.append(Delivery.from_row(row))
+            except ValueError as error:
+                # Most likely written by a newer version of the app: left held until the
+                # lease lapses, so a worker that reads it (and no retry of ours) takes it.
+                _log.warning("delivery %s: unreadable notice, skipped: %s", row.id, error)
+        return sorted(found, key=lambda delivery: (delivery.next_attempt_at, delivery.id))
+
+    def mark_sent(
+        self, delivery_id: int, worker: str, *, now: datetime | None = None
+    ) -> Delivery | None:
+        """Record a successful attempt by `worker`. None when the row is no longer its to
+        record (its lease lapsed and another worker claimed it, or it is settled)."""
+        now = now if now is not None else self.clock()
+        with write_transaction(self.engine) as connection:
+            row = connection.execute(
+                update(deliveries)
+                .where(_held_by(delivery_id, worker))
+                .values(
+                    status="sent",
+                    attempts=deliveries.c.attempts + 1,
+                    sent_at=now,
+                    last_error=None,
+                    claimed_by=None,
+                    claimed_until=None,
+                )
+                .returning(*deliveries.c)
+            ).first()
+        return Delivery.from_row(row) if row is not None else None
+
+    def mark_failed(
+        self, delivery_id: int, worker: str, *, now: datetime | None = None, error: str
+    ) -> Delivery | None:
+        """Record a failed attempt by `worker`: tried again after the backoff, or `failed`
+        when that was the last attempt. None when the row is no longer its to record."""
+        now = now if now is not None else self.clock()
+        with write_transaction(self.engine) as connection:
+            attempts = connection.execute(
+                select(deliveries.c.attempts).where(_held_by(delivery_id, worker)).with_for_update()
+            ).scalar_one_or_none()
+            if attempts is None:
+                return None
+            attempts += 1
+            last = attempts >= self.settings.attempts
+            retry_at = now + timedelta(seconds=self.settings.backoff(attempts))
+            row = connection.execute(
+                update(deliveries)
+                .where(deliveries.c.id == delivery_id)
+                .values(
+                    status="failed" if last else "pending",
+                    attempts=attempts,
+                    next_attempt_at=now if last else retry_at,
+                    last_error=error[:_ERROR_LIMIT],
+                    claimed_by=None,
+                    claimed_until=None,
+                )
+                .returning(*deliveries.c)
+            ).one()
+        return Delivery.from_row(row)
+
+    def recent(self, limit: int = 100) -> list[Delivery]:
+        """The newest deliveries first, whatever their status."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(deliveries)
+                .order_by(deliveries.c.created_at.desc(), deliveries.c.id.desc())
+                .limit(limit)
+            ).all()
+        return [Delivery.from_row(row) for row in rows]
+
+    def pending_count(self) -> int:
+        """Deliveries not yet sent that will still be tried."""
+        with self.engine.connect() as connection:
+            count = connection.execute(
+                select(func.count()).select_from(deliveries).where(deliveries.c.status == "pending")
+            ).scalar_one()
+        return int(count)
+
+
+def _held_by(delivery_id: int, worker: str) -> Any:
+    return and_(
+        deliveries.c.id == delivery_id,
+        deliveries.c.status == "pending",
+        deliveries.c.claimed_by == worker,
+    )

@@ -1,0 +1,177 @@
+"""The webhook channel: a signed JSON POST, or a Slack incoming-webhook message.
+
+A JSON receiver authenticates each request by its signature (`verify`); Slack authenticates
+by its secret URL, so there the signature is sent only if a secret is set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from typing import Any
+
+import httpx
+
+from .notice import DeliveryError, Notice, iso_utc
+from .settings import NotifySettings
+
+__all__ = [
+    "SIGNATURE_HEADER",
+    "TIMESTAMP_HEADER",
+    "json_body",
+    "post",
+    "sign",
+    "slack_body",
+    "verify",
+]
+
+TIMESTAMP_HEADER = "X-Chat-App-Timestamp"
+SIGNATURE_HEADER = "X-Chat-App-Signature"
+_SCHEME = "sha256="
+#: Enough of a refusing receiver's answer to see why, not so much that one row's error
+#: fills the admin page.
+_ERROR_BODY_LIMIT = 300
+
+
+def sign(secret: bytes, timestamp: str, body: bytes) -> str:
+    """`sha256=<hex>`: HMAC-SHA256 under `secret` of `timestamp`, a dot, and the body's exact
+    bytes. The timestamp is inside the MAC so that it cannot be moved forward on a captured
+    request."""
+    mac = hmac.new(secret, timestamp.encode("ascii") + b"." + body, hashlib.sha256)
+    return _SCHEME + mac.hexdigest()
+
+
+def verify(
+    secret: bytes,
+    timestamp: str,
+    body: bytes,
+    signature: str,
+    *,
+    now: float,
+    tolerance_seconds: float = 300,
+) -> bool:
+    """Whether a request came from this app, for a receiver to call before acting on it.
+
+    A receiver reads the raw body (before any JSON parsing: the bytes are signed, not the
+    object), the `X-Chat-App-Timestamp` header (Unix seconds) and the
+    `X-Chat-App-Signature` header (`sha256=<hex>`), then::
+
+        if not verify(secret, timestamp, body, signature, now=time.time()):
+            return 401
+
+    False when the signature does not match (compared in constant time, so timing reveals
+    nothing of the right one), or when the timestamp is more than `tolerance_seconds` from
+    `now` in either direction: a captured request replayed later is refused. Inside the
+    window a replay still verifies; a receiver that must act once keys on the body's
+    `decisionId` and `event` (the same notice may also come twice after a crash mid-send).
+    """
+    try:
+        sent_at = int(timestamp)
+    except ValueError:
+        return False
+    if abs(now - sent_at) > tolerance_seconds:
+        return False
+    expected = sign(secret, timestamp, body).encode("ascii")
+    return hmac.compare_digest(expected, signature.encode("utf-8", "replace"))
+
+
+def json_body(notice: Notice) -> bytes:
+    """The JSON format's body: camelCase fields, times ISO 8601 UTC (or null)."""
+    payload: dict[str, Any] = {
+        "event": notice.event,
+        "decisionId": notice.decision_id,
+        "threadId": notice.thread_id,
+        "kind": notice.kind,
+        ("tool" if notice.kind == "tool" else "question"): notice.name,
+        "summary": notice.summary,
+        "args": notice.args,
+        "requester": {"email": notice.requester_email, "name": notice.requester_name},
+        "rule": notice.rule,
+        "link": notice.link,
+        "expiresAt": iso_utc(notice.expires_at) if notice.expires_at else None,
+        "waitingSince": iso_utc(notice.waiting_since),
+        "note": notice.note,
+        "recipients": [{"email": r.email, "name": r.name} for r in notice.recipients],
+    }
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _mrkdwn(text: str) -> str:
+    """Text as Slack shows it literally: `&`, `<`, `>` are its markup."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def slack_body(notice: Notice) -> bytes:
+    """A Slack incoming-webhook message: `text` (notifications and clients without blocks),
+    then `blocks`: what is asked and by whom, and a button that opens it."""
+    lines = [f"*{_mrkdwn(notice.subject())}*"]
+    if notice.kind == "question" and notice.summary:
+        lines.append(_mrkdwn(notice.summary))
+    lines.append(f"Asked by {_mrkdwn(notice.requester.display)}")
+    details = []
+    if notice.rule:
+        details.append(f"rule {_mrkdwn(notice.rule)}")
+    if notice.expires_at:
+        details.append(f"expires {iso_utc(notice.expires_at)}")
+    if details:
+        lines.append(" · ".join(details))
+    if notice.note:
+        lines.append(_mrkdwn(notice.note))
+    button = "Open the approval" if notice.kind == "tool" else "Answer it"
+    payload = {
+        "text": f"{_mrkdwn(notice.subject())} <{notice.link}|{button}>",
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)}},
+            {
+                "type": "actions",
+                "elements": [
+                    {
+                        "type": "button",
+                        "text": {"type": "plain_text", "text": button},
+                        "url": notice.link,
+                        "style": "primary",
+                    }
+                ],
+            },
+        ],
+    }
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+async def post(
+    client: httpx.AsyncClient, settings: NotifySettings, notice: Notice, *, now: float
+) -> None:
+    """Send `notice` to the configured webhook, signed at `now` (Unix seconds).
+
+    Raises:
+        DeliveryError: no webhook is configured, it could not be reached, or it answered
+            other than 2xx. The message never shows the URL (a Slack URL is its secret).
+    """
+    if not settings.webhook_url:
+        raise DeliveryError("no webhook is configured (CHAT_APP_WEBHOOK_URL)")
+    body = slack_body(notice) if settings.webhook_format == "slack" else json_body(notice)
+    timestamp = str(int(now))
+    headers = {"Content-Type": "application/json", TIMESTAMP_HEADER: timestamp}
+    if settings.webhook_secret:
+        headers[SIGNATURE_HEADER] = sign(settings.webhook_secret, timestamp, body)
+    try:
+        response = await client.post(
+            settings.webhook_url, content=body, headers=headers, timeout=settings.timeout_seconds
+        )
+    except httpx.TimeoutException:
+        raise DeliveryError(
+            f"the webhook did not answer within {settings.timeout_seconds:g} s"
+        ) from None
+    except httpx.HTTPError as error:
+        raise DeliveryError(
+            f"the webhook could not be reached: {type(error).__name__}: {error}"
+        ) from None
+    if not 200 <= response.status_code < 300:
+        text = " ".join(response.text.split())
+        if len(text) > _ERROR_BODY_LIMIT:
+            text = text[: _ERROR_BODY_LIMIT - 1] + "…"
+        raise DeliveryError(
+            f"the webhook answered {response.status_code} {response.reason_phrase}"
+            + (f": {text}" if text else "")
+        )
