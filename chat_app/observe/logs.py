@@ -55,11 +55,12 @@ class JsonLines(JsonFormatter):
     logger, message, the call's extras, exception, trace_id, span_id."""
 
     def __init__(self) -> None:
+        # ASCII (the JSON encoder's default, \u escapes): a line stays valid JSON whatever
+        # stderr's encoding.
         super().__init__(
             ["message"],
             reserved_attrs=_NOT_EXTRAS,
             rename_fields={"exc_info": "exception"},
-            json_ensure_ascii=False,
         )
 
     def add_fields(

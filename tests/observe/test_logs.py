@@ -1,0 +1,168 @@
+"""JSON log lines (`CHAT_APP_LOG_FORMAT=json`): each record one JSON object on stderr, with the
+call's extras, the exception, the current span's ids, and the HTTP servers' own lines too.
+
+Each case runs in a fresh interpreter: it sets up the root logger and the servers' loggers,
+which the test process must keep as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chat_app.observe import configure_logging, server_log_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def stderr_of(code: str, **env: str) -> list[str]:
+    """Run `code` in a fresh interpreter with `env`; the lines it wrote to stderr."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CHAT_APP_LOG_")}
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stderr.splitlines()
+
+
+def json_lines(code: str, **env: str) -> list[dict[str, Any]]:
+    lines = stderr_of(code, **env)
+    parsed = []
+    for line in lines:
+        value = json.loads(line)  # every line is JSON, or this fails naming it
+        assert isinstance(value, dict), line
+        parsed.append(value)
+    return parsed
+
+
+def test_json_lines_carry_time_level_logger_message_extras_and_the_exception() -> None:
+    [info, warning, error] = json_lines(
+        """
+        import logging, os
+        from chat_app.observe import configure_logging
+        configure_logging(os.environ)
+        configure_logging(os.environ)  # again: still one line per record
+        log = logging.getLogger("chat_app.desk")
+        log.info("decided %s", "d1", extra={"decision_id": "d1", "wait_seconds": 4.5})
+        log.debug("not at INFO")
+        log.warning("ünïcode stays")
+        try:
+            1 / 0
+        except ZeroDivisionError:
+            log.exception("failed", extra={"thread_id": "t1"})
+        """,
+        CHAT_APP_LOG_FORMAT="json",
+    )
+    assert list(info) == ["time", "level", "logger", "message", "decision_id", "wait_seconds"]
+    assert info["time"].endswith("Z") and info["time"][:2] == "20"
+    assert (info["level"], info["logger"], info["message"]) == (
+        "INFO",
+        "chat_app.desk",
+        "decided d1",
+    )
+    assert (info["decision_id"], info["wait_seconds"]) == ("d1", 4.5)
+    assert warning["level"] == "WARNING"
+    assert warning["message"] == "ünïcode stays"
+    assert (error["level"], error["thread_id"]) == ("ERROR", "t1")
+    assert error["exception"].startswith("Traceback") and "ZeroDivisionError" in error["exception"]
+    assert "trace_id" not in info
+
+
+def test_a_current_span_puts_its_ids_on_the_line_and_the_level_is_read() -> None:
+    [line] = json_lines(
+        """
+        import logging, os
+        from opentelemetry import trace
+        from chat_app.observe import configure_logging
+        configure_logging(os.environ)
+        context = trace.SpanContext(0xABC, 0xDEF, is_remote=False)
+        with trace.use_span(trace.NonRecordingSpan(context)):
+            logging.getLogger("x").debug("inside")
+        """,
+        CHAT_APP_LOG_FORMAT="JSON",
+        CHAT_APP_LOG_LEVEL="debug",
+    )
+    assert line["message"] == "inside" and line["level"] == "DEBUG"
+    assert (line["trace_id"], line["span_id"]) == (f"{0xABC:032x}", f"{0xDEF:016x}")
+
+
+def test_uvicorns_lines_are_json_before_and_after_it_configures_its_loggers() -> None:
+    lines = json_lines(
+        """
+        import logging, logging.config, os
+        from uvicorn.config import LOGGING_CONFIG
+        from chat_app.observe import configure_logging, server_log_config
+        # uvicorn configured first (an app imported by the server), then ours.
+        logging.config.dictConfig(LOGGING_CONFIG)
+        configure_logging(os.environ)
+        logging.getLogger("uvicorn.error").info("Started server process [%d]", 1)
+        # ours first, then uvicorn applying what the entry point passes it as log_config.
+        logging.config.dictConfig(server_log_config(os.environ))
+        logging.getLogger("uvicorn.access").info(
+            '%s - "%s %s HTTP/%s" %d', "127.0.0.1:5", "GET", "/metrics", "1.1", 200
+        )
+        logging.getLogger("chat_app").info("ours")
+        """,
+        CHAT_APP_LOG_FORMAT="json",
+    )
+    assert [(line["logger"], line["message"]) for line in lines] == [
+        ("uvicorn.error", "Started server process [1]"),
+        ("uvicorn.access", '127.0.0.1:5 - "GET /metrics HTTP/1.1" 200'),
+        ("chat_app", "ours"),
+    ]
+    assert "color_message" not in lines[0]
+
+
+def test_a_granian_worker_started_afresh_writes_json_from_its_dictconfig() -> None:
+    [line] = json_lines(
+        """
+        import logging, os
+        from granian.log import LogLevels, configure_logging
+        from chat_app.observe import server_log_config
+        configure_logging(LogLevels.info, server_log_config(os.environ))
+        logging.getLogger("_granian").info("Spawning worker-1")
+        """,
+        CHAT_APP_LOG_FORMAT="json",
+    )
+    assert (line["logger"], line["message"], line["level"]) == (
+        "_granian", "Spawning worker-1", "INFO"
+    )  # fmt: skip
+
+
+def test_text_changes_nothing() -> None:
+    lines = stderr_of(
+        """
+        import logging, os
+        from chat_app.observe import configure_logging
+        logging.basicConfig(format="%(levelname)s %(message)s")
+        configure_logging(os.environ)
+        logging.getLogger("x").warning("plain")
+        """
+    )
+    assert lines == ["WARNING plain"]
+    assert server_log_config({}) is None
+    assert server_log_config({"CHAT_APP_LOG_FORMAT": "text"}) is None
+
+
+def test_a_format_or_level_that_is_neither_is_refused_naming_the_variable() -> None:
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level)
+    with pytest.raises(ValueError) as refused:
+        configure_logging({"CHAT_APP_LOG_FORMAT": "yaml"})
+    assert str(refused.value) == (
+        "CHAT_APP_LOG_FORMAT='yaml' is not a log format; use text or json."
+    )
+    with pytest.raises(ValueError, match="^CHAT_APP_LOG_LEVEL='loud' is not a log level"):
+        configure_logging({"CHAT_APP_LOG_FORMAT": "json", "CHAT_APP_LOG_LEVEL": "loud"})
+    with pytest.raises(ValueError, match="CHAT_APP_LOG_FORMAT"):
+        server_log_config({"CHAT_APP_LOG_FORMAT": "yaml"})
+    assert (list(root.handlers), root.level) == before  # a refusal changes nothing
