@@ -123,9 +123,11 @@ TRUST = [
     "Sealer",
     "audit_report",
     "decision_record",
+    "describe_duration",
     "iso_from_epoch",
     "load_secret",
     "open_ledger",
+    "parse_duration",
     "pause_record",
     "policy_decision_record",
     "record_hash",
@@ -241,8 +243,10 @@ DESK = [
     "Desk",
     "DeskError",
     "DeskErrorCode",
+    "DeskStats",
     "DeskStore",
     "Fanout",
+    "Histogram",
     "INBOX_COUNT_CAP",
     "InboxItem",
     "LEASE_SECONDS",
@@ -253,6 +257,20 @@ DESK = [
     "inbox_topic",
     "owner_topic",
     "thread_topic",
+]
+
+OBSERVE = [
+    "JsonLines",
+    "close_decision",
+    "configure_logging",
+    "configure_tracing",
+    "decision_root",
+    "decision_span",
+    "decision_trace_id",
+    "flush_tracing",
+    "run_span",
+    "server_log_config",
+    "tracing_enabled",
 ]
 
 DEMO = [
@@ -271,6 +289,7 @@ PINNED = {
     "chat_app.agent.models": AGENT_MODELS,
     "chat_app.client": CLIENT,
     "chat_app.desk": DESK,
+    "chat_app.observe": OBSERVE,
     "chat_app.server": SERVER,
     "chat_app.demo": DEMO,
 }

@@ -28,7 +28,7 @@ from .ledger import (
     record_hash,
     verify_chain,
 )
-from .policy import Policy, PolicyError, Rule
+from .policy import Policy, PolicyError, Rule, describe_duration, parse_duration
 from .seal import DEFAULT_TTL_SECONDS, SealCheck, Sealer, iso_from_epoch, load_secret
 
 __all__ = [
@@ -51,9 +51,11 @@ __all__ = [
     "Sealer",
     "audit_report",
     "decision_record",
+    "describe_duration",
     "iso_from_epoch",
     "load_secret",
     "open_ledger",
+    "parse_duration",
     "pause_record",
     "policy_decision_record",
     "record_hash",

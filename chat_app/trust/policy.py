@@ -4,9 +4,12 @@ Owns `Policy`, `Rule` and `PolicyError`. A policy names roles (`[roles]`: role -
 besides the roles an identity already carries) and an ordered list of `[[rules]]`; the first
 rule whose `tool` (or generic `interrupt`) and `when` (a JSON Schema over the arguments, or
 the interrupt's display payload) match decides. A rule either decides by itself (`decide`)
-or names who may (`approvers`, `not_requester`, `quorum`). When no rule matches, the person
-who asked decides. Every problem in the file is a `PolicyError` at load, naming the file,
-the rule and what to fix, so a bad file stops the start rather than a decision.
+or names who may (`approvers`, `not_requester`, `quorum`), and how long a person has: after
+`expires_after` the request expires unanswered, `remind_after` is when the approval desk
+reminds the approvers, and after `escalate_after` the people of `escalate_to` may decide too.
+When no rule matches, the person who asked decides. Every problem in the file is a
+`PolicyError` at load, naming the file, the rule and what to fix, so a bad file stops the
+start rather than a decision.
 
 Pure: reads no environment and imports only the standard library, `jsonschema` and
 `chat_app.trust.identity`.
@@ -28,13 +31,20 @@ import jsonschema
 
 from .identity import Identity
 
-__all__ = ["Policy", "PolicyError", "Rule"]
+__all__ = ["Policy", "PolicyError", "Rule", "describe_duration", "parse_duration"]
 
 _TOP_KEYS = ("roles", "known_roles", "rules")
 _RULE_KEYS = (
     "name", "tool", "interrupt", "when", "decide", "reason", "approvers", "not_requester",
-    "quorum",
+    "quorum", "expires_after", "remind_after", "escalate_after", "escalate_to",
 )  # fmt: skip
+_DURATION_KEYS = ("expires_after", "remind_after", "escalate_after")
+_DURATION_PART = re.compile(r"\s*(\d+)\s*([dhms])", re.IGNORECASE)
+_DURATION_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+_DURATION_FORM = (
+    'a whole number and a unit (d, h, m or s), largest first, like "90s", "30m", "2h", "1d" '
+    'or "1h30m"'
+)
 _EMAIL = re.compile(r"^[^@\s:]+@[^@\s]+$")
 _ROLE_PREFIX = "role:"
 _ROLE_PREFIX_WORD = "role "
@@ -69,6 +79,54 @@ _SUBSCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"}
 _SUBSCHEMA_MAPS = frozenset(
     {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
 )
+
+
+def parse_duration(text: str) -> datetime.timedelta:
+    """A span of time written as a policy writes it: "90s", "30m", "2h", "1d", "1h30m"
+    (spaces allowed between the parts, each unit once, largest first).
+
+    Raises:
+        ValueError: when `text` is not such a span, or is not longer than zero.
+    """
+    written = text.strip()
+    if not written:
+        raise ValueError(f"{text!r} is not a duration; write {_DURATION_FORM}")
+    seconds, at, last = 0, 0, None
+    units = list(_DURATION_UNITS)
+    while at < len(written):
+        part = _DURATION_PART.match(written, at)
+        if part is None:
+            raise ValueError(f"{text!r} is not a duration; write {_DURATION_FORM}")
+        unit = part.group(2).lower()
+        if last is not None and units.index(unit) <= units.index(last):
+            raise ValueError(
+                f"{text!r} repeats a unit or puts a smaller one first; write {_DURATION_FORM}"
+            )
+        seconds += int(part.group(1)) * _DURATION_UNITS[unit]
+        at, last = part.end(), unit
+    if seconds <= 0:
+        raise ValueError(f"{text!r} is no time at all; a duration must be longer than zero")
+    return datetime.timedelta(seconds=seconds)
+
+
+def describe_duration(span: datetime.timedelta) -> str:
+    """A span for a sentence, in its largest unit and the next one down, dropping a zero:
+    "45 s", "30 min", "2 h", "1 h 30 min", "1 day", "2 days", "1 day 2 h" (a fraction of a
+    second, and anything below the second unit, is left out)."""
+    seconds = max(0, int(span.total_seconds()))
+    parts = [
+        (seconds // 86400, "day"),
+        (seconds % 86400 // 3600, "h"),
+        (seconds % 3600 // 60, "min"),
+        (seconds % 60, "s"),
+    ]
+    first = next((i for i, (count, _) in enumerate(parts) if count), len(parts) - 1)
+    shown = [
+        f"{count} {unit}{'s' if unit == 'day' and count != 1 else ''}"
+        for count, unit in parts[first : first + 2]
+        if count or not seconds
+    ]
+    return " ".join(shown)
 
 
 class PolicyError(ValueError):
@@ -112,6 +170,14 @@ class Rule:
     not_requester: bool = False
     #: Distinct approvals needed before it runs (any rejection decides).
     quorum: int = 1
+    #: How long a request waits before it expires unanswered (`None`: the sealer's TTL).
+    expires_after: datetime.timedelta | None = None
+    #: When the approval desk reminds the approvers, counted from the pause.
+    remind_after: datetime.timedelta | None = None
+    #: From this long after the pause, `escalate_to` may decide as well as `approvers`.
+    escalate_after: datetime.timedelta | None = None
+    #: Who may decide once it is escalated: `"role:NAME"` or a lower-case email.
+    escalate_to: tuple[str, ...] = ()
     _validator: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -124,6 +190,14 @@ class Rule:
         if name != (self.tool if self.tool is not None else self.interrupt):
             return False
         return self._validator is None or bool(self._validator.is_valid(args))
+
+    def escalation_note(self) -> str:
+        """ "escalated to admin after 2 h" (roles bare, emails as written); "" without
+        escalation."""
+        if self.escalate_after is None or not self.escalate_to:
+            return ""
+        who = _either([a.removeprefix(_ROLE_PREFIX) for a in self.escalate_to])
+        return f"escalated to {who} after {describe_duration(self.escalate_after)}"
 
 
 @dataclass(frozen=True)
@@ -210,12 +284,21 @@ class Policy:
             return identity.roles
         return identity.roles | self._roles_by_email.get(identity.email.lower(), frozenset())
 
-    def check(self, rule: Rule, decider: Identity, *, decider_is_requester: bool) -> str | None:
+    def check(
+        self,
+        rule: Rule,
+        decider: Identity,
+        *,
+        decider_is_requester: bool,
+        escalated: bool = False,
+    ) -> str | None:
         """`None` when `decider` may decide under `rule`; otherwise the message of a
-        `forbidden` refusal, saying who may. Quorums are counted by the caller."""
+        `forbidden` refusal, saying who may. Once the request is `escalated` (its rule's
+        `escalate_after` has passed since the pause), `escalate_to` may decide as well;
+        `not_requester` still holds. Quorums are counted by the caller."""
         if rule.decide is not None:
             return f"Decided by policy {rule.name}; nobody is asked."
-        who = self.describe_approvers(rule)
+        who = self.describe_approvers(rule, escalated=escalated)
         not_you = ", not the requester" if rule.not_requester else ""
         if rule.not_requester and decider_is_requester:
             if not rule.approvers:
@@ -226,7 +309,7 @@ class Policy:
         if not decider.anonymous:
             email = decider.email.lower()
             roles = self.roles_of(decider)
-            for approver in rule.approvers:
+            for approver in _deciders(rule, escalated):
                 if approver.startswith(_ROLE_PREFIX):
                     if approver[len(_ROLE_PREFIX) :] in roles:
                         return None
@@ -234,10 +317,11 @@ class Policy:
                     return None
         return f"Needs approval from {who}{not_you}."
 
-    def describe_approvers(self, rule: Rule) -> str:
-        """Who may decide, for a message: "role finance", "ada@example.com or role finance"."""
+    def describe_approvers(self, rule: Rule, *, escalated: bool = False) -> str:
+        """Who may decide, for a message: "role finance", "ada@example.com or role finance";
+        once `escalated`, with the rule's `escalate_to` ("role finance or role admin")."""
         names = [_ROLE_PREFIX_WORD + a[len(_ROLE_PREFIX) :] if a.startswith(_ROLE_PREFIX) else a
-                 for a in rule.approvers]  # fmt: skip
+                 for a in _deciders(rule, escalated)]  # fmt: skip
         return _either(names) or "anyone"
 
     def waiting_for(self, rule: Rule, *, viewer_is_requester: bool) -> str:
@@ -256,6 +340,13 @@ class Policy:
 
 
 _Fail = Callable[[str], PolicyError]
+
+
+def _deciders(rule: Rule, escalated: bool) -> tuple[str, ...]:
+    """Who may decide under `rule`: its approvers, and once escalated its `escalate_to`."""
+    if not escalated or rule.escalate_after is None:
+        return rule.approvers
+    return rule.approvers + tuple(a for a in rule.escalate_to if a not in rule.approvers)
 
 
 def _schema_validator(schema: Mapping[str, object]) -> Any:
@@ -406,6 +497,12 @@ def _read_rule(
         for key in ("not_requester", "quorum"):
             if key in raw:
                 raise fail(f"`{key}` applies only with `approvers`; remove it, or `decide`")
+        for key in (*_DURATION_KEYS, "escalate_to"):
+            if key in raw:
+                raise fail(
+                    f"`{key}` applies only with `approvers`: a rule that decides alone asks "
+                    "nobody, so nothing waits, expires or escalates; remove it"
+                )
     if decide == "reject":
         if not isinstance(reason, str) or not reason.strip():
             raise fail('`decide = "reject"` needs a `reason` the model reads; add reason = "…"')
@@ -431,6 +528,7 @@ def _read_rule(
                 f"{'person' if len(people) == 1 else 'people'} could approve "
                 f"({', '.join(sorted(people)) or 'nobody'}); lower the quorum or add approvers"
             )
+    timing = _read_timing(raw, roles, known, fail)
     return Rule(
         name=name,
         tool=tool,
@@ -441,7 +539,60 @@ def _read_rule(
         approvers=approvers,
         not_requester=not_requester,
         quorum=quorum,
+        **timing,
     )
+
+
+def _read_timing(
+    raw: dict[str, Any],
+    roles: Mapping[str, frozenset[str]],
+    known: frozenset[str],
+    fail: _Fail,
+) -> dict[str, Any]:
+    """A rule's `expires_after`, `remind_after`, `escalate_after` and `escalate_to`, checked
+    against each other (`decide` is known to be absent when any is given)."""
+    spans: dict[str, datetime.timedelta | None] = {}
+    for key in _DURATION_KEYS:
+        value = raw.get(key)
+        if value is None:
+            spans[key] = None
+            continue
+        if not isinstance(value, str):
+            raise fail(f"`{key}` is {value!r}; write it as a string: {_DURATION_FORM}")
+        try:
+            spans[key] = parse_duration(value)
+        except ValueError as error:
+            raise fail(f"`{key}`: {error}") from None
+    if ("escalate_after" in raw) != ("escalate_to" in raw):
+        has, lacks = (
+            ("escalate_after", "escalate_to")
+            if "escalate_after" in raw
+            else ("escalate_to", "escalate_after")
+        )
+        raise fail(
+            f'`{has}` needs `{lacks}` too: escalation says when (escalate_after = "2h") and '
+            'to whom (escalate_to = ["role:admin"])'
+        )
+    escalate_to = (
+        _read_approvers(raw["escalate_to"], roles, known, fail, key="escalate_to")
+        if "escalate_to" in raw
+        else ()
+    )
+    expires = spans["expires_after"]
+    for key in ("remind_after", "escalate_after"):
+        span = spans[key]
+        if span is not None and expires is not None and span >= expires:
+            raise fail(
+                f"`{key}` ({describe_duration(span)}) is not shorter than `expires_after` "
+                f"({describe_duration(expires)}): the request would expire first; shorten "
+                f"`{key}` or lengthen `expires_after`"
+            )
+    return {
+        "expires_after": expires,
+        "remind_after": spans["remind_after"],
+        "escalate_after": spans["escalate_after"],
+        "escalate_to": escalate_to,
+    }
 
 
 def _read_approvers(
@@ -449,18 +600,23 @@ def _read_approvers(
     roles: Mapping[str, frozenset[str]],
     known: frozenset[str],
     fail: _Fail,
+    *,
+    key: str = "approvers",
 ) -> tuple[str, ...]:
+    """The people of `approvers` (or `escalate_to`, which `key` names in errors)."""
+    what = "approver" if key == "approvers" else f"`{key}` entry"
     if not isinstance(raw, list) or not raw:
-        raise fail('`approvers` must be a non-empty list, like approvers = ["role:finance"]')
+        example = "role:finance" if key == "approvers" else "role:admin"
+        raise fail(f'`{key}` must be a non-empty list, like {key} = ["{example}"]')
     approvers: list[str] = []
     for approver in raw:
         if not isinstance(approver, str):
-            raise fail(f'approver {approver!r} must be a string: "role:NAME" or an email')
+            raise fail(f'{what} {approver!r} must be a string: "role:NAME" or an email')
         if approver.startswith(_ROLE_PREFIX):
             role = approver[len(_ROLE_PREFIX) :]
             if role not in roles and role not in known:
                 raise fail(
-                    f"approver {approver!r} names the unknown role {role!r}"
+                    f"{what} {approver!r} names the unknown role {role!r}"
                     f"{_suggest(role, [*roles, *known])}; define it in [roles], or, if its "
                     "members come only from a sign-in proxy's groups (or accounts' roles), "
                     "list it in known_roles = [...]"
@@ -470,7 +626,7 @@ def _read_approvers(
             normal = approver.lower()
         else:
             hint = f'; did you mean "role:{approver}"?' if approver in {*roles, *known} else ""
-            raise fail(f'approver {approver!r} is neither "role:NAME" nor an email{hint}')
+            raise fail(f'{what} {approver!r} is neither "role:NAME" nor an email{hint}')
         if normal not in approvers:
             approvers.append(normal)
     return tuple(approvers)

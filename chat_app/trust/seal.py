@@ -122,8 +122,10 @@ class Sealer:
         mac.update(canonical_interrupt_json(parts).encode())
         return base64.urlsafe_b64encode(mac.digest()).decode()[:length]
 
-    def expiry(self) -> int:
-        return int(self._clock() + self.ttl_seconds)
+    def expiry(self, ttl_seconds: float | None = None) -> int:
+        """When something sealed now expires, in unix seconds: after `ttl_seconds` (a policy
+        rule's `expires_after`), or the sealer's own TTL when `None`."""
+        return int(self._clock() + (self.ttl_seconds if ttl_seconds is None else ttl_seconds))
 
     # --- requesters -------------------------------------------------------------------
 
@@ -165,12 +167,19 @@ class Sealer:
     # --- tool calls ---------------------------------------------------------------------
 
     def seal_tool_call(
-        self, thread_id: str, name: str, args: object, *, tag: str | None = None
+        self,
+        thread_id: str,
+        name: str,
+        args: object,
+        *,
+        tag: str | None = None,
+        ttl_seconds: float | None = None,
     ) -> SealedCall:
         """A sealed id for a call proposed for the requester `tag` names (`requester_tag`;
-        `None`: the anonymous visitor's)."""
+        `None`: the anonymous visitor's), expiring after `ttl_seconds` (`None`: the sealer's
+        TTL)."""
         nonce = secrets.token_hex(4)
-        expires = self.expiry()
+        expires = self.expiry(ttl_seconds)
         tag = self.requester_tag("") if tag is None else tag
         mac = self._mac(["tool", thread_id, nonce, expires, tag, name, args], 16)
         return SealedCall(

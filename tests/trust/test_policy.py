@@ -3,12 +3,19 @@ refused at load with the file, the rule and what to fix."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from chat_app.trust.identity import ANONYMOUS, DEMO_PEOPLE, Identity
-from chat_app.trust.policy import Policy, PolicyError, Rule
+from chat_app.trust.policy import (
+    Policy,
+    PolicyError,
+    Rule,
+    describe_duration,
+    parse_duration,
+)
 
 DEMO_POLICY = Path(__file__).resolve().parents[2] / "chat_app" / "demo" / "policy.toml"
 RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
@@ -392,3 +399,168 @@ def test_an_unknown_rule_key_suggests_the_nearest() -> None:
     message = _one_rule('tool = "t"\naprovers = ["role:ops"]')
     assert "rule 'r1'" in message and "unknown key `aprovers`" in message
     assert "did you mean `approvers`" in message
+
+
+# Time: expiry, reminders, escalation ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("90s", 90),
+        ("30m", 1800),
+        ("2h", 7200),
+        ("1d", 86400),
+        ("1h30m", 5400),
+        (" 1h 30m ", 5400),
+        ("1d 2h 3m 4s", 93784),
+        ("2H", 7200),
+    ],
+)
+def test_parse_duration_reads_whole_numbers_and_units(text: str, seconds: int) -> None:
+    assert parse_duration(text) == timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("", "is not a duration"),
+        ("soon", "is not a duration"),
+        ("1.5h", "is not a duration"),
+        ("-1h", "is not a duration"),
+        ("90", "is not a duration"),
+        ("1h 30", "is not a duration"),
+        ("30m1h", "largest first"),
+        ("1h1h", "repeats a unit"),
+        ("0s", "longer than zero"),
+        ("0h0m", "longer than zero"),
+    ],
+)
+def test_parse_duration_refuses_anything_else_saying_the_form(text: str, words: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        parse_duration(text)
+    assert words in str(raised.value)
+    if "not a duration" in words:
+        assert '"90s", "30m", "2h", "1d" or "1h30m"' in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"),
+    [
+        (45, "45 s"),
+        (1800, "30 min"),
+        (7200, "2 h"),
+        (5400, "1 h 30 min"),
+        (86400, "1 day"),
+        (172800, "2 days"),
+        (93600, "1 day 2 h"),
+        (90, "1 min 30 s"),
+        (86400 + 1800, "1 day"),  # the two largest units only
+        (3600.7, "1 h"),
+        (0, "0 s"),
+    ],
+)
+def test_describe_duration_names_the_two_largest_units(seconds: float, said: str) -> None:
+    assert describe_duration(timedelta(seconds=seconds)) == said
+
+
+def _timed(body: str) -> Policy:
+    return Policy.parse(
+        ROLES + 'admin = ["olive@example.com"]\n\n[[rules]]\nname = "big"\ntool = "transfer"\n'
+        'approvers = ["role:finance"]\nnot_requester = true\n' + body
+    )
+
+
+def test_a_rule_reads_its_times_and_whom_it_escalates_to() -> None:
+    rule = _timed(
+        'expires_after = "1d"\nremind_after = "30m"\nescalate_after = "2h"\n'
+        'escalate_to = ["role:admin", "Boss@Example.com"]\n'
+    ).rules[0]
+    assert rule.expires_after == timedelta(days=1)
+    assert rule.remind_after == timedelta(minutes=30)
+    assert rule.escalate_after == timedelta(hours=2)
+    assert rule.escalate_to == ("role:admin", "boss@example.com")
+    assert rule.escalation_note() == "escalated to admin or boss@example.com after 2 h"
+
+
+def test_a_rule_without_times_has_none() -> None:
+    rule = _timed("").rules[0]
+    assert (rule.expires_after, rule.remind_after, rule.escalate_after, rule.escalate_to) == (
+        None, None, None, ()
+    )  # fmt: skip
+    assert rule.escalation_note() == ""
+
+
+def test_the_demo_large_transfers_reminds_and_escalates_to_admin() -> None:
+    rule = _rule(_demo(), "large-transfers")
+    assert (rule.remind_after, rule.escalate_after, rule.escalate_to, rule.expires_after) == (
+        timedelta(minutes=30), timedelta(hours=2), ("role:admin",), None
+    )  # fmt: skip
+    assert rule.escalation_note() == "escalated to admin after 2 h"
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ('expires_after = "tomorrow"', ["`expires_after`", "is not a duration", '"1h30m"']),
+        ("remind_after = 30", ["`remind_after` is 30", "write it as a string"]),
+        ('expires_after = "0m"', ["`expires_after`", "longer than zero"]),
+        ('escalate_after = "2h"', ["`escalate_after` needs `escalate_to`"]),
+        ('escalate_to = ["role:admin"]', ["`escalate_to` needs `escalate_after`"]),
+        ('escalate_after = "2h"\nescalate_to = []', ["`escalate_to` must be a non-empty list"]),
+        ('escalate_after = "2h"\nescalate_to = ["role:boss"]', ["unknown role 'boss'"]),
+        ('escalate_after = "2h"\nescalate_to = ["admin"]', ['did you mean "role:admin"']),
+        (
+            'expires_after = "1h"\nremind_after = "1h"',
+            ["`remind_after` (1 h) is not shorter than `expires_after` (1 h)"],
+        ),
+        (
+            'expires_after = "1h"\nescalate_after = "2h"\nescalate_to = ["role:admin"]',
+            ["`escalate_after` (2 h) is not shorter than `expires_after` (1 h)"],
+        ),
+    ],
+)
+def test_bad_times_are_refused_saying_what_to_write(body: str, words: list[str]) -> None:
+    message = _refusal(
+        ROLES + 'admin = ["olive@example.com"]\n\n[[rules]]\nname = "big"\ntool = "transfer"\n'
+        'approvers = ["role:finance"]\n' + body + "\n"
+    )
+    assert "rule 'big'" in message
+    for word in words:
+        assert word in message
+
+
+@pytest.mark.parametrize(
+    "key", ['expires_after = "1d"', 'remind_after = "1h"', 'escalate_after = "1h"']
+)
+def test_a_rule_that_decides_alone_takes_no_times(key: str) -> None:
+    message = _one_rule(f'tool = "refund"\ndecide = "approve"\n{key}')
+    assert "applies only with `approvers`" in message and "remove it" in message
+
+
+def test_once_escalated_escalate_to_may_decide_too() -> None:
+    policy = _timed('escalate_after = "2h"\nescalate_to = ["role:admin"]\n')
+    rule = policy.rules[0]
+    assert policy.check(rule, OLIVE, decider_is_requester=False) == (
+        "Needs approval from role finance, not the requester."
+    )
+    assert policy.check(rule, OLIVE, decider_is_requester=False, escalated=True) is None
+    assert policy.check(rule, ADA, decider_is_requester=False, escalated=True) is None
+    assert policy.check(rule, SAM, decider_is_requester=False, escalated=True) == (
+        "Needs approval from role finance or role admin, not the requester."
+    )
+    # Nobody approves their own request, escalated or not.
+    assert policy.check(rule, OLIVE, decider_is_requester=True, escalated=True) == (
+        "Needs approval from role finance or role admin, not the requester."
+    )
+    assert policy.describe_approvers(rule) == "role finance"
+    assert policy.describe_approvers(rule, escalated=True) == "role finance or role admin"
+
+
+def test_escalated_changes_nothing_for_a_rule_without_escalation() -> None:
+    policy = _timed("")
+    rule = policy.rules[0]
+    assert policy.check(rule, OLIVE, decider_is_requester=False, escalated=True) == (
+        "Needs approval from role finance, not the requester."
+    )
+    assert policy.describe_approvers(rule, escalated=True) == "role finance"
