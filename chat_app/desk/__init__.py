@@ -26,6 +26,7 @@ from .records import (
     InboxItem,
     Vote,
 )
+from .stats import DeskStats, Histogram
 from .store import INBOX_COUNT_CAP, DecisionDraft, DeskStore, decision_id_of
 
 __all__ = [
@@ -39,8 +40,10 @@ __all__ = [
     "Desk",
     "DeskError",
     "DeskErrorCode",
+    "DeskStats",
     "DeskStore",
     "Fanout",
+    "Histogram",
     "INBOX_COUNT_CAP",
     "InboxItem",
     "LEASE_SECONDS",

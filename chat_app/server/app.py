@@ -36,6 +36,7 @@ from chat_app.interrupts import SSE_HEADERS, encode_sse_event
 from chat_app.interrupts.strict_json import MAX_NESTING, has_long_digit_run, strict_loads
 from chat_app.server._body import read_body
 from chat_app.server.desk_routes import desk_routes
+from chat_app.server.metrics import MetricsSource, metrics_routes
 from chat_app.server.run_input import TooDeep, read_run_input, read_run_input_json
 from chat_app.server.signin import identify, identity_json, signin_routes, unauthorized
 from chat_app.trust import ANONYMOUS, Identity, audit_report
@@ -61,6 +62,7 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     desk: Desk | None = None,
     recover: bool = True,
+    metrics: MetricsSource | None = None,
 ) -> Starlette:
     """A Starlette app serving `agent`; mount it on any ASGI server or on Reflex's backend.
 
@@ -69,7 +71,8 @@ def create_app(
     carries; a policy adds its own). With a `desk`, its routes are served too (each request
     as the same identity the chat route sees), and while the app runs (its lifespan) the desk
     looks for runs a dead worker left behind (`Desk.keep_recovering`), unless `recover` is
-    off (a host that runs it itself, as the Reflex app does in its own lifespan).
+    off (a host that runs it itself, as the Reflex app does in its own lifespan). With
+    `metrics`, `GET /metrics` serves its figures (`metrics.py`).
     """
     roles_of = roles if roles is not None else _own_roles
     # `none` is open, as without an authenticator: anyone may read the trail.
@@ -130,6 +133,7 @@ def create_app(
             Route("/api/audit.jsonl", audit, methods=["GET"]),
             *account_routes,
             *(desk_routes(desk, who) if desk is not None else ()),
+            *(metrics_routes(metrics, who, roles_of, unguarded=not guarded) if metrics else ()),
         ],
         lifespan=_recovering(desk) if desk is not None and recover else None,
     )
