@@ -1,0 +1,287 @@
+"""The deliverer against real receivers (an HTTP server, aiosmtpd) on each database: sent
+once, retried with backoff across failures and restarts, never raising, never twice at once.
+The outbox's clock is moved by hand; nothing sleeps for a backoff."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import pytest
+from sqlalchemy import Engine
+
+from chat_app.notify import Deliverer, Delivery, NotifySettings, Outbox, verify
+from chat_app.trust.ledger import AuditEntry
+from chat_app.trust.store import open_database
+from tests.notify.notices import ADA, SAM, Clock, make_notice
+from tests.notify.servers import closed_url, smtp_server, webhook_receiver
+
+SECRET = b"notify-tests-secret"
+FAST = NotifySettings(webhook_secret=SECRET, attempts=5, backoff_seconds=0.05, timeout_seconds=5)
+
+
+class Audit:
+    """Collects what the deliverer audits."""
+
+    def __init__(self) -> None:
+        self.entries: list[AuditEntry] = []
+
+    async def __call__(self, entries: Sequence[AuditEntry]) -> None:
+        self.entries.extend(entries)
+
+
+def webhook(url: str, **changes: object) -> NotifySettings:
+    return replace(FAST, webhook_url=url, **changes)  # type: ignore[arg-type]
+
+
+async def until(condition: Callable[[], bool], *, rounds: int = 500) -> None:
+    """Yield to the loop until `condition` holds (a bounded number of short waits)."""
+    for _ in range(rounds):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the condition never held")
+
+
+async def test_a_webhook_notice_is_posted_once_signed(engine: Engine) -> None:
+    clock = Clock()
+    sent: list[Delivery] = []
+    with webhook_receiver() as receiver:
+        settings = webhook(receiver.url)
+        outbox = Outbox(engine, settings, clock=clock)
+        deliverer = Deliverer(outbox, settings, worker="w1", on_sent=sent.append)
+        try:
+            assert outbox.enqueue(make_notice(), [ADA, SAM]) == 1
+            assert await deliverer.deliver_due() == 1
+            assert await deliverer.deliver_due() == 0
+        finally:
+            await deliverer.aclose()
+    [request] = receiver.received
+    assert request.status == 200 and request.path == "/hook"
+    timestamp = request.headers["X-Chat-App-Timestamp"]
+    assert timestamp == str(int(clock.now.timestamp()))
+    signature = request.headers["X-Chat-App-Signature"]
+    assert verify(SECRET, timestamp, request.body, signature, now=clock.now.timestamp())
+    body = request.json()
+    assert body["event"] == "decision-needed" and body["tool"] == "transfer"
+    assert body["link"] == "http://chat.example.com/c/t-transfer"
+    assert body["requester"] == {"email": "rita@example.com", "name": "Rita"}
+    assert [r["email"] for r in body["recipients"]] == ["ada@example.com", "sam@example.com"]
+    [row] = outbox.recent()
+    assert (row.status, row.attempts, row.sent_at) == ("sent", 1, clock.now)
+    assert [delivery.id for delivery in sent] == [row.id]
+
+
+async def test_slack_gets_text_and_blocks_with_the_link(engine: Engine) -> None:
+    with webhook_receiver() as receiver:
+        settings = webhook(receiver.url, webhook_format="slack", webhook_secret=None)
+        outbox = Outbox(engine, settings, clock=Clock())
+        deliverer = Deliverer(outbox, settings, worker="w1")
+        try:
+            outbox.enqueue(make_notice(event="reminder"), [])
+            assert await deliverer.deliver_due() == 1
+        finally:
+            await deliverer.aclose()
+    [request] = receiver.accepted
+    body = request.json()
+    assert body["text"].startswith("Reminder: transfer")
+    assert "http://chat.example.com/c/t-transfer" in body["text"]
+    urls = [e["url"] for block in body["blocks"] for e in block.get("elements", [])]
+    assert urls == ["http://chat.example.com/c/t-transfer"]
+
+
+async def test_email_reaches_each_recipient_with_text_and_html(engine: Engine) -> None:
+    with smtp_server() as smtp:
+        settings = replace(FAST, smtp=smtp.server, mail_from="Approvals <approvals@example.com>")
+        assert settings.channels == ("email",)
+        outbox = Outbox(engine, settings, clock=Clock())
+        deliverer = Deliverer(outbox, settings, worker="w1")
+        assert outbox.enqueue(make_notice(), [ADA, SAM]) == 2
+        assert await deliverer.deliver_due() == 2
+        assert await deliverer.deliver_due() == 0
+    assert sorted(mail.rcpt_tos for mail in smtp.messages) == [
+        ("ada@example.com",),
+        ("sam@example.com",),
+    ]
+    for mail in smtp.messages:
+        assert mail.mail_from == "approvals@example.com"
+        assert mail.message["Subject"].startswith("Approval needed: transfer")
+        for kind in ("text/plain", "text/html"):
+            assert "http://chat.example.com/c/t-transfer" in mail.part(kind)
+    ada = next(mail for mail in smtp.messages if mail.rcpt_tos == ("ada@example.com",))
+    assert "Hello Ada Lovelace" in ada.part("text/plain")
+    assert {row.status for row in outbox.recent()} == {"sent"}
+
+
+async def test_a_password_is_never_sent_without_tls(engine: Engine) -> None:
+    # aiosmtpd here offers no STARTTLS: with credentials the deliverer refuses to log in.
+    with smtp_server() as smtp:
+        server = replace(smtp.server, username="ops", password="hunter2")
+        settings = replace(FAST, smtp=server, mail_from="approvals@example.com")
+        outbox = Outbox(engine, settings, clock=Clock())
+        audit = Audit()
+        deliverer = Deliverer(outbox, settings, worker="w1", audit=audit)
+        outbox.enqueue(make_notice(), [ADA])
+        assert await deliverer.deliver_due() == 0
+    assert smtp.messages == []
+    [entry] = audit.entries
+    assert "STARTTLS" in entry.data["error"] and "hunter2" not in entry.data["error"]
+
+
+async def test_three_refusals_then_success(engine: Engine) -> None:
+    clock = Clock()
+    audit = Audit()
+    with webhook_receiver(fail_first=3) as receiver:
+        settings = webhook(receiver.url)
+        outbox = Outbox(engine, settings, clock=clock)
+        deliverer = Deliverer(outbox, settings, worker="w1", audit=audit)
+        try:
+            outbox.enqueue(make_notice(), [])
+            results = []
+            for _ in range(4):
+                results.append(await deliverer.deliver_due())
+                assert await deliverer.deliver_due() == 0  # not due again until the backoff
+                clock.advance(1)
+        finally:
+            await deliverer.aclose()
+    assert results == [0, 0, 0, 1]
+    assert [request.status for request in receiver.received] == [500, 500, 500, 200]
+    assert len(receiver.accepted) == 1
+    [row] = outbox.recent()
+    assert (row.status, row.attempts) == ("sent", 4)
+    assert [entry.kind for entry in audit.entries] == ["delivery-failed"] * 3
+    first = audit.entries[0]
+    assert (first.thread_id, first.run_id, first.actor) == ("t-transfer", "", None)
+    assert first.data["decisionId"] == make_notice().decision_id
+    assert (first.data["event"], first.data["channel"], first.data["recipient"]) == (
+        "decision-needed",
+        "webhook",
+        "",
+    )
+    assert [entry.data["attempt"] for entry in audit.entries] == [1, 2, 3]
+    assert all(entry.data["willRetry"] for entry in audit.entries)
+    assert "500" in first.data["error"] and "receiver says no" in first.data["error"]
+    assert first.data["nextAttemptAt"] == "2030-01-01T09:00:00.050000Z"
+
+
+async def test_a_restart_between_attempts_still_delivers_once(database_url: str) -> None:
+    clock = Clock()
+    with webhook_receiver(fail_first=1) as receiver:
+        settings = webhook(receiver.url)
+        engine = open_database(database_url)
+        outbox = Outbox(engine, settings, clock=clock)
+        deliverer = Deliverer(outbox, settings, worker="before")
+        outbox.enqueue(make_notice(), [])
+        assert await deliverer.deliver_due() == 0
+        await deliverer.aclose()
+        del outbox, deliverer
+        engine.dispose()  # the worker is gone
+
+        clock.advance(1)
+        engine = open_database(database_url)
+        try:
+            outbox = Outbox(engine, settings, clock=clock)
+            # The new worker queues the same notice again (as the desk might on start).
+            assert outbox.enqueue(make_notice(), []) == 0
+            deliverer = Deliverer(outbox, settings, worker="after")
+            assert await deliverer.deliver_due() == 1
+            assert await deliverer.deliver_due() == 0
+            await deliverer.aclose()
+            [row] = outbox.recent()
+        finally:
+            engine.dispose()
+    assert [request.status for request in receiver.received] == [500, 200]
+    assert (row.status, row.attempts) == ("sent", 2)
+
+
+async def test_a_receiver_that_is_down_is_retried_then_given_up(engine: Engine) -> None:
+    clock = Clock()
+    audit = Audit()
+    settings = webhook(closed_url())
+    outbox = Outbox(engine, settings, clock=clock)
+    deliverer = Deliverer(outbox, settings, worker="w1", audit=audit)
+    try:
+        outbox.enqueue(make_notice(), [])
+        assert await deliverer.deliver_due() == 0  # returns normally
+        [row] = outbox.recent()
+        assert (row.status, row.attempts) == ("pending", 1)
+        assert row.next_attempt_at > clock.now
+        assert "could not be reached" in (row.last_error or "")
+        for _ in range(settings.attempts - 1):
+            clock.advance(MAX_WAIT)
+            assert await deliverer.deliver_due() == 0
+    finally:
+        await deliverer.aclose()
+    [row] = outbox.recent()
+    assert (row.status, row.attempts) == ("failed", settings.attempts)
+    assert [entry.data["willRetry"] for entry in audit.entries] == [True] * 4 + [False]
+    assert audit.entries[-1].data["nextAttemptAt"] is None
+    clock.advance(MAX_WAIT)
+    assert await deliverer.deliver_due() == 0 and len(audit.entries) == 5
+    assert outbox.pending_count() == 0
+
+
+MAX_WAIT = 1000.0
+
+
+async def test_two_deliverers_at_once_send_it_once(database_url: str, engine: Engine) -> None:
+    other = open_database(database_url)
+    with webhook_receiver() as receiver:
+        settings = webhook(receiver.url)
+        clock = Clock()
+        one = Deliverer(Outbox(engine, settings, clock=clock), settings, worker="w1")
+        two = Deliverer(Outbox(other, settings, clock=clock), settings, worker="w2")
+        try:
+            for n in range(5):
+                one.outbox.enqueue(make_notice(decision_id=f"d{n}"), [])
+            sent = await asyncio.gather(one.deliver_due(), two.deliver_due())
+        finally:
+            await one.aclose()
+            await two.aclose()
+            other.dispose()
+    assert sum(sent) == 5
+    assert sorted(request.json()["decisionId"] for request in receiver.received) == [
+        f"d{n}" for n in range(5)
+    ]
+
+
+async def test_run_delivers_when_woken(engine: Engine) -> None:
+    with webhook_receiver() as receiver:
+        settings = webhook(receiver.url)
+        outbox = Outbox(engine, settings, clock=Clock())
+        wake = asyncio.Event()
+        # An hour's poll: only the wake can make it deliver within the test.
+        task = asyncio.create_task(
+            Deliverer(outbox, settings, worker="w1").run(wake, poll_seconds=3600)
+        )
+        try:
+            await asyncio.sleep(0)  # its first round finds nothing
+            outbox.enqueue(make_notice(), [])
+            wake.set()
+            await until(lambda: len(receiver.accepted) == 1)
+            assert not task.done()
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+    assert len(receiver.received) == 1
+
+
+async def test_run_goes_on_while_the_receiver_is_down(engine: Engine) -> None:
+    clock = Clock()
+    settings = webhook(closed_url())
+    outbox = Outbox(engine, settings, clock=clock)
+    task = asyncio.create_task(Deliverer(outbox, settings, worker="w1").run(poll_seconds=0.01))
+    try:
+        outbox.enqueue(make_notice(), [])
+        for attempt in (1, 2, 3):
+            await until(lambda: outbox.recent()[0].attempts == attempt)  # noqa: B023
+            clock.advance(MAX_WAIT)
+        assert not task.done()
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    [row] = outbox.recent()
+    assert row.status == "pending" and row.attempts >= 3

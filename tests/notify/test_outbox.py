@@ -1,0 +1,152 @@
+"""The outbox on each database: one row per recipient and event however often (and by however
+many workers) it is queued, claims that never overlap, and the retry schedule."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from functools import partial
+from typing import TypeVar
+
+from sqlalchemy import Engine, select
+
+from chat_app.notify import NotifySettings, Outbox, Recipient, SmtpServer, delivery_key
+from chat_app.trust.store import create_database_engine
+from chat_app.trust.tables import deliveries
+from tests.notify.notices import ADA, SAM, START, Clock, make_notice
+
+T = TypeVar("T")
+
+BOTH = NotifySettings(
+    webhook_url="http://127.0.0.1:9/hook",
+    webhook_secret=b"k",
+    smtp=SmtpServer(host="127.0.0.1", port=25, implicit_tls=False),
+    mail_from="approvals@example.com",
+    attempts=4,
+    backoff_seconds=0.05,
+)
+
+
+def keys(engine: Engine) -> list[str]:
+    with engine.connect() as connection:
+        return sorted(connection.execute(select(deliveries.c.key)).scalars())
+
+
+def at_once(*calls: Callable[[], T]) -> list[T]:
+    """Run the calls in threads released together."""
+    barrier = threading.Barrier(len(calls))
+
+    def run(call: Callable[[], T]) -> T:
+        barrier.wait()
+        return call()
+
+    with ThreadPoolExecutor(len(calls)) as pool:
+        return list(pool.map(run, calls))
+
+
+def test_enqueue_makes_a_row_per_channel_and_recipient_once(engine: Engine) -> None:
+    outbox = Outbox(engine, BOTH, clock=Clock())
+    notice = make_notice()
+    people = [ADA, SAM, Recipient("ADA@example.com ", "Ada again"), Recipient("", "Nobody")]
+    assert outbox.enqueue(notice, people, now=START) == 3
+    assert outbox.enqueue(notice, people, now=START) == 0
+    assert keys(engine) == sorted(
+        [
+            delivery_key(notice.decision_id, "decision-needed", "webhook", ""),
+            delivery_key(notice.decision_id, "decision-needed", "email", "ada@example.com"),
+            delivery_key(notice.decision_id, "decision-needed", "email", "sam@example.com"),
+        ]
+    )
+    # Another event of the same decision is another notice.
+    assert outbox.enqueue(make_notice(event="reminder"), [ADA], now=START) == 2
+    assert outbox.pending_count() == 5
+
+
+def test_only_the_configured_channels(engine: Engine) -> None:
+    notice = make_notice()
+    assert Outbox(engine, NotifySettings()).enqueue(notice, [ADA], now=START) == 0
+    webhook_only = NotifySettings(webhook_url="http://127.0.0.1:9/hook", webhook_secret=b"k")
+    assert Outbox(engine, webhook_only).enqueue(notice, [ADA, SAM], now=START) == 1
+    [row] = Outbox(engine, webhook_only).recent()
+    assert (row.channel, row.recipient, row.status, row.attempts) == ("webhook", "", "pending", 0)
+    assert row.notice == notice and row.created_at == START == row.next_attempt_at
+
+
+def test_two_workers_enqueueing_the_same_notice_make_one_row_per_key(
+    database_url: str, engine: Engine
+) -> None:
+    # As two processes would: each its own engine and connections.
+    other = create_database_engine(database_url)
+    try:
+        first, second = Outbox(engine, BOTH), Outbox(other, BOTH)
+        for n in range(10):
+            notice = make_notice(decision_id=f"d{n:031d}")
+            added = at_once(
+                partial(first.enqueue, notice, [ADA, SAM], now=START),
+                partial(second.enqueue, notice, [SAM, ADA], now=START),
+            )
+            assert sum(added) == 3, added  # each key added by one of them
+        assert len(keys(engine)) == 30 == len(set(keys(engine)))
+    finally:
+        other.dispose()
+
+
+def test_claims_take_due_unheld_rows_and_never_overlap(engine: Engine) -> None:
+    clock = Clock()
+    outbox = Outbox(engine, BOTH, clock=clock)
+    for n in range(15):
+        outbox.enqueue(make_notice(decision_id=f"d{n:031d}"), [ADA], now=START)
+    assert outbox.claim_due("w1", now=START - timedelta(seconds=1)) == []  # not due yet
+    one, two = at_once(
+        lambda: outbox.claim_due("w1", now=START, limit=20),
+        lambda: outbox.claim_due("w2", now=START, limit=20),
+    )
+    assert len(one) + len(two) == 30
+    assert not {row.id for row in one} & {row.id for row in two}
+    assert outbox.claim_due("w3", now=START + timedelta(seconds=59)) == []  # all held
+    # A worker that died: its claims lapse with the lease, and another takes its rows.
+    lapsed = outbox.claim_due("w3", now=START + timedelta(seconds=60), limit=50)
+    assert len(lapsed) == 30
+    assert outbox.mark_sent(one[0].id, "w1", now=START) is None  # no longer w1's
+    sent = outbox.mark_sent(one[0].id, "w3", now=START + timedelta(seconds=61))
+    assert sent is not None and (sent.status, sent.attempts) == ("sent", 1)
+    assert sent.sent_at == START + timedelta(seconds=61)
+    assert outbox.mark_sent(one[0].id, "w3", now=START) is None  # settled already
+
+
+def test_failures_back_off_doubling_then_fail(engine: Engine) -> None:
+    settings = NotifySettings(
+        webhook_url="http://127.0.0.1:9/hook", webhook_secret=b"k", attempts=4, backoff_seconds=2
+    )
+    outbox = Outbox(engine, settings)
+    outbox.enqueue(make_notice(), [], now=START)
+    now, waits = START, []
+    for attempt in (1, 2, 3):
+        [row] = outbox.claim_due("w", now=now)
+        failed = outbox.mark_failed(row.id, "w", now=now, error=f"boom {attempt}")
+        assert failed is not None
+        assert (failed.status, failed.attempts, failed.last_error) == (
+            "pending",
+            attempt,
+            f"boom {attempt}",
+        )
+        waits.append((failed.next_attempt_at - now).total_seconds())
+        assert outbox.claim_due("w", now=failed.next_attempt_at - timedelta(milliseconds=1)) == []
+        now = failed.next_attempt_at
+    assert waits == [2, 4, 8]
+    [row] = outbox.claim_due("w", now=now)
+    assert outbox.mark_failed(row.id, "someone else", now=now, error="x") is None
+    last = outbox.mark_failed(row.id, "w", now=now, error="boom 4")
+    assert last is not None and (last.status, last.attempts) == ("failed", 4)
+    assert outbox.claim_due("w", now=now + timedelta(days=1)) == []
+    assert outbox.pending_count() == 0
+
+
+def test_recent_is_newest_first(engine: Engine) -> None:
+    outbox = Outbox(engine, BOTH)
+    for n in range(3):
+        outbox.enqueue(make_notice(decision_id=f"d{n}"), [], now=START + timedelta(minutes=n))
+    assert [row.decision_id for row in outbox.recent()] == ["d2", "d1", "d0"]
+    assert [row.decision_id for row in outbox.recent(limit=2)] == ["d2", "d1"]

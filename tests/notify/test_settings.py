@@ -1,0 +1,155 @@
+"""`NotifySettings.from_env`: what each variable takes, and that a wrong value names its
+variable (and never shows a secret)."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat_app.notify import MAX_BACKOFF_SECONDS, NotifyConfigError, NotifySettings, SmtpServer
+
+WEBHOOK = {"CHAT_APP_WEBHOOK_URL": "https://hooks.example.com/in", "CHAT_APP_WEBHOOK_SECRET": "k"}
+SMTP = {"CHAT_APP_SMTP_URL": "smtp://mail.example.com", "CHAT_APP_MAIL_FROM": "a@example.com"}
+
+
+def test_nothing_set_configures_no_channel_and_the_defaults() -> None:
+    settings = NotifySettings.from_env({})
+    assert settings.channels == ()
+    assert settings.public_url == "http://localhost:8000"
+    assert (settings.attempts, settings.backoff_seconds, settings.timeout_seconds) == (8, 5, 10)
+    assert settings.link("t1") == "http://localhost:8000/c/t1"
+    empty = NotifySettings.from_env({"CHAT_APP_WEBHOOK_URL": " ", "CHAT_APP_SMTP_URL": ""})
+    assert empty.channels == ()
+    other = NotifySettings.from_env({}, default_public_url="http://127.0.0.1:9000")
+    assert other.link("t1") == "http://127.0.0.1:9000/c/t1"
+
+
+def test_every_variable_read() -> None:
+    settings = NotifySettings.from_env(
+        {
+            "CHAT_APP_WEBHOOK_URL": "https://hooks.example.com/in",
+            "CHAT_APP_WEBHOOK_FORMAT": "JSON",
+            "CHAT_APP_WEBHOOK_SECRET": "s3cret",
+            "CHAT_APP_SMTP_URL": "smtp://ops%40example.com:p%3Ass%2Fw@mail.example.com:2525",
+            "CHAT_APP_MAIL_FROM": "Approvals <approvals@example.com>",
+            "CHAT_APP_PUBLIC_URL": "https://chat.example.com/app/",
+            "CHAT_APP_NOTIFY_ATTEMPTS": "3",
+            "CHAT_APP_NOTIFY_BACKOFF_SECONDS": "0.5",
+            "CHAT_APP_NOTIFY_TIMEOUT_SECONDS": "2.5",
+        }
+    )
+    assert settings.channels == ("webhook", "email")
+    assert settings.webhook_url == "https://hooks.example.com/in"
+    assert settings.webhook_format == "json"
+    assert settings.webhook_secret == b"s3cret"
+    assert settings.smtp == SmtpServer(
+        host="mail.example.com",
+        port=2525,
+        implicit_tls=False,
+        username="ops@example.com",
+        password="p:ss/w",
+    )
+    assert settings.smtp.require_starttls
+    assert settings.mail_from == "Approvals <approvals@example.com>"
+    assert settings.link("t9") == "https://chat.example.com/app/c/t9"
+    assert (settings.attempts, settings.backoff_seconds, settings.timeout_seconds) == (3, 0.5, 2.5)
+    shown = repr(settings)
+    assert "p:ss/w" not in shown and "s3cret" not in shown
+
+
+def test_smtp_ports_and_tls() -> None:
+    plain = NotifySettings.from_env({**SMTP}).smtp
+    assert plain == SmtpServer(host="mail.example.com", port=587, implicit_tls=False)
+    assert not plain.require_starttls  # no password to protect: STARTTLS when offered
+    tls = NotifySettings.from_env({**SMTP, "CHAT_APP_SMTP_URL": "smtps://u:p@mail.example.com"})
+    assert tls.smtp is not None
+    assert (tls.smtp.port, tls.smtp.implicit_tls, tls.smtp.require_starttls) == (465, True, False)
+
+
+def test_slack_needs_no_secret_json_does() -> None:
+    slack = NotifySettings.from_env(
+        {"CHAT_APP_WEBHOOK_URL": "https://hooks.slack.com/x", "CHAT_APP_WEBHOOK_FORMAT": "slack"}
+    )
+    assert (slack.channels, slack.webhook_format, slack.webhook_secret) == (
+        ("webhook",),
+        "slack",
+        None,
+    )
+    with pytest.raises(NotifyConfigError, match=r"^CHAT_APP_WEBHOOK_SECRET is required"):
+        NotifySettings.from_env({"CHAT_APP_WEBHOOK_URL": "https://hooks.example.com/x"})
+
+
+def test_the_backoff_doubles_and_is_capped() -> None:
+    settings = NotifySettings(backoff_seconds=5)
+    assert [settings.backoff(n) for n in (1, 2, 3, 4)] == [5, 10, 20, 40]
+    assert settings.backoff(9) == 900 == settings.backoff(10_000) == MAX_BACKOFF_SECONDS
+
+
+BAD = [
+    ({"CHAT_APP_WEBHOOK_URL": "hooks.example.com/in"}, "CHAT_APP_WEBHOOK_URL", "http(s) URL"),
+    ({"CHAT_APP_WEBHOOK_URL": "ftp://x/in"}, "CHAT_APP_WEBHOOK_URL", "http(s) URL"),
+    ({"CHAT_APP_WEBHOOK_URL": "https:///in"}, "CHAT_APP_WEBHOOK_URL", "with a host"),
+    ({**WEBHOOK, "CHAT_APP_WEBHOOK_FORMAT": "xml"}, "CHAT_APP_WEBHOOK_FORMAT", "json"),
+    ({"CHAT_APP_SMTP_URL": "smtp//x"}, "CHAT_APP_SMTP_URL", "smtps://host:465"),
+    ({"CHAT_APP_SMTP_URL": "http://mail.example.com"}, "CHAT_APP_SMTP_URL", "not an SMTP URL"),
+    ({"CHAT_APP_SMTP_URL": "smtp://mail.example.com:x1"}, "CHAT_APP_SMTP_URL", "SMTP URL"),
+    ({"CHAT_APP_SMTP_URL": "smtp://mail.example.com:0"}, "CHAT_APP_SMTP_URL", "port 0"),
+    ({"CHAT_APP_SMTP_URL": "smtp://u@mail.example.com"}, "CHAT_APP_SMTP_URL", "give both"),
+    ({"CHAT_APP_SMTP_URL": "smtp://mail.example.com"}, "CHAT_APP_MAIL_FROM", "is required"),
+    ({**SMTP, "CHAT_APP_MAIL_FROM": "approvals"}, "CHAT_APP_MAIL_FROM", "email address"),
+    ({**SMTP, "CHAT_APP_MAIL_FROM": "a@x.com, b@x.com"}, "CHAT_APP_MAIL_FROM", "email address"),
+    ({"CHAT_APP_PUBLIC_URL": "chat.example.com"}, "CHAT_APP_PUBLIC_URL", "http(s) URL"),
+    ({"CHAT_APP_NOTIFY_ATTEMPTS": "0"}, "CHAT_APP_NOTIFY_ATTEMPTS", "at least 1"),
+    ({"CHAT_APP_NOTIFY_ATTEMPTS": "two"}, "CHAT_APP_NOTIFY_ATTEMPTS", "whole number"),
+    ({"CHAT_APP_NOTIFY_BACKOFF_SECONDS": "0"}, "CHAT_APP_NOTIFY_BACKOFF_SECONDS", "above 0"),
+    ({"CHAT_APP_NOTIFY_BACKOFF_SECONDS": "nan"}, "CHAT_APP_NOTIFY_BACKOFF_SECONDS", "seconds"),
+    ({"CHAT_APP_NOTIFY_TIMEOUT_SECONDS": "-1"}, "CHAT_APP_NOTIFY_TIMEOUT_SECONDS", "above 0"),
+    ({"CHAT_APP_NOTIFY_TIMEOUT_SECONDS": "soon"}, "CHAT_APP_NOTIFY_TIMEOUT_SECONDS", "seconds"),
+]
+
+
+@pytest.mark.parametrize(("environ", "variable", "says"), BAD, ids=lambda v: str(v)[:40])
+def test_a_bad_value_names_its_variable_and_what_it_takes(
+    environ: dict[str, str], variable: str, says: str
+) -> None:
+    with pytest.raises(NotifyConfigError) as raised:
+        NotifySettings.from_env(environ)
+    message = str(raised.value)
+    assert message.startswith(variable), message
+    assert says in message, message
+
+
+def test_the_smtp_example_message() -> None:
+    with pytest.raises(NotifyConfigError) as raised:
+        NotifySettings.from_env({"CHAT_APP_SMTP_URL": "smtp//x"})
+    assert str(raised.value) == (
+        "CHAT_APP_SMTP_URL='smtp//x' is not an SMTP URL: use smtp://user:pass@host:587 "
+        "(STARTTLS) or smtps://host:465 (TLS)."
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "smtp//ops:hunter2@mail",
+        "smtp://ops:hunter2@mail.example.com:port",
+        "smtp://ops:hunter2@mail.example.com/path",
+        "imap://ops:hunter2@mail.example.com",
+        "ops:hunter2@mail.example.com",
+        "smtp://ops:hun//ter2@mail.example.com:99999",
+    ],
+)
+def test_a_password_is_never_shown(value: str) -> None:
+    with pytest.raises(NotifyConfigError) as raised:
+        NotifySettings.from_env({"CHAT_APP_SMTP_URL": value, "CHAT_APP_MAIL_FROM": "a@b.co"})
+    message = str(raised.value)
+    assert message.startswith("CHAT_APP_SMTP_URL=")
+    assert "hunter2" not in message and "ter2" not in message, message
+    assert "***" in message
+
+
+def test_a_secret_is_never_shown() -> None:
+    with pytest.raises(NotifyConfigError) as raised:
+        NotifySettings.from_env(
+            {"CHAT_APP_WEBHOOK_URL": "https://u:topsecret@/x", "CHAT_APP_WEBHOOK_SECRET": "k"}
+        )
+    assert "topsecret" not in str(raised.value)
