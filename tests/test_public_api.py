@@ -273,6 +273,26 @@ OBSERVE = [
     "tracing_enabled",
 ]
 
+NOTIFY = [
+    "Deliverer",
+    "Delivery",
+    "DeliveryError",
+    "DeliveryStatus",
+    "Event",
+    "MAX_BACKOFF_SECONDS",
+    "Notice",
+    "NoticeKind",
+    "NotifyConfigError",
+    "NotifySettings",
+    "Outbox",
+    "Recipient",
+    "SmtpServer",
+    "WebhookFormat",
+    "delivery_key",
+    "sign",
+    "verify",
+]
+
 DEMO = [
     "DEFAULT_TOKEN_DELAY_MS",
     "HELP",
@@ -290,6 +310,7 @@ PINNED = {
     "chat_app.client": CLIENT,
     "chat_app.desk": DESK,
     "chat_app.observe": OBSERVE,
+    "chat_app.notify": NOTIFY,
     "chat_app.server": SERVER,
     "chat_app.demo": DEMO,
 }
