@@ -1,8 +1,8 @@
 """Log lines as JSON (`CHAT_APP_LOG_FORMAT=json`), one object per line on stderr, for a log
 pipeline to read without parsing prose.
 
-Each line has `time` (ISO 8601, UTC), `level`, `logger`, `message`, whatever the call passed
-with `extra=`, `exception` (the traceback's text) when there is one, and `trace_id` and
+Each line has `time` (ISO 8601, UTC), `level`, `logger`, `message`, `exception` (the
+traceback's text) when there is one, whatever the call passed with `extra=`, and `trace_id` and
 `span_id` when a span is current (a continuation run's, `tracing.run_span`), so that a line
 leads to its trace.
 
@@ -52,7 +52,7 @@ _NOT_EXTRAS = [*RESERVED_ATTRS, "color_message"]
 
 class JsonLines(JsonFormatter):
     """python-json-logger's formatter with this app's fields, in this order: time, level,
-    logger, message, the call's extras, exception, trace_id, span_id."""
+    logger, message, exception, the call's extras, trace_id, span_id."""
 
     def __init__(self) -> None:
         # ASCII (the JSON encoder's default, \u escapes): a line stays valid JSON whatever
