@@ -60,6 +60,8 @@ class Deliverer:
         self._http = http
         self._owns_http = http is None
         self._lease_seconds = max(_MIN_LEASE_SECONDS, 3 * settings.timeout_seconds)
+        self._wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def deliver_due(self) -> int:
         """Claim what is due and try each once; returns how many were sent. Never raises
@@ -81,18 +83,35 @@ class Deliverer:
 
     async def run(self, wake: asyncio.Event | None = None, *, poll_seconds: float = 1.0) -> None:
         """`deliver_due` until cancelled: again after `poll_seconds`, or as soon as `wake`
-        is set (the caller sets it after queueing, so a notice does not wait for the poll)."""
+        is set or `wake()` called (after queueing, so a notice does not wait for the poll)."""
+        if wake is not None:
+            self._wake = wake
+        wake = self._wake
+        self._loop = asyncio.get_running_loop()
         try:
             while True:
-                if wake is not None:
-                    wake.clear()  # before the round: a wake during it starts the next
+                wake.clear()  # before the round: a wake during it starts the next
                 try:
                     await self.deliver_due()
                 except Exception:  # a bug here must not end delivery for the process
                     _log.exception("notify: a delivery round failed")
                 await self._pause(wake, poll_seconds)
         finally:
+            self._loop = None
             await self.aclose()
+
+    def wake(self) -> None:
+        """Start the next round of `run` now rather than at the poll. Safe from any thread;
+        before `run` starts, its first round (which is immediate anyway) takes it."""
+        loop = self._loop
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if loop is None or loop is here or loop.is_closed():
+            self._wake.set()
+        else:
+            loop.call_soon_threadsafe(self._wake.set)
 
     async def aclose(self) -> None:
         """Close the HTTP client if it is this deliverer's own."""
@@ -101,10 +120,7 @@ class Deliverer:
             await client.aclose()
 
     @staticmethod
-    async def _pause(wake: asyncio.Event | None, seconds: float) -> None:
-        if wake is None:
-            await asyncio.sleep(seconds)
-            return
+    async def _pause(wake: asyncio.Event, seconds: float) -> None:
         try:
             await asyncio.wait_for(wake.wait(), seconds)
         except TimeoutError:

@@ -268,6 +268,27 @@ async def test_run_delivers_when_woken(engine: Engine) -> None:
     assert len(receiver.received) == 1
 
 
+async def test_wake_starts_a_round_from_any_thread(engine: Engine) -> None:
+    with webhook_receiver() as receiver:
+        settings = webhook(receiver.url)
+        outbox = Outbox(engine, settings, clock=Clock())
+        deliverer = Deliverer(outbox, settings, worker="w1")
+        task = asyncio.create_task(deliverer.run(poll_seconds=3600))
+        try:
+            await asyncio.sleep(0)
+            outbox.enqueue(make_notice(decision_id="d-here"), [])
+            deliverer.wake()  # from the loop, as the desk's timers call it
+            await until(lambda: len(receiver.accepted) == 1)
+            outbox.enqueue(make_notice(decision_id="d-there"), [])
+            await asyncio.to_thread(deliverer.wake)  # from a worker thread
+            await until(lambda: len(receiver.accepted) == 2)
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+    assert [request.json()["decisionId"] for request in receiver.received] == ["d-here", "d-there"]
+
+
 async def test_run_goes_on_while_the_receiver_is_down(engine: Engine) -> None:
     clock = Clock()
     settings = webhook(closed_url())
