@@ -30,12 +30,17 @@ from chat_app.client import (
 from chat_app.config import (
     authenticator_from_env,
     desk_from_env,
+    metrics_token,
+    notifications_from_env,
     policy_from_env,
     security_from_env,
 )
 from chat_app.demo import POLICY_PATH, build_demo_agent
-from chat_app.desk import RunAs
+from chat_app.desk import DeskStats, RunAs
+from chat_app.notify.stats import DeliveryStats
+from chat_app.observe import configure_logging, configure_tracing
 from chat_app.server import create_app
+from chat_app.server.metrics import MetricsSource
 from chat_app.trust import Identity, PolicyError, audit_report
 from chat_app.trust.store import DatabaseUnavailable
 from chat_app.ui import session
@@ -51,6 +56,11 @@ from chat_app.ui.pages.signin import signin
 from chat_app.ui.signin_state import SignInState
 from chat_app.ui.state import ChatState
 
+try:
+    configure_logging(os.environ)
+except ValueError as problem:
+    sys.exit(f"chat_app: {problem}")
+configure_tracing(os.environ)
 security = security_from_env()
 try:
     authenticator = authenticator_from_env("demo")
@@ -143,6 +153,9 @@ def _audit() -> Mapping[str, Any] | None:
 
 try:
     desk = desk_from_env(_desk_connection, tools=_desk_tool_list, policy=policy)
+    notifications = notifications_from_env(
+        desk, policy=policy, auth_mode=authenticator.config.mode, ledger=security.ledger
+    )
 except (ValueError, DatabaseUnavailable) as problem:
     sys.exit(f"chat_app: {problem}")
 
@@ -173,6 +186,9 @@ app = rx.App(
         roles=policy.roles_of if policy is not None else None,
         desk=desk,
         recover=False,  # the app's own lifespan task does (below)
+        metrics=MetricsSource(
+            DeskStats(desk.store.engine), DeliveryStats(desk.store.engine), metrics_token()
+        ),
     ),
     head_components=[
         rx.el.link(rel="icon", type="image/svg+xml", href="/favicon.svg"),
@@ -195,6 +211,10 @@ app.add_page(signin, route="/signin", title="Sign in · chat_app", on_load=SignI
 # Conversations a worker that died left running are shown failed (with Retry); answers
 # decided but never carried are carried.
 app.register_lifespan_task(desk.keep_recovering)
+# Notices, reminders, escalations and expiries, in every worker (each fires once: see
+# chat_app.desk.timers), and the outbox's deliveries.
+for task in notifications.tasks:
+    app.register_lifespan_task(task)
 app.add_page(
     conversations,
     route="/conversations",

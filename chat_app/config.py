@@ -16,6 +16,12 @@
 | `CHAT_APP_POLICY` | `chat_app/demo/policy.toml` | who may decide what; `none`: the requester |
 | `CHAT_APP_FANOUT_URL` | `REFLEX_REDIS_URL` | Redis: the desk's live notices across workers |
 | `CHAT_APP_DESK_LEASE_SECONDS` | `60` | how long a dead worker's run stays "running" |
+| `CHAT_APP_TIMER_SECONDS` | `5` | how often a worker looks for due notices and expiries |
+| `CHAT_APP_NOTIFY_IDLE_SECONDS` | `60` | when a requester is told of their own decision |
+| `CHAT_APP_WEBHOOK_URL`, `CHAT_APP_SMTP_URL`, … | none | notifications (`notify/settings.py`) |
+| `CHAT_APP_METRICS_TOKEN` | none | a bearer token that may read `GET /metrics` (admins may too) |
+| `CHAT_APP_LOG_FORMAT` | `text` | `json`: log lines as JSON |
+| `OTEL_EXPORTER_OTLP_ENDPOINT` | none | traces of each decision, over OTLP/HTTP |
 
 An identity never comes from a request body: `forwardedProps.actor` is ignored. API tokens
 (`Authorization: Bearer …`) work in every mode but `none`.
@@ -23,17 +29,30 @@ An identity never comes from a request body: `forwardedProps.actor` is ignored. 
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import re
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from chat_app.desk import LEASE_SECONDS, ConnectionFor, Desk, DeskStore, Fanout, ToolSource
+from chat_app.desk import (
+    LEASE_SECONDS,
+    ConnectionFor,
+    Desk,
+    DeskStore,
+    Fanout,
+    PeopleFor,
+    Timers,
+    ToolSource,
+)
+from chat_app.notify import Deliverer, NotifySettings, Outbox, Recipient
 from chat_app.trust import (
     DEFAULT_TTL_SECONDS,
+    DEMO_PEOPLE,
     Ledger,
     Policy,
     Sealer,
@@ -212,3 +231,109 @@ def desk_from_env(
         fanout=Fanout(redis_url),
         lease_seconds=lease,
     )
+
+
+TIMER_ENV = "CHAT_APP_TIMER_SECONDS"
+NOTIFY_IDLE_ENV = "CHAT_APP_NOTIFY_IDLE_SECONDS"
+METRICS_TOKEN_ENV = "CHAT_APP_METRICS_TOKEN"
+
+
+@dataclass(frozen=True)
+class Notifications:
+    """The desk's timers and the outbox's deliverer: both run in every worker, from start to
+    shutdown (`tasks`)."""
+
+    timers: Timers
+    deliverer: Deliverer | None
+    settings: NotifySettings
+    #: Set when notices were queued: the deliverer sends them at once.
+    queued: asyncio.Event
+
+    @property
+    def tasks(self) -> list[Callable[[], Awaitable[None]]]:
+        tasks: list[Callable[[], Awaitable[None]]] = [self.timers.run]
+        deliverer = self.deliverer
+        if deliverer is not None:
+
+            async def deliver() -> None:
+                await deliverer.run(self.queued)
+
+            tasks.append(deliver)
+        return tasks
+
+
+def notifications_from_env(
+    desk: Desk, *, policy: Policy | None, auth_mode: AuthMode, ledger: Ledger | None
+) -> Notifications:
+    """Notices, reminders, escalation and expiry for `desk`, sent as the `CHAT_APP_WEBHOOK_*`,
+    `CHAT_APP_SMTP_URL` and `CHAT_APP_MAIL_FROM` settings say (`chat_app.notify.settings`).
+
+    Raises:
+        ValueError: a setting is not usable; the message names the variable (a bad webhook
+            or SMTP URL stops the start, rather than every notice failing later).
+    """
+    port = os.environ.get("PORT", "").strip() or "8000"
+    settings = NotifySettings.from_env(os.environ, default_public_url=f"http://localhost:{port}")
+    desk.notify_idle_seconds = _seconds(NOTIFY_IDLE_ENV, 60.0)
+    outbox = Outbox(desk.store.engine, settings) if settings.channels else None
+    deliverer = None
+    audit = ledger.append_async if ledger is not None else None
+    if outbox is not None:
+        deliverer = Deliverer(outbox, settings, worker=desk.worker, audit=audit)
+    queued = asyncio.Event()
+    timers = Timers(
+        desk,
+        people=people_for(policy, auth_mode),
+        outbox=outbox,
+        settings=settings,
+        audit=audit,
+        every_seconds=_seconds(TIMER_ENV, 5.0),
+        on_enqueued=queued.set,
+    )
+    return Notifications(timers=timers, deliverer=deliverer, settings=settings, queued=queued)
+
+
+def people_for(policy: Policy | None, auth_mode: AuthMode) -> PeopleFor:
+    """Who the inbox routes name, with their emails and names: a policy's `[roles]`, the
+    accounts of the app's database with their roles, and (demo sign-in) the demo people."""
+    accounts = Accounts(app_database()) if auth_mode in ("password", "proxy") else None
+    demo = DEMO_PEOPLE if auth_mode == "demo" else ()
+
+    def people(routes: Sequence[str]) -> list[Recipient]:
+        known: dict[str, tuple[str, frozenset[str]]] = {
+            person.email: (person.name, person.roles) for person in demo
+        }
+        if accounts is not None:
+            for account in accounts.list_users():
+                known[account.email] = (account.name, frozenset(account.roles))
+        found: dict[str, str] = {}
+        for route in routes:
+            if route.startswith("user:"):
+                email = route.removeprefix("user:")
+                if email:
+                    found[email] = known.get(email, (email.split("@")[0], frozenset()))[0]
+            elif route.startswith("role:"):
+                role = route.removeprefix("role:")
+                members = set(policy.roles.get(role, ())) if policy is not None else set()
+                members |= {email for email, (_, roles) in known.items() if role in roles}
+                for email in members:
+                    found[email] = known.get(email, (email.split("@")[0], frozenset()))[0]
+        return [Recipient(email=email, name=name) for email, name in sorted(found.items())]
+
+    return people
+
+
+def metrics_token() -> str | None:
+    """`CHAT_APP_METRICS_TOKEN`: a bearer token a Prometheus scraper may read `/metrics` with."""
+    return os.environ.get(METRICS_TOKEN_ENV, "").strip() or None
+
+
+def _seconds(variable: str, default: float) -> float:
+    text = os.environ.get(variable, "").strip()
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        value = math.nan
+    if not (0 < value < math.inf):
+        raise ValueError(f"{variable}={text!r} is not a number of seconds above 0.")
+    return value

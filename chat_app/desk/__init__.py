@@ -28,9 +28,11 @@ from .records import (
 )
 from .stats import DeskStats, Histogram
 from .store import INBOX_COUNT_CAP, DecisionDraft, DeskStore, decision_id_of
+from .timers import AuditSink, PeopleFor, Timers
 
 __all__ = [
     "Answer",
+    "AuditSink",
     "ConnectionFor",
     "ConversationStatus",
     "ConversationSummary",
@@ -47,7 +49,9 @@ __all__ = [
     "INBOX_COUNT_CAP",
     "InboxItem",
     "LEASE_SECONDS",
+    "PeopleFor",
     "RunAs",
+    "Timers",
     "ToolSource",
     "Vote",
     "decision_id_of",

@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from chat_app.client import (
@@ -48,6 +49,7 @@ from chat_app.interrupts import (
     parse_js_date,
     read_decision,
 )
+from chat_app.observe import close_decision, decision_span, run_span
 from chat_app.trust import ANONYMOUS, Identity, Policy, Rule
 
 from .fanout import Fanout
@@ -59,8 +61,9 @@ from .records import (
     DecideResult,
     DeskError,
     InboxItem,
+    expiry_note,
 )
-from .store import DecisionDraft, DeskStore, Saved, summary_of
+from .store import AutoDecision, DecisionDraft, DeskStore, Saved, summary_of
 
 __all__ = [
     "ANSWERABLE",
@@ -86,6 +89,9 @@ SAVE_EVERY_SECONDS = 0.1
 #: a continuation's reply growing at this pace.
 STREAM_SAVE_SECONDS = 0.5
 ADMIN_ROLE = "admin"
+#: How long after a page last said its owner is looking at a conversation they count as
+#: looking (pages say so every `WATCH_SECONDS`).
+WATCH_SECONDS = 20.0
 INTERRUPTED = "The app stopped while this conversation was running. Retry runs it again."
 ANSWERED_BEFORE = (
     "These answers had been applied before the app stopped, but their reply was lost "
@@ -136,6 +142,7 @@ class Desk:
         worker: str | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         lease_seconds: float = LEASE_SECONDS,
+        notify_idle_seconds: float = 60.0,
     ) -> None:
         self.store = store
         self.connection_for = connection_for
@@ -145,6 +152,12 @@ class Desk:
         self.worker = worker or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.clock = clock
         self.lease_seconds = lease_seconds
+        #: A requester's own decision (no rule) is notified only this long after the pause
+        #: and only if their page is not open on it then: they may be answering it already.
+        self.notify_idle_seconds = notify_idle_seconds
+        #: Called when decisions came (the timers look at once rather than at their next
+        #: round).
+        self.on_new_decisions: Callable[[], None] | None = None
         #: The runs going on in this process, by conversation.
         self._live: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -390,6 +403,9 @@ class Desk:
             )  # fmt: skip
         )
         if won:  # committed: its continuation goes, whatever happens to this answer
+            decision_span(decision_id, "decided", start=now, attributes={
+                "decision.outcome": _outcome(answer), "decided.by": decider.email,
+                "verified.by": decider.method, "rule": item.rule or ""})  # fmt: skip
             self._spawn(self._continue(item.thread_id))
         fresh = await self._db(self.store.decision, decision_id)
         assert fresh is not None
@@ -397,6 +413,30 @@ class Desk:
             self._check_open(fresh)
         await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))
         return DecideResult("decided", fresh, f"{_outcome(answer).capitalize()}.")
+
+    async def watching(self, thread_id: str, viewer: Identity) -> None:
+        """The viewer's page is open on the conversation (say so every `WATCH_SECONDS`): when
+        it is theirs, a decision that is theirs to make is not sent to them meanwhile."""
+        if viewer.anonymous:
+            return
+        until = self.clock() + timedelta(seconds=WATCH_SECONDS * 1.5)
+        await self._db(self.store.watching, thread_id, viewer.email, until)
+
+    async def expire(self, item: InboxItem) -> bool:
+        """Resolve a pending decision whose expiry passed, as expired, and go on: the agent
+        is told it expired unanswered, the tool does not run. False when someone decided it
+        (or another worker expired it) first."""
+        entry = {"interruptId": item.item_id, "status": "cancelled"}
+        now = self.clock()
+        won: bool = await self._db(
+            lambda: self.store.expire(item.decision_id, answer=entry, now=now)
+        )
+        if won:
+            decision_span(item.decision_id, "expired", start=now,
+                          attributes={"rule": item.rule or ""})  # fmt: skip
+            self._spawn(self._continue(item.thread_id))
+            await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))
+        return won
 
     # --- the page's own runs ------------------------------------------------------------
 
@@ -529,13 +569,23 @@ class Desk:
                 await self._db(self.store.mark_applied, stale)
             if not by_item or set(by_item) != open_ids:
                 return  # the rest of the batch is still to decide
-            run_as = await self._db(self._run_as, list(by_item.values()))
+            owner = _owner_of(conversation)
+            run_as = await self._db(self._run_as, list(by_item.values()), owner)
             answers = {item_id: json.loads(row.answer) for item_id, row in by_item.items()}
+            expired = {item_id: expiry_note(row.created_at, row.expires_at)
+                       for item_id, row in by_item.items() if row.outcome == "expired"}  # fmt: skip
             applied = [row.id for row in by_item.values()]
 
-            async def apply(client: ChatClient, answers: dict[str, Any] = answers) -> None:
+            async def apply(
+                client: ChatClient,
+                answers: dict[str, Any] = answers,
+                expired: dict[str, str] = expired,
+            ) -> None:
                 for item_id, entry in answers.items():
-                    await _stage(client, item_id, entry)
+                    if item_id in expired:  # the agent reads the cancellation as the expiry
+                        await client.expire(item_id, expired[item_id])
+                    else:
+                        await _stage(client, item_id, entry)
 
             if not await self._claim(thread_id):
                 return  # the worker running it picks these up when its run ends
@@ -545,15 +595,28 @@ class Desk:
                 fresh = await self._db(self.store.answers_to_apply, thread_id)
                 if {row.id for row in fresh} != set(applied):
                     continue  # look again
-                await self._run_claimed(thread_id, run_as, apply)
+                started = self.clock()
+                with run_span("continuation", {"thread.id": thread_id}) as run:
+                    await self._run_claimed(thread_id, run_as, apply)
+                ended = self.clock()
                 # Carried. A worker killed before this line leaves them to `recover`, which
                 # finds the continuation in flight, or not sent yet, in the stored state.
-                await self._db(self.store.mark_applied, applied)
+                seconds = (ended - started).total_seconds()
+                await self._db(partial(self.store.mark_applied, applied, seconds=seconds))
+                for row in by_item.values():
+                    decision_span(row.id, "executed", start=started, end=ended,
+                                  attributes={"thread.id": thread_id},
+                                  links=[run] if run is not None else [])  # fmt: skip
+                    close_decision(row.id, start=row.created_at, end=ended, attributes={
+                        "decision.name": row.name, "decision.outcome": row.outcome or "",
+                        "rule": row.rule or "", "thread.id": thread_id})  # fmt: skip
             finally:
                 await self._db(self.store.release, thread_id, self.worker)
 
-    def _run_as(self, rows: Sequence[Any]) -> RunAs:
-        """The decider of the last answer, with earlier approvers as cosigners."""
+    def _run_as(self, rows: Sequence[Any], owner: Identity = ANONYMOUS) -> RunAs:
+        """The decider of the last answer, with earlier approvers as cosigners; an expired
+        item's is the conversation's `owner` (who asked withdraws it: the agent reads that
+        as the expiry)."""
         last = max(rows, key=lambda row: row.decided_at)
         cosigners: dict[str, tuple[Identity, ...]] = {}
         deciders: dict[str, Identity] = {}
@@ -562,6 +625,8 @@ class Desk:
             votes = self.store.voters(row.id)
             voters = [_identity(vote) for vote in votes]
             decider = next((v for v in voters if v.email == row.decided_by), None)
+            if row.outcome == "expired":
+                decider = owner
             if row is last:
                 final = decider
             if decider is not None:
@@ -682,6 +747,7 @@ class Desk:
         else:
             status = "done"
         drafts = [self._draft(item, owner_email, owner_name) for item in open_items]
+        auto = _decided_by_policy(state, owner_email, owner_name)
         waiting = _join(sorted({draft.waiting_for for draft in drafts if draft.waiting_for}))
         waiting = waiting if status == "waiting" else ""
         error = failure or (state.error if status == "failed" else None)
@@ -696,8 +762,14 @@ class Desk:
                 drafts=drafts,
                 open_items=[item.id for item in open_items],
                 closed_by=(actor.email, actor.name),
+                auto=auto,
             )  # fmt: skip
         )
+        for decision_id in saved.added:
+            decision_span(decision_id, "paused", start=self.clock(),
+                          attributes={"thread.id": thread_id})  # fmt: skip
+        if saved.added and self.on_new_decisions is not None:
+            self.on_new_decisions()
         topics = [thread_topic(thread_id), owner_topic(owner_email)]
         if saved.decisions_changed:  # else text streaming, a status: not the inboxes' news
             topics.append(inbox_topic())
@@ -727,10 +799,12 @@ class Desk:
             ) or ("*",)
             waiting_for = self.policy.waiting_for(rule, viewer_is_requester=False)
             approvers, not_requester, quorum = rule.approvers, rule.not_requester, rule.quorum
+            notify_after: timedelta | None = timedelta(0)
         else:
             routes = (f"user:{requester}",)
             waiting_for = f"Waiting for {requester_name or 'the person who asked'}"
             approvers, not_requester, quorum = (), False, 1
+            notify_after = timedelta(seconds=self.notify_idle_seconds)
         expiry = parse_js_date(item.expires_at) if item.expires_at else None
         return DecisionDraft(
             item_id=item.id, kind=kind, name=name, summary=_summary(args), args=args,
@@ -738,7 +812,11 @@ class Desk:
             rule=rule.name if rule is not None else None, approvers=tuple(approvers),
             not_requester=not_requester, quorum=quorum, waiting_for=waiting_for,
             expires_at=None if expiry is None else datetime.fromtimestamp(expiry / 1000, UTC),
-            routes=routes,
+            routes=routes, notify_after=notify_after,
+            remind_after=rule.remind_after if rule is not None else None,
+            escalate_after=rule.escalate_after if rule is not None else None,
+            escalate_to=rule.escalate_to if rule is not None else (),
+            run_id=item.interrupted_run_id or None,
         )  # fmt: skip
 
     def _rule_named(self, name: object) -> Rule | None:
@@ -778,9 +856,12 @@ class Desk:
             return f"Only the person who asked ({who}) decides this."
         assert self.policy is not None
         return self.policy.check(rule, viewer.with_roles(self.policy.roles_of(viewer)),
-                                 decider_is_requester=asked)  # fmt: skip
+                                 decider_is_requester=asked,
+                                 escalated=item.escalated_at is not None)  # fmt: skip
 
     def _check_open(self, item: InboxItem) -> None:
+        if item.status == "decided" and item.outcome == "expired":
+            raise DeskError("expired", item.expiry_note + " Nobody can decide it any more.")
         if item.status == "decided":
             who = item.decided_by_name or item.decided_by or "someone"
             raise DeskError(
@@ -868,6 +949,29 @@ async def _stage(client: ChatClient, item_id: str, entry: Mapping[str, Any]) -> 
             item_id, approved=decision.kind == "approve", payload=decision.payload,
             edited_args=decision.edited_args,
         )  # fmt: skip
+
+
+def _decided_by_policy(state: ClientState, email: str, name: str) -> list[AutoDecision]:
+    """The calls a policy rule decided alone in the latest run (since the last message)."""
+    found: list[AutoDecision] = []
+    for message in reversed(state.messages):
+        if message.role == "user":
+            break
+        for call in message.tool_calls:
+            if call.decided_by_rule and call.decision in ("approved", "rejected"):
+                found.append(
+                    AutoDecision(
+                        call_id=call.id,
+                        name=call.name,
+                        summary=_summary(call.input),
+                        args=call.input,
+                        requester_email=email,
+                        requester_name=name,
+                        rule=call.decided_by_rule,
+                        outcome=call.decision,
+                    )  # fmt: skip
+                )
+    return found
 
 
 def _owner_of(row: Any) -> Identity:

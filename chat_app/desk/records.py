@@ -9,8 +9,10 @@ the HTTP desk API answers with (`docs/protocol.md` §10).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias
+
+from chat_app.trust import describe_duration
 
 __all__ = [
     "Answer",
@@ -22,6 +24,7 @@ __all__ = [
     "DeskErrorCode",
     "InboxItem",
     "Vote",
+    "expiry_note",
 ]
 
 ConversationStatus: TypeAlias = Literal["running", "waiting", "done", "failed"]
@@ -57,6 +60,22 @@ class DeskError(Exception):
 
     def to_json(self) -> dict[str, Any]:
         return {"error": self.message, "code": self.code, **self.details}
+
+
+def _rounded(span: timedelta) -> timedelta:
+    """A pause's time to live as its rule or TTL said it: the decision is stored a moment
+    after the pause, so beyond two minutes the span is rounded to whole minutes."""
+    seconds = span.total_seconds()
+    if seconds > 120:
+        return timedelta(minutes=round(seconds / 60))
+    return timedelta(seconds=round(seconds))
+
+
+def expiry_note(paused_at: datetime, expires_at: datetime | None) -> str:
+    """ "Expired: nobody decided within 1 day." for a decision paused and expiring then."""
+    if expires_at is None:
+        return "Expired: nobody decided in time."
+    return f"Expired: nobody decided within {describe_duration(_rounded(expires_at - paused_at))}."
 
 
 def _when(moment: datetime | None) -> str | None:
@@ -101,6 +120,25 @@ class InboxItem:
     decided_by: str | None = None
     decided_by_name: str | None = None
     outcome: str | None = None
+    reminded_at: datetime | None = None
+    #: When its rule's escalation added `escalated_to` (as `approvers`) to who may decide.
+    escalated_at: datetime | None = None
+    escalated_to: tuple[str, ...] = ()
+    escalate_at: datetime | None = None
+
+    @property
+    def escalation(self) -> str:
+        """ "escalated to admin after 2 h" once it was; "" before."""
+        if self.escalated_at is None or not self.escalated_to:
+            return ""
+        who = " or ".join(person.removeprefix("role:") for person in self.escalated_to)
+        after = (self.escalate_at or self.escalated_at) - self.created_at
+        return f"escalated to {who} after {describe_duration(after)}"
+
+    @property
+    def expiry_note(self) -> str:
+        """What the requester reads once it expired: "Expired: nobody decided within 1 day."."""
+        return expiry_note(self.created_at, self.expires_at)
 
     @property
     def approvals(self) -> tuple[Vote, ...]:
@@ -138,6 +176,10 @@ class InboxItem:
             "decidedBy": self.decided_by,
             "waitingSince": _when(self.created_at),
             "expiresAt": _when(self.expires_at),
+            "remindedAt": _when(self.reminded_at),
+            "escalatedAt": _when(self.escalated_at),
+            "escalatedTo": list(self.escalated_to),
+            "note": self.escalation,
         }
 
 

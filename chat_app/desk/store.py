@@ -37,7 +37,14 @@ from chat_app.trust.tables import conversations, decision_routes, decision_votes
 
 from .records import ConversationStatus, ConversationSummary, InboxItem, Vote
 
-__all__ = ["INBOX_COUNT_CAP", "DecisionDraft", "DeskStore", "decision_id_of"]
+__all__ = [
+    "INBOX_COUNT_CAP",
+    "AutoDecision",
+    "DecisionDraft",
+    "DeskStore",
+    "Due",
+    "decision_id_of",
+]
 
 #: A person's inbox is counted exactly up to this many pending decisions; beyond, its total
 #: is one more, which means "more than this" (counting them all costs time that grows with
@@ -58,6 +65,8 @@ class Saved(NamedTuple):
 
     version: int
     decisions_changed: bool
+    #: The ids of the decisions this save added (a new pause's).
+    added: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +88,36 @@ class DecisionDraft:
     expires_at: datetime | None
     #: Who finds it in their inbox: `role:<role>`, `user:<email>`.
     routes: tuple[str, ...]
+    #: When, after the pause, its first notice, reminder and escalation are due (`None`:
+    #: never), and who the escalation adds (as `approvers`).
+    notify_after: timedelta | None = None
+    remind_after: timedelta | None = None
+    escalate_after: timedelta | None = None
+    escalate_to: tuple[str, ...] = ()
+    #: The run that paused for it.
+    run_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AutoDecision:
+    """A tool call a policy rule decided alone: stored decided, for the figures."""
+
+    call_id: str
+    name: str
+    summary: str
+    args: Any
+    requester_email: str
+    requester_name: str
+    rule: str
+    outcome: str  # approved, rejected: stored as `auto`
+
+
+class Due(NamedTuple):
+    """A pending decision whose timer is due, with what its notice needs."""
+
+    decision: Row[Any]
+    owner_email: str
+    watched: bool
 
 
 class DeskStore:
@@ -153,6 +192,7 @@ class DeskStore:
         drafts: Sequence[DecisionDraft] = (),
         open_items: Iterable[str] = (),
         closed_by: tuple[str, str] | None = None,
+        auto: Sequence[AutoDecision] = (),
     ) -> Saved:
         """Store the conversation's new state; add the pause's new decisions (`drafts`) and
         close those still pending that are no longer open (`open_items`: answered in the
@@ -200,18 +240,24 @@ class DeskStore:
                 )
             }
             changed = bool(gone)
+            added: list[str] = []
             for draft in drafts:
                 stored = known.get(draft.item_id)
                 if stored is None:
                     self._add(connection, thread_id, draft, now)
+                    added.append(decision_id_of(thread_id, draft.item_id))
                     changed = True
                 elif stored == "closed":  # an answer given in the chat was refused: open again
                     self._reopen(connection, thread_id, draft, now)
                     changed = True
+            for decided in auto:
+                if decided.call_id not in known:
+                    self._add_auto(connection, thread_id, decided, now)
+                    known[decided.call_id] = "decided"
             found = connection.execute(
                 select(conversations.c.version).where(conversations.c.thread_id == thread_id)
             ).scalar()
-        return Saved(int(found or 0), changed)
+        return Saved(int(found or 0), changed, tuple(added))
 
     @staticmethod
     def _add(connection: Any, thread_id: str, draft: DecisionDraft, now: datetime) -> None:
@@ -241,6 +287,11 @@ class DeskStore:
                 created_at=now,
                 expires_at=draft.expires_at,
                 decided_at=None,
+                notify_at=_after(now, draft.notify_after),
+                remind_at=_after(now, draft.remind_after),
+                escalate_at=_after(now, draft.escalate_after),
+                escalate_to=_dumps(list(draft.escalate_to)),
+                run_id=draft.run_id,
             )  # fmt: skip
         )
         for route in sorted(set(draft.routes)):
@@ -249,6 +300,37 @@ class DeskStore:
                     decision_id=decision_id, route=route[:400], created_at=now
                 )
             )
+
+    @staticmethod
+    def _add_auto(connection: Any, thread_id: str, decided: AutoDecision, now: datetime) -> None:
+        connection.execute(
+            insert(decisions).values(
+                id=decision_id_of(thread_id, decided.call_id),
+                thread_id=thread_id,
+                item_id=decided.call_id,
+                kind="tool",
+                name=decided.name[:200],
+                summary=decided.summary[:500],
+                args=_dumps(decided.args),
+                requester_email=decided.requester_email,
+                requester_name=decided.requester_name,
+                rule=decided.rule,
+                approvers="[]",
+                not_requester=False,
+                quorum=1,
+                waiting_for="",
+                status="decided",
+                outcome="auto",
+                decided_by=None,
+                decided_by_name=f"policy {decided.rule}",
+                answer=None,
+                applied=True,
+                created_at=now,
+                expires_at=None,
+                decided_at=now,
+                wait_seconds=0.0,
+            )  # fmt: skip
+        )
 
     @staticmethod
     def _reopen(connection: Any, thread_id: str, draft: DecisionDraft, now: datetime) -> None:
@@ -542,6 +624,7 @@ class DeskStore:
                     decided_by_name=name,
                     answer=_dumps(answer),
                     decided_at=now,
+                    wait_seconds=_waited(connection, decision_id, now),
                 )  # fmt: skip
             ).rowcount
             if changed:
@@ -581,12 +664,16 @@ class DeskStore:
                 ).all()
             )
 
-    def mark_applied(self, decision_ids: Sequence[str]) -> None:
+    def mark_applied(self, decision_ids: Sequence[str], *, seconds: float | None = None) -> None:
+        """Carried by a continuation (that took `seconds`, when it was the one that ran)."""
         if not decision_ids:
             return
+        values: dict[str, Any] = {"applied": True}
+        if seconds is not None:
+            values["continued_seconds"] = seconds
         with write_transaction(self.engine) as connection:
             connection.execute(
-                update(decisions).where(decisions.c.id.in_(list(decision_ids))).values(applied=True)
+                update(decisions).where(decisions.c.id.in_(list(decision_ids))).values(values)
             )
 
     def _items(self, connection: Any, rows: Sequence[Row[Any]]) -> list[InboxItem]:
@@ -627,6 +714,10 @@ class DeskStore:
                 decided_by=row.decided_by,
                 decided_by_name=row.decided_by_name,
                 outcome=row.outcome,
+                reminded_at=row.reminded_at,
+                escalated_at=row.escalated_at,
+                escalated_to=tuple(json.loads(row.escalate_to or "[]")),
+                escalate_at=row.escalate_at,
             )  # fmt: skip
             for row in rows
         ]
@@ -667,6 +758,136 @@ class DeskStore:
                     .distinct()
                 ).scalars()
             )
+
+    # --- timers -------------------------------------------------------------------------
+
+    def due(self, timer: str, now: datetime, *, limit: int = 100) -> list[Due]:
+        """Pending decisions whose `timer` (`notify`, `remind`, `escalate`, `expire`) is due
+        and has not fired, oldest due first, with their conversation's owner and whether the
+        owner's page is open on it now."""
+        due_at, fired = _TIMER_COLUMNS[timer]
+        conditions = [decisions.c.status == "pending", due_at <= now]
+        if fired is not None:
+            conditions.append(fired.is_(None))
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(decisions, conversations.c.owner_email, conversations.c.watched_until)
+                .join(conversations, conversations.c.thread_id == decisions.c.thread_id)
+                .where(*conditions)
+                .order_by(due_at)
+                .limit(limit)
+            ).all()
+        return [
+            Due(row, row.owner_email, row.watched_until is not None and row.watched_until > now)
+            for row in rows
+        ]
+
+    def fire(self, timer: str, decision_id: str, now: datetime) -> bool:
+        """Mark `timer` fired for a decision still pending; False when another worker did
+        (or it was decided meanwhile): whoever gets True tells the trail, once."""
+        _, fired = _TIMER_COLUMNS[timer]
+        assert fired is not None
+        with write_transaction(self.engine) as connection:
+            changed = connection.execute(
+                update(decisions)
+                .where(decisions.c.id == decision_id, decisions.c.status == "pending",
+                       fired.is_(None))
+                .values({fired.name: now})
+            ).rowcount  # fmt: skip
+        return bool(changed)
+
+    def postpone_notice(self, decision_id: str, until: datetime) -> None:
+        """The requester is looking at the conversation: their notice waits."""
+        with write_transaction(self.engine) as connection:
+            connection.execute(
+                update(decisions)
+                .where(decisions.c.id == decision_id, decisions.c.notified_at.is_(None))
+                .values(notify_at=until)
+            )
+
+    def add_routes(self, decision_id: str, routes: Sequence[str], now: datetime) -> None:
+        """More people find a pending decision in their inbox (an escalation); a route it
+        has already is kept as it is."""
+        with write_transaction(self.engine) as connection:
+            row = connection.execute(
+                select(decisions.c.created_at, decisions.c.status).where(
+                    decisions.c.id == decision_id
+                )
+            ).first()
+            if row is None or row.status != "pending":
+                return
+            have = set(
+                connection.execute(
+                    select(decision_routes.c.route).where(
+                        decision_routes.c.decision_id == decision_id
+                    )
+                ).scalars()
+            )
+            for route in sorted(set(routes) - have):
+                try:
+                    with connection.begin_nested():
+                        connection.execute(
+                            insert(decision_routes).values(
+                                decision_id=decision_id,
+                                route=route[:400],
+                                created_at=row.created_at,
+                            )  # fmt: skip
+                        )
+                except IntegrityError:  # another worker added it meanwhile
+                    pass
+
+    def expire(self, decision_id: str, *, answer: dict[str, Any], now: datetime) -> bool:
+        """Resolve a pending decision whose expiry passed as `expired` (its answer the
+        cancellation the agent reads as the expiry); False when it was decided meanwhile."""
+        with write_transaction(self.engine) as connection:
+            changed = connection.execute(
+                update(decisions)
+                .where(decisions.c.id == decision_id, decisions.c.status == "pending")
+                .values(
+                    status="decided",
+                    outcome="expired",
+                    decided_by=None,
+                    decided_by_name=None,
+                    answer=_dumps(answer),
+                    decided_at=now,
+                    wait_seconds=_waited(connection, decision_id, now),
+                )  # fmt: skip
+            ).rowcount
+            if changed:
+                connection.execute(
+                    delete(decision_routes).where(decision_routes.c.decision_id == decision_id)
+                )
+        return bool(changed)
+
+    def watching(self, thread_id: str, owner_email: str, until: datetime) -> None:
+        """The owner's page is open on the conversation until `until` (renewed while it is)."""
+        with write_transaction(self.engine) as connection:
+            connection.execute(
+                update(conversations)
+                .where(conversations.c.thread_id == thread_id,
+                       conversations.c.owner_email == owner_email)
+                .values(watched_until=until)
+            )  # fmt: skip
+
+
+_TIMER_COLUMNS: dict[str, tuple[Any, Any]] = {
+    "notify": (decisions.c.notify_at, decisions.c.notified_at),
+    "remind": (decisions.c.remind_at, decisions.c.reminded_at),
+    "escalate": (decisions.c.escalate_at, decisions.c.escalated_at),
+    "expire": (decisions.c.expires_at, None),
+}
+
+
+def _after(now: datetime, span: timedelta | None) -> datetime | None:
+    return None if span is None else now + span
+
+
+def _waited(connection: Any, decision_id: str, now: datetime) -> float | None:
+    """Seconds from the decision's pause to `now`."""
+    paused = connection.execute(
+        select(decisions.c.created_at).where(decisions.c.id == decision_id)
+    ).scalar()
+    return None if paused is None else max(0.0, (now - paused).total_seconds())
 
 
 def _inbox_where(

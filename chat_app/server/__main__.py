@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator, Callable
 
@@ -23,15 +24,20 @@ from chat_app.config import (
     auth_from_env,
     authenticator_for,
     desk_from_env,
+    metrics_token,
+    notifications_from_env,
     policy_from_env,
     security_from_env,
 )
 from chat_app.demo import POLICY_PATH, build_demo_agent
-from chat_app.desk import RunAs
+from chat_app.desk import DeskStats, RunAs
+from chat_app.notify.stats import DeliveryStats
+from chat_app.observe import configure_logging, configure_tracing, server_log_config
 from chat_app.trust import PolicyError
 from chat_app.trust.store import DatabaseUnavailable
 
 from .app import create_app
+from .metrics import MetricsSource
 
 logger = logging.getLogger("chat_app.server")
 
@@ -43,10 +49,18 @@ def main() -> None:
     # Off by default: a log line per request costs more than sealing it (a proxy logs anyway).
     parser.add_argument("--access-log", action="store_true", help="log every request")
     options = parser.parse_args()
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
-    logger.addHandler(handler)
+    try:
+        configure_logging(os.environ)
+    except ValueError as error:
+        sys.exit(f"chat_app.server: {error}")
+    log_config = server_log_config(os.environ)
+    if log_config is None:  # text: this module's lines as uvicorn's look
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
     logger.setLevel(logging.INFO)
+    configure_tracing(os.environ)
     try:
         config = auth_from_env("none")
         logger.info("sign-in: %s", config.describe())
@@ -56,9 +70,14 @@ def main() -> None:
         agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger, policy=policy)
         tools = read_manifest({"tools": agent.tool_manifest()}).tools
         desk = desk_from_env(connection_for(agent), tools=lambda: tools, policy=policy)
+        notifications = notifications_from_env(
+            desk, policy=policy, auth_mode=config.mode, ledger=security.ledger
+        )
     except (ValueError, DatabaseUnavailable, PolicyError) as error:  # say which, and stop
         sys.exit(f"chat_app.server: {error}")
     logger.info("policy: %s", policy.source if policy is not None else "none")
+    logger.info("notifications: %s", ", ".join(notifications.settings.channels) or "none")
+    engine = desk.store.engine
     # Everything imported so far lives as long as the server: keep it out of every GC pass.
     gc.freeze()
     uvicorn.run(
@@ -67,10 +86,13 @@ def main() -> None:
             authenticator=authenticator,
             roles=policy.roles_of if policy is not None else None,
             desk=desk,
+            metrics=MetricsSource(DeskStats(engine), DeliveryStats(engine), metrics_token()),
+            background=notifications.tasks,
         ),
         host=options.host,
         port=options.port,
         log_level="info",
+        log_config=log_config if log_config is not None else uvicorn.config.LOGGING_CONFIG,
         access_log=options.access_log,
         # The client address stays the socket's peer: `CHAT_APP_TRUSTED_PROXIES` decides which
         # proxies' headers are believed, not uvicorn's X-Forwarded-For rewriting.

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import gc
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 
 import orjson
@@ -63,6 +63,7 @@ def create_app(
     desk: Desk | None = None,
     recover: bool = True,
     metrics: MetricsSource | None = None,
+    background: Sequence[Callable[[], Awaitable[None]]] = (),
 ) -> Starlette:
     """A Starlette app serving `agent`; mount it on any ASGI server or on Reflex's backend.
 
@@ -72,7 +73,8 @@ def create_app(
     as the same identity the chat route sees), and while the app runs (its lifespan) the desk
     looks for runs a dead worker left behind (`Desk.keep_recovering`), unless `recover` is
     off (a host that runs it itself, as the Reflex app does in its own lifespan). With
-    `metrics`, `GET /metrics` serves its figures (`metrics.py`).
+    `metrics`, `GET /metrics` serves its figures (`metrics.py`). `background` tasks (the
+    desk's timers, the outbox's deliverer) run from start to shutdown too.
     """
     roles_of = roles if roles is not None else _own_roles
     # `none` is open, as without an authenticator: anyone may read the trail.
@@ -135,30 +137,38 @@ def create_app(
             *(desk_routes(desk, who) if desk is not None else ()),
             *(metrics_routes(metrics, who, roles_of, unguarded=not guarded) if metrics else ()),
         ],
-        lifespan=_recovering(desk) if desk is not None and recover else None,
+        lifespan=_background(
+            [*([desk.keep_recovering] if desk is not None and recover else []), *background]
+        ),
     )
 
 
-def _recovering(desk: Desk) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
-    """The lifespan of an app with a desk: `keep_recovering` runs in the background from
-    start to shutdown."""
+def _background(
+    tasks: Sequence[Callable[[], Awaitable[None]]],
+) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]] | None:
+    """A lifespan that runs `tasks` in the background from start to shutdown (the desk's
+    look for interrupted runs, its timers, the outbox's deliverer)."""
+    if not tasks:
+        return None
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        sweeper = asyncio.ensure_future(desk.keep_recovering())
+        running = [asyncio.ensure_future(task()) for task in tasks]
 
         def failed(task: asyncio.Task[None]) -> None:
             if not task.cancelled() and task.exception() is not None:
-                _log.error("The desk stopped looking for interrupted runs",
-                           exc_info=task.exception())  # fmt: skip
+                _log.error("A background task of the app stopped", exc_info=task.exception())
 
-        sweeper.add_done_callback(failed)
+        for task in running:
+            task.add_done_callback(failed)
         try:
             yield
         finally:
-            sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
+            for task in running:
+                task.cancel()
+            for task in running:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     return lifespan
 

@@ -1,0 +1,215 @@
+"""The desk's clock: first notices, reminders, escalations and expiry of pending decisions.
+
+Owns `Timers` and `PeopleFor`. Each timer is a due time stored with its decision
+(`notify_at`, `remind_at`, `escalate_at`, `expires_at`), so it survives restarts, and every
+worker looks for due ones (a round every few seconds, and at once when a pause adds
+decisions). What a due timer does is idempotent up to the moment it is marked fired —
+notices go to the outbox under a key per decision, event, channel and recipient; routes are
+added only once — and the mark is a conditional UPDATE that one worker wins: the winner alone
+writes the trail and the trace. A timer never fires twice however many workers look or however
+the clock jumps: it is a state, not a sleeping task.
+
+- **Notice**: to the people the decision's rule names (roles resolved to people by
+  `PeopleFor`); with no rule, to the requester, `Desk.notify_idle_seconds` after the pause
+  and only if their page is not open on the conversation then (it waits while it is).
+- **Reminder** (`remind_after`): the same people again, and the trail says so.
+- **Escalation** (`escalate_after`, `escalate_to`): those people may decide too (their
+  inboxes list it; the engine's gate, by the same clock, lets them), are told, and the trail
+  and the item say "escalated to admin after 2 h".
+- **Expiry**: `Desk.expire` resolves it as expired and the conversation goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from chat_app.notify import Notice, NotifySettings, Outbox, Recipient
+from chat_app.observe import decision_span
+from chat_app.trust import describe_duration
+from chat_app.trust.ledger import AuditEntry
+
+from .desk import Desk, inbox_topic, thread_topic
+from .records import DeskError
+from .store import Due
+
+__all__ = ["AuditSink", "PeopleFor", "Timers"]
+
+_log = logging.getLogger(__name__)
+
+#: Who the routes (`role:<role>`, `user:<email>`) name, as people with an email.
+PeopleFor = Callable[[Sequence[str]], Sequence[Recipient]]
+#: Where the trail's records go (`Ledger.append_async`).
+AuditSink = Callable[[list[AuditEntry]], Awaitable[Any]]
+
+#: How often every worker looks for due timers (a pause on this worker wakes it at once).
+EVERY_SECONDS = 5.0
+
+
+class Timers:
+    """The desk's timers, run by every worker (see the module's docstring)."""
+
+    def __init__(
+        self,
+        desk: Desk,
+        *,
+        people: PeopleFor,
+        outbox: Outbox | None = None,
+        settings: NotifySettings | None = None,
+        audit: AuditSink | None = None,
+        every_seconds: float = EVERY_SECONDS,
+        on_enqueued: Callable[[], None] | None = None,
+    ) -> None:
+        self.desk = desk
+        self.people = people
+        self.outbox = outbox
+        self.settings = settings
+        self.audit = audit
+        self.every_seconds = every_seconds
+        #: Called when notices were queued (the deliverer sends them at once).
+        self.on_enqueued = on_enqueued
+        self._event: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # --- running ------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Look for due timers every `every_seconds`, and when woken, for as long as the app
+        runs. A database that is away is logged and tried again next round."""
+        self._loop = asyncio.get_running_loop()
+        self._event = asyncio.Event()
+        self.desk.on_new_decisions = self.wake
+        while True:
+            try:
+                await self.tick()
+            except (DeskError, SQLAlchemyError) as error:
+                _log.warning("The desk's timers could not run: %s", error)
+            try:
+                await asyncio.wait_for(self._event.wait(), timeout=self.every_seconds)
+            except TimeoutError:
+                pass
+            self._event.clear()
+
+    def wake(self) -> None:
+        """Look now (from any thread)."""
+        if self._loop is not None and self._event is not None:
+            self._loop.call_soon_threadsafe(self._event.set)
+
+    async def tick(self) -> None:
+        """One look: everything due now fires (once, whichever worker gets it)."""
+        now = self.desk.clock()
+        await self._notices(now)
+        await self._reminders(now)
+        await self._escalations(now)
+        await self._expiries(now)
+
+    # --- the timers ---------------------------------------------------------------------
+
+    async def _notices(self, now: datetime) -> None:
+        for due in await self._due("notify", now):
+            row = due.decision
+            if row.rule is None and due.watched:  # the requester is looking at it
+                later = now + timedelta(seconds=self.desk.notify_idle_seconds)
+                await self._db(self.desk.store.postpone_notice, row.id, later)
+                continue
+            await self._tell(row, "decision-needed", self._routes(row), note="")
+            await self._db(self.desk.store.fire, "notify", row.id, now)
+
+    async def _reminders(self, now: datetime) -> None:
+        for due in await self._due("remind", now):
+            row = due.decision
+            waited = describe_duration(row.remind_at - row.created_at)
+            note = f"Reminder: waiting for a decision for {waited}"
+            told = await self._tell(row, "reminder", self._routes(row), note=note)
+            if await self._db(self.desk.store.fire, "remind", row.id, now):
+                await self._record(row, "reminded", {"after": waited, "told": told}, now)
+                await self._announce(row)
+
+    async def _escalations(self, now: datetime) -> None:
+        for due in await self._due("escalate", now):
+            row = due.decision
+            added = [_route(person) for person in json.loads(row.escalate_to or "[]")]
+            await self._db(self.desk.store.add_routes, row.id, added, now)
+            after = describe_duration(row.escalate_at - row.created_at)
+            who = " or ".join(route.removeprefix("role:").removeprefix("user:") for route in added)
+            note = f"Escalated to {who} after {after}"
+            told = await self._tell(row, "escalated", added, note=note)
+            if await self._db(self.desk.store.fire, "escalate", row.id, now):
+                data = {"to": json.loads(row.escalate_to or "[]"), "after": after, "told": told}
+                await self._record(row, "escalated", data, now)
+                await self._announce(row)
+
+    async def _expiries(self, now: datetime) -> None:
+        for due in await self._due("expire", now):
+            item = await self.desk.decision(due.decision.id)
+            if item is not None and item.status == "pending":
+                await self.desk.expire(item)
+
+    # --- helpers ------------------------------------------------------------------------
+
+    async def _due(self, timer: str, now: datetime) -> list[Due]:
+        found: list[Due] = await self._db(self.desk.store.due, timer, now)
+        return found
+
+    def _routes(self, row: Any) -> list[str]:
+        """Who decides it now: its rule's approvers (and those an escalation added), else the
+        person who asked."""
+        approvers = json.loads(row.approvers or "[]")
+        if row.escalated_at is not None:
+            approvers += json.loads(row.escalate_to or "[]")
+        if row.rule is None or not approvers:
+            return [f"user:{row.requester_email}"] if row.rule is None else []
+        return [_route(person) for person in approvers]
+
+    async def _tell(self, row: Any, event: str, routes: Sequence[str], *, note: str) -> list[str]:
+        """Queue the notice for the people `routes` name (not the requester, when the rule
+        keeps them from deciding); returns their emails."""
+        people: Sequence[Recipient] = await asyncio.to_thread(self.people, routes)
+        if row.not_requester:
+            people = [person for person in people if person.email != row.requester_email]
+        if self.outbox is None or self.settings is None or not people:
+            return [person.email for person in people]
+        notice = Notice(
+            event=event,  # type: ignore[arg-type]
+            decision_id=row.id, thread_id=row.thread_id, kind=row.kind, name=row.name,
+            summary=row.summary, args=json.loads(row.args), requester_email=row.requester_email,
+            requester_name=row.requester_name, rule=row.rule,
+            link=self.settings.link(row.thread_id), expires_at=row.expires_at,
+            waiting_since=row.created_at, note=note, recipients=tuple(people),
+        )  # fmt: skip
+        outbox = self.outbox
+        now = self.desk.clock()
+        added = await self._db(lambda: outbox.enqueue(notice, people, now=now))
+        if added and self.on_enqueued is not None:
+            self.on_enqueued()
+        return [person.email for person in people]
+
+    async def _record(self, row: Any, kind: str, data: dict[str, Any], now: datetime) -> None:
+        decision_span(row.id, kind, start=now, attributes={"rule": row.rule or ""})
+        if self.audit is None:
+            return
+        entry = AuditEntry(
+            kind=kind, thread_id=row.thread_id, run_id=row.run_id or "", actor=None,
+            data={"decisionId": row.id, "interruptId": row.item_id, "toolName": row.name,
+                  "rule": row.rule, **data},
+        )  # fmt: skip
+        try:
+            await self.audit([entry])
+        except Exception:  # the trail's store is away: the timer has fired all the same
+            _log.exception("Could not record %s of decision %s in the trail", kind, row.id)
+
+    async def _announce(self, row: Any) -> None:
+        await self.desk.fanout.publish(inbox_topic(), thread_topic(row.thread_id))
+
+    async def _db(self, function: Callable[..., Any], *args: Any) -> Any:
+        return await self.desk._db(function, *args)
+
+
+def _route(person: str) -> str:
+    return person if person.startswith("role:") else f"user:{person.lower()}"

@@ -1,0 +1,264 @@
+"""The desk's timers on a real database (SQLite and PostgreSQL): first notices, reminders,
+escalation and expiry, each once however many workers look and however the clock jumps.
+
+Time is a clock the test moves (the agent's, its sealer's and every desk's), so "2 h" passes
+at once; nothing here waits on the wall clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from chat_app.client import ClientState, ToolCallPart, read_manifest
+from chat_app.demo import POLICY_PATH, build_demo_agent
+from chat_app.desk import Answer, Desk, DeskError, DeskStore, Timers
+from chat_app.notify import NotifySettings, Outbox, Recipient
+from chat_app.trust import Policy, Sealer, SQLiteLedger
+from chat_app.trust.store import open_database
+from chat_app.trust.tables import decisions, deliveries
+from tests.desk.world import ADA, OLIVE, RITA, World, state_of
+
+SECRET = b"desk-timers-secret-desk-timers-secret"
+
+#: The demo policy with every timer on `large-transfers` (as its documentation shows them).
+POLICY = (
+    Path(POLICY_PATH)
+    .read_text()
+    .replace(
+        'name = "large-transfers"',
+        'name = "large-transfers"\nexpires_after = "1d"',
+    )
+)
+
+
+class Clock:
+    """Seconds since the epoch, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC).timestamp()
+
+    def time(self) -> float:
+        return self.now
+
+    def utc(self) -> datetime:
+        return datetime.fromtimestamp(self.now, UTC)
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass
+class Timed:
+    world: World
+    clock: Clock
+    ledger: SQLiteLedger
+    settings: NotifySettings
+
+    def desk(self, worker: str) -> Desk:
+        desk = self.world.new_desk(worker=worker, clock=self.clock.utc)
+        desk.notify_idle_seconds = 60
+        return desk
+
+    def timers(self, desk: Desk) -> Timers:
+        people = {
+            "role:finance": [Recipient("ada@example.com", "Ada")],
+            "role:admin": [Recipient("olive@example.com", "Olive")],
+            "user:rita@example.com": [Recipient("rita@example.com", "Rita")],
+        }
+
+        def people_for(routes: Any) -> list[Recipient]:
+            return [person for route in routes for person in people.get(route, [])]
+
+        return Timers(
+            desk,
+            people=people_for,
+            outbox=Outbox(self.world.engine, self.settings),
+            settings=self.settings,
+            audit=self.ledger.append_async,
+        )
+
+    def deliveries(self, event: str | None = None) -> list[Any]:
+        with self.world.engine.connect() as connection:
+            rows = connection.execute(select(deliveries).order_by(deliveries.c.id)).all()
+        return [row for row in rows if event is None or row.event == event]
+
+    def trail(self, kind: str) -> list[dict[str, Any]]:
+        return [record.data for record in self.ledger.records() if record.kind == kind]
+
+
+@pytest.fixture
+async def timed(database_url: str, tmp_path: Path) -> AsyncIterator[Timed]:
+    clock = Clock()
+    engine = open_database(database_url)
+    policy = Policy.parse(POLICY, "policy.toml")
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    agent = build_demo_agent(sealer=Sealer(SECRET, clock=clock.time), ledger=ledger, policy=policy)
+    agent.clock = clock.time
+    tools = read_manifest({"tools": agent.tool_manifest()}).tools
+    world = World(engine, DeskStore(engine), agent, policy, tuple(tools))
+    world.desk = world.new_desk(worker="worker-1", clock=clock.utc)
+    settings = NotifySettings.from_env(
+        {
+            "CHAT_APP_WEBHOOK_URL": "http://127.0.0.1:9/hook",
+            "CHAT_APP_WEBHOOK_SECRET": "s3cret",
+            "CHAT_APP_SMTP_URL": "smtp://127.0.0.1:2525",
+            "CHAT_APP_MAIL_FROM": "desk@example.com",
+            "CHAT_APP_PUBLIC_URL": "https://desk.example.com",
+        }
+    )
+    try:
+        yield Timed(world, clock, ledger, settings)
+        for desk in world.desks:
+            await desk.wait_idle()
+    finally:
+        for desk in world.desks:
+            await desk.fanout.aclose()
+        ledger.close()
+        engine.dispose()
+
+
+async def _tick_all(timed: Timed, *desks: Desk) -> None:
+    """Every worker looks at once, then their continuations end."""
+    await asyncio.gather(*(timed.timers(desk).tick() for desk in desks))
+    for desk in desks:
+        await desk.wait_idle()
+
+
+async def test_a_pause_tells_the_approvers_once_by_each_channel(timed: Timed) -> None:
+    world = timed.world
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    other = timed.desk("worker-2")
+
+    await _tick_all(timed, world.desk, other)
+    await _tick_all(timed, world.desk, other)
+
+    sent = timed.deliveries("decision-needed")
+    assert sorted((row.channel, row.recipient) for row in sent) == [
+        ("email", "ada@example.com"),
+        ("webhook", ""),
+    ]
+    assert {row.decision_id for row in sent} == {item.decision_id}
+    assert all(row.thread_id == thread for row in sent)
+    assert all(json.loads(row.notice)["link"] == f"https://desk.example.com/c/{thread}"
+               for row in sent)  # fmt: skip
+    # The requester is never told to approve their own large transfer.
+    assert not [row for row in timed.deliveries() if row.recipient == "rita@example.com"]
+
+
+async def test_reminder_and_escalation_fire_once_with_two_workers(timed: Timed) -> None:
+    world = timed.world
+    await world.start(RITA, "transfer 5000 to Ada")
+    other = timed.desk("worker-2")
+    await _tick_all(timed, world.desk, other)
+    assert (await world.desk.inbox(OLIVE))[1] == 0  # not Olive's before the escalation
+
+    timed.clock.advance(30 * 60)
+    await _tick_all(timed, world.desk, other)
+    await _tick_all(timed, world.desk, other)
+    reminded = timed.trail("reminded")
+    assert len(reminded) == 1 and reminded[0]["after"] == "30 min"
+    assert [row.recipient for row in timed.deliveries("reminder") if row.channel == "email"] == [
+        "ada@example.com"
+    ]
+
+    # Olive (admin) may not decide before the escalation, on the desk nor in the engine.
+    item = await world.only_item(ADA)
+    with pytest.raises(DeskError) as refused:
+        await world.desk.decide(item.decision_id, OLIVE, Answer("approve"))
+    assert refused.value.code == "forbidden"
+
+    timed.clock.advance(90 * 60)
+    await _tick_all(timed, world.desk, other)
+    timed.clock.advance(-3600)  # the clock jumps back and forth: nothing fires again
+    await _tick_all(timed, world.desk, other)
+    timed.clock.advance(3600)
+    await _tick_all(timed, world.desk, other)
+    escalated = timed.trail("escalated")
+    assert len(escalated) == 1 and escalated[0]["after"] == "2 h"
+    assert len(timed.trail("reminded")) == 1
+    assert [row.recipient for row in timed.deliveries("escalated") if row.channel == "email"] == [
+        "olive@example.com"
+    ]
+
+    shown = await world.only_item(OLIVE)
+    assert shown.escalation == "escalated to admin after 2 h"
+    assert shown.to_json()["note"] == "escalated to admin after 2 h"
+    result = await world.desk.decide(shown.decision_id, OLIVE, Answer("approve"))
+    assert result.status == "decided"
+    await world.desk.wait_idle()
+    assert [data["args"]["amount"] for data in world.executions("transfer")] == [5000]
+
+
+async def test_expiry_closes_the_loop_once(timed: Timed) -> None:
+    world = timed.world
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    other = timed.desk("worker-2")
+    item = await world.only_item(ADA)
+
+    timed.clock.advance(24 * 3600 + 1)
+    await _tick_all(timed, world.desk, other)
+    await _tick_all(timed, world.desk, other)
+
+    # The tool did not run; the model was told it expired (not that it was denied).
+    assert world.executions("transfer") == []
+    view = await world.desk.view(thread, RITA)
+    state: ClientState = state_of(view)
+    reply = state.messages[-1].text
+    assert "expired" in reply.lower() and "denied" not in reply.lower()
+    call = next(
+        part
+        for message in state.messages
+        for part in message.parts
+        if isinstance(part, ToolCallPart) and part.name == "transfer"
+    )
+    assert call.status == "expired"
+    assert call.error == "Expired: nobody decided within 1 day."
+    assert view.summary.status == "done"
+    # Nobody's inbox has it; a late approval is told it expired.
+    assert (await world.desk.inbox(ADA))[1] == 0
+    with pytest.raises(DeskError) as late:
+        await world.desk.decide(item.decision_id, ADA, Answer("approve"))
+    assert late.value.code == "expired"
+    assert "nobody decided within 1 day" in late.value.message
+    # One continuation carried it; the trail records the expiry once.
+    assert len(world.continuations) == 1
+    expired = [data for data in world.records("decision") if data.get("status") == "expired"]
+    assert len(expired) == 1
+    stored = world.desk.store.decision(item.decision_id)
+    assert stored is not None and stored.outcome == "expired"
+
+
+async def test_the_requester_is_told_only_when_not_looking(timed: Timed) -> None:
+    world = timed.world
+    thread = await world.start(RITA, "transfer 25 to Ada")  # no rule: Rita decides
+    await world.desk.watching(thread, RITA)
+    timed.clock.advance(40)
+    await world.desk.watching(thread, RITA)  # her page says so every 20 s
+    timed.clock.advance(21)
+    await _tick_all(timed, world.desk)
+    assert timed.deliveries() == []  # her page is open on it
+
+    timed.clock.advance(120)  # she left: the page stopped saying so
+    await _tick_all(timed, world.desk)
+    assert sorted((row.channel, row.recipient) for row in timed.deliveries()) == [
+        ("email", "rita@example.com"),
+        ("webhook", ""),
+    ]
+
+
+async def test_a_policy_decision_is_stored_as_auto(timed: Timed) -> None:
+    world = timed.world
+    await world.start(RITA, "refund 20 to order 42")
+    with world.engine.connect() as connection:
+        outcomes = connection.execute(select(decisions.c.outcome, decisions.c.rule)).all()
+    assert [(row.outcome, row.rule) for row in outcomes] == [("auto", "small-refunds")]
