@@ -35,6 +35,7 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,7 +50,8 @@ from chat_app.desk import (
     Timers,
     ToolSource,
 )
-from chat_app.notify import Deliverer, NotifySettings, Outbox, Recipient
+from chat_app.notify import Deliverer, Delivery, NotifySettings, Outbox, Recipient
+from chat_app.observe import decision_span
 from chat_app.trust import (
     DEFAULT_TTL_SECONDS,
     DEMO_PEOPLE,
@@ -279,7 +281,7 @@ def notifications_from_env(
     deliverer = None
     audit = ledger.append_async if ledger is not None else None
     if outbox is not None:
-        deliverer = Deliverer(outbox, settings, worker=desk.worker, audit=audit)
+        deliverer = Deliverer(outbox, settings, worker=desk.worker, audit=audit, on_sent=_notified)
     queued = asyncio.Event()
     timers = Timers(
         desk,
@@ -321,6 +323,16 @@ def people_for(policy: Policy | None, auth_mode: AuthMode) -> PeopleFor:
         return [Recipient(email=email, name=name) for email, name in sorted(found.items())]
 
     return people
+
+
+def _notified(delivery: Delivery) -> None:
+    """A notice went out: a step of its decision's trace."""
+    if delivery.decision_id:
+        decision_span(
+            delivery.decision_id, "notified", start=delivery.sent_at or datetime.now(UTC),
+            attributes={"notice.event": delivery.event, "notice.channel": delivery.channel,
+                        "notice.recipient": delivery.recipient},
+        )  # fmt: skip
 
 
 def metrics_token() -> str | None:
