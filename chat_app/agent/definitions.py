@@ -94,10 +94,12 @@ class InterruptRequest:
 
 @dataclass(frozen=True, kw_only=True)
 class GenericResolution:
-    """A person's answer to a generic interrupt, as the resolution hook sees it."""
+    """A person's answer to a generic interrupt, as the resolution hook sees it: `resolved`
+    (with `response`), `cancelled`, or `expired` (nobody answered before its expiry, and
+    the request was closed by the cancellation that ends it)."""
 
     request: InterruptRequest
-    status: Literal["resolved", "cancelled"]
+    status: Literal["resolved", "cancelled", "expired"]
     response: Any = None
 
 

@@ -10,6 +10,11 @@ Who asked is read from the sealed id itself (`Sealer.asked_by`): a stateless ser
 database to know it, and a client cannot change it. Without a sealer nobody is known to have
 asked, so only the roles a rule names are checked.
 
+A rule with `escalate_after` lets its `escalate_to` people decide too once that long has
+passed since the pause. Stateless again: the pause's moment is the item's expiry (in the
+sealed id, or a generic question's sealed `expiresAt`) less the lifetime it was given (the
+rule's `expires_after`, else the sealer's TTL).
+
 A rule with a quorum counts the person answering and the item's cosigners: the people who
 approved it earlier, as a trusted caller in the same process says (the approval desk, which
 collects and stores them). Nobody else can name them: the HTTP route never passes any, so a
@@ -64,6 +69,21 @@ class Gate:
         decider = self.deciders.get(interrupt_id)
         return self if decider is None else replace(self, decider=decider)
 
+    def lifetime(self, rule: Rule | None) -> float | None:
+        """How long, in seconds, an item under `rule` waits before it expires: the rule's
+        `expires_after`, else the sealer's TTL (`None` without either: nothing expires it)."""
+        if rule is not None and rule.expires_after is not None:
+            return rule.expires_after.total_seconds()
+        return self.sealer.ttl_seconds if self.sealer is not None else None
+
+    def waited(self, rule: Rule | None, expires_ms: float | None, now_ms: float) -> float | None:
+        """Seconds since an item under `rule` that expires at `expires_ms` paused (its expiry
+        less its lifetime), or `None` when that cannot be known."""
+        lifetime = self.lifetime(rule)
+        if expires_ms is None or lifetime is None:
+            return None
+        return (now_ms - expires_ms) / 1000 + lifetime
+
     def describe(self, rule: Rule | None, requester: Requester) -> dict[str, Any]:
         """What a pause tells the page about who may decide an item."""
         asked = {"requester": requester.email or None, "requesterTag": requester.tag}
@@ -79,7 +99,12 @@ class Gate:
         }
 
     def check(
-        self, decision: Decision, *, sealed: str, rules: list[Rule | None]
+        self,
+        decision: Decision,
+        *,
+        sealed: str,
+        rules: list[Rule | None],
+        waited: float | None = None,
     ) -> DecisionProblem | None:
         """Why `self.decider` may not give `decision`, if they may not.
 
@@ -88,6 +113,8 @@ class Gate:
         allow the decider: editing cannot move a call out of its rule's reach). An approval
         or answer under a rule with a quorum also needs enough distinct allowed people among
         the decider and the item's cosigners; a rejection or cancellation decides alone.
+        `waited` is how many seconds ago the item paused (`Gate.waited`), when known: a rule whose
+        `escalate_after` has passed lets its `escalate_to` decide too.
         """
         asked = self._is_requester(sealed)
         if decision.kind == "cancel" and asked:
@@ -104,11 +131,14 @@ class Gate:
                 )
             if rule.decide is not None:
                 continue
-            message = self.policy.check(rule, self.decider, decider_is_requester=asked)
+            escalated = _escalated(rule, waited)
+            message = self.policy.check(
+                rule, self.decider, decider_is_requester=asked, escalated=escalated
+            )
             if message is not None:
                 return _forbidden(message)
             if rule.quorum > 1 and decision.kind in ("approve", "answer"):
-                message = self._quorum_problem(decision, rule, sealed)
+                message = self._quorum_problem(decision, rule, sealed, escalated)
                 if message is not None:
                     return _forbidden(message)
         return None
@@ -131,10 +161,12 @@ class Gate:
                 counted.append(person)
         return tuple(counted)
 
-    def _quorum_problem(self, decision: Decision, rule: Rule, sealed: str) -> str | None:
+    def _quorum_problem(
+        self, decision: Decision, rule: Rule, sealed: str, escalated: bool
+    ) -> str | None:
         """Why the decider and the item's cosigners are not enough for `rule`'s quorum, if
         they are not (the decider is already known to be allowed)."""
-        who = self.policy.describe_approvers(rule)
+        who = self.policy.describe_approvers(rule, escalated=escalated)
         given = self.cosigners.get(decision.interrupt_id, ())
         if not given:
             return (
@@ -150,7 +182,10 @@ class Gate:
             if person.anonymous:
                 return f"A cosigner must be a verified person, not anonymous (rule {rule.name})."
             refusal = self.policy.check(
-                rule, person, decider_is_requester=self._is_requester(sealed, person)
+                rule,
+                person,
+                decider_is_requester=self._is_requester(sealed, person),
+                escalated=escalated,
             )
             if refusal is not None:
                 return f"Cosigner {person.email} may not approve (rule {rule.name}): {refusal}"
@@ -192,6 +227,14 @@ def check_policy(policy: Policy, tools: Mapping[str, Tool], definitions: Collect
                 policy.source, f"names question '{rule.interrupt}', which this agent never asks; "
                 f"its questions are: {', '.join(sorted(definitions))}", rule=where,
             )  # fmt: skip
+
+
+def _escalated(rule: Rule, waited: float | None) -> bool:
+    return (
+        rule.escalate_after is not None
+        and waited is not None
+        and waited >= rule.escalate_after.total_seconds()
+    )
 
 
 def _forbidden(message: str) -> DecisionProblem:

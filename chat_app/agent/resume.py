@@ -4,7 +4,10 @@ Owns `plan_continuation` (`docs/protocol.md` §3.4). The whole batch is validate
 anything runs; a failure raises `InterruptResumeValidationError` with item and batch errors in
 TanStack's order, and the run turns it into one `RUN_ERROR`. Each answer is read and checked
 as a `Decision` (`chat_app.interrupts`); what only the engine knows (the seals, the history's
-arguments, expiry) is checked here. Stricter than TanStack: raw JSON
+arguments, expiry) is checked here. A cancellation of an item whose expiry has passed is
+the expiry itself (the approval desk sends one for a request nobody decided in time): it is
+accepted, and recorded and reported as expired; any other answer to it is refused
+`expired`. Stricter than TanStack: raw JSON
 Schemas are validated with `jsonschema`, and a payload on an approval branch without a schema
 is refused. Cost is linear in the history.
 """
@@ -15,6 +18,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import partial
 from typing import Any, Literal
 
@@ -43,7 +47,14 @@ from chat_app.interrupts import (
     tool_call_id_of,
 )
 from chat_app.interrupts.strict_json import MAX_NESTING, strict_loads, too_deep
-from chat_app.trust import Identity, Rule, SealCheck, Sealer, decision_record
+from chat_app.trust import (
+    Identity,
+    Rule,
+    SealCheck,
+    Sealer,
+    decision_record,
+    describe_duration,
+)
 
 from .definitions import GenericResolution, InterruptDefinition, InterruptRequest
 from .gate import Gate
@@ -85,6 +96,9 @@ class ResumePlan:
     sealed: list[str] = field(default_factory=list)
     #: Who approved an item earlier, counted towards its rule's quorum (by interrupt id).
     cosigners: dict[str, tuple[Identity, ...]] = field(default_factory=dict)
+    #: The items cancelled once past their expiry, which expired unanswered: by interrupt id,
+    #: how long they had waited for a decision ("1 day"; "" when not known).
+    expired: dict[str, str] = field(default_factory=dict)
 
     def audit_record(self, interrupt_id: str) -> dict[str, Any]:
         """What the trail says about the answer to `interrupt_id` (with the tool call it
@@ -93,13 +107,16 @@ class ResumePlan:
         call = next((pending.call for pending in self.calls if pending.call.id == call_id), None)
         decision = self.decisions[interrupt_id]
         cosigners = self.cosigners.get(interrupt_id, ())
+        expired = interrupt_id in self.expired
         if call is None:
-            record = decision_record(decision, cosigners=cosigners)
+            record = decision_record(decision, cosigners=cosigners, expired=expired)
         else:
             record = decision_record(
                 decision, tool_name=call.name, tool_call_id=call.id, shown_args=call.args,
-                cosigners=cosigners,
+                cosigners=cosigners, expired=expired,
             )  # fmt: skip
+        if self.expired.get(interrupt_id):
+            record["expiredAfter"] = self.expired[interrupt_id]
         if interrupt_id in self.rules:
             record["rule"] = self.rules[interrupt_id]
         return record
@@ -245,6 +262,12 @@ def plan_continuation(
             )
             continue
         if seals.get(call.call.id, "ok") != "ok":
+            if seals[call.call.id] == "expired" and _is_cancel(tool_entry, call.kind):
+                # The expiry itself, sent as the standard cancellation: nothing runs.
+                plan.decisions[interrupt_id] = Decision.cancel(interrupt_id)
+                assert sealer is not None  # only a sealer says "expired"
+                plan.expired[interrupt_id] = _within(_call_lifetime(call, gate, sealer))
+                continue
             _seal_error(errors, interrupt_id, call.call.id, seals[call.call.id])
             continue
         _guard(interrupt_id, errors, partial(_check_tool_entry, call, tool_entry, errors, plan))
@@ -258,13 +281,14 @@ def plan_continuation(
                 f"Missing resume entry for interrupt {record.interrupt_id}.",
             )
             continue
+        lifetime = _generic_lifetime(record, gate, sealer)
         _guard(
             record.interrupt_id,
             errors,
-            partial(_check_generic_entry, record, generic_entry, errors, plan, now_ms),
+            partial(_check_generic_entry, record, generic_entry, errors, plan, now_ms, lifetime),
         )
     if gate is not None:
-        _check_deciders(gate, plan, approvals, clients, generics, errors)
+        _check_deciders(gate, plan, approvals, clients, generics, errors, now_ms)
     known = set(pending_ids)
     for entry in resume:
         if entry.interrupt_id not in known:
@@ -306,20 +330,24 @@ def _check_deciders(
     clients: Sequence[PendingCall],
     generics: Sequence[_GenericRecord],
     errors: _Errors,
+    now_ms: float,
 ) -> None:
     """Refuse, as `forbidden`, every valid answer its rule does not allow this person (with
-    the item's cosigners, for a quorum) to give; the plan keeps the rule that allowed each of
-    the others, and the cosigners it counted."""
+    the item's cosigners, for a quorum, and its `escalate_to` once escalated) to give; the
+    plan keeps the rule that allowed each of the others, and the cosigners it counted."""
     policy = gate.policy
     for call in approvals:
         interrupt_id = str(call.interrupt_id)
         decision = plan.decisions.get(interrupt_id)
         if decision is None:
             continue
-        rules = [policy.rule_for_tool(call.call.name, call.call.args)]
+        shown = policy.rule_for_tool(call.call.name, call.call.args)
+        rules = [shown]
         if decision.edited:
             rules.append(policy.rule_for_tool(call.call.name, decision.edited_args))
-        _gate_one(gate, plan, errors, decision, call.call.id, rules)
+        expiry = gate.sealer.tool_call_expiry(call.call.id) if gate.sealer else None
+        waited = gate.waited(shown, _ms(expiry), now_ms)
+        _gate_one(gate, plan, errors, decision, call.call.id, rules, waited)
     for call in clients:
         # A client tool's output comes from the client of whoever asked: nobody else's.
         client_decision = plan.decisions.get(str(call.interrupt_id))
@@ -330,8 +358,9 @@ def _check_deciders(
         if decision is None:
             continue
         definition_id = record.request.definition.id
-        rules = [policy.rule_for_interrupt(definition_id, record.request.payload)]
-        _gate_one(gate, plan, errors, decision, record.sealed_key, rules)
+        rule = policy.rule_for_interrupt(definition_id, record.request.payload)
+        waited = gate.waited(rule, _ms(record.request.expires_at), now_ms)
+        _gate_one(gate, plan, errors, decision, record.sealed_key, [rule], waited)
 
 
 def _gate_one(
@@ -341,9 +370,10 @@ def _gate_one(
     decision: Decision,
     sealed: str,
     rules: list[Rule | None],
+    waited: float | None = None,
 ) -> None:
     gate = gate.for_item(decision.interrupt_id)
-    problem = gate.check(decision, sealed=sealed, rules=rules)
+    problem = gate.check(decision, sealed=sealed, rules=rules, waited=waited)
     if problem is not None:
         errors.item(decision.interrupt_id, problem.code, problem.message, source=problem.source)
         return
@@ -351,6 +381,39 @@ def _gate_one(
     cosigners = gate.cosigners_of(decision, rules)
     if cosigners:
         plan.cosigners[decision.interrupt_id] = cosigners
+
+
+def _ms(iso: str | None) -> float | None:
+    return parse_js_date(iso) if iso else None
+
+
+def _is_cancel(entry: ResumeEntry, kind: PendingKind) -> bool:
+    """Whether `entry` is a well-formed cancellation (what ends an expired item)."""
+    read = read_decision(entry, "client-tool" if kind == "client" else "approval")
+    return isinstance(read, Decision) and read.kind == "cancel"
+
+
+def _call_lifetime(call: PendingCall, gate: Gate | None, sealer: Sealer) -> float:
+    """The lifetime a call was sealed with: its rule's `expires_after`, else the TTL."""
+    if gate is None:
+        return sealer.ttl_seconds
+    rule = gate.policy.rule_for_tool(call.call.name, call.call.args)
+    lifetime = gate.lifetime(rule)
+    return sealer.ttl_seconds if lifetime is None else lifetime
+
+
+def _generic_lifetime(
+    record: _GenericRecord, gate: Gate | None, sealer: Sealer | None
+) -> float | None:
+    """The lifetime a question's `expiresAt` was set from, when this server set it."""
+    if gate is None:
+        return sealer.ttl_seconds if sealer is not None else None
+    definition_id = record.request.definition.id
+    return gate.lifetime(gate.policy.rule_for_interrupt(definition_id, record.request.payload))
+
+
+def _within(lifetime: float | None) -> str:
+    return "" if lifetime is None else describe_duration(timedelta(seconds=lifetime))
 
 
 def _collated(ids: Collection[str]) -> list[str]:
@@ -550,7 +613,12 @@ def _string_or_none(value: object) -> str | None:
 
 
 def _check_generic_entry(
-    record: _GenericRecord, entry: ResumeEntry, errors: _Errors, plan: ResumePlan, now_ms: float
+    record: _GenericRecord,
+    entry: ResumeEntry,
+    errors: _Errors,
+    plan: ResumePlan,
+    now_ms: float,
+    lifetime: float | None = None,
 ) -> None:
     interrupt_id = record.interrupt_id
     expires_at = record.request.expires_at
@@ -565,6 +633,13 @@ def _check_generic_entry(
             )
             return
         if expiry <= now_ms:
+            read = read_decision(entry, "generic")
+            if isinstance(read, Decision) and read.kind == "cancel":
+                # The expiry itself, sent as the standard cancellation.
+                plan.decisions[interrupt_id] = read
+                plan.expired[interrupt_id] = _within(lifetime)
+                plan.generic.append(GenericResolution(request=record.request, status="expired"))
+                return
             errors.item(
                 interrupt_id, "expired", f"Interrupt {interrupt_id} has expired.", source="server"
             )

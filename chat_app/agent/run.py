@@ -48,6 +48,7 @@ from chat_app.interrupts import (
     InterruptError,
     InterruptResumeValidationError,
     ItemInterruptError,
+    expired_result,
     schema_problem,
 )
 from chat_app.trust import (
@@ -397,7 +398,14 @@ class _Run:
         client_requests: list[dict[str, Any]],
     ) -> AsyncIterator[BaseEvent]:
         call, tool = pending.call, pending.tool
-        answer = plan.decisions.get(pending.interrupt_id or "")
+        interrupt_id = pending.interrupt_id or ""
+        answer = plan.decisions.get(interrupt_id)
+        if answer is not None and interrupt_id in plan.expired:
+            # Nobody decided in time: the model reads that it expired, not that someone said no.
+            if not call.has_result:
+                expired = expired_result(plan.expired[interrupt_id] or "the time it was given")
+                yield self._record_result(call.message_id, call.id, expired, error=True)
+            return
         if cancel_all or (answer is not None and answer.kind == "cancel"):
             if not call.has_result:
                 yield self._record_result(call.message_id, call.id, CANCELLED_RESULT, error=True)
@@ -519,10 +527,17 @@ class _Run:
         sealer = self.agent.sealer
         for request in requests:
             interrupt_id, batch_index = new_generic_interrupt_id(), len(items)
+            rule = self.gate.policy.rule_for_interrupt(request.definition.id, request.payload)
+            if request.expires_at is None:
+                lifetime = rule.expires_after if rule is not None else None
+                if sealer is not None:  # every sealed interrupt expires
+                    ttl = lifetime.total_seconds() if lifetime is not None else None
+                    request = replace(request, expires_at=iso_from_epoch(sealer.expiry(ttl)))
+                elif lifetime is not None:
+                    deadline = self.agent.clock() + lifetime.total_seconds()
+                    request = replace(request, expires_at=iso_from_epoch(int(deadline)))
             key = None
             if sealer is not None:
-                if request.expires_at is None:  # every sealed interrupt expires
-                    request = replace(request, expires_at=iso_from_epoch(sealer.expiry()))
                 key = sealer.seal_key(
                     request.key,
                     thread_id=self.input.thread_id,
@@ -534,7 +549,6 @@ class _Run:
             descriptor = generic_descriptor(
                 request, interrupt_id, batch_index, self.input.run_id, key=key
             )
-            rule = self.gate.policy.rule_for_interrupt(request.definition.id, request.payload)
             self._tell_who_decides(descriptor, rule)
             items.append(descriptor)
         return items
@@ -698,11 +712,16 @@ class _Run:
         for _, name, parts in buffered:
             arguments = "".join(parts)
             assert self.agent.sealer is not None
+            args = parse_arguments(arguments)
+            # The rule that will govern the approval says how long it may wait.
+            rule = self.gate.policy.rule_for_tool(name, args)
+            expires_after = rule.expires_after if rule is not None else None
             sealed = self.agent.sealer.seal_tool_call(
                 self.input.thread_id,
                 name,
-                parse_arguments(arguments),
+                args,
                 tag=self.requester.tag,
+                ttl_seconds=expires_after.total_seconds() if expires_after else None,
             )
             calls.append(
                 ToolCall(id=sealed.id, type="function",

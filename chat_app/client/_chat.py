@@ -29,7 +29,7 @@ from chat_app.interrupts import (
 
 from ._connections import Connection
 from ._errors import ClientError, RunError, TransportError, UsageError
-from ._items import InterruptItem, Submission
+from ._items import InterruptItem, Submission, ToolApprovalInterrupt
 from ._manager import ChangeSource, InterruptManager, TransactionResolver
 from ._messages import ChatMessage, to_wire_messages
 from ._processor import StreamProcessor, StreamState, new_message_id
@@ -273,6 +273,27 @@ class ChatClient:
         """Abandon one item (a `cancelled` resume entry, no payload)."""
         await self._drive(self._manager.cancel_item(interrupt_id))
 
+    async def expire(self, interrupt_id: str, note: str) -> None:
+        """Close one item nobody decided in time: the same `cancelled` resume entry as
+        `cancel`, which a server reads as the expiry once the item's time is up. The item
+        (and its tool call) shows as expired with `note` ("Expired: nobody decided within 1
+        day.") at once, and nothing can answer it any more; when the batch is complete, the
+        continuation is sent and awaited, as for any answer."""
+        # Read before: a batch this completes is submitting, and its items hidden.
+        call_id = next(
+            (
+                item.tool_call_id
+                for item in self._manager.interrupts
+                if item.id == interrupt_id and isinstance(item, ToolApprovalInterrupt)
+            ),
+            None,
+        )
+        submission = self._manager.expire_item(interrupt_id, note)
+        if call_id is not None:
+            self._stream = self._processor.record_expiry(self._stream, call_id, note)
+            self._notify()
+        await self._drive(submission)
+
     def clear_resolution(self, interrupt_id: str) -> None:
         """Drop an item's staged answer and error."""
         self._manager.clear_item(interrupt_id)
@@ -335,9 +356,12 @@ class ChatClient:
             self._manager.submission_failed(
                 submission, message=_CONTINUATION_FAILED, errors=errors or ()
             )
-            for entry in submission.resolutions:  # nothing was decided after all
-                call_id = tool_call_id_of(str(entry.get("interruptId", "")))
-                if call_id is not None:
+            # Nothing was decided after all; an expiry not refused stays (it goes again).
+            expired = {i.id for i in self._manager.snapshot().items if i.status == "expired"}
+            for entry in submission.resolutions:
+                interrupt_id = str(entry.get("interruptId", ""))
+                call_id = tool_call_id_of(interrupt_id)
+                if call_id is not None and interrupt_id not in expired:
                     self._stream = self._processor.forget_decision(self._stream, call_id)
         else:
             hydration = self._manager.hydration

@@ -31,6 +31,7 @@ ItemStatus: TypeAlias = Literal[
     "staged",  # a valid answer or a cancellation is recorded
     "submitting",  # the continuation carrying the batch is in flight (hidden from the list)
     "error",  # the answer failed validation, the server refused it, or the send failed
+    "expired",  # nobody answered in time: its cancellation (the expiry) is staged; final
 ]
 
 
@@ -54,14 +55,19 @@ class _Base:
     draft: dict[str, object] | None = None
     #: The resume entry staged for this item, if any.
     resolution: dict[str, object] | None = None
+    #: Why it closed unanswered, once `expired` ("Expired: nobody decided within 1 day.").
+    expiry_note: str | None = None
 
     @property
     def error(self) -> ItemInterruptError | None:
         return self.errors[0] if self.errors else None
 
     def expired(self, now_ms: float) -> bool:
-        """Nothing can answer it any more: the server refused an answer as `expired`, or
-        `now_ms` is at or past `expires_at` (read as JavaScript's `Date.parse` reads it)."""
+        """Nothing can answer it any more: it was closed as `expired`, the server refused an
+        answer as `expired`, or `now_ms` is at or past `expires_at` (read as JavaScript's
+        `Date.parse` reads it)."""
+        if self.status == "expired":
+            return True
         if self.error is not None and self.error.code == "expired":
             return True
         expiry = parse_js_date(self.expires_at) if self.expires_at else None
@@ -148,6 +154,7 @@ class ItemRecord:
     resolution: dict[str, object] | None = None
     error: ItemInterruptError | None = None
     draft: dict[str, object] | None = None
+    expiry_note: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -34,6 +34,7 @@ from ._errors import UsageError
 from ._items import (
     InterruptItem,
     ItemRecord,
+    ItemStatus,
     ManagerSnapshot,
     Submission,
     UnboundInterrupt,
@@ -54,6 +55,9 @@ __all__ = ["ChangeSource", "InterruptHandle", "InterruptManager", "TransactionRe
 
 ChangeSource: TypeAlias = Literal["live", "hydrate"]
 _NO_RETRY_CODES = frozenset({"stale", "expired", "conflict", "forbidden"})
+#: Statuses of an item whose resume entry is ready to send: an answer or cancellation, or
+#: the cancellation that closes an expired item.
+_READY = ("staged", "expired")
 
 
 @dataclass(eq=False)
@@ -174,7 +178,7 @@ class InterruptManager:
     def _bulk_items(self) -> list[Record]:
         return [
             item for item in self._items
-            if item.resumable and item.kind != "client-tool-execution"
+            if item.resumable and item.kind != "client-tool-execution" and item.status != "expired"
         ]  # fmt: skip
 
     @property
@@ -278,6 +282,20 @@ class InterruptManager:
     def cancel_item(self, interrupt_id: str) -> Submission | None:
         """Abandon one item without an answer (`status: "cancelled"`, no payload)."""
         return self._cancel(interrupt_id, None)
+
+    def expire_item(self, interrupt_id: str, note: str) -> Submission | None:
+        """Close one item nobody answered in time: the same cancellation as `cancel_item`
+        (past its expiry the server reads it as the expiry), but the item is `expired`, with
+        `note`, and nothing can answer or change it any more."""
+        self._assert_item_mutable(None)
+        item = self._find_answerable(interrupt_id)
+        self._retry = None
+        item.resolution = with_continuation(item, Decision.cancel(item.id).resume_entry())
+        item.status = "expired"
+        item.error = None
+        item.expiry_note = note
+        self._publish()
+        return self._maybe_submit()
 
     def clear_item(self, interrupt_id: str) -> None:
         """Drop the staged answer and the error; the item is pending again."""
@@ -386,7 +404,7 @@ class InterruptManager:
         failure: tuple[BatchInterruptErrorCode, str] | None = None
         try:
             for item in self._public_items():
-                if isinstance(item, UnboundInterrupt):
+                if isinstance(item, UnboundInterrupt) or item.status == "expired":
                     continue
                 result = resolver(InterruptHandle(self, item, token))
                 if inspect.isawaitable(result):
@@ -406,7 +424,7 @@ class InterruptManager:
             if failure is None and any(
                 item.resumable
                 and item.kind != "client-tool-execution"
-                and (item.resolution is None or item.status != "staged")
+                and (item.resolution is None or item.status not in _READY)
                 for item in self._items
             ):
                 failure = ("incomplete-batch", "Interrupt transaction did not resolve every item.")
@@ -428,7 +446,7 @@ class InterruptManager:
         self._assert_root_mutable()
         self._retry = None
         for item in self._items:
-            if not item.resumable:
+            if not item.resumable or item.status == "expired":
                 continue
             item.resolution = with_continuation(item, Decision.cancel(item.id).resume_entry())
             item.status = "staged"
@@ -464,7 +482,7 @@ class InterruptManager:
             self._retry = submission
             for item in self._items:
                 if item.resumable:
-                    item.status = "error"
+                    item.status = _unsent(item)
             return
         correlated = [e for e in errors if error_matches(e, submission)]
         if len(correlated) != len(errors):
@@ -482,12 +500,13 @@ class InterruptManager:
                     if item.resumable and item.id == error.interrupt_id:
                         item.status = "error"
                         item.error = error
+                        item.expiry_note = None  # the server did not take it as expired
             else:
                 batch.append(error)
         self._merge_batch_errors(batch)
         for item in self._items:
             if item.resumable and item.status == "submitting":
-                item.status = "error"
+                item.status = _unsent(item)
         self._retry = submission if retryable and not no_retry else None
 
     def submission_settled(self, submission: Submission) -> None:
@@ -507,8 +526,9 @@ class InterruptManager:
             descriptors=hydration.descriptors if hydration else (),
             items=tuple(
                 ItemRecord(
-                    id=i.id, status=i.status, resolution=i.resolution, error=i.error, draft=i.draft
-                )
+                    id=i.id, status=i.status, resolution=i.resolution, error=i.error,
+                    draft=i.draft, expiry_note=i.expiry_note,
+                )  # fmt: skip
                 for i in self._items
             ),
             root_errors=self._root_errors,
@@ -537,6 +557,7 @@ class InterruptManager:
                 continue
             item.status, item.resolution = record.status, record.resolution
             item.error, item.draft = record.error, record.draft
+            item.expiry_note = record.expiry_note
         self._root_errors = snapshot.root_errors
         self._submission_root_errors = snapshot.submission_root_errors
         self._retry = snapshot.retry_submission
@@ -611,7 +632,7 @@ class InterruptManager:
             item for item in self._items
             if item.resumable and not (has_generic and item.kind == "client-tool-execution")
         ]  # fmt: skip
-        if not ours or any(i.resolution is None or i.status != "staged" for i in ours):
+        if not ours or any(i.resolution is None or i.status not in _READY for i in ours):
             return None
         hydration = self._require_hydration()
         canonical = canonicalize_interrupt_resolutions(
@@ -674,6 +695,8 @@ class InterruptManager:
             if item.id == interrupt_id:
                 if item.kind == "unbound":
                     raise UsageError(f"Interrupt {interrupt_id} belongs to another system.")
+                if item.status == "expired":
+                    raise UsageError(f"Interrupt {interrupt_id} has expired; nobody can answer it.")
                 return item
         raise UsageError(f"Unknown interrupt: {interrupt_id}")
 
@@ -743,3 +766,9 @@ class InterruptManager:
             for item in self._items
             if item.kind != "client-tool-execution" and item.status != "submitting"
         )
+
+
+def _unsent(item: Record) -> ItemStatus:
+    """What an item of a batch that was not taken becomes: still expired (its expiry goes
+    again with the batch, and nobody can answer it), else in error until answered again."""
+    return "expired" if item.expiry_note is not None else "error"

@@ -19,6 +19,7 @@ from chat_app.interrupts import (
     CANCELLED_RESULT,
     DEFAULT_DENIED_RESULT,
     TOOL_MESSAGE_ID_PREFIX,
+    is_expired_result,
     tool_result_text,
 )
 
@@ -42,10 +43,12 @@ ToolCallStatus: TypeAlias = Literal[
     "approved",  # approved; the result is on its way
     "rejected",  # a person rejected it; `error` holds the reason the model reads
     "cancelled",  # abandoned without an answer
+    "expired",  # nobody decided in time; it did not run; `error` says so
     "done",  # the result arrived
     "error",  # the tool failed; `error` holds why
 ]
-ToolDecision: TypeAlias = Literal["approved", "rejected", "cancelled"]
+#: `expired`: closed unanswered once its time was up (sent as a cancellation).
+ToolDecision: TypeAlias = Literal["approved", "rejected", "cancelled", "expired"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -156,7 +159,10 @@ def rejection_reason(output: object) -> str:
 
 
 def status_after_result(part: ToolCallPart, output: object, failed: bool) -> ToolCallStatus:
-    if part.decision in ("cancelled", "rejected"):
+    # The server's word first: a call closed as cancelled here may have expired there.
+    if is_expired_result(output):
+        return "expired"
+    if part.decision in ("cancelled", "rejected", "expired"):
         return part.decision
     if not failed:
         return "done"
@@ -175,6 +181,8 @@ def with_result(
     reason: str | None = None
     if status == "rejected":
         reason = rejection_reason(output)
+    elif status == "expired":
+        reason = error_text(output) if is_expired_result(output) else part.error
     elif failed:
         reason = error or error_text(output)
     return replace(part, status=status, output=output, has_output=True, error=reason)

@@ -114,21 +114,38 @@ class StreamProcessor:
     def record_decision(
         self, state: StreamState, tool_call_id: str, decision: ToolDecision
     ) -> StreamState:
-        """Mirror a submitted approval decision onto the tool call."""
+        """Mirror a submitted approval decision onto the tool call. An expired call stays
+        expired when its cancellation is mirrored: that cancellation is how expiry is sent."""
+
+        def mirror(part: ToolCallPart) -> ToolCallPart:
+            if part.decision == "expired" and decision == "cancelled":
+                return part
+            return replace(part, decision=decision, status=decision)
+
+        return _update_call(state, tool_call_id, mirror)
+
+    def record_expiry(self, state: StreamState, tool_call_id: str, note: str) -> StreamState:
+        """The call was closed unanswered once its time was up: it shows as expired, with
+        `note` ("Expired: nobody decided within 1 day."), before the server's result."""
         return _update_call(
-            state, tool_call_id, lambda part: replace(part, decision=decision, status=decision)
+            state,
+            tool_call_id,
+            lambda part: part
+            if part.has_output
+            else replace(part, decision="expired", status="expired", error=note),
         )
 
     def forget_decision(self, state: StreamState, tool_call_id: str) -> StreamState:
         """The submitted decision did not stand (refused, or never arrived): the call awaits
         approval again, unless it has a result by now."""
-        return _update_call(
-            state,
-            tool_call_id,
-            lambda part: part
-            if part.has_output or part.decision is None
-            else replace(part, decision=None, status="awaiting-approval"),
-        )
+
+        def forget(part: ToolCallPart) -> ToolCallPart:
+            if part.has_output or part.decision is None:
+                return part
+            error = None if part.decision == "expired" else part.error
+            return replace(part, decision=None, status="awaiting-approval", error=error)
+
+        return _update_call(state, tool_call_id, forget)
 
     def add_tool_result(
         self, state: StreamState, tool_call_id: str, output: object, error: str | None = None

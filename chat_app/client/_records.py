@@ -45,6 +45,7 @@ class Record:
     error: ItemInterruptError | None = None
     resolution: dict[str, object] | None = None
     draft: dict[str, object] | None = None
+    expiry_note: str | None = None
     tool: ClientTool | None = None
     definition: ClientInterruptDefinition | None = None
     payload: object = None
@@ -71,6 +72,7 @@ def public_item(item: Record, hydration: Hydration) -> InterruptItem:
         "can_resolve": item.can_resolve,
         "draft": item.draft,
         "resolution": item.resolution,
+        "expiry_note": item.expiry_note,
     }
     if item.kind == "unbound" or item.binding is None:
         return UnboundInterrupt(**base)  # type: ignore[arg-type]

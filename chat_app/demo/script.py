@@ -9,6 +9,7 @@ from typing import Any
 from ag_ui.core import ToolMessage
 
 from chat_app.agent import ModelRequest, ScriptedCall, ScriptedTurn, last_user_text
+from chat_app.interrupts import is_expired_result
 
 HELP = (
     "I'm the ops desk demo agent. Try one of these:\n\n"
@@ -152,6 +153,11 @@ def _describe(name: str, content: Any, outcome: str) -> str:
     if outcome == "failed":  # it ran, in the client, and has no answer: no decision was refused
         what = "read your location" if name == "get_location" else f"run {name.replace('_', ' ')}"
         return f"I couldn't {what}: {content}."
+    if is_expired_result(data):  # nobody decided: not a refusal, so never "denied"
+        return (
+            f"Nobody decided on the {name.replace('_', ' ')} in time: the request expired "
+            "unanswered, so it did not run."
+        )
     if data.get("error") == "Tool execution cancelled":
         return f"Cancelled: {name.replace('_', ' ')} did not run."
     if outcome == "error" or "error" in data:
@@ -194,6 +200,10 @@ def _after_generic(notes: Any) -> ScriptedTurn:
     response = note.get("response") or {}
     if note["interrupt"] == "shipping-speed":
         order = note["key"].removeprefix("order-")
+        if note["status"] == "expired":
+            return ScriptedTurn(
+                text=f"Nobody answered in time, so order {order} stays where it is."
+            )
         if note["status"] == "cancelled":
             return ScriptedTurn(text=f"Okay, order {order} stays where it is.")
         return ScriptedTurn(
@@ -209,6 +219,8 @@ def _after_generic(notes: Any) -> ScriptedTurn:
                 )
             ],
         )
+    if note["status"] == "expired":
+        return ScriptedTurn(text="The release plan review expired unanswered; nothing changes.")
     if note["status"] == "cancelled":
         return ScriptedTurn(text="The release plan review was cancelled; nothing changes.")
     verdict = "approved" if response.get("approved") else "sent back"

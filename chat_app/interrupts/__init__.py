@@ -47,6 +47,8 @@ from ._constants import (
     TOOL_MESSAGE_ID_PREFIX,
     BoundaryPhase,
     ToolResume,
+    expired_result,
+    is_expired_result,
     tool_call_id_of,
 )
 from ._continuation import (
@@ -167,9 +169,11 @@ __all__ = [
     "definition_schema_identity",
     "digest_interrupt_json",
     "encode_sse_event",
+    "expired_result",
     "generic_continuation_from_descriptor",
     "hash_schema_input",
     "interrupt_error_from_wire",
+    "is_expired_result",
     "is_raw_json_schema",
     "js_json_dumps",
     "normalize_approval_schema",

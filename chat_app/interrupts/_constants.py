@@ -1,9 +1,12 @@
 """Literal constants of the TanStack AI interrupt wire format (`docs/protocol.md` §1.5).
 
 Owns: metadata keys, versions, id prefixes (and `tool_call_id_of`, which reads them back),
-reasons, boundary phases and tool-resume values. Imports nothing.
+reasons, boundary phases, tool-resume values, and the results a server writes for a call
+that did not run (`expired_result` and `is_expired_result`, which recognises one).
+Imports nothing but `typing` and `collections.abc`.
 """
 
+from collections.abc import Mapping
 from typing import Final, Literal
 
 INTERRUPT_BINDING_METADATA_KEY: Final = "tanstack:interruptBinding"
@@ -53,3 +56,19 @@ POLICY_DECISION_EVENT: Final = "chat_app:policyDecision"
 
 DEFAULT_DENIED_RESULT: Final = {"error": "User declined tool execution"}
 CANCELLED_RESULT: Final = {"error": "Tool execution cancelled"}
+
+
+def expired_result(within: str) -> dict[str, object]:
+    """The result of a call nobody decided on before its request expired ("within 1 day"):
+    the model reads that it did not run, and why. An ordinary error result on the wire; the
+    `expired` flag lets a client tell it from a person's cancellation."""
+    return {"error": f"Expired: nobody decided within {within}.", "expired": True}
+
+
+def is_expired_result(output: object) -> bool:
+    """Whether a tool result is one `expired_result` wrote."""
+    return (
+        isinstance(output, Mapping)
+        and output.get("expired") is True
+        and isinstance(output.get("error"), str)
+    )

@@ -48,18 +48,19 @@ def decision_record(
     tool_call_id: str | None = None,
     shown_args: Any = ABSENT,
     cosigners: Sequence[Identity] = (),
+    expired: bool = False,
 ) -> dict[str, Any]:
     """What was decided about one interrupt; for a tool call, with what the person was shown
     (its name, id, arguments and their digest); for a quorum, who else approved it earlier
-    (`cosigners`, each with how they were verified, in the order given)."""
-    record: dict[str, Any] = {
-        "interruptId": decision.interrupt_id,
-        "status": "cancelled" if decision.kind == "cancel" else "resolved",
-    }
+    (`cosigners`, each with how they were verified, in the order given). A cancellation that
+    came once the request had `expired` is recorded as the expiry (`"decision": "expired"`):
+    nobody decided in time."""
+    status = "expired" if expired else "cancelled" if decision.kind == "cancel" else "resolved"
+    record: dict[str, Any] = {"interruptId": decision.interrupt_id, "status": status}
     if tool_name is not None:
         record.update(toolName=tool_name, toolCallId=tool_call_id, shownArgs=shown_args,
                       argsDigest=_digest(shown_args))  # fmt: skip
-    record["decision"] = decision.outcome
+    record["decision"] = "expired" if expired else decision.outcome
     if decision.kind == "cancel":
         return record
     if decision.payload is not ABSENT:
