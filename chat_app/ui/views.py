@@ -40,6 +40,7 @@ STATUS_LABELS = {
     "approved": "Approved",
     "rejected": "Rejected",
     "cancelled": "Cancelled",
+    "expired": "Expired",
     "done": "Done",
     "error": "Error",
 }
@@ -50,6 +51,7 @@ STATUS_COLORS = {
     "approved": "green",
     "rejected": "red",
     "cancelled": "gray",
+    "expired": "gray",
     "done": "green",
     "error": "red",
 }
@@ -84,6 +86,9 @@ class DecisionView:
     staged_tone: str = ""
     #: Past its expiry (or refused as expired by the server): nothing can be answered.
     expired: bool = False
+    #: Closed unanswered once its time was up ("Expired: nobody decided within 1 day."):
+    #: the conversation goes on without it, so there is nothing to start over. "" otherwise.
+    expired_note: str = ""
     #: Someone else decides this one: who ("Waiting for finance — you asked for this, so
     #: someone else approves it"); "" when the person looking may decide it.
     waiting: str = ""
@@ -226,6 +231,7 @@ def decision_view(
     waiting = who_decides(item) if who_decides is not None else ""
     error = item.error.message if item.error else memory.message
     expired = item.expired(now_ms)
+    expired_note = (item.expiry_note or "") if item.status == "expired" else ""
     staged, staged_tone = staged_answer(item)
 
     def fields(form: str) -> list[FormField]:
@@ -256,6 +262,7 @@ def decision_view(
             staged=staged,
             staged_tone=staged_tone,
             expired=expired,
+            expired_note=expired_note,
             waiting=waiting,
         )
     if isinstance(item, GenericInterrupt):
@@ -277,6 +284,7 @@ def decision_view(
             staged=staged,
             staged_tone=staged_tone,
             expired=expired,
+            expired_note=expired_note,
             waiting=waiting,
         )
     assert isinstance(item, UnboundInterrupt)
@@ -457,8 +465,11 @@ def _tool_card(
         card.decision = decision_view(item, memory.get(item.id), now_ms, who_decides)
         card.has_decision = True
         if card.decision.expired:
-            # Whatever was clicked, nothing ran: the server refused the expired answer.
+            # Whatever was clicked, nothing ran: the server refused the expired answer, or
+            # nobody decided in time.
             card.status, card.status_label, card.status_color = "expired", "Expired", "gray"
+            if card.decision.expired_note:
+                card.reason = ""  # the decision card says it, once
     return card
 
 

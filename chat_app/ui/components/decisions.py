@@ -162,15 +162,32 @@ def approval_controls(decision: DecisionView, events: DecisionEvents) -> rx.Comp
 
 
 def expired_row(decision: DecisionView, events: DecisionEvents) -> rx.Component:
-    """An interrupt past its expiry: nothing can be answered, nothing ran."""
-    return rx.hstack(
-        rx.badge("Expired", color_scheme="gray", class_name="expired-badge"),
-        rx.text("This decision expired; nothing ran.", size="2", color_scheme="gray"),
-        rx.button("Start over", on_click=events.start_over, size="1", class_name="start-over"),
-        align="center",
-        spacing="2",
-        wrap="wrap",
-        class_name="expired",
+    """An interrupt past its expiry: nothing can be answered, nothing ran. Closed as expired
+    (`expired_note`), the conversation goes on without it: the note, and no buttons;
+    refused as expired, the paused run is stuck: Start over."""
+    return rx.cond(
+        decision.expired_note != "",
+        rx.hstack(
+            rx.badge("Expired", color_scheme="gray", class_name="expired-badge"),
+            rx.text(decision.expired_note, size="2", color_scheme="gray",
+                    class_name="expired-note"),
+            align="center",
+            spacing="2",
+            wrap="wrap",
+            class_name="expired",
+            role="status",
+        ),  # fmt: skip
+        rx.hstack(
+            rx.badge("Expired", color_scheme="gray", class_name="expired-badge"),
+            rx.text("This decision expired; nothing ran.", size="2", color_scheme="gray"),
+            rx.button(
+                "Start over", on_click=events.start_over, size="1", class_name="start-over"
+            ),
+            align="center",
+            spacing="2",
+            wrap="wrap",
+            class_name="expired",
+        ),
     )
 
 
@@ -272,8 +289,16 @@ def _decision_card(
         data_decision=decision.id,
         padding="0.75em",
         border_radius="8px",
-        border=f"1px solid {rx.color(color, 7)}",
-        background_color=rx.color(color, 2),
+        # Muted once closed as expired: it stays readable, but nothing here is to be done.
+        border=rx.cond(
+            decision.expired_note != "",
+            f"1px solid {rx.color('gray', 6)}",
+            f"1px solid {rx.color(color, 7)}",
+        ),
+        background_color=rx.cond(
+            decision.expired_note != "", rx.color("gray", 2), rx.color(color, 2)
+        ),
+        opacity=rx.cond(decision.expired_note != "", "0.75", "1"),
         width="100%",
     )
 

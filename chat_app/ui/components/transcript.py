@@ -63,7 +63,10 @@ def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
                     rx.cond(card.status == "rejected", "Reason: ", ""),
                     card.reason,
                     size="1",
-                    color=rx.color("red", 11),
+                    # An expiry is no failure: nobody decided, so it reads muted.
+                    color=rx.cond(
+                        card.status == "expired", rx.color("gray", 11), rx.color("red", 11)
+                    ),
                     class_name="tool-reason",
                 ),
             ),
@@ -82,6 +85,7 @@ def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
         class_name="tool-card",
         data_tool=card.name,
         data_status=card.status,
+        opacity=rx.cond(card.status == "expired", "0.75", "1"),
         padding="0.6em 0.75em",
         border_radius="8px",
         border=f"1px solid {rx.color('gray', 6)}",

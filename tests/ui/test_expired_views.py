@@ -1,0 +1,103 @@
+"""What the page shows of a decision nobody made in time: the card muted, "Expired: nobody
+decided within 1 day.", and no buttons (views only; no browser)."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from chat_app.agent import Agent, event_to_wire
+from chat_app.client import ChatClient, ClientTool, InProcessConnection
+from chat_app.demo import POLICY_PATH, build_demo_agent, demo_model
+from chat_app.trust import DEMO_PEOPLE, Policy, Sealer, SQLiteLedger
+from chat_app.ui.views import ToolCardView, build_views
+from tests.ui.app_server import run_on_own_loop
+
+RITA = DEMO_PEOPLE[0]
+NOW = 1_900_000_000.0
+NOTE = "Expired: nobody decided within 1 day."
+
+
+@pytest.fixture(autouse=True)
+def _no_token_delay(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHAT_APP_DEMO_TOKEN_DELAY_MS", "0")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def demo_client(tmp_path: Path, clock: Clock) -> ChatClient:
+    agent: Agent = build_demo_agent(
+        demo_model(),
+        sealer=Sealer(b"expired-views-secret-expired-views", clock=clock),
+        ledger=SQLiteLedger(tmp_path / "ledger.db"),
+        policy=Policy.load(POLICY_PATH),
+    )
+    agent.clock = clock
+    tools = ClientTool.from_manifest({"tools": agent.tool_manifest()}, {})
+    run = partial(agent.run, identity=RITA)
+    return ChatClient(InProcessConnection(run, encode=event_to_wire), tools=tools)
+
+
+def cards(client: ChatClient) -> list[ToolCardView]:
+    return [tool for message in build_views(client.state, {}).messages for tool in message.tools]
+
+
+def test_an_expired_call_in_a_pending_batch_is_muted_with_the_note(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        client = demo_client(tmp_path, Clock())
+        await client.send("pay invoices")
+        first = client.interrupts[0]
+        await client.expire(first.id, NOTE)
+        views = build_views(client.state, {})
+        card = next(c for c in cards(client) if c.decision.id == first.id)
+        assert (card.status, card.status_label, card.status_color) == (
+            "expired", "Expired", "gray"
+        )  # fmt: skip
+        assert (card.decision.expired, card.decision.expired_note) == (True, NOTE)
+        assert card.reason == ""  # said once, on the decision card
+        assert card.decision.staged == "" and not card.decision.focus
+        # Not open: two decisions left, and Approve all still offered for them.
+        assert (views.open_count, views.batch_size, views.bulk_ok) == (2, 2, True)
+        others = [c for c in cards(client) if c.decision.id != first.id]
+        assert [c.decision.expired_note for c in others] == ["", ""]
+
+    run_on_own_loop(scenario())
+
+
+def test_once_its_result_is_in_the_call_reads_expired_with_its_words(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        client = demo_client(tmp_path, clock)
+        await client.send("transfer 5000 to Ada")
+        [item] = client.interrupts
+        clock.now = NOW + 86400
+        await client.expire(item.id, NOTE)
+        [card] = cards(client)
+        assert (card.status, card.status_label, card.reason, card.has_decision) == (
+            "expired", "Expired", NOTE, False
+        )  # fmt: skip
+        assert card.result == ""
+
+    run_on_own_loop(scenario())
+
+
+def test_a_refused_late_answer_still_offers_to_start_over(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        client = demo_client(tmp_path, clock)
+        await client.send("transfer 25 to Ada")
+        [item] = client.interrupts
+        clock.now = NOW + 86400
+        await client.resolve_interrupt(item.id, approved=True)
+        [card] = cards(client)
+        assert card.decision.expired and card.decision.expired_note == ""
+
+    run_on_own_loop(scenario())
