@@ -37,6 +37,7 @@ from chat_app.config import (
 )
 from chat_app.demo import POLICY_PATH, build_demo_agent
 from chat_app.desk import DeskStats, RunAs
+from chat_app.notify import Outbox
 from chat_app.notify.stats import DeliveryStats
 from chat_app.observe import configure_logging, configure_tracing
 from chat_app.server import create_app
@@ -47,9 +48,11 @@ from chat_app.ui import session
 from chat_app.ui.audit_state import AuditState
 from chat_app.ui.components.schema_form import PROPOSED_SCRIPT
 from chat_app.ui.conversations_state import ConversationsState
+from chat_app.ui.deliveries_state import DeliveriesState
 from chat_app.ui.inbox_state import InboxState
 from chat_app.ui.pages.audit import audit
 from chat_app.ui.pages.conversations import conversations
+from chat_app.ui.pages.deliveries import deliveries
 from chat_app.ui.pages.inbox import inbox
 from chat_app.ui.pages.index import index
 from chat_app.ui.pages.signin import signin
@@ -175,6 +178,9 @@ session.configure(
     sealer=security.sealer,
     desk=desk,
     live_tokens=_live_tokens,
+    # The Deliveries page reads the outbox even when no channel is configured (it says so).
+    outbox=Outbox(desk.store.engine, notifications.settings),
+    notify_settings=notifications.settings,
 )
 
 app = rx.App(
@@ -222,3 +228,9 @@ app.add_page(
     on_load=ConversationsState.load,
 )
 app.add_page(inbox, route="/inbox", title="Inbox · chat_app", on_load=InboxState.load)
+app.add_page(
+    deliveries,
+    route="/deliveries",
+    title="Deliveries · chat_app",
+    on_load=DeliveriesState.load,
+)

@@ -7,6 +7,7 @@ from typing import Any
 
 import reflex as rx
 
+from chat_app.trust import Policy
 from chat_app.trust.identity import AUDIT_ROLES
 
 from . import session as sessions
@@ -38,10 +39,44 @@ def _verified(record: dict[str, Any]) -> str:
     return str(data.get("verifiedBy") or "")
 
 
-def summarize(record: dict[str, Any]) -> str:
-    """One line a reviewer can scan: what was shown, decided, or run."""
+def _approvers(data: dict[str, Any], policy: Policy | None) -> str:
+    """Who a reminder went to, as the rule names them ("finance"), else by the emails told."""
+    rule = policy.rule_named(data.get("rule")) if policy is not None else None
+    if rule is not None and rule.approvers:
+        return _either([approver.removeprefix("role:") for approver in rule.approvers])
+    told = [str(email) for email in data.get("told") or []]
+    return _either(told) or "the approvers"
+
+
+def _either(names: list[str]) -> str:
+    """ "finance", "finance or admin", "ada@example.com, sam@example.com or admin"."""
+    if len(names) <= 1:
+        return "".join(names)
+    return f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def summarize(record: dict[str, Any], policy: Policy | None = None) -> str:
+    """One line a reviewer can scan: what was shown, decided, run, or what the desk's timers
+    and the notices did. `policy` names whom a rule's reminder went to ("finance")."""
     data = record.get("data") or {}
     kind = record.get("kind")
+    what = data.get("toolName") or data.get("interruptId")
+    if kind == "reminded":
+        return f"Reminded {_approvers(data, policy)} about {what} after {data.get('after')}"
+    if kind == "escalated":
+        to = _either([str(person).removeprefix("role:") for person in data.get("to") or []])
+        return f"Escalated {what} to {to or 'more people'} after {data.get('after')}"
+    if kind == "delivery-failed":
+        channel = data.get("channel")
+        recipient = data.get("recipient")
+        target = f"the email to {recipient}" if channel == "email" else f"the {channel}"
+        then = "will retry" if data.get("willRetry") else "gave up"
+        return (
+            f"Delivery of {target} failed (attempt {data.get('attempt')}): "
+            f"{data.get('error')}; {then}"
+        )
+    if kind == "decision" and "expired" in (data.get("status"), data.get("decision")):
+        return f"Expired {what}: nobody decided"
     if kind == "pause":
         shown = data.get("interrupts") or []
         names = [
@@ -49,7 +84,6 @@ def summarize(record: dict[str, Any]) -> str:
         ]
         return "Paused for: " + ", ".join(str(name) for name in names)
     if kind == "decision":
-        what = data.get("toolName") or data.get("interruptId")
         text = f"{str(data.get('decision', '')).capitalize()} {what}"
         if "editedArgs" in data:
             text += " with edited arguments"
@@ -114,7 +148,7 @@ class AuditState(IdentityState):
                 verified=_verified(record),
                 rule=str((record.get("data") or {}).get("rule") or ""),
                 thread=str(record.get("thread_id", "")),
-                summary=summarize(record),
+                summary=summarize(record, sessions.policy()),
                 detail=pretty(record.get("data")),
                 hash=str(record.get("hash", ""))[7:19],
             )

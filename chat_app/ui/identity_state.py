@@ -13,6 +13,9 @@ from chat_app.trust import DEMO_PEOPLE, Identity
 
 from . import session as sessions
 
+#: The role that may see every pending decision and the deliveries of notices.
+ADMIN_ROLE = "admin"
+
 
 def _demo_label(person: Identity) -> str:
     roles = ", ".join(sorted(person.roles)) or "requester"
@@ -34,6 +37,8 @@ class IdentityState(rx.State):
     auth_error: str = ""
     #: Pending decisions the viewer may make (the header's Inbox count).
     inbox_count: int = 0
+    #: The viewer has the role admin (the header links the admins' pages).
+    viewer_admin: bool = False
 
     def _viewer(self) -> Identity | None:
         """The verified identity, with the policy's roles; `None` (and `auth_error` says
@@ -45,11 +50,19 @@ class IdentityState(rx.State):
         if not isinstance(found, Identity):
             self.auth_error = found.message
             self.viewer_name = self.viewer_email = ""
+            self._set_admin(False)
             return None
         self.auth_error = ""
         self.viewer_name = found.name or found.email or "Anonymous"
         self.viewer_email = found.email
+        self._set_admin(ADMIN_ROLE in found.roles)
         return found
+
+    def _set_admin(self, admin: bool) -> None:
+        # Assigned only when it changes: every assignment is sent, and pages' live loops
+        # read the viewer again every few seconds.
+        if self.viewer_admin != admin:
+            self.viewer_admin = admin
 
     async def _count_inbox(self, viewer: Identity) -> None:
         desk = sessions.desk()

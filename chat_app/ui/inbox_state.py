@@ -59,7 +59,16 @@ def inbox_row(item: InboxItem, viewer: Identity, now: datetime, *, yours: bool) 
             f"Expires {in_words(item.expires_at)}" if item.expires_at is not None else ""
         ),
         expired=expires == "expired",
+        escalation=item.escalation,
+        reminded=reminded(item.reminded_at),
+        reminded_iso=iso(item.reminded_at),
+        reminded_title=f"Reminder sent {in_words(item.reminded_at)}" if item.reminded_at else "",
     )
+
+
+def reminded(moment: datetime | None) -> str:
+    """ "Reminder sent 10:42 UTC" ("" when none was)."""
+    return "" if moment is None else f"Reminder sent {moment.astimezone(UTC):%H:%M} UTC"
 
 
 def tool_choices(names: Iterable[str], chosen: str) -> list[str]:

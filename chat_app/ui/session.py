@@ -29,6 +29,7 @@ from chat_app.client import (
 )
 from chat_app.desk import Desk, DeskError
 from chat_app.interrupts import POLICY_METADATA_KEY
+from chat_app.notify import NotifySettings, Outbox
 from chat_app.trust import ANONYMOUS, Identity, Policy, Sealer
 from chat_app.trust.authn import Authenticator, AuthFailure
 
@@ -247,6 +248,10 @@ class _Backend:
     #: The client tokens of the tabs connected to this worker now (a page's live loop ends
     #: when its tab has gone).
     live_tokens: Callable[[], Container[str]] | None = None
+    #: The notices queued and sent (the Deliveries page reads it; `None`: no desk, no outbox).
+    outbox: Outbox | None = None
+    #: Where notices go (`None`: the app was configured without notifications).
+    notify_settings: NotifySettings | None = None
 
 
 _backend = _Backend()
@@ -263,9 +268,12 @@ def configure(
     sealer: Sealer | None = None,
     desk: Desk | None = None,
     live_tokens: Callable[[], Container[str]] | None = None,
+    outbox: Outbox | None = None,
+    notify_settings: NotifySettings | None = None,
 ) -> None:
     """Set where chats go, which tools the client knows, where the audit trail is read, who
-    someone is, who may decide what, and where conversations are stored."""
+    someone is, who may decide what, where conversations are stored, and where notices are
+    queued and go."""
     _backend.connection = connection
     _backend.manifest = manifest
     _backend.audit = audit
@@ -274,11 +282,25 @@ def configure(
     _backend.sealer = sealer
     _backend.desk = desk
     _backend.live_tokens = live_tokens
+    _backend.outbox = outbox
+    _backend.notify_settings = notify_settings
     _sessions.clear()
 
 
 def desk() -> Desk | None:
     return _backend.desk
+
+
+def policy() -> Policy | None:
+    return _backend.policy
+
+
+def outbox() -> Outbox | None:
+    return _backend.outbox
+
+
+def notify_settings() -> NotifySettings | None:
+    return _backend.notify_settings
 
 
 def connected(token: str) -> bool:
@@ -304,12 +326,19 @@ def identify(headers: Mapping[str, str], client_host: str | None) -> Identity | 
     return found
 
 
-def who_decides(viewer: Identity, votes: Mapping[str, list[str]] | None = None) -> WhoDecides:
+def who_decides(
+    viewer: Identity,
+    votes: Mapping[str, list[str]] | None = None,
+    escalated: Mapping[str, str] | None = None,
+) -> WhoDecides:
     """For the page: who decides an item when it is not `viewer` (the server enforces it).
     `votes` are quorum approvals given so far (item id -> [progress, voter emails...]): one
-    who approved already waits for the others."""
+    who approved already waits for the others. `escalated` are the items the desk escalated
+    (item id -> "escalated to admin after 2 h"): their rule's `escalate_to` may decide too,
+    as the desk and the engine allow, and the sentence says so."""
     policy = _backend.policy
     votes = votes or {}
+    escalated = escalated or {}
 
     def check(item: InterruptItem) -> str:
         given = votes.get(item.id)
@@ -325,9 +354,11 @@ def who_decides(viewer: Identity, votes: Mapping[str, list[str]] | None = None) 
             if asked:
                 return ""
             return f"Waiting for {requester or 'the person who asked'}, who decides this"
-        if policy.check(rule, viewer, decider_is_requester=asked) is None:
+        note = escalated.get(item.id, "")
+        if policy.check(rule, viewer, decider_is_requester=asked, escalated=bool(note)) is None:
             return ""
-        return policy.waiting_for(rule, viewer_is_requester=asked)
+        waiting = policy.waiting_for(rule, viewer_is_requester=asked)
+        return f"{waiting}; {note}" if note else waiting
 
     return check
 

@@ -13,7 +13,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, cast
 from urllib.parse import quote, unquote
 
@@ -23,7 +23,15 @@ from reflex.istate.manager import get_state_manager
 from reflex.vars.function import FunctionStringVar
 
 from chat_app.client import ChatClient, ClientError, InterruptItem, UsageError
-from chat_app.desk import Answer, DeskError, decision_id_of, inbox_topic, thread_topic
+from chat_app.desk import (
+    Answer,
+    DeskError,
+    InboxItem,
+    decision_id_of,
+    inbox_topic,
+    thread_topic,
+)
+from chat_app.desk.desk import WATCH_SECONDS as PRESENCE_SECONDS
 from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.trust import Identity
 
@@ -159,6 +167,9 @@ class ChatState(IdentityState):
     _desk_down: bool = False
     #: Quorum votes on this conversation's items: item id -> [progress, voter emails...].
     _votes: dict[str, list[str]] = {}
+    #: Pending items of this conversation the desk escalated: item id -> "escalated to admin
+    #: after 2 h" (their cards say so, and the people escalated to may decide them).
+    _escalated: dict[str, str] = {}
 
     # --- reading ------------------------------------------------------------------------
 
@@ -205,7 +216,7 @@ class ChatState(IdentityState):
             self._memory,
             focus=not self.held,
             cache=session.views,
-            who_decides=sessions.who_decides(session.identity, self._votes),
+            who_decides=sessions.who_decides(session.identity, self._votes, self._escalated),
             asked_by=sessions.asked_by(session.identity),
         )
         streaming = client.status == "streaming"
@@ -350,6 +361,7 @@ class ChatState(IdentityState):
                 # Not theirs to see: nothing of it stays on screen, but the tab keeps which
                 # conversation it was (the demo's next person, or this one back, may see it).
                 self._client_json, self._memory, self._votes = "", {}, {}
+                self._escalated = {}
                 self.thread_shown, self._shown_to, self._desk_version = wanted, viewer.email, 0
                 self.read_only, self.desk_notice = True, error.message
                 sessions.forget(token)
@@ -367,6 +379,7 @@ class ChatState(IdentityState):
             for item in view.decisions
             if item.status == "pending" and item.quorum > 1
         }
+        self._escalated = _escalations(view.decisions)
         self.desk_notice = ""
         sessions.forget(token)
         return True
@@ -405,7 +418,7 @@ class ChatState(IdentityState):
         if self._owner and self._owner != session.identity.email:
             return True
         # A batch that waits for someone else too: the desk sends it once all have answered.
-        others = sessions.who_decides(session.identity, self._votes)
+        others = sessions.who_decides(session.identity, self._votes, self._escalated)
         if any(
             other.id != item.id and other.can_resolve and other.status in ("pending", "error")
             and others(other) != ""
@@ -453,23 +466,50 @@ class ChatState(IdentityState):
             return
         try:
             mark: tuple[int, ...] | None = None
+            said: tuple[str, float] = ("", 0.0)  # presence: the conversation, and when
             while sessions.connected(token):
                 async with self:
                     thread = self.thread_shown
+                    # Their own conversation: the desk holds back notices to its owner while
+                    # it is on screen (read here, under the lock; nothing is assigned).
+                    own = thread if thread and not self.read_only else ""
+                said = await _say_watching(token, own, said)
                 topics = {inbox_topic()} | ({thread_topic(thread)} if thread else set())
                 if mark is not None and len(mark) != len(topics):
                     mark = None  # another conversation: a mark of other topics
-                changed = await desk.fanout.wait(topics, WATCH_SECONDS, since=mark)
+                wait = WATCH_SECONDS
+                if own:  # woken in time to say so again, even when nothing happens meanwhile
+                    wait = min(wait, max(said[1] + PRESENCE_SECONDS - time.monotonic(), 0.0))
+                changed = await desk.fanout.wait(topics, wait, since=mark)
                 mark = desk.fanout.mark(topics)  # before reading: nothing after it is missed
                 async with self:
                     viewer = self._viewer()
-                    if await self._sync_from_desk(viewer):
+                    synced = await self._sync_from_desk(viewer)
+                    if not synced and thread and thread_topic(thread) in changed:
+                        # A notice without a new version: a timer escalated an item.
+                        synced = await self._sync_escalations(thread)
+                    if synced:
                         self._refresh(self._session(viewer))
                     if viewer is not None and (inbox_topic() in changed or not changed):
                         await self._count_inbox(viewer)
                 yield
         finally:
             sessions.stop_watching(token)
+
+    async def _sync_escalations(self, thread: str) -> bool:
+        """Read which of the conversation's items are escalated; True when that changed (the
+        cards then say so, and an admin escalated to gets the buttons without a reload)."""
+        desk = sessions.desk()
+        if desk is None or self.running or thread != self.thread_shown:
+            return False
+        try:
+            found = _escalations(await desk.decisions_of(thread))
+        except DeskError:  # the next notice or load tries again
+            return False
+        if found == self._escalated:
+            return False
+        self._escalated = found
+        return True
 
     async def _clicked(self) -> sessions.Session:
         """A decision's click reached the server: the conversation (taken over first if need
@@ -651,6 +691,7 @@ class ChatState(IdentityState):
         self._owner, self.owner_name, self.read_only = "", "", False
         self.desk_notice = ""
         self.thread_shown, self._desk_version, self._votes = "", 0, {}
+        self._escalated = {}
         self.held = False
         self.draft = draft
         self.run_error = ""
@@ -914,6 +955,33 @@ def _answer_of(form: str, value: Any) -> Answer:
     if form == "approve":
         return Answer(kind="approve", payload=value, has_payload=value is not None)
     return Answer(kind="reject", payload=value, has_payload=value is not None)
+
+
+def _escalations(items: Iterable[InboxItem]) -> dict[str, str]:
+    """The pending items the desk escalated: item id -> "escalated to admin after 2 h"."""
+    return {
+        item.item_id: item.escalation
+        for item in items
+        if item.status == "pending" and item.escalation
+    }
+
+
+async def _say_watching(token: str, thread: str, said: tuple[str, float]) -> tuple[str, float]:
+    """Tell the desk the tab shows its owner's conversation `thread` ("" for none): when it
+    opens, and every `PRESENCE_SECONDS` while it stays (the desk counts it a while longer).
+    Returns what was said last. The person is the one the tab's last event verified: no state
+    is read or written, so nothing goes to the browser for it."""
+    desk = sessions.desk()
+    now = time.monotonic()
+    if not thread or desk is None or (thread == said[0] and now - said[1] < PRESENCE_SECONDS):
+        return said
+    live = sessions.current(token)
+    try:
+        if live is not None:  # else no event has come yet: said next round
+            await desk.watching(thread, live.identity)
+    except DeskError as error:  # a notice may go meanwhile; said again next round
+        _log.info("Could not say the page shows %s: %s", thread, error.message)
+    return thread, now
 
 
 def _first_words(client: ChatClient) -> str:

@@ -146,9 +146,11 @@ def _inbox_badge(count: rx.Var[int]) -> rx.Component:
     )
 
 
-def nav_links(*, inbox_count: Prop[int], current: Prop[str]) -> rx.Component:
-    """The pages: Chat, Conversations, Inbox (with how many decisions wait for the viewer) and
-    Audit; the one at `current` (a route) is marked."""
+def nav_links(
+    *, inbox_count: Prop[int], current: Prop[str], is_admin: Prop[bool] = False
+) -> rx.Component:
+    """The pages: Chat, Conversations, Inbox (with how many decisions wait for the viewer),
+    Audit and, for an admin, Deliveries; the one at `current` (a route) is marked."""
     count = inbox_count if isinstance(inbox_count, rx.Var) else rx.Var.create(inbox_count)
     path = current if isinstance(current, rx.Var) else rx.Var.create(current)
     return rx.el.nav(
@@ -156,6 +158,11 @@ def nav_links(*, inbox_count: Prop[int], current: Prop[str]) -> rx.Component:
         _nav_link("Conversations", "/conversations", "nav-conversations", path == "/conversations"),
         _nav_link("Inbox", "/inbox", "nav-inbox", path == "/inbox", _inbox_badge(count)),
         _nav_link("Audit", "/audit", "nav-audit", path == "/audit"),
+        # Only admins may read it (the page itself refuses others too).
+        rx.cond(
+            is_admin,
+            _nav_link("Deliveries", "/deliveries", "nav-deliveries", path == "/deliveries"),
+        ),
         display="flex",
         align_items="center",
         column_gap="0.9em",
@@ -170,9 +177,11 @@ def header(
     *,
     inbox_count: Prop[int] = 0,
     current: Prop[str] = "",
+    is_admin: Prop[bool] = False,
 ) -> rx.Component:
     """The app's header bar; `viewer` shows who is signed in, `inbox_count` how many pending
-    decisions they may make (the Inbox link's badge, hidden at 0), `current` the route shown."""
+    decisions they may make (the Inbox link's badge, hidden at 0), `current` the route shown,
+    `is_admin` whether they are an admin (the admins' pages are linked)."""
     return rx.flex(
         rx.hstack(
             rx.image(src="/logo.svg", width="28px", height="28px", alt=""),
@@ -188,7 +197,7 @@ def header(
                 # Only on wide screens: beside the sign-in menu it would squeeze the title.
                 display=["none", "none", "none", "none", "none", "block"],
             ),
-            nav_links(inbox_count=inbox_count, current=current),
+            nav_links(inbox_count=inbox_count, current=current, is_admin=is_admin),
             viewer if viewer is not None else rx.fragment(),
             rx.color_mode.button(size="2", variant="ghost", aria_label="Toggle dark mode"),
             align="center",

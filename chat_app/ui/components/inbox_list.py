@@ -1,5 +1,6 @@
 """The Inbox page's parts: its filters and the pending decisions, each with what it asks,
-who asked, since when, until when, under which rule, and how far its quorum is.
+who asked, since when, until when, under which rule, how far its quorum is, and whether the
+desk reminded or escalated it.
 
 Functions of their arguments: an item shows an `InboxRow` (a Var of the page's state) and
 the filters call the handlers they are given.
@@ -50,6 +51,13 @@ class InboxRow:
     expires: str
     expires_title: str
     expired: bool
+    #: "escalated to admin after 2 h" once the desk escalated it ("" before).
+    escalation: str = ""
+    #: "Reminder sent 10:42 UTC" once the desk reminded its approvers ("" before), and when
+    #: in full.
+    reminded: str = ""
+    reminded_iso: str = ""
+    reminded_title: str = ""
 
 
 def inbox_filters(
@@ -153,6 +161,15 @@ def _item(row: InboxRow) -> rx.Component:
                         row.rule != "",
                         rx.badge(row.rule, variant="outline", class_name="inbox-rule"),
                     ),
+                    rx.cond(
+                        row.escalation != "",
+                        rx.badge(
+                            rx.icon("arrow_up_right", size=12, aria_hidden="true"),
+                            row.escalation,
+                            color_scheme="amber",
+                            class_name="inbox-escalation",
+                        ),
+                    ),
                     align="center",
                     spacing="2",
                     wrap="wrap",
@@ -218,6 +235,18 @@ def _item(row: InboxRow) -> rx.Component:
                     _field(
                         "Approvals",
                         rx.text(row.progress, class_name="quorum-progress", as_="span"),
+                    ),
+                ),
+                rx.cond(
+                    row.reminded != "",
+                    _field(
+                        "Reminded",
+                        rx.el.time(
+                            row.reminded,
+                            date_time=row.reminded_iso,
+                            title=row.reminded_title,
+                            class_name="inbox-reminded",
+                        ),
                     ),
                 ),
                 display="grid",

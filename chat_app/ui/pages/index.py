@@ -117,6 +117,8 @@ def signed_in_header(*, banner: bool = True) -> rx.Component:
             # Nobody signed in (signed out in this tab): no count left over from before.
             inbox_count=rx.cond(IdentityState.viewer_email != "", IdentityState.inbox_count, 0),
             current=IdentityState.router.url.path,
+            # Without sign-in anyone may do anything, the admins' pages included.
+            is_admin=IdentityState.viewer_admin | (IdentityState.auth_mode == "none"),
         ),
         rx.box(
             auth_banner(auth_mode=IdentityState.auth_mode, auth_error=IdentityState.auth_error)
