@@ -232,7 +232,7 @@ async def test_expiry_closes_the_loop_once(timed: Timed) -> None:
     assert "nobody decided within 1 day" in late.value.message
     # One continuation carried it; the trail records the expiry once.
     assert len(world.continuations) == 1
-    expired = [data for data in world.records("decision") if data.get("status") == "expired"]
+    expired = [r for r in world.records("decision") if r.data.get("status") == "expired"]
     assert len(expired) == 1
     stored = world.desk.store.decision(item.decision_id)
     assert stored is not None and stored.outcome == "expired"
