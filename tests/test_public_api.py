@@ -236,6 +236,7 @@ SERVER = [
 
 DESK = [
     "Answer",
+    "AuditSink",
     "ConnectionFor",
     "ConversationStatus",
     "ConversationSummary",
@@ -252,7 +253,9 @@ DESK = [
     "INBOX_COUNT_CAP",
     "InboxItem",
     "LEASE_SECONDS",
+    "PeopleFor",
     "RunAs",
+    "Timers",
     "ToolSource",
     "Vote",
     "decision_id_of",
