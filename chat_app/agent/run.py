@@ -232,6 +232,16 @@ class _Run:
             data=data,
         )
 
+    def _decision_entry(self, interrupt_id: str, plan: ResumePlan) -> AuditEntry:
+        """The trail's record of one answer, as its decider's; an expiry is nobody's (its
+        cancellation came on the requester's behalf: they are named, but did not decide)."""
+        decider = self.gate.decider_of(interrupt_id)
+        record = plan.audit_record(interrupt_id)
+        if interrupt_id in plan.expired:
+            entry = self._audit("decision", {**record, "closedFor": decider.email or None})
+            return replace(entry, actor=None)
+        return self._audit("decision", {**record, **self._verified_as(decider)}, by=decider)
+
     async def _commit(self, plan: ResumePlan) -> None:
         """Record the answers exactly once, before anything runs; a replay is a `conflict`."""
         ledger = self.agent.ledger
@@ -242,15 +252,7 @@ class _Run:
         taken = await ledger.commit_batch_async(
             thread_id=self.input.thread_id,
             interrupt_ids=ids,
-            entries=[
-                self._audit(
-                    "decision",
-                    {**plan.audit_record(entry.interrupt_id), **self._verified_as(decider)},
-                    by=decider,
-                )
-                for entry in resume
-                for decider in [self.gate.decider_of(entry.interrupt_id)]
-            ],
+            entries=[self._decision_entry(entry.interrupt_id, plan) for entry in resume],
         )
         if taken:
             thread_id, interrupted = self.input.thread_id, plan.interrupted_run_id

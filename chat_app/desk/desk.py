@@ -63,7 +63,15 @@ from .records import (
     InboxItem,
     expiry_note,
 )
-from .store import AutoDecision, DecisionDraft, DeskStore, Saved, summary_of
+from .store import (
+    AutoDecision,
+    DecisionDraft,
+    DeskStore,
+    Saved,
+    decision_id_of,
+    expiry_entry,
+    summary_of,
+)
 
 __all__ = [
     "ANSWERABLE",
@@ -97,6 +105,11 @@ ANSWERED_BEFORE = (
     "These answers had been applied before the app stopped, but their reply was lost "
     "(nothing ran twice). Send a message to go on."
 )
+
+
+def route_of(approver: str) -> str:
+    """The inbox route of a rule's approver (`role:finance`, `ada@example.com`)."""
+    return approver if approver.startswith("role:") else f"user:{approver.lower()}"
 
 
 def thread_topic(thread_id: str) -> str:
@@ -426,7 +439,7 @@ class Desk:
         """Resolve a pending decision whose expiry passed, as expired, and go on: the agent
         is told it expired unanswered, the tool does not run. False when someone decided it
         (or another worker expired it) first."""
-        entry = {"interruptId": item.item_id, "status": "cancelled"}
+        entry = expiry_entry(item.item_id)
         now = self.clock()
         won: bool = await self._db(
             lambda: self.store.expire(item.decision_id, answer=entry, now=now)
@@ -442,13 +455,15 @@ class Desk:
 
     @asynccontextmanager
     async def page_run(
-        self, thread_id: str, answered: Sequence[str], actor: Identity
-    ) -> AsyncIterator[None]:
+        self, thread_id: str, answered: Sequence[str], actor: Identity,
+        entries: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> AsyncIterator[None]:  # fmt: skip
         """A run a page makes itself on a stored conversation (its tab's own client): it holds
         the conversation's lease meanwhile (`busy` while the desk or another page runs it), and
         a continuation first takes its answers' decisions (`already-decided`, naming who, when
         someone decided one from the inbox: only one of the two answers goes). Answers decided
-        meanwhile are carried once it ends."""
+        meanwhile are carried once it ends. `entries` (the resume entries, by item) say how
+        each was answered, for the figures."""
         if await self.version(thread_id) == 0:
             yield  # not stored yet: its first message
             return
@@ -461,11 +476,16 @@ class Desk:
             if answered:
                 taken = await self._db(
                     lambda: self.store.take_answers(
-                        thread_id, answered, email=actor.email, name=actor.name, now=now
-                    )
+                        thread_id, answered, email=actor.email, name=actor.name, now=now,
+                        entries=entries,
+                    )  # fmt: skip
                 )
                 if taken is not None:
                     self._check_open(taken)  # says who decided it
+                for item_id in answered:
+                    decision_span(decision_id_of(thread_id, item_id), "decided", start=now,
+                                  attributes={"decided.by": actor.email,
+                                              "verified.by": actor.method})  # fmt: skip
             yield
         finally:
             await self._db(self.store.release, thread_id, runner)
@@ -569,6 +589,15 @@ class Desk:
                 await self._db(self.store.mark_applied, stale)
             if not by_item or set(by_item) != open_ids:
                 return  # the rest of the batch is still to decide
+            now = self.clock()
+            late = [row.id for row in by_item.values() if row.outcome != "expired"
+                    and row.expires_at is not None and row.expires_at <= now]  # fmt: skip
+            if late:
+                # Decided in time, but the batch was complete only after it expired: the agent
+                # takes no answer past its expiry but the expiry itself, so these close as
+                # expired too (nothing runs; their approvers' votes stay on record).
+                await self._db(partial(self.store.expire_decided, late, now=now))
+                continue
             owner = _owner_of(conversation)
             run_as = await self._db(self._run_as, list(by_item.values()), owner)
             answers = {item_id: json.loads(row.answer) for item_id, row in by_item.items()}
@@ -604,6 +633,11 @@ class Desk:
                 seconds = (ended - started).total_seconds()
                 await self._db(partial(self.store.mark_applied, applied, seconds=seconds))
                 for row in by_item.values():
+                    if row.outcome == "expired":  # nothing ran
+                        close_decision(row.id, start=row.created_at, end=ended, attributes={
+                            "decision.name": row.name, "decision.outcome": "expired",
+                            "rule": row.rule or "", "thread.id": thread_id})  # fmt: skip
+                        continue
                     decision_span(row.id, "executed", start=started, end=ended,
                                   attributes={"thread.id": thread_id},
                                   links=[run] if run is not None else [])  # fmt: skip
@@ -794,9 +828,7 @@ class Desk:
             kind, name, args = "question", item.message or "", None
         if rule is not None and self.policy is not None:
             # Approvers by role or email; a rule naming nobody ("someone else") is everyone's.
-            routes = tuple(
-                a if a.startswith("role:") else f"user:{a.lower()}" for a in rule.approvers
-            ) or ("*",)
+            routes = tuple(route_of(a) for a in rule.approvers) or ("*",)
             waiting_for = self.policy.waiting_for(rule, viewer_is_requester=False)
             approvers, not_requester, quorum = rule.approvers, rule.not_requester, rule.quorum
             notify_after: timedelta | None = timedelta(0)
@@ -857,7 +889,12 @@ class Desk:
         assert self.policy is not None
         return self.policy.check(rule, viewer.with_roles(self.policy.roles_of(viewer)),
                                  decider_is_requester=asked,
-                                 escalated=item.escalated_at is not None)  # fmt: skip
+                                 escalated=self._escalated(item))  # fmt: skip
+
+    def _escalated(self, item: InboxItem) -> bool:
+        """Past its rule's `escalate_after`: by the clock, as the engine's gate reckons it
+        (the timer that tells the escalated people may fire a moment later)."""
+        return item.escalate_at is not None and item.escalate_at <= self.clock()
 
     def _check_open(self, item: InboxItem) -> None:
         if item.status == "decided" and item.outcome == "expired":

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
@@ -116,7 +116,7 @@ class Due(NamedTuple):
     """A pending decision whose timer is due, with what its notice needs."""
 
     decision: Row[Any]
-    owner_email: str
+    #: The owner's page is open on its conversation now.
     watched: bool
 
 
@@ -216,18 +216,19 @@ class DeskStore:
             ).all()
             gone = [row.id for row in pending if row.item_id not in open_ids]
             if gone:
+                # Withdrawn, or left behind by a new message: nobody decided it.
                 who = closed_by or ("", "")
-                connection.execute(
-                    update(decisions)
-                    .where(decisions.c.id.in_(gone))
-                    .values(
-                        status="closed",
-                        decided_by=who[0] or None,
-                        decided_by_name=who[1] or None,
-                        decided_at=now,
-                        applied=True,
-                    )  # fmt: skip
-                )
+                for decision_id in gone:
+                    connection.execute(
+                        update(decisions)
+                        .where(decisions.c.id == decision_id)
+                        .values(
+                            status="closed", outcome="cancelled",
+                            decided_by=who[0] or None, decided_by_name=who[1] or None,
+                            decided_at=now, applied=True,
+                            wait_seconds=_waited(connection, decision_id, now),
+                        )  # fmt: skip
+                    )
                 connection.execute(
                     delete(decision_routes).where(decision_routes.c.decision_id.in_(gone))
                 )
@@ -328,7 +329,6 @@ class DeskStore:
                 created_at=now,
                 expires_at=None,
                 decided_at=now,
-                wait_seconds=0.0,
             )  # fmt: skip
         )
 
@@ -387,10 +387,12 @@ class DeskStore:
         return bool(changed)
 
     def take_answers(
-        self, thread_id: str, item_ids: Sequence[str], *, email: str, name: str, now: datetime
-    ) -> InboxItem | None:
-        """Close the decisions of these items as answered in the chat by `email`, all or
-        none: the one another person decided already, if any (then nothing changes)."""
+        self, thread_id: str, item_ids: Sequence[str], *, email: str, name: str, now: datetime,
+        entries: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> InboxItem | None:  # fmt: skip
+        """Close the decisions of these items as answered in the chat by `email` (with the
+        outcome their resume `entries` say), all or none: the one another person decided
+        already, if any (then nothing changes)."""
         with write_transaction(self.engine) as connection:
             rows = connection.execute(
                 select(decisions).where(
@@ -405,19 +407,25 @@ class DeskStore:
             ]  # fmt: skip
             if taken:
                 return self._items(connection, taken[:1])[0]
+            given = entries or {}
             ids = [row.id for row in rows if row.status == "pending"]
-            if ids:
+            for row in rows:
+                if row.status != "pending":
+                    continue
                 connection.execute(
                     update(decisions)
-                    .where(decisions.c.id.in_(ids))
+                    .where(decisions.c.id == row.id)
                     .values(
                         status="closed",
+                        outcome=entry_outcome(given.get(row.item_id), row.kind),
                         decided_by=email or None,
                         decided_by_name=name or None,
                         decided_at=now,
                         applied=True,
+                        wait_seconds=max(0.0, (now - row.created_at).total_seconds()),
                     )  # fmt: skip
                 )
+            if ids:
                 connection.execute(
                     delete(decision_routes).where(decision_routes.c.decision_id.in_(ids))
                 )
@@ -614,23 +622,11 @@ class DeskStore:
         decision's id and time) is the decider's, stored with it when this call wins and the
         decider has none yet."""
         with write_transaction(self.engine) as connection:
-            changed = connection.execute(
-                update(decisions)
-                .where(decisions.c.id == decision_id, decisions.c.status == "pending")
-                .values(
-                    status="decided",
-                    outcome=outcome,
-                    decided_by=email,
-                    decided_by_name=name,
-                    answer=_dumps(answer),
-                    decided_at=now,
-                    wait_seconds=_waited(connection, decision_id, now),
-                )  # fmt: skip
-            ).rowcount
-            if changed:
-                connection.execute(
-                    delete(decision_routes).where(decision_routes.c.decision_id == decision_id)
-                )
+            changed = _settle(
+                connection, decision_id, outcome=outcome, decided_by=email,
+                decided_by_name=name, answer=answer, now=now,
+                wait_seconds=_waited(connection, decision_id, now),
+            )  # fmt: skip
             if changed and vote is not None:
                 voted = connection.execute(
                     select(decision_votes.c.voter_email).where(
@@ -665,16 +661,19 @@ class DeskStore:
             )
 
     def mark_applied(self, decision_ids: Sequence[str], *, seconds: float | None = None) -> None:
-        """Carried by a continuation (that took `seconds`, when it was the one that ran)."""
+        """Carried by a continuation (that took `seconds`, when it was the one that ran: kept
+        on one of its decisions, so each continuation counts once)."""
         if not decision_ids:
             return
-        values: dict[str, Any] = {"applied": True}
-        if seconds is not None:
-            values["continued_seconds"] = seconds
+        ids = sorted(decision_ids)
         with write_transaction(self.engine) as connection:
-            connection.execute(
-                update(decisions).where(decisions.c.id.in_(list(decision_ids))).values(values)
-            )
+            connection.execute(update(decisions).where(decisions.c.id.in_(ids)).values(applied=True))
+            if seconds is not None:
+                connection.execute(
+                    update(decisions)
+                    .where(decisions.c.id == ids[0])
+                    .values(continued_seconds=seconds)
+                )
 
     def _items(self, connection: Any, rows: Sequence[Row[Any]]) -> list[InboxItem]:
         ids = [row.id for row in rows]
@@ -771,14 +770,14 @@ class DeskStore:
             conditions.append(fired.is_(None))
         with self.engine.connect() as connection:
             rows = connection.execute(
-                select(decisions, conversations.c.owner_email, conversations.c.watched_until)
+                select(decisions, conversations.c.watched_until)
                 .join(conversations, conversations.c.thread_id == decisions.c.thread_id)
                 .where(*conditions)
                 .order_by(due_at)
                 .limit(limit)
             ).all()
         return [
-            Due(row, row.owner_email, row.watched_until is not None and row.watched_until > now)
+            Due(row, row.watched_until is not None and row.watched_until > now)
             for row in rows
         ]
 
@@ -840,24 +839,28 @@ class DeskStore:
         """Resolve a pending decision whose expiry passed as `expired` (its answer the
         cancellation the agent reads as the expiry); False when it was decided meanwhile."""
         with write_transaction(self.engine) as connection:
-            changed = connection.execute(
-                update(decisions)
-                .where(decisions.c.id == decision_id, decisions.c.status == "pending")
-                .values(
-                    status="decided",
-                    outcome="expired",
-                    decided_by=None,
-                    decided_by_name=None,
-                    answer=_dumps(answer),
-                    decided_at=now,
-                    wait_seconds=_waited(connection, decision_id, now),
-                )  # fmt: skip
-            ).rowcount
-            if changed:
-                connection.execute(
-                    delete(decision_routes).where(decision_routes.c.decision_id == decision_id)
+            changed = _settle(
+                connection, decision_id, outcome="expired", decided_by=None,
+                decided_by_name=None, answer=answer, now=now, wait_seconds=None,
+            )  # fmt: skip
+        return changed
+
+    def expire_decided(self, decision_ids: Sequence[str], *, now: datetime) -> None:
+        """Decided answers not carried before their expiry: closed as expired (the agent
+        takes only the expiry past it), the decider and their vote kept on record."""
+        with write_transaction(self.engine) as connection:
+            for row in connection.execute(
+                select(decisions.c.id, decisions.c.item_id).where(
+                    decisions.c.id.in_(list(decision_ids)),
+                    decisions.c.status == "decided",
+                    decisions.c.applied.is_(False),
                 )
-        return bool(changed)
+            ).all():
+                connection.execute(
+                    update(decisions)
+                    .where(decisions.c.id == row.id)
+                    .values(outcome="expired", answer=_dumps(expiry_entry(row.item_id)))
+                )
 
     def watching(self, thread_id: str, owner_email: str, until: datetime) -> None:
         """The owner's page is open on the conversation until `until` (renewed while it is)."""
@@ -880,6 +883,47 @@ _TIMER_COLUMNS: dict[str, tuple[Any, Any]] = {
 
 def _after(now: datetime, span: timedelta | None) -> datetime | None:
     return None if span is None else now + span
+
+
+def expiry_entry(item_id: str) -> dict[str, Any]:
+    """The resume entry that closes an item as expired: its cancellation (past its expiry,
+    the agent reads it as the expiry)."""
+    return {"interruptId": item_id, "status": "cancelled"}
+
+
+def entry_outcome(entry: Mapping[str, Any] | None, kind: str) -> str:
+    """How the figures name an answer given as a resume `entry` to a `kind` item."""
+    if entry is None or entry.get("status") == "cancelled":
+        return "cancelled"
+    if kind != "tool":
+        return "answered"
+    envelope = entry.get("payload")
+    if not isinstance(envelope, Mapping) or envelope.get("approved") is not True:
+        return "rejected"
+    return "edited" if "editedArgs" in envelope else "approved"
+
+
+def _settle(
+    connection: Any, decision_id: str, *, outcome: str, decided_by: str | None,
+    decided_by_name: str | None, answer: dict[str, Any], now: datetime,
+    wait_seconds: float | None,
+) -> bool:  # fmt: skip
+    """Move a pending decision to `decided` (a conditional UPDATE: of two, one wins) and take
+    it out of every inbox."""
+    changed = connection.execute(
+        update(decisions)
+        .where(decisions.c.id == decision_id, decisions.c.status == "pending")
+        .values(
+            status="decided", outcome=outcome, decided_by=decided_by,
+            decided_by_name=decided_by_name, answer=_dumps(answer), decided_at=now,
+            wait_seconds=wait_seconds,
+        )  # fmt: skip
+    ).rowcount
+    if changed:
+        connection.execute(
+            delete(decision_routes).where(decision_routes.c.decision_id == decision_id)
+        )
+    return bool(changed)
 
 
 def _waited(connection: Any, decision_id: str, now: datetime) -> float | None:

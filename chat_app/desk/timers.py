@@ -35,7 +35,7 @@ from chat_app.observe import decision_span
 from chat_app.trust import describe_duration
 from chat_app.trust.ledger import AuditEntry
 
-from .desk import Desk, inbox_topic, thread_topic
+from .desk import Desk, inbox_topic, route_of, thread_topic
 from .records import DeskError
 from .store import Due
 
@@ -90,6 +90,8 @@ class Timers:
                 await self.tick()
             except (DeskError, SQLAlchemyError) as error:
                 _log.warning("The desk's timers could not run: %s", error)
+            except Exception:  # a bug here must not stop every notice and expiry for good
+                _log.exception("The desk's timers failed; they look again next round")
             try:
                 await asyncio.wait_for(self._event.wait(), timeout=self.every_seconds)
             except TimeoutError:
@@ -102,54 +104,60 @@ class Timers:
             self._loop.call_soon_threadsafe(self._event.set)
 
     async def tick(self) -> None:
-        """One look: everything due now fires (once, whichever worker gets it)."""
+        """One look: everything due now fires (once, whichever worker gets it). A decision
+        whose timer fails is logged and tried again next round; the others go on."""
         now = self.desk.clock()
-        await self._notices(now)
-        await self._reminders(now)
-        await self._escalations(now)
-        await self._expiries(now)
+        for timer, fire in (
+            ("notify", self._notice),
+            ("remind", self._reminder),
+            ("escalate", self._escalation),
+            ("expire", self._expiry),
+        ):
+            for due in await self._due(timer, now):
+                try:
+                    await fire(due, now)
+                except (DeskError, SQLAlchemyError):
+                    raise  # the database is away: this round is over
+                except Exception:
+                    _log.exception("The %s timer of decision %s failed", timer, due.decision.id)
 
     # --- the timers ---------------------------------------------------------------------
 
-    async def _notices(self, now: datetime) -> None:
-        for due in await self._due("notify", now):
-            row = due.decision
-            if row.rule is None and due.watched:  # the requester is looking at it
-                later = now + timedelta(seconds=self.desk.notify_idle_seconds)
-                await self._db(self.desk.store.postpone_notice, row.id, later)
-                continue
-            await self._tell(row, "decision-needed", self._routes(row), note="")
-            await self._db(self.desk.store.fire, "notify", row.id, now)
+    async def _notice(self, due: Due, now: datetime) -> None:
+        row = due.decision
+        if row.rule is None and due.watched:  # the requester is looking at it
+            later = now + timedelta(seconds=self.desk.notify_idle_seconds)
+            await self._db(self.desk.store.postpone_notice, row.id, later)
+            return
+        await self._tell(row, "decision-needed", self._routes(row), note="")
+        await self._db(self.desk.store.fire, "notify", row.id, now)
 
-    async def _reminders(self, now: datetime) -> None:
-        for due in await self._due("remind", now):
-            row = due.decision
-            waited = describe_duration(row.remind_at - row.created_at)
-            note = f"Reminder: waiting for a decision for {waited}"
-            told = await self._tell(row, "reminder", self._routes(row), note=note)
-            if await self._db(self.desk.store.fire, "remind", row.id, now):
-                await self._record(row, "reminded", {"after": waited, "told": told}, now)
-                await self._announce(row)
+    async def _reminder(self, due: Due, now: datetime) -> None:
+        row = due.decision
+        waited = describe_duration(row.remind_at - row.created_at)
+        note = f"Reminder: waiting for a decision for {waited}"
+        told = await self._tell(row, "reminder", self._routes(row), note=note)
+        if await self._db(self.desk.store.fire, "remind", row.id, now):
+            await self._record(row, "reminded", {"after": waited, "told": told}, now)
+            await self._announce(row)
 
-    async def _escalations(self, now: datetime) -> None:
-        for due in await self._due("escalate", now):
-            row = due.decision
-            added = [_route(person) for person in json.loads(row.escalate_to or "[]")]
-            await self._db(self.desk.store.add_routes, row.id, added, now)
-            after = describe_duration(row.escalate_at - row.created_at)
-            who = " or ".join(route.removeprefix("role:").removeprefix("user:") for route in added)
-            note = f"Escalated to {who} after {after}"
-            told = await self._tell(row, "escalated", added, note=note)
-            if await self._db(self.desk.store.fire, "escalate", row.id, now):
-                data = {"to": json.loads(row.escalate_to or "[]"), "after": after, "told": told}
-                await self._record(row, "escalated", data, now)
-                await self._announce(row)
+    async def _escalation(self, due: Due, now: datetime) -> None:
+        row = due.decision
+        to = json.loads(row.escalate_to or "[]")
+        added = [route_of(person) for person in to]
+        await self._db(self.desk.store.add_routes, row.id, added, now)
+        after = describe_duration(row.escalate_at - row.created_at)
+        who = " or ".join(person.removeprefix("role:") for person in to)
+        note = f"Escalated to {who} after {after}"
+        told = await self._tell(row, "escalated", added, note=note)
+        if await self._db(self.desk.store.fire, "escalate", row.id, now):
+            await self._record(row, "escalated", {"to": to, "after": after, "told": told}, now)
+            await self._announce(row)
 
-    async def _expiries(self, now: datetime) -> None:
-        for due in await self._due("expire", now):
-            item = await self.desk.decision(due.decision.id)
-            if item is not None and item.status == "pending":
-                await self.desk.expire(item)
+    async def _expiry(self, due: Due, now: datetime) -> None:
+        item = await self.desk.decision(due.decision.id)
+        if item is not None and item.status == "pending":
+            await self.desk.expire(item)
 
     # --- helpers ------------------------------------------------------------------------
 
@@ -160,21 +168,22 @@ class Timers:
     def _routes(self, row: Any) -> list[str]:
         """Who decides it now: its rule's approvers (and those an escalation added), else the
         person who asked."""
+        if row.rule is None:
+            return [f"user:{row.requester_email}"]
         approvers = json.loads(row.approvers or "[]")
         if row.escalated_at is not None:
             approvers += json.loads(row.escalate_to or "[]")
-        if row.rule is None or not approvers:
-            return [f"user:{row.requester_email}"] if row.rule is None else []
-        return [_route(person) for person in approvers]
+        return [route_of(person) for person in approvers]
 
     async def _tell(self, row: Any, event: str, routes: Sequence[str], *, note: str) -> list[str]:
         """Queue the notice for the people `routes` name (not the requester, when the rule
-        keeps them from deciding); returns their emails."""
+        keeps them from deciding) and for the webhook, even when nobody here has an email (its
+        receiver, a team's channel, may know them); returns who was told by email."""
+        if not routes or self.outbox is None or self.settings is None:
+            return []
         people: Sequence[Recipient] = await asyncio.to_thread(self.people, routes)
         if row.not_requester:
             people = [person for person in people if person.email != row.requester_email]
-        if self.outbox is None or self.settings is None or not people:
-            return [person.email for person in people]
         notice = Notice(
             event=event,  # type: ignore[arg-type]
             decision_id=row.id, thread_id=row.thread_id, kind=row.kind, name=row.name,
@@ -188,7 +197,7 @@ class Timers:
         added = await self._db(lambda: outbox.enqueue(notice, people, now=now))
         if added and self.on_enqueued is not None:
             self.on_enqueued()
-        return [person.email for person in people]
+        return [person.email for person in people] if "email" in self.settings.channels else []
 
     async def _record(self, row: Any, kind: str, data: dict[str, Any], now: datetime) -> None:
         decision_span(row.id, kind, start=now, attributes={"rule": row.rule or ""})
@@ -209,7 +218,3 @@ class Timers:
 
     async def _db(self, function: Callable[..., Any], *args: Any) -> Any:
         return await self.desk._db(function, *args)
-
-
-def _route(person: str) -> str:
-    return person if person.startswith("role:") else f"user:{person.lower()}"

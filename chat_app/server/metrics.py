@@ -11,7 +11,8 @@ reads run in a worker thread; a database that does not answer is a 503, never a 
 | `chat_app_decisions_total` | counter | `outcome` |
 | `chat_app_decision_wait_seconds` | histogram | (pause to decision) |
 | `chat_app_continuation_seconds` | histogram | (the run that carried the answer) |
-| `chat_app_notifications_total` | counter | `channel`, `status` |
+| `chat_app_notifications_total` | counter | `channel`, `status` (sent, failed: they only grow) |
+| `chat_app_notifications_pending` | gauge | `channel` (queued, not sent yet) |
 | `chat_app_notification_failures_total` | counter | `channel` (failed attempts) |
 
 Who may read it: an admin (the identity the app's authenticator gives, with the role `admin`
@@ -95,7 +96,7 @@ class DeskCollector(Collector):
 
     def collect(self) -> Iterable[Metric]:
         desk, delivery = self.source.desk_stats, self.source.delivery_stats
-        pending, outcomes, wait, continuation, counts, failures = self._families()
+        pending, outcomes, wait, continuation, counts, queued, failures = self._families()
         for tool, rule, count in desk.pending_by_tool_rule():
             pending.add_metric([tool, rule], count)
         for outcome, count in desk.outcomes():
@@ -103,10 +104,13 @@ class DeskCollector(Collector):
         _add_histogram(wait, desk.histogram("wait_seconds", WAIT_BUCKETS))
         _add_histogram(continuation, desk.histogram("continued_seconds", CONTINUATION_BUCKETS))
         for channel, status, count in delivery.counts():
-            counts.add_metric([channel, status], count)
+            if status == "pending":  # it goes down as they are sent: a gauge, not a counter
+                queued.add_metric([channel], count)
+            else:
+                counts.add_metric([channel, status], count)
         for channel, count in delivery.failed_attempts():
             failures.add_metric([channel], count)
-        return [pending, outcomes, wait, continuation, counts, failures]
+        return [pending, outcomes, wait, continuation, counts, queued, failures]
 
     @staticmethod
     def _families() -> tuple[
@@ -115,6 +119,7 @@ class DeskCollector(Collector):
         HistogramMetricFamily,
         HistogramMetricFamily,
         CounterMetricFamily,
+        GaugeMetricFamily,
         CounterMetricFamily,
     ]:
         return (
@@ -140,8 +145,13 @@ class DeskCollector(Collector):
             ),
             CounterMetricFamily(
                 "chat_app_notifications_total",
-                "Notices queued for delivery, by channel and status (pending, sent, failed).",
+                "Notices delivered (sent) or given up on (failed), by channel.",
                 labels=["channel", "status"],
+            ),
+            GaugeMetricFamily(
+                "chat_app_notifications_pending",
+                "Notices queued and not sent yet, by channel.",
+                labels=["channel"],
             ),
             CounterMetricFamily(
                 "chat_app_notification_failures_total",

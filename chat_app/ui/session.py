@@ -187,13 +187,13 @@ class PageRunConnection(Connection):
     async def stream(self, body: Mapping[str, object]) -> AsyncIterator[dict[str, object]]:
         thread = str(body.get("threadId") or "")
         resume = body.get("resume")
-        answered = [
-            str(entry.get("interruptId"))
+        entries = {
+            str(entry.get("interruptId")): entry
             for entry in (resume if isinstance(resume, list) else [])
             if isinstance(entry, Mapping)
-        ]
+        }
         try:
-            async with self.desk.page_run(thread, answered, self.actor()):
+            async with self.desk.page_run(thread, list(entries), self.actor(), entries):
                 async for event in self.inner.stream(body):
                     yield event
         except DeskError as error:

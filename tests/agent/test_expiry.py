@@ -137,7 +137,9 @@ async def test_a_cancel_after_expiry_is_the_expiry_and_the_tool_does_not_run(
         "expired", "expired", "1 day"
     )  # fmt: skip
     assert (decision["rule"], decision["toolName"]) == ("large-transfers", "transfer")
-    assert [r.actor for r in ledger.records() if r.kind == "decision"] == [RITA.email]
+    # Nobody decided it: the record names no actor, and whom the expiry closed it for.
+    assert [r.actor for r in ledger.records() if r.kind == "decision"] == [None]
+    assert decision["closedFor"] == RITA.email and "verifiedBy" not in decision
 
 
 async def test_the_same_expiry_sent_twice_runs_nothing_twice(ledger: SQLiteLedger) -> None:

@@ -262,3 +262,91 @@ async def test_a_policy_decision_is_stored_as_auto(timed: Timed) -> None:
     with world.engine.connect() as connection:
         outcomes = connection.execute(select(decisions.c.outcome, decisions.c.rule)).all()
     assert [(row.outcome, row.rule) for row in outcomes] == [("auto", "small-refunds")]
+
+
+async def test_a_batch_answered_in_part_then_expired_closes_and_runs_nothing(
+    timed: Timed,
+) -> None:
+    world = timed.world
+    thread = await world.start(RITA, "pay invoices")  # three items, Rita's to decide
+    items, total = await world.desk.inbox(RITA)
+    assert total == 3
+    for item in items[:2]:  # two approved in time; the third is left
+        result = await world.desk.decide(item.decision_id, RITA, Answer("approve"))
+        assert result.status == "decided"
+    await world.desk.wait_idle()
+    assert world.continuations == []  # the batch is not complete
+
+    timed.clock.advance(24 * 3600 + 1)
+    await _tick_all(timed, world.desk)
+
+    # Past its expiry the agent takes no approval, only the expiry: all three close as
+    # expired in one continuation, nothing is paid, and the conversation goes on.
+    assert len(world.continuations) == 1
+    assert world.executions("pay_invoice") == []
+    view = await world.desk.view(thread, RITA)
+    assert view.summary.status == "done", view.summary
+    calls = [
+        part
+        for message in state_of(view).messages
+        for part in message.parts
+        if isinstance(part, ToolCallPart) and part.name == "pay_invoice"
+    ]
+    assert [call.status for call in calls] == ["expired"] * 3
+    stored = [world.desk.store.decision(item.decision_id) for item in items]
+    assert [found.outcome if found else None for found in stored] == ["expired"] * 3
+    # Who approved in time stays on record.
+    assert [found.decided_by if found else None for found in stored[:2]] == [RITA.email] * 2
+
+
+async def test_a_timer_that_fails_leaves_the_others_and_the_next_round(timed: Timed) -> None:
+    world = timed.world
+    await world.start(RITA, "transfer 5000 to Ada")
+    await world.start(RITA, "transfer 6000 to Ada")
+    calls: list[object] = []
+
+    def people_for(routes: Any) -> list[Recipient]:
+        calls.append(routes)
+        if len(calls) == 1:
+            raise RuntimeError("the directory is broken for this one")
+        return [Recipient("ada@example.com", "Ada")]
+
+    timers = timed.timers(world.desk)
+    timers.people = people_for
+    await timers.tick()  # the first fails, the second is told
+    assert len(calls) == 2
+    assert len(timed.deliveries("decision-needed")) == 2  # its email and its webhook
+    await timers.tick()  # the failed one is tried again, and told this time
+    assert len(timed.deliveries("decision-needed")) == 4
+    await timers.tick()
+    assert len(calls) == 3  # each told once
+
+
+async def test_the_webhook_hears_of_a_decision_nobody_here_has_an_email_for(
+    timed: Timed,
+) -> None:
+    world = timed.world
+    await world.start(RITA, "transfer 5000 to Ada")
+    timers = timed.timers(world.desk)
+    timers.people = lambda routes: []  # finance's members are known only to the team's chat
+    await timers.tick()
+    assert [(row.channel, row.recipient) for row in timed.deliveries()] == [("webhook", "")]
+
+
+async def test_answers_given_in_the_chat_count_with_their_outcome(timed: Timed) -> None:
+    world = timed.world
+    thread = await world.start(RITA, "delete project apollo")
+    item = await world.only_item(RITA)
+    timed.clock.advance(90)
+    entry = {"interruptId": item.item_id, "status": "resolved", "payload": {"approved": False}}
+    async with world.desk.page_run(thread, [item.item_id], RITA, {item.item_id: entry}):
+        pass
+    await world.desk.wait_idle()
+    with world.engine.connect() as connection:
+        row = connection.execute(
+            select(decisions.c.status, decisions.c.outcome, decisions.c.wait_seconds).where(
+                decisions.c.id == item.decision_id
+            )
+        ).one()
+    assert (row.status, row.outcome) == ("closed", "rejected")
+    assert row.wait_seconds == pytest.approx(90, abs=1)

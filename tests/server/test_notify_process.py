@@ -8,7 +8,9 @@ Most cases share one pair of workers on one PostgreSQL database, one Redis (the 
 notices and the ledger, so the trail is one) and one data folder (one sealing secret), each
 with its timers every 0.3 s, traces to an OTLP collector stand-in and JSON log lines; the
 policy is the demo's with `large-transfers` reminding after 2 s, escalating to admin after
-4 s and expiring after 7 s. Each case keeps to its own conversations and decision ids.
+4 s and expiring after 12 s (room between the escalation and the expiry to look at an
+escalated inbox on a busy machine). Each case keeps to its own conversations and decision
+ids.
 
 - A pause tells Ada once: one email (text and HTML, each with the link) and one signed
   webhook, whatever two workers' timers do; the signature verifies, an old or altered request
@@ -120,7 +122,7 @@ async def pair(
 ) -> AsyncIterator[Pair]:
     root = tmp_path_factory.mktemp("notify_pair")
     database_url = postgres_server.create_database("notify_pair")
-    policy = timed_policy(root / "policy.toml", remind="2s", escalate="4s", expire="7s")
+    policy = timed_policy(root / "policy.toml", remind="2s", escalate="4s", expire="12s")
     (root / "redis").mkdir()
     try:
         with (
@@ -335,7 +337,7 @@ async def test_metrics_follow_the_decisions(pair: Pair) -> None:
         return figure(figures, "chat_app_pending_decisions", tool="transfer",
                       rule="large-transfers")  # fmt: skip
 
-    # Whatever earlier cases left waiting expires within 7 s.
+    # Whatever earlier cases left waiting expires within 12 s.
     before = await poll(
         "no transfer to be pending", lambda: b.figures(TOKEN), lambda f: pending(f) == 0
     )
