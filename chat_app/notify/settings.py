@@ -126,7 +126,10 @@ class NotifySettings:
 
         webhook_url = get(WEBHOOK_URL)
         if webhook_url is not None:
-            _http_url(WEBHOOK_URL, webhook_url, example="https://hooks.example.com/chat-app")
+            _http_url(
+                WEBHOOK_URL, webhook_url, example="https://hooks.example.com/chat-app",
+                secret_path=True,
+            )
         webhook_format = _webhook_format(get(WEBHOOK_FORMAT))
         secret = get(WEBHOOK_SECRET)
         if webhook_url is not None and webhook_format == "json" and secret is None:
@@ -181,11 +184,24 @@ def _split(name: str, value: str, problem: str) -> SplitResult:
     return parts
 
 
-def _http_url(name: str, value: str, *, example: str) -> None:
+def _http_url(name: str, value: str, *, example: str, secret_path: bool = False) -> None:
+    """Refuse what is not an http(s) URL with a host. With `secret_path` (a webhook: a Slack
+    URL's path is its key) a message shows only what comes before the path."""
     problem = f"is not an http(s) URL with a host: use e.g. {example}."
-    parts = _split(name, value, problem)
+    shown = _pathless(value) if secret_path else value
+    try:
+        parts = _split(name, value, problem)
+    except NotifyConfigError:
+        raise NotifyConfigError(f"{name}={_hidden(shown)!r} {problem}") from None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise NotifyConfigError(f"{name}={_hidden(value)!r} {problem}")
+        raise NotifyConfigError(f"{name}={_hidden(shown)!r} {problem}")
+
+
+def _pathless(value: str) -> str:
+    """`value` up to its path: `https://hooks.slack.com/…`."""
+    scheme = value.find("//")
+    slash = value.find("/", scheme + 2 if scheme >= 0 else 0)
+    return value if slash < 0 or slash == len(value) - 1 else value[:slash] + "/…"
 
 
 def _webhook_format(value: str | None) -> WebhookFormat:

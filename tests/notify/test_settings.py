@@ -153,3 +153,14 @@ def test_a_secret_is_never_shown() -> None:
             {"CHAT_APP_WEBHOOK_URL": "https://u:topsecret@/x", "CHAT_APP_WEBHOOK_SECRET": "k"}
         )
     assert "topsecret" not in str(raised.value)
+
+
+def test_a_bad_webhook_url_is_shown_without_its_path() -> None:
+    """A Slack webhook's path is its key: a start that stops on it must not print it."""
+    with pytest.raises(NotifyConfigError) as refused:
+        NotifySettings.from_env(
+            {"CHAT_APP_WEBHOOK_URL": "ftp://hooks.slack.com/services/T0/B0/s3cr3tkey"}
+        )
+    message = str(refused.value)
+    assert message.startswith("CHAT_APP_WEBHOOK_URL=")
+    assert "s3cr3tkey" not in message and "hooks.slack.com/…" in message
