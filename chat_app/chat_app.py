@@ -10,6 +10,7 @@ start with a message saying which and why.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable, Container, Mapping
@@ -33,6 +34,7 @@ from chat_app.config import (
     metrics_token,
     notifications_from_env,
     policy_from_env,
+    policy_time_problems,
     security_from_env,
 )
 from chat_app.demo import POLICY_PATH, build_demo_agent
@@ -72,6 +74,8 @@ try:
 except (ValueError, DatabaseUnavailable, PolicyError) as problem:  # say which, and stop
     sys.exit(f"chat_app: {problem}")
 AGENT_URL = os.environ.get("CHAT_APP_AGENT_URL", "").strip()
+for never_comes in policy_time_problems(policy, security):
+    logging.getLogger("chat_app").warning("%s", never_comes)
 
 
 def _desk_connection(run_as: RunAs) -> Connection:

@@ -35,7 +35,7 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,6 +58,7 @@ from chat_app.trust import (
     Ledger,
     Policy,
     Sealer,
+    describe_duration,
     load_secret,
     open_ledger,
 )
@@ -293,6 +294,31 @@ def notifications_from_env(
         on_enqueued=queued.set,
     )
     return Notifications(timers=timers, deliverer=deliverer, settings=settings, queued=queued)
+
+
+TTL_SOURCE = "the interrupt TTL, CHAT_APP_INTERRUPT_TTL_SECONDS"
+
+
+def policy_time_problems(policy: Policy | None, security: Security) -> list[str]:
+    """Each rule's reminder or escalation that could never come: due after its decisions
+    expire (the rule's `expires_after`, else the interrupt TTL). Not an error — the rule still
+    routes and expires — but worth a warning at start."""
+    if policy is None or security.sealer is None:
+        return []
+    ttl = timedelta(seconds=security.sealer.ttl_seconds)
+    problems: list[str] = []
+    for rule in policy.rules:
+        lifetime = rule.expires_after or ttl
+        for key, after in (("remind_after", rule.remind_after),
+                           ("escalate_after", rule.escalate_after)):  # fmt: skip
+            if after is not None and after >= lifetime:
+                source = "its expires_after" if rule.expires_after else TTL_SOURCE
+                problems.append(
+                    f"{policy.source}, rule {rule.name!r}: {key} is {describe_duration(after)}, "
+                    f"but its decisions expire after {describe_duration(lifetime)} ({source}), "
+                    "so it never comes; shorten it or raise the expiry."
+                )
+    return problems
 
 
 def people_for(policy: Policy | None, auth_mode: AuthMode) -> PeopleFor:

@@ -27,6 +27,7 @@ from chat_app.config import (
     metrics_token,
     notifications_from_env,
     policy_from_env,
+    policy_time_problems,
     security_from_env,
 )
 from chat_app.demo import POLICY_PATH, build_demo_agent
@@ -76,6 +77,8 @@ def main() -> None:
     except (ValueError, DatabaseUnavailable, PolicyError) as error:  # say which, and stop
         sys.exit(f"chat_app.server: {error}")
     logger.info("policy: %s", policy.source if policy is not None else "none")
+    for problem in policy_time_problems(policy, security):
+        logger.warning("%s", problem)
     logger.info("notifications: %s", ", ".join(notifications.settings.channels) or "none")
     engine = desk.store.engine
     # Everything imported so far lives as long as the server: keep it out of every GC pass.
