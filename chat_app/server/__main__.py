@@ -14,9 +14,11 @@ import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import uvicorn
 from ag_ui.core import BaseEvent, RunAgentInput
+from starlette.applications import Starlette
 
 from chat_app.agent import Agent, event_to_wire
 from chat_app.client import Connection, InProcessConnection, read_manifest
@@ -47,24 +49,64 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Serve the chat_app agent over AG-UI (SSE).")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8001)
+    parser.add_argument(
+        "--workers", type=int, default=1,
+        help="worker processes (give them a shared database, ledger and fan-out: "
+        "CHAT_APP_DATABASE_URL=postgresql://…, CHAT_APP_LEDGER_URL=redis://…)",
+    )  # fmt: skip
     # Off by default: a log line per request costs more than sealing it (a proxy logs anyway).
     parser.add_argument("--access-log", action="store_true", help="log every request")
     options = parser.parse_args()
+    if options.workers < 1:
+        sys.exit("chat_app.server: --workers takes a whole number, 1 or more.")
+    log_config = _configure_logs()
+    # Built here once in any case: a setting the server cannot use stops the start now, with
+    # its message, rather than in each worker.
+    app = _build(announce=True)
+    served: Any = app if options.workers == 1 else "chat_app.server.__main__:app_from_env"
+    uvicorn.run(
+        served,
+        factory=options.workers > 1,
+        workers=options.workers if options.workers > 1 else None,
+        host=options.host,
+        port=options.port,
+        log_level="info",
+        log_config=log_config if log_config is not None else uvicorn.config.LOGGING_CONFIG,
+        access_log=options.access_log,
+        # The client address stays the socket's peer: `CHAT_APP_TRUSTED_PROXIES` decides which
+        # proxies' headers are believed, not uvicorn's X-Forwarded-For rewriting.
+        proxy_headers=False,
+    )
+
+
+def app_from_env() -> Starlette:
+    """The server's app as the environment says: what each worker process of `--workers N`
+    builds for itself (uvicorn calls it as a factory)."""
+    _configure_logs()
+    return _build(announce=False)
+
+
+def _configure_logs() -> dict[str, Any] | None:
+    """This process's logging (`CHAT_APP_LOG_FORMAT`, traces); the log config uvicorn takes."""
     try:
         configure_logging(os.environ)
     except ValueError as error:
         sys.exit(f"chat_app.server: {error}")
     log_config = server_log_config(os.environ)
-    if log_config is None:  # text: this module's lines as uvicorn's look
+    if log_config is None and not logger.handlers:  # text: this module's lines as uvicorn's
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
         logger.addHandler(handler)
         logger.propagate = False
     logger.setLevel(logging.INFO)
     configure_tracing(os.environ)
+    return log_config
+
+
+def _build(*, announce: bool) -> Starlette:
+    """The agent, the desk, its timers and the app over them, from the environment."""
     try:
         config = auth_from_env("none")
-        logger.info("sign-in: %s", config.describe())
         authenticator = authenticator_for(config)
         policy = policy_from_env(POLICY_PATH)
         security = security_from_env()
@@ -76,31 +118,24 @@ def main() -> None:
         )
     except (ValueError, DatabaseUnavailable, PolicyError) as error:  # say which, and stop
         sys.exit(f"chat_app.server: {error}")
-    logger.info("policy: %s", policy.source if policy is not None else "none")
-    for problem in policy_time_problems(policy, security):
-        logger.warning("%s", problem)
-    logger.info("notifications: %s", ", ".join(notifications.settings.channels) or "none")
+    if announce:
+        logger.info("sign-in: %s", config.describe())
+        logger.info("policy: %s", policy.source if policy is not None else "none")
+        for problem in policy_time_problems(policy, security):
+            logger.warning("%s", problem)
+        logger.info("notifications: %s", ", ".join(notifications.settings.channels) or "none")
     engine = desk.store.engine
-    # Everything imported so far lives as long as the server: keep it out of every GC pass.
-    gc.freeze()
-    uvicorn.run(
-        create_app(
-            agent,
-            authenticator=authenticator,
-            roles=policy.roles_of if policy is not None else None,
-            desk=desk,
-            metrics=MetricsSource(DeskStats(engine), DeliveryStats(engine), metrics_token()),
-            background=notifications.tasks,
-        ),
-        host=options.host,
-        port=options.port,
-        log_level="info",
-        log_config=log_config if log_config is not None else uvicorn.config.LOGGING_CONFIG,
-        access_log=options.access_log,
-        # The client address stays the socket's peer: `CHAT_APP_TRUSTED_PROXIES` decides which
-        # proxies' headers are believed, not uvicorn's X-Forwarded-For rewriting.
-        proxy_headers=False,
+    app = create_app(
+        agent,
+        authenticator=authenticator,
+        roles=policy.roles_of if policy is not None else None,
+        desk=desk,
+        metrics=MetricsSource(DeskStats(engine), DeliveryStats(engine), metrics_token()),
+        background=notifications.tasks,
     )
+    # Everything built so far lives as long as the server: keep it out of every GC pass.
+    gc.freeze()
+    return app
 
 
 def connection_for(agent: Agent) -> Callable[[RunAs], Connection]:
