@@ -219,13 +219,7 @@ def desk_from_env(
         or os.environ.get("REFLEX_REDIS_URL", "").strip()
         or None
     )
-    lease_text = os.environ.get(LEASE_ENV, "").strip()
-    try:
-        lease = float(lease_text) if lease_text else LEASE_SECONDS
-    except ValueError:
-        lease = math.nan
-    if not (0 < lease < math.inf):
-        raise ValueError(f"{LEASE_ENV}={lease_text!r} is not a number of seconds above 0.")
+    lease = _seconds(LEASE_ENV, LEASE_SECONDS)
     return Desk(
         DeskStore(app_database()),
         connection_for=connection_for,
