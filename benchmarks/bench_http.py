@@ -11,6 +11,15 @@ more, with identity and policy (`CHAT_APP_AUTH=proxy`, every request carrying
 (`CHAT_APP_AUTH=none`, `CHAT_APP_POLICY=none`), at C=16 only; its table is their server CPU
 per cycle and the ratio, against the goal of at most 5% more.
 
+Issue 19's check (scale out on this machine), in the same rounds: the as-shipped server with
+the ledger and the desk's fan-out in Redis (`CHAT_APP_LEDGER_URL`, `CHAT_APP_FANOUT_URL`; each
+server its own `redis-server` from `tests/redis_server.py`) and its database in its data
+folder, started with `--workers 1` and with `--workers 2`, same environment otherwise. Each
+runs in a process group of its own, and its CPU is the group's: uvicorn's parent and every
+worker it spawned. Its table is cycles/s, the ratio 2 workers / 1, latency, and CPU per cycle
+(the server's, Redis's and the load generator's), against the goal that two workers handle
+more decisions per second than one.
+
 One load generator for all (aiohttp on uvloop, this process; httpx cost the generator ~3 ms
 of CPU per cycle on the servers' two cores, more than either server, so the throughput was
 mostly the generator's): C clients each loop over cycles of
@@ -26,21 +35,26 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import httpx
+import redis
 import uvloop
 
 from tests.live_server import free_port
+from tests.redis_server import redis_server
 
 from .report import (
     INTEROP_JS,
@@ -49,6 +63,7 @@ from .report import (
     Table,
     cpu_seconds,
     fmt,
+    group_cpu_by_process,
     log,
     median,
     new_figure,
@@ -61,11 +76,29 @@ CONCURRENCY = [1, 16, 64]
 @dataclass(frozen=True)
 class Running:
     """A started server: its base URL, process id, and how it said it runs (ours: the
-    sign-in and policy lines of its log, e.g. `sign-in: none — …; policy: none`)."""
+    sign-in and policy lines of its log, e.g. `sign-in: none — …; policy: none`).
+
+    `group`: it leads a process group of its own (`--workers N`: uvicorn's parent and the
+    workers it spawns), and its CPU is the whole group's. `redis`: the URL of its own Redis,
+    whose CPU is counted apart."""
 
     base: str
     pid: int
     says: str = ""
+    group: bool = False
+    redis: str = ""
+
+    def cpu(self) -> dict[int, float]:
+        """CPU seconds so far of each of its processes, by process id."""
+        return group_cpu_by_process(self.pid) if self.group else {self.pid: cpu_seconds(self.pid)}
+
+    def redis_so_far(self) -> tuple[float, int]:
+        """Its Redis so far: CPU seconds, and commands processed (0, 0 without one)."""
+        if not self.redis:
+            return 0.0, 0
+        with redis.Redis.from_url(self.redis) as client:
+            info: Any = client.info()
+        return info["used_cpu_sys"] + info["used_cpu_user"], info["total_commands_processed"]
 
 
 #: What each of our servers gets on top of the server's defaults (every other CHAT_APP_*
@@ -79,8 +112,11 @@ SERVER_ENV = {
 
 
 @contextmanager
-def server(kind: str) -> Iterator[Running]:
-    """Start one server; yield its base URL and process id."""
+def server(kind: str, *, workers: int = 0, redis_url: str = "") -> Iterator[Running]:
+    """Start one server; yield its base URL and process id.
+
+    `workers` (ours): start it with `--workers N` in a process group of its own. `redis_url`
+    (ours): its ledger and the desk's fan-out there."""
     with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CHAT_APP_")}
         env.update(CHAT_APP_DEMO_TOKEN_DELAY_MS="0", CHAT_APP_DATA_DIR=tmp)
@@ -99,12 +135,21 @@ def server(kind: str) -> Iterator[Running]:
             assert proc.stdout
             port = int(json.loads(proc.stdout.readline())["port"])
         else:
-            env.update(SERVER_ENV[kind])
+            env.update(SERVER_ENV.get(kind, {}))
+            if redis_url:
+                env.update(CHAT_APP_LEDGER_URL=redis_url, CHAT_APP_FANOUT_URL=redis_url)
             port = free_port()
             cmd = [sys.executable, "-m", "chat_app.server", "--port", str(port)]
+            if workers:
+                cmd += ["--workers", str(workers)]
             with open(log_path, "wb") as log_file:  # its own log lines: a few, at the start
                 proc = subprocess.Popen(
-                    cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log_file
+                    cmd,
+                    cwd=ROOT,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log_file,
+                    start_new_session=bool(workers),  # its workers: its process group
                 )
         base = f"http://127.0.0.1:{port}"
         try:
@@ -118,14 +163,38 @@ def server(kind: str) -> Iterator[Running]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"{kind} server did not start ({proc.poll()})")
                 time.sleep(0.2)
-            yield Running(base, proc.pid, "" if kind == "tanstack" else _says(log_path))
+            if workers:  # every worker up (each answers /api/tools only once it is)
+                _wait_for_workers(proc, workers, deadline)
+            says = "" if kind == "tanstack" else _says(log_path)
+            yield Running(base, proc.pid, says, group=bool(workers), redis=redis_url)
         finally:
-            proc.terminate()
+            proc.terminate()  # uvicorn's parent stops its workers
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            if workers:  # any worker left: the group is ours while one of them lives
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def _wait_for_workers(proc: subprocess.Popen[Any], workers: int, deadline: float) -> None:
+    """Wait until the group holds uvicorn's parent and `workers` workers (one worker: the
+    parent serves), each having built the app (the group's CPU stops growing)."""
+    while len(group_cpu_by_process(proc.pid)) < (workers + 1 if workers > 1 else 1):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{workers} workers did not start ({proc.poll()})")
+        time.sleep(0.2)
+    while True:  # every worker has imported and built the app
+        before = sum(group_cpu_by_process(proc.pid).values())
+        time.sleep(0.5)
+        if sum(group_cpu_by_process(proc.pid).values()) - before < 0.05:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{workers} workers did not settle")
 
 
 def _says(log_path: str) -> str:
@@ -201,6 +270,8 @@ async def cycle(client: aiohttp.ClientSession, base: str) -> None:
         },
     )
     finished = first[-1]
+    if finished["type"] == "RUN_ERROR":
+        raise RuntimeError(f"RUN_ERROR before the pause: {finished.get('message')}")
     interrupts = (finished.get("outcome") or {}).get("interrupts") or []
     if finished["type"] != "RUN_FINISHED" or len(interrupts) != 1:
         raise RuntimeError(f"expected one approval pause, got {[e['type'] for e in first]}")
@@ -219,22 +290,34 @@ async def cycle(client: aiohttp.ClientSession, base: str) -> None:
             "forwardedProps": {},
         },
     )
+    if final[-1]["type"] == "RUN_ERROR":
+        raise RuntimeError(f"RUN_ERROR after the approval: {final[-1].get('message')}")
     text = "".join(e["delta"] for e in final if e["type"] == "TEXT_MESSAGE_CONTENT")
     if final[-1]["type"] != "RUN_FINISHED" or "rcpt" not in text:
         raise RuntimeError(f"expected the receipt, got {[e['type'] for e in final]} {text!r}")
 
 
 async def load(
-    base: str, concurrency: int, cycles: int, pid: int, headers: dict[str, str] | None = None
+    up: Running,
+    concurrency: int,
+    cycles: int,
+    headers: dict[str, str] | None = None,
+    failures: Counter[str] | None = None,
 ) -> dict[str, float]:
     """Run `cycles` cycles from `concurrency` clients: throughput, latency percentiles, and
-    the server's CPU time per cycle. Each client has its own session and connection, and
-    sends `headers` with every request."""
+    the CPU time per cycle of the server (all its processes), of its Redis if it has one, and
+    of this load generator. Each client has its own session and connection, and sends
+    `headers` with every request.
+
+    A cycle that goes wrong stops the run, unless `failures` is given: then it is counted
+    there (by what went wrong) and in `failed`, and the figures are per cycle that ended
+    with its answer (throughput, latency and CPU alike)."""
+    base = up.base
     latencies: list[float] = []
-    remaining = cycles
+    remaining, failed = cycles, 0
 
     async def worker() -> None:
-        nonlocal remaining
+        nonlocal remaining, failed
         async with aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=1),
             timeout=aiohttp.ClientTimeout(total=120),
@@ -246,17 +329,33 @@ async def load(
             while remaining > 0:
                 remaining -= 1
                 start = time.perf_counter()
-                await cycle(client, base)
+                try:
+                    await cycle(client, base)
+                except RuntimeError as error:  # the server answered, and said it failed
+                    if failures is None:
+                        raise
+                    failures[str(error)[:160]] += 1
+                    failed += 1
+                    continue
                 latencies.append(time.perf_counter() - start)
 
     ready = asyncio.Event()
     workers = [asyncio.ensure_future(worker()) for _ in range(concurrency)]
     await asyncio.sleep(0.5)  # let every client connect
     WIRE.update(events=0, bytes=0)
-    started, cpu = time.perf_counter(), cpu_seconds(pid)
+    cpu_before, redis_before, generator = up.cpu(), up.redis_so_far(), time.process_time()
+    started = time.perf_counter()
     ready.set()
     await asyncio.gather(*workers)
-    elapsed, cpu = time.perf_counter() - started, cpu_seconds(pid) - cpu
+    elapsed = time.perf_counter() - started
+    generator = time.process_time() - generator
+    cpu_after, redis_after = up.cpu(), up.redis_so_far()
+    spent = {pid: cpu_after[pid] - cpu_before.get(pid, 0.0) for pid in cpu_after}
+    cpu = sum(spent.values())
+    # uvicorn's workers (its parent only supervises): the busiest one's share of their CPU.
+    served = [t for pid, t in spent.items() if pid != up.pid] if up.group else []
+    if not latencies:
+        raise RuntimeError(f"every cycle failed: {failures}")
     latencies.sort()
 
     def pct(p: float) -> float:
@@ -269,6 +368,14 @@ async def load(
         "p50": pct(0.50),
         "p99": pct(0.99),
         "cpu_ms": cpu / len(latencies) * 1e3,
+        "redis_cpu_ms": (redis_after[0] - redis_before[0]) / len(latencies) * 1e3,
+        # less the INFO that read the count
+        "redis_commands": (redis_after[1] - redis_before[1] - 1) / len(latencies)
+        if up.redis
+        else 0.0,
+        "failed": failed / cycles,
+        "generator_cpu_ms": generator / len(latencies) * 1e3,
+        "busiest_share": max(served) / sum(served) if len(served) > 1 and sum(served) else 1.0,
     }
 
 
@@ -298,29 +405,50 @@ REQUESTER = {"X-Forwarded-Email": "rita@example.com"}
 #: Issue 16: identity and policy add at most 5% server CPU per cycle.
 CHECKS_GOAL = 1.05
 
+#: Issue 19, point 3: the as-shipped server with a Redis ledger, at `--workers 1` and `2`.
+SCALE = {"ours-1w": 1, "ours-2w": 2}
+#: Per round and server: the Redis ledger's server runs ~120–250 cycles/s here, so ~1–2 s
+#: each at C=16 and 64 (~70 s in all on a busy machine).
+SCALE_CYCLES = {1: 200, 16: 256, 64: 256}
+SCALE_GOAL = "two workers handle more decisions per second than one"
+
 
 def run(quick: bool) -> Section:
     rounds = 5
     cycles = {c: n // 2 for c, n in CYCLES.items()} if quick else CYCLES
     checks_cycles = CHECKS_CYCLES // 2 if quick else CHECKS_CYCLES
+    scale_cycles = {c: n // 2 for c, n in SCALE_CYCLES.items()} if quick else SCALE_CYCLES
     results: dict[str, dict[int, list[dict[str, float]]]] = {k: {} for k in SERVERS}
     checks: dict[str, list[dict[str, float]]] = {k: [] for k in CHECKS}
     ratios: list[float] = []  # with / without, each pair measured one right after the other
+    scale: dict[str, dict[int, list[dict[str, float]]]] = {k: {} for k in SCALE}
+    failures: dict[str, Counter[str]] = {k: Counter() for k in SCALE}  # counted, not fatal
     with ExitStack() as exits:  # all servers up at once, rounds interleaved
         running = {kind: exits.enter_context(server(kind)) for kind in [*SERVERS, *CHECKS]}
+        for kind, workers in SCALE.items():  # each its own Redis
+            folder = exits.enter_context(tempfile.TemporaryDirectory(prefix="bench-redis-"))
+            url = exits.enter_context(redis_server(Path(folder)))
+            running[kind] = exits.enter_context(server(kind, workers=workers, redis_url=url))
         for kind, up in running.items():  # warm-up: node's JIT, imports, the SQLite file
-            uvloop.run(load(up.base, 16, 320, up.pid, REQUESTER if kind in CHECKS else None))
+            headers = REQUESTER if kind in CHECKS else None
+            uvloop.run(load(up, 16, 320, headers, Counter() if kind in SCALE else None))
         for round_ in range(rounds):
             for c in CONCURRENCY:
                 for kind in SERVERS:
-                    figures = uvloop.run(load(running[kind].base, c, cycles[c], running[kind].pid))
+                    figures = uvloop.run(load(running[kind], c, cycles[c]))
                     results[kind].setdefault(c, []).append(figures)
+                    _log(f"http round {round_ + 1} C={c} {kind}", figures)
+                # 1 then 2 workers in one round, 2 then 1 in the next.
+                for kind in list(SCALE) if round_ % 2 == 0 else list(reversed(SCALE)):
+                    up = running[kind]
+                    figures = uvloop.run(load(up, c, scale_cycles[c], None, failures[kind]))
+                    scale[kind].setdefault(c, []).append(figures)
                     _log(f"http round {round_ + 1} C={c} {kind}", figures)
             # A B B A in one round, B A A B in the next: a drift in the machine's speed cancels.
             pair = list(CHECKS) if round_ % 2 == 0 else list(reversed(CHECKS))
             for kind in [*pair, *reversed(pair)]:
                 up = running[kind]
-                figures = uvloop.run(load(up.base, CHECKS_C, checks_cycles, up.pid, REQUESTER))
+                figures = uvloop.run(load(up, CHECKS_C, checks_cycles, REQUESTER))
                 checks[kind].append(figures)
                 _log(f"http round {round_ + 1} C={CHECKS_C} {kind}", figures)
             with_, without = (checks[kind][-2:] for kind in CHECKS)
@@ -334,6 +462,16 @@ def run(quick: bool) -> Section:
         "servers said": {kind: says[kind] for kind in CHECKS},
         "samples": checks,
         "paired CPU ratios (with / without)": ratios,
+    }
+    section.tables.append(
+        _scale_table(scale, failures, rounds, scale_cycles, says["ours-1w"], results["ours"])
+    )
+    section.data["scale out (issue 19)"] = {
+        "workers": SCALE,
+        "cycles per measurement": scale_cycles,
+        "servers said": {kind: says[kind] for kind in SCALE},
+        "failed cycles (measured rounds)": {k: dict(v) for k, v in failures.items()},
+        "samples": {k: {str(c): v for c, v in per.items()} for k, per in scale.items()},
     }
     return section
 
@@ -493,6 +631,126 @@ def _checks_table(
             + "; ".join(f"{CHECKS[kind]}: `{says[kind]}`" for kind in CHECKS)
             + ". Any difference in what the two send (the pause's description of who "
             "decides, for one) shows in the last column."
+        ],
+    )
+
+
+def _scale_table(
+    scale: dict[str, dict[int, list[dict[str, float]]]],
+    failures: dict[str, Counter[str]],
+    rounds: int,
+    cycles: dict[int, int],
+    says: str,
+    shipped: dict[int, list[dict[str, float]]],
+) -> Table:
+    one, two = (scale[kind] for kind in SCALE)
+    # The ratio at each C: the median of the paired ratios (2 workers / 1, same round).
+    paired = {
+        c: [b["cps"] / a["cps"] for a, b in zip(one[c], two[c], strict=True)] for c in CONCURRENCY
+    }
+    ratio = {c: median(paired[c]) for c in CONCURRENCY}
+    busy = [c for c in CONCURRENCY if c > 1]  # one client has one connection: one worker
+    met = all(ratio[c] > 1 for c in busy)
+    figures = ", ".join(f"{ratio[c]:.2f}× at C={c}" for c in busy)
+    verdict = f"{'**met**' if met else '**not met**'} in this run (2 workers / 1: {figures})"
+    failed = sum(failures[kind].total() for kind in SCALE)
+    if failed:
+        verdict += f"; {failed} cycles failed (below)"
+    rows = []
+    for c in CONCURRENCY:
+        for kind, workers in SCALE.items():
+            got = scale[kind][c]
+            total = sum(_med(got, k) for k in ("cpu_ms", "redis_cpu_ms", "generator_cpu_ms"))
+            lost = round(sum(g["failed"] for g in got) * cycles[c])
+            rows.append(
+                [
+                    c,
+                    workers,
+                    fmt(_med(got, "cps")),
+                    ""
+                    if workers == 1
+                    else f"**{ratio[c]:.2f}×** ({min(paired[c]):.2f}–{max(paired[c]):.2f})",
+                    fmt(_med(got, "p50") * 1e3),
+                    fmt(_med(got, "p99") * 1e3),
+                    fmt(_med(got, "cpu_ms")),
+                    f"{fmt(_med(got, 'redis_cpu_ms'))} ({_med(got, 'redis_commands'):.0f})",
+                    fmt(_med(got, "generator_cpu_ms")),
+                    fmt(total),
+                    ""
+                    if workers == 1
+                    else f"{_med(got, 'busiest_share') * 100:.0f}% "
+                    f"(max {max(g['busiest_share'] for g in got) * 100:.0f}%)",
+                    f"{lost} of {cycles[c] * len(got)}",
+                ]
+            )
+    cores = os.cpu_count() or 1
+    per_round = ", ".join(f"{n} cycles at C={c}" for c, n in cycles.items())
+    return Table(
+        title="Scale out on this machine: 1 worker and 2 (issue 19)",
+        intro=(
+            "The same cycles against our server as shipped but with the ledger and the desk's "
+            "fan-out in Redis (`CHAT_APP_LEDGER_URL=redis://…`, `CHAT_APP_FANOUT_URL=redis://…`"
+            "; each server its own `redis-server`, started as the tests start it: no "
+            "snapshots, no append-only file) and the app's database in its data folder "
+            "(SQLite; plain `/api/chat` cycles do not touch the desk's tables), started with "
+            "`python -m chat_app.server --workers 1` and with `--workers 2`, the same "
+            "environment otherwise. Per round and server: "
+            f"{per_round}, interleaved with the rounds above (1 worker then 2 in one round, "
+            f"2 then 1 in the next); medians of {rounds} rounds; the ratio is the median of "
+            "each round's 2 workers / 1 (min–max in brackets). Server CPU is the server's "
+            "process group: uvicorn's parent and its workers (with one worker, the one "
+            "process). Goal (issue 19): "
+            f"{SCALE_GOAL} (at C > 1: one client's one keep-alive connection is served by "
+            f"one worker): {verdict}."
+        ),
+        headers=[
+            "C clients",
+            "workers",
+            "cycles/s",
+            "2 workers / 1",
+            "p50 ms",
+            "p99 ms",
+            "server CPU ms / cycle (all processes)",
+            "Redis CPU ms / cycle (commands / cycle)",
+            "load generator CPU ms / cycle",
+            "all CPU ms / cycle",
+            "busiest worker's share of the workers' CPU (max of the rounds)",
+            "cycles failed",
+        ],
+        rows=rows,
+        notes=[
+            f"This machine has {cores} cores, shared by the server's workers, Redis and the "
+            "load generator (one process, one core at most); the other servers of this "
+            "section sit idle meanwhile. All the CPU a cycle takes (the column before last) "
+            f"bounds the throughput at about {cores} × 1000 / that many cycles per second "
+            "when the cores are otherwise free. Each client keeps one connection, taken by "
+            "whichever worker accepted it; the last column shows how evenly the two shared "
+            f"the work. What the server said at start: `{says}`.",
+            "For comparison, ours as shipped (the SQLite ledger, one process; the first table) "
+            "in the same rounds: "
+            + ", ".join(
+                f"{fmt(_med(shipped[c], 'cps'))} cycles/s and "
+                f"{fmt(_med(shipped[c], 'cpu_ms'))} ms server CPU per cycle at C={c}"
+                for c in CONCURRENCY
+            )
+            + ".",
+            "Redis commands per cycle beyond the count at C=1 are the ledger's retries: it "
+            "appends to its audit trail optimistically (read the trail's tail, then write if "
+            "the tail is unchanged, else read again; three commands a try).",
+            "A cycle that fails is counted (last column) and left out of every other figure: "
+            "cycles/s, latency and CPU are per cycle that ended with its answer. "
+            + (
+                "What failed: "
+                + "; ".join(
+                    f"{SCALE[kind]} worker{'s' if SCALE[kind] > 1 else ''}: "
+                    + ", ".join(f"{n}× `{what}`" for what, n in failures[kind].most_common())
+                    for kind in SCALE
+                    if failures[kind]
+                )
+                + "."
+                if failed
+                else "None failed in this run."
+            ),
         ],
     )
 

@@ -72,15 +72,20 @@ def cpu_seconds(pid: int) -> float:
 
 def group_cpu_seconds(pgid: int) -> float:
     """User + system CPU time of every live process in a process group (an app's workers)."""
-    total = 0.0
+    return sum(group_cpu_by_process(pgid).values())
+
+
+def group_cpu_by_process(pgid: int) -> dict[int, float]:
+    """User + system CPU time of each live process in a process group, by process id."""
+    found: dict[int, float] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             text = stat.read_text()
         except OSError:  # the process ended meanwhile
             continue
         if int(text.rsplit(")", 1)[1].split()[2]) == pgid:
-            total += _stat_cpu(text)
-    return total
+            found[int(stat.parent.name)] = _stat_cpu(text)
+    return found
 
 
 def _stat_cpu(stat: str) -> float:
