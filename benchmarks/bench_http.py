@@ -653,6 +653,13 @@ def _scale_table(
     met = all(ratio[c] > 1 for c in busy)
     figures = ", ".join(f"{ratio[c]:.2f}× at C={c}" for c in busy)
     verdict = f"{'**met**' if met else '**not met**'} in this run (2 workers / 1: {figures})"
+    unclear = [c for c in busy if ratio[c] > 1 and min(paired[c]) <= 1]
+    if unclear:  # a median above 1 that some round's pair contradicts
+        verdict += (
+            ", though not in every round at C="
+            + " and ".join(str(c) for c in unclear)
+            + " (the brackets): no clear gain there"
+        )
     failed = sum(failures[kind].total() for kind in SCALE)
     if failed:
         verdict += f"; {failed} cycles failed (below)"
