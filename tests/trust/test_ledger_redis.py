@@ -64,3 +64,15 @@ async def test_fifty_concurrent_duplicates_through_the_redis_ledger(redis_url: s
     )
     assert sum(len(ran(r)) for r in results) == 1
     assert sum(r[-1]["type"] == "RUN_ERROR" and r[-1]["code"] == "conflict" for r in results) == 49
+
+
+def test_many_writers_in_two_workers_never_find_the_trail_too_busy(redis_url: str) -> None:
+    """64 threads of each of two workers appending at once (two ledgers: two processes'
+    clients). Each worker writes one at a time, so only the other worker's writes make a
+    retry, and every append lands, in one unbroken chain."""
+    workers = [RedisLedger(redis_url, prefix="busy") for _ in range(2)]
+    with ThreadPoolExecutor(max_workers=128) as pool:
+        list(pool.map(lambda n: workers[n % 2].append([entry(n), entry(n)]), range(1024)))
+    records = workers[0].records()
+    assert [r.seq for r in records] == list(range(1, 2049))
+    assert verify_chain(records).ok
