@@ -169,8 +169,8 @@ class Outbox:
         ]
         with write_transaction(self.engine) as connection:
             insert = _INSERTS.get(connection.dialect.name)
-            if insert is None:
-                raise NotImplementedError(
+            if insert is None:  # the app's database is one of these (`trust.store`)
+                raise RuntimeError(
                     f"the outbox needs SQLite or PostgreSQL, not {connection.dialect.name}"
                 )
             statement = (
