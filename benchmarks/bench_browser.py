@@ -39,7 +39,7 @@ from .report import (
 )
 
 TOKEN_DELAY_MS = 25
-HISTORY = [10, 500]
+HISTORY = [10, 500, 2000]
 APPROVALS = 5  # click -> first token samples per history length
 HELP_TOKENS = len(re.findall(r"\s*\S+|\s+", HELP))
 # A frame that updates one of the transcript's lists (not only the streamed text).
