@@ -32,9 +32,11 @@ from .forms import form_fields, read_form
 from .guard import failure_message, guarded, guarded_task
 from .identity_state import IdentityState
 from .views import (
+    ArchiveBlock,
     DecisionView,
     FormMemory,
     MessageView,
+    archive_blocks,
     build_views,
     form_schema,
     split_transcript,
@@ -94,8 +96,8 @@ class ChatState(IdentityState):
     """Transcript, decisions and composer for one browser tab."""
 
     #: The transcript in three parts, each assigned (so sent) only when it changes: see
-    #: `chat_app.ui.views.Transcript`.
-    archive: list[MessageView] = []
+    #: `chat_app.ui.views.Transcript`. The archive goes in its blocks (`ArchiveBlock`).
+    archive: list[ArchiveBlock] = []
     recent: list[MessageView] = []
     turn: list[MessageView] = []
     loose_decisions: list[DecisionView] = []
@@ -214,8 +216,9 @@ class ChatState(IdentityState):
             # The message being streamed is shown by the small streaming vars instead.
             messages = messages[:-1]
         parts = split_transcript(messages)
-        if parts.archive != self.archive:
-            self.archive = parts.archive
+        archive = archive_blocks(parts.archive)
+        if archive != self.archive:
+            self.archive = archive
         if parts.recent != self.recent:
             self.recent = parts.recent
         if parts.turn != self.turn:

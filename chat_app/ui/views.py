@@ -499,6 +499,27 @@ def split_transcript(messages: list[MessageView]) -> Transcript:
     return Transcript(archive=settled[:cut], recent=settled[cut:], turn=turn)
 
 
+@dataclass
+class ArchiveBlock:
+    """`ARCHIVE_BLOCK` messages of the archive, shown as one box (keyed by its first message).
+
+    The page renders a block again only when it changed, which after it is cut is never, and
+    the browser skips laying out and painting a block while it is off screen, so the cost of
+    an update on the page does not grow with the history (`components.transcript`).
+    """
+
+    id: str
+    messages: list[MessageView]
+
+
+def archive_blocks(archive: list[MessageView]) -> list[ArchiveBlock]:
+    """The archive cut into its blocks, oldest first."""
+    return [
+        ArchiveBlock(id=archive[start].id, messages=archive[start : start + ARCHIVE_BLOCK])
+        for start in range(0, len(archive), ARCHIVE_BLOCK)
+    ]
+
+
 def streaming_preview(messages: Sequence[ChatMessage]) -> tuple[str, str, list[str]]:
     """The id, text and tool names of the assistant message being streamed (the last one)."""
     if not messages or messages[-1].role != "assistant":

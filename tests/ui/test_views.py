@@ -18,6 +18,7 @@ from chat_app.ui.views import (
     FormMemory,
     MessageView,
     ViewCache,
+    archive_blocks,
     build_views,
     split_transcript,
     split_turn,
@@ -139,6 +140,15 @@ def test_the_archive_grows_a_whole_block_at_a_time() -> None:
 
     crossed = split_transcript(transcript(65))
     assert len(crossed.archive) == 2 * ARCHIVE_BLOCK and len(crossed.recent) == 1
+
+
+def test_the_archive_is_shown_in_its_blocks() -> None:
+    views = [MessageView(id=f"m{i}", role="user", text=str(i)) for i in range(3 * ARCHIVE_BLOCK)]
+    blocks = archive_blocks(views)
+    assert [block.id for block in blocks] == ["m0", f"m{ARCHIVE_BLOCK}", f"m{2 * ARCHIVE_BLOCK}"]
+    assert [m for block in blocks for m in block.messages] == views
+    assert archive_blocks(views) == blocks  # cut again alike: not sent again
+    assert archive_blocks([]) == []
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from typing import Any, TypeAlias
 
 import reflex as rx
 
-from chat_app.ui.views import DecisionView, MessageView, ToolCardView
+from chat_app.ui.views import ArchiveBlock, DecisionView, MessageView, ToolCardView
 
 from ._types import Handler, Prop
 from .decisions import DecisionEvents, approval_card, loose_decision
@@ -29,6 +29,16 @@ _BUBBLE: dict[str, Any] = {
 
 #: Renders one message of a transcript list, keyed by its id (see `message_rows`).
 MessageRow: TypeAlias = Callable[[rx.Var[MessageView]], rx.Component]
+#: Renders one block of the archive, keyed by its first message (see `archive_blocks`).
+BlockRow: TypeAlias = Callable[[rx.Var[ArchiveBlock]], rx.Component]
+
+#: The gap between messages, in a transcript list and inside a block of the archive.
+_MESSAGE_GAP = "3"
+#: Settled messages (the archive's blocks, the recent part) sit in boxes the browser skips
+#: while they are off screen (style, layout, paint), and paints on their own while on screen
+#: (an update to the turn does not paint them again). A box is taken to measure the guess
+#: until it has been on screen once (for the scroll bar); then its real height is kept.
+_SETTLED_STYLE = {"content-visibility": "auto", "contain-intrinsic-size": "auto 4000px"}
 
 
 def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
@@ -136,6 +146,33 @@ def message_rows(events: DecisionEvents) -> MessageRow:
         return message_row(message=message, key=message.id)
 
     return row
+
+
+def archive_blocks(row: MessageRow) -> BlockRow:
+    """A block of the archive, memoized, its messages shown by `row`.
+
+    The block is rendered again only when it changes (never, once cut), so an update to the
+    page maps over the blocks, not over every message of the history. Off screen, the
+    browser skips its style, layout and paint (`content-visibility: auto`), so adding a row
+    at the end, or a frame of the streamed reply, does not lay out or paint the history
+    again. Build it once, like `message_rows`.
+    """
+
+    @rx.memo
+    def archive_block(block: rx.Var[ArchiveBlock], rest: rx.RestProp) -> rx.Component:
+        return rx.vstack(
+            rx.foreach(block.messages, row),
+            rest,
+            class_name="archive-block",
+            spacing=_MESSAGE_GAP,
+            width="100%",
+            style=_SETTLED_STYLE,
+        )
+
+    def render(block: rx.Var[ArchiveBlock]) -> rx.Component:
+        return archive_block(block=block, key=block.id)
+
+    return render
 
 
 def streaming_row(
@@ -287,7 +324,10 @@ def empty_transcript(*, suggestions: Sequence[str], on_suggestion: Handler) -> r
 def transcript(
     *,
     has_messages: Prop[bool],
-    parts: Sequence[Prop[list[MessageView]]],
+    archive: Prop[list[ArchiveBlock]],
+    block: BlockRow,
+    recent: Prop[list[MessageView]],
+    turn: Prop[list[MessageView]],
     row: MessageRow,
     streaming: rx.Component,
     loose_decisions: Prop[list[DecisionView]],
@@ -297,21 +337,33 @@ def transcript(
     empty: rx.Component,
     notices: rx.Component | None = None,
 ) -> rx.Component:
-    """The scrolling log: `notices` about the agent first, then the messages, list by list
-    (`parts`, oldest first, each sent on its own), the reply being streamed, the decisions
-    not at a tool call, the batch bar and the run's status; `empty` before the first message
-    (with the status, so a failure before any message shows too)."""
+    """The scrolling log: `notices` about the agent first, then the messages: the `archive`
+    block by block, the `recent` part and the `turn` (each list sent on its own); the reply
+    being streamed, the decisions not at a tool call, the batch bar and the run's status;
+    `empty` before the first message (with the status, so a failure before any message shows
+    too)."""
     return rx.box(
         notices if notices is not None else rx.fragment(),
         rx.cond(
             has_messages,
             rx.vstack(
-                *[rx.foreach(part, row) for part in parts],
+                rx.foreach(archive, block),
+                rx.cond(
+                    recent.length() > 0,  # type: ignore[union-attr]
+                    rx.vstack(
+                        rx.foreach(recent, row),
+                        class_name="transcript-recent",
+                        spacing=_MESSAGE_GAP,
+                        width="100%",
+                        style=_SETTLED_STYLE,
+                    ),
+                ),
+                rx.foreach(turn, row),
                 streaming,
                 rx.foreach(loose_decisions, lambda decision: loose_decision(decision, events)),
                 batch,
                 status,
-                spacing="3",
+                spacing=_MESSAGE_GAP,
                 width="100%",
                 padding="1.25em",
             ),
