@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
 import reflex as rx
+from reflex.experimental.client_state import ClientStateVar
 
 from chat_app.ui.views import ArchiveBlock, DecisionView, MessageView, ToolCardView
 
@@ -41,6 +42,52 @@ _MESSAGE_GAP = "3"
 _SETTLED_STYLE = {"content-visibility": "auto", "contain-intrinsic-size": "auto 4000px"}
 
 
+@rx.memo
+def tool_fold(label: rx.Var[str], text: rx.Var[str], rest: rx.RestProp) -> rx.Component:
+    """`text` (JSON) folded under `label`, unfolded by a click, in the page alone.
+
+    Not a `<details>`: its content is put on the page only while it is open. Folded JSON is
+    most of a long transcript's elements (every tool card has its arguments and result), and
+    Chrome's work per frame grows with the elements a page holds, shown or not, and with its
+    `<details>` (each has a shadow root): at 2,000 messages about half of it went.
+    """
+    is_open = ClientStateVar.create("fold_open", default=False, global_ref=False)
+    return rx.box(
+        rx.el.button(
+            rx.icon("chevron-right", size=12, class_name="fold-chevron"),
+            label,
+            type="button",
+            on_click=is_open.set_value(~is_open.value),
+            aria_expanded=rx.cond(is_open.value, "true", "false"),
+            class_name="fold-summary",
+            style=_FOLD_SUMMARY,
+        ),
+        rx.cond(
+            is_open.value,
+            rx.code_block(text, language="json", font_size="0.75rem"),
+        ),
+        rest,
+        width="100%",
+    )
+
+
+#: A fold's summary: a line of small text with a chevron, turned down while open.
+_FOLD_SUMMARY: dict[str, Any] = {
+    "display": "inline-flex",
+    "align_items": "center",
+    "gap": "0.25em",
+    "padding": "0",
+    "border": "none",
+    "background": "none",
+    "color": "inherit",
+    "font": "inherit",
+    "font_size": "0.8rem",
+    "cursor": "pointer",
+    "& .fold-chevron": {"transition": "transform 0.1s"},
+    "&[aria-expanded='true'] .fold-chevron": {"transform": "rotate(90deg)"},
+}
+
+
 def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
     return rx.box(
         rx.vstack(
@@ -63,10 +110,7 @@ def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
                 ),
             ),
             # The decision card lists the arguments itself; the raw JSON stays folded.
-            rx.el.details(
-                rx.el.summary("Arguments", font_size="0.8rem", cursor="pointer"),
-                rx.code_block(card.arguments, language="json", font_size="0.75rem"),
-            ),
+            tool_fold(label="Arguments", text=card.arguments, class_name="tool-arguments"),
             rx.cond(
                 card.reason != "",
                 rx.text(
@@ -79,11 +123,7 @@ def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
             ),
             rx.cond(
                 card.result != "",
-                rx.el.details(
-                    rx.el.summary("Result", font_size="0.8rem", cursor="pointer"),
-                    rx.code_block(card.result, language="json", font_size="0.75rem"),
-                    class_name="tool-result",
-                ),
+                tool_fold(label="Result", text=card.result, class_name="tool-result"),
             ),
             rx.cond(card.has_decision, approval_card(card.decision, events)),
             spacing="2",
