@@ -234,7 +234,9 @@ class ChatState(IdentityState):
         # A refused continuation is shown on its decisions, not again as a run error.
         self.run_error = "" if state.refused else state.error or ""
         self._refresh_streaming(client)
-        self._client_json = state.to_json()
+        self._client_json = session.state_json.dump(state)
+        # The session holds what was just saved: the next event need not compare the two.
+        session.saved = self._client_json
         fresh = [notice for notice in session.take_notices() if notice not in self._noticed]
         if fresh:
             self._noticed = [*self._noticed, *fresh]

@@ -13,6 +13,7 @@ import pytest
 from chat_app.agent import event_to_wire
 from chat_app.client import ChatClient, ClientTool, InProcessConnection, ToolApprovalInterrupt
 from chat_app.demo import build_demo_agent
+from chat_app.ui.session import StateJson
 from chat_app.ui.views import (
     ARCHIVE_BLOCK,
     FormMemory,
@@ -149,6 +150,42 @@ def test_the_archive_is_shown_in_its_blocks() -> None:
     assert [m for block in blocks for m in block.messages] == views
     assert archive_blocks(views) == blocks  # cut again alike: not sent again
     assert archive_blocks([]) == []
+
+
+def test_a_refresh_reuses_the_views_of_the_unchanged_history() -> None:
+    async def scenario() -> None:
+        client = demo_client()
+        cache = ViewCache()
+        for text in ("hello", "hello", "hello"):
+            await client.send(text)
+        first = build_views(client.state, memory(), cache=cache).messages
+        again = build_views(client.state, memory(), cache=cache).messages
+        assert again == first and all(a is b for a, b in zip(again, first, strict=True))
+
+        await client.send("delete project apollo")
+        paused = build_views(client.state, memory(), cache=cache).messages
+        assert paused == build_views(client.state, memory()).messages
+        assert all(a is b for a, b in zip(paused, first, strict=False))
+        (item,) = client.interrupts
+        await client.resolve_interrupt(item.id, approved=True)
+        done = build_views(client.state, memory(), cache=cache).messages
+        assert done == build_views(client.state, memory()).messages
+
+    run_on_own_loop(scenario())
+
+
+def test_the_saved_state_is_the_clients_json_text_for_text() -> None:
+    async def scenario() -> None:
+        client = demo_client()
+        saved = StateJson()
+        for text in ("hello", "hello", "transfer 25 to Ada"):
+            await client.send(text)
+            assert saved.dump(client.state) == client.state.to_json()
+        (item,) = client.interrupts  # a pending decision, in the manager's snapshot too
+        await client.resolve_interrupt(item.id, approved=False, payload={"reason": "no"})
+        assert saved.dump(client.state) == client.state.to_json()
+
+    run_on_own_loop(scenario())
 
 
 @pytest.mark.parametrize(
