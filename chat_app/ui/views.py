@@ -340,7 +340,7 @@ class ViewCache:
         index = 0
         while index < count and messages[index] is shown[index]:
             entry = entries[index]
-            if entry is None or any(call in by_call for call in entry.calls):
+            if entry is None or (entry.calls and any(call in by_call for call in entry.calls)):
                 break
             index += 1
         return index
@@ -406,6 +406,7 @@ def build_views(
     now_ms = time.time() * 1000  # one clock for every card, the count and the focus
     reused = cache.reusable(state.messages, by_call) if cache is not None else 0
     messages: list[MessageView] = cache.reused(reused) if cache is not None else []
+    fresh = len(messages)  # the reused views have no decision: they were cached
     for message in state.messages[reused:]:
         cacheable = cache is not None and not any(part.id in by_call for part in message.tool_calls)
         found, view = cache.get(message) if cache is not None and cacheable else (False, None)
@@ -434,7 +435,7 @@ def build_views(
     ]
     bulk_ok = bool(answerable) and state.can_approve_all and state.can_reject_all
     open_ids = {item.id for item in answerable if item.status in ("pending", "error")}
-    cards = [t.decision for m in messages for t in m.tools if t.has_decision] + loose
+    cards = [t.decision for m in messages[fresh:] for t in m.tools if t.has_decision] + loose
     if focus:
         first = next((d for d in cards if d.id in open_ids), None)
         if first is not None:
