@@ -46,10 +46,11 @@ _SETTLED_STYLE = {"content-visibility": "auto", "contain-intrinsic-size": "auto 
 def tool_fold(label: rx.Var[str], text: rx.Var[str], rest: rx.RestProp) -> rx.Component:
     """`text` (JSON) folded under `label`, unfolded by a click, in the page alone.
 
-    Not a `<details>`: its content is put on the page only while it is open. Folded JSON is
-    most of a long transcript's elements (every tool card has its arguments and result), and
-    Chrome's work per frame grows with the elements a page holds, shown or not, and with its
-    `<details>` (each has a shadow root): at 2,000 messages about half of it went.
+    Not a `<details>`: the highlighted JSON is put on the page only while it is open (folded,
+    the plain text stays, hidden, in one element). Highlighted JSON was most of a long
+    transcript's elements (every tool card has its arguments and result), and Chrome's work
+    per frame grows with the elements a page holds, shown or not, and with its `<details>`
+    (each has a shadow root).
     """
     is_open = ClientStateVar.create("fold_open", default=False, global_ref=False)
     return rx.box(
@@ -65,6 +66,8 @@ def tool_fold(label: rx.Var[str], text: rx.Var[str], rest: rx.RestProp) -> rx.Co
         rx.cond(
             is_open.value,
             rx.code_block(text, language="json", font_size="0.75rem"),
+            # Folded, the text stays on the page as <details> kept it, in one element.
+            rx.el.pre(text, hidden=True),
         ),
         rest,
         width="100%",
