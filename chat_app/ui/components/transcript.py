@@ -55,7 +55,6 @@ def tool_fold(label: rx.Var[str], text: rx.Var[str], rest: rx.RestProp) -> rx.Co
     is_open = ClientStateVar.create("fold_open", default=False, global_ref=False)
     return rx.box(
         rx.el.button(
-            rx.icon("chevron-right", size=12, class_name="fold-chevron"),
             label,
             type="button",
             on_click=is_open.set_value(~is_open.value),
@@ -74,11 +73,12 @@ def tool_fold(label: rx.Var[str], text: rx.Var[str], rest: rx.RestProp) -> rx.Co
     )
 
 
-#: A fold's summary: a line of small text with a chevron, turned down while open.
+#: A fold's summary: a line of small text after a triangle (drawn by CSS: no element of its
+#: own), turned down while open, as a <details> marker.
 _FOLD_SUMMARY: dict[str, Any] = {
     "display": "inline-flex",
     "align_items": "center",
-    "gap": "0.25em",
+    "gap": "0.35em",
     "padding": "0",
     "border": "none",
     "background": "none",
@@ -86,8 +86,8 @@ _FOLD_SUMMARY: dict[str, Any] = {
     "font": "inherit",
     "font_size": "0.8rem",
     "cursor": "pointer",
-    "& .fold-chevron": {"transition": "transform 0.1s"},
-    "&[aria-expanded='true'] .fold-chevron": {"transform": "rotate(90deg)"},
+    "&::before": {"content": "'▸'", "transition": "transform 0.1s"},
+    "&[aria-expanded='true']::before": {"transform": "rotate(90deg)"},
 }
 
 
@@ -157,31 +157,26 @@ def message_rows(events: DecisionEvents) -> MessageRow:
         a click or a new message re-renders the rows that changed, not the whole history.
         """
         is_user = message.role == "user"
-        return rx.box(
-            rx.vstack(
-                rx.cond(
-                    message.text != "",
-                    rx.box(
-                        rx.cond(
-                            is_user,
-                            rx.text(message.text, white_space="pre-wrap", size="3"),
-                            rx.markdown(message.text),
-                        ),
-                        class_name="chat-message",
-                        data_role=message.role,
-                        background_color=rx.cond(
-                            is_user, rx.color("accent", 4), rx.color("gray", 3)
-                        ),
-                        overflow_wrap="anywhere",
-                        **_BUBBLE,
+        return rx.vstack(
+            rx.cond(
+                message.text != "",
+                rx.box(
+                    rx.cond(
+                        is_user,
+                        rx.text(message.text, white_space="pre-wrap", size="3"),
+                        rx.markdown(message.text),
                     ),
+                    class_name="chat-message",
+                    data_role=message.role,
+                    background_color=rx.cond(is_user, rx.color("accent", 4), rx.color("gray", 3)),
+                    overflow_wrap="anywhere",
+                    **_BUBBLE,
                 ),
-                rx.foreach(message.tools, lambda card: tool_card(card, events)),
-                align=rx.cond(is_user, "end", "start"),
-                spacing="2",
-                width="100%",
             ),
+            rx.foreach(message.tools, lambda card: tool_card(card, events)),
             rest,
+            align=rx.cond(is_user, "end", "start"),
+            spacing="2",
             width="100%",
         )
 
