@@ -124,8 +124,18 @@ class Page:
         self.messages = 0  # AG-UI messages in the conversation
 
     def ask(self, text: str) -> None:
-        self.page.locator("#composer-input").fill(text)
-        self.page.locator("#composer-input").press("Enter")
+        """Send `text`; Enter again while the box still holds it (a press that reached the page
+        before its last update, whose Send was still disabled, sends nothing)."""
+        box = self.page.locator("#composer-input")
+        box.fill(text)
+        box.press("Enter")
+        for _ in range(20):
+            self.page.wait_for_timeout(100)
+            if box.input_value() != text:
+                return
+            if self.page.locator("#composer-send:not([disabled])").count():
+                box.press("Enter")
+        raise AssertionError(f"{text!r} was not sent")
 
     def exchange(self, text: str, reply: str, token: str = "") -> None:
         """Send `text` and wait until its run has ended; its last message must show `reply`."""
