@@ -117,19 +117,16 @@ def js_hotspots(profile: dict[str, Any], top: int = 25) -> list[tuple[float, str
 
 class Profiled(Page):
     def __init__(self, page: Any, app_pgid: int, bench_waits: bool, js: bool) -> None:
-        super().__init__(page, app_pgid)
         self.bench_waits = bench_waits
         self.js = js
         self.stamped: list[tuple[float, int, str]] = []
-        page.on(
-            "websocket",
-            lambda ws: ws.on(
-                "framereceived",
-                lambda f: self.stamped.append(
-                    (time.monotonic(), len(f.encode()) if isinstance(f, str) else len(f), str(f))
-                ),
-            ),
-        )
+
+        def stamp(frame: str | bytes) -> None:
+            size = len(frame.encode()) if isinstance(frame, str) else len(frame)
+            self.stamped.append((time.monotonic(), size, str(frame)))
+
+        page.on("websocket", lambda ws: ws.on("framereceived", stamp))
+        super().__init__(page, app_pgid)
 
     def profiled_approve(self, browser: Any, trace_path: Path) -> dict[str, Any]:
         self.ask("delete project apollo")
