@@ -40,9 +40,11 @@ from .forms import form_fields, read_form
 from .guard import failure_message, guarded, guarded_task
 from .identity_state import IdentityState
 from .views import (
+    ArchiveBlock,
     DecisionView,
     FormMemory,
     MessageView,
+    archive_blocks,
     build_views,
     form_schema,
     split_transcript,
@@ -102,8 +104,8 @@ class ChatState(IdentityState):
     """Transcript, decisions and composer for one browser tab."""
 
     #: The transcript in three parts, each assigned (so sent) only when it changes: see
-    #: `chat_app.ui.views.Transcript`.
-    archive: list[MessageView] = []
+    #: `chat_app.ui.views.Transcript`. The archive goes in its blocks (`ArchiveBlock`).
+    archive: list[ArchiveBlock] = []
     recent: list[MessageView] = []
     turn: list[MessageView] = []
     loose_decisions: list[DecisionView] = []
@@ -225,8 +227,9 @@ class ChatState(IdentityState):
             # The message being streamed is shown by the small streaming vars instead.
             messages = messages[:-1]
         parts = split_transcript(messages)
-        if parts.archive != self.archive:
-            self.archive = parts.archive
+        archive = archive_blocks(parts.archive)
+        if archive != self.archive:
+            self.archive = archive
         if parts.recent != self.recent:
             self.recent = parts.recent
         if parts.turn != self.turn:
@@ -242,7 +245,9 @@ class ChatState(IdentityState):
         # A refused continuation is shown on its decisions, not again as a run error.
         self.run_error = "" if state.refused else state.error or ""
         self._refresh_streaming(client)
-        self._client_json = state.to_json()
+        self._client_json = session.state_json.dump(state)
+        # The session holds what was just saved: the next event need not compare the two.
+        session.saved = self._client_json
         fresh = [notice for notice in session.take_notices() if notice not in self._noticed]
         if fresh:
             self._noticed = [*self._noticed, *fresh]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -312,6 +312,14 @@ def _payload_parts(payload: Any) -> tuple[str, list[str], str]:
     return str(title), items, pretty(rest) if rest else ""
 
 
+@dataclass
+class _Cached:
+    message: ChatMessage
+    view: MessageView | None
+    #: The ids of the message's tool calls (a decision attached to one makes it uncacheable).
+    calls: tuple[str, ...]
+
+
 class ViewCache:
     """The views of messages no decision is attached to, kept between refreshes.
 
@@ -319,25 +327,62 @@ class ViewCache:
     the message alone: a refresh builds views for the messages that changed (the current
     turn), not for the whole history. A snapshot from the server brings equal messages as new
     objects (their metadata may differ); they are matched by id and what the page shows.
+
+    The messages a refresh finds as they were at the last one (the same objects, in the same
+    places: the history before the turn) are not looked up one by one: `reusable` finds how
+    many lead the list, and their views are taken as they were.
     """
 
     def __init__(self) -> None:
-        self._views: dict[str, tuple[ChatMessage, MessageView | None]] = {}
-        self._next: dict[str, tuple[ChatMessage, MessageView | None]] = {}
+        self._views: dict[str, _Cached] = {}
+        #: The messages of the last refresh, and each one's entry (None: not cached).
+        self._shown: Sequence[ChatMessage] = ()
+        self._entries: list[_Cached | None] = []
+        self._next: list[_Cached | None] = []
+
+    def reusable(self, messages: Sequence[ChatMessage], by_call: Container[str]) -> int:
+        """How many of `messages`, from the first, are the last refresh's own, cached, and
+        with no decision attached now."""
+        shown, entries = self._shown, self._entries
+        count = min(len(shown), len(messages))
+        index = 0
+        while index < count and messages[index] is shown[index]:
+            entry = entries[index]
+            if entry is None or (entry.calls and any(call in by_call for call in entry.calls)):
+                break
+            index += 1
+        return index
+
+    def reused(self, count: int) -> list[MessageView]:
+        """The views of the first `count` messages of the last refresh (see `reusable`)."""
+        self._next = self._entries[:count]
+        return [entry.view for entry in self._next if entry is not None and entry.view is not None]
 
     def get(self, message: ChatMessage) -> tuple[bool, MessageView | None]:
+        """The view kept for `message`, if any (then it counts as shown by this refresh)."""
         entry = self._views.get(message.id)
-        if entry is None or not (entry[0] is message or _shown_alike(entry[0], message)):
+        if entry is None or not (entry.message is message or _shown_alike(entry.message, message)):
             return False, None
-        self._next[message.id] = (message, entry[1])
-        return True, entry[1]
+        if entry.message is not message:
+            entry = self._views[message.id] = _Cached(message, entry.view, entry.calls)
+        self._next.append(entry)
+        return True, entry.view
 
     def put(self, message: ChatMessage, view: MessageView | None) -> None:
-        self._next[message.id] = (message, view)
+        """Keep the view built for `message` (which `get` did not find)."""
+        entry = _Cached(message, view, tuple(part.id for part in message.tool_calls))
+        self._views[message.id] = entry
+        self._next.append(entry)
 
-    def rotate(self) -> None:
-        """Forget the messages the last refresh did not show."""
-        self._views, self._next = self._next, {}
+    def skip(self) -> None:
+        """A message the cache does not keep (a decision is attached to it)."""
+        self._next.append(None)
+
+    def rotate(self, messages: Sequence[ChatMessage]) -> None:
+        """Remember this refresh's messages; forget, now and then, those it did not show."""
+        self._shown, self._entries, self._next = messages, self._next, []
+        if len(self._views) > 2 * len(messages) + 64:
+            self._views = {entry.message.id: entry for entry in self._entries if entry is not None}
 
 
 def _shown_alike(one: ChatMessage, other: ChatMessage) -> bool:
@@ -366,19 +411,24 @@ def build_views(
         if isinstance(item, ToolApprovalInterrupt)
     }
     attached: set[str] = set()
-    messages: list[MessageView] = []
     now_ms = time.time() * 1000  # one clock for every card, the count and the focus
-    for message in state.messages:
+    reused = cache.reusable(state.messages, by_call) if cache is not None else 0
+    messages: list[MessageView] = cache.reused(reused) if cache is not None else []
+    fresh = len(messages)  # the reused views have no decision: they were cached
+    for message in state.messages[reused:]:
         cacheable = cache is not None and not any(part.id in by_call for part in message.tool_calls)
         found, view = cache.get(message) if cache is not None and cacheable else (False, None)
         if not found:
             view = _message_view(message, by_call, memory, attached, now_ms, who_decides)
-            if cache is not None and cacheable:
-                cache.put(message, view)
+            if cache is not None:
+                if cacheable:
+                    cache.put(message, view)
+                else:
+                    cache.skip()
         if view is not None:
             messages.append(view)
     if cache is not None:
-        cache.rotate()
+        cache.rotate(state.messages)
     loose = [
         decision_view(item, memory.get(item.id), now_ms, who_decides)
         for item in state.interrupts
@@ -393,7 +443,7 @@ def build_views(
     ]
     bulk_ok = bool(answerable) and state.can_approve_all and state.can_reject_all
     open_ids = {item.id for item in answerable if item.status in ("pending", "error")}
-    cards = [t.decision for m in messages for t in m.tools if t.has_decision] + loose
+    cards = [t.decision for m in messages[fresh:] for t in m.tools if t.has_decision] + loose
     if focus:
         first = next((d for d in cards if d.id in open_ids), None)
         if first is not None:
@@ -508,6 +558,27 @@ def split_transcript(messages: list[MessageView]) -> Transcript:
     settled, turn = split_turn(messages)
     cut = len(settled) - len(settled) % ARCHIVE_BLOCK
     return Transcript(archive=settled[:cut], recent=settled[cut:], turn=turn)
+
+
+@dataclass
+class ArchiveBlock:
+    """`ARCHIVE_BLOCK` messages of the archive, shown as one box (keyed by its first message).
+
+    The page renders a block again only when it changed, which after it is cut is never, and
+    the browser skips laying out and painting a block while it is off screen, so the cost of
+    an update on the page does not grow with the history (`components.transcript`).
+    """
+
+    id: str
+    messages: list[MessageView]
+
+
+def archive_blocks(archive: list[MessageView]) -> list[ArchiveBlock]:
+    """The archive cut into its blocks, oldest first."""
+    return [
+        ArchiveBlock(id=archive[start].id, messages=archive[start : start + ARCHIVE_BLOCK])
+        for start in range(0, len(archive), ARCHIVE_BLOCK)
+    ]
 
 
 def streaming_preview(messages: Sequence[ChatMessage]) -> tuple[str, str, list[str]]:

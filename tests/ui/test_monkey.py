@@ -90,7 +90,7 @@ TARGETS: dict[str, str] = {
     "start_over": "button.start-over",
     "stop": "#composer-stop",
     "dismiss": ".agent-notice button",
-    "details": ".tool-card summary",
+    "details": ".tool-card .fold-summary",
     "dark_mode": 'button[aria-label="Toggle dark mode"]',
     "switch_person": "#demo-person",
     "nav_audit": "#nav-audit",

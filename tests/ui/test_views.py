@@ -13,11 +13,13 @@ import pytest
 from chat_app.agent import event_to_wire
 from chat_app.client import ChatClient, ClientTool, InProcessConnection, ToolApprovalInterrupt
 from chat_app.demo import build_demo_agent
+from chat_app.ui.session import StateJson
 from chat_app.ui.views import (
     ARCHIVE_BLOCK,
     FormMemory,
     MessageView,
     ViewCache,
+    archive_blocks,
     build_views,
     split_transcript,
     split_turn,
@@ -139,6 +141,51 @@ def test_the_archive_grows_a_whole_block_at_a_time() -> None:
 
     crossed = split_transcript(transcript(65))
     assert len(crossed.archive) == 2 * ARCHIVE_BLOCK and len(crossed.recent) == 1
+
+
+def test_the_archive_is_shown_in_its_blocks() -> None:
+    views = [MessageView(id=f"m{i}", role="user", text=str(i)) for i in range(3 * ARCHIVE_BLOCK)]
+    blocks = archive_blocks(views)
+    assert [block.id for block in blocks] == ["m0", f"m{ARCHIVE_BLOCK}", f"m{2 * ARCHIVE_BLOCK}"]
+    assert [m for block in blocks for m in block.messages] == views
+    assert archive_blocks(views) == blocks  # cut again alike: not sent again
+    assert archive_blocks([]) == []
+
+
+def test_a_refresh_reuses_the_views_of_the_unchanged_history() -> None:
+    async def scenario() -> None:
+        client = demo_client()
+        cache = ViewCache()
+        for text in ("hello", "hello", "hello"):
+            await client.send(text)
+        first = build_views(client.state, memory(), cache=cache).messages
+        again = build_views(client.state, memory(), cache=cache).messages
+        assert again == first and all(a is b for a, b in zip(again, first, strict=True))
+
+        await client.send("delete project apollo")
+        paused = build_views(client.state, memory(), cache=cache).messages
+        assert paused == build_views(client.state, memory()).messages
+        assert all(a is b for a, b in zip(paused, first, strict=False))
+        (item,) = client.interrupts
+        await client.resolve_interrupt(item.id, approved=True)
+        done = build_views(client.state, memory(), cache=cache).messages
+        assert done == build_views(client.state, memory()).messages
+
+    run_on_own_loop(scenario())
+
+
+def test_the_saved_state_is_the_clients_json_text_for_text() -> None:
+    async def scenario() -> None:
+        client = demo_client()
+        saved = StateJson()
+        for text in ("hello", "hello", "transfer 25 to Ada"):
+            await client.send(text)
+            assert saved.dump(client.state) == client.state.to_json()
+        (item,) = client.interrupts  # a pending decision, in the manager's snapshot too
+        await client.resolve_interrupt(item.id, approved=False, payload={"reason": "no"})
+        assert saved.dump(client.state) == client.state.to_json()
+
+    run_on_own_loop(scenario())
 
 
 @pytest.mark.parametrize(

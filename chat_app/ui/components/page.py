@@ -4,6 +4,70 @@ from __future__ import annotations
 
 import reflex as rx
 
+#: Takes the `:root:where(:has(.radix-themes[data-is-root-theme='true']…))` selectors out of
+#: Radix Themes' style sheet, once it is loaded (the rest of each rule stays).
+#:
+#: Radix gives `:root` its `color-scheme` from the root theme's appearance with those two
+#: selectors. Chrome must then match `:root` again whenever an element is added or removed
+#: anywhere in the page, and the selector of the appearance the page does not have (dark, or
+#: light) finds no match: it walks every element of the page, each time. On a chat of 2,000
+#: messages (~24,000 elements) that was 5 ms per frame and most of the style work of an
+#: Approve click (`benchmarks/FINDINGS.md`). The page loses nothing: Reflex's color-mode
+#: script sets `color-scheme` on `<html>` itself (an inline style, which wins anyway), and
+#: `.radix-themes.light` / `.dark` keep theirs.
+ROOT_HAS_SCRIPT = """
+(() => {
+  const doomed = (selector) =>
+    /^:root:where\\(:has\\(\\.radix-themes\\[data-is-root-theme/.test(selector);
+  const split = (list) => {  // a selector list at its top-level commas
+    const parts = [];
+    let depth = 0, start = 0;
+    for (let i = 0; i < list.length; i++) {
+      const c = list[i];
+      if (c === '(' || c === '[') depth++;
+      else if (c === ')' || c === ']') depth--;
+      else if (c === ',' && depth === 0) { parts.push(list.slice(start, i).trim()); start = i + 1; }
+    }
+    parts.push(list.slice(start).trim());
+    return parts;
+  };
+  const clean = (rules, owner) => {
+    for (let i = rules.length - 1; i >= 0; i--) {
+      const rule = rules[i];
+      if (rule.cssRules && !rule.selectorText) { clean(rule.cssRules, rule); continue; }
+      if (!rule.selectorText || !rule.selectorText.includes(':has(')) continue;
+      const parts = split(rule.selectorText);
+      const kept = parts.filter((part) => !doomed(part));
+      if (kept.length === parts.length) continue;
+      if (kept.length) rule.selectorText = kept.join(', ');
+      else owner.deleteRule(i);
+    }
+  };
+  const sweep = (sheet) => {
+    try { clean(sheet.cssRules, sheet); } catch (error) { /* not readable: not Radix's */ }
+  };
+  const sweepAll = () => { for (const sheet of document.styleSheets) sweep(sheet); };
+  const watch = (node) => {
+    if (node.nodeName === 'LINK' && /stylesheet/i.test(node.rel)) {
+      if (node.sheet) sweep(node.sheet);
+      node.addEventListener('load', () => node.sheet && sweep(node.sheet));
+    } else if (node.nodeName === 'STYLE' && node.sheet) {
+      sweep(node.sheet);
+    }
+  };
+  const start = () => {
+    sweepAll();
+    document.querySelectorAll('link[rel~="stylesheet"]').forEach(watch);
+    new MutationObserver((records) => {
+      for (const record of records) record.addedNodes.forEach(watch);
+    }).observe(document.head, {childList: true});
+  };
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
+  window.addEventListener('load', sweepAll);
+})();
+"""
+
 
 def page_frame(*children: rx.Component, max_width: str = "860px", **column: object) -> rx.Component:
     """`children` in a full-height centred column (`column` styles it further, e.g. a fixed

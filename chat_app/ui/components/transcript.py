@@ -11,8 +11,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
 import reflex as rx
+from reflex.experimental.client_state import ClientStateVar
 
-from chat_app.ui.views import DecisionView, MessageView, ToolCardView
+from chat_app.ui.views import ArchiveBlock, DecisionView, MessageView, ToolCardView
 
 from ._types import Handler, Prop
 from .decisions import DecisionEvents, approval_card, loose_decision
@@ -29,6 +30,65 @@ _BUBBLE: dict[str, Any] = {
 
 #: Renders one message of a transcript list, keyed by its id (see `message_rows`).
 MessageRow: TypeAlias = Callable[[rx.Var[MessageView]], rx.Component]
+#: Renders one block of the archive, keyed by its first message (see `archive_blocks`).
+BlockRow: TypeAlias = Callable[[rx.Var[ArchiveBlock]], rx.Component]
+
+#: The gap between messages, in a transcript list and inside a block of the archive.
+_MESSAGE_GAP = "3"
+#: Settled messages (the archive's blocks, the recent part) sit in boxes the browser skips
+#: while they are off screen (style, layout, paint), and paints on their own while on screen
+#: (an update to the turn does not paint them again). A box is taken to measure the guess
+#: until it has been on screen once (for the scroll bar); then its real height is kept.
+_SETTLED_STYLE = {"content-visibility": "auto", "contain-intrinsic-size": "auto 4000px"}
+
+
+@rx.memo
+def tool_fold(label: rx.Var[str], text: rx.Var[str], rest: rx.RestProp) -> rx.Component:
+    """`text` (JSON) folded under `label`, unfolded by a click, in the page alone.
+
+    Not a `<details>`: the highlighted JSON is put on the page only while it is open (folded,
+    the plain text stays, hidden, in one element). Highlighted JSON was most of a long
+    transcript's elements (every tool card has its arguments and result), and Chrome's work
+    per frame grows with the elements a page holds, shown or not, and with its `<details>`
+    (each has a shadow root).
+    """
+    is_open = ClientStateVar.create("fold_open", default=False, global_ref=False)
+    return rx.box(
+        rx.el.button(
+            label,
+            type="button",
+            on_click=is_open.set_value(~is_open.value),
+            aria_expanded=rx.cond(is_open.value, "true", "false"),
+            class_name="fold-summary",
+            style=_FOLD_SUMMARY,
+        ),
+        rx.cond(
+            is_open.value,
+            rx.code_block(text, language="json", font_size="0.75rem"),
+            # Folded, the text stays on the page as <details> kept it, in one element.
+            rx.el.pre(text, hidden=True),
+        ),
+        rest,
+        width="100%",
+    )
+
+
+#: A fold's summary: a line of small text after a triangle (drawn by CSS: no element of its
+#: own), turned down while open, as a <details> marker.
+_FOLD_SUMMARY: dict[str, Any] = {
+    "display": "inline-flex",
+    "align_items": "center",
+    "gap": "0.35em",
+    "padding": "0",
+    "border": "none",
+    "background": "none",
+    "color": "inherit",
+    "font": "inherit",
+    "font_size": "0.8rem",
+    "cursor": "pointer",
+    "&::before": {"content": "'▸'", "transition": "transform 0.1s"},
+    "&[aria-expanded='true']::before": {"transform": "rotate(90deg)"},
+}
 
 
 def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
@@ -53,10 +113,7 @@ def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
                 ),
             ),
             # The decision card lists the arguments itself; the raw JSON stays folded.
-            rx.el.details(
-                rx.el.summary("Arguments", font_size="0.8rem", cursor="pointer"),
-                rx.code_block(card.arguments, language="json", font_size="0.75rem"),
-            ),
+            tool_fold(label="Arguments", text=card.arguments, class_name="tool-arguments"),
             rx.cond(
                 card.reason != "",
                 rx.text(
@@ -72,11 +129,7 @@ def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
             ),
             rx.cond(
                 card.result != "",
-                rx.el.details(
-                    rx.el.summary("Result", font_size="0.8rem", cursor="pointer"),
-                    rx.code_block(card.result, language="json", font_size="0.75rem"),
-                    class_name="tool-result",
-                ),
+                tool_fold(label="Result", text=card.result, class_name="tool-result"),
             ),
             rx.cond(card.has_decision, approval_card(card.decision, events)),
             spacing="2",
@@ -108,31 +161,26 @@ def message_rows(events: DecisionEvents) -> MessageRow:
         a click or a new message re-renders the rows that changed, not the whole history.
         """
         is_user = message.role == "user"
-        return rx.box(
-            rx.vstack(
-                rx.cond(
-                    message.text != "",
-                    rx.box(
-                        rx.cond(
-                            is_user,
-                            rx.text(message.text, white_space="pre-wrap", size="3"),
-                            rx.markdown(message.text),
-                        ),
-                        class_name="chat-message",
-                        data_role=message.role,
-                        background_color=rx.cond(
-                            is_user, rx.color("accent", 4), rx.color("gray", 3)
-                        ),
-                        overflow_wrap="anywhere",
-                        **_BUBBLE,
+        return rx.vstack(
+            rx.cond(
+                message.text != "",
+                rx.box(
+                    rx.cond(
+                        is_user,
+                        rx.text(message.text, white_space="pre-wrap", size="3"),
+                        rx.markdown(message.text),
                     ),
+                    class_name="chat-message",
+                    data_role=message.role,
+                    background_color=rx.cond(is_user, rx.color("accent", 4), rx.color("gray", 3)),
+                    overflow_wrap="anywhere",
+                    **_BUBBLE,
                 ),
-                rx.foreach(message.tools, lambda card: tool_card(card, events)),
-                align=rx.cond(is_user, "end", "start"),
-                spacing="2",
-                width="100%",
             ),
+            rx.foreach(message.tools, lambda card: tool_card(card, events)),
             rest,
+            align=rx.cond(is_user, "end", "start"),
+            spacing="2",
             width="100%",
         )
 
@@ -140,6 +188,33 @@ def message_rows(events: DecisionEvents) -> MessageRow:
         return message_row(message=message, key=message.id)
 
     return row
+
+
+def archive_blocks(row: MessageRow) -> BlockRow:
+    """A block of the archive, memoized, its messages shown by `row`.
+
+    The block is rendered again only when it changes (never, once cut), so an update to the
+    page maps over the blocks, not over every message of the history. Off screen, the
+    browser skips its style, layout and paint (`content-visibility: auto`), so adding a row
+    at the end, or a frame of the streamed reply, does not lay out or paint the history
+    again. Build it once, like `message_rows`.
+    """
+
+    @rx.memo
+    def archive_block(block: rx.Var[ArchiveBlock], rest: rx.RestProp) -> rx.Component:
+        return rx.vstack(
+            rx.foreach(block.messages, row),
+            rest,
+            class_name="archive-block",
+            spacing=_MESSAGE_GAP,
+            width="100%",
+            style=_SETTLED_STYLE,
+        )
+
+    def render(block: rx.Var[ArchiveBlock]) -> rx.Component:
+        return archive_block(block=block, key=block.id)
+
+    return render
 
 
 def streaming_row(
@@ -291,7 +366,10 @@ def empty_transcript(*, suggestions: Sequence[str], on_suggestion: Handler) -> r
 def transcript(
     *,
     has_messages: Prop[bool],
-    parts: Sequence[Prop[list[MessageView]]],
+    archive: Prop[list[ArchiveBlock]],
+    block: BlockRow,
+    recent: Prop[list[MessageView]],
+    turn: Prop[list[MessageView]],
     row: MessageRow,
     streaming: rx.Component,
     loose_decisions: Prop[list[DecisionView]],
@@ -301,21 +379,33 @@ def transcript(
     empty: rx.Component,
     notices: rx.Component | None = None,
 ) -> rx.Component:
-    """The scrolling log: `notices` about the agent first, then the messages, list by list
-    (`parts`, oldest first, each sent on its own), the reply being streamed, the decisions
-    not at a tool call, the batch bar and the run's status; `empty` before the first message
-    (with the status, so a failure before any message shows too)."""
+    """The scrolling log: `notices` about the agent first, then the messages: the `archive`
+    block by block, the `recent` part and the `turn` (each list sent on its own); the reply
+    being streamed, the decisions not at a tool call, the batch bar and the run's status;
+    `empty` before the first message (with the status, so a failure before any message shows
+    too)."""
     return rx.box(
         notices if notices is not None else rx.fragment(),
         rx.cond(
             has_messages,
             rx.vstack(
-                *[rx.foreach(part, row) for part in parts],
+                rx.foreach(archive, block),
+                rx.cond(
+                    recent.length() > 0,  # type: ignore[union-attr]
+                    rx.vstack(
+                        rx.foreach(recent, row),
+                        class_name="transcript-recent",
+                        spacing=_MESSAGE_GAP,
+                        width="100%",
+                        style=_SETTLED_STYLE,
+                    ),
+                ),
+                rx.foreach(turn, row),
                 streaming,
                 rx.foreach(loose_decisions, lambda decision: loose_decision(decision, events)),
                 batch,
                 status,
-                spacing="3",
+                spacing=_MESSAGE_GAP,
                 width="100%",
                 padding="1.25em",
             ),

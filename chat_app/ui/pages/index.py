@@ -10,6 +10,7 @@ from chat_app.ui.components.decisions import DecisionEvents, batch_bar
 from chat_app.ui.components.header import auth_banner, header, viewer_menu
 from chat_app.ui.components.page import page_frame
 from chat_app.ui.components.transcript import (
+    archive_blocks,
     empty_transcript,
     message_rows,
     notice_list,
@@ -50,14 +51,19 @@ DECISIONS = DecisionEvents(
     change_answer=ChatState.change_answer,
     start_over=ChatState.start_over,
 )
-#: The memoized message row, made once (Reflex registers a memo by its name).
+#: The memoized message row and archive block, made once (Reflex registers a memo by its
+#: name).
 MESSAGE_ROW = message_rows(DECISIONS)
+ARCHIVE_BLOCK = archive_blocks(MESSAGE_ROW)
 
 
 def _transcript() -> rx.Component:
     return transcript(
         has_messages=ChatState.has_messages,
-        parts=[ChatState.archive, ChatState.recent, ChatState.turn],
+        archive=ChatState.archive,
+        block=ARCHIVE_BLOCK,
+        recent=ChatState.recent,
+        turn=ChatState.turn,
         row=MESSAGE_ROW,
         streaming=streaming_row(
             message_id=ChatState.streaming_id,
