@@ -29,6 +29,7 @@ from chat_app.demo import HELP
 from tests.ui.app_server import CHROMIUM, CHROMIUM_ARGS, app_env, copy_app, served_app
 
 from .report import (
+    Goal,
     Section,
     fmt,
     group_cpu_seconds,
@@ -41,6 +42,8 @@ from .report import (
 TOKEN_DELAY_MS = 25
 HISTORY = [10, 500, 2000]
 APPROVALS = 5  # click -> first token samples per history length
+#: Issue 19: the page's cost at every longer history within this × its value at the first.
+FLAT_GOAL = 1.2
 HELP_TOKENS = len(re.findall(r"\s*\S+|\s+", HELP))
 # A frame that updates one of the transcript's lists (not only the streamed text).
 TRANSCRIPT_VAR = re.compile(r'"(archive|recent|turn)_rx_state_"')
@@ -306,6 +309,47 @@ def _section(results: dict[int, dict[str, Any]], approvals: int) -> Section:
         f"{ratio('click_to_token', target):.2f}×"
         for target in HISTORY[1:]
     ]
+    longer = HISTORY[1:]
+
+    def within(key: str) -> tuple[bool, str]:
+        got = {target: ratio(key, target) for target in longer}
+        figures = ", ".join(f"{got[t]:.2f}× at {t:,}" for t in longer)
+        return all(v <= FLAT_GOAL for v in got.values()), figures
+
+    clicks = {h: median([c["click_to_token"] for c in results[h]["clicks"]]) for h in HISTORY}
+    slowest = max(clicks.values()) * 1e3 - TOKEN_DELAY_MS
+    cpu_flat, cpu_figures = within("page_thread")
+    token_flat, token_figures = within("click_to_token")
+    goals = [
+        Goal(
+            "first stage",
+            "bytes per streamed token independent of the history (within 5 %)",
+            abs(growth - 1) <= 0.05,
+            f"{growth:.2f}× at {HISTORY[-1]:,} messages against {HISTORY[0]}",
+        ),
+        Goal(
+            "first stage",
+            "Approve click → first token < 100 ms, model excluded, at every history length",
+            slowest < 100,
+            ", ".join(
+                f"{max(v * 1e3 - TOKEN_DELAY_MS, 0):.0f} ms at {h:,}" for h, v in clicks.items()
+            ),
+        ),
+        Goal(
+            "issue 19 (2)",
+            f"the page's main-thread CPU per approval within {FLAT_GOAL:g}× of its value at "
+            f"{HISTORY[0]} messages",
+            cpu_flat,
+            cpu_figures,
+        ),
+        Goal(
+            "issue 19 (2)",
+            f"Approve click → first token within {FLAT_GOAL:g}× of its value at {HISTORY[0]} "
+            "messages",
+            token_flat,
+            token_figures,
+        ),
+    ]
     return Section(
         title="4. The browser: websocket bytes per token, Approve click → first token",
         intro=(
@@ -363,6 +407,7 @@ def _section(results: dict[int, dict[str, Any]], approvals: int) -> Section:
         ],
         plots=[_plot(results)],
         data={str(k): v for k, v in results.items()},
+        goals=goals,
     )
 
 

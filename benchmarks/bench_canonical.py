@@ -17,6 +17,7 @@ from chat_app.demo.tools import DEMO_TOOLS
 from chat_app.interrupts import canonical_interrupt_json, digest_interrupt_json
 
 from .report import (
+    Goal,
     Node,
     Section,
     calibrate,
@@ -175,6 +176,15 @@ def run(quick: bool) -> Section:
                 f"**{ref / mine:.1f}×**",
             ]
         )
+    speedups = {name: d["tanstack_s"] / d["ours_s"] for name, d in data.items()}
+    slowest = min(speedups, key=speedups.__getitem__)
+    goal = Goal(
+        "first stage",
+        "canonical JSON + digest ≥ 2× TanStack's speed on every corpus item",
+        min(speedups.values()) >= 2,
+        f"{min(speedups.values()):.1f}–{max(speedups.values()):.1f}× "
+        f"(lowest: {slowest.removesuffix('.json')[2:]})",
+    )
     return Section(
         title="1. Canonical JSON + digest",
         intro=(
@@ -201,6 +211,7 @@ def run(quick: bool) -> Section:
         ],
         plots=[_plot(data)],
         data=data,
+        goals=[goal],
     )
 
 

@@ -30,6 +30,7 @@ from chat_app.interrupts import InterruptResumeValidationError, encode_sse_event
 from chat_app.server.app import parse_run_input
 
 from .report import (
+    Goal,
     Node,
     Section,
     calibrate,
@@ -237,6 +238,11 @@ def _check(ours: list[str], theirs: list[str], refused: bool) -> None:
             raise AssertionError(f"unexpected outcome: ours {ours}, TanStack {theirs}")
 
 
+#: "Linear": the growth exponent over the last decade of N at most this (fixed costs hide
+#: the growth below; 1 is exactly linear, 2 quadratic).
+LINEAR_GOAL = 1.1
+
+
 def _section(
     results: dict[tuple[int, int, bool], dict[str, Any]], rounds: int, min_s: float
 ) -> Section:
@@ -302,6 +308,23 @@ def _section(
         "in one ledger transaction — O(K), not O(N) (section 3 has the server as shipped).",
     ]
     data = {f"N={n} K={k} {'refused' if r else 'accepted'}": v for (n, k, r), v in results.items()}
+    speedups = [r["tanstack_s"] / r["ours_s"] for r in results.values()]
+    ours_last = [last for key, (_, last) in slopes.items() if key.endswith(" ours")]
+    goals = [
+        Goal(
+            "first stage",
+            "a continuation's validation no slower than TanStack's at every N and K",
+            min(speedups) >= 1,
+            f"{min(speedups):.1f}–{max(speedups):.1f}× TanStack's speed",
+        ),
+        Goal(
+            "first stage",
+            f"linear in the history (growth exponent over {HISTORY[-2]:,} → {HISTORY[-1]:,} "
+            f"messages at most {LINEAR_GOAL:g})",
+            max(ours_last) <= LINEAR_GOAL,
+            f"exponents {min(ours_last):.2f}–{max(ours_last):.2f} (1 is linear)",
+        ),
+    ]
     data["slopes"] = {key: list(value) for key, value in slopes.items()}
     return Section(
         title="2. Continuation validation against history length",
@@ -335,6 +358,7 @@ def _section(
         notes=notes,
         plots=[_plot(results)],
         data=data,
+        goals=goals,
     )
 
 

@@ -48,6 +48,16 @@ class Table:
 
 
 @dataclass
+class Goal:
+    """A goal a benchmark checks, and whether this run met it (the report's summary)."""
+
+    source: str  # where it was set, e.g. "issue 19"
+    what: str
+    met: bool
+    figures: str  # this run's figures behind the verdict
+
+
+@dataclass
 class Section:
     """One benchmark's part of the report."""
 
@@ -59,6 +69,7 @@ class Section:
     plots: list[str] = field(default_factory=list)  # file names under docs/benchmarks/
     data: dict[str, Any] = field(default_factory=dict)  # raw figures, for results.json
     tables: list[Table] = field(default_factory=list)  # further tables, after the plots
+    goals: list[Goal] = field(default_factory=list)
 
 
 def median(values: list[float]) -> float:
@@ -248,6 +259,7 @@ def write_report(sections: list[Section], header: str, elapsed: float, findings:
         "",
         header,
         "",
+        *_summary(sections),
     ]
     for section in sections:
         lines += [f"## {section.title}", "", section.intro, ""]
@@ -269,6 +281,32 @@ def write_report(sections: list[Section], header: str, elapsed: float, findings:
     _plots().mkdir(parents=True, exist_ok=True)
     (_plots() / "results.json").write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n")
     return path
+
+
+def _summary(sections: list[Section]) -> list[str]:
+    """Every goal of the run, met or not, with its figures: the report's first table."""
+    goals = [(section, goal) for section in sections for goal in section.goals]
+    if not goals:
+        return []
+    met = sum(goal.met for _, goal in goals)
+    rows = [
+        [
+            section.title.split(".")[0],
+            goal.source,
+            goal.what,
+            "**met**" if goal.met else "**not met**",
+            goal.figures,
+        ]
+        for section, goal in goals
+    ]
+    return [
+        "## Summary: the goals",
+        "",
+        f"{met} of {len(goals)} goals met in this run. Each is checked by its section below, "
+        "from the same figures.",
+        "",
+        *_table(["section", "set by", "goal", "this run", "figures"], rows),
+    ]
 
 
 def log(message: str) -> None:
