@@ -76,3 +76,32 @@ def test_many_writers_in_two_workers_never_find_the_trail_too_busy(redis_url: st
     records = workers[0].records()
     assert [r.seq for r in records] == list(range(1, 2049))
     assert verify_chain(records).ok
+
+
+def _calls(url: str, command: str) -> int:
+    """How many times Redis has run `command`, from its own statistics (scripts' calls too)."""
+    import redis
+
+    stats = redis.Redis.from_url(url).info("commandstats")
+    return int(stats.get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+def test_a_writer_nobody_else_moves_writes_in_one_round_trip(redis_url: str) -> None:
+    """The ledger keeps the chain's tail it wrote: while no other process writes, each append
+    is the one script call (no reading the tail first); after another process wrote, the
+    script answers with the moved tail and the next try lands, the chain unbroken."""
+    first, other = RedisLedger(redis_url, prefix="tail"), RedisLedger(redis_url, prefix="tail")
+    first.append([entry(0)])  # reads the tail once
+    scripts, lengths = _calls(redis_url, "evalsha"), _calls(redis_url, "llen")
+    for n in range(1, 11):
+        first.append([entry(n)])
+    assert _calls(redis_url, "evalsha") - scripts == 10
+    assert _calls(redis_url, "llen") == lengths  # the tail was never read again
+
+    other.append([entry(11)])  # moves the tail behind `first`'s back
+    scripts = _calls(redis_url, "evalsha")
+    first.append([entry(12)])
+    assert _calls(redis_url, "evalsha") - scripts == 2  # refused with the new tail, then lands
+    records = first.records()
+    assert [r.seq for r in records] == list(range(1, 14))
+    assert verify_chain(records).ok
