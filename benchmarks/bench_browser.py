@@ -198,21 +198,25 @@ class Page:
             "backend": group_cpu_seconds(self.app_pgid),
         }
 
-    def approve(self) -> dict[str, float]:
-        """Seconds from the Approve click to the first continuation token, in the page, and
-        the CPU spent on it by the page and by the app (click to the end of the exchange)."""
+    def approval_button(self) -> tuple[float, float]:
+        """Ask for an approval; when its card is up and the page idle, where to click
+        Approve. A mouse click there: Playwright's `click()` looks the button up again with
+        its selector (a walk over the whole page, in it) inside the measured span."""
         self.ask("delete project apollo")
         button = self.page.locator(".approval-card button.approve")
         button.wait_for()
         self.page.wait_for_function(
             "document.querySelector('#composer-send:not([disabled])') !== null", polling=50
         )
-        # A mouse click where the button is: Playwright's `click()` looks the button up again
-        # with its selector (a walk over the whole page, in it) inside the measured span.
         button.scroll_into_view_if_needed()
         box = button.bounding_box()
         assert box is not None
-        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+    def approve(self) -> dict[str, float]:
+        """Seconds from the Approve click to the first continuation token, in the page, and
+        the CPU spent on it by the page and by the app (click to the end of the exchange)."""
+        x, y = self.approval_button()
         self.page.evaluate(WATCH, "Project")
         before = self.costs()
         self.page.mouse.click(x, y)
