@@ -21,7 +21,6 @@ from .ledger import (
     AuditEntry,
     AuditRecord,
     Ledger,
-    RedisLedger,
     SQLiteLedger,
     audit_report,
     open_ledger,
@@ -29,6 +28,7 @@ from .ledger import (
     verify_chain,
 )
 from .policy import Policy, PolicyError, Rule, describe_duration, parse_duration
+from .redis_ledger import RedisLedger
 from .seal import DEFAULT_TTL_SECONDS, SealCheck, Sealer, iso_from_epoch, load_secret
 
 __all__ = [

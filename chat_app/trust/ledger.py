@@ -1,8 +1,9 @@
 """The ledger: exactly-once resolutions and a hash-chained audit trail.
 
 Owns `Ledger` (the protocol), `SQLiteLedger` (the embedded default, one file in the app's
-data folder, safe across processes) and `RedisLedger` (for many workers or machines), plus
-`AuditRecord`, `verify_chain`, `audit_report` and `open_ledger`.
+data folder, safe across processes), `AuditRecord`, `verify_chain`, `audit_report` and
+`open_ledger`, which picks SQLite or `RedisLedger` (`redis_ledger.py`, for many workers or
+machines).
 
 `commit_batch` is the whole point: it records a continuation's answers in ONE transaction,
 and only if none of them was recorded before. Two concurrent continuations of the same
@@ -18,12 +19,9 @@ never waits for the disk. The blocking `commit_batch` / `append` serve scripts a
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-import random
 import sqlite3
-import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -147,12 +145,14 @@ class Ledger(Protocol):
         """The whole audit trail, oldest first."""
 
 
-def _now() -> str:
+def now_iso() -> str:
+    """A record's time: now, in ISO 8601 UTC with milliseconds."""
     return iso_from_epoch(time.time())
 
 
-def _make_record(seq: int, prev: str, entry: AuditEntry) -> AuditRecord:
-    at = _now()
+def make_record(seq: int, prev: str, entry: AuditEntry, *, at: str | None = None) -> AuditRecord:
+    """The record `entry` makes at `seq` after `prev` (at `at`, or now), hashed."""
+    at = at if at is not None else now_iso()
     body: dict[str, Any] = {
         "seq": seq, "at": at, "kind": entry.kind, "thread_id": entry.thread_id,
         "run_id": entry.run_id, "actor": entry.actor, "data": entry.data,
@@ -240,7 +240,7 @@ def _append(db: sqlite3.Connection, entries: Iterable[AuditEntry]) -> None:
     rows = []
     for entry in entries:
         seq += 1
-        record = _make_record(seq, prev, entry)
+        record = make_record(seq, prev, entry)
         rows.append((seq, record.to_json(), record.hash))
         prev = record.hash
     db.executemany("INSERT INTO audit VALUES (?, ?, ?)", rows)
@@ -261,7 +261,7 @@ def _commit_job(
         ]
         if taken:  # a replay, or lost the race: write nothing
             return sorted(taken)
-        at = _now()
+        at = now_iso()
         db.executemany(
             "INSERT INTO resolutions VALUES (?, ?, ?)",
             [(thread_id, interrupt_id, at) for interrupt_id in interrupt_ids],
@@ -276,111 +276,11 @@ def _read_records(db: sqlite3.Connection) -> list[tuple[str]]:
     return db.execute("SELECT record FROM audit ORDER BY seq").fetchall()
 
 
-_COMMIT_SCRIPT = """
-local tail = redis.call('GET', KEYS[1]) or ARGV[1]
-if tail ~= ARGV[2] then return {'retry', tail, tostring(redis.call('LLEN', KEYS[2]))} end
-local taken = {}
-for i = 3, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then table.insert(taken, KEYS[i]) end
-end
-if #taken > 0 then return taken end
-for i = 3, #KEYS do redis.call('SET', KEYS[i], ARGV[3]) end
-for i = 4, #ARGV, 2 do redis.call('RPUSH', KEYS[2], ARGV[i]) end
-if #ARGV >= 5 then redis.call('SET', KEYS[1], ARGV[#ARGV]) end
-return {'ok'}
-"""
-
-
-class RedisLedger:
-    """The ledger in Redis, for several workers or machines (`redis://…`)."""
-
-    def __init__(self, url: str, *, prefix: str = "chat_app:ledger") -> None:
-        import redis
-
-        # The synchronous client (typed as sync-or-async by redis-py).
-        self._redis: Any = redis.Redis.from_url(url, decode_responses=True)
-        self._prefix = prefix
-        self._script: Any = self._redis.register_script(_COMMIT_SCRIPT)
-        # One writer at a time in this process: its own threads never race each other for
-        # the tail (with 64 clients they did, each retry three more round trips, until some
-        # gave up); only other processes' writes make a retry.
-        self._writing = threading.Lock()
-        # The chain's tail (hash, length) as this process last wrote or saw it: a write tries
-        # it straight away, and the script answers with the real one if another process
-        # moved it. One round trip per write instead of two while nobody else writes.
-        self._tail: tuple[str, int] | None = None
-
-    def _keys(self) -> tuple[str, str]:
-        return f"{self._prefix}:audit:tail", f"{self._prefix}:audit"
-
-    @staticmethod
-    def _chain(prev: str, seq: int, entries: Sequence[AuditEntry]) -> list[str]:
-        args: list[str] = []
-        for entry in entries:
-            seq += 1
-            record = _make_record(seq, prev, entry)
-            args += [record.to_json(), record.hash]
-            prev = record.hash
-        return args
-
-    def _run(self, resolved: Sequence[str], entries: Sequence[AuditEntry]) -> list[str]:
-        tail_key, list_key = self._keys()
-        with self._writing:
-            if self._tail is None:
-                with self._redis.pipeline(transaction=False) as pipe:
-                    got, got_length = pipe.get(tail_key).llen(list_key).execute()
-                self._tail = (got or GENESIS, int(got_length))
-            prev, length = self._tail
-            for attempt in range(100):  # optimistic: another process may move the tail
-                chained = self._chain(prev, length, entries)
-                args = [GENESIS, prev, _now(), *chained]
-                result = self._script(keys=[tail_key, list_key, *resolved], args=args)
-                if result == ["ok"]:
-                    if chained:
-                        self._tail = (chained[-1], length + len(entries))
-                    return []
-                if result and result[0] == "retry":
-                    prev, length = str(result[1]), int(result[2])  # where the tail moved to
-                    self._tail = (prev, length)
-                    if attempt:  # writers in step with each other: fall out of step
-                        time.sleep(random.uniform(0, 0.002 * attempt))
-                    continue
-                return [key.rsplit(":", 1)[-1] for key in result]  # answered before
-        raise RuntimeError("The audit trail is too busy; try again.")
-
-    def commit_batch(
-        self, *, thread_id: str, interrupt_ids: Sequence[str], entries: Sequence[AuditEntry]
-    ) -> list[str]:
-        keys = [f"{self._prefix}:resolved:{thread_id}:{item}" for item in interrupt_ids]
-        return sorted(self._run(keys, entries))
-
-    async def commit_batch_async(
-        self, *, thread_id: str, interrupt_ids: Sequence[str], entries: Sequence[AuditEntry]
-    ) -> list[str]:
-        # The client is synchronous (and its connection pool thread-safe): off the loop.
-        return await asyncio.to_thread(
-            self.commit_batch, thread_id=thread_id, interrupt_ids=interrupt_ids, entries=entries
-        )
-
-    def append(self, entries: Iterable[AuditEntry]) -> None:
-        entries = list(entries)
-        if entries:
-            self._run([], entries)
-
-    async def append_async(self, entries: Iterable[AuditEntry]) -> None:
-        entries = list(entries)
-        if entries:
-            await asyncio.to_thread(self._run, [], entries)
-
-    def records(self) -> list[AuditRecord]:
-        return [
-            AuditRecord(**json.loads(item)) for item in self._redis.lrange(self._keys()[1], 0, -1)
-        ]
-
-
 def open_ledger(url: str | None, data_dir: Path) -> Ledger:
     """`redis://…` for Redis, else SQLite (`sqlite:///path` or the data folder's ledger.db)."""
     if url and url.startswith(("redis://", "rediss://", "unix://")):
+        from .redis_ledger import RedisLedger  # redis is imported only for it
+
         return RedisLedger(url)
     if url and url.startswith("sqlite:///"):
         return SQLiteLedger(Path(url.removeprefix("sqlite:///")))

@@ -44,7 +44,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 from sqlalchemy import make_url
 
-from chat_app.trust.ledger import AuditRecord, RedisLedger, verify_chain
+from chat_app.trust.ledger import AuditRecord, verify_chain
+from chat_app.trust.redis_ledger import RedisLedger
 from tests.pg_server import PostgresServer
 from tests.redis_server import redis_server
 from tests.ui.app_server import AppDidNotStart, app_env, copy_app, served_app

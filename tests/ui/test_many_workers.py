@@ -46,7 +46,8 @@ import pytest
 from chat_app.agent import event_to_wire
 from chat_app.client import ChatClient, ClientState, ClientTool, InProcessConnection
 from chat_app.demo import build_demo_agent
-from chat_app.trust.ledger import AuditRecord, RedisLedger, verify_chain
+from chat_app.trust.ledger import AuditRecord, verify_chain
+from chat_app.trust.redis_ledger import RedisLedger
 from chat_app.ui import session as sessions
 from tests.redis_server import redis_server
 from tests.ui.app_server import (

@@ -46,7 +46,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, WebSocketRoute, expect
 
-from chat_app.trust.ledger import AuditRecord, RedisLedger, verify_chain
+from chat_app.trust.ledger import AuditRecord, verify_chain
+from chat_app.trust.redis_ledger import RedisLedger
 from tests.redis_server import redis_server
 from tests.ui.app_server import AppDidNotStart, app_env, copy_app, log_tail, served_app
 
