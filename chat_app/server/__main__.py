@@ -41,8 +41,12 @@ from chat_app.trust.store import DatabaseUnavailable
 
 from .app import create_app
 from .metrics import MetricsSource
+from .workers import Workers, reuse_port_available
 
 logger = logging.getLogger("chat_app.server")
+
+#: What each worker process of `--workers N` builds its app with.
+FACTORY = "chat_app.server.__main__:app_from_env"
 
 
 def main() -> None:
@@ -63,13 +67,7 @@ def main() -> None:
     # Built here once in any case: a setting the server cannot use stops the start now, with
     # its message, rather than in each worker.
     app = _build(announce=True)
-    served: Any = app if options.workers == 1 else "chat_app.server.__main__:app_from_env"
-    uvicorn.run(
-        served,
-        factory=options.workers > 1,
-        workers=options.workers if options.workers > 1 else None,
-        host=options.host,
-        port=options.port,
+    served = dict(
         log_level="info",
         log_config=log_config if log_config is not None else uvicorn.config.LOGGING_CONFIG,
         access_log=options.access_log,
@@ -77,6 +75,17 @@ def main() -> None:
         # proxies' headers are believed, not uvicorn's X-Forwarded-For rewriting.
         proxy_headers=False,
     )
+    if options.workers == 1:
+        uvicorn.run(app, host=options.host, port=options.port, **served)
+    elif reuse_port_available():
+        del app  # each worker builds its own
+        workers = Workers(FACTORY, options.host, options.port, options.workers, served)
+        sys.exit(workers.run())
+    else:  # no SO_REUSEPORT: uvicorn's workers, on one shared socket
+        uvicorn.run(
+            FACTORY, factory=True, workers=options.workers, host=options.host,
+            port=options.port, **served,
+        )  # fmt: skip
 
 
 def app_from_env() -> Starlette:

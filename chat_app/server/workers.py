@@ -1,0 +1,135 @@
+"""Several worker processes on one port, each accepting on a socket of its own.
+
+uvicorn's `--workers` gives every worker the one socket its parent bound, and a worker woken
+for a new connection accepts every connection then waiting: a burst of clients (sixteen
+keep-alive connections opened together) all land on one worker while the other idles; in the
+HTTP benchmark one worker took 99–100 % of the work in two rounds of three at 16 clients. Here
+each worker binds the port itself with `SO_REUSEPORT`, and the kernel spreads new connections
+over the workers' sockets by their addresses. No server we use does this (uvicorn, granian and
+gunicorn all share the parent's socket), so the supervision is written here, kept to what the
+command needs: start N, restart one that dies (unless they keep dying), stop all on SIGINT
+or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+import socket
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+import uvicorn
+
+logger = logging.getLogger("chat_app.server")
+
+#: Workers dying this many times per worker within `CRASH_WINDOW_SECONDS` stop the server:
+#: they would go on dying (a setting is not it: the parent built the app once already).
+CRASHES_PER_WORKER = 3
+CRASH_WINDOW_SECONDS = 30.0
+#: How long a stopping worker gets to finish its requests before it is killed.
+STOP_SECONDS = 10.0
+
+
+def reuse_port_available() -> bool:
+    return hasattr(socket, "SO_REUSEPORT")
+
+
+def port_socket(host: str, port: int, *, listen: bool) -> socket.socket:
+    """A TCP socket bound to (host, port) with `SO_REUSEPORT`: the parent's only holds the
+    port (it never listens, so the kernel gives it no connection); each worker's listens."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    if listen:
+        sock.listen(2048)
+    return sock
+
+
+def _worker(app: str, host: str, port: int, options: dict[str, Any]) -> None:
+    """One worker process: its own listening socket, and uvicorn serving the app on it."""
+    config = uvicorn.Config(app, factory=True, host=host, port=port, **options)
+    uvicorn.Server(config).run(sockets=[port_socket(host, port, listen=True)])
+
+
+@dataclass
+class Workers:
+    """`count` worker processes serving `app` (an import string of an app factory)."""
+
+    app: str
+    host: str
+    port: int
+    count: int
+    options: dict[str, Any] = field(default_factory=dict)  # uvicorn.Config's others
+    _processes: list[BaseProcess] = field(default_factory=list)
+    _stopping: bool = False
+
+    def run(self) -> int:
+        """Serve until SIGINT or SIGTERM; the exit code (1 when workers kept dying)."""
+        holder = port_socket(self.host, self.port, listen=False)
+        self.port = holder.getsockname()[1]  # port 0: the one the system chose
+        context = multiprocessing.get_context("spawn")
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self._stop)
+        logger.info(
+            "serving on http://%s:%d with %d workers (each its own socket)",
+            self.host,
+            self.port,
+            self.count,
+        )
+        self._processes = [self._start(context) for _ in range(self.count)]
+        code = 0
+        deaths: deque[float] = deque()
+        try:
+            while not self._stopping:
+                time.sleep(0.2)
+                for index, process in enumerate(self._processes):
+                    if process.is_alive() or self._stopping:
+                        continue
+                    now = time.monotonic()
+                    deaths.append(now)
+                    while deaths and deaths[0] < now - CRASH_WINDOW_SECONDS:
+                        deaths.popleft()
+                    if len(deaths) >= CRASHES_PER_WORKER * self.count:
+                        logger.error(
+                            "workers exited %d times in %.0f s (the last with code %s); "
+                            "stopping", len(deaths), CRASH_WINDOW_SECONDS, process.exitcode,
+                        )  # fmt: skip
+                        code, self._stopping = 1, True
+                        break
+                    logger.warning(
+                        "worker %s exited (code %s); starting another", process.pid,
+                        process.exitcode,
+                    )  # fmt: skip
+                    self._processes[index] = self._start(context)
+        finally:
+            self._stop_all()
+            holder.close()
+        return code
+
+    def _start(self, context: Any) -> BaseProcess:
+        process: BaseProcess = context.Process(
+            target=_worker, args=(self.app, self.host, self.port, self.options), daemon=False
+        )
+        process.start()
+        return process
+
+    def _stop(self, signum: int, frame: object) -> None:
+        self._stopping = True
+
+    def _stop_all(self) -> None:
+        for process in self._processes:
+            if process.is_alive():
+                process.terminate()  # SIGTERM: uvicorn finishes what it is serving
+        deadline = time.monotonic() + STOP_SECONDS
+        for process in self._processes:
+            process.join(max(0.0, deadline - time.monotonic()))
+            if process.is_alive():
+                process.kill()
+                process.join()

@@ -1,0 +1,148 @@
+"""`python -m chat_app.server --workers N`: N processes on one port, each accepting on a
+socket of its own (`SO_REUSEPORT`), kept running by the parent.
+
+Real processes: the parent and its workers are found in /proc, and each worker's accepted
+connections counted by its open sockets."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.live_server import free_port
+from tests.server.process_app import server_env
+
+ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT = 60.0
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _workers(parent: int) -> list[int]:
+    """The parent's worker processes (not multiprocessing's resource tracker)."""
+    return sorted(
+        pid
+        for pid in _children(parent)
+        if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    )
+
+
+def _sockets(pid: int) -> int:
+    count = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            count += os.readlink(fd).startswith("socket:")
+        except OSError:
+            continue
+    return count
+
+
+def _gone(pid: int) -> bool:
+    """Exited: no such process, or a zombie nobody has reaped yet."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _wait(check: Callable[[], bool], what: str, timeout: float = START_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} within {timeout:.0f} s")
+        time.sleep(0.1)
+
+
+class Served:
+    def __init__(self, proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
+        self.proc, self.port, self.log = proc, port, log
+        self.base = f"http://127.0.0.1:{port}"
+
+    def answers(self) -> bool:
+        try:
+            return httpx.get(f"{self.base}/api/tools", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def all_ready(self, count: int) -> bool:
+        """`count` workers, each listening (its own socket) and past its start-up."""
+        pids = _workers(self.proc.pid)
+        return len(pids) == count and self.log.read_text().count("startup complete") >= count
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    port, log = free_port(), tmp_path / "server.log"
+    env = server_env(CHAT_APP_AUTH="none", CHAT_APP_DATA_DIR=str(tmp_path / "data"))
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "chat_app.server", "--port", str(port), "--workers", "2"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    server = Served(proc, port, log)
+    try:
+        _wait(lambda: server.all_ready(2), "two workers did not start")
+        yield server
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+        for pid in _children(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_sixteen_clients_at_once_are_spread_over_both_workers(served: Served) -> None:
+    """Sixteen keep-alive connections opened together are accepted by both workers, each on
+    its own socket (the kernel picks one by the connection's addresses)."""
+    workers = _workers(served.proc.pid)
+    before = {pid: _sockets(pid) for pid in workers}
+    clients = [httpx.Client(base_url=served.base, timeout=10) for _ in range(16)]
+    try:
+        for client in clients:
+            assert client.get("/api/tools").status_code == 200
+        accepted = {pid: _sockets(pid) - before[pid] for pid in workers}
+        assert sum(accepted.values()) == 16, accepted
+        assert min(accepted.values()) >= 1, accepted  # all 16 on one: odds 1 in 32,768
+    finally:
+        for client in clients:
+            client.close()
+
+
+def test_a_dead_worker_is_replaced_and_sigterm_stops_them_all(served: Served) -> None:
+    first, second = _workers(served.proc.pid)
+    os.kill(first, signal.SIGKILL)
+    _wait(lambda: first not in _workers(served.proc.pid) and served.all_ready(2) and
+          len(_workers(served.proc.pid)) == 2, "no worker replaced the killed one")  # fmt: skip
+    assert second in _workers(served.proc.pid)
+    assert "exited (code -9); starting another" in served.log.read_text()
+    for _ in range(8):  # whichever socket the kernel picks, it answers
+        with httpx.Client(base_url=served.base, timeout=10) as client:
+            assert client.get("/api/tools").status_code == 200
+
+    workers = _workers(served.proc.pid)
+    served.proc.send_signal(signal.SIGTERM)
+    assert served.proc.wait(30) == 0
+    for pid in workers:
+        assert _gone(pid)
+    assert not served.answers()
