@@ -15,7 +15,7 @@ Issue 19's check (scale out on this machine), in the same rounds: the as-shipped
 the ledger and the desk's fan-out in Redis (`CHAT_APP_LEDGER_URL`, `CHAT_APP_FANOUT_URL`; each
 server its own `redis-server` from `tests/redis_server.py`) and its database in its data
 folder, started with `--workers 1` and with `--workers 2`, same environment otherwise. Each
-runs in a process group of its own, and its CPU is the group's: uvicorn's parent and every
+runs in a process group of its own, and its CPU is the group's: the parent and every
 worker it spawned. Its table is cycles/s, the ratio 2 workers / 1, latency, and CPU per cycle
 (the server's, Redis's and the load generator's), against the goal that two workers handle
 more decisions per second than one.
@@ -79,7 +79,7 @@ class Running:
     """A started server: its base URL, process id, and how it said it runs (ours: the
     sign-in and policy lines of its log, e.g. `sign-in: none — …; policy: none`).
 
-    `group`: it leads a process group of its own (`--workers N`: uvicorn's parent and the
+    `group`: it leads a process group of its own (`--workers N`: the parent and the
     workers it spawns), and its CPU is the whole group's. `redis`: the URL of its own Redis,
     whose CPU is counted apart."""
 
@@ -169,7 +169,7 @@ def server(kind: str, *, workers: int = 0, redis_url: str = "") -> Iterator[Runn
             says = "" if kind == "tanstack" else _says(log_path)
             yield Running(base, proc.pid, says, group=bool(workers), redis=redis_url)
         finally:
-            proc.terminate()  # uvicorn's parent stops its workers
+            proc.terminate()  # the parent stops its workers
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -183,9 +183,10 @@ def server(kind: str, *, workers: int = 0, redis_url: str = "") -> Iterator[Runn
 
 
 def _wait_for_workers(proc: subprocess.Popen[Any], workers: int, deadline: float) -> None:
-    """Wait until the group holds uvicorn's parent and `workers` workers (one worker: the
-    parent serves), each having built the app (the group's CPU stops growing)."""
-    while len(group_cpu_by_process(proc.pid)) < (workers + 1 if workers > 1 else 1):
+    """Wait until the group holds the parent, multiprocessing's resource tracker and `workers`
+    workers (one worker: the parent serves), each having built the app (the group's CPU
+    stops growing)."""
+    while len(group_cpu_by_process(proc.pid)) < (workers + 2 if workers > 1 else 1):
         if proc.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"{workers} workers did not start ({proc.poll()})")
         time.sleep(0.2)
@@ -353,7 +354,7 @@ async def load(
     cpu_after, redis_after = up.cpu(), up.redis_so_far()
     spent = {pid: cpu_after[pid] - cpu_before.get(pid, 0.0) for pid in cpu_after}
     cpu = sum(spent.values())
-    # uvicorn's workers (its parent only supervises): the busiest one's share of their CPU.
+    # The workers (their parent only supervises): the busiest one's share of their CPU.
     served = [t for pid, t in spent.items() if pid != up.pid] if up.group else []
     if not latencies:
         raise RuntimeError(f"every cycle failed: {failures}")
@@ -771,7 +772,7 @@ def _scale_table(
             f"{per_round}, interleaved with the rounds above (1 worker then 2 in one round, "
             f"2 then 1 in the next); medians of {rounds} rounds; the ratio is the median of "
             "each round's 2 workers / 1 (min–max in brackets). Server CPU is the server's "
-            "process group: uvicorn's parent and its workers (with one worker, the one "
+            "process group: the parent and its workers (each on a socket of its own) (with one worker, the one "
             "process). Goal (issue 19): "
             f"{SCALE_GOAL} (at C > 1: one client's one keep-alive connection is served by "
             f"one worker): {verdict}."
