@@ -772,8 +772,8 @@ def _scale_table(
             f"{per_round}, interleaved with the rounds above (1 worker then 2 in one round, "
             f"2 then 1 in the next); medians of {rounds} rounds; the ratio is the median of "
             "each round's 2 workers / 1 (min–max in brackets). Server CPU is the server's "
-            "process group: the parent and its workers (each on a socket of its own) (with one worker, the one "
-            "process). Goal (issue 19): "
+            "process group: the parent and its workers, each accepting on a socket of its own "
+            "(with one worker, the one process). Goal (issue 19): "
             f"{SCALE_GOAL} (at C > 1: one client's one keep-alive connection is served by "
             f"one worker): {verdict}."
         ),
