@@ -122,7 +122,7 @@ class RedisLedger:
 
     def _run(self, resolved: Sequence[str], entries: Sequence[AuditEntry]) -> list[str]:
         at = now_iso()
-        prev, length = self._tail
+        expected = prev, length = self._tail  # once: other threads move it
         pending, chained = [], []
         for entry in entries:
             length += 1
@@ -133,7 +133,7 @@ class RedisLedger:
         token = uuid.uuid4().hex
         reply = self._write(
             keys=[*self._keys, *resolved],
-            args=[GENESIS, self._tail[0], at, token, LEASE_MS, len(entries), *pending, *chained],
+            args=[GENESIS, expected[0], at, token, LEASE_MS, len(entries), *pending, *chained],
         )
         if reply[0] == "taken":
             return [key.rsplit(":", 1)[-1] for key in reply[1:]]
