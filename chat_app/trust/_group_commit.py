@@ -105,10 +105,9 @@ class GroupWriter:
         #: for an inline write (which only tries it, and queues its job if it is taken).
         self._busy = threading.Lock()
         self._inline_db: sqlite3.Connection | None = None  # a forked child opens its own
-        #: Since when inline commits have waited for an fsync (None: none waits), and whether
-        #: the writer already has a sync due (then an inline commit need not wake it).
+        #: Since when inline commits have waited for an fsync (None: none waits; the writer
+        #: takes it over, under `_busy`).
         self._inline_unsynced_since: float | None = None
-        self._sync_pending = False
         #: Jobs handed to the thread and not yet settled (inline writes wait their turn).
         self._outstanding = 0
         #: How many jobs the writer's latest group held (1 with one client at a time).
@@ -171,9 +170,7 @@ class GroupWriter:
             _roll_back(db)  # nothing written: the writer runs them again
             return None
         if db.total_changes != changes and self._inline_unsynced_since is None:
-            self._inline_unsynced_since = time.monotonic()
-            if not self._sync_pending:  # wake the writer so that it syncs within the bound
-                self._queue.put([])
+            self._inline_unsynced_since = time.monotonic()  # the writer syncs it (`_serve`)
         return outcomes
 
     def close(self, timeout: float | None = 30) -> None:
@@ -241,12 +238,15 @@ class GroupWriter:
                     self._take_inline(log)
                     if log.time_left() == 0.0:  # due, even if work keeps coming
                         log.sync()
-                    self._sync_pending = log.time_left() is not None
+                    timeout = log.time_left()
+                if timeout is None and self._connect_inline is not None:
+                    # Inline commits do not wake this thread (a wake-up per cycle costs more
+                    # than the commit): it looks for them every SYNC_WITHIN while idle, so
+                    # one made after this wait began is still synced within SYNC_WITHIN.
+                    timeout = SYNC_WITHIN
                 try:
-                    group, stop = _take(jobs, log.time_left())
-                except queue.Empty:  # non-durable writes have waited long enough
-                    with self._busy:
-                        log.sync()
+                    group, stop = _take(jobs, timeout)
+                except queue.Empty:  # time to sync (or to look for inline commits): above
                     continue
                 if group:
                     durable = any(work.durable for work in group)
@@ -258,7 +258,6 @@ class GroupWriter:
                         outcomes, committed = _commit_group(db, group)
                         wrote = committed and db.total_changes != changes
                         log.committed(durable=durable, wrote=wrote)
-                        self._sync_pending = log.time_left() is not None
                     # Before the callers hear back: what they submit next may go inline.
                     self._last_group = len(group)
                     with self._lock:
