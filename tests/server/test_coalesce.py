@@ -1,0 +1,86 @@
+"""`send_coalesced`: one write per burst, nothing held back across a real wait."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from chat_app.server._coalesce import send_coalesced
+
+
+async def _collect(chunks: AsyncIterator[str]) -> list[tuple[bytes, bool]]:
+    sent: list[tuple[bytes, bool]] = []
+
+    async def send(message: Any) -> None:
+        sent.append((message["body"], message["more_body"]))
+
+    await send_coalesced(chunks, send, "utf-8")
+    return sent
+
+
+async def test_a_burst_is_one_write_and_the_last_one_ends_the_body() -> None:
+    async def chunks() -> AsyncIterator[str]:
+        yield "a"
+        await asyncio.sleep(0)  # a model that lets the loop turn between words
+        yield "b"
+        yield "c"
+
+    assert await _collect(chunks()) == [(b"abc", False)]
+
+
+async def test_what_follows_a_real_wait_is_sent_after_what_came_before() -> None:
+    sent_before_wait: list[int] = []
+    sent: list[tuple[bytes, bool]] = []
+
+    async def send(message: Any) -> None:
+        sent.append((message["body"], message["more_body"]))
+
+    async def chunks() -> AsyncIterator[str]:
+        yield "start"
+        await asyncio.sleep(0.05)  # the ledger's commit, a token's delay
+        sent_before_wait.append(len(sent))
+        yield "end"
+
+    await send_coalesced(chunks(), send, "utf-8")
+    assert sent_before_wait == [1]  # "start" went out while the stream waited
+    assert sent == [(b"start", True), (b"end", False)]
+
+
+async def test_a_stream_that_raises_sends_what_it_made_then_raises() -> None:
+    async def chunks() -> AsyncIterator[str]:
+        yield "a"
+        raise ValueError("broken")
+
+    sent: list[tuple[bytes, bool]] = []
+
+    async def send(message: Any) -> None:
+        sent.append((message["body"], message["more_body"]))
+
+    with pytest.raises(ValueError, match="broken"):
+        await send_coalesced(chunks(), send, "utf-8")
+    assert sent == [(b"a", True)]  # not ended: the client sees a broken stream
+
+
+async def test_a_cancel_closes_the_stream_before_it_returns() -> None:
+    closed: list[str] = []
+
+    async def chunks() -> AsyncIterator[str]:
+        try:
+            yield "a"
+            await asyncio.sleep(30)
+            yield "b"
+        finally:
+            closed.append("closed")
+
+    async def send(message: Any) -> None:
+        pass
+
+    task = asyncio.ensure_future(send_coalesced(chunks(), send, "utf-8"))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert closed == ["closed"]
