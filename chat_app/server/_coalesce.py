@@ -16,6 +16,9 @@ from collections.abc import AsyncIterable
 
 from starlette.types import Send
 
+#: At most this many turns of the loop collected into one write.
+MAX_BURST_TURNS = 64
+
 
 async def send_coalesced(
     chunks: AsyncIterable[str | bytes | memoryview], send: Send, charset: str
@@ -45,11 +48,12 @@ async def send_coalesced(
         while True:
             await ready.wait()
             # A burst: keep collecting while the stream adds to it turn after turn (a model
-            # that yields to the loop between words); one quiet turn ends it.
-            while not producer.done():
+            # that yields to the loop between words); one quiet turn ends it, and so does a
+            # long one (a stream that never waits still reaches the client as it goes).
+            for _ in range(MAX_BURST_TURNS):
                 size = len(buffer)
                 await asyncio.sleep(0)
-                if len(buffer) == size:
+                if producer.done() or len(buffer) == size:
                     break
             ready.clear()
             finished = producer.done()

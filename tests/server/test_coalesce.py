@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from chat_app.server._coalesce import send_coalesced
+from chat_app.server._coalesce import MAX_BURST_TURNS, send_coalesced
 
 
 async def _collect(chunks: AsyncIterator[str]) -> list[tuple[bytes, bool]]:
@@ -84,3 +84,21 @@ async def test_a_cancel_closes_the_stream_before_it_returns() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert closed == ["closed"]
+
+
+async def test_a_stream_that_never_waits_still_goes_out_as_it_goes() -> None:
+    """A producer that only ever lets the loop turn (never a real wait) is not held until
+    its end: a burst is cut after `MAX_BURST_TURNS` turns."""
+
+    async def chunks() -> AsyncIterator[str]:
+        for n in range(3 * MAX_BURST_TURNS):
+            yield f"{n},"
+            await asyncio.sleep(0)
+
+    sent = await _collect(chunks())
+    assert len(sent) >= 3
+    assert (
+        b"".join(body for body, _ in sent)
+        == "".join(f"{n}," for n in range(3 * MAX_BURST_TURNS)).encode()
+    )
+    assert [more for _, more in sent] == [True] * (len(sent) - 1) + [False]
