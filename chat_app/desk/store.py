@@ -172,6 +172,17 @@ class DeskStore:
                 select(conversations).where(conversations.c.thread_id == thread_id)
             ).first()
 
+    def owner(self, thread_id: str) -> tuple[str, str] | None:
+        """The conversation's owner (email, name), or None when it is not stored: `load`
+        without its state, which at 2,000 messages is a megabyte."""
+        with self.engine.connect() as connection:
+            found = connection.execute(
+                select(conversations.c.owner_email, conversations.c.owner_name).where(
+                    conversations.c.thread_id == thread_id
+                )
+            ).first()
+        return None if found is None else (found.owner_email, found.owner_name)
+
     def version(self, thread_id: str) -> int:
         with self.engine.connect() as connection:
             found = connection.execute(
