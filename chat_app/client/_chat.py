@@ -412,6 +412,9 @@ class ChatClient:
                 self._error = RunError(
                     self._stream.error or "The run failed.", run_code=self._stream.error_code
                 )
+            # A pause's `MESSAGES_SNAPSHOT` makes every message anew: their wire form is made
+            # now, so that the continuation an Approve sends does not wait for it.
+            self._wire(self._stream.messages)
             return self._stream.run_status
         except TransportError as error:
             self._error = error
@@ -485,7 +488,7 @@ class ChatClient:
         call_id = next(
             (
                 part.id
-                for message in self._stream.messages
+                for message in reversed(self._stream.messages)  # the pause is at the end
                 for part in message.tool_calls
                 if part.approval_id == interrupt_id
             ),
