@@ -464,28 +464,29 @@ class Desk:
         someone decided one from the inbox: only one of the two answers goes). Answers decided
         meanwhile are carried once it ends. `entries` (the resume entries, by item) say how
         each was answered, for the figures."""
-        if await self.version(thread_id) == 0:
-            yield  # not stored yet: its first message
-            return
         runner = f"{self.worker}:page:{uuid.uuid4().hex[:8]}"
         now = self.clock()
         until = now + timedelta(seconds=self.lease_seconds)
-        if not await self._db(lambda: self.store.claim(thread_id, runner, now=now, until=until)):
+        # One transaction (the lease, the answers): each more was a commit and a trip to a
+        # database thread before the run could start.
+        lease = await self._db(
+            lambda: self.store.lease_for_page(
+                thread_id, runner, answered, email=actor.email, name=actor.name, now=now,
+                until=until, entries=entries,
+            )  # fmt: skip
+        )
+        if lease == "new":
+            yield  # not stored yet: its first message
+            return
+        if lease == "busy":
             raise DeskError("busy", "The conversation is running on the server; wait for it.")
         try:
-            if answered:
-                taken = await self._db(
-                    lambda: self.store.take_answers(
-                        thread_id, answered, email=actor.email, name=actor.name, now=now,
-                        entries=entries,
-                    )  # fmt: skip
-                )
-                if taken is not None:
-                    self._check_open(taken)  # says who decided it
-                for item_id in answered:
-                    decision_span(decision_id_of(thread_id, item_id), "decided", start=now,
-                                  attributes={"decided.by": actor.email,
-                                              "verified.by": actor.method})  # fmt: skip
+            if isinstance(lease, InboxItem):
+                self._check_open(lease)  # says who decided it
+            for item_id in answered:
+                decision_span(decision_id_of(thread_id, item_id), "decided", start=now,
+                              attributes={"decided.by": actor.email,
+                                          "verified.by": actor.method})  # fmt: skip
             yield
         finally:
             await self._db(self.store.release, thread_id, runner)
