@@ -44,6 +44,7 @@ from chat_app.notify.stats import DeliveryStats
 from chat_app.observe import configure_logging, configure_tracing
 from chat_app.server import create_app
 from chat_app.server.metrics import MetricsSource
+from chat_app.server.run_input import read_run_input
 from chat_app.trust import Identity, PolicyError, audit_report
 from chat_app.trust.store import DatabaseUnavailable
 from chat_app.ui import session
@@ -93,7 +94,7 @@ def _desk_connection(run_as: RunAs) -> Connection:
             deciders=run_as.deciders,
         )
 
-    return InProcessConnection(run, encode=event_to_wire)
+    return InProcessConnection(run, encode=event_to_wire, read=read_run_input)
 
 
 _desk_tools: list[Any] = []
@@ -119,7 +120,7 @@ def _connection(identity: Callable[[], Identity]) -> Connection:
     def run(run_input: Any) -> Any:
         return agent.run(run_input, identity=identity())
 
-    return InProcessConnection(run, encode=event_to_wire)
+    return InProcessConnection(run, encode=event_to_wire, read=read_run_input)
 
 
 def _remote_json(url: str) -> Mapping[str, Any] | None:

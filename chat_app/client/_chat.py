@@ -31,7 +31,7 @@ from ._connections import Connection
 from ._errors import ClientError, RunError, TransportError, UsageError
 from ._items import InterruptItem, Submission, ToolApprovalInterrupt
 from ._manager import ChangeSource, InterruptManager, TransactionResolver
-from ._messages import ChatMessage, to_wire_messages
+from ._messages import ChatMessage, WireMessages
 from ._processor import StreamProcessor, StreamState, new_message_id
 from ._records import client_tool_target, same_batch
 from ._request import build_run_input, new_run_id
@@ -92,6 +92,8 @@ class ChatClient:
         self._new_id = new_id
         self._processor = processor or StreamProcessor()
         self._stream = StreamState()
+        #: Each message's wire form, kept between requests (a request carries them all).
+        self._wire = WireMessages()
         self._manager = InterruptManager(
             tools=self.tools.values(),
             definitions=[ClientInterruptDefinition.of(item) for item in interrupts],
@@ -386,7 +388,7 @@ class ChatClient:
             run_id=run_id,
             parent_run_id=parent_run_id,
             resume=resume,
-            messages=to_wire_messages(self._stream.messages),
+            messages=self._wire(self._stream.messages),
             tools=[tool.wire() for tool in self.tools.values()],
             context=self.context,
             forwarded_props=self.forwarded_props,
@@ -410,6 +412,9 @@ class ChatClient:
                 self._error = RunError(
                     self._stream.error or "The run failed.", run_code=self._stream.error_code
                 )
+            # A pause's `MESSAGES_SNAPSHOT` makes every message anew: their wire form is made
+            # now, so that the continuation an Approve sends does not wait for it.
+            self._wire(self._stream.messages)
             return self._stream.run_status
         except TransportError as error:
             self._error = error
@@ -483,7 +488,7 @@ class ChatClient:
         call_id = next(
             (
                 part.id
-                for message in self._stream.messages
+                for message in reversed(self._stream.messages)  # the pause is at the end
                 for part in message.tool_calls
                 if part.approval_id == interrupt_id
             ),

@@ -3,7 +3,8 @@
 Owns `ChatMessage`, the part types and the two conversions: `to_wire_messages` (what a
 request carries, as `uiMessagesToWire` writes it: anchors plus one `role:"tool"` message
 per tool result, no parts) and `from_wire_messages` (a `MESSAGES_SNAPSHOT` folded back into
-parts, reconciled with what the client already knew). Pure functions, no I/O.
+parts, reconciled with what the client already knew). Pure functions, no I/O; `WireMessages`
+is `to_wire_messages` with each message's wire form kept between requests.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "ToolCallStatus",
     "ToolDecision",
     "ToolResultPart",
+    "WireMessages",
     "from_wire_messages",
     "parse_tool_arguments",
     "to_wire_messages",
@@ -224,32 +226,63 @@ def to_wire_messages(messages: Sequence[ChatMessage]) -> list[dict[str, object]]
     """The history as AG-UI wire messages (what `@tanstack/ai-client` sends)."""
     wire: list[dict[str, object]] = []
     for message in messages:
-        if message.raw is not None:
-            wire.append(dict(message.raw))
-            continue
-        anchor: dict[str, object] = {"id": message.id, "role": message.role}
-        if message.name is not None:
-            anchor["name"] = message.name
-        metadata = _wire_metadata(message)
-        if message.role == "assistant":
-            text = message.text
-            if text:
-                anchor["content"] = text
-            calls = [_wire_tool_call(part) for part in message.tool_calls]
-            if calls:
-                anchor["toolCalls"] = calls
-        else:
-            anchor["content"] = message.text
-        if metadata is not None:
-            anchor["metadata"] = metadata
-        wire.append(anchor)
-        # Decisions are not written into the history (`docs/protocol.md` §3.1).
-        # @tanstack/ai-client 0.33 adds a placeholder tool message per decision; a TanStack
-        # server then takes it for the result and the model never reads a rejection's
-        # reason, so we do not.
-        for part in message.parts:
-            if isinstance(part, ToolResultPart):
-                wire.append(_wire_tool_result(part))
+        wire.extend(_wire_of(message))
+    return wire
+
+
+class WireMessages:
+    """`to_wire_messages`, with each message's wire dicts kept between calls.
+
+    Every request carries the whole history: rebuilt from scratch, its wire form cost ~5 ms
+    per 1,000 messages on each request. A `ChatMessage` is a frozen value (a change is a new
+    one), so its wire dicts are kept by identity; the list returned is new each time, its
+    dicts shared with earlier calls' (a connection reads a request body, never changes it).
+    """
+
+    def __init__(self) -> None:
+        self._kept: dict[int, tuple[ChatMessage, list[dict[str, object]]]] = {}
+
+    def __call__(self, messages: Sequence[ChatMessage]) -> list[dict[str, object]]:
+        wire: list[dict[str, object]] = []
+        kept = self._kept
+        for message in messages:
+            found = kept.get(id(message))
+            if found is None or found[0] is not message:
+                found = kept[id(message)] = (message, _wire_of(message))
+            wire.extend(found[1])
+        if len(kept) > 2 * len(messages) + 64:  # forget those no longer in the history
+            self._kept = {id(message): kept[id(message)] for message in messages}
+        return wire
+
+
+def _wire_of(message: ChatMessage) -> list[dict[str, object]]:
+    """One message's wire form: its anchor, then one `role:"tool"` message per result."""
+    if message.raw is not None:
+        return [dict(message.raw)]
+    wire: list[dict[str, object]] = []
+    anchor: dict[str, object] = {"id": message.id, "role": message.role}
+    if message.name is not None:
+        anchor["name"] = message.name
+    metadata = _wire_metadata(message)
+    if message.role == "assistant":
+        text = message.text
+        if text:
+            anchor["content"] = text
+        calls = [_wire_tool_call(part) for part in message.tool_calls]
+        if calls:
+            anchor["toolCalls"] = calls
+    else:
+        anchor["content"] = message.text
+    if metadata is not None:
+        anchor["metadata"] = metadata
+    wire.append(anchor)
+    # Decisions are not written into the history (`docs/protocol.md` §3.1).
+    # @tanstack/ai-client 0.33 adds a placeholder tool message per decision; a TanStack
+    # server then takes it for the result and the model never reads a rejection's
+    # reason, so we do not.
+    for part in message.parts:
+        if isinstance(part, ToolResultPart):
+            wire.append(_wire_tool_result(part))
     return wire
 
 

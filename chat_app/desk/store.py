@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from sqlalchemy import (
     Engine,
@@ -171,6 +171,17 @@ class DeskStore:
             return connection.execute(
                 select(conversations).where(conversations.c.thread_id == thread_id)
             ).first()
+
+    def owner(self, thread_id: str) -> tuple[str, str] | None:
+        """The conversation's owner (email, name), or None when it is not stored: `load`
+        without its state, which at 2,000 messages is a megabyte."""
+        with self.engine.connect() as connection:
+            found = connection.execute(
+                select(conversations.c.owner_email, conversations.c.owner_name).where(
+                    conversations.c.thread_id == thread_id
+                )
+            ).first()
+        return None if found is None else (found.owner_email, found.owner_name)
 
     def version(self, thread_id: str) -> int:
         with self.engine.connect() as connection:
@@ -372,19 +383,27 @@ class DeskStore:
         """Take the right to run the conversation (a lease); False while another worker
         holds a lease that has not lapsed."""
         with write_transaction(self.engine) as connection:
-            changed = connection.execute(
-                update(conversations)
-                .where(
-                    conversations.c.thread_id == thread_id,
-                    or_(
-                        conversations.c.runner.is_(None),
-                        conversations.c.runner == runner,
-                        conversations.c.runner_until < now,
-                    ),
-                )
-                .values(runner=runner, runner_until=until)
-            ).rowcount
-        return bool(changed)
+            return _claim(connection, thread_id, runner, now=now, until=until)
+
+    def lease_for_page(
+        self, thread_id: str, runner: str, item_ids: Sequence[str], *, email: str, name: str,
+        now: datetime, until: datetime, entries: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> Literal["new", "busy", "taken"] | InboxItem:  # fmt: skip
+        """A page's run on a stored conversation, in one transaction: `new` when it is not
+        stored (nothing is done), `busy` when another holds its lease; else the lease is
+        `runner`'s and, for a continuation, its answers' decisions are taken (`take_answers`):
+        `taken`, or the decision another person decided already (the lease is still taken)."""
+        with write_transaction(self.engine) as connection:
+            if not _claim(connection, thread_id, runner, now=now, until=until):
+                stored = connection.execute(
+                    select(conversations.c.version).where(conversations.c.thread_id == thread_id)
+                ).scalar()
+                return "busy" if stored else "new"
+            if not item_ids:
+                return "taken"
+            decided = self._take_answers(connection, thread_id, item_ids, email=email,
+                                         name=name, now=now, entries=entries)  # fmt: skip
+        return "taken" if decided is None else decided
 
     def take_answers(
         self, thread_id: str, item_ids: Sequence[str], *, email: str, name: str, now: datetime,
@@ -394,41 +413,48 @@ class DeskStore:
         outcome their resume `entries` say), all or none: the one another person decided
         already, if any (then nothing changes)."""
         with write_transaction(self.engine) as connection:
-            rows = connection.execute(
-                select(decisions).where(
-                    decisions.c.thread_id == thread_id, decisions.c.item_id.in_(list(item_ids))
-                )
-            ).all()
-            # Closed by the same person before: their own answer, sent again (a Retry).
-            taken = [
-                row for row in rows
-                if row.status == "decided"
-                or (row.status == "closed" and (row.decided_by or "") != email)
-            ]  # fmt: skip
-            if taken:
-                return self._items(connection, taken[:1])[0]
-            given = entries or {}
-            ids = [row.id for row in rows if row.status == "pending"]
-            for row in rows:
-                if row.status != "pending":
-                    continue
-                connection.execute(
-                    update(decisions)
-                    .where(decisions.c.id == row.id)
-                    .values(
-                        status="closed",
-                        outcome=entry_outcome(given.get(row.item_id), row.kind),
-                        decided_by=email or None,
-                        decided_by_name=name or None,
-                        decided_at=now,
-                        applied=True,
-                        wait_seconds=max(0.0, (now - row.created_at).total_seconds()),
-                    )  # fmt: skip
-                )
-            if ids:
-                connection.execute(
-                    delete(decision_routes).where(decision_routes.c.decision_id.in_(ids))
-                )
+            return self._take_answers(connection, thread_id, item_ids, email=email, name=name,
+                                      now=now, entries=entries)  # fmt: skip
+
+    def _take_answers(
+        self, connection: Any, thread_id: str, item_ids: Sequence[str], *, email: str,
+        name: str, now: datetime, entries: Mapping[str, Mapping[str, Any]] | None,
+    ) -> InboxItem | None:  # fmt: skip
+        rows = connection.execute(
+            select(decisions).where(
+                decisions.c.thread_id == thread_id, decisions.c.item_id.in_(list(item_ids))
+            )
+        ).all()
+        # Closed by the same person before: their own answer, sent again (a Retry).
+        taken = [
+            row for row in rows
+            if row.status == "decided"
+            or (row.status == "closed" and (row.decided_by or "") != email)
+        ]  # fmt: skip
+        if taken:
+            return self._items(connection, taken[:1])[0]
+        given = entries or {}
+        ids = [row.id for row in rows if row.status == "pending"]
+        for row in rows:
+            if row.status != "pending":
+                continue
+            connection.execute(
+                update(decisions)
+                .where(decisions.c.id == row.id)
+                .values(
+                    status="closed",
+                    outcome=entry_outcome(given.get(row.item_id), row.kind),
+                    decided_by=email or None,
+                    decided_by_name=name or None,
+                    decided_at=now,
+                    applied=True,
+                    wait_seconds=max(0.0, (now - row.created_at).total_seconds()),
+                )  # fmt: skip
+            )
+        if ids:
+            connection.execute(
+                delete(decision_routes).where(decision_routes.c.decision_id.in_(ids))
+            )
         return None
 
     def release(self, thread_id: str, runner: str) -> None:
@@ -879,6 +905,22 @@ _TIMER_COLUMNS: dict[str, tuple[Any, Any]] = {
     "escalate": (decisions.c.escalate_at, decisions.c.escalated_at),
     "expire": (decisions.c.expires_at, None),
 }
+
+
+def _claim(connection: Any, thread_id: str, runner: str, *, now: datetime, until: datetime) -> bool:
+    changed = connection.execute(
+        update(conversations)
+        .where(
+            conversations.c.thread_id == thread_id,
+            or_(
+                conversations.c.runner.is_(None),
+                conversations.c.runner == runner,
+                conversations.c.runner_until < now,
+            ),
+        )
+        .values(runner=runner, runner_until=until)
+    ).rowcount
+    return bool(changed)
 
 
 def _after(now: datetime, span: timedelta | None) -> datetime | None:

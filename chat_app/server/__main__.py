@@ -41,6 +41,7 @@ from chat_app.trust.store import DatabaseUnavailable
 
 from .app import create_app
 from .metrics import MetricsSource
+from .run_input import read_run_input
 from .workers import Workers, reuse_port_available
 
 logger = logging.getLogger("chat_app.server")
@@ -160,7 +161,7 @@ def connection_for(agent: Agent) -> Callable[[RunAs], Connection]:
                 deciders=run_as.deciders,
             )
 
-        return InProcessConnection(run, encode=event_to_wire)
+        return InProcessConnection(run, encode=event_to_wire, read=read_run_input)
 
     return connect
 

@@ -401,7 +401,9 @@ class ChatState(IdentityState):
         if self._owner and self._owner != viewer.email:
             owner = Identity(email=self._owner, method=viewer.method, name=self.owner_name)
         try:
-            self._desk_version = await desk.record(state.thread_id, owner, viewer, state)
+            self._desk_version = await desk.record(
+                state.thread_id, owner, viewer, state, session.state_json.dump(state)
+            )
         except DeskError as error:
             _log.warning("Could not store the conversation: %s", error.message)
             self.desk_notice = f"{error.message} The conversation was not saved."

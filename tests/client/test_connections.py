@@ -113,3 +113,56 @@ async def test_an_in_process_connection_passes_the_parsed_run_input() -> None:
 
     assert [e["type"] for e in await drain(InProcessConnection(run))] == ["RUN_FINISHED"]
     assert (received[0].thread_id, received[0].messages[0].content) == ("t", "hi")
+
+
+BAD_BODIES = [
+    {**BODY, "messages": [{"id": "u", "role": "user"}]},  # no content
+    {**BODY, "messages": [{"id": "u", "role": "pilot", "content": "hi"}]},  # no such role
+    {**BODY, "messages": "hi"},
+    {key: value for key, value in BODY.items() if key != "runId"},
+    {**BODY, "messages": [{"id": "a", "role": "assistant", "toolCalls": [{"id": "c"}]}]},
+]
+
+
+@pytest.mark.parametrize("body", BAD_BODIES, ids=range(len(BAD_BODIES)))
+async def test_the_servers_reader_refuses_in_process_what_model_validate_refuses(
+    body: dict[str, object],
+) -> None:
+    """The app reads in-process bodies with the server's `read_run_input` (msgspec views):
+    what pydantic refuses is refused, in pydantic's words."""
+    from pydantic import ValidationError
+
+    from chat_app.server.run_input import read_run_input
+
+    async def run(run_input: RunAgentInput) -> AsyncIterator[dict[str, object]]:
+        yield {"type": "RUN_FINISHED", "runId": run_input.run_id, "threadId": run_input.thread_id}
+
+    with pytest.raises(ValidationError) as expected:
+        RunAgentInput.model_validate(body)
+    with pytest.raises(TransportError) as refused:
+        _ = [event async for event in InProcessConnection(run, read=read_run_input).stream(body)]
+    assert str(refused.value) == f"The request is not a valid RunAgentInput: {expected.value}"
+
+
+async def test_the_servers_reader_gives_the_run_the_same_input() -> None:
+    from chat_app.server.run_input import read_run_input
+
+    body = build_run_input(
+        thread_id="t", run_id="r", tools=[], resume=[{"interruptId": "i", "status": "cancelled"}],
+        parent_run_id="p",
+        messages=[
+            {"id": "u", "role": "user", "content": "hi"},
+            {"id": "a", "role": "assistant", "toolCalls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"id": "tool-c", "role": "tool", "toolCallId": "c", "content": "ok"},
+        ],
+    )  # fmt: skip
+    received: list[RunAgentInput] = []
+
+    async def run(run_input: RunAgentInput) -> AsyncIterator[dict[str, object]]:
+        received.append(run_input)
+        yield {"type": "RUN_FINISHED", "runId": run_input.run_id, "threadId": run_input.thread_id}
+
+    _ = [event async for event in InProcessConnection(run, read=read_run_input).stream(body)]
+    expected = RunAgentInput.model_validate(body)
+    assert received[0].model_dump() == expected.model_dump()

@@ -50,3 +50,28 @@ async def test_a_page_run_waits_for_the_desks_own(world: World) -> None:
         async with world.desk.page_run(thread, [], RITA):
             raise AssertionError("nothing runs while another worker holds it")
     assert busy.value.code == "busy"
+
+
+async def test_a_page_takes_the_lease_and_its_answers_in_one_transaction(world: World) -> None:
+    """`DeskStore.lease_for_page`: what `page_run` used to ask in three (the version, the
+    claim, the answers), each with its own trip to a database thread."""
+    now = world.desk.clock()
+    until = now.replace(year=2100)
+    lease = world.store.lease_for_page
+    assert lease("unknown", "page-1", ["x"], email="r", name="R", now=now, until=until) == "new"
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    assert world.store.claim(thread, "another-worker", now=now, until=until)
+    assert lease(thread, "page-1", [], email="r", name="R", now=now, until=until) == "busy"
+    world.store.release(thread, "another-worker")
+    assert lease(thread, "page-1", [item.item_id], email=RITA.email, name=RITA.name, now=now,
+                 until=until) == "taken"  # fmt: skip
+    assert (await world.desk.inbox(ADA))[1] == 0  # answered in the chat: off the inbox
+    # The same person again (a Retry) takes them again; the lease is the page's already.
+    assert lease(thread, "page-1", [item.item_id], email=RITA.email, name=RITA.name, now=now,
+                 until=until) == "taken"  # fmt: skip
+    world.store.release(thread, "page-1")
+    taken = lease(thread, "page-2", [item.item_id], email=ADA.email, name=ADA.name, now=now,
+                  until=until)  # fmt: skip
+    assert not isinstance(taken, str) and taken.item_id == item.item_id
+    world.store.release(thread, "page-2")
