@@ -13,10 +13,13 @@ or SIGTERM.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
+import os
 import signal
 import socket
+import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -52,8 +55,19 @@ def port_socket(host: str, port: int, *, listen: bool) -> socket.socket:
     return sock
 
 
-def _worker(app: str, host: str, port: int, options: dict[str, Any]) -> None:
+def _die_with(parent: int) -> None:
+    """This process gets SIGTERM when `parent` dies, however it dies (a SIGKILL too), so no
+    worker is left serving the port without a supervisor. Linux only (prctl)."""
+    if sys.platform.startswith("linux"):
+        set_parent_death_signal = 1  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(set_parent_death_signal, signal.SIGTERM)
+    if os.getppid() != parent:  # it died before that took hold
+        sys.exit(0)
+
+
+def _worker(app: str, host: str, port: int, options: dict[str, Any], parent: int) -> None:
     """One worker process: its own listening socket, and uvicorn serving the app on it."""
+    _die_with(parent)
     config = uvicorn.Config(app, factory=True, host=host, port=port, **options)
     uvicorn.Server(config).run(sockets=[port_socket(host, port, listen=True)])
 
@@ -115,7 +129,9 @@ class Workers:
 
     def _start(self, context: Any) -> BaseProcess:
         process: BaseProcess = context.Process(
-            target=_worker, args=(self.app, self.host, self.port, self.options), daemon=False
+            target=_worker,
+            args=(self.app, self.host, self.port, self.options, os.getpid()),
+            daemon=False,
         )
         process.start()
         return process

@@ -101,15 +101,19 @@ def served(tmp_path: Path) -> Iterator[Served]:
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
     server = Served(proc, port, log)
+    seen: set[int] = set()
     try:
         _wait(lambda: server.all_ready(2), "two workers did not start")
+        seen.update(_children(proc.pid))
         yield server
     finally:
+        seen.update(_children(proc.pid))
         if proc.poll() is None:
             proc.kill()
             proc.wait(30)
-        for pid in _children(proc.pid):
-            os.kill(pid, signal.SIGKILL)
+        for pid in seen:  # whatever the test did, nothing of it outlives the test
+            if not _gone(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_sixteen_clients_at_once_are_spread_over_both_workers(served: Served) -> None:
@@ -145,4 +149,14 @@ def test_a_dead_worker_is_replaced_and_sigterm_stops_them_all(served: Served) ->
     assert served.proc.wait(30) == 0
     for pid in workers:
         assert _gone(pid)
+    assert not served.answers()
+
+
+def test_workers_die_with_a_parent_that_was_killed(served: Served) -> None:
+    """SIGKILL gives the parent no chance to stop its workers: they stop themselves (the
+    kernel tells them), so no worker keeps the port without a supervisor."""
+    workers = _workers(served.proc.pid)
+    served.proc.kill()
+    served.proc.wait(30)
+    _wait(lambda: all(_gone(pid) for pid in workers), "the workers outlived their parent", 30)
     assert not served.answers()
