@@ -483,6 +483,8 @@ class Desk:
         try:
             if isinstance(lease, InboxItem):
                 self._check_open(lease)  # says who decided it
+            if answered:  # taken: gone from every inbox (and the headers' counts) now
+                self._spawn(self.fanout.publish(inbox_topic()))
             for item_id in answered:
                 decision_span(decision_id_of(thread_id, item_id), "decided", start=now,
                               attributes={"decided.by": actor.email,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat_app.desk import Answer, DeskError
+from chat_app.desk import Answer, DeskError, inbox_topic
 from tests.desk.world import ADA, RITA, World
 
 
@@ -75,3 +75,16 @@ async def test_a_page_takes_the_lease_and_its_answers_in_one_transaction(world: 
                   until=until)  # fmt: skip
     assert not isinstance(taken, str) and taken.item_id == item.item_id
     world.store.release(thread, "page-2")
+
+
+async def test_answers_a_page_takes_are_announced_to_the_inboxes_at_once(world: World) -> None:
+    """A page's own approval takes its decision when the run starts: the inboxes (and the
+    headers' counts) hear of it then, not at their next poll once the run is over."""
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    fanout = world.desk.fanout
+    mark = fanout.mark([inbox_topic()])
+    async with world.desk.page_run(thread, [item.item_id], RITA):
+        changed = await fanout.wait([inbox_topic()], 5.0, since=mark)
+        assert changed == {inbox_topic()}  # while the run is still going
+        assert (await world.desk.inbox(ADA))[1] == 0
