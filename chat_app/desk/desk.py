@@ -639,14 +639,10 @@ class Desk:
                 seconds = (ended - started).total_seconds()
                 await self._db(partial(self.store.mark_applied, applied, seconds=seconds))
                 for row in by_item.values():
-                    if row.outcome == "expired":  # nothing ran
-                        close_decision(row.id, start=row.created_at, end=ended, attributes={
-                            "decision.name": row.name, "decision.outcome": "expired",
-                            "rule": row.rule or "", "thread.id": thread_id})  # fmt: skip
-                        continue
-                    decision_span(row.id, "executed", start=started, end=ended,
-                                  attributes={"thread.id": thread_id},
-                                  links=[run] if run is not None else [])  # fmt: skip
+                    if row.outcome != "expired":  # an expired one ran nothing
+                        decision_span(row.id, "executed", start=started, end=ended,
+                                      attributes={"thread.id": thread_id},
+                                      links=[run] if run is not None else [])  # fmt: skip
                     close_decision(row.id, start=row.created_at, end=ended, attributes={
                         "decision.name": row.name, "decision.outcome": row.outcome or "",
                         "rule": row.rule or "", "thread.id": thread_id})  # fmt: skip

@@ -391,7 +391,7 @@ class DeskStore:
     ) -> Literal["new", "busy", "taken"] | InboxItem:  # fmt: skip
         """A page's run on a stored conversation, in one transaction: `new` when it is not
         stored (nothing is done), `busy` when another holds its lease; else the lease is
-        `runner`'s and, for a continuation, its answers' decisions are taken (`take_answers`):
+        `runner`'s and, for a continuation, its answers' decisions are taken (`_take_answers`):
         `taken`, or the decision another person decided already (the lease is still taken)."""
         with write_transaction(self.engine) as connection:
             if not _claim(connection, thread_id, runner, now=now, until=until):
@@ -404,17 +404,6 @@ class DeskStore:
             decided = self._take_answers(connection, thread_id, item_ids, email=email,
                                          name=name, now=now, entries=entries)  # fmt: skip
         return "taken" if decided is None else decided
-
-    def take_answers(
-        self, thread_id: str, item_ids: Sequence[str], *, email: str, name: str, now: datetime,
-        entries: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> InboxItem | None:  # fmt: skip
-        """Close the decisions of these items as answered in the chat by `email` (with the
-        outcome their resume `entries` say), all or none: the one another person decided
-        already, if any (then nothing changes)."""
-        with write_transaction(self.engine) as connection:
-            return self._take_answers(connection, thread_id, item_ids, email=email, name=name,
-                                      now=now, entries=entries)  # fmt: skip
 
     def _take_answers(
         self, connection: Any, thread_id: str, item_ids: Sequence[str], *, email: str,

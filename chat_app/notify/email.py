@@ -13,14 +13,10 @@ from email.utils import formataddr, formatdate, getaddresses, make_msgid
 
 import aiosmtplib
 
-from .notice import DeliveryError, Notice, Recipient, iso_utc
+from .notice import DeliveryError, Notice, Recipient, iso_utc, one_line
 from .settings import NotifySettings
 
 __all__ = ["render", "send"]
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _facts(notice: Notice) -> list[tuple[str, str]]:
@@ -76,7 +72,7 @@ def render(notice: Notice, recipient: Recipient, *, mail_from: str) -> EmailMess
     """The message for one recipient: plain text, and the same as HTML."""
     message = EmailMessage()
     message["From"] = mail_from
-    message["To"] = formataddr((_one_line(recipient.name), recipient.email.strip()))
+    message["To"] = formataddr((one_line(recipient.name), recipient.email.strip()))
     message["Subject"] = notice.subject()
     message["Date"] = formatdate(usegmt=True)
     # Without a domain, make_msgid asks DNS for this host's name, which can stall a send.

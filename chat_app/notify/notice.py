@@ -46,7 +46,8 @@ def _moment(value: object, field: str) -> datetime:
     return moment.astimezone(UTC)
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """`text` with every run of whitespace (newlines too) one space: a header's, a subject's."""
     return " ".join(text.split())
 
 
@@ -110,7 +111,7 @@ class Notice:
             heading = "Escalated"
         else:
             heading = "Approval needed" if self.kind == "tool" else "Answer needed"
-        text = _one_line(f"{heading}: {self.what}")
+        text = one_line(f"{heading}: {self.what}")
         if len(text) > _SUBJECT_LIMIT:
             text = text[: _SUBJECT_LIMIT - 1].rstrip() + "…"
         return text

@@ -48,7 +48,7 @@ from starlette.routing import Route
 
 from chat_app.desk import DeskStats, Histogram
 from chat_app.notify.stats import DeliveryStats
-from chat_app.server.desk_routes import Who
+from chat_app.server.desk_routes import ADMIN_ROLE, Who
 from chat_app.server.signin import unauthorized
 from chat_app.trust import Identity
 from chat_app.trust.authn import AuthFailure
@@ -68,8 +68,8 @@ _log = logging.getLogger(__name__)
 WAIT_BUCKETS = (1, 5, 30, 60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400)
 #: Seconds of the continuation run that carried a decision: tools, not people.
 CONTINUATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
-#: The role that may read the figures.
-METRICS_ROLE = "admin"
+#: The role that may read the figures: the desk's admins.
+METRICS_ROLE = ADMIN_ROLE
 
 RolesOf = Callable[[Identity], frozenset[str]]
 
