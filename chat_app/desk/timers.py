@@ -166,14 +166,15 @@ class Timers:
         return found
 
     def _routes(self, row: Any) -> list[str]:
-        """Who decides it now: its rule's approvers (and those an escalation added), else the
-        person who asked."""
+        """Who decides it now: its rule's approvers (and those an escalation added), anyone
+        but the requester for a rule that names none (`*`, as the inbox routes it: only the
+        webhook can be told), else the person who asked."""
         if row.rule is None:
             return [f"user:{row.requester_email}"]
         approvers = json.loads(row.approvers or "[]")
         if row.escalated_at is not None:
             approvers += json.loads(row.escalate_to or "[]")
-        return [route_of(person) for person in approvers]
+        return [route_of(person) for person in approvers] or ["*"]
 
     async def _tell(self, row: Any, event: str, routes: Sequence[str], *, note: str) -> list[str]:
         """Queue the notice for the people `routes` name (not the requester, when the rule

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from chat_app.client import ClientState, ToolCallPart, read_manifest
 from chat_app.demo import POLICY_PATH, build_demo_agent
@@ -350,3 +350,14 @@ async def test_answers_given_in_the_chat_count_with_their_outcome(timed: Timed) 
         ).one()
     assert (row.status, row.outcome) == ("closed", "rejected")
     assert row.wait_seconds == pytest.approx(90, abs=1)
+
+
+async def test_a_rule_that_names_no_approvers_still_tells_the_webhook(timed: Timed) -> None:
+    """A rule that only says "someone else decides" (no `approvers`) routes to anyone but the
+    requester (`*`) in the inbox; its notice goes to the webhook (nobody here is named)."""
+    world = timed.world
+    await world.start(RITA, "transfer 5000 to Ada")
+    with world.engine.begin() as connection:  # the stored rule names nobody
+        connection.execute(update(decisions).values(approvers="[]"))
+    await timed.timers(world.desk).tick()
+    assert [(row.channel, row.recipient) for row in timed.deliveries()] == [("webhook", "")]
