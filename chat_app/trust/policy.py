@@ -196,7 +196,7 @@ class Rule:
         escalation."""
         if self.escalate_after is None or not self.escalate_to:
             return ""
-        who = _either([a.removeprefix(_ROLE_PREFIX) for a in self.escalate_to])
+        who = either_of([a.removeprefix(_ROLE_PREFIX) for a in self.escalate_to])
         return f"escalated to {who} after {describe_duration(self.escalate_after)}"
 
 
@@ -322,13 +322,13 @@ class Policy:
         once `escalated`, with the rule's `escalate_to` ("role finance or role admin")."""
         names = [_ROLE_PREFIX_WORD + a[len(_ROLE_PREFIX) :] if a.startswith(_ROLE_PREFIX) else a
                  for a in _deciders(rule, escalated)]  # fmt: skip
-        return _either(names) or "anyone"
+        return either_of(names) or "anyone"
 
     def waiting_for(self, rule: Rule, *, viewer_is_requester: bool) -> str:
         """A short sentence for the page, e.g. "Waiting for finance"."""
         if rule.decide is not None:
             return f"{'Approved' if rule.decide == 'approve' else 'Rejected'} by policy {rule.name}"
-        who = _either([a.removeprefix(_ROLE_PREFIX) for a in rule.approvers]) or "someone"
+        who = either_of([a.removeprefix(_ROLE_PREFIX) for a in rule.approvers]) or "someone"
         if not rule.approvers and rule.not_requester:
             who = "someone else"
         sentence = f"Waiting for {who}"
@@ -361,7 +361,8 @@ def _schema_validator(schema: Mapping[str, object]) -> Any:
     return cls(schema, format_checker=jsonschema.FormatChecker())
 
 
-def _either(names: list[str]) -> str:
+def either_of(names: list[str]) -> str:
+    """ "finance", "finance or admin", "ada@example.com, sam@example.com or admin"."""
     if len(names) <= 1:
         return "".join(names)
     return f"{', '.join(names[:-1])} or {names[-1]}"

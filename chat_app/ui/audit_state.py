@@ -9,6 +9,7 @@ import reflex as rx
 
 from chat_app.trust import Policy
 from chat_app.trust.identity import AUDIT_ROLES
+from chat_app.trust.policy import either_of
 
 from . import session as sessions
 from .guard import guarded
@@ -43,16 +44,9 @@ def _approvers(data: dict[str, Any], policy: Policy | None) -> str:
     """Who a reminder went to, as the rule names them ("finance"), else by the emails told."""
     rule = policy.rule_named(data.get("rule")) if policy is not None else None
     if rule is not None and rule.approvers:
-        return _either([approver.removeprefix("role:") for approver in rule.approvers])
+        return either_of([approver.removeprefix("role:") for approver in rule.approvers])
     told = [str(email) for email in data.get("told") or []]
-    return _either(told) or "the approvers"
-
-
-def _either(names: list[str]) -> str:
-    """ "finance", "finance or admin", "ada@example.com, sam@example.com or admin"."""
-    if len(names) <= 1:
-        return "".join(names)
-    return f"{', '.join(names[:-1])} or {names[-1]}"
+    return either_of(told) or "the approvers"
 
 
 def summarize(record: dict[str, Any], policy: Policy | None = None) -> str:
@@ -64,7 +58,7 @@ def summarize(record: dict[str, Any], policy: Policy | None = None) -> str:
     if kind == "reminded":
         return f"Reminded {_approvers(data, policy)} about {what} after {data.get('after')}"
     if kind == "escalated":
-        to = _either([str(person).removeprefix("role:") for person in data.get("to") or []])
+        to = either_of([str(person).removeprefix("role:") for person in data.get("to") or []])
         return f"Escalated {what} to {to or 'more people'} after {data.get('after')}"
     if kind == "delivery-failed":
         channel = data.get("channel")
