@@ -435,6 +435,14 @@ class Desk:
         until = self.clock() + timedelta(seconds=WATCH_SECONDS * 1.5)
         await self._db(self.store.watching, thread_id, viewer.email, until)
 
+    async def looked_away(self, thread_id: str, viewer: Identity) -> None:
+        """The viewer's page on the conversation is no longer in view (another tab, a
+        minimised window): the notices held back for them go out when next due (at most
+        `notify_idle_seconds` on), not once the page has stopped saying it is open."""
+        if viewer.anonymous:
+            return
+        await self._db(self.store.watching, thread_id, viewer.email, self.clock())
+
     async def expire(self, item: InboxItem) -> bool:
         """Resolve a pending decision whose expiry passed, as expired, and go on: the agent
         is told it expired unanswered, the tool does not run. False when someone decided it

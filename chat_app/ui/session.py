@@ -520,6 +520,27 @@ def current(token: str) -> Session | None:
 _watching: set[str] = set()
 
 
+@dataclass(frozen=True)
+class Presence:
+    """What a tab last told the desk about its owner's conversation: which one, when (monotonic
+    seconds), and whether they were looking (the tab in view) or had looked away."""
+
+    thread: str
+    at: float
+    looking: bool
+
+
+_presence: dict[str, Presence] = {}
+
+
+def presence(token: str) -> Presence | None:
+    return _presence.get(token)
+
+
+def record_presence(token: str, said: Presence) -> None:
+    _presence[token] = said
+
+
 def start_watching(token: str) -> bool:
     """Claim the tab's live loop (one per tab and worker); False when one runs already."""
     if token in _watching:
@@ -530,3 +551,4 @@ def start_watching(token: str) -> bool:
 
 def stop_watching(token: str) -> None:
     _watching.discard(token)
+    _presence.pop(token, None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, cast
@@ -73,6 +74,10 @@ HELD_NOTICE = (
 UNCONFIRMED_KEY = "chat_app_unconfirmed"
 #: How long a page's live loop waits for a notice before looking at the database anyway.
 WATCH_SECONDS = 10.0
+#: How often the live loop asks a page showing its owner's conversation whether it is in
+#: view: a tab put in the background stops holding their notices back within this.
+LOOK_SECONDS = 5.0
+IN_VIEW = "document.visibilityState"
 #: A conversation's address: `/c/<thread id>`.
 CONVERSATION_PREFIX = "/c/"
 
@@ -473,20 +478,22 @@ class ChatState(IdentityState):
             return
         try:
             mark: tuple[int, ...] | None = None
-            said: tuple[str, float] = ("", 0.0)  # presence: the conversation, and when
+            asked = -math.inf  # when the page was last asked whether it is in view
             while sessions.connected(token):
                 async with self:
                     thread = self.thread_shown
                     # Their own conversation: the desk holds back notices to its owner while
                     # it is on screen (read here, under the lock; nothing is assigned).
                     own = thread if thread and not self.read_only else ""
-                said = await _say_watching(token, own, said)
+                if own and time.monotonic() - asked >= LOOK_SECONDS:
+                    asked = time.monotonic()
+                    yield rx.call_script(IN_VIEW, callback=ChatState.presence)
                 topics = {inbox_topic()} | ({thread_topic(thread)} if thread else set())
                 if mark is not None and len(mark) != len(topics):
                     mark = None  # another conversation: a mark of other topics
                 wait = WATCH_SECONDS
-                if own:  # woken in time to say so again, even when nothing happens meanwhile
-                    wait = min(wait, max(said[1] + PRESENCE_SECONDS - time.monotonic(), 0.0))
+                if own:  # woken in time to ask again, even when nothing happens meanwhile
+                    wait = min(wait, max(asked + LOOK_SECONDS - time.monotonic(), 0.0))
                 changed = await desk.fanout.wait(topics, wait, since=mark)
                 mark = desk.fanout.mark(topics)  # before reading: nothing after it is missed
                 async with self:
@@ -781,6 +788,16 @@ class ChatState(IdentityState):
 
     @rx.event
     @guarded
+    async def presence(self, visibility: str) -> None:
+        """The page's answer to "are you in view?" (`document.visibilityState`), asked every
+        `LOOK_SECONDS` while it shows its owner's conversation: the desk holds the owner's
+        own notices back while they look, and not while the tab is in the background."""
+        own = self.thread_shown if self.thread_shown and not self.read_only else ""
+        looking = visibility == "visible"
+        await _say_presence(self.router.session.client_token, own, looking=looking)
+
+    @rx.event
+    @guarded
     def browser_result(self, result: dict[str, Any]) -> None:
         """A JavaScript client tool finished in the page."""
         call_id = str(result.get("id", ""))
@@ -973,22 +990,29 @@ def _escalations(items: Iterable[InboxItem]) -> dict[str, str]:
     }
 
 
-async def _say_watching(token: str, thread: str, said: tuple[str, float]) -> tuple[str, float]:
-    """Tell the desk the tab shows its owner's conversation `thread` ("" for none): when it
-    opens, and every `PRESENCE_SECONDS` while it stays (the desk counts it a while longer).
-    Returns what was said last. The person is the one the tab's last event verified: no state
-    is read or written, so nothing goes to the browser for it."""
-    desk = sessions.desk()
-    now = time.monotonic()
-    if not thread or desk is None or (thread == said[0] and now - said[1] < PRESENCE_SECONDS):
-        return said
-    live = sessions.current(token)
+async def _say_presence(token: str, thread: str, *, looking: bool) -> None:
+    """Tell the desk whether the tab's owner looks at their conversation `thread`: when that
+    changes, and every `PRESENCE_SECONDS` while they look (the desk counts it a while longer).
+    The person is the one the tab's last event verified."""
+    desk, live = sessions.desk(), sessions.current(token)
+    if not thread or desk is None or live is None:
+        return
+    said, now = sessions.presence(token), time.monotonic()
+    # When this tab last said its owner looks at `thread` (None: it has not, or looked away).
+    looked = said.at if said is not None and said.thread == thread and said.looking else None
+    if looking and looked is not None and now - looked < PRESENCE_SECONDS:
+        return
+    if not looking and looked is None:
+        return  # nothing was held back for this tab
     try:
-        if live is not None:  # else no event has come yet: said next round
+        if looking:
             await desk.watching(thread, live.identity)
-    except DeskError as error:  # a notice may go meanwhile; said again next round
-        _log.info("Could not say the page shows %s: %s", thread, error.message)
-    return thread, now
+        else:
+            await desk.looked_away(thread, live.identity)
+    except DeskError as error:  # a notice may go meanwhile; said again at the next look
+        _log.info("Could not say whether the page shows %s: %s", thread, error.message)
+        return
+    sessions.record_presence(token, sessions.Presence(thread, now, looking))
 
 
 def _first_words(client: ChatClient) -> str:

@@ -256,6 +256,24 @@ async def test_the_requester_is_told_only_when_not_looking(timed: Timed) -> None
     ]
 
 
+async def test_the_requester_who_looks_away_is_told_when_next_due(timed: Timed) -> None:
+    world = timed.world
+    world.desk.notify_idle_seconds = 10  # due well before her page's word lapses (30 s)
+    thread = await world.start(RITA, "transfer 25 to Ada")  # no rule: Rita decides
+    await world.desk.watching(thread, RITA)
+    timed.clock.advance(11)  # due: her page said it shows it, in view
+    await _tick_all(timed, world.desk)
+    assert timed.deliveries() == []
+
+    await world.desk.looked_away(thread, RITA)  # the tab went to the background
+    timed.clock.advance(11)  # due again
+    await _tick_all(timed, world.desk)
+    assert sorted((row.channel, row.recipient) for row in timed.deliveries()) == [
+        ("email", "rita@example.com"),
+        ("webhook", ""),
+    ]
+
+
 async def test_a_policy_decision_is_stored_as_auto(timed: Timed) -> None:
     world = timed.world
     await world.start(RITA, "refund 20 to order 42")

@@ -466,6 +466,40 @@ def test_the_email_link_signs_ada_in_to_the_decision_and_the_admin_sees_it_deliv
         expect(escalated).to_contain_text("Escalated transfer to admin after 4 s")
 
 
+def test_a_requester_whose_tab_goes_to_the_background_is_emailed(
+    browser: Browser, notify_app: NotifyApp
+) -> None:
+    """Looking holds the requester's own notice back; a tab in the background is not looking
+    (the page is asked every few seconds whether it is in view), so the email goes out."""
+    app = notify_app
+
+    def mails_about(thread: str) -> list[Mail]:
+        return [mail for mail in app.mails_to(RITA) if f"/c/{thread}" in mail.part("text/plain")]
+
+    with fresh_page(browser, app.url) as rita:
+        sign_in(rita, RITA, "Rita")
+        ask(rita, "delete project apollo")
+        expect(tool_card(rita, "delete_project").locator("button.approve")).to_be_visible()
+        thread = thread_of(rita)
+
+        def put_off() -> bool:
+            row = app.decision_row(thread, "delete_project")
+            return row is not None and row.notify_at - row.created_at > timedelta(seconds=2)
+
+        eventually(put_off, "the requester's notice put off while she looks")
+        assert mails_about(thread) == []
+
+        # What a browser says of a tab behind another one or of a minimised window.
+        rita.evaluate(
+            "Object.defineProperty(document, 'visibilityState', "
+            "{value: 'hidden', configurable: true})"
+        )
+        (mail,) = eventually(lambda: mails_about(thread), "the email once the tab is hidden")
+        assert "delete_project" in mail.part("text/plain")
+        row = app.decision_row(thread, "delete_project")
+        assert row.notified_at is not None and row.outcome is None  # told, still undecided
+
+
 def test_the_deliveries_page_says_when_nothing_is_configured(
     browser: Browser, app_url: str
 ) -> None:
