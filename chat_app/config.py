@@ -61,6 +61,7 @@ from chat_app.trust import (
     describe_duration,
     load_secret,
     open_ledger,
+    rule_lifetime,
 )
 from chat_app.trust.accounts import Accounts
 from chat_app.trust.authn import (
@@ -299,10 +300,9 @@ def policy_time_problems(policy: Policy | None, security: Security) -> list[str]
     routes and expires — but worth a warning at start."""
     if policy is None or security.sealer is None:
         return []
-    ttl = timedelta(seconds=security.sealer.ttl_seconds)
     problems: list[str] = []
     for rule in policy.rules:
-        lifetime = rule.expires_after or ttl
+        lifetime = timedelta(seconds=rule_lifetime(rule, security.sealer.ttl_seconds))
         for key, after in (("remind_after", rule.remind_after),
                            ("escalate_after", rule.escalate_after)):  # fmt: skip
             if after is not None and after >= lifetime:

@@ -134,6 +134,7 @@ TRUST = [
     "policy_decision_record",
     "record_hash",
     "refusal_record",
+    "rule_lifetime",
     "verify_chain",
 ]
 

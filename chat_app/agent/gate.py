@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chat_app.interrupts import Decision, DecisionProblem
-from chat_app.trust import ANONYMOUS, Identity, Policy, PolicyError, Rule, Sealer
+from chat_app.trust import ANONYMOUS, Identity, Policy, PolicyError, Rule, Sealer, rule_lifetime
 
 from .tools import Tool
 
@@ -72,9 +72,7 @@ class Gate:
     def lifetime(self, rule: Rule | None) -> float | None:
         """How long, in seconds, an item under `rule` waits before it expires: the rule's
         `expires_after`, else the sealer's TTL (`None` without either: nothing expires it)."""
-        if rule is not None and rule.expires_after is not None:
-            return rule.expires_after.total_seconds()
-        return self.sealer.ttl_seconds if self.sealer is not None else None
+        return rule_lifetime(rule, self.sealer.ttl_seconds if self.sealer is not None else None)
 
     def waited(self, rule: Rule | None, expires_ms: float | None, now_ms: float) -> float | None:
         """Seconds since an item under `rule` that expires at `expires_ms` paused (its expiry

@@ -54,6 +54,7 @@ from chat_app.trust import (
     Sealer,
     decision_record,
     describe_duration,
+    rule_lifetime,
 )
 
 from .definitions import GenericResolution, InterruptDefinition, InterruptRequest
@@ -395,21 +396,17 @@ def _is_cancel(entry: ResumeEntry, kind: PendingKind) -> bool:
 
 def _call_lifetime(call: PendingCall, gate: Gate | None, sealer: Sealer) -> float:
     """The lifetime a call was sealed with: its rule's `expires_after`, else the TTL."""
-    if gate is None:
-        return sealer.ttl_seconds
-    rule = gate.policy.rule_for_tool(call.call.name, call.call.args)
-    lifetime = gate.lifetime(rule)
-    return sealer.ttl_seconds if lifetime is None else lifetime
+    rule = gate.policy.rule_for_tool(call.call.name, call.call.args) if gate else None
+    return rule_lifetime(rule, sealer.ttl_seconds)
 
 
 def _generic_lifetime(
     record: _GenericRecord, gate: Gate | None, sealer: Sealer | None
 ) -> float | None:
     """The lifetime a question's `expiresAt` was set from, when this server set it."""
-    if gate is None:
-        return sealer.ttl_seconds if sealer is not None else None
-    definition_id = record.request.definition.id
-    return gate.lifetime(gate.policy.rule_for_interrupt(definition_id, record.request.payload))
+    request = record.request
+    rule = gate.policy.rule_for_interrupt(request.definition.id, request.payload) if gate else None
+    return rule_lifetime(rule, sealer.ttl_seconds if sealer is not None else None)
 
 
 def _within(lifetime: float | None) -> str:

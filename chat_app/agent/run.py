@@ -530,14 +530,15 @@ class _Run:
         for request in requests:
             interrupt_id, batch_index = new_generic_interrupt_id(), len(items)
             rule = self.gate.policy.rule_for_interrupt(request.definition.id, request.payload)
-            if request.expires_at is None:
-                lifetime = rule.expires_after if rule is not None else None
-                if sealer is not None:  # every sealed interrupt expires
-                    ttl = lifetime.total_seconds() if lifetime is not None else None
-                    request = replace(request, expires_at=iso_from_epoch(sealer.expiry(ttl)))
-                elif lifetime is not None:
-                    deadline = self.agent.clock() + lifetime.total_seconds()
-                    request = replace(request, expires_at=iso_from_epoch(int(deadline)))
+            # With a sealer every interrupt expires (the TTL stands in for a rule's
+            # `expires_after`); without one, only a rule's `expires_after` sets a deadline.
+            lifetime = self.gate.lifetime(rule)
+            if request.expires_at is None and lifetime is not None:
+                if sealer is not None:
+                    expires = sealer.expiry(lifetime)
+                else:
+                    expires = int(self.agent.clock() + lifetime)
+                request = replace(request, expires_at=iso_from_epoch(expires))
             key = None
             if sealer is not None:
                 key = sealer.seal_key(
@@ -717,13 +718,12 @@ class _Run:
             args = parse_arguments(arguments)
             # The rule that will govern the approval says how long it may wait.
             rule = self.gate.policy.rule_for_tool(name, args)
-            expires_after = rule.expires_after if rule is not None else None
             sealed = self.agent.sealer.seal_tool_call(
                 self.input.thread_id,
                 name,
                 args,
                 tag=self.requester.tag,
-                ttl_seconds=expires_after.total_seconds() if expires_after else None,
+                ttl_seconds=self.gate.lifetime(rule),
             )
             calls.append(
                 ToolCall(id=sealed.id, type="function",

@@ -27,7 +27,14 @@ from .ledger import (
     record_hash,
     verify_chain,
 )
-from .policy import Policy, PolicyError, Rule, describe_duration, parse_duration
+from .policy import (
+    Policy,
+    PolicyError,
+    Rule,
+    describe_duration,
+    parse_duration,
+    rule_lifetime,
+)
 from .redis_ledger import RedisLedger
 from .seal import DEFAULT_TTL_SECONDS, SealCheck, Sealer, iso_from_epoch, load_secret
 
@@ -60,5 +67,6 @@ __all__ = [
     "policy_decision_record",
     "record_hash",
     "refusal_record",
+    "rule_lifetime",
     "verify_chain",
 ]

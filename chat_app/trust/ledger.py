@@ -163,6 +163,21 @@ def make_record(seq: int, prev: str, entry: AuditEntry, *, at: str | None = None
     )  # fmt: skip
 
 
+def chain_records(
+    seq: int, prev: str, timed: Iterable[tuple[AuditEntry, str | None]]
+) -> list[AuditRecord]:
+    """The records `timed`'s entries make, in order, after record `seq` of hash `prev`: each
+    at its time (`None`: now) and linked to the one before. Both ledgers chain through it,
+    so a record is hashed the same way whichever keeps it."""
+    records = []
+    for entry, at in timed:
+        seq += 1
+        record = make_record(seq, prev, entry, at=at)
+        records.append(record)
+        prev = record.hash
+    return records
+
+
 class SQLiteLedger:
     """The embedded ledger: one SQLite file (WAL), safe for several processes.
 
@@ -251,13 +266,11 @@ def _append(db: sqlite3.Connection, entries: Iterable[AuditEntry]) -> None:
     """Chain `entries` after the last record (inside the writer's transaction)."""
     row = db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
     seq, prev = (row[0], row[1]) if row else (0, GENESIS)
-    rows = []
-    for entry in entries:
-        seq += 1
-        record = make_record(seq, prev, entry)
-        rows.append((seq, record.to_json(), record.hash))
-        prev = record.hash
-    db.executemany("INSERT INTO audit VALUES (?, ?, ?)", rows)
+    records = chain_records(seq, prev, ((entry, None) for entry in entries))
+    db.executemany(
+        "INSERT INTO audit VALUES (?, ?, ?)",
+        [(record.seq, record.to_json(), record.hash) for record in records],
+    )
 
 
 def _commit_job(

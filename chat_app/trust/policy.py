@@ -25,13 +25,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import jsonschema
 
 from .identity import Identity
 
-__all__ = ["Policy", "PolicyError", "Rule", "describe_duration", "parse_duration"]
+__all__ = ["Policy", "PolicyError", "Rule", "describe_duration", "parse_duration", "rule_lifetime"]
 
 _TOP_KEYS = ("roles", "known_roles", "rules")
 _RULE_KEYS = (
@@ -198,6 +198,24 @@ class Rule:
             return ""
         who = either_of([a.removeprefix(_ROLE_PREFIX) for a in self.escalate_to])
         return f"escalated to {who} after {describe_duration(self.escalate_after)}"
+
+
+@overload
+def rule_lifetime(rule: Rule | None, ttl_seconds: float) -> float: ...
+@overload
+def rule_lifetime(rule: Rule | None, ttl_seconds: float | None) -> float | None: ...
+def rule_lifetime(rule: Rule | None, ttl_seconds: float | None) -> float | None:
+    """How long, in seconds, a request under `rule` waits before it expires: the rule's
+    `expires_after`, else `ttl_seconds` (the sealer's TTL; `None` without a sealer, when only
+    a rule's `expires_after` expires anything).
+
+    The one reckoning of it: what the engine seals, what it tells a late answer ("nobody
+    decided within 1 day"), when it counts an escalation from, and the start's warnings must
+    all agree on it.
+    """
+    if rule is not None and rule.expires_after is not None:
+        return rule.expires_after.total_seconds()
+    return ttl_seconds
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .ledger import GENESIS, AuditEntry, AuditRecord, make_record, now_iso
+from .ledger import GENESIS, AuditEntry, AuditRecord, chain_records, now_iso
 
 #: How long a chainer may hold the lease without renewing it (each batch renews it); after
 #: that, one that died is replaced.
@@ -34,58 +34,69 @@ BATCH = 256
 #: How long a reader waits for the pending records to be linked before it gives up.
 SETTLE_SECONDS = 10.0
 
+#: The Lua each script starts with (over its first four KEYS: tail, chain, pending, lease), so
+#: the reply that makes its caller the chainer is written once. `pending_after(tail)` is that
+#: reply: the tail to link after, the chain's length, the first BATCH pending entries.
+#: `take_lease(token, ms, tail)` takes the lease and gives that reply, or nil when it is held.
+_CHAINER = f"""
+local function pending_after(tail)
+  return {{'chain', tail, redis.call('LLEN', KEYS[2]),
+          unpack(redis.call('LRANGE', KEYS[3], 0, {BATCH - 1}))}}
+end
+local function take_lease(token, ms, tail)
+  if redis.call('SET', KEYS[4], token, 'NX', 'PX', ms) then return pending_after(tail) end
+  return nil
+end
+"""
+
+
+def _with_chainer(body: str) -> str:
+    return _CHAINER + body
+
+
 #: KEYS: tail, chain, pending, lease, then the answers' keys. ARGV: genesis, the tail the
 #: writer expects, the answers' time, lease token, lease ms, n, then n pending entries, then n
 #: (record, hash) pairs chained on the expected tail.
-_WRITE = f"""
-local taken = {{}}
+_WRITE = _with_chainer("""
+local taken = {}
 for i = 5, #KEYS do
   if redis.call('EXISTS', KEYS[i]) == 1 then table.insert(taken, KEYS[i]) end
 end
 if #taken > 0 then table.insert(taken, 1, 'taken'); return taken end
 for i = 5, #KEYS do redis.call('SET', KEYS[i], ARGV[3]) end
 local n = tonumber(ARGV[6])
-if n == 0 then return {{'ok'}} end
+if n == 0 then return {'ok'} end
 local tail = redis.call('GET', KEYS[1]) or ARGV[1]
 if tail == ARGV[2] and redis.call('EXISTS', KEYS[4]) == 0
     and redis.call('LLEN', KEYS[3]) == 0 then
   for i = 1, n do redis.call('RPUSH', KEYS[2], ARGV[6 + n + 2 * i - 1]) end
   redis.call('SET', KEYS[1], ARGV[6 + 3 * n])
-  return {{'ok'}}
+  return {'ok'}
 end
 for i = 1, n do redis.call('RPUSH', KEYS[3], ARGV[6 + i]) end
-if redis.call('SET', KEYS[4], ARGV[4], 'NX', 'PX', ARGV[5]) then
-  return {{'chain', tail, redis.call('LLEN', KEYS[2]),
-          unpack(redis.call('LRANGE', KEYS[3], 0, {BATCH - 1}))}}
-end
-return {{'queued'}}
-"""
+return take_lease(ARGV[4], ARGV[5], tail) or {'queued'}
+""")
 
 #: KEYS: tail, chain, pending, lease. ARGV: lease token, lease ms, how many pending entries
 #: these are, then their (record, hash) pairs.
-_LINK = f"""
-if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {{'lost'}} end
+_LINK = _with_chainer("""
+if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {'lost'} end
 for i = 4, #ARGV, 2 do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 redis.call('SET', KEYS[1], ARGV[#ARGV])
 redis.call('LTRIM', KEYS[3], tonumber(ARGV[3]), -1)
 if redis.call('LLEN', KEYS[3]) > 0 then
   redis.call('PEXPIRE', KEYS[4], ARGV[2])
-  return {{'chain', ARGV[#ARGV], redis.call('LLEN', KEYS[2]),
-          unpack(redis.call('LRANGE', KEYS[3], 0, {BATCH - 1}))}}
+  return pending_after(ARGV[#ARGV])
 end
 redis.call('DEL', KEYS[4])
-return {{'done'}}
-"""
+return {'done'}
+""")
 
 #: KEYS: tail, chain, pending, lease. ARGV: genesis, lease token, lease ms.
-_TAKE = f"""
-if redis.call('LLEN', KEYS[3]) == 0 then return {{'empty'}} end
-if redis.call('SET', KEYS[4], ARGV[2], 'NX', 'PX', ARGV[3]) then
-  return {{'chain', redis.call('GET', KEYS[1]) or ARGV[1], redis.call('LLEN', KEYS[2]),
-          unpack(redis.call('LRANGE', KEYS[3], 0, {BATCH - 1}))}}
-end
-return {{'busy'}}
-"""
+_TAKE = _with_chainer("""
+if redis.call('LLEN', KEYS[3]) == 0 then return {'empty'} end
+return take_lease(ARGV[2], ARGV[3], redis.call('GET', KEYS[1]) or ARGV[1]) or {'busy'}
+""")
 
 
 def _pending(entry: AuditEntry, at: str) -> str:
@@ -100,6 +111,11 @@ def _from_pending(item: str) -> tuple[AuditEntry, str]:
     fields = json.loads(item)
     at = fields.pop("at")
     return AuditEntry(**fields), at
+
+
+def _pairs(records: Sequence[AuditRecord]) -> list[str]:
+    """Each record's JSON and hash, as the scripts take them."""
+    return [part for record in records for part in (record.to_json(), record.hash)]
 
 
 class RedisLedger:
@@ -122,23 +138,18 @@ class RedisLedger:
 
     def _run(self, resolved: Sequence[str], entries: Sequence[AuditEntry]) -> list[str]:
         at = now_iso()
-        expected = prev, length = self._tail  # once: other threads move it
-        pending, chained = [], []
-        for entry in entries:
-            length += 1
-            record = make_record(length, prev, entry, at=at)
-            pending.append(_pending(entry, at))
-            chained += [record.to_json(), record.hash]
-            prev = record.hash
+        prev, length = self._tail  # once: other threads move it
+        records = chain_records(length, prev, [(entry, at) for entry in entries])
+        pending = [_pending(entry, at) for entry in entries]
         token = uuid.uuid4().hex
         reply = self._write(
             keys=[*self._keys, *resolved],
-            args=[GENESIS, expected[0], at, token, LEASE_MS, len(entries), *pending, *chained],
+            args=[GENESIS, prev, at, token, LEASE_MS, len(entries), *pending, *_pairs(records)],
         )
         if reply[0] == "taken":
             return [key.rsplit(":", 1)[-1] for key in reply[1:]]
-        if reply[0] == "ok" and entries:
-            self._tail = (prev, length)
+        if reply[0] == "ok" and records:
+            self._tail = (records[-1].hash, records[-1].seq)
         elif reply[0] == "chain":
             self._link_pending(token, reply)
         return []
@@ -147,16 +158,12 @@ class RedisLedger:
         """Holding the lease: link what is pending, batch by batch, until none is left."""
         while reply[0] == "chain":
             prev, length, items = str(reply[1]), int(reply[2]), reply[3:]
-            args: list[str] = []
-            for item in items:
-                entry, at = _from_pending(item)
-                length += 1
-                record = make_record(length, prev, entry, at=at)
-                args += [record.to_json(), record.hash]
-                prev = record.hash
-            reply = self._link(keys=self._keys, args=[token, LEASE_MS, len(items), *args])
-            if reply[0] != "lost":
-                self._tail = (prev, length)
+            records = chain_records(length, prev, [_from_pending(item) for item in items])
+            reply = self._link(
+                keys=self._keys, args=[token, LEASE_MS, len(items), *_pairs(records)]
+            )
+            if reply[0] != "lost" and records:
+                self._tail = (records[-1].hash, records[-1].seq)
 
     def _settle(self) -> None:
         """Wait until nothing is pending, linking it if no live chainer is."""

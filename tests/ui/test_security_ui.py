@@ -65,11 +65,20 @@ def test_the_audit_page_shows_the_chain_and_exports_json_lines(
     expect(page.get_by_text("Project apollo is deleted.")).to_be_visible()
     page.locator("#nav-audit").click()
     # Rita, the demo's requester, may not read the trail; Olive (admin) may.
+    trail = ["#audit-chain", "#audit-export", "#audit-refresh", "#audit-table"]
     expect(page.locator("#audit-refused")).to_contain_text("admin and auditor")
+    # Refused, the page is the refusal alone: no badge, buttons or empty table with it.
+    for part in trail:
+        expect(page.locator(part)).to_have_count(0)
+    expect(page.get_by_role("columnheader")).to_have_count(0)
     expect(page.locator(".audit-row")).to_have_count(0)
     sign_in_as_demo(page, "olive@example.com")
     page.locator("#nav-audit").click()
     expect(page.locator("#audit-chain")).to_contain_text("Intact")
+    for part in trail:
+        expect(page.locator(part)).to_be_visible()
+    expect(page.get_by_role("columnheader", name="Verified by")).to_be_visible()
+    expect(page.locator("#audit-refused")).to_have_count(0)
     rows = page.locator(".audit-row")
     expect(rows.first).to_be_visible()
     expect(page.locator('.audit-row[data-kind="execution"]').first).to_contain_text(

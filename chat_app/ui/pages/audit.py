@@ -30,68 +30,77 @@ def _row(row: AuditRow) -> rx.Component:
 def audit() -> rx.Component:
     return page_frame(
         signed_in_header(),
+        # Refused: the refusal alone, not an empty trail with its buttons and badge.
         rx.cond(
             AuditState.refused != "",
             rx.callout(AuditState.refused, icon="lock", color_scheme="red", id="audit-refused"),
-        ),
-        rx.vstack(
-            rx.hstack(
-                rx.heading("Audit trail", size="5"),
-                rx.spacer(),
-                rx.link(
-                    rx.button("Export JSON lines", variant="outline", size="2"),
-                    href="/api/audit.jsonl",
-                    is_external=True,
-                    id="audit-export",
-                ),
-                rx.button("Refresh", on_click=AuditState.load, size="2", variant="soft"),
-                width="100%",
-                align="center",
-            ),
-            rx.cond(
-                AuditState.available,
-                rx.callout(
-                    AuditState.chain_message,
-                    icon=rx.cond(AuditState.chain_ok, "shield_check", "shield_alert"),
-                    color_scheme=rx.cond(AuditState.chain_ok, "green", "red"),
-                    id="audit-chain",
-                    role="status",
-                ),
-                rx.callout(
-                    "No audit trail to show: this app keeps no ledger (CHAT_APP_SECURE=0), or the "
-                    "remote agent's could not be read.",
-                    icon="info",
-                ),
-            ),
-            rx.box(
-                rx.table.root(
-                    rx.table.header(
-                        rx.table.row(
-                            *[
-                                rx.table.column_header_cell(name)
-                                for name in (
-                                    "#",
-                                    "When (UTC)",
-                                    "What",
-                                    "Who",
-                                    "Verified by",
-                                    "Rule",
-                                    "Details",
-                                    "Hash",
-                                )
-                            ]
-                        )
-                    ),
-                    rx.table.body(rx.foreach(AuditState.rows, _row)),
-                    size="1",
-                    width="100%",
-                ),
-                width="100%",
-                overflow_x="auto",
-            ),
-            padding="1.25em",
-            spacing="3",
-            width="100%",
+            _trail(),
         ),
         max_width="1100px",
+    )
+
+
+def _trail() -> rx.Component:
+    return rx.vstack(
+        rx.hstack(
+            rx.heading("Audit trail", size="5"),
+            rx.spacer(),
+            rx.link(
+                rx.button("Export JSON lines", variant="outline", size="2"),
+                href="/api/audit.jsonl",
+                is_external=True,
+                id="audit-export",
+            ),
+            rx.button(
+                "Refresh", on_click=AuditState.load, size="2", variant="soft", id="audit-refresh"
+            ),
+            width="100%",
+            align="center",
+        ),
+        rx.cond(
+            AuditState.available,
+            rx.callout(
+                AuditState.chain_message,
+                icon=rx.cond(AuditState.chain_ok, "shield_check", "shield_alert"),
+                color_scheme=rx.cond(AuditState.chain_ok, "green", "red"),
+                id="audit-chain",
+                role="status",
+            ),
+            rx.callout(
+                "No audit trail to show: this app keeps no ledger (CHAT_APP_SECURE=0), or the "
+                "remote agent's could not be read.",
+                icon="info",
+            ),
+        ),
+        rx.box(
+            rx.table.root(
+                rx.table.header(
+                    rx.table.row(
+                        *[
+                            rx.table.column_header_cell(name)
+                            for name in (
+                                "#",
+                                "When (UTC)",
+                                "What",
+                                "Who",
+                                "Verified by",
+                                "Rule",
+                                "Details",
+                                "Hash",
+                            )
+                        ]
+                    )
+                ),
+                rx.table.body(rx.foreach(AuditState.rows, _row)),
+                size="1",
+                width="100%",
+                id="audit-table",
+            ),
+            width="100%",
+            overflow_x="auto",
+        ),
+        padding="1.25em",
+        spacing="3",
+        width="100%",
+        id="audit-trail",
     )
