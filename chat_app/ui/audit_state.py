@@ -98,6 +98,8 @@ class AuditState(IdentityState):
     available: bool = True
     #: Why the trail is not shown to this person ("" when it is).
     refused: str = ""
+    #: Whether `load` has run: before it, the page shows neither a badge nor a refusal.
+    loaded: bool = False
 
     def _show_failure(self, message: str) -> bool:
         """The trail could not be read: the page says it is not available (and a toast why)."""
@@ -109,6 +111,7 @@ class AuditState(IdentityState):
     @guarded
     async def load(self) -> None:
         viewer = self._viewer()
+        self.loaded = True
         if viewer is not None:
             await self._count_inbox(viewer)  # the header's count on this page too
         if viewer is None or (self.auth_mode != "none" and not viewer.roles & AUDIT_ROLES):

@@ -30,11 +30,17 @@ def _row(row: AuditRow) -> rx.Component:
 def audit() -> rx.Component:
     return page_frame(
         signed_in_header(),
-        # Refused: the refusal alone, not an empty trail with its buttons and badge.
+        # Refused: the refusal alone, not an empty trail with its buttons and badge; and
+        # neither until the page has loaded (an empty badge would say the chain holds).
         rx.cond(
-            AuditState.refused != "",
-            rx.callout(AuditState.refused, icon="lock", color_scheme="red", id="audit-refused"),
-            _trail(),
+            AuditState.loaded,
+            rx.cond(
+                AuditState.refused != "",
+                rx.callout(
+                    AuditState.refused, icon="lock", color_scheme="red", id="audit-refused"
+                ),
+                _trail(),
+            ),
         ),
         max_width="1100px",
     )
