@@ -277,7 +277,14 @@ def notifications_from_env(
     deliverer = None
     audit = ledger.append_async if ledger is not None else None
     if outbox is not None:
-        deliverer = Deliverer(outbox, settings, worker=desk.worker, audit=audit, on_sent=_notified)
+        deliverer = Deliverer(
+            outbox,
+            settings,
+            worker=desk.worker,
+            audit=audit,
+            on_sent=_notified,
+            settled=desk.store.settled,
+        )
     queued = asyncio.Event()
     timers = Timers(
         desk,

@@ -34,7 +34,8 @@ __all__ = ["Delivery", "DeliveryStatus", "Outbox", "delivery_key"]
 
 _log = logging.getLogger(__name__)
 
-DeliveryStatus = Literal["pending", "sent", "failed"]
+#: `skipped`: not sent, and never will be; `Delivery.reason` says why.
+DeliveryStatus = Literal["pending", "sent", "failed", "skipped"]
 
 #: The longest address the table holds (RFC 5321's limit).
 _EMAIL_LIMIT = 320
@@ -75,6 +76,8 @@ class Delivery:
     last_error: str | None
     created_at: datetime
     sent_at: datetime | None
+    #: Why it was not sent (`skipped`); None otherwise.
+    reason: str | None = None
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> Delivery:
@@ -93,6 +96,7 @@ class Delivery:
             last_error=row.last_error,
             created_at=row.created_at,
             sent_at=row.sent_at,
+            reason=row.reason,
         )
 
     @property
@@ -164,6 +168,7 @@ class Outbox:
                 "last_error": None,
                 "created_at": now,
                 "sent_at": None,
+                "reason": None,
             }
             for channel, recipient in targets
         ]
@@ -280,6 +285,27 @@ class Outbox:
                 .returning(*deliveries.c)
             ).one()
         return Delivery.from_row(row)
+
+    def mark_skipped(
+        self, delivery_id: int, worker: str, *, now: datetime | None = None, reason: str
+    ) -> Delivery | None:
+        """Settle a delivery `worker` holds without sending it: `skipped`, with `reason` (for
+        the admin page), never tried again. None when the row is no longer its to record."""
+        now = now if now is not None else self.clock()
+        with write_transaction(self.engine) as connection:
+            row = connection.execute(
+                update(deliveries)
+                .where(_held_by(delivery_id, worker))
+                .values(
+                    status="skipped",
+                    reason=reason[:_ERROR_LIMIT],
+                    next_attempt_at=now,
+                    claimed_by=None,
+                    claimed_until=None,
+                )
+                .returning(*deliveries.c)
+            ).first()
+        return Delivery.from_row(row) if row is not None else None
 
     def recent(self, limit: int = 100) -> list[Delivery]:
         """The newest deliveries first, whatever their status."""
