@@ -290,6 +290,7 @@ NOTIFY = [
     "NotifyConfigError",
     "NotifySettings",
     "Outbox",
+    "OutboxError",
     "Recipient",
     "SmtpServer",
     "WebhookFormat",

@@ -30,7 +30,7 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from chat_app.notify import Notice, NotifySettings, Outbox, Recipient
+from chat_app.notify import Notice, NotifySettings, Outbox, OutboxError, Recipient
 from chat_app.observe import decision_span
 from chat_app.trust import describe_duration
 from chat_app.trust.ledger import AuditEntry
@@ -88,7 +88,7 @@ class Timers:
         while True:
             try:
                 await self.tick()
-            except (DeskError, SQLAlchemyError) as error:
+            except (DeskError, OutboxError, SQLAlchemyError) as error:
                 _log.warning("The desk's timers could not run: %s", error)
             except Exception:  # a bug here must not stop every notice and expiry for good
                 _log.exception("The desk's timers failed; they look again next round")
@@ -116,7 +116,7 @@ class Timers:
             for due in await self._due(timer, now):
                 try:
                     await fire(due, now)
-                except (DeskError, SQLAlchemyError):
+                except (DeskError, OutboxError, SQLAlchemyError):
                     raise  # the database is away: this round is over
                 except Exception:
                     _log.exception("The %s timer of decision %s failed", timer, due.decision.id)

@@ -20,13 +20,12 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import httpx
-from sqlalchemy.exc import SQLAlchemyError
 
 from chat_app.trust.ledger import AuditEntry
 
 from . import email, webhook
 from .notice import DeliveryError, iso_utc
-from .outbox import Delivery, Outbox
+from .outbox import Delivery, Outbox, OutboxError
 from .settings import NotifySettings
 
 __all__ = ["Deliverer", "SettledDecisions"]
@@ -85,7 +84,7 @@ class Deliverer:
                 now=self.outbox.clock(),
                 lease_seconds=self._lease_seconds,
             )
-        except SQLAlchemyError:
+        except OutboxError:
             _log.exception("notify: could not claim deliveries; trying again next round")
             return 0
         rows = await self._skip_settled(rows)
@@ -148,7 +147,7 @@ class Deliverer:
             return rows
         try:
             settled = await asyncio.to_thread(self._settled, asking)
-        except SQLAlchemyError:
+        except Exception:  # the desk's database, or its code: neither stops a notice
             _log.exception("notify: could not read which decisions are settled; sending all")
             return rows
         keep = []
@@ -166,7 +165,7 @@ class Deliverer:
                     now=self.outbox.clock(),
                     reason=reason,
                 )
-            except SQLAlchemyError:  # its claim lapses, and the next look skips it again
+            except OutboxError:  # its claim lapses, and the next look skips it again
                 _log.exception("notify: could not record that delivery %s is skipped", row.id)
                 continue
             _log.info("notify: %s delivery %s %s", row.channel, row.id, reason)
@@ -190,7 +189,7 @@ class Deliverer:
             done = await asyncio.to_thread(
                 self.outbox.mark_sent, row.id, self.worker, now=self.outbox.clock()
             )
-        except SQLAlchemyError:
+        except OutboxError:
             # Sent, but not recorded: once the claim lapses it is sent again (at least once).
             _log.exception("notify: delivery %s was sent but could not be recorded", row.id)
             return True
@@ -227,7 +226,7 @@ class Deliverer:
             after = await asyncio.to_thread(
                 self.outbox.mark_failed, row.id, self.worker, now=self.outbox.clock(), error=error
             )
-        except SQLAlchemyError:
+        except OutboxError:
             _log.exception("notify: could not record the failure of delivery %s", row.id)
             return
         if after is None:

@@ -12,10 +12,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import reflex as rx
-from sqlalchemy.exc import SQLAlchemyError
 
 from chat_app.desk import inbox_topic
-from chat_app.notify import Delivery, NotifySettings
+from chat_app.notify import Delivery, NotifySettings, OutboxError
 from chat_app.notify.settings import SMTP_URL, WEBHOOK_URL
 from chat_app.trust import Identity
 
@@ -189,8 +188,8 @@ class DeliveriesState(IdentityState):
             return
         try:
             found = await asyncio.to_thread(outbox.recent, LIMIT)
-        except SQLAlchemyError as error:  # the list keeps what it showed; the page says why
-            self.problem = f"The database is not answering: {getattr(error, 'orig', error)}"
+        except OutboxError as error:  # the list keeps what it showed; the page says why
+            self.problem = str(error)
             return
         self.problem = ""
         rows = [delivery_row(delivery, settings) for delivery in found]
