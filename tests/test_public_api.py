@@ -126,6 +126,7 @@ TRUST = [
     "audit_report",
     "decision_record",
     "describe_duration",
+    "escalation_note",
     "iso_from_epoch",
     "load_secret",
     "open_ledger",

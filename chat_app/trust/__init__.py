@@ -28,7 +28,14 @@ from .ledger import (
     record_hash,
     verify_chain,
 )
-from .policy import Policy, PolicyError, Rule, describe_duration, parse_duration
+from .policy import (
+    Policy,
+    PolicyError,
+    Rule,
+    describe_duration,
+    escalation_note,
+    parse_duration,
+)
 from .redis_ledger import RedisLedger
 from .seal import DEFAULT_TTL_SECONDS, SealCheck, Sealer, iso_from_epoch, load_secret
 
@@ -53,6 +60,7 @@ __all__ = [
     "audit_report",
     "decision_record",
     "describe_duration",
+    "escalation_note",
     "iso_from_epoch",
     "load_secret",
     "open_ledger",
