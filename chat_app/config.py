@@ -73,6 +73,7 @@ from chat_app.trust.authn import (
     AuthMode,
     parse_networks,
 )
+from chat_app.trust.people import People
 from chat_app.trust.sessions import SessionSigner
 from chat_app.trust.store import DATABASE_URL_ENV, database_url, open_database
 
@@ -277,7 +278,14 @@ def notifications_from_env(
     deliverer = None
     audit = ledger.append_async if ledger is not None else None
     if outbox is not None:
-        deliverer = Deliverer(outbox, settings, worker=desk.worker, audit=audit, on_sent=_notified)
+        deliverer = Deliverer(
+            outbox,
+            settings,
+            worker=desk.worker,
+            audit=audit,
+            on_sent=_notified,
+            settled=desk.store.settled,
+        )
     queued = asyncio.Event()
     timers = Timers(
         desk,
@@ -316,33 +324,15 @@ def policy_time_problems(policy: Policy | None, security: Security) -> list[str]
 
 
 def people_for(policy: Policy | None, auth_mode: AuthMode) -> PeopleFor:
-    """Who the inbox routes name, with their emails and names: a policy's `[roles]`, the
-    accounts of the app's database with their roles, and (demo sign-in) the demo people."""
+    """Who the inbox routes name (`trust.people`), from the sources `auth_mode` has: the
+    accounts of the app's database (`password`, `proxy`) or the demo people (`demo`)."""
     accounts = Accounts(app_database()) if auth_mode in ("password", "proxy") else None
-    demo = DEMO_PEOPLE if auth_mode == "demo" else ()
+    people = People(policy, accounts=accounts, demo=DEMO_PEOPLE if auth_mode == "demo" else ())
 
-    def people(routes: Sequence[str]) -> list[Recipient]:
-        known: dict[str, tuple[str, frozenset[str]]] = {
-            person.email: (person.name, person.roles) for person in demo
-        }
-        if accounts is not None:
-            for account in accounts.list_users():
-                known[account.email] = (account.name, frozenset(account.roles))
-        found: dict[str, str] = {}
-        for route in routes:
-            if route.startswith("user:"):
-                email = route.removeprefix("user:")
-                if email:
-                    found[email] = known.get(email, (email.split("@")[0], frozenset()))[0]
-            elif route.startswith("role:"):
-                role = route.removeprefix("role:")
-                members = set(policy.roles.get(role, ())) if policy is not None else set()
-                members |= {email for email, (_, roles) in known.items() if role in roles}
-                for email in members:
-                    found[email] = known.get(email, (email.split("@")[0], frozenset()))[0]
-        return [Recipient(email=email, name=name) for email, name in sorted(found.items())]
+    def recipients(routes: Sequence[str]) -> list[Recipient]:
+        return [Recipient(email=person.email, name=person.name) for person in people.named(routes)]
 
-    return people
+    return recipients
 
 
 def _notified(delivery: Delivery) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias
 
-from chat_app.trust import describe_duration
+from chat_app.trust import describe_duration, escalation_note
 
 __all__ = [
     "Answer",
@@ -129,11 +129,10 @@ class InboxItem:
     @property
     def escalation(self) -> str:
         """ "escalated to admin after 2 h" once it was; "" before."""
-        if self.escalated_at is None or not self.escalated_to:
+        if self.escalated_at is None:
             return ""
-        who = " or ".join(person.removeprefix("role:") for person in self.escalated_to)
         after = (self.escalate_at or self.escalated_at) - self.created_at
-        return f"escalated to {who} after {describe_duration(after)}"
+        return escalation_note(self.escalated_to, after)
 
     @property
     def expiry_note(self) -> str:

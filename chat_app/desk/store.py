@@ -482,6 +482,27 @@ class DeskStore:
                 return None
             return self._items(connection, [row])[0]
 
+    def settled(self, decision_ids: Iterable[str]) -> dict[str, str]:
+        """Of `decision_ids`, those no longer pending, each with how it ended in words
+        ("approved", "expired", …; "removed" when it is gone with its conversation): the
+        outbox's deliverer sends no notice asking for them."""
+        wanted = set(decision_ids)
+        if not wanted:
+            return {}
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(decisions.c.id, decisions.c.status, decisions.c.outcome).where(
+                    decisions.c.id.in_(wanted)
+                )
+            ).all()
+        found = {row.id: row for row in rows}
+        ended = {
+            id_: _ENDED.get(row.outcome or "", row.outcome or "settled")
+            for id_, row in found.items()
+            if row.status != "pending"
+        }
+        return ended | {id_: "removed" for id_ in wanted - found.keys()}
+
     def decisions_of(self, thread_id: str) -> list[InboxItem]:
         with self.engine.connect() as connection:
             rows = connection.execute(
@@ -920,6 +941,10 @@ def expiry_entry(item_id: str) -> dict[str, Any]:
     """The resume entry that closes an item as expired: its cancellation (past its expiry,
     the agent reads it as the expiry)."""
     return {"interruptId": item_id, "status": "cancelled"}
+
+
+#: A decision's `outcome` in words, where the word alone would not do.
+_ENDED = {"edited": "approved with edited arguments", "auto": "decided by its policy rule"}
 
 
 def entry_outcome(entry: Mapping[str, Any] | None, kind: str) -> str:

@@ -30,9 +30,9 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from chat_app.notify import Notice, NotifySettings, Outbox, Recipient
+from chat_app.notify import Notice, NotifySettings, Outbox, OutboxError, Recipient
 from chat_app.observe import decision_span
-from chat_app.trust import describe_duration
+from chat_app.trust import describe_duration, escalation_note
 from chat_app.trust.ledger import AuditEntry
 
 from .desk import Desk, inbox_topic, route_of, thread_topic
@@ -88,7 +88,7 @@ class Timers:
         while True:
             try:
                 await self.tick()
-            except (DeskError, SQLAlchemyError) as error:
+            except (DeskError, OutboxError, SQLAlchemyError) as error:
                 _log.warning("The desk's timers could not run: %s", error)
             except Exception:  # a bug here must not stop every notice and expiry for good
                 _log.exception("The desk's timers failed; they look again next round")
@@ -116,7 +116,7 @@ class Timers:
             for due in await self._due(timer, now):
                 try:
                     await fire(due, now)
-                except (DeskError, SQLAlchemyError):
+                except (DeskError, OutboxError, SQLAlchemyError):
                     raise  # the database is away: this round is over
                 except Exception:
                     _log.exception("The %s timer of decision %s failed", timer, due.decision.id)
@@ -146,12 +146,13 @@ class Timers:
         to = json.loads(row.escalate_to or "[]")
         added = [route_of(person) for person in to]
         await self._db(self.desk.store.add_routes, row.id, added, now)
-        after = describe_duration(row.escalate_at - row.created_at)
-        who = " or ".join(person.removeprefix("role:") for person in to)
-        note = f"Escalated to {who} after {after}"
+        after = row.escalate_at - row.created_at
+        note = escalation_note(to, after)
+        note = note[:1].upper() + note[1:]  # a notice's note is a sentence of its own
         told = await self._tell(row, "escalated", added, note=note)
         if await self._db(self.desk.store.fire, "escalate", row.id, now):
-            await self._record(row, "escalated", {"to": to, "after": after, "told": told}, now)
+            data = {"to": to, "after": describe_duration(after), "told": told}
+            await self._record(row, "escalated", data, now)
             await self._announce(row)
 
     async def _expiry(self, due: Due, now: datetime) -> None:

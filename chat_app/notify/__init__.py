@@ -9,7 +9,7 @@ database, audit entries) and the wire layer's types.
 
 from .deliverer import Deliverer
 from .notice import DeliveryError, Event, Notice, NoticeKind, Recipient
-from .outbox import Delivery, DeliveryStatus, Outbox, delivery_key
+from .outbox import Delivery, DeliveryStatus, Outbox, OutboxError, delivery_key
 from .settings import (
     MAX_BACKOFF_SECONDS,
     NotifyConfigError,
@@ -31,6 +31,7 @@ __all__ = [
     "NotifyConfigError",
     "NotifySettings",
     "Outbox",
+    "OutboxError",
     "Recipient",
     "SmtpServer",
     "WebhookFormat",

@@ -5,28 +5,36 @@ stops it: a receiver that refuses, hangs or is gone is a failed attempt, recorde
 reason and tried again after the backoff; a database that is unreachable is logged and tried
 again next round. Sends to different receivers run concurrently, each under the timeout, so
 one slow receiver delays no other.
+
+A notice that asks for a decision (`Notice.asks_for_decision`) is checked just before it is
+sent: one can wait long in the outbox (a receiver down, its retries), and telling someone to
+decide what was approved or expired meanwhile only misleads them. Such a delivery is
+`skipped`, with the reason, and the Deliveries page shows it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import httpx
-from sqlalchemy.exc import SQLAlchemyError
 
 from chat_app.trust.ledger import AuditEntry
 
 from . import email, webhook
 from .notice import DeliveryError, iso_utc
-from .outbox import Delivery, Outbox
+from .outbox import Delivery, Outbox, OutboxError
 from .settings import NotifySettings
 
-__all__ = ["Deliverer"]
+__all__ = ["Deliverer", "SettledDecisions"]
 
 _log = logging.getLogger(__name__)
+
+#: Of some decision ids, those no longer pending, each with how it ended in words
+#: ("approved", "expired"; `DeskStore.settled`). Blocking: called in a thread.
+SettledDecisions = Callable[[Collection[str]], Mapping[str, str]]
 
 #: A claim outlives the slowest send by far: a worker that is alive never loses a row to
 #: another mid-send, one that died gives its rows back within this.
@@ -39,7 +47,8 @@ class Deliverer:
 
     `audit` is given each failed attempt as a `delivery-failed` entry; `on_sent` is told of
     each delivery sent (for figures); `http` is the client for webhooks (one of its own,
-    closed by `aclose`, when not given).
+    closed by `aclose`, when not given); `settled` says which decisions are no longer
+    pending (without it, every notice is sent).
     """
 
     def __init__(
@@ -51,6 +60,7 @@ class Deliverer:
         audit: Callable[[Sequence[AuditEntry]], Awaitable[None]] | None = None,
         on_sent: Callable[[Delivery], None] | None = None,
         http: httpx.AsyncClient | None = None,
+        settled: SettledDecisions | None = None,
     ) -> None:
         self.outbox = outbox
         self.settings = settings
@@ -59,6 +69,7 @@ class Deliverer:
         self._on_sent = on_sent
         self._http = http
         self._owns_http = http is None
+        self._settled = settled
         self._lease_seconds = max(_MIN_LEASE_SECONDS, 3 * settings.timeout_seconds)
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -73,9 +84,10 @@ class Deliverer:
                 now=self.outbox.clock(),
                 lease_seconds=self._lease_seconds,
             )
-        except SQLAlchemyError:
+        except OutboxError:
             _log.exception("notify: could not claim deliveries; trying again next round")
             return 0
+        rows = await self._skip_settled(rows)
         if not rows:
             return 0
         sent = await asyncio.gather(*(self._deliver(row) for row in rows))
@@ -126,6 +138,39 @@ class Deliverer:
         except TimeoutError:
             pass
 
+    async def _skip_settled(self, rows: list[Delivery]) -> list[Delivery]:
+        """`rows` less those asking for a decision that is no longer pending, which are
+        settled as `skipped` with the reason. When the decisions cannot be read, every row
+        is sent: a stale notice misleads less than a lost one."""
+        asking = {row.decision_id or "" for row in rows if _asks(row)}
+        if not asking or self._settled is None:
+            return rows
+        try:
+            settled = await asyncio.to_thread(self._settled, asking)
+        except Exception:  # the desk's database, or its code: neither stops a notice
+            _log.exception("notify: could not read which decisions are settled; sending all")
+            return rows
+        keep = []
+        for row in rows:
+            how = settled.get(row.decision_id or "") if _asks(row) else None
+            if how is None:
+                keep.append(row)
+                continue
+            reason = f"not sent: the decision was {how} before it went out"
+            try:
+                await asyncio.to_thread(
+                    self.outbox.mark_skipped,
+                    row.id,
+                    self.worker,
+                    now=self.outbox.clock(),
+                    reason=reason,
+                )
+            except OutboxError:  # its claim lapses, and the next look skips it again
+                _log.exception("notify: could not record that delivery %s is skipped", row.id)
+                continue
+            _log.info("notify: %s delivery %s %s", row.channel, row.id, reason)
+        return keep
+
     async def _deliver(self, row: Delivery) -> bool:
         try:
             await asyncio.wait_for(self._send(row), self.settings.timeout_seconds)
@@ -144,7 +189,7 @@ class Deliverer:
             done = await asyncio.to_thread(
                 self.outbox.mark_sent, row.id, self.worker, now=self.outbox.clock()
             )
-        except SQLAlchemyError:
+        except OutboxError:
             # Sent, but not recorded: once the claim lapses it is sent again (at least once).
             _log.exception("notify: delivery %s was sent but could not be recorded", row.id)
             return True
@@ -181,7 +226,7 @@ class Deliverer:
             after = await asyncio.to_thread(
                 self.outbox.mark_failed, row.id, self.worker, now=self.outbox.clock(), error=error
             )
-        except SQLAlchemyError:
+        except OutboxError:
             _log.exception("notify: could not record the failure of delivery %s", row.id)
             return
         if after is None:
@@ -215,3 +260,7 @@ class Deliverer:
             await self._audit([entry])
         except Exception:
             _log.exception("notify: could not audit the failure of delivery %s", row.id)
+
+
+def _asks(row: Delivery) -> bool:
+    return bool(row.decision_id) and row.notice.asks_for_decision

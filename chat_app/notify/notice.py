@@ -20,6 +20,9 @@ Event = Literal["decision-needed", "reminder", "escalated"]
 NoticeKind = Literal["tool", "question"]
 
 _EVENTS: tuple[Event, ...] = ("decision-needed", "reminder", "escalated")
+#: The events that ask someone to decide: pointless, and misleading, once it is decided. An
+#: event about an outcome would not be here, and would go out whatever the decision's state.
+ASKING: frozenset[Event] = frozenset({"decision-needed", "reminder", "escalated"})
 _KINDS: tuple[NoticeKind, ...] = ("tool", "question")
 #: Mail clients and chat previews cut long subjects anyway; a bounded one stays readable.
 _SUBJECT_LIMIT = 200
@@ -93,6 +96,12 @@ class Notice:
     @property
     def requester(self) -> Recipient:
         return Recipient(email=self.requester_email, name=self.requester_name)
+
+    @property
+    def asks_for_decision(self) -> bool:
+        """Whether it asks someone to decide (`ASKING`), so goes out only while the decision
+        is pending."""
+        return self.event in ASKING
 
     @property
     def what(self) -> str:

@@ -11,18 +11,23 @@ row. Once at a time: a worker sends only rows it claimed by a conditional UPDATE
 lease; a worker that dies mid-send leaves its claim to lapse, and the row is sent again by
 another. That is the one way a notice can arrive twice: sent, then the worker died before
 `mark_sent`.
+
+A database that does not answer is an `OutboxError` (its message says so, for a person), so
+callers need not know the outbox is SQLAlchemy underneath.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import Engine, Row, and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import SQLAlchemyError
 
 from chat_app.trust.store import write_transaction
 from chat_app.trust.tables import deliveries
@@ -30,11 +35,12 @@ from chat_app.trust.tables import deliveries
 from .notice import Event, Notice, Recipient
 from .settings import Channel, NotifySettings
 
-__all__ = ["Delivery", "DeliveryStatus", "Outbox", "delivery_key"]
+__all__ = ["Delivery", "DeliveryStatus", "Outbox", "OutboxError", "delivery_key"]
 
 _log = logging.getLogger(__name__)
 
-DeliveryStatus = Literal["pending", "sent", "failed"]
+#: `skipped`: not sent, and never will be; `Delivery.reason` says why.
+DeliveryStatus = Literal["pending", "sent", "failed", "skipped"]
 
 #: The longest address the table holds (RFC 5321's limit).
 _EMAIL_LIMIT = 320
@@ -45,6 +51,20 @@ _INSERTS: dict[str, Callable[..., Any]] = {
     "sqlite": sqlite.insert,
     "postgresql": postgresql.insert,
 }
+
+
+class OutboxError(Exception):
+    """The outbox's database did not answer (or refused): the message says so, for a person
+    to read; the SQLAlchemy error is its `__cause__`, for the logs."""
+
+
+@contextmanager
+def _answering() -> Iterator[None]:
+    try:
+        yield
+    except SQLAlchemyError as error:
+        reason = getattr(error, "orig", None) or error
+        raise OutboxError(f"The database is not answering: {reason}") from error
 
 
 def _utc_now() -> datetime:
@@ -75,6 +95,8 @@ class Delivery:
     last_error: str | None
     created_at: datetime
     sent_at: datetime | None
+    #: Why it was not sent (`skipped`); None otherwise.
+    reason: str | None = None
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> Delivery:
@@ -93,6 +115,7 @@ class Delivery:
             last_error=row.last_error,
             created_at=row.created_at,
             sent_at=row.sent_at,
+            reason=row.reason,
         )
 
     @property
@@ -118,7 +141,8 @@ def _address(recipient: Recipient) -> str | None:
 
 class Outbox:
     """Deliveries over one engine. `clock` gives the time when a method is not told it
-    (tests pass a fake one and move it)."""
+    (tests pass a fake one and move it). Every method raises `OutboxError` when the database
+    does not answer."""
 
     def __init__(
         self,
@@ -164,10 +188,11 @@ class Outbox:
                 "last_error": None,
                 "created_at": now,
                 "sent_at": None,
+                "reason": None,
             }
             for channel, recipient in targets
         ]
-        with write_transaction(self.engine) as connection:
+        with _answering(), write_transaction(self.engine) as connection:
             insert = _INSERTS.get(connection.dialect.name)
             if insert is None:  # the app's database is one of these (`trust.store`)
                 raise RuntimeError(
@@ -207,7 +232,7 @@ class Outbox:
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
-        with write_transaction(self.engine) as connection:
+        with _answering(), write_transaction(self.engine) as connection:
             ids = list(connection.execute(due).scalars())
             if not ids:
                 return []
@@ -235,7 +260,7 @@ class Outbox:
         """Record a successful attempt by `worker`. None when the row is no longer its to
         record (its lease lapsed and another worker claimed it, or it is settled)."""
         now = now if now is not None else self.clock()
-        with write_transaction(self.engine) as connection:
+        with _answering(), write_transaction(self.engine) as connection:
             row = connection.execute(
                 update(deliveries)
                 .where(_held_by(delivery_id, worker))
@@ -257,7 +282,7 @@ class Outbox:
         """Record a failed attempt by `worker`: tried again after the backoff, or `failed`
         when that was the last attempt. None when the row is no longer its to record."""
         now = now if now is not None else self.clock()
-        with write_transaction(self.engine) as connection:
+        with _answering(), write_transaction(self.engine) as connection:
             attempts = connection.execute(
                 select(deliveries.c.attempts).where(_held_by(delivery_id, worker)).with_for_update()
             ).scalar_one_or_none()
@@ -281,9 +306,30 @@ class Outbox:
             ).one()
         return Delivery.from_row(row)
 
+    def mark_skipped(
+        self, delivery_id: int, worker: str, *, now: datetime | None = None, reason: str
+    ) -> Delivery | None:
+        """Settle a delivery `worker` holds without sending it: `skipped`, with `reason` (for
+        the admin page), never tried again. None when the row is no longer its to record."""
+        now = now if now is not None else self.clock()
+        with _answering(), write_transaction(self.engine) as connection:
+            row = connection.execute(
+                update(deliveries)
+                .where(_held_by(delivery_id, worker))
+                .values(
+                    status="skipped",
+                    reason=reason[:_ERROR_LIMIT],
+                    next_attempt_at=now,
+                    claimed_by=None,
+                    claimed_until=None,
+                )
+                .returning(*deliveries.c)
+            ).first()
+        return Delivery.from_row(row) if row is not None else None
+
     def recent(self, limit: int = 100) -> list[Delivery]:
         """The newest deliveries first, whatever their status."""
-        with self.engine.connect() as connection:
+        with _answering(), self.engine.connect() as connection:
             rows = connection.execute(
                 select(deliveries)
                 .order_by(deliveries.c.created_at.desc(), deliveries.c.id.desc())
@@ -293,7 +339,7 @@ class Outbox:
 
     def pending_count(self) -> int:
         """Deliveries not yet sent that will still be tried."""
-        with self.engine.connect() as connection:
+        with _answering(), self.engine.connect() as connection:
             count = connection.execute(
                 select(func.count()).select_from(deliveries).where(deliveries.c.status == "pending")
             ).scalar_one()

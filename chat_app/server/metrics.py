@@ -11,7 +11,7 @@ reads run in a worker thread; a database that does not answer is a 503, never a 
 | `chat_app_decisions_total` | counter | `outcome` |
 | `chat_app_decision_wait_seconds` | histogram | (pause to decision) |
 | `chat_app_continuation_seconds` | histogram | (the run that carried the answer) |
-| `chat_app_notifications_total` | counter | `channel`, `status` (sent, failed: they only grow) |
+| `chat_app_notifications_total` | counter | `channel`, `status` (sent, failed, skipped) |
 | `chat_app_notifications_pending` | gauge | `channel` (queued, not sent yet) |
 | `chat_app_notification_failures_total` | counter | `channel` (failed attempts) |
 

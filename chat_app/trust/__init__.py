@@ -3,9 +3,10 @@
 Sealing (what this server proposed, for whom, and until when), the exactly-once ledger (an
 answer is committed once, before anything runs), the hash-chained audit trail (who decided
 what), who someone is (`identity`; verified by `authn` from `sessions`, a proxy's headers or
-`accounts`' API tokens, kept in the database of `store`), and who may decide what (`policy`).
-The names below are the light ones; `authn`, `sessions`, `accounts` and `store` (SQLAlchemy,
-argon2) are imported as modules by those that need them. Imports the wire layer
+`accounts`' API tokens, kept in the database of `store`), who may decide what (`policy`),
+and whom an inbox route names (`people`). The names below are the light ones; `authn`,
+`sessions`, `accounts`, `people` and `store` (SQLAlchemy, argon2) are imported as modules by
+those that need them. Imports the wire layer
 (`chat_app.interrupts`) only; the engine calls into it.
 """
 
@@ -32,6 +33,7 @@ from .policy import (
     PolicyError,
     Rule,
     describe_duration,
+    escalation_note,
     parse_duration,
     rule_lifetime,
 )
@@ -59,6 +61,7 @@ __all__ = [
     "audit_report",
     "decision_record",
     "describe_duration",
+    "escalation_note",
     "iso_from_epoch",
     "load_secret",
     "open_ledger",

@@ -18,14 +18,14 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import Connection, Engine, func, insert, literal, select
+from sqlalchemy import Connection, Engine, func, insert, literal, or_, select
 from sqlalchemy.exc import IntegrityError
 
 from .identity import API_TOKEN_PREFIX, Identity
@@ -220,16 +220,23 @@ class Accounts:
                 select(users.c.id, users.c.email, users.c.name, users.c.created_at)
             ).all()
             roles = self._roles(connection, [row.id for row in rows])
-        rows = sorted(rows, key=lambda row: row.email)
-        return [
-            Account(
-                email=row.email,
-                name=row.name,
-                roles=tuple(sorted(roles.get(row.id, ()))),
-                created=row.created_at,
-            )
-            for row in rows
-        ]
+        return _listed(rows, roles)
+
+    def find_users(self, emails: Iterable[str] = (), roles: Iterable[str] = ()) -> list[Account]:
+        """The accounts of `emails` (in any case) and those with one of `roles`, by email: one
+        query for what a notice needs, however many accounts there are."""
+        wanted_emails = {_normal_email(email) for email in emails}
+        wanted_roles = {role for role in roles if _NUL not in role}
+        if not wanted_emails and not wanted_roles:
+            return []
+        members = select(user_roles.c.user_id).where(user_roles.c.role.in_(wanted_roles))
+        query = select(users.c.id, users.c.email, users.c.name, users.c.created_at).where(
+            or_(users.c.email.in_(wanted_emails), users.c.id.in_(members))
+        )
+        with self.engine.connect() as connection:
+            rows = connection.execute(query).all()
+            roles_of = self._roles(connection, [row.id for row in rows])
+        return _listed(rows, roles_of)
 
     def account(self, email: str) -> Identity | None:
         """The account as it is now (`method="password"`), or `None` when there is none."""
@@ -482,6 +489,19 @@ class Accounts:
     def _identity(self, connection: Connection, row: _StoredUser) -> Identity:
         roles = self._roles(connection, [row.id]).get(row.id, frozenset())
         return Identity(email=row.email, method="password", name=row.name, roles=roles)
+
+
+def _listed(rows: Sequence[Any], roles: Mapping[int, frozenset[str]]) -> list[Account]:
+    """Users' rows (id, email, name, created_at) as accounts, by email."""
+    return [
+        Account(
+            email=row.email,
+            name=row.name,
+            roles=tuple(sorted(roles.get(row.id, ()))),
+            created=row.created_at,
+        )
+        for row in sorted(rows, key=lambda row: row.email)
+    ]
 
 
 def _unknown_user(email: str) -> AccountError:

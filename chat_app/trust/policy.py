@@ -21,7 +21,7 @@ import datetime
 import difflib
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -31,7 +31,15 @@ import jsonschema
 
 from .identity import Identity
 
-__all__ = ["Policy", "PolicyError", "Rule", "describe_duration", "parse_duration", "rule_lifetime"]
+__all__ = [
+    "Policy",
+    "PolicyError",
+    "Rule",
+    "describe_duration",
+    "escalation_note",
+    "parse_duration",
+    "rule_lifetime",
+]
 
 _TOP_KEYS = ("roles", "known_roles", "rules")
 _RULE_KEYS = (
@@ -190,14 +198,6 @@ class Rule:
         if name != (self.tool if self.tool is not None else self.interrupt):
             return False
         return self._validator is None or bool(self._validator.is_valid(args))
-
-    def escalation_note(self) -> str:
-        """ "escalated to admin after 2 h" (roles bare, emails as written); "" without
-        escalation."""
-        if self.escalate_after is None or not self.escalate_to:
-            return ""
-        who = either_of([a.removeprefix(_ROLE_PREFIX) for a in self.escalate_to])
-        return f"escalated to {who} after {describe_duration(self.escalate_after)}"
 
 
 @overload
@@ -377,6 +377,15 @@ def _schema_validator(schema: Mapping[str, object]) -> Any:
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
     return cls(schema, format_checker=jsonschema.FormatChecker())
+
+
+def escalation_note(escalate_to: Sequence[str], after: datetime.timedelta) -> str:
+    """How an escalation reads wherever it is shown (an inbox item, a card, a notice): "escalated
+    to admin or boss@example.com after 2 h" (roles bare); "" when it names nobody."""
+    if not escalate_to:
+        return ""
+    who = either_of([person.removeprefix(_ROLE_PREFIX) for person in escalate_to])
+    return f"escalated to {who} after {describe_duration(after)}"
 
 
 def either_of(names: list[str]) -> str:

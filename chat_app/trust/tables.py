@@ -251,7 +251,7 @@ deliveries = Table(
     Column("channel", String(20), nullable=False),  # webhook, email
     Column("recipient", String(320), nullable=False),  # an email; "" for a webhook
     Column("notice", Text, nullable=False),  # what to say, JSON (chat_app.notify.Notice)
-    Column("status", String(20), nullable=False),  # pending, sent, failed
+    Column("status", String(20), nullable=False),  # pending, sent, failed, skipped
     Column("attempts", Integer, nullable=False),
     Column("next_attempt_at", UTCDateTime, nullable=False),
     Column("claimed_by", String(100), nullable=True),
@@ -259,6 +259,7 @@ deliveries = Table(
     Column("last_error", Text, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("sent_at", UTCDateTime, nullable=True),
+    Column("reason", Text, nullable=True),  # skipped: why it was not sent
     Index(None, "status", "next_attempt_at"),
     Index(None, "created_at"),
 )

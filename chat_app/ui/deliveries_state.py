@@ -12,10 +12,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import reflex as rx
-from sqlalchemy.exc import SQLAlchemyError
 
 from chat_app.desk import inbox_topic
-from chat_app.notify import Delivery, NotifySettings
+from chat_app.notify import Delivery, NotifySettings, OutboxError
 from chat_app.notify.settings import SMTP_URL, WEBHOOK_URL
 from chat_app.trust import Identity
 
@@ -39,7 +38,7 @@ EVENTS = {
     "reminder": "reminder",
     "escalated": "escalated",
 }
-_STATUS_COLORS = {"sent": "green", "pending": "amber", "failed": "red"}
+_STATUS_COLORS = {"sent": "green", "pending": "amber", "failed": "red", "skipped": "gray"}
 
 
 @dataclass
@@ -60,8 +59,8 @@ class DeliveryRow:
     to_whom: str
     #: The address as stored ("" for the webhook).
     recipient: str
-    #: `pending`, `sent` or `failed`, and in words: "sent 10:42:05", "pending, next try at
-    #: 10:43:10", "failed".
+    #: `pending`, `sent`, `failed` or `skipped`, and in words: "sent 10:42:05", "pending, next
+    #: try at 10:43:10", "failed", "not sent".
     status: str
     status_label: str
     status_color: str
@@ -69,6 +68,9 @@ class DeliveryRow:
     attempts: int
     #: The last failure's message ("" for none).
     error: str
+    #: Why it was not sent (`skipped`): "not sent: the decision was approved before it went
+    #: out"; "" otherwise.
+    reason: str
     #: The conversation's address ("" when the notice names none).
     href: str
 
@@ -87,14 +89,16 @@ def _host(url: str | None) -> str:
 
 
 def status_label(delivery: Delivery) -> str:
-    """ "sent 10:42:05", "pending" (not tried yet), "pending, next try at 10:43:10", or
-    "failed"."""
+    """ "sent 10:42:05", "pending" (not tried yet), "pending, next try at 10:43:10",
+    "failed", or "not sent" (`skipped`: `DeliveryRow.reason` says why)."""
     if delivery.status == "sent":
         return f"sent {_clock(delivery.sent_at)}" if delivery.sent_at else "sent"
     if delivery.status == "pending":
         if not delivery.attempts:
             return "pending"
         return f"pending, next try at {_clock(delivery.next_attempt_at)}"
+    if delivery.status == "skipped":
+        return "not sent"
     return "failed"
 
 
@@ -118,6 +122,7 @@ def delivery_row(delivery: Delivery, settings: NotifySettings | None = None) -> 
         status_color=_STATUS_COLORS.get(delivery.status, "gray"),
         attempts=delivery.attempts,
         error=delivery.last_error or "",
+        reason=delivery.reason or "",
         href=address(delivery.thread_id) if delivery.thread_id else "",
     )
 
@@ -183,8 +188,8 @@ class DeliveriesState(IdentityState):
             return
         try:
             found = await asyncio.to_thread(outbox.recent, LIMIT)
-        except SQLAlchemyError as error:  # the list keeps what it showed; the page says why
-            self.problem = f"The database is not answering: {getattr(error, 'orig', error)}"
+        except OutboxError as error:  # the list keeps what it showed; the page says why
+            self.problem = str(error)
             return
         self.problem = ""
         rows = [delivery_row(delivery, settings) for delivery in found]

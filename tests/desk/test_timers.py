@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,11 +21,12 @@ from sqlalchemy import select, update
 from chat_app.client import ClientState, ToolCallPart, read_manifest
 from chat_app.demo import POLICY_PATH, build_demo_agent
 from chat_app.desk import Answer, Desk, DeskError, DeskStore, Timers
-from chat_app.notify import NotifySettings, Outbox, Recipient
+from chat_app.notify import Deliverer, NotifySettings, Outbox, Recipient
 from chat_app.trust import Policy, Sealer, SQLiteLedger
 from chat_app.trust.store import open_database
 from chat_app.trust.tables import decisions, deliveries
 from tests.desk.world import ADA, OLIVE, RITA, World, state_of
+from tests.notify.servers import smtp_server, webhook_receiver
 
 SECRET = b"desk-timers-secret-desk-timers-secret"
 
@@ -193,6 +194,9 @@ async def test_reminder_and_escalation_fire_once_with_two_workers(timed: Timed) 
     shown = await world.only_item(OLIVE)
     assert shown.escalation == "escalated to admin after 2 h"
     assert shown.to_json()["note"] == "escalated to admin after 2 h"
+    # The notice says it in the same words, as a sentence of its own.
+    notes = {json.loads(row.notice)["note"] for row in timed.deliveries("escalated")}
+    assert notes == {"Escalated to admin after 2 h"}
     result = await world.desk.decide(shown.decision_id, OLIVE, Answer("approve"))
     assert result.status == "decided"
     await world.desk.wait_idle()
@@ -379,3 +383,32 @@ async def test_a_rule_that_names_no_approvers_still_tells_the_webhook(timed: Tim
         connection.execute(update(decisions).values(approvers="[]"))
     await timed.timers(world.desk).tick()
     assert [(row.channel, row.recipient) for row in timed.deliveries()] == [("webhook", "")]
+
+
+async def test_a_notice_queued_before_its_decision_is_not_sent_after_it(timed: Timed) -> None:
+    world = timed.world
+    await world.start(RITA, "transfer 5000 to Ada")
+    await _tick_all(timed, world.desk)  # queued: an email to Ada, and the webhook
+    item = await world.only_item(ADA)
+    await world.desk.decide(item.decision_id, ADA, Answer("approve"))
+    await world.desk.wait_idle()
+
+    # The receivers were down until now: the deliverer gets to the queue only after.
+    with smtp_server() as smtp, webhook_receiver() as hook:
+        settings = replace(timed.settings, smtp=smtp.server, webhook_url=hook.url)
+        outbox = Outbox(world.engine, settings, clock=timed.clock.utc)
+        deliverer = Deliverer(outbox, settings, worker="worker-1", settled=world.desk.store.settled)
+        try:
+            assert await deliverer.deliver_due() == 0
+        finally:
+            await deliverer.aclose()
+    assert smtp.messages == [] and hook.received == []
+    why = "not sent: the decision was approved before it went out"
+    assert sorted((row.channel, row.status, row.reason) for row in timed.deliveries()) == [
+        ("email", "skipped", why),
+        ("webhook", "skipped", why),
+    ]
+    assert world.desk.store.settled([item.decision_id, "gone"]) == {
+        item.decision_id: "approved",
+        "gone": "removed",  # its conversation was deleted
+    }

@@ -5,15 +5,17 @@ The outbox's clock is moved by hand; nothing sleeps for a backoff."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 
 import pytest
 from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
 
 from chat_app.notify import Deliverer, Delivery, NotifySettings, Outbox, verify
 from chat_app.trust.ledger import AuditEntry
 from chat_app.trust.store import open_database
+from tests.live_server import free_port
 from tests.notify.notices import ADA, SAM, Clock, make_notice
 from tests.notify.servers import closed_url, smtp_server, webhook_receiver
 
@@ -306,3 +308,59 @@ async def test_run_goes_on_while_the_receiver_is_down(engine: Engine) -> None:
             await task
     [row] = outbox.recent()
     assert row.status == "pending" and row.attempts >= 3
+
+
+class Settled:
+    """The desk's answer to "which of these decisions are no longer pending?", set by the
+    test; records what it was asked."""
+
+    def __init__(self) -> None:
+        self.ended: dict[str, str] = {}
+        self.asked: list[set[str]] = []
+
+    def __call__(self, decision_ids: Collection[str]) -> dict[str, str]:
+        self.asked.append(set(decision_ids))
+        return {id_: how for id_, how in self.ended.items() if id_ in decision_ids}
+
+
+async def test_a_notice_asking_for_a_decision_settled_while_smtp_was_down_is_not_sent(
+    engine: Engine,
+) -> None:
+    clock = Clock()
+    settled = Settled()
+    with smtp_server() as smtp:
+        up = replace(FAST, smtp=smtp.server, mail_from="approvals@example.com")
+        down = replace(up, smtp=replace(smtp.server, port=free_port()))
+        outbox = Outbox(engine, up, clock=clock)
+        outbox.enqueue(make_notice(decision_id="d-approved"), [ADA])
+        outbox.enqueue(make_notice(decision_id="d-open", event="reminder"), [SAM])
+        failing = Deliverer(outbox, down, worker="w1", settled=settled)
+        assert await failing.deliver_due() == 0  # refused: both wait for their retry
+        assert {row.status for row in outbox.recent()} == {"pending"}
+
+        settled.ended["d-approved"] = "approved"  # decided meanwhile
+        clock.advance(60)
+        deliverer = Deliverer(outbox, up, worker="w1", settled=settled)
+        assert await deliverer.deliver_due() == 1
+        clock.advance(3600)
+        assert await deliverer.deliver_due() == 0  # a skipped delivery is never tried again
+    assert [mail.rcpt_tos for mail in smtp.messages] == [("sam@example.com",)]
+    rows = {row.decision_id: row for row in outbox.recent()}
+    skipped, sent = rows["d-approved"], rows["d-open"]
+    assert (skipped.status, skipped.attempts, skipped.sent_at) == ("skipped", 1, None)
+    assert skipped.reason == "not sent: the decision was approved before it went out"
+    assert (sent.status, sent.reason) == ("sent", None)
+    assert settled.asked[-1] == {"d-approved", "d-open"}
+
+
+async def test_notices_are_sent_when_the_decisions_cannot_be_read(engine: Engine) -> None:
+    def unreadable(decision_ids: Collection[str]) -> dict[str, str]:
+        raise OperationalError("SELECT", {}, Exception("the database is away"))
+
+    with smtp_server() as smtp:
+        settings = replace(FAST, smtp=smtp.server, mail_from="approvals@example.com")
+        outbox = Outbox(engine, settings, clock=Clock())
+        outbox.enqueue(make_notice(), [ADA])
+        deliverer = Deliverer(outbox, settings, worker="w1", settled=unreadable)
+        assert await deliverer.deliver_due() == 1  # a stale notice misleads less than none
+    assert [mail.rcpt_tos for mail in smtp.messages] == [("ada@example.com",)]

@@ -10,11 +10,21 @@ from datetime import timedelta
 from functools import partial
 from typing import TypeVar
 
+import pytest
 from sqlalchemy import Engine, select
+from sqlalchemy.exc import OperationalError
 
-from chat_app.notify import NotifySettings, Outbox, Recipient, SmtpServer, delivery_key
+from chat_app.notify import (
+    NotifySettings,
+    Outbox,
+    OutboxError,
+    Recipient,
+    SmtpServer,
+    delivery_key,
+)
 from chat_app.trust.store import create_database_engine
 from chat_app.trust.tables import deliveries
+from tests.live_server import free_port
 from tests.notify.notices import ADA, SAM, START, Clock, make_notice
 
 T = TypeVar("T")
@@ -150,3 +160,29 @@ def test_recent_is_newest_first(engine: Engine) -> None:
         outbox.enqueue(make_notice(decision_id=f"d{n}"), [], now=START + timedelta(minutes=n))
     assert [row.decision_id for row in outbox.recent()] == ["d2", "d1", "d0"]
     assert [row.decision_id for row in outbox.recent(limit=2)] == ["d2", "d1"]
+
+
+def test_a_database_that_does_not_answer_is_an_outbox_error() -> None:
+    # A PostgreSQL server where nothing listens: every method says so in its own error type
+    # (the Deliveries page shows the message), with the driver's error kept as the cause.
+    engine = create_database_engine(f"postgresql://ops:hunter2@127.0.0.1:{free_port()}/app")
+    outbox = Outbox(engine, BOTH, clock=Clock())
+    calls: list[Callable[[], object]] = [
+        outbox.recent,
+        outbox.pending_count,
+        partial(outbox.enqueue, make_notice(), [ADA]),
+        partial(outbox.claim_due, "w1"),
+        partial(outbox.mark_sent, 1, "w1"),
+        partial(outbox.mark_failed, 1, "w1", error="x"),
+        partial(outbox.mark_skipped, 1, "w1", reason="x"),
+    ]
+    try:
+        for call in calls:
+            with pytest.raises(OutboxError) as raised:
+                call()
+            message = str(raised.value)
+            assert message.startswith("The database is not answering: ")
+            assert "127.0.0.1" in message and "hunter2" not in message
+            assert isinstance(raised.value.__cause__, OperationalError)
+    finally:
+        engine.dispose()

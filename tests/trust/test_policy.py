@@ -14,6 +14,7 @@ from chat_app.trust.policy import (
     PolicyError,
     Rule,
     describe_duration,
+    escalation_note,
     parse_duration,
 )
 
@@ -480,7 +481,6 @@ def test_a_rule_reads_its_times_and_whom_it_escalates_to() -> None:
     assert rule.remind_after == timedelta(minutes=30)
     assert rule.escalate_after == timedelta(hours=2)
     assert rule.escalate_to == ("role:admin", "boss@example.com")
-    assert rule.escalation_note() == "escalated to admin or boss@example.com after 2 h"
 
 
 def test_a_rule_without_times_has_none() -> None:
@@ -488,7 +488,6 @@ def test_a_rule_without_times_has_none() -> None:
     assert (rule.expires_after, rule.remind_after, rule.escalate_after, rule.escalate_to) == (
         None, None, None, ()
     )  # fmt: skip
-    assert rule.escalation_note() == ""
 
 
 def test_the_demo_large_transfers_reminds_and_escalates_to_admin() -> None:
@@ -496,7 +495,21 @@ def test_the_demo_large_transfers_reminds_and_escalates_to_admin() -> None:
     assert (rule.remind_after, rule.escalate_after, rule.escalate_to, rule.expires_after) == (
         timedelta(minutes=30), timedelta(hours=2), ("role:admin",), None
     )  # fmt: skip
-    assert rule.escalation_note() == "escalated to admin after 2 h"
+    assert escalation_note(rule.escalate_to, timedelta(hours=2)) == "escalated to admin after 2 h"
+
+
+def test_an_escalation_names_roles_bare_and_people_by_email_in_one_wording() -> None:
+    # The inbox item, the card and the notice all read this (`escalation_note`).
+    rule = _timed('escalate_after = "90m"\nescalate_to = ["role:admin", "role:ops", '
+                  '"Boss@Example.com"]\n').rules[0]  # fmt: skip
+    assert rule.escalate_after is not None
+    assert escalation_note(rule.escalate_to, rule.escalate_after) == (
+        "escalated to admin, ops or boss@example.com after 1 h 30 min"
+    )
+    assert escalation_note(("role:admin", "boss@example.com"), timedelta(seconds=4)) == (
+        "escalated to admin or boss@example.com after 4 s"
+    )
+    assert escalation_note((), timedelta(hours=2)) == ""  # nobody to escalate to: no note
 
 
 @pytest.mark.parametrize(

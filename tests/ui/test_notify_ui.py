@@ -204,6 +204,11 @@ def test_a_delivery_row_says_what_went_where_and_how() -> None:
     )  # fmt: skip
     assert delivery_row(delivery(status="pending", attempts=0)).status_label == "pending"
     assert delivery_row(delivery(status="failed", event="escalated")).status_label == "failed"
+    why = "not sent: the decision was approved before it went out"
+    skipped = delivery_row(delivery(status="skipped", sent_at=None, reason=why))
+    assert (skipped.status_label, skipped.status_color, skipped.reason, skipped.error) == (
+        "not sent", "gray", why, ""
+    )  # fmt: skip
     slack = NotifySettings(webhook_url="https://hooks.slack.com/services/T0/B0/secret",
                            webhook_format="slack")  # fmt: skip
     hook = delivery_row(delivery(channel="webhook", recipient=""), slack)

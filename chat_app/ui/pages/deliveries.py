@@ -15,7 +15,7 @@ COLUMNS = (
     "To",
     "Status",
     "Attempts",
-    "Last error",
+    "Last error or reason",
     "Conversation",
 )
 
@@ -36,7 +36,12 @@ def _row(row: DeliveryRow) -> rx.Component:
         ),
         rx.table.cell(row.attempts, class_name="attempts"),
         rx.table.cell(
-            row.error, class_name="error", overflow_wrap="anywhere", color=rx.color("red", 11)
+            rx.cond(
+                row.reason != "",
+                rx.el.span(row.reason, class_name="reason", color=rx.color("gray", 11)),
+                rx.el.span(row.error, class_name="error", color=rx.color("red", 11)),
+            ),
+            overflow_wrap="anywhere",
         ),
         rx.table.cell(
             rx.cond(
