@@ -33,7 +33,13 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from chat_app.trust.store import write_transaction
-from chat_app.trust.tables import conversations, decision_routes, decision_votes, decisions
+from chat_app.trust.tables import (
+    conversation_states,
+    conversations,
+    decision_routes,
+    decision_votes,
+    decisions,
+)
 
 from .records import ConversationStatus, ConversationSummary, InboxItem, Vote
 
@@ -142,7 +148,6 @@ class DeskStore:
                     status=status,
                     waiting_for="",
                     error=None,
-                    state=state,
                     version=1,
                     runner=None,
                     runner_until=None,
@@ -150,6 +155,7 @@ class DeskStore:
                     updated_at=now,
                 )  # fmt: skip
             )
+            connection.execute(insert(conversation_states).values(thread_id=thread_id, state=state))
 
     def begin_run(self, thread_id: str) -> bool:
         """Mark a settled conversation running (a message was posted); False when it is
@@ -167,14 +173,18 @@ class DeskStore:
         return bool(changed)
 
     def load(self, thread_id: str) -> Row[Any] | None:
+        """The conversation's row with its `state`."""
         with self.engine.connect() as connection:
             return connection.execute(
-                select(conversations).where(conversations.c.thread_id == thread_id)
-            ).first()
+                select(conversations, conversation_states.c.state)
+                .join(conversation_states,
+                      conversation_states.c.thread_id == conversations.c.thread_id)
+                .where(conversations.c.thread_id == thread_id)
+            ).first()  # fmt: skip
 
     def owner(self, thread_id: str) -> tuple[str, str] | None:
         """The conversation's owner (email, name), or None when it is not stored: `load`
-        without its state, which at 2,000 messages is a megabyte."""
+        without its state, which at 2,000 messages is half a megabyte."""
         with self.engine.connect() as connection:
             found = connection.execute(
                 select(conversations.c.owner_email, conversations.c.owner_name).where(
@@ -211,13 +221,18 @@ class DeskStore:
         new version, and whether any decision came or went."""
         with write_transaction(self.engine) as connection:
             values: dict[str, Any] = dict(
-                state=state, status=status, waiting_for=waiting_for[:300], error=error,
+                status=status, waiting_for=waiting_for[:300], error=error,
                 updated_at=now, version=conversations.c.version + 1,
             )  # fmt: skip
             if title is not None:
                 values["title"] = title[:200]
             connection.execute(
                 update(conversations).where(conversations.c.thread_id == thread_id).values(values)
+            )
+            connection.execute(
+                update(conversation_states)
+                .where(conversation_states.c.thread_id == thread_id)
+                .values(state=state)
             )
             open_ids = set(open_items)
             pending = connection.execute(

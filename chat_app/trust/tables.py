@@ -142,7 +142,6 @@ conversations = Table(
     Column("status", String(20), nullable=False),  # running, waiting, done, failed
     Column("waiting_for", String(300), nullable=False),
     Column("error", Text, nullable=True),
-    Column("state", Text, nullable=False),  # chat_app.client.ClientState as JSON
     Column("version", Integer, nullable=False),
     Column("runner", String(100), nullable=True),
     Column("runner_until", UTCDateTime, nullable=True),
@@ -153,6 +152,21 @@ conversations = Table(
     Column("watched_until", UTCDateTime, nullable=True),
     Index(None, "owner_email", "updated_at"),
     Index(None, "status"),
+)
+
+#: A conversation's client state (`chat_app.client.ClientState` as JSON), apart from its row:
+#: the row's lease, status and presence change on their own, and SQLite rewrites a whole row
+#: when an update changes its size — at 2,000 messages a 544 KB state for every lease taken
+#: or released (2.9 ms a commit on this disk, against 0.17 ms with the state apart).
+conversation_states = Table(
+    "conversation_states",
+    metadata,
+    Column(
+        "thread_id",
+        ForeignKey("conversations.thread_id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("state", Text, nullable=False),
 )
 
 #: One pending (or past) decision of a conversation: a tool approval or a question, as the

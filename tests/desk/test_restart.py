@@ -19,7 +19,7 @@ from sqlalchemy import Row, select, update
 from chat_app.client import ClientState
 from chat_app.desk import LEASE_SECONDS, Answer, Desk, DeskError, thread_topic
 from chat_app.desk.desk import ANSWERED_BEFORE, INTERRUPTED
-from chat_app.trust.tables import conversations, decisions
+from chat_app.trust.tables import conversation_states, conversations, decisions
 from tests.desk.world import ADA, RITA, World, state_of, texts
 
 Stop = Literal["before-the-agent", "after-the-tools-ran", "after-the-results-came"]
@@ -107,7 +107,6 @@ async def crash_while_continuing(world: World, stop: Stop) -> str:
                 {
                     column: getattr(crashed, column)
                     for column in (
-                        "state",
                         "status",
                         "waiting_for",
                         "error",
@@ -117,6 +116,11 @@ async def crash_while_continuing(world: World, stop: Stop) -> str:
                     )
                 }
             )  # fmt: skip
+        )
+        connection.execute(
+            update(conversation_states)
+            .where(conversation_states.c.thread_id == thread)
+            .values(state=crashed.state)
         )
         for decision_id, applied in carried:
             connection.execute(
