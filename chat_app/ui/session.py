@@ -261,6 +261,9 @@ class Session:
     saved: str = ""
     views: ViewCache = field(default_factory=ViewCache)
     state_json: StateJson = field(default_factory=StateJson)
+    #: The page's last write of the conversation to the desk (`ChatState._start_record`),
+    #: until the page has taken its outcome: the next write waits for it.
+    recording: asyncio.Task[Any] | None = None
     #: What the person should know about how the session was made (a tool manifest that could
     #: not be read, entries left out), not yet shown: see `take_notices`.
     notices: list[str] = field(default_factory=list)

@@ -15,6 +15,7 @@ import logging
 import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import quote, unquote
 
@@ -397,6 +398,22 @@ class ChatState(IdentityState):
     async def _record(self, session: sessions.Session) -> Any:
         """Store the conversation this tab runs itself (the desk lists it, its decisions go to
         the inbox); the first time, the address becomes the conversation's own."""
+        earlier = session.recording  # one `_follow` let go on: its outcome is taken first
+        write = self._start_record(session)
+        if earlier is not None:
+            self._recorded(await earlier)
+        recorded = None if write is None else await write
+        if session.recording in (earlier, write):
+            session.recording = None
+        return None if recorded is None else self._recorded(recorded)
+
+    def _start_record(self, session: sessions.Session) -> asyncio.Task[_Recorded] | None:
+        """Start storing the conversation as it is now (read here, under the state's lock);
+        the write itself needs no lock, so a caller may let it go on while the page streams
+        (`_take_recorded`). `None` when nothing is stored.
+
+        A tab's writes land in the order they were started: each waits for the one before,
+        so an older state never lands over a newer one."""
         desk = sessions.desk()
         state = session.client.state
         if desk is None or not state.messages or self.read_only:
@@ -405,19 +422,43 @@ class ChatState(IdentityState):
         owner = viewer
         if self._owner and self._owner != viewer.email:
             owner = Identity(email=self._owner, method=viewer.method, name=self.owner_name)
-        try:
-            self._desk_version = await desk.record(
-                state.thread_id, owner, viewer, state, session.state_json.dump(state)
-            )
-        except DeskError as error:
-            _log.warning("Could not store the conversation: %s", error.message)
-            self.desk_notice = f"{error.message} The conversation was not saved."
+        state_json = session.state_json.dump(state)
+        before = session.recording
+
+        async def write() -> _Recorded:
+            if before is not None:
+                await asyncio.wait([before])
+            try:
+                version = await desk.record(state.thread_id, owner, viewer, state, state_json)
+            except DeskError as error:
+                return _Recorded(state.thread_id, owner, viewer, error)
+            return _Recorded(state.thread_id, owner, viewer, version)
+
+        task = session.recording = asyncio.ensure_future(write())
+        return task
+
+    def _take_recorded(self, session: sessions.Session) -> Any:
+        """The outcome of a write `_follow` let go on, once it has finished (else `None`),
+        taken into the page as `_record` takes it."""
+        task = session.recording
+        if task is None or not task.done():
             return None
-        first = self.thread_shown != state.thread_id
-        self.thread_shown, self._shown_to = state.thread_id, viewer.email
-        self.owner_name = self.owner_name or owner.name
-        if first and self._route_thread() != state.thread_id:
-            address = CONVERSATION_PREFIX + quote(state.thread_id, safe="")
+        session.recording = None
+        return self._recorded(task.result())
+
+    def _recorded(self, recorded: _Recorded) -> Any:
+        """A finished write taken into the page (under the state's lock)."""
+        if isinstance(recorded.outcome, DeskError):
+            _log.warning("Could not store the conversation: %s", recorded.outcome.message)
+            self.desk_notice = f"{recorded.outcome.message} The conversation was not saved."
+            return None
+        self._desk_version = recorded.outcome
+        thread = recorded.thread_id
+        first = self.thread_shown != thread
+        self.thread_shown, self._shown_to = thread, recorded.viewer.email
+        self.owner_name = self.owner_name or recorded.owner.name
+        if first and self._route_thread() != thread:
+            address = CONVERSATION_PREFIX + quote(thread, safe="")
             return rx.call_script(f"window.history.replaceState(null, '', {address!r})")
         return None
 
@@ -927,6 +968,7 @@ class ChatState(IdentityState):
         client = session.client
         last_flush = 0.0
         first_words_of = ""  # the streamed message whose first words were flushed at once
+        record_due = False  # the answer in flight is still to be stored
         while True:
             for call in session.bridge.take_unsent():
                 # A JavaScript client tool: the page evaluates it and posts the value back.
@@ -955,6 +997,10 @@ class ChatState(IdentityState):
             async with self:
                 if self._stop:
                     task.cancel()
+                self._take_recorded(session)
+                if record_due and not first and not task.done():  # else `_work` stores it
+                    record_due = False
+                    self._start_record(session)
                 if session.changed.is_set():
                     session.changed.clear()
                     # An answer in flight is saved as such (`_client_json`) before its
@@ -964,8 +1010,21 @@ class ChatState(IdentityState):
                     flipped = client.resuming != self.resuming
                     if self._refresh_streaming(client) or flipped:
                         self._refresh(session)
-                    if flipped:
-                        await self._record(session)
+                    # Stored at the next flush (an interval on, past the first words), and
+                    # without holding the page: the write (544 KB and a commit at 2,000
+                    # messages) ran alongside the continuation's start (its lease, its
+                    # reading of the history) and held its first words back.
+                    record_due = record_due or flipped
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    """A finished write of a tab's conversation: the desk's version, or why it failed."""
+
+    thread_id: str
+    owner: Identity
+    viewer: Identity
+    outcome: int | DeskError
 
 
 def _answer_of(form: str, value: Any) -> Answer:

@@ -1,0 +1,62 @@
+"""An answer in flight is stored while its continuation runs, not only once the run ends.
+
+The page stores its conversation on the desk after each run and once more as an answer
+leaves (`ChatState._follow`): a worker that dies mid-continuation leaves the stored
+conversation with the answer in flight, which a page or `Desk.recover` taking it over shows
+applied or failed, with Retry, rather than open as if nobody had answered. That write goes on
+without holding the page (the continuation's first words do not wait for it); this checks it
+still lands early: words stream every 300 ms here, and the stored state is read while the
+reply is still streaming.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, expect
+
+from chat_app.client import ClientState
+from tests.ui.conftest import app_copy, ask, fresh_page, hydrated
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def slow_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    data = tmp_path_factory.mktemp("in-flight-data")
+    extra = {"CHAT_APP_DATA_DIR": str(data), "CHAT_APP_DEMO_TOKEN_DELAY_MS": "300"}
+    with app_copy(tmp_path_factory.mktemp("in-flight-app"), extra) as url:
+        yield url, data / "chat_app.sqlite3"
+
+
+def stored_states(database: Path) -> list[ClientState]:
+    with sqlite3.connect(database) as connection:
+        rows = connection.execute("SELECT state FROM conversations").fetchall()
+    return [ClientState.from_json(state) for (state,) in rows]
+
+
+def test_the_answer_is_stored_in_flight_before_the_reply_ends(
+    browser: Browser, slow_app: tuple[str, Path]
+) -> None:
+    url, database = slow_app
+    with fresh_page(browser, url) as page:
+        page.goto("/")
+        hydrated(page)
+        ask(page, "delete project apollo")
+        page.locator(".approval-card button.approve").click()
+        streaming = page.locator(".chat-message.streaming")
+        expect(streaming).to_contain_text("Project", timeout=10_000)
+
+        (stored,) = stored_states(database)
+        # Read while the reply still streams: not the run's last write.
+        expect(streaming).to_be_visible()
+        assert stored.resuming, "the answer in flight was not stored"
+        assert stored.manager.active_submission is not None
+
+        expect(page.get_by_text("Project apollo is deleted.")).to_be_visible(timeout=20_000)
+        expect(streaming).to_have_count(0)
+        (done,) = stored_states(database)
+        assert not done.resuming and done.status == "ready"
