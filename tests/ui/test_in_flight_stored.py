@@ -34,7 +34,7 @@ def slow_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
 
 def stored_states(database: Path) -> list[ClientState]:
     with sqlite3.connect(database) as connection:
-        rows = connection.execute("SELECT state FROM conversations").fetchall()
+        rows = connection.execute("SELECT state FROM conversation_states").fetchall()
     return [ClientState.from_json(state) for (state,) in rows]
 
 
