@@ -260,21 +260,10 @@ class Outbox:
         """Record a successful attempt by `worker`. None when the row is no longer its to
         record (its lease lapsed and another worker claimed it, or it is settled)."""
         now = now if now is not None else self.clock()
-        with _answering(), write_transaction(self.engine) as connection:
-            row = connection.execute(
-                update(deliveries)
-                .where(_held_by(delivery_id, worker))
-                .values(
-                    status="sent",
-                    attempts=deliveries.c.attempts + 1,
-                    sent_at=now,
-                    last_error=None,
-                    claimed_by=None,
-                    claimed_until=None,
-                )
-                .returning(*deliveries.c)
-            ).first()
-        return Delivery.from_row(row) if row is not None else None
+        return self._settle(
+            delivery_id, worker,
+            status="sent", attempts=deliveries.c.attempts + 1, sent_at=now, last_error=None,
+        )  # fmt: skip
 
     def mark_failed(
         self, delivery_id: int, worker: str, *, now: datetime | None = None, error: str
@@ -312,17 +301,19 @@ class Outbox:
         """Settle a delivery `worker` holds without sending it: `skipped`, with `reason` (for
         the admin page), never tried again. None when the row is no longer its to record."""
         now = now if now is not None else self.clock()
+        return self._settle(
+            delivery_id, worker,
+            status="skipped", reason=reason[:_ERROR_LIMIT], next_attempt_at=now,
+        )  # fmt: skip
+
+    def _settle(self, delivery_id: int, worker: str, **values: Any) -> Delivery | None:
+        """Write `values` to a delivery `worker` holds, and let it go; None when the row is
+        no longer its to record."""
         with _answering(), write_transaction(self.engine) as connection:
             row = connection.execute(
                 update(deliveries)
                 .where(_held_by(delivery_id, worker))
-                .values(
-                    status="skipped",
-                    reason=reason[:_ERROR_LIMIT],
-                    next_attempt_at=now,
-                    claimed_by=None,
-                    claimed_until=None,
-                )
+                .values(**values, claimed_by=None, claimed_until=None)
                 .returning(*deliveries.c)
             ).first()
         return Delivery.from_row(row) if row is not None else None
