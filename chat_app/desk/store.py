@@ -362,7 +362,7 @@ class DeskStore:
     def _reopen(connection: Any, thread_id: str, draft: DecisionDraft, now: datetime) -> None:
         decision_id = decision_id_of(thread_id, draft.item_id)
         # Its routes keep the decision's own time: the inbox reads them newest first.
-        now = connection.execute(
+        created = connection.execute(
             select(decisions.c.created_at).where(decisions.c.id == decision_id)
         ).scalar_one()
         connection.execute(
@@ -375,12 +375,15 @@ class DeskStore:
                 decided_by_name=None,
                 decided_at=None,
                 applied=False,
+                # Told again: its notice may have been skipped while it was closed.
+                notified_at=None,
+                notify_at=_after(now, draft.notify_after),
             )  # fmt: skip
         )
         for route in sorted(set(draft.routes)):
             connection.execute(
                 insert(decision_routes).values(
-                    decision_id=decision_id, route=route[:400], created_at=now
+                    decision_id=decision_id, route=route[:400], created_at=created
                 )
             )
 

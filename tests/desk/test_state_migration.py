@@ -1,15 +1,18 @@
-"""The migration that moves a conversation's state into a table of its own keeps every
-conversation, its state and its decisions (a copy of the table would have cascaded to them)."""
+"""The desk's stored conversations: the migration that moves a conversation's state into a
+table of its own keeps every conversation, its state and its decisions (a copy of the table
+would have cascaded to them); a lease leaves the state alone; a decision opened again is
+told again."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import select, text
 
 from chat_app.desk import DeskStore
+from chat_app.desk.store import DecisionDraft
 from chat_app.trust import store
 from chat_app.trust.store import create_database_engine, migrate, write_transaction
 from chat_app.trust.tables import decisions
@@ -77,5 +80,41 @@ def test_a_lease_leaves_the_state_as_it_was(database_url: str) -> None:
         desk.release("t1", "worker-1")
         row = desk.load("t1")
         assert row is not None and row.state == STATE and row.runner is None
+    finally:
+        engine.dispose()
+
+
+def test_a_decision_opened_again_is_told_again(database_url: str) -> None:
+    """An answer given in the chat closes the item; refused, the item opens again. Its first
+    notice may have been skipped while it was closed (the deliverer skips settled items), so
+    it is due again, not left as told."""
+    migrate(database_url)
+    engine = create_database_engine(database_url)
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    desk = DeskStore(engine)
+    draft = DecisionDraft(
+        item_id="i1", kind="tool", name="transfer", summary="amount=5000", args={},
+        requester_email="rita@example.com", requester_name="Rita", rule="large-transfers",
+        approvers=("role:finance",), not_requester=True, quorum=1, waiting_for="finance",
+        expires_at=None, routes=("role:finance",), notify_after=timedelta(0),
+    )  # fmt: skip
+
+    def save(at: datetime, *, open_item: bool) -> None:
+        desk.save("t1", state=STATE, status="waiting", waiting_for="finance", error=None,
+                  now=at, drafts=[draft], open_items=["i1"] if open_item else [])  # fmt: skip
+
+    try:
+        desk.create("t1", owner_email="rita@example.com", owner_name="Rita", title="hi",
+                    state=STATE, now=now)  # fmt: skip
+        save(now, open_item=True)
+        (due,) = desk.due("notify", now)
+        assert desk.fire("notify", due.decision.id, now)  # told once
+        assert desk.due("notify", now + timedelta(minutes=1)) == []
+        later = now + timedelta(minutes=5)
+        desk.save("t1", state=STATE, status="running", waiting_for="", error=None, now=later,
+                  open_items=[], closed_by=("rita@example.com", "Rita"))  # fmt: skip
+        save(later, open_item=True)  # the chat's answer was refused: open again
+        (again,) = desk.due("notify", later)
+        assert again.decision.id == due.decision.id and again.decision.notified_at is None
     finally:
         engine.dispose()
