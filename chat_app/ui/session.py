@@ -541,7 +541,8 @@ def presence(token: str) -> Presence | None:
 
 
 def record_presence(token: str, said: Presence) -> None:
-    _presence[token] = said
+    if token in _watching:  # else the tab's loop has ended: nothing would clear it
+        _presence[token] = said
 
 
 def start_watching(token: str) -> bool:

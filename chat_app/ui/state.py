@@ -827,15 +827,18 @@ class ChatState(IdentityState):
     def dismiss_notice(self, notice: str) -> None:
         self.notices = [shown for shown in self.notices if shown != notice]
 
-    @rx.event
-    @guarded
-    async def presence(self, visibility: str) -> None:
+    @rx.event(background=True)
+    @guarded_task
+    async def presence(self, visibility: str) -> AsyncIterator[Any]:
         """The page's answer to "are you in view?" (`document.visibilityState`), asked every
         `LOOK_SECONDS` while it shows its owner's conversation: the desk holds the owner's
-        own notices back while they look, and not while the tab is in the background."""
-        own = self.thread_shown if self.thread_shown and not self.read_only else ""
-        looking = visibility == "visible"
-        await _say_presence(self.router.session.client_token, own, looking=looking)
+        own notices back while they look, and not while the tab is in the background. The
+        desk's write holds no lock of the page (its clicks and stream go on meanwhile)."""
+        async with self:
+            own = self.thread_shown if self.thread_shown and not self.read_only else ""
+            token = self.router.session.client_token
+        await _say_presence(token, own, looking=visibility == "visible")
+        yield
 
     @rx.event
     @guarded
@@ -997,7 +1000,8 @@ class ChatState(IdentityState):
             async with self:
                 if self._stop:
                     task.cancel()
-                self._take_recorded(session)
+                # The conversation's own address, when this write was its first stored.
+                address = self._take_recorded(session)
                 if record_due and not first and not task.done():  # else `_work` stores it
                     record_due = False
                     self._start_record(session)
@@ -1015,6 +1019,8 @@ class ChatState(IdentityState):
                     # messages) ran alongside the continuation's start (its lease, its
                     # reading of the history) and held its first words back.
                     record_due = record_due or flipped
+            if address is not None:
+                yield address
 
 
 @dataclass(frozen=True)
