@@ -71,7 +71,13 @@ from chat_app.trust.accounts import Accounts
 from chat_app.trust.authn import AuthConfig, Authenticator
 from chat_app.trust.sessions import SessionSigner
 from chat_app.trust.store import open_database
-from chat_app.trust.tables import conversations, decision_routes, decision_votes, decisions
+from chat_app.trust.tables import (
+    conversation_states,
+    conversations,
+    decision_routes,
+    decision_votes,
+    decisions,
+)
 
 from .report import Goal, Section, Table, fmt, log, loglog_slope, median, new_figure, save_figure
 
@@ -148,7 +154,6 @@ def seed(engine: Engine, start: int, stop: int, base: datetime) -> None:
                 "status": "waiting",
                 "waiting_for": "",
                 "error": None,
-                "state": "{}",
                 "version": 2,
                 "runner": None,
                 "runner_until": None,
@@ -218,6 +223,8 @@ def seed(engine: Engine, start: int, stop: int, base: datetime) -> None:
                 )
     with engine.begin() as connection:
         connection.execute(insert(conversations), convs)
+        states = [{"thread_id": conv["thread_id"], "state": "{}"} for conv in convs]
+        connection.execute(insert(conversation_states), states)
         connection.execute(insert(decisions), rows)
         connection.execute(insert(decision_routes), routes)
         if votes:

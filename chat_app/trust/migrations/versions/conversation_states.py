@@ -8,8 +8,11 @@ Create Date: 2026-12-02
 
 from __future__ import annotations
 
+import sqlite3
+
 import sqlalchemy as sa
 from alembic import op
+from alembic.util import CommandError
 
 revision = "conversation_states"
 down_revision = "deliveries_reason"
@@ -18,6 +21,12 @@ depends_on = None
 
 
 def upgrade() -> None:
+    if op.get_bind().dialect.name == "sqlite" and sqlite3.sqlite_version_info < (3, 35):
+        raise CommandError(
+            f"it drops a column, which SQLite does from version 3.35 on, and this Python's "
+            f"SQLite is {sqlite3.sqlite_version}: run the app on a Python built with a newer "
+            "SQLite, or on PostgreSQL (CHAT_APP_DATABASE_URL)"
+        )
     op.create_table(
         "conversation_states",
         sa.Column("thread_id", sa.String(100), nullable=False),
