@@ -395,25 +395,29 @@ class ChatState(IdentityState):
         sessions.forget(token)
         return True
 
+    def _own_thread(self) -> str:
+        """The conversation shown, when it is the viewer's own to run ("" otherwise): the desk
+        holds its owner's notices back while it is on screen."""
+        return self.thread_shown if self.thread_shown and not self.read_only else ""
+
     async def _record(self, session: sessions.Session) -> Any:
         """Store the conversation this tab runs itself (the desk lists it, its decisions go to
         the inbox); the first time, the address becomes the conversation's own."""
-        earlier = session.recording  # one `_follow` let go on: its outcome is taken first
-        write = self._start_record(session)
-        if earlier is not None:
-            self._recorded(await earlier)
-        recorded = None if write is None else await write
-        if session.recording in (earlier, write):
-            session.recording = None
-        return None if recorded is None else self._recorded(recorded)
+        pending = session.recording  # a write `_follow` let go on: this one lands after it
+        if pending is not None:
+            await asyncio.wait([pending])
+        task = self._start_record(session) or pending
+        session.recording = None
+        # The newest outcome stands for both (its state is the newer one).
+        return None if task is None else self._recorded(await task)
 
     def _start_record(self, session: sessions.Session) -> asyncio.Task[_Recorded] | None:
         """Start storing the conversation as it is now (read here, under the state's lock);
         the write itself needs no lock, so a caller may let it go on while the page streams
         (`_take_recorded`). `None` when nothing is stored.
 
-        A tab's writes land in the order they were started: each waits for the one before,
-        so an older state never lands over a newer one."""
+        One write at a time per tab (`_record` waits for a pending one, `_follow` starts one
+        only when none is pending), so an older state never lands over a newer one."""
         desk = sessions.desk()
         state = session.client.state
         if desk is None or not state.messages or self.read_only:
@@ -423,11 +427,8 @@ class ChatState(IdentityState):
         if self._owner and self._owner != viewer.email:
             owner = Identity(email=self._owner, method=viewer.method, name=self.owner_name)
         state_json = session.state_json.dump(state)
-        before = session.recording
 
         async def write() -> _Recorded:
-            if before is not None:
-                await asyncio.wait([before])
             try:
                 version = await desk.record(state.thread_id, owner, viewer, state, state_json)
             except DeskError as error:
@@ -522,10 +523,7 @@ class ChatState(IdentityState):
             asked = -math.inf  # when the page was last asked whether it is in view
             while sessions.connected(token):
                 async with self:
-                    thread = self.thread_shown
-                    # Their own conversation: the desk holds back notices to its owner while
-                    # it is on screen (read here, under the lock; nothing is assigned).
-                    own = thread if thread and not self.read_only else ""
+                    thread, own = self.thread_shown, self._own_thread()
                 if own and time.monotonic() - asked >= LOOK_SECONDS:
                     asked = time.monotonic()
                     yield rx.call_script(IN_VIEW, callback=ChatState.presence)
@@ -835,7 +833,7 @@ class ChatState(IdentityState):
         own notices back while they look, and not while the tab is in the background. The
         desk's write holds no lock of the page (its clicks and stream go on meanwhile)."""
         async with self:
-            own = self.thread_shown if self.thread_shown and not self.read_only else ""
+            own = self._own_thread()
             token = self.router.session.client_token
         await _say_presence(token, own, looking=visibility == "visible")
         yield
@@ -1002,7 +1000,8 @@ class ChatState(IdentityState):
                     task.cancel()
                 # The conversation's own address, when this write was its first stored.
                 address = self._take_recorded(session)
-                if record_due and not first and not task.done():  # else `_work` stores it
+                # Not beside the first words, nor after the run (`_work` stores it then).
+                if record_due and not first and not task.done() and session.recording is None:
                     record_due = False
                     self._start_record(session)
                 if session.changed.is_set():
