@@ -237,6 +237,7 @@ SERVER = [
 ]
 
 DESK = [
+    "ADMIN_ROLE",
     "Answer",
     "AuditSink",
     "ConnectionFor",

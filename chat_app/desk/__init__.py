@@ -5,6 +5,7 @@ across workers; `records.py` what it hands out. See `docs/protocol.md` §10.
 """
 
 from .desk import (
+    ADMIN_ROLE,
     LEASE_SECONDS,
     ConnectionFor,
     Desk,
@@ -31,6 +32,7 @@ from .store import INBOX_COUNT_CAP, DecisionDraft, DeskStore, decision_id_of
 from .timers import AuditSink, PeopleFor, Timers
 
 __all__ = [
+    "ADMIN_ROLE",
     "Answer",
     "AuditSink",
     "ConnectionFor",

@@ -427,21 +427,16 @@ class Desk:
         await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))
         return DecideResult("decided", fresh, f"{_outcome(answer).capitalize()}.")
 
-    async def watching(self, thread_id: str, viewer: Identity) -> None:
+    async def watching(self, thread_id: str, viewer: Identity, *, looking: bool = True) -> None:
         """The viewer's page is open on the conversation (say so every `WATCH_SECONDS`): when
-        it is theirs, a decision that is theirs to make is not sent to them meanwhile."""
+        it is theirs, a decision that is theirs to make is not sent to them meanwhile.
+        `looking=False`: the page is no longer in view (another tab, a minimised window), and
+        the notices held back go out when next due (at most `notify_idle_seconds` on), not
+        once the page has stopped saying it is open."""
         if viewer.anonymous:
             return
-        until = self.clock() + timedelta(seconds=WATCH_SECONDS * 1.5)
+        until = self.clock() + timedelta(seconds=WATCH_SECONDS * 1.5 if looking else 0)
         await self._db(self.store.watching, thread_id, viewer.email, until)
-
-    async def looked_away(self, thread_id: str, viewer: Identity) -> None:
-        """The viewer's page on the conversation is no longer in view (another tab, a
-        minimised window): the notices held back for them go out when next due (at most
-        `notify_idle_seconds` on), not once the page has stopped saying it is open."""
-        if viewer.anonymous:
-            return
-        await self._db(self.store.watching, thread_id, viewer.email, self.clock())
 
     async def expire(self, item: InboxItem) -> bool:
         """Resolve a pending decision whose expiry passed, as expired, and go on: the agent

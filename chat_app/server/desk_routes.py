@@ -39,7 +39,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from chat_app.desk import Answer, Desk, DeskError, thread_topic
+from chat_app.desk import ADMIN_ROLE, Answer, Desk, DeskError, thread_topic
 from chat_app.interrupts.strict_json import strict_loads, too_deep
 from chat_app.server._body import read_body
 from chat_app.server.signin import unauthorized
@@ -70,8 +70,6 @@ STARTED_WAIT_SECONDS = 5.0
 #: How long such a route waits first for the run before it to let go of the conversation
 #: (milliseconds, normally; a lease left by a database that went away lasts until it lapses).
 REST_WAIT_SECONDS = 1.0
-#: The role that may list every pending decision (`GET /api/inbox?all=1`), as the desk has it.
-ADMIN_ROLE = "admin"
 
 _Handler = Callable[[Request, Identity], Awaitable[Response]]
 

@@ -46,16 +46,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from chat_app.desk import DeskStats, Histogram
+from chat_app.desk import ADMIN_ROLE, DeskStats, Histogram
 from chat_app.notify.stats import DeliveryStats
-from chat_app.server.desk_routes import ADMIN_ROLE, Who
+from chat_app.server.desk_routes import Who
 from chat_app.server.signin import unauthorized
 from chat_app.trust import Identity
 from chat_app.trust.authn import AuthFailure
 
 __all__ = [
     "CONTINUATION_BUCKETS",
-    "METRICS_ROLE",
     "WAIT_BUCKETS",
     "DeskCollector",
     "MetricsSource",
@@ -68,8 +67,6 @@ _log = logging.getLogger(__name__)
 WAIT_BUCKETS = (1, 5, 30, 60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400)
 #: Seconds of the continuation run that carried a decision: tools, not people.
 CONTINUATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
-#: The role that may read the figures: the desk's admins.
-METRICS_ROLE = ADMIN_ROLE
 
 RolesOf = Callable[[Identity], frozenset[str]]
 
@@ -183,7 +180,7 @@ def metrics_routes(
                 return unauthorized(identity)
             if identity.anonymous:
                 return unauthorized(AuthFailure("Sign in as an admin, or give the metrics token."))
-            if METRICS_ROLE not in roles(identity):
+            if ADMIN_ROLE not in roles(identity):
                 return JSONResponse(
                     {"error": "The metrics are for the role admin (or the metrics token)."},
                     status_code=403,

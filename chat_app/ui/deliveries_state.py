@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import reflex as rx
 
-from chat_app.desk import inbox_topic
+from chat_app.desk import ADMIN_ROLE, inbox_topic
 from chat_app.notify import Delivery, NotifySettings, OutboxError
 from chat_app.notify.settings import SMTP_URL, WEBHOOK_URL
 from chat_app.trust import Identity
@@ -21,7 +21,7 @@ from chat_app.trust import Identity
 from . import session as sessions
 from .conversations_state import address, follow_page, in_words, iso, sign_in_first
 from .guard import guarded, guarded_task
-from .identity_state import ADMIN_ROLE, IdentityState
+from .identity_state import IdentityState
 
 #: The page's address.
 ROUTE = "/deliveries"

@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import reflex as rx
 
-from chat_app.desk import DeskError
+from chat_app.desk import ADMIN_ROLE, DeskError
 from chat_app.trust import DEMO_PEOPLE, Identity
 
 from . import session as sessions
-
-#: The role that may see every pending decision and the deliveries of notices.
-ADMIN_ROLE = "admin"
 
 
 def _demo_label(person: Identity) -> str:

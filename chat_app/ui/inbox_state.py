@@ -10,7 +10,7 @@ from typing import Any
 
 import reflex as rx
 
-from chat_app.desk import INBOX_COUNT_CAP, DeskError, InboxItem, inbox_topic
+from chat_app.desk import ADMIN_ROLE, INBOX_COUNT_CAP, DeskError, InboxItem, inbox_topic
 from chat_app.trust import Identity
 
 from . import session as sessions
@@ -29,8 +29,6 @@ from .identity_state import IdentityState
 
 #: The page's address.
 ROUTE = "/inbox"
-#: The role that may list every pending decision (as the desk reads it).
-ADMIN_ROLE = "admin"
 #: How many decisions the page lists, and how many it reads to offer the filters' choices.
 LIMIT = 100
 NO_DESK = "This app has no inbox: it runs without the approval desk."

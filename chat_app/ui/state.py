@@ -1069,10 +1069,7 @@ async def _say_presence(token: str, thread: str, *, looking: bool) -> None:
     if not looking and looked is None:
         return  # nothing was held back for this tab
     try:
-        if looking:
-            await desk.watching(thread, live.identity)
-        else:
-            await desk.looked_away(thread, live.identity)
+        await desk.watching(thread, live.identity, looking=looking)
     except DeskError as error:  # a notice may go meanwhile; said again at the next look
         _log.info("Could not say whether the page shows %s: %s", thread, error.message)
         return

@@ -269,7 +269,7 @@ async def test_the_requester_who_looks_away_is_told_when_next_due(timed: Timed) 
     await _tick_all(timed, world.desk)
     assert timed.deliveries() == []
 
-    await world.desk.looked_away(thread, RITA)  # the tab went to the background
+    await world.desk.watching(thread, RITA, looking=False)  # the tab went to the background
     timed.clock.advance(11)  # due again
     await _tick_all(timed, world.desk)
     assert sorted((row.channel, row.recipient) for row in timed.deliveries()) == [
