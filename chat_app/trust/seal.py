@@ -197,9 +197,14 @@ class Sealer:
             return "stale"
         return "expired" if expires <= self._clock() else "ok"
 
-    def tool_call_expiry(self, call_id: str) -> str | None:
+    def tool_call_expires(self, call_id: str) -> int | None:
+        """When a call sealed by any sealer expires, in unix seconds (read from its id)."""
         match = _TOOL_CALL_ID.fullmatch(call_id)
-        return iso_from_epoch(int(match.group(2), 16)) if match else None
+        return int(match.group(2), 16) if match else None
+
+    def tool_call_expiry(self, call_id: str) -> str | None:
+        expires = self.tool_call_expires(call_id)
+        return None if expires is None else iso_from_epoch(expires)
 
     # --- generic interrupts -------------------------------------------------------------
 
