@@ -124,6 +124,9 @@ class Due(NamedTuple):
     decision: Row[Any]
     #: The owner's page is open on its conversation now.
     watched: bool
+    #: Its inbox routes as stored (`role:<role>`, `user:<email>`, `*`): those it was filed
+    #: with and those an escalation added. Its notices go to the people they name.
+    routes: tuple[str, ...]
 
 
 class DeskStore:
@@ -816,8 +819,11 @@ class DeskStore:
 
     def due(self, timer: str, now: datetime, *, limit: int = 100) -> list[Due]:
         """Pending decisions whose `timer` (`notify`, `remind`, `escalate`, `expire`) is due
-        and has not fired, oldest due first, with their conversation's owner and whether the
-        owner's page is open on it now."""
+        and has not fired, oldest due first, with their conversation's owner, whether the
+        owner's page is open on it now and their stored routes (one query for them all).
+
+        A pending decision always has routes (filing stores at least one); one decided
+        between the two queries has none, and nobody is told of it."""
         due_at, fired = _TIMER_COLUMNS[timer]
         conditions = [decisions.c.status == "pending", due_at <= now]
         if fired is not None:
@@ -830,8 +836,20 @@ class DeskStore:
                 .order_by(due_at)
                 .limit(limit)
             ).all()
+            routes: dict[str, list[str]] = {}
+            if rows:
+                for decision_id, route in connection.execute(
+                    select(decision_routes.c.decision_id, decision_routes.c.route)
+                    .where(decision_routes.c.decision_id.in_([row.id for row in rows]))
+                    .order_by(decision_routes.c.route)
+                ):
+                    routes.setdefault(decision_id, []).append(route)
         return [
-            Due(row, row.watched_until is not None and row.watched_until > now)
+            Due(
+                row,
+                watched=row.watched_until is not None and row.watched_until > now,
+                routes=tuple(routes.get(row.id, ())),
+            )
             for row in rows
         ]
 

@@ -9,10 +9,13 @@ added only once — and the mark is a conditional UPDATE that one worker wins: t
 writes the trail and the trace. A timer never fires twice however many workers look or however
 the clock jumps: it is a state, not a sleeping task.
 
-- **Notice**: to the people the decision's rule names (roles resolved to people by
-  `PeopleFor`); with no rule, to the requester, `Desk.notify_idle_seconds` after the pause
-  and only if their page is not open on the conversation then (it waits while it is).
-- **Reminder** (`remind_after`): the same people again, and the trail says so.
+- **Notice**: to the people whose inbox lists the decision — its stored routes, the rule's
+  approvers when it was filed (roles resolved to people by `PeopleFor`; a rule naming nobody
+  is `*`: only the webhook is told); with no rule, to the requester,
+  `Desk.notify_idle_seconds` after the pause and only if their page is not open on the
+  conversation then (it waits while it is).
+- **Reminder** (`remind_after`): the people its stored routes name again (with those an
+  escalation added, once it has), and the trail says so.
 - **Escalation** (`escalate_after`, `escalate_to`): those people may decide too (their
   inboxes list it; the engine's gate, by the same clock, lets them), are told, and the trail
   and the item say "escalated to admin after 2 h".
@@ -129,14 +132,14 @@ class Timers:
             later = now + timedelta(seconds=self.desk.notify_idle_seconds)
             await self._db(self.desk.store.postpone_notice, row.id, later)
             return
-        await self._tell(row, "decision-needed", self._routes(row), note="")
+        await self._tell(row, "decision-needed", due.routes, note="")
         await self._db(self.desk.store.fire, "notify", row.id, now)
 
     async def _reminder(self, due: Due, now: datetime) -> None:
         row = due.decision
         waited = describe_duration(row.remind_at - row.created_at)
         note = f"Reminder: waiting for a decision for {waited}"
-        told = await self._tell(row, "reminder", self._routes(row), note=note)
+        told = await self._tell(row, "reminder", due.routes, note=note)
         if await self._db(self.desk.store.fire, "remind", row.id, now):
             await self._record(row, "reminded", {"after": waited, "told": told}, now)
             await self._announce(row)
@@ -165,17 +168,6 @@ class Timers:
     async def _due(self, timer: str, now: datetime) -> list[Due]:
         found: list[Due] = await self._db(self.desk.store.due, timer, now)
         return found
-
-    def _routes(self, row: Any) -> list[str]:
-        """Who decides it now: its rule's approvers (and those an escalation added), anyone
-        but the requester for a rule that names none (`*`, as the inbox routes it: only the
-        webhook can be told), else the person who asked."""
-        if row.rule is None:
-            return [f"user:{row.requester_email}"]
-        approvers = json.loads(row.approvers or "[]")
-        if row.escalated_at is not None:
-            approvers += json.loads(row.escalate_to or "[]")
-        return [route_of(person) for person in approvers] or ["*"]
 
     async def _tell(self, row: Any, event: str, routes: Sequence[str], *, note: str) -> list[str]:
         """Queue the notice for the people `routes` name (not the requester, when the rule

@@ -29,7 +29,7 @@ from sqlalchemy import Engine, Row, and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
-from chat_app.trust.store import write_transaction
+from chat_app.trust.store import not_answering, write_transaction
 from chat_app.trust.tables import deliveries
 
 from .notice import Event, Notice, Recipient
@@ -63,8 +63,7 @@ def _answering() -> Iterator[None]:
     try:
         yield
     except SQLAlchemyError as error:
-        reason = getattr(error, "orig", None) or error
-        raise OutboxError(f"The database is not answering: {reason}") from error
+        raise OutboxError(not_answering(error)) from error
 
 
 def _utc_now() -> datetime:

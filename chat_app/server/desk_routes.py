@@ -45,6 +45,7 @@ from chat_app.server._body import read_body
 from chat_app.server.signin import unauthorized
 from chat_app.trust import Identity
 from chat_app.trust.authn import AuthFailure
+from chat_app.trust.store import not_answering
 
 __all__ = [
     "DEFAULT_INBOX_LIMIT",
@@ -321,8 +322,9 @@ class _TooLarge(DeskError):
 
 
 def _unavailable(error: OperationalError) -> DeskError:
-    _log.warning("The desk's database is not answering: %s", error.orig or error)
-    return DeskError("unavailable", f"The database is not answering: {error.orig or error}")
+    message = not_answering(error)
+    _log.warning("%s", message)  # the logger's name says where
+    return DeskError("unavailable", message)
 
 
 def _refused(error: DeskError) -> Response:

@@ -2,9 +2,9 @@
 
 Owns `database_url` (the configured URL, or SQLite in the data folder), `open_database` (an
 engine that works, migrated, or `DatabaseUnavailable` naming the URL with its password
-hidden), `create_database_engine`, `migrate` and `write_transaction`. The tables are in
-`tables.py`; the migrations in `migrations/` (Alembic, configured here in code: no
-`alembic.ini` is read at run time).
+hidden), `create_database_engine`, `migrate`, `write_transaction` and `not_answering` (what a
+person reads when a call failed). The tables are in `tables.py`; the migrations in
+`migrations/` (Alembic, configured here in code: no `alembic.ini` is read at run time).
 
 Everything SQLite-specific lives here, in the engine's settings: WAL (readers never wait for a
 writer), foreign keys enforced, a busy timeout, and transactions begun by SQLAlchemy rather
@@ -37,6 +37,7 @@ __all__ = [
     "create_database_engine",
     "database_url",
     "migrate",
+    "not_answering",
     "open_database",
     "shown_url",
     "write_transaction",
@@ -61,6 +62,13 @@ _PASSWORD_IN_URL = re.compile(r"^((?:[^:/@]+://)?[^:/@]*:)[^@]*@")
 class DatabaseUnavailable(RuntimeError):
     """The database cannot be opened or migrated; the message names the URL (password
     hidden) and why."""
+
+
+def not_answering(error: Exception) -> str:
+    """What a person reads when a call to the database failed (the desk's `unavailable`, the
+    outbox's error): "The database is not answering: <why>", the driver's own words when
+    SQLAlchemy wrapped them."""
+    return f"The database is not answering: {getattr(error, 'orig', None) or error}"
 
 
 def database_url(configured: str | None, data_dir: Path) -> str:

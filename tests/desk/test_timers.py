@@ -11,7 +11,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +24,8 @@ from chat_app.desk import Answer, Desk, DeskError, DeskStore, Timers
 from chat_app.notify import Deliverer, NotifySettings, Outbox, Recipient
 from chat_app.trust import Policy, Sealer, SQLiteLedger
 from chat_app.trust.store import open_database
-from chat_app.trust.tables import decisions, deliveries
-from tests.desk.world import ADA, OLIVE, RITA, World, state_of
+from chat_app.trust.tables import decision_routes, decisions, deliveries
+from tests.desk.world import ADA, OLIVE, RITA, SAM, World, state_of
 from tests.notify.servers import smtp_server, webhook_receiver
 
 SECRET = b"desk-timers-secret-desk-timers-secret"
@@ -73,6 +73,10 @@ class Timed:
         people = {
             "role:finance": [Recipient("ada@example.com", "Ada")],
             "role:admin": [Recipient("olive@example.com", "Olive")],
+            "role:ops": [
+                Recipient("olive@example.com", "Olive"),
+                Recipient("sam@example.com", "Sam"),
+            ],
             "user:rita@example.com": [Recipient("rita@example.com", "Rita")],
         }
 
@@ -201,6 +205,50 @@ async def test_reminder_and_escalation_fire_once_with_two_workers(timed: Timed) 
     assert result.status == "decided"
     await world.desk.wait_idle()
     assert [data["args"]["amount"] for data in world.executions("transfer")] == [5000]
+
+
+async def test_a_reminder_after_the_escalation_tells_the_escalated_people_too(
+    timed: Timed,
+) -> None:
+    world = timed.world
+    await world.start(RITA, "transfer 5000 to Ada")
+    later = timed.clock.utc() + timedelta(hours=3)
+    with world.engine.begin() as connection:  # its reminder comes after its escalation (2 h)
+        connection.execute(update(decisions).values(remind_at=later))
+    timed.clock.advance(2 * 3600)
+    await _tick_all(timed, world.desk)  # its notice, then the escalation: Olive may decide
+    assert timed.deliveries("reminder") == []
+    timed.clock.advance(3600)
+    await _tick_all(timed, world.desk)
+    told = sorted(row.recipient for row in timed.deliveries("reminder") if row.channel == "email")
+    assert told == ["ada@example.com", "olive@example.com"]
+
+
+async def test_notices_go_to_whose_inbox_lists_the_decision(timed: Timed) -> None:
+    """Who is told is who finds the decision in their inbox: the routes stored with it. An
+    item opened again (the chat's answer to it refused) after the policy changed is listed for
+    its new approvers, and they are told; its first approvers are not told again."""
+    world = timed.world
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    await _tick_all(timed, world.desk)  # finance (Ada) is told
+    # Large transfers are ops' now (the app came back with a new policy).
+    text = POLICY.replace('approvers = ["role:finance"]', 'approvers = ["role:ops"]')
+    assert text != POLICY
+    world.desk.policy = Policy.parse(text, "policy.toml")
+    # Rita answers it in the chat; the answer is refused, and her page stores the pause
+    # as it was: the item is open again, for the new rule's approvers.
+    entry = {"interruptId": item.item_id, "status": "resolved", "payload": {"approved": True}}
+    async with world.desk.page_run(thread, [item.item_id], RITA, {item.item_id: entry}):
+        pass
+    await world.desk.wait_idle()
+    await world.desk.record(thread, RITA, RITA, state_of(await world.desk.view(thread, RITA)))
+    assert (await world.only_item(SAM)).decision_id == item.decision_id
+    assert (await world.desk.inbox(ADA))[1] == 0
+
+    await _tick_all(timed, world.desk)
+    told = [row.recipient for row in timed.deliveries("decision-needed") if row.channel == "email"]
+    assert told == ["ada@example.com", "olive@example.com", "sam@example.com"]
 
 
 async def test_expiry_closes_the_loop_once(timed: Timed) -> None:
@@ -379,8 +427,9 @@ async def test_a_rule_that_names_no_approvers_still_tells_the_webhook(timed: Tim
     requester (`*`) in the inbox; its notice goes to the webhook (nobody here is named)."""
     world = timed.world
     await world.start(RITA, "transfer 5000 to Ada")
-    with world.engine.begin() as connection:  # the stored rule names nobody
+    with world.engine.begin() as connection:  # stored as such a rule's decision is
         connection.execute(update(decisions).values(approvers="[]"))
+        connection.execute(update(decision_routes).values(route="*"))
     await timed.timers(world.desk).tick()
     assert [(row.channel, row.recipient) for row in timed.deliveries()] == [("webhook", "")]
 
