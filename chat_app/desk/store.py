@@ -303,11 +303,6 @@ class DeskStore:
                 args=_dumps(draft.args),
                 requester_email=draft.requester_email,
                 requester_name=draft.requester_name,
-                rule=draft.rule,
-                approvers=_dumps(list(draft.approvers)),
-                not_requester=draft.not_requester,
-                quorum=draft.quorum,
-                waiting_for=draft.waiting_for[:300],
                 status="pending",
                 outcome=None,
                 decided_by=None,
@@ -317,19 +312,11 @@ class DeskStore:
                 created_at=now,
                 expires_at=draft.expires_at,
                 decided_at=None,
-                notify_at=_after(now, draft.notify_after),
-                remind_at=_after(now, draft.remind_after),
-                escalate_at=_after(now, draft.escalate_after),
-                escalate_to=_dumps(list(draft.escalate_to)),
                 run_id=draft.run_id,
+                **_governed(draft, paused=now, now=now),
             )  # fmt: skip
         )
-        for route in sorted(set(draft.routes)):
-            connection.execute(
-                insert(decision_routes).values(
-                    decision_id=decision_id, route=route[:400], created_at=now
-                )
-            )
+        _add_routes(connection, decision_id, draft.routes, now)
 
     @staticmethod
     def _add_auto(connection: Any, thread_id: str, decided: AutoDecision, now: datetime) -> None:
@@ -363,11 +350,22 @@ class DeskStore:
 
     @staticmethod
     def _reopen(connection: Any, thread_id: str, draft: DecisionDraft, now: datetime) -> None:
+        """Open a closed decision again (the chat's answer to it was refused), as the rule in
+        force now has it: `draft` is its pause filed again under the policy of now, so who may
+        decide, how many must and its timers are that rule's, as if it had paused under it."""
         decision_id = decision_id_of(thread_id, draft.item_id)
-        # Its routes keep the decision's own time: the inbox reads them newest first.
-        created = connection.execute(
-            select(decisions.c.created_at).where(decisions.c.id == decision_id)
-        ).scalar_one()
+        stored = connection.execute(
+            select(decisions.c.created_at, decisions.c.reminded_at).where(
+                decisions.c.id == decision_id
+            )
+        ).one()
+        # Its reminder and escalation are due as long after its pause as the rule says (as
+        # the engine's gate counts an escalation); its notice from now.
+        governed = _governed(draft, paused=stored.created_at, now=now)
+        remind_at = governed["remind_at"]
+        reminded = stored.reminded_at
+        if remind_at is None or reminded is None or reminded < remind_at:
+            reminded = None  # not the reminder this rule asks for: it is still to be given
         connection.execute(
             update(decisions)
             .where(decisions.c.id == decision_id)
@@ -380,15 +378,15 @@ class DeskStore:
                 applied=False,
                 # Told again: its notice may have been skipped while it was closed.
                 notified_at=None,
-                notify_at=_after(now, draft.notify_after),
+                reminded_at=reminded,
+                # Closing took it out of the escalated people's inboxes too: escalated again
+                # when due (this rule's `escalate_to` find it, and may decide, once it fires).
+                escalated_at=None,
+                **governed,
             )  # fmt: skip
         )
-        for route in sorted(set(draft.routes)):
-            connection.execute(
-                insert(decision_routes).values(
-                    decision_id=decision_id, route=route[:400], created_at=created
-                )
-            )
+        # Its routes keep the decision's own time: the inbox reads them newest first.
+        _add_routes(connection, decision_id, draft.routes, stored.created_at)
 
     def conversations_of(self, owner_email: str, *, limit: int = 100) -> list[ConversationSummary]:
         with self.engine.connect() as connection:
@@ -971,6 +969,33 @@ def _claim(connection: Any, thread_id: str, runner: str, *, now: datetime, until
 
 def _after(now: datetime, span: timedelta | None) -> datetime | None:
     return None if span is None else now + span
+
+
+def _governed(draft: DecisionDraft, *, paused: datetime, now: datetime) -> dict[str, Any]:
+    """A decision's columns that its rule decides (`draft` holds the rule's answers): who
+    may decide and how many must, what it is waiting for, and its timers, counted from its
+    pause (`paused`) but its first notice, from when it is filed (`now`)."""
+    return dict(
+        rule=draft.rule,
+        approvers=_dumps(list(draft.approvers)),
+        not_requester=draft.not_requester,
+        quorum=draft.quorum,
+        waiting_for=draft.waiting_for[:300],
+        notify_at=_after(now, draft.notify_after),
+        remind_at=_after(paused, draft.remind_after),
+        escalate_at=_after(paused, draft.escalate_after),
+        escalate_to=_dumps(list(draft.escalate_to)),
+    )  # fmt: skip
+
+
+def _add_routes(connection: Any, decision_id: str, routes: Sequence[str], at: datetime) -> None:
+    """Store a pending decision's inbox routes, dated `at` (its pause)."""
+    for route in sorted(set(routes)):
+        connection.execute(
+            insert(decision_routes).values(
+                decision_id=decision_id, route=route[:400], created_at=at
+            )
+        )
 
 
 def expiry_entry(item_id: str) -> dict[str, Any]:

@@ -10,8 +10,8 @@ writes the trail and the trace. A timer never fires twice however many workers l
 the clock jumps: it is a state, not a sleeping task.
 
 - **Notice**: to the people whose inbox lists the decision — its stored routes, the rule's
-  approvers when it was filed (roles resolved to people by `PeopleFor`; a rule naming nobody
-  is `*`: only the webhook is told); with no rule, to the requester,
+  approvers when it was filed or opened again (roles resolved to people by `PeopleFor`; a
+  rule naming nobody is `*`: only the webhook is told); with no rule, to the requester,
   `Desk.notify_idle_seconds` after the pause and only if their page is not open on the
   conversation then (it waits while it is).
 - **Reminder** (`remind_after`): the people its stored routes name again (with those an

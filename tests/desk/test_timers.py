@@ -20,7 +20,7 @@ from sqlalchemy import select, update
 
 from chat_app.client import ClientState, ToolCallPart, read_manifest
 from chat_app.demo import POLICY_PATH, build_demo_agent
-from chat_app.desk import Answer, Desk, DeskError, DeskStore, Timers
+from chat_app.desk import Answer, Desk, DeskError, DeskStore, InboxItem, Timers
 from chat_app.notify import Deliverer, NotifySettings, Outbox, Recipient
 from chat_app.trust import Policy, Sealer, SQLiteLedger
 from chat_app.trust.store import open_database
@@ -236,19 +236,118 @@ async def test_notices_go_to_whose_inbox_lists_the_decision(timed: Timed) -> Non
     text = POLICY.replace('approvers = ["role:finance"]', 'approvers = ["role:ops"]')
     assert text != POLICY
     world.desk.policy = Policy.parse(text, "policy.toml")
-    # Rita answers it in the chat; the answer is refused, and her page stores the pause
-    # as it was: the item is open again, for the new rule's approvers.
-    entry = {"interruptId": item.item_id, "status": "resolved", "payload": {"approved": True}}
-    async with world.desk.page_run(thread, [item.item_id], RITA, {item.item_id: entry}):
-        pass
-    await world.desk.wait_idle()
-    await world.desk.record(thread, RITA, RITA, state_of(await world.desk.view(thread, RITA)))
+    await _refused_in_the_chat(world, thread, item)  # open again, for the new rule's approvers
     assert (await world.only_item(SAM)).decision_id == item.decision_id
     assert (await world.desk.inbox(ADA))[1] == 0
 
     await _tick_all(timed, world.desk)
     told = [row.recipient for row in timed.deliveries("decision-needed") if row.channel == "email"]
     assert told == ["ada@example.com", "olive@example.com", "sam@example.com"]
+
+
+async def _refused_in_the_chat(world: World, thread: str, item: InboxItem) -> None:
+    """Rita approves `item` in the chat; the answer is refused (nobody approves their own
+    large transfer), and her page stores the pause as it was: the item is open again."""
+    entry = {"interruptId": item.item_id, "status": "resolved", "payload": {"approved": True}}
+    async with world.desk.page_run(thread, [item.item_id], RITA, {item.item_id: entry}):
+        pass
+    await world.desk.wait_idle()
+    await world.desk.record(thread, RITA, RITA, state_of(await world.desk.view(thread, RITA)))
+
+
+def _stored(world: World, decision_id: str) -> Any:
+    with world.engine.connect() as connection:
+        return connection.execute(select(decisions).where(decisions.c.id == decision_id)).one()
+
+
+async def test_an_item_opened_again_takes_the_rule_in_force_now(timed: Timed) -> None:
+    """An item opened again after the policy changed is the new rule's in everything: who
+    may decide, how many must, what it is waiting for, its reminder and escalation (due after
+    the new rule's spans, counted from its pause as the engine counts them); nothing is left
+    of the rule it was filed under."""
+    world = timed.world
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    await _tick_all(timed, world.desk)
+    timed.clock.advance(45 * 60)
+    await _tick_all(timed, world.desk)  # Ada is reminded after 30 min
+    assert len(timed.trail("reminded")) == 1
+    # Two of ops approve large transfers now, reminded after 1 h, escalated to finance after 3 h.
+    text = (
+        POLICY.replace('approvers = ["role:finance"]', 'approvers = ["role:ops"]\nquorum = 2')
+        .replace('remind_after = "30m"', 'remind_after = "1h"')
+        .replace('escalate_after = "2h"', 'escalate_after = "3h"')
+        .replace('escalate_to = ["role:admin"]', 'escalate_to = ["role:finance"]')
+    )
+    policy = Policy.parse(text, "policy.toml")
+    rule = policy.rule_named("large-transfers")
+    assert rule is not None and rule.quorum == 2
+    world.desk.policy = world.agent.policy = policy
+    await _refused_in_the_chat(world, thread, item)
+
+    row = _stored(world, item.decision_id)
+    paused = row.created_at
+    assert (row.rule, json.loads(row.approvers), row.quorum, row.not_requester) == (
+        "large-transfers", ["role:ops"], 2, True,
+    )  # fmt: skip
+    assert row.waiting_for == policy.waiting_for(rule, viewer_is_requester=False)
+    assert (row.remind_at, row.escalate_at) == (
+        paused + timedelta(hours=1), paused + timedelta(hours=3),
+    )  # fmt: skip
+    assert json.loads(row.escalate_to) == ["role:finance"]
+    # The reminder given after 30 min is not the one the new rule asks for after 1 h.
+    assert (row.reminded_at, row.escalated_at) == (None, None)
+    assert (await world.only_item(SAM)).quorum == 2
+
+    await _tick_all(timed, world.desk)  # ops are told it is theirs
+    timed.clock.advance(15 * 60)
+    await _tick_all(timed, world.desk)  # 1 h: ops are reminded
+    reminded = timed.trail("reminded")
+    assert len(reminded) == 2 and reminded[1]["after"] == "1 h"
+    assert sorted(reminded[1]["told"]) == ["olive@example.com", "sam@example.com"]
+    timed.clock.advance(3600)
+    await _tick_all(timed, world.desk)  # 2 h: the old rule's escalation is no more
+    assert timed.trail("escalated") == []
+    timed.clock.advance(3600)
+    await _tick_all(timed, world.desk)  # 3 h: the new rule's, to finance
+    assert (await world.only_item(SAM)).escalation == "escalated to finance after 3 h"
+
+    # Two approvals, as the new rule asks: Sam's alone runs nothing.
+    result = await world.desk.decide(item.decision_id, SAM, Answer("approve"))
+    assert result.status == "waiting"
+    await world.desk.wait_idle()
+    assert world.executions("transfer") == []
+    result = await world.desk.decide(item.decision_id, OLIVE, Answer("approve"))
+    assert result.status == "decided"
+    await world.desk.wait_idle()
+    assert [data["args"]["amount"] for data in world.executions("transfer")] == [5000]
+
+
+async def test_an_escalated_item_opened_again_is_escalated_again(timed: Timed) -> None:
+    """Closing an item takes it out of every inbox, the escalated people's too: opened again
+    past its escalation, it is escalated again (the escalated people find it again; the
+    outbox tells nobody twice). Its reminder, given already when its rule asks, is not."""
+    world = timed.world
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    await _tick_all(timed, world.desk)
+    timed.clock.advance(2 * 3600)
+    await _tick_all(timed, world.desk)  # reminded, escalated: Olive may decide
+    assert (await world.only_item(OLIVE)).decision_id == item.decision_id
+    reminded_at = _stored(world, item.decision_id).reminded_at
+    assert reminded_at is not None
+
+    await _refused_in_the_chat(world, thread, item)
+    row = _stored(world, item.decision_id)
+    assert (row.reminded_at, row.escalated_at) == (reminded_at, None)
+    await _tick_all(timed, world.desk)
+    shown = await world.only_item(OLIVE)
+    assert shown.escalation == "escalated to admin after 2 h"
+    assert (len(timed.trail("reminded")), len(timed.trail("escalated"))) == (1, 2)
+    told = [row.recipient for row in timed.deliveries("escalated") if row.channel == "email"]
+    assert told == ["olive@example.com"]
+    result = await world.desk.decide(shown.decision_id, OLIVE, Answer("approve"))
+    assert result.status == "decided"
 
 
 async def test_expiry_closes_the_loop_once(timed: Timed) -> None:
