@@ -552,8 +552,9 @@ async def measure(
                 seed(engine, done, n, base + timedelta(seconds=n))
                 seeded = time.perf_counter() - began
                 done = n
-                # As the app does once built (`chat_app/chat_app.py`): what lives on (the
-                # rig, the imports) is kept out of the collections the loads would pause for.
+                # As the app is served (`reflex run --env prod` freezes the heap it built
+                # before it forks its workers): what lives on (the rig, the imports) is kept
+                # out of the collections the loads would otherwise pause for.
                 gc.collect()
                 gc.freeze()
                 at: dict[str, Any] = {"seed_s": seeded}
@@ -749,9 +750,10 @@ def _section(results: dict[str, Any], sizes: tuple[int, ...], mode: str) -> Sect
         f"but not PostgreSQL's server). {loads}. The Inbox page: {page_loads} of "
         f"{results[next(iter(results))]['page']}, for the same viewers (Olive with all "
         "pending on); Reflex's own part (the state delta, the websocket) is not in it. "
-        "After each fill the process's heap is collected and frozen (`gc.freeze()`), as the "
-        "app freezes its own once built: a full collection of an unfrozen heap here paused "
-        "100–180 ms, the page's p99 at PostgreSQL before. "
+        "After each fill the process's heap is collected and frozen (`gc.freeze()`), as "
+        "Reflex's production server freezes the app's before it forks its workers: a full "
+        "collection of this process's unfrozen heap paused 100–180 ms, and was the page's p99 "
+        "at PostgreSQL in earlier runs. "
         "The goals are the issue's, absolute: TanStack AI has no inbox or stored decisions, so "
         "there is no reference to run beside it."
     )

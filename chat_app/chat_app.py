@@ -10,7 +10,6 @@ start with a message saying which and why.
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import sys
@@ -242,7 +241,3 @@ app.add_page(
     title="Deliveries · chat_app",
     on_load=DeliveriesState.load,
 )
-# Everything built so far lives as long as the app: kept out of every collection. A full
-# pass over it took ~115 ms here (165,000 objects), a stall of every tab's events each time
-# the collector reached the oldest generation; frozen, those passes see only what came later.
-gc.freeze()
