@@ -51,7 +51,6 @@ from chat_app.interrupts import (
 )
 from chat_app.observe import close_decision, decision_span, run_span
 from chat_app.trust import ANONYMOUS, Identity, Policy, Rule
-from chat_app.trust.store import not_answering
 
 from .fanout import Fanout
 from .records import (
@@ -971,7 +970,7 @@ class Desk:
         try:
             return await asyncio.to_thread(function, *args)
         except OperationalError as error:
-            raise DeskError("unavailable", not_answering(error)) from None
+            raise DeskError.unavailable(error) from None
 
 
 async def _stage(client: ChatClient, item_id: str, entry: Mapping[str, Any]) -> None:

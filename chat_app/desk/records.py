@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias
 
 from chat_app.trust import describe_duration, escalation_note
+from chat_app.trust.store import not_answering
 
 __all__ = [
     "Answer",
@@ -53,6 +54,12 @@ class DeskError(Exception):
         self.code = code
         self.message = message
         self.details = details
+
+    @classmethod
+    def unavailable(cls, error: Exception) -> DeskError:
+        """The database did not answer (`error`, SQLAlchemy's or the driver's): `unavailable`,
+        saying why in the driver's own words."""
+        return cls("unavailable", not_answering(error))
 
     @property
     def http_status(self) -> int:

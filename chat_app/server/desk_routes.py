@@ -45,7 +45,6 @@ from chat_app.server._body import read_body
 from chat_app.server.signin import unauthorized
 from chat_app.trust import Identity
 from chat_app.trust.authn import AuthFailure
-from chat_app.trust.store import not_answering
 
 __all__ = [
     "DEFAULT_INBOX_LIMIT",
@@ -322,9 +321,9 @@ class _TooLarge(DeskError):
 
 
 def _unavailable(error: OperationalError) -> DeskError:
-    message = not_answering(error)
-    _log.warning("%s", message)  # the logger's name says where
-    return DeskError("unavailable", message)
+    refused = DeskError.unavailable(error)
+    _log.warning("%s", refused.message)  # the logger's name says where
+    return refused
 
 
 def _refused(error: DeskError) -> Response:

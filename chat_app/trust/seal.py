@@ -203,6 +203,7 @@ class Sealer:
         return int(match.group(2), 16) if match else None
 
     def tool_call_expiry(self, call_id: str) -> str | None:
+        """`tool_call_expires` as the wire's `expiresAt` (ISO 8601, UTC)."""
         expires = self.tool_call_expires(call_id)
         return None if expires is None else iso_from_epoch(expires)
 
