@@ -22,6 +22,8 @@ takes the URL. Imports nothing of ours (the migrations read `tables`).
 from __future__ import annotations
 
 import re
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -125,11 +127,27 @@ def _sqlite_connect(dbapi_connection: Any, _record: object) -> None:
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     try:
-        cursor.execute("PRAGMA journal_mode=WAL")
+        _use_wal(cursor)
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     finally:
         cursor.close()
+
+
+def _use_wal(cursor: Any) -> None:
+    """Put the file in WAL mode (it stays so: later connections find it done). Connections
+    switching a new file at the same moment (workers starting at once) are told "database is
+    locked" at once, not after the busy timeout, as the switch needs the file alone and
+    SQLite does not wait for that: try again until the busy timeout has passed."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _sqlite_begin(connection: Connection) -> None:
