@@ -1,7 +1,7 @@
 """Fixtures for browser tests against the real app.
 
-`app_url` starts `reflex run --env prod --single-port` once per session from the
-repo root on a free port and yields its base URL. `page` gives each test a fresh
+`app_url` starts `reflex run --env prod --single-port` once per test process from a copy
+of the app on a free port and yields its base URL. `page` gives each test a fresh
 browser context (hence a fresh Reflex client token and state) in the system
 Chromium, already loaded at `app_url` and hydrated.
 
@@ -26,7 +26,6 @@ import pytest
 from tests.ui.app_server import (
     CHROMIUM,
     CHROMIUM_ARGS,
-    REPO_ROOT,
     START_TIMEOUT,
     AppDidNotStart,
     app_env,
@@ -58,9 +57,13 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if external := os.environ.get("CHAT_APP_UI_URL"):
         yield external.rstrip("/")
         return
-    log_path = tmp_path_factory.mktemp("reflex") / "reflex-run.log"
+    # A copy, not the work tree: a prod build is tied to its port, so two test processes
+    # (`pytest -n 2`) building in one `.web` would each serve the other's build.
+    root = tmp_path_factory.mktemp("reflex")
+    copy_app(root)
     started = time.monotonic()
-    with _failing_if_it_does_not_start(), served_app(REPO_ROOT, app_env(), log_path) as served:
+    log_path = root / "reflex-run.log"
+    with _failing_if_it_does_not_start(), served_app(root, app_env(), log_path) as served:
         sys.stderr.write(f"\n[ui] app up at {served[0]} after {time.monotonic() - started:.1f}s\n")
         yield served[0]
 
