@@ -10,11 +10,12 @@ looking at the conversation or the inbox moves on without reloading, on any work
 A decision's way through: `decide` refuses what is unknown (404), no longer pending (409,
 naming who decided), expired (410), not the caller's (403, saying who may) or invalid for the
 item's schemas (400); a quorum rule collects one approval per allowed person (the vote's
-primary key) until it has enough; the last one moves the row from `pending` to `decided`
-with a conditional UPDATE, so of two deciders one wins. Then `_continue` takes the
-conversation's lease, restores its client, stages every decided answer of the batch and
-sends the continuation as the decider, with the earlier approvers as the engine's
-`cosigners` (the engine checks the policy again, and its ledger runs each tool once).
+primary key) until enough of them count (those the rule in force allows); the last one moves
+the row from `pending` to `decided` with a conditional UPDATE, so of two deciders one wins.
+Then `_continue` takes the conversation's lease, restores its client, stages every decided
+answer of the batch and sends the continuation as the decider, with the earlier approvers
+that count as the engine's `cosigners` (the engine checks the policy again, and its ledger
+runs each tool once).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from .records import (
     DecideResult,
     DeskError,
     InboxItem,
+    Vote,
     expiry_note,
 )
 from .store import (
@@ -190,7 +192,7 @@ class Desk:
         row = await self._db(self.store.load, thread_id)
         if row is None:
             raise DeskError("unknown", f"There is no conversation {thread_id}.")
-        items = await self._db(self.store.decisions_of, thread_id)
+        items = [self._judged(i) for i in await self._db(self.store.decisions_of, thread_id)]
         summary = summary_of(row)
         if viewer.email and viewer.email == row.owner_email:
             return ConversationView(summary, row.state, tuple(items))
@@ -225,6 +227,7 @@ class Desk:
                 now=self.clock(),
             )  # fmt: skip
         )
+        items = [self._judged(item) for item in items]
         if everyone:
             return items, total
         allowed = [item for item in items if self._refusal(item, viewer, "approve") is None]
@@ -261,11 +264,11 @@ class Desk:
     async def decisions_of(self, thread_id: str) -> list[InboxItem]:
         """Every decision of a conversation, pending or past, with its votes."""
         found: list[InboxItem] = await self._db(self.store.decisions_of, thread_id)
-        return found
+        return [self._judged(item) for item in found]
 
     async def decision(self, decision_id: str) -> InboxItem | None:
         found: InboxItem | None = await self._db(self.store.decision, decision_id)
-        return found
+        return None if found is None else self._judged(found)
 
     # --- acting -------------------------------------------------------------------------
 
@@ -384,7 +387,7 @@ class Desk:
                 )  # fmt: skip
             )
             if not voted:
-                fresh = await self._db(self.store.decision, decision_id)
+                fresh = await self.decision(decision_id)
                 assert fresh is not None
                 self._check_open(fresh)
                 raise DeskError(
@@ -392,7 +395,7 @@ class Desk:
                     f"You already approved this ({fresh.progress}); someone else must too.",
                     decidedBy=None,
                 )
-            fresh = await self._db(self.store.decision, decision_id)
+            fresh = await self.decision(decision_id)
             assert fresh is not None
             if len(fresh.approvals) < item.quorum:
                 await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))
@@ -420,7 +423,7 @@ class Desk:
                 "decision.outcome": _outcome(answer), "decided.by": decider.email,
                 "verified.by": decider.method, "rule": item.rule or ""})  # fmt: skip
             self._spawn(self._continue(item.thread_id))
-        fresh = await self._db(self.store.decision, decision_id)
+        fresh = await self.decision(decision_id)
         assert fresh is not None
         if not won:
             self._check_open(fresh)
@@ -661,9 +664,10 @@ class Desk:
         deciders: dict[str, Identity] = {}
         final: Identity | None = None
         for row in rows:
-            votes = self.store.voters(row.id)
-            voters = [_identity(vote) for vote in votes]
-            decider = next((v for v in voters if v.email == row.decided_by), None)
+            item = self.store.decision(row.id)
+            if item is None:  # removed with its conversation meanwhile
+                continue
+            decider = next((_identity(v) for v in item.votes if v.email == row.decided_by), None)
             if row.outcome == "expired":
                 decider = owner
             if row is last:
@@ -671,9 +675,9 @@ class Desk:
             if decider is not None:
                 deciders[row.item_id] = decider
             others = tuple(
-                voter
-                for voter, vote in zip(voters, votes, strict=True)
-                if vote.approved and voter.email != row.decided_by
+                _identity(vote)
+                for vote in item.votes
+                if vote.email != row.decided_by and self._counts(item, vote)
             )
             if others:
                 cosigners[row.item_id] = others
@@ -897,6 +901,25 @@ class Desk:
                                  decider_is_requester=asked,
                                  escalated=self._escalated(item))  # fmt: skip
 
+    def _counts(self, item: InboxItem, vote: Vote) -> bool:
+        """Whether `vote` counts towards `item`'s quorum: an approval by someone the rule in
+        force allows, as they were verified when they voted. The engine checks every cosigner
+        so and refuses the whole answer for one it does not allow, so an approval the policy
+        no longer allows (its rule's approvers changed, or the voter's roles) counts for
+        nothing, though it stays on record."""
+        return vote.approved and self._refusal(item, _identity(vote), "approve") is None
+
+    def _judged(self, item: InboxItem) -> InboxItem:
+        """`item` with its approvals marked as counting or not, while it is pending (a decided
+        item's votes are what decided it)."""
+        if item.status != "pending" or not any(vote.approved for vote in item.votes):
+            return item
+        votes = tuple(
+            replace(vote, counts=self._counts(item, vote)) if vote.approved else vote
+            for vote in item.votes
+        )
+        return replace(item, votes=votes)
+
     def _escalated(self, item: InboxItem) -> bool:
         """Past its rule's `escalate_after`: by the clock, as the engine's gate reckons it
         (the timer that tells the escalated people may fire a moment later)."""
@@ -1021,10 +1044,10 @@ def _owner_of(row: Any) -> Identity:
     return Identity(email=row.owner_email, method="none", name=row.owner_name)
 
 
-def _identity(vote: Any) -> Identity:
+def _identity(vote: Vote) -> Identity:
     return Identity(
-        email=vote.voter_email, method=vote.verified_by, name=vote.voter_name,
-        roles=frozenset(json.loads(vote.roles)), token_name=vote.token_name,
+        email=vote.email, method=vote.verified_by, name=vote.name, roles=vote.roles,
+        token_name=vote.token_name,
     )  # fmt: skip
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias
 
-from chat_app.trust import describe_duration, escalation_note
+from chat_app.trust import AuthMethod, describe_duration, escalation_note
 from chat_app.trust.store import not_answering
 
 __all__ = [
@@ -97,6 +97,13 @@ class Vote:
     name: str
     approved: bool
     at: datetime
+    #: How they were verified when they voted: the engine checks a cosigner as that person.
+    verified_by: AuthMethod = "none"
+    token_name: str = ""
+    roles: frozenset[str] = frozenset()
+    #: Counts towards the quorum: the desk marks an approval the rule in force no longer
+    #: allows (it stays on record, counting for nothing).
+    counts: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {"email": self.email, "name": self.name, "approved": self.approved,
@@ -148,7 +155,8 @@ class InboxItem:
 
     @property
     def approvals(self) -> tuple[Vote, ...]:
-        return tuple(vote for vote in self.votes if vote.approved)
+        """The approvals that count towards the quorum (as the desk marked them)."""
+        return tuple(vote for vote in self.votes if vote.approved and vote.counts)
 
     @property
     def progress(self) -> str:

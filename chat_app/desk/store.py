@@ -745,6 +745,9 @@ class DeskStore:
                         name=vote.voter_name,
                         approved=vote.approved,
                         at=vote.at,
+                        verified_by=vote.verified_by,
+                        token_name=vote.token_name,
+                        roles=frozenset(json.loads(vote.roles)),
                     )  # fmt: skip
                 )
         return [

@@ -10,7 +10,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import Engine
 
+from chat_app.demo import POLICY_PATH
 from chat_app.desk import Answer, DeskError, DeskStore, InboxItem
+from chat_app.trust import Policy
 from tests.desk.world import ADA, OLIVE, RITA, SAM, World, texts
 
 
@@ -63,6 +65,46 @@ async def test_two_of_ops_approve_and_the_keys_rotate_once(world: World) -> None
     assert decision.actor == "olive@example.com"
     assert [c["actor"] for c in decision.data["cosigners"]] == ["sam@example.com"]
     assert await world.desk.inbox(SAM) == ([], 0)
+
+
+async def test_an_approval_the_rule_in_force_no_longer_allows_does_not_count(
+    world: World,
+) -> None:
+    """Sam approved as one of ops; the app came back with key rotation for finance and admin.
+    His approval stays on record but counts for nothing (the engine would refuse him as a
+    cosigner, and with him the whole answer): Olive's is the first of two, Ada's decides."""
+    thread, item = await rotation(world)
+    assert (await world.desk.decide(item.decision_id, SAM, Answer("approve"))).status == "waiting"
+    text = POLICY_PATH.read_text().replace(
+        'approvers = ["role:ops"]', 'approvers = ["role:finance", "role:admin"]'
+    )
+    assert text != POLICY_PATH.read_text()
+    world.desk.policy = world.agent.policy = Policy.parse(text, "policy.toml")
+
+    second = await world.desk.decide(item.decision_id, OLIVE, Answer("approve"))
+    assert second.status == "waiting", second.item.to_json()
+    assert second.item.progress == "1 of 2: Olive approved"
+    assert [vote.email for vote in second.item.approvals] == ["olive@example.com"]
+    await world.desk.wait_idle()
+    assert (await world.desk.view(thread, RITA)).summary.status == "waiting"
+    assert world.continuations == [] and world.executions() == []
+    shown = await world.desk.decision(item.decision_id)
+    assert shown is not None and shown.progress == "1 of 2: Olive approved"
+    assert await world.desk.inbox(SAM) == ([], 0)
+    assert len(world.store.voters(item.decision_id)) == 2  # Sam's vote is still on record
+
+    third = await world.desk.decide(item.decision_id, ADA, Answer("approve"))
+    assert third.status == "decided"
+    assert (third.item.decided_by, third.item.outcome) == ("ada@example.com", "approved")
+    await world.desk.wait_idle()
+
+    assert [run["toolName"] for run in world.executions()] == ["rotate_keys"]
+    view = await world.desk.view(thread, RITA)
+    assert (view.summary.status, view.summary.error) == ("done", None)
+    [decision] = world.records("decision")
+    assert decision.actor == "ada@example.com"
+    assert [c["actor"] for c in decision.data["cosigners"]] == ["olive@example.com"]
+    assert len(world.store.voters(item.decision_id)) == 3
 
 
 @pytest.mark.parametrize("approved_first", [False, True], ids=["alone", "after-an-approval"])
