@@ -705,16 +705,6 @@ class DeskStore:
                     )
         return bool(changed)
 
-    def voters(self, decision_id: str) -> list[Row[Any]]:
-        with self.engine.connect() as connection:
-            return list(
-                connection.execute(
-                    select(decision_votes)
-                    .where(decision_votes.c.decision_id == decision_id)
-                    .order_by(decision_votes.c.at)
-                ).all()
-            )
-
     def mark_applied(self, decision_ids: Sequence[str], *, seconds: float | None = None) -> None:
         """Carried by a continuation (that took `seconds`, when it was the one that ran: kept
         on one of its decisions, so each continuation counts once)."""
