@@ -397,7 +397,7 @@ class Desk:
                 )
             fresh = await self.decision(decision_id)
             assert fresh is not None
-            if len(fresh.approvals) < item.quorum:
+            if len(fresh.approvals) < fresh.quorum:
                 await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))
                 return DecideResult("waiting", fresh, f"Approved: {fresh.progress}.")
         # Who decided is stored with the decision, in its transaction: of two deciders at
@@ -910,15 +910,20 @@ class Desk:
         return vote.approved and self._refusal(item, _identity(vote), "approve") is None
 
     def _judged(self, item: InboxItem) -> InboxItem:
-        """`item` with its approvals marked as counting or not, while it is pending (a decided
-        item's votes are what decided it)."""
-        if item.status != "pending" or not any(vote.approved for vote in item.votes):
+        """`item` as the rule in force reckons it while it is pending (a decided item's votes
+        are what decided it): its approvals marked as counting or not, and the quorum that
+        rule needs, which the engine counts against, not the one it was filed with."""
+        if item.status != "pending":
+            return item
+        rule = self._rule(item)
+        quorum = item.quorum if rule is None else rule.quorum
+        if quorum == item.quorum and not any(vote.approved for vote in item.votes):
             return item
         votes = tuple(
             replace(vote, counts=self._counts(item, vote)) if vote.approved else vote
             for vote in item.votes
         )
-        return replace(item, votes=votes)
+        return replace(item, votes=votes, quorum=quorum)
 
     def _escalated(self, item: InboxItem) -> bool:
         """Past its rule's `escalate_after`: by the clock, as the engine's gate reckons it

@@ -4,6 +4,7 @@ and a batch (`pay invoices`: three approvals) sent as one continuation once all 
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -105,6 +106,31 @@ async def test_an_approval_the_rule_in_force_no_longer_allows_does_not_count(
     assert decision.actor == "ada@example.com"
     assert [c["actor"] for c in decision.data["cosigners"]] == ["olive@example.com"]
     assert len(_votes(world, item.decision_id)) == 3
+
+
+async def test_a_quorum_raised_while_waiting_needs_the_new_count(world: World) -> None:
+    """The app came back with key rotation needing three of ops and finance: two approvals
+    (one given before, one after) leave it waiting, "2 of 3", and the third decides it."""
+    thread, item = await rotation(world)
+    assert (await world.desk.decide(item.decision_id, SAM, Answer("approve"))).status == "waiting"
+    text = POLICY_PATH.read_text().replace(
+        'approvers = ["role:ops"]', 'approvers = ["role:ops", "role:finance"]'
+    )
+    raised = re.sub(r'(?ms)(name = "key-rotation".*?)^quorum = 2\b', r"\1quorum = 3", text)
+    assert raised != text
+    world.desk.policy = world.agent.policy = Policy.parse(raised, "policy.toml")
+
+    second = await world.desk.decide(item.decision_id, OLIVE, Answer("approve"))
+    assert second.status == "waiting", second.item.to_json()
+    assert second.item.progress.startswith("2 of 3")
+    await world.desk.wait_idle()
+    assert world.continuations == [] and world.executions() == []
+
+    third = await world.desk.decide(item.decision_id, ADA, Answer("approve"))
+    assert third.status == "decided"
+    await world.desk.wait_idle()
+    assert [run["toolName"] for run in world.executions()] == ["rotate_keys"]
+    assert (await world.desk.view(thread, RITA)).summary.status == "done"
 
 
 @pytest.mark.parametrize("approved_first", [False, True], ids=["alone", "after-an-approval"])
