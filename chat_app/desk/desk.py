@@ -192,7 +192,7 @@ class Desk:
         row = await self._db(self.store.load, thread_id)
         if row is None:
             raise DeskError("unknown", f"There is no conversation {thread_id}.")
-        items = [self._judged(i) for i in await self._db(self.store.decisions_of, thread_id)]
+        items = await self.decisions_of(thread_id)
         summary = summary_of(row)
         if viewer.email and viewer.email == row.owner_email:
             return ConversationView(summary, row.state, tuple(items))
@@ -919,10 +919,7 @@ class Desk:
         quorum = item.quorum if rule is None else rule.quorum
         if quorum == item.quorum and not any(vote.approved for vote in item.votes):
             return item
-        votes = tuple(
-            replace(vote, counts=self._counts(item, vote)) if vote.approved else vote
-            for vote in item.votes
-        )
+        votes = tuple(replace(vote, counts=self._counts(item, vote)) for vote in item.votes)
         return replace(item, votes=votes, quorum=quorum)
 
     def _escalated(self, item: InboxItem) -> bool:
