@@ -844,8 +844,12 @@ class DeskStore:
             for row in rows
         ]
 
-    def fire(self, timer: str, decision_id: str, now: datetime) -> bool:
-        """Mark `timer` fired for a decision still pending; False when another worker did
+    def fire(
+        self, timer: str, decision_id: str, now: datetime, *, routes: Sequence[str] = ()
+    ) -> bool:
+        """Mark `timer` fired for a decision still pending, and add `routes` to its inbox
+        routes in the same transaction (an escalation: an inbox never lists it to the
+        escalated people before it says it was escalated); False when another worker did
         (or it was decided meanwhile): whoever gets True tells the trail, once."""
         _, fired = _TIMER_COLUMNS[timer]
         assert fired is not None
@@ -856,6 +860,8 @@ class DeskStore:
                        fired.is_(None))
                 .values({fired.name: now})
             ).rowcount  # fmt: skip
+            if changed and routes:
+                _add_missing_routes(connection, decision_id, routes)
         return bool(changed)
 
     def postpone_notice(self, decision_id: str, until: datetime) -> None:
@@ -868,35 +874,10 @@ class DeskStore:
             )
 
     def add_routes(self, decision_id: str, routes: Sequence[str], now: datetime) -> None:
-        """More people find a pending decision in their inbox (an escalation); a route it
-        has already is kept as it is."""
+        """More people find a pending decision in their inbox; a route it has already is
+        kept as it is."""
         with write_transaction(self.engine) as connection:
-            row = connection.execute(
-                select(decisions.c.created_at, decisions.c.status).where(
-                    decisions.c.id == decision_id
-                )
-            ).first()
-            if row is None or row.status != "pending":
-                return
-            have = set(
-                connection.execute(
-                    select(decision_routes.c.route).where(
-                        decision_routes.c.decision_id == decision_id
-                    )
-                ).scalars()
-            )
-            for route in sorted(set(routes) - have):
-                try:
-                    with connection.begin_nested():
-                        connection.execute(
-                            insert(decision_routes).values(
-                                decision_id=decision_id,
-                                route=route[:400],
-                                created_at=row.created_at,
-                            )  # fmt: skip
-                        )
-                except IntegrityError:  # another worker added it meanwhile
-                    pass
+            _add_missing_routes(connection, decision_id, routes)
 
     def expire(self, decision_id: str, *, answer: dict[str, Any], now: datetime) -> bool:
         """Resolve a pending decision whose expiry passed as `expired` (its answer the
@@ -979,6 +960,31 @@ def _governed(draft: DecisionDraft, *, paused: datetime, now: datetime) -> dict[
         escalate_at=_after(paused, draft.escalate_after),
         escalate_to=_dumps(list(draft.escalate_to)),
     )  # fmt: skip
+
+
+def _add_missing_routes(connection: Any, decision_id: str, routes: Sequence[str]) -> None:
+    """Add to a pending decision the inbox `routes` it has not got yet, dated its pause (so
+    it sorts in the inbox where it paused)."""
+    row = connection.execute(
+        select(decisions.c.created_at, decisions.c.status).where(decisions.c.id == decision_id)
+    ).first()
+    if row is None or row.status != "pending":
+        return
+    have = set(
+        connection.execute(
+            select(decision_routes.c.route).where(decision_routes.c.decision_id == decision_id)
+        ).scalars()
+    )
+    for route in sorted(set(routes) - have):
+        try:
+            with connection.begin_nested():
+                connection.execute(
+                    insert(decision_routes).values(
+                        decision_id=decision_id, route=route[:400], created_at=row.created_at
+                    )
+                )
+        except IntegrityError:  # another worker added it meanwhile
+            pass
 
 
 def _add_routes(connection: Any, decision_id: str, routes: Sequence[str], at: datetime) -> None:

@@ -148,12 +148,11 @@ class Timers:
         row = due.decision
         to = json.loads(row.escalate_to or "[]")
         added = [route_of(person) for person in to]
-        await self._db(self.desk.store.add_routes, row.id, added, now)
         after = row.escalate_at - row.created_at
         note = escalation_note(to, after)
         note = note[:1].upper() + note[1:]  # a notice's note is a sentence of its own
         told = await self._tell(row, "escalated", added, note=note)
-        if await self._db(self.desk.store.fire, "escalate", row.id, now):
+        if await self._db(lambda: self.desk.store.fire("escalate", row.id, now, routes=added)):
             data = {"to": to, "after": describe_duration(after), "told": told}
             await self._record(row, "escalated", data, now)
             await self._announce(row)

@@ -207,6 +207,34 @@ async def test_reminder_and_escalation_fire_once_with_two_workers(timed: Timed) 
     assert [data["args"]["amount"] for data in world.executions("transfer")] == [5000]
 
 
+async def test_the_escalated_people_never_see_it_before_it_says_it_was_escalated(
+    timed: Timed,
+) -> None:
+    """While the escalation's notices are queued, Olive's inbox does not list the transfer
+    yet; once it does, it says it was escalated (both land in one transaction)."""
+    world = timed.world
+    await world.start(RITA, "transfer 5000 to Ada")
+    timers = timed.timers(world.desk)
+    await timers.tick()
+    seen_while_telling: list[str] = []
+    tell = timers._tell
+
+    async def telling(row: Any, event: str, routes: Any, *, note: str) -> list[str]:
+        if event == "escalated":
+            seen_while_telling.extend(
+                item.escalation for item in (await world.desk.inbox(OLIVE))[0]
+            )
+        return await tell(row, event, routes, note=note)
+
+    timers._tell = telling  # type: ignore[method-assign]
+    timed.clock.advance(2 * 3600)
+    await timers.tick()
+    await world.desk.wait_idle()
+    assert len(timed.trail("escalated")) == 1
+    assert seen_while_telling == []
+    assert (await world.only_item(OLIVE)).escalation == "escalated to admin after 2 h"
+
+
 async def test_a_reminder_after_the_escalation_tells_the_escalated_people_too(
     timed: Timed,
 ) -> None:
