@@ -72,6 +72,7 @@ from .store import (
     Saved,
     decision_id_of,
     expiry_entry,
+    route_of,
     summary_of,
 )
 
@@ -102,16 +103,13 @@ ADMIN_ROLE = "admin"
 #: How long after a page last said its owner is looking at a conversation they count as
 #: looking (pages say so every `WATCH_SECONDS`).
 WATCH_SECONDS = 20.0
+#: How many pending decisions `Desk.refile` files again in one transaction.
+REFILE_PAGE = 500
 INTERRUPTED = "The app stopped while this conversation was running. Retry runs it again."
 ANSWERED_BEFORE = (
     "These answers had been applied before the app stopped, but their reply was lost "
     "(nothing ran twice). Send a message to go on."
 )
-
-
-def route_of(approver: str) -> str:
-    """The inbox route of a rule's approver (`role:finance`, `ada@example.com`)."""
-    return approver if approver.startswith("role:") else f"user:{approver.lower()}"
 
 
 def thread_topic(thread_id: str) -> str:
@@ -718,11 +716,41 @@ class Desk:
             self._spawn(self._continue(thread_id))
         return touched
 
+    async def refile(self) -> list[str]:
+        """At start: file every pending decision again as if it had paused under the policy
+        in force. The engine's gate judges an answer by the rule that governs the call (or
+        question) and its arguments when the answer comes, so a policy changed while a
+        decision waited moves it to that rule (a renamed rule is found again): who finds it
+        in their inbox and is reminded, what it is waiting for, how many must approve, and
+        when its reminder and escalation are due. Its notice goes to whoever that adds; a
+        reminder or an escalation that rule would have given too stands. Returns the
+        decisions it moved."""
+        moved: list[str] = []
+        threads: set[str] = set()
+        after: tuple[datetime, str] | None = None
+        # A page a transaction: the answers being given meanwhile wait for one page at most.
+        while page := await self._db(partial(self.store.pending, after=after, limit=REFILE_PAGE)):
+            drafts = {item.decision_id: self._redraft(item) for item in page}
+            refile = partial(self.store.refile, drafts, now=self.clock())
+            changed: list[str] = await self._db(refile)
+            threads |= {item.thread_id for item in page if item.decision_id in set(changed)}
+            moved += changed
+            after = (page[-1].created_at, page[-1].decision_id)
+        if moved:
+            await self.fanout.publish(inbox_topic(), *map(thread_topic, sorted(threads)))
+        return moved
+
     async def keep_recovering(self) -> None:
-        """`recover` now and then, for as long as the app runs: a worker that died leaves its
-        conversations to the others once its lease lapses."""
+        """`refile` once, then `recover` now and then, for as long as the app runs: a worker
+        that died leaves its conversations to the others once its lease lapses."""
+        refiled = False
         while True:
             try:
+                if not refiled:
+                    moved = await self.refile()
+                    refiled = True
+                    if moved:
+                        _log.info("Filed %d pending decisions under the policy now", len(moved))
                 await self.recover()
             except DeskError as error:  # the database is away: try again later
                 _log.warning("The desk could not look for interrupted runs: %s", error)
@@ -825,7 +853,6 @@ class Desk:
         shown = shown if isinstance(shown, Mapping) else {}
         requester = str(shown.get("requester") or owner_email).lower()
         requester_name = owner_name if requester == owner_email else requester
-        rule = self._rule_named(shown.get("rule"))
         if isinstance(item, ToolApprovalInterrupt):
             kind, name, args = "tool", item.tool_name, item.original_args
         elif isinstance(item, GenericInterrupt):
@@ -836,30 +863,56 @@ class Desk:
             )
         else:  # pragma: no cover - unbound items are never answerable
             kind, name, args = "question", item.message or "", None
-        if rule is not None and self.policy is not None:
-            # Approvers by role or email; a rule naming nobody ("someone else") is everyone's.
-            routes = tuple(route_of(a) for a in rule.approvers) or ("*",)
-            waiting_for = self.policy.waiting_for(rule, viewer_is_requester=False)
-            approvers, not_requester, quorum = rule.approvers, rule.not_requester, rule.quorum
-            notify_after: timedelta | None = timedelta(0)
-        else:
-            routes = (f"user:{requester}",)
-            waiting_for = f"Waiting for {requester_name or 'the person who asked'}"
-            approvers, not_requester, quorum = (), False, 1
-            notify_after = timedelta(seconds=self.notify_idle_seconds)
+        # The rule the engine's gate will judge the answer by (it reads the same policy): the
+        # one that named itself in the pause's metadata, or the one in force on reopening.
+        filing = self._filing(self._governing(kind, name, args), requester, requester_name)
         expiry = parse_js_date(item.expires_at) if item.expires_at else None
         return DecisionDraft(
             item_id=item.id, kind=kind, name=name, summary=_summary(args), args=args,
             requester_email=requester, requester_name=requester_name,
-            rule=rule.name if rule is not None else None, approvers=tuple(approvers),
-            not_requester=not_requester, quorum=quorum, waiting_for=waiting_for,
             expires_at=None if expiry is None else datetime.fromtimestamp(expiry / 1000, UTC),
-            routes=routes, notify_after=notify_after,
-            remind_after=rule.remind_after if rule is not None else None,
-            escalate_after=rule.escalate_after if rule is not None else None,
-            escalate_to=rule.escalate_to if rule is not None else (),
-            run_id=item.interrupted_run_id or None,
+            run_id=item.interrupted_run_id or None, **filing,
         )  # fmt: skip
+
+    def _redraft(self, item: InboxItem) -> DecisionDraft:
+        """A pending decision as it would be filed had it paused under the policy in force."""
+        rule = self._governing(item.kind, item.name, item.args)
+        return DecisionDraft(
+            item_id=item.item_id, kind=item.kind, name=item.name, summary=item.summary,
+            args=item.args, requester_email=item.requester_email,
+            requester_name=item.requester_name, expires_at=item.expires_at,
+            **self._filing(rule, item.requester_email, item.requester_name),
+        )  # fmt: skip
+
+    def _filing(self, rule: Rule | None, requester: str, requester_name: str) -> dict[str, Any]:
+        """What `rule` decides of a decision's filing (a `DecisionDraft`'s fields): who finds
+        it in their inbox, who may decide and how many must, what it is waiting for, and
+        when it is told, reminded and escalated."""
+        if rule is None or self.policy is None:
+            return dict(
+                rule=None, approvers=(), not_requester=False, quorum=1,
+                routes=(f"user:{requester}",),
+                waiting_for=f"Waiting for {requester_name or 'the person who asked'}",
+                notify_after=timedelta(seconds=self.notify_idle_seconds),
+            )  # fmt: skip
+        return dict(
+            rule=rule.name, approvers=tuple(rule.approvers), not_requester=rule.not_requester,
+            quorum=rule.quorum,
+            # Approvers by role or email; a rule naming nobody ("someone else") is everyone's.
+            routes=tuple(route_of(a) for a in rule.approvers) or ("*",),
+            waiting_for=self.policy.waiting_for(rule, viewer_is_requester=False),
+            notify_after=timedelta(0), remind_after=rule.remind_after,
+            escalate_after=rule.escalate_after, escalate_to=rule.escalate_to,
+        )  # fmt: skip
+
+    def _governing(self, kind: str, name: str, args: Any) -> Rule | None:
+        """The rule that governs a tool call (or question) with these arguments under the
+        policy in force: the one the engine's gate judges its answer by."""
+        if self.policy is None:
+            return None
+        if kind == "tool":
+            return self.policy.rule_for_tool(name, args)
+        return self.policy.rule_for_interrupt(name, args)
 
     def _rule_named(self, name: object) -> Rule | None:
         if self.policy is None or not isinstance(name, str):

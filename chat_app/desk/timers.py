@@ -38,9 +38,9 @@ from chat_app.observe import decision_span
 from chat_app.trust import describe_duration, escalation_note
 from chat_app.trust.ledger import AuditEntry
 
-from .desk import Desk, inbox_topic, route_of, thread_topic
+from .desk import Desk, inbox_topic, thread_topic
 from .records import DeskError
-from .store import Due
+from .store import Due, route_of
 
 __all__ = ["AuditSink", "PeopleFor", "Timers"]
 

@@ -6,9 +6,9 @@ people. `*` is anyone who may see the decision: nobody in particular, so it name
 (a webhook's receiver, a team's channel, may know whom to tell).
 
 Emails are compared in lower case on every side: the desk writes its routes that way
-(`desk.route_of`) and the accounts are stored so, but a policy built in code or a route written
-elsewhere may spell `Ada@Example.com`, and it is the same inbox. Imports `identity`, `policy`
-and (as a type) `accounts`.
+(`desk.store.route_of`) and the accounts are stored so, but a policy built in code or a route
+written elsewhere may spell `Ada@Example.com`, and it is the same inbox. Imports `identity`,
+`policy` and (as a type) `accounts`.
 """
 
 from __future__ import annotations

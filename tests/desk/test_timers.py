@@ -351,6 +351,39 @@ async def test_an_item_opened_again_takes_the_rule_in_force_now(timed: Timed) ->
     assert [data["args"]["amount"] for data in world.executions("transfer")] == [5000]
 
 
+async def test_a_policy_changed_while_it_waited_tells_the_new_approvers_once(
+    timed: Timed,
+) -> None:
+    """Ada (finance) was told of a large transfer; the app came back with large transfers
+    for ops (and admin with them, Olive being both). Filed again at start, the notice goes to
+    Sam and Olive, not to Ada again, and the 30 min reminder goes to ops, not to Ada."""
+    world = timed.world
+    await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    await _tick_all(timed, world.desk)
+    told = [(row.channel, row.recipient) for row in timed.deliveries("decision-needed")]
+    assert sorted(told) == [("email", "ada@example.com"), ("webhook", "")]
+    policy = Policy.parse(
+        POLICY.replace('approvers = ["role:finance"]', 'approvers = ["role:ops"]'), "policy.toml"
+    )
+    world.desk.policy = world.agent.policy = policy
+
+    assert await world.desk.refile() == [item.decision_id]
+    await _tick_all(timed, world.desk)
+    await _tick_all(timed, world.desk)
+
+    told = [(row.channel, row.recipient) for row in timed.deliveries("decision-needed")]
+    assert sorted(told) == [
+        ("email", "ada@example.com"), ("email", "olive@example.com"),
+        ("email", "sam@example.com"), ("webhook", ""),
+    ]  # fmt: skip
+    timed.clock.advance(31 * 60)
+    await _tick_all(timed, world.desk)
+    [reminded] = timed.trail("reminded")
+    assert sorted(reminded["told"]) == ["olive@example.com", "sam@example.com"]
+    assert await world.desk.refile() == []
+
+
 async def test_an_escalated_item_opened_again_is_escalated_again(timed: Timed) -> None:
     """Closing an item takes it out of every inbox, the escalated people's too: opened again
     past its escalation, it is escalated again (the escalated people find it again; the
