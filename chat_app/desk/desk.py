@@ -33,7 +33,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 from chat_app.client import (
     ChatClient,
@@ -853,14 +853,12 @@ class Desk:
         shown = shown if isinstance(shown, Mapping) else {}
         requester = str(shown.get("requester") or owner_email).lower()
         requester_name = owner_name if requester == owner_email else requester
+        kind: Literal["tool", "question"]
         if isinstance(item, ToolApprovalInterrupt):
             kind, name, args = "tool", item.tool_name, item.original_args
         elif isinstance(item, GenericInterrupt):
-            kind, name, args = (
-                "question",
-                item.definition_id or item.message or "question",
-                (item.payload),
-            )
+            name = item.definition_id or item.message or "question"
+            kind, args = "question", item.payload
         else:  # pragma: no cover - unbound items are never answerable
             kind, name, args = "question", item.message or "", None
         # The rule the engine's gate will judge the answer by (it reads the same policy): the
@@ -905,14 +903,10 @@ class Desk:
             escalate_after=rule.escalate_after, escalate_to=rule.escalate_to,
         )  # fmt: skip
 
-    def _governing(self, kind: str, name: str, args: Any) -> Rule | None:
-        """The rule that governs a tool call (or question) with these arguments under the
-        policy in force: the one the engine's gate judges its answer by."""
+    def _governing(self, kind: Literal["tool", "question"], name: str, args: Any) -> Rule | None:
         if self.policy is None:
             return None
-        if kind == "tool":
-            return self.policy.rule_for_tool(name, args)
-        return self.policy.rule_for_interrupt(name, args)
+        return self.policy.rule_governing(kind, name, args)
 
     def _rule_named(self, name: object) -> Rule | None:
         if self.policy is None or not isinstance(name, str):

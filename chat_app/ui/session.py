@@ -26,7 +26,9 @@ from chat_app.client import (
     ClientState,
     ClientTool,
     Connection,
+    GenericInterrupt,
     InterruptItem,
+    ToolApprovalInterrupt,
     ToolManifest,
     TransportError,
     read_manifest,
@@ -34,7 +36,7 @@ from chat_app.client import (
 from chat_app.desk import Desk, DeskError
 from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.notify import NotifySettings, Outbox
-from chat_app.trust import ANONYMOUS, Identity, Policy, Sealer
+from chat_app.trust import ANONYMOUS, Identity, Policy, Rule, Sealer
 from chat_app.trust.authn import Authenticator, AuthFailure
 
 from .views import ViewCache, WhoDecides
@@ -399,8 +401,8 @@ def who_decides(
             return ""
         requester = str(shown.get("requester") or "")
         asked = _asked(viewer, requester, shown.get("requesterTag"))
-        rule = policy.rule_named(shown.get("rule")) if policy is not None else None
-        if shown.get("rule") is None or policy is None or rule is None:
+        rule = _governing(policy, item) if policy is not None else None
+        if policy is None or rule is None:
             if asked:
                 return ""
             return f"Waiting for {requester or 'the person who asked'}, who decides this"
@@ -411,6 +413,16 @@ def who_decides(
         return f"{waiting}; {note}" if note else waiting
 
     return check
+
+
+def _governing(policy: Policy, item: InterruptItem) -> Rule | None:
+    """The rule the engine will judge an answer to `item` by (the pause's metadata names the
+    rule of its pause, which a policy changed since may have renamed or replaced)."""
+    if isinstance(item, ToolApprovalInterrupt):
+        return policy.rule_governing("tool", item.tool_name, item.original_args)
+    if isinstance(item, GenericInterrupt) and item.definition_id:
+        return policy.rule_governing("question", item.definition_id, item.payload)
+    return None
 
 
 def asked_by(viewer: Identity) -> Callable[[InterruptItem], bool]:

@@ -26,10 +26,11 @@ def configure(mode: Any, policy: Policy | None = None) -> None:
                       policy=policy)  # fmt: skip
 
 
-def item(shown: dict[str, Any] | None) -> ToolApprovalInterrupt:
+def item(shown: dict[str, Any] | None, amount: int = 5000) -> ToolApprovalInterrupt:
     return ToolApprovalInterrupt(
         id="approval_c1", reason="tool_call", thread_id="t", interrupted_run_id="r",
         binding={}, tool_name="transfer", tool_call_id="c1",
+        original_args={"recipient": "Ada", "amount": amount},
         metadata={POLICY_METADATA_KEY: shown} if shown is not None else None,
     )  # fmt: skip
 
@@ -79,11 +80,26 @@ def test_the_card_says_who_decides_when_it_is_not_the_viewer() -> None:
 def test_without_a_rule_the_person_who_asked_decides() -> None:
     configure("demo", Policy.load(POLICY_PATH))
     shown = {"rule": None, "requester": RITA.email}
-    assert session.who_decides(RITA)(item(shown)) == ""
-    assert session.who_decides(ADA)(item(shown)) == (
+    assert session.who_decides(RITA)(item(shown, amount=500)) == ""
+    assert session.who_decides(ADA)(item(shown, amount=500)) == (
         "Waiting for rita@example.com, who decides this"
     )
     assert session.who_decides(ADA)(item(None)) == ""
+
+
+def test_the_card_names_the_rule_the_engine_will_judge_by() -> None:
+    """The pause was filed under `large-transfers`; the app came back with it renamed (the
+    metadata's name is gone) and with a rule for transfers of 100 or more: the card follows
+    the rules as the engine will apply them, not the name the pause carries."""
+    text = POLICY_PATH.read_text().replace('name = "large-transfers"', 'name = "big-transfers"')
+    configure("demo", Policy.parse(text, "policy.toml"))
+    shown = {"rule": "large-transfers", "requester": RITA.email}
+    assert session.who_decides(RITA)(item(shown)).startswith("Waiting for finance")
+    assert session.who_decides(ADA.with_roles(frozenset({"finance"})))(item(shown)) == ""
+    lowered = text.replace("exclusiveMinimum = 1000", "minimum = 100")
+    configure("demo", Policy.parse(lowered, "policy.toml"))
+    unruled = {"rule": None, "requester": RITA.email}
+    assert session.who_decides(RITA)(item(unruled, amount=500)).startswith("Waiting for finance")
 
 
 def test_views_count_only_what_the_viewer_may_decide() -> None:
@@ -114,8 +130,10 @@ def test_an_item_only_its_sealed_tag_names_is_still_the_requesters() -> None:
     session.configure(lambda _: None, lambda: {"tools": []}, authenticator=authenticator,  # type: ignore[arg-type,return-value]
                       policy=Policy.load(POLICY_PATH), sealer=sealer)  # fmt: skip
     shown = {"rule": None, "requester": None, "requesterTag": sealer.requester_tag(RITA.email)}
-    assert session.who_decides(RITA)(item(shown)) == ""
-    assert session.who_decides(ADA)(item(shown)).startswith("Waiting for the person who asked")
+    assert session.who_decides(RITA)(item(shown, amount=500)) == ""
+    assert session.who_decides(ADA)(item(shown, amount=500)).startswith(
+        "Waiting for the person who asked"
+    )
 
 
 def test_a_run_goes_on_as_whoever_started_it() -> None:
