@@ -936,12 +936,6 @@ class DeskStore:
                 .values(notify_at=until)
             )
 
-    def add_routes(self, decision_id: str, routes: Sequence[str], now: datetime) -> None:
-        """More people find a pending decision in their inbox; a route it has already is
-        kept as it is."""
-        with write_transaction(self.engine) as connection:
-            _add_missing_routes(connection, decision_id, routes)
-
     def expire(self, decision_id: str, *, answer: dict[str, Any], now: datetime) -> bool:
         """Resolve a pending decision whose expiry passed as `expired` (its answer the
         cancellation the agent reads as the expiry); False when it was decided meanwhile."""

@@ -118,7 +118,7 @@ def test_a_decision_opened_again_is_told_again(database_url: str) -> None:
         assert again.decision.id == due.decision.id and again.decision.notified_at is None
         # Told as its inbox lists it: its stored routes, with those an escalation added.
         assert again.routes == ("role:finance",)
-        desk.add_routes(due.decision.id, ["role:admin", "role:finance"], later)
+        assert desk.fire("escalate", due.decision.id, later, routes=["role:admin", "role:finance"])
         (told,) = desk.due("notify", later)
         assert told.routes == ("role:admin", "role:finance")
     finally:
