@@ -437,9 +437,10 @@ class DeskStore:
                     getattr(row, column) == value for column, value in values.items()
                 ):
                     continue
-                connection.execute(
+                if not connection.execute(
                     update(decisions).where(decisions.c.id == row.id, pending).values(values)
-                )
+                ).rowcount:
+                    continue  # decided meanwhile (PostgreSQL): out of every inbox already
                 if stored - wanted:
                     connection.execute(
                         delete(decision_routes).where(
