@@ -177,6 +177,9 @@ class Desk:
         #: One run or continuation at a time per conversation in this process: the lease is
         #: this worker's, so two of its tasks would both hold it.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        #: `refiled_once`: done, and one at a time (the timers and the recovery both ask).
+        self._refiled = False
+        self._refiling = asyncio.Lock()
 
     # --- reading ------------------------------------------------------------------------
 
@@ -740,17 +743,24 @@ class Desk:
             await self.fanout.publish(inbox_topic(), *map(thread_topic, sorted(threads)))
         return moved
 
+    async def refiled_once(self) -> None:
+        """`refile`, the first time it is asked for in this process (until it succeeds): the
+        timers wait for it before their first look, so none tells the people of a rule the
+        decision is about to leave."""
+        async with self._refiling:
+            if self._refiled:
+                return
+            moved = await self.refile()
+            self._refiled = True
+            if moved:
+                _log.info("Filed %d pending decisions again under the policy now", len(moved))
+
     async def keep_recovering(self) -> None:
-        """`refile` once, then `recover` now and then, for as long as the app runs: a worker
+        """`refiled_once`, then `recover` now and then, for as long as the app runs: a worker
         that died leaves its conversations to the others once its lease lapses."""
-        refiled = False
         while True:
             try:
-                if not refiled:
-                    moved = await self.refile()
-                    refiled = True
-                    if moved:
-                        _log.info("Filed %d pending decisions under the policy now", len(moved))
+                await self.refiled_once()
                 await self.recover()
             except DeskError as error:  # the database is away: try again later
                 _log.warning("The desk could not look for interrupted runs: %s", error)
@@ -861,9 +871,11 @@ class Desk:
             kind, args = "question", item.payload
         else:  # pragma: no cover - unbound items are never answerable
             kind, name, args = "question", item.message or "", None
-        # The rule the engine's gate will judge the answer by (it reads the same policy): the
-        # one that named itself in the pause's metadata, or the one in force on reopening.
-        filing = self._filing(self._governing(kind, name, args), requester, requester_name)
+        # The rule the engine's gate will judge the answer by, found as it finds it (it reads
+        # the same policy); a question without a definition is one the gate has no rule for.
+        ruled = not isinstance(item, GenericInterrupt) or bool(item.definition_id)
+        rule = self._governing(kind, name, args) if ruled else None
+        filing = self._filing(rule, requester, requester_name)
         expiry = parse_js_date(item.expires_at) if item.expires_at else None
         return DecisionDraft(
             item_id=item.id, kind=kind, name=name, summary=_summary(args), args=args,

@@ -28,7 +28,6 @@ from sqlalchemy import (
     or_,
     select,
     true,
-    tuple_,
     update,
 )
 from sqlalchemy.exc import IntegrityError
@@ -388,7 +387,15 @@ class DeskStore:
         (its `created_at`, `decision_id`)."""
         where = [decisions.c.status == "pending"]
         if after is not None:
-            where.append(tuple_(decisions.c.created_at, decisions.c.id) > tuple_(*after))
+            # Each side compared with its column, so the time is bound as the column stores
+            # it (a row value of Python values would go to PostgreSQL as a zoned timestamp).
+            paused, last = after
+            where.append(
+                or_(
+                    decisions.c.created_at > paused,
+                    and_(decisions.c.created_at == paused, decisions.c.id > last),
+                )
+            )
         with self.engine.connect() as connection:
             rows = connection.execute(
                 select(decisions)
@@ -412,7 +419,14 @@ class DeskStore:
             pending = decisions.c.status == "pending"
             # By id alone: with the status too, SQLite walks every pending decision's index
             # entry (34 ms a page of 500 at 50,000 pending, against under 5).
-            rows = connection.execute(select(decisions).where(decisions.c.id.in_(ids))).all()
+            # Locked (PostgreSQL) until it is filed: a timer firing meanwhile waits, then finds
+            # it filed again. In id order, so two workers refiling at once take turns.
+            rows = connection.execute(
+                select(decisions)
+                .where(decisions.c.id.in_(ids))
+                .order_by(decisions.c.id)
+                .with_for_update()
+            ).all()
             have: dict[str, set[str]] = {}
             for route in connection.execute(
                 select(decision_routes.c.decision_id, decision_routes.c.route).where(
@@ -428,8 +442,9 @@ class DeskStore:
                 if values["escalated_at"] is not None:
                     wanted |= {route_of(p) for p in json.loads(values["escalate_to"])}
                 stored = have.get(row.id, set())
-                if wanted - stored and row.notified_at is not None:
-                    # Its notice again, for those it names now (the outbox tells nobody twice).
+                if wanted - stored:
+                    # Its notice (again), for those it names now (the outbox tells nobody twice);
+                    # a notice being given to the routes it had fails to mark it fired.
                     values["notified_at"] = None
                 else:
                     del values["notify_at"]  # given to whom it names, or due when it was filed
@@ -909,21 +924,31 @@ class DeskStore:
         ]
 
     def fire(
-        self, timer: str, decision_id: str, now: datetime, *, routes: Sequence[str] = ()
+        self,
+        timer: str,
+        decision_id: str,
+        now: datetime,
+        *,
+        routes: Sequence[str] = (),
+        as_read: Row[Any] | None = None,
     ) -> bool:
         """Mark `timer` fired for a decision still pending, and add `routes` to its inbox
         routes in the same transaction (an escalation: an inbox never lists it to the
-        escalated people before it says it was escalated); False when another worker did
-        (or it was decided meanwhile): whoever gets True tells the trail, once."""
-        _, fired = _TIMER_COLUMNS[timer]
+        escalated people before it says it was escalated); False when another worker did,
+        it was decided meanwhile, or it was filed again under another rule since it was read
+        (`as_read`: the timer moved, or whom it escalates to): whoever gets True tells the
+        trail, once, and the next look tells the people of the rule it has now."""
+        due, fired = _TIMER_COLUMNS[timer]
         assert fired is not None
+        where = [decisions.c.id == decision_id, decisions.c.status == "pending", fired.is_(None)]
+        if as_read is not None:
+            where.append(due == getattr(as_read, due.name))
+            if timer == "escalate":
+                where.append(decisions.c.escalate_to == as_read.escalate_to)
         with write_transaction(self.engine) as connection:
             changed = connection.execute(
-                update(decisions)
-                .where(decisions.c.id == decision_id, decisions.c.status == "pending",
-                       fired.is_(None))
-                .values({fired.name: now})
-            ).rowcount  # fmt: skip
+                update(decisions).where(*where).values({fired.name: now})
+            ).rowcount
             if changed and routes:
                 _add_missing_routes(connection, decision_id, routes)
         return bool(changed)

@@ -29,6 +29,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -90,6 +91,7 @@ class Timers:
         self.desk.on_new_decisions = self.wake
         while True:
             try:
+                await self.desk.refiled_once()
                 await self.tick()
             except (DeskError, OutboxError, SQLAlchemyError) as error:
                 _log.warning("The desk's timers could not run: %s", error)
@@ -133,14 +135,14 @@ class Timers:
             await self._db(self.desk.store.postpone_notice, row.id, later)
             return
         await self._tell(row, "decision-needed", due.routes, note="")
-        await self._db(self.desk.store.fire, "notify", row.id, now)
+        await self._db(lambda: self.desk.store.fire("notify", row.id, now, as_read=row))
 
     async def _reminder(self, due: Due, now: datetime) -> None:
         row = due.decision
         waited = describe_duration(row.remind_at - row.created_at)
         note = f"Reminder: waiting for a decision for {waited}"
         told = await self._tell(row, "reminder", due.routes, note=note)
-        if await self._db(self.desk.store.fire, "remind", row.id, now):
+        if await self._db(lambda: self.desk.store.fire("remind", row.id, now, as_read=row)):
             await self._record(row, "reminded", {"after": waited, "told": told}, now)
             await self._announce(row)
 
@@ -152,7 +154,8 @@ class Timers:
         note = escalation_note(to, after)
         note = note[:1].upper() + note[1:]  # a notice's note is a sentence of its own
         told = await self._tell(row, "escalated", added, note=note)
-        if await self._db(lambda: self.desk.store.fire("escalate", row.id, now, routes=added)):
+        fire = partial(self.desk.store.fire, "escalate", row.id, now, routes=added, as_read=row)
+        if await self._db(fire):
             data = {"to": to, "after": describe_duration(after), "told": told}
             await self._record(row, "escalated", data, now)
             await self._announce(row)

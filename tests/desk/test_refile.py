@@ -11,10 +11,11 @@ import re
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from chat_app.demo import POLICY_PATH
 from chat_app.desk import Answer, DeskError, InboxItem
+from chat_app.desk import desk as desk_module
 from chat_app.trust import Policy
 from chat_app.trust.tables import decision_routes, decisions
 from tests.desk.world import ADA, OLIVE, RITA, SAM, World
@@ -173,3 +174,29 @@ async def test_the_app_files_them_again_as_it_starts(world: World) -> None:
     finally:
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_every_page_is_filed_whatever_the_database_clock_zone(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five waiting key rotations, filed again two to a transaction, on a PostgreSQL whose
+    sessions keep time in Tokyo (the times are stored as UTC without a zone: each page ends
+    at one, and the next starts after it, as stored)."""
+    for _ in range(5):
+        await world.start(RITA, "rotate production keys")
+    if world.engine.dialect.name == "postgresql":
+        world.engine.dispose()
+
+        @event.listens_for(world.engine, "connect")
+        def in_tokyo(connection: object, _: object) -> None:
+            with connection.cursor() as cursor:  # type: ignore[attr-defined]
+                cursor.execute("SET TIME ZONE 'Asia/Tokyo'")
+            connection.commit()  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(desk_module, "REFILE_PAGE", 2)
+    _use(world, MOVED)
+
+    moved = await world.desk.refile()
+
+    items, total = await world.desk.inbox(ADA)
+    assert total == 5 and sorted(moved) == sorted(item.decision_id for item in items)

@@ -384,6 +384,67 @@ async def test_a_policy_changed_while_it_waited_tells_the_new_approvers_once(
     assert await world.desk.refile() == []
 
 
+async def test_an_escalation_read_before_the_policy_changed_does_not_fire(
+    timed: Timed,
+) -> None:
+    """Another worker's timer read an escalation due to admin; this worker, starting with
+    large transfers escalated to ops, filed it again before that timer marked it fired. The
+    mark fails, and the next look escalates it to ops, as the engine now allows."""
+    world = timed.world
+    await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    timed.clock.advance(2 * 3600)
+    [due] = world.store.due("escalate", timed.clock.utc())
+    world.desk.policy = world.agent.policy = Policy.parse(
+        POLICY.replace('escalate_to = ["role:admin"]', 'escalate_to = ["role:ops"]'), "policy.toml"
+    )
+    assert await world.desk.refile() == [item.decision_id]
+
+    stale = world.store.fire(
+        "escalate", item.decision_id, timed.clock.utc(), routes=["role:admin"], as_read=due.decision
+    )
+    assert not stale
+    assert "role:admin" not in _stored_routes(world, item.decision_id)
+
+    await _tick_all(timed, world.desk)
+    [escalated] = timed.trail("escalated")
+    assert escalated["to"] == ["role:ops"]
+    assert sorted(escalated["told"]) == ["olive@example.com", "sam@example.com"]
+    assert (await world.only_item(SAM)).escalation == "escalated to ops after 2 h"
+
+
+async def test_a_worker_files_decisions_again_before_its_timers_first_look(
+    timed: Timed,
+) -> None:
+    """A large transfer paused and nobody was told yet; the worker starts with large
+    transfers for ops. Its timers' first notice goes to ops, never to finance."""
+    world = timed.world
+    await world.start(RITA, "transfer 5000 to Ada")
+    world.desk.policy = world.agent.policy = Policy.parse(
+        POLICY.replace('approvers = ["role:finance"]', 'approvers = ["role:ops"]'), "policy.toml"
+    )
+    running = asyncio.create_task(timed.timers(world.desk).run())
+    try:
+        for _ in range(250):
+            if timed.deliveries("decision-needed"):
+                break
+            await asyncio.sleep(0.02)
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+    told = [row.recipient for row in timed.deliveries("decision-needed") if row.channel == "email"]
+    assert sorted(told) == ["olive@example.com", "sam@example.com"]
+
+
+def _stored_routes(world: World, decision_id: str) -> list[str]:
+    with world.engine.connect() as connection:
+        return sorted(
+            connection.execute(
+                select(decision_routes.c.route).where(decision_routes.c.decision_id == decision_id)
+            ).scalars()
+        )
+
+
 async def test_an_escalated_item_opened_again_is_escalated_again(timed: Timed) -> None:
     """Closing an item takes it out of every inbox, the escalated people's too: opened again
     past its escalation, it is escalated again (the escalated people find it again; the
