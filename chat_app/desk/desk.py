@@ -105,6 +105,9 @@ ADMIN_ROLE = "admin"
 WATCH_SECONDS = 20.0
 #: How many pending decisions `Desk.refile` files again in one transaction.
 REFILE_PAGE = 500
+#: How often a worker files pending decisions again after its start: during a rolling
+#: restart, a worker still on the old policy files its pauses under it.
+REFILE_EVERY_SECONDS = 600.0
 INTERRUPTED = "The app stopped while this conversation was running. Retry runs it again."
 ANSWERED_BEFORE = (
     "These answers had been applied before the app stopped, but their reply was lost "
@@ -156,6 +159,7 @@ class Desk:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         lease_seconds: float = LEASE_SECONDS,
         notify_idle_seconds: float = 60.0,
+        refile_every_seconds: float = REFILE_EVERY_SECONDS,
     ) -> None:
         self.store = store
         self.connection_for = connection_for
@@ -168,6 +172,7 @@ class Desk:
         #: A requester's own decision (no rule) is notified only this long after the pause
         #: and only if their page is not open on it then: they may be answering it already.
         self.notify_idle_seconds = notify_idle_seconds
+        self.refile_every_seconds = refile_every_seconds
         #: Called when decisions came (the timers look at once rather than at their next
         #: round).
         self.on_new_decisions: Callable[[], None] | None = None
@@ -757,14 +762,23 @@ class Desk:
 
     async def keep_recovering(self) -> None:
         """`refiled_once`, then `recover` now and then, for as long as the app runs: a worker
-        that died leaves its conversations to the others once its lease lapses."""
+        that died leaves its conversations to the others once its lease lapses. `refile`
+        again every `refile_every_seconds`: what another worker filed under another policy
+        (a rolling restart) moves to this one's."""
+        refiled_at = time.monotonic()
         while True:
             try:
                 await self.refiled_once()
+                if time.monotonic() - refiled_at >= self.refile_every_seconds:
+                    refiled_at = time.monotonic()
+                    moved = await self.refile()
+                    if moved:
+                        _log.info("Filed %d pending decisions again under this worker's policy",
+                                  len(moved))  # fmt: skip
                 await self.recover()
             except DeskError as error:  # the database is away: try again later
                 _log.warning("The desk could not look for interrupted runs: %s", error)
-            await asyncio.sleep(self.lease_seconds / 2)
+            await asyncio.sleep(min(self.lease_seconds / 2, self.refile_every_seconds))
 
     async def wait_idle(self) -> None:
         """Wait for every task the desk started (tests, shutdown)."""

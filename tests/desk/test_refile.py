@@ -46,6 +46,16 @@ def _row(world: World, decision_id: str) -> object:
         return connection.execute(select(decisions).where(decisions.c.id == decision_id)).one()
 
 
+async def _inbox_once_filled(world: World) -> list[InboxItem]:
+    """Ada's inbox, as soon as it lists something (or after 5 s: the caller's assert says)."""
+    for _ in range(250):
+        items, _ = await world.desk.inbox(ADA)
+        if items:
+            break
+        await asyncio.sleep(0.02)
+    return items
+
+
 async def _rotation_approved_by_sam(world: World) -> tuple[str, InboxItem]:
     thread = await world.start(RITA, "rotate production keys")
     items, _ = await world.desk.inbox(SAM)
@@ -165,12 +175,9 @@ async def test_the_app_files_them_again_as_it_starts(world: World) -> None:
     _use(world, MOVED)
     running = asyncio.create_task(world.desk.keep_recovering())
     try:
-        for _ in range(200):
-            items, _ = await world.desk.inbox(ADA)
-            if items:
-                break
-            await asyncio.sleep(0.02)
-        assert [shown.decision_id for shown in items] == [item.decision_id]
+        assert [shown.decision_id for shown in await _inbox_once_filled(world)] == [
+            item.decision_id
+        ]
     finally:
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
@@ -200,3 +207,25 @@ async def test_every_page_is_filed_whatever_the_database_clock_zone(
 
     items, total = await world.desk.inbox(ADA)
     assert total == 5 and sorted(moved) == sorted(item.decision_id for item in items)
+
+
+async def test_what_a_worker_on_the_old_policy_files_moves_to_the_new_one(world: World) -> None:
+    """A rolling restart: this worker started on the new policy (key rotation for finance
+    and admin) while another, still on the old one, filed Rita's request for ops. This
+    worker files it again at its next round, and Ada finds it."""
+    old = world.new_desk(worker="worker-old")
+    old.policy = Policy.parse(DEMO, "policy.toml")
+    _use(world, MOVED)
+    world.desk.refile_every_seconds = 0.05
+    running = asyncio.create_task(world.desk.keep_recovering())
+    try:
+        await world.desk.refiled_once()
+        await world.start(RITA, "rotate production keys", desk=old)
+        [filed] = world.store.pending()
+        assert _routes(world, filed.decision_id) == ["role:ops"]
+        items = await _inbox_once_filled(world)
+        assert [item.decision_id for item in items] == [filed.decision_id]
+        assert _routes(world, filed.decision_id) == ["role:admin", "role:finance"]
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
