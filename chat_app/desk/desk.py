@@ -885,11 +885,9 @@ class Desk:
             kind, args = "question", item.payload
         else:  # pragma: no cover - unbound items are never answerable
             kind, name, args = "question", item.message or "", None
-        # The rule the engine's gate will judge the answer by, found as it finds it (it reads
-        # the same policy); a question without a definition is one the gate has no rule for.
-        ruled = not isinstance(item, GenericInterrupt) or bool(item.definition_id)
-        rule = self._governing(kind, name, args) if ruled else None
-        filing = self._filing(rule, requester, requester_name)
+        filing = self._filing(
+            self._governing(kind, name, args, named=shown.get("rule")), requester, requester_name
+        )
         expiry = parse_js_date(item.expires_at) if item.expires_at else None
         return DecisionDraft(
             item_id=item.id, kind=kind, name=name, summary=_summary(args), args=args,
@@ -900,7 +898,7 @@ class Desk:
 
     def _redraft(self, item: InboxItem) -> DecisionDraft:
         """A pending decision as it would be filed had it paused under the policy in force."""
-        rule = self._governing(item.kind, item.name, item.args)
+        rule = self._governing(item.kind, item.name, item.args, named=item.rule)
         return DecisionDraft(
             item_id=item.item_id, kind=item.kind, name=item.name, summary=item.summary,
             args=item.args, requester_email=item.requester_email,
@@ -929,10 +927,17 @@ class Desk:
             escalate_after=rule.escalate_after, escalate_to=rule.escalate_to,
         )  # fmt: skip
 
-    def _governing(self, kind: Literal["tool", "question"], name: str, args: Any) -> Rule | None:
-        if self.policy is None:
-            return None
-        return self.policy.rule_governing(kind, name, args)
+    def _governing(
+        self, kind: Literal["tool", "question"], name: str, args: Any, *, named: object
+    ) -> Rule | None:
+        """The rule the engine's gate will judge an answer by (it reads the same policy). A
+        tool call's is found as the gate finds it, by the tool and its arguments, so a rule
+        renamed or replaced since the pause is found too. A question's is the rule `named`
+        when it paused, under its settings now: the desk's client has no definitions
+        registered, so it knows neither the question's definition id nor its payload."""
+        if kind == "tool" and self.policy is not None:
+            return self.policy.rule_for_tool(name, args)
+        return self._rule_named(named)
 
     def _rule_named(self, name: object) -> Rule | None:
         if self.policy is None or not isinstance(name, str):

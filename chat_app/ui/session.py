@@ -401,7 +401,7 @@ def who_decides(
             return ""
         requester = str(shown.get("requester") or "")
         asked = _asked(viewer, requester, shown.get("requesterTag"))
-        rule = _governing(policy, item) if policy is not None else None
+        rule = _governing(policy, item, shown.get("rule")) if policy is not None else None
         if policy is None or rule is None:
             if asked:
                 return ""
@@ -415,14 +415,15 @@ def who_decides(
     return check
 
 
-def _governing(policy: Policy, item: InterruptItem) -> Rule | None:
-    """The rule the engine will judge an answer to `item` by (the pause's metadata names the
-    rule of its pause, which a policy changed since may have renamed or replaced)."""
+def _governing(policy: Policy, item: InterruptItem, named: object) -> Rule | None:
+    """The rule the engine will judge an answer to `item` by, found as it finds it (the
+    rule `named` in the pause's metadata is the one of its pause, which a policy changed
+    since may have renamed or replaced); an untyped question's, the one named."""
     if isinstance(item, ToolApprovalInterrupt):
         return policy.rule_governing("tool", item.tool_name, item.original_args)
     if isinstance(item, GenericInterrupt) and item.definition_id:
         return policy.rule_governing("question", item.definition_id, item.payload)
-    return None
+    return policy.rule_named(named)
 
 
 def asked_by(viewer: Identity) -> Callable[[InterruptItem], bool]:

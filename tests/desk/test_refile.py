@@ -229,3 +229,30 @@ async def test_what_a_worker_on_the_old_policy_files_moves_to_the_new_one(world:
     finally:
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_a_question_keeps_its_rule_and_takes_its_new_settings(world: World) -> None:
+    """A question the policy gives to Ada (the shipping speed) is in her inbox, and filing
+    it again under the same policy moves nothing. The rule then names admin: filed again,
+    it is Olive's. (The desk's client knows no question definitions, so a question's rule
+    is the one named at its pause.)"""
+    rule = (
+        '\n[[rules]]\nname = "shipping-by-ada"\ninterrupt = "shipping-speed"\n'
+        'approvers = ["ada@example.com"]\n'
+    )
+    _use(world, DEMO + rule)
+    await world.start(RITA, "ship order 42")
+    shown = await world.only_item(ADA)
+    assert (shown.kind, shown.rule) == ("question", "shipping-by-ada")
+    assert await world.desk.inbox(RITA) == ([], 0)
+    assert await world.desk.refile() == []
+
+    _use(world, DEMO + rule.replace('["ada@example.com"]', '["role:admin"]'))
+    assert await world.desk.refile() == [shown.decision_id]
+    assert (await world.only_item(OLIVE)).decision_id == shown.decision_id
+    assert await world.desk.inbox(ADA) == ([], 0)
+    body = {"value": {"speed": "express", "giftWrap": False}}
+    result = await world.desk.decide(shown.decision_id, OLIVE, Answer.read(body))
+    assert result.item.outcome == "answered"
+    await world.desk.wait_idle()
+    assert [run["toolName"] for run in world.executions()] == ["ship_order"]
