@@ -208,9 +208,11 @@ def desk_from_env(
     *,
     tools: ToolSource,
     policy: Policy | None,
+    agent_reads_policy: bool = True,
 ) -> Desk:
     """The approval desk over the app's database, with live notices through Redis when
-    `CHAT_APP_FANOUT_URL` (else Reflex's `REFLEX_REDIS_URL`) names one.
+    `CHAT_APP_FANOUT_URL` (else Reflex's `REFLEX_REDIS_URL`) names one. `agent_reads_policy`:
+    the agent runs in this process, gated by `policy` (not a remote one).
 
     Raises:
         ValueError: `CHAT_APP_DESK_LEASE_SECONDS` is not a number above 0.
@@ -229,6 +231,7 @@ def desk_from_env(
         policy=policy,
         fanout=Fanout(redis_url),
         lease_seconds=lease,
+        agent_reads_policy=agent_reads_policy,
     )
 
 

@@ -160,6 +160,7 @@ class Desk:
         lease_seconds: float = LEASE_SECONDS,
         notify_idle_seconds: float = 60.0,
         refile_every_seconds: float = REFILE_EVERY_SECONDS,
+        agent_reads_policy: bool = True,
     ) -> None:
         self.store = store
         self.connection_for = connection_for
@@ -173,6 +174,9 @@ class Desk:
         #: and only if their page is not open on it then: they may be answering it already.
         self.notify_idle_seconds = notify_idle_seconds
         self.refile_every_seconds = refile_every_seconds
+        #: The agent gates its answers by this same `policy` (it runs in this process); a
+        #: remote agent's own rules are known only by the name its pauses give.
+        self.agent_reads_policy = agent_reads_policy
         #: Called when decisions came (the timers look at once rather than at their next
         #: round).
         self.on_new_decisions: Callable[[], None] | None = None
@@ -930,12 +934,13 @@ class Desk:
     def _governing(
         self, kind: Literal["tool", "question"], name: str, args: Any, *, named: object
     ) -> Rule | None:
-        """The rule the engine's gate will judge an answer by (it reads the same policy). A
-        tool call's is found as the gate finds it, by the tool and its arguments, so a rule
-        renamed or replaced since the pause is found too. A question's is the rule `named`
-        when it paused, under its settings now: the desk's client has no definitions
-        registered, so it knows neither the question's definition id nor its payload."""
-        if kind == "tool" and self.policy is not None:
+        """The rule the engine's gate will judge an answer by. A tool call's, when the agent
+        reads this policy, is found as the gate finds it, by the tool and its arguments, so a
+        rule renamed or replaced since the pause is found too. Otherwise it is the rule
+        `named` when it paused, under its settings now: a remote agent's rules are its own,
+        and for a question, the desk's client has no definitions registered, so it knows
+        neither its definition id nor its payload."""
+        if kind == "tool" and self.policy is not None and self.agent_reads_policy:
             return self.policy.rule_for_tool(name, args)
         return self._rule_named(named)
 

@@ -256,3 +256,25 @@ async def test_a_question_keeps_its_rule_and_takes_its_new_settings(world: World
     assert result.item.outcome == "answered"
     await world.desk.wait_idle()
     assert [run["toolName"] for run in world.executions()] == ["ship_order"]
+
+
+@pytest.mark.parametrize("agent_reads_policy", [True, False])
+async def test_a_remote_agents_rule_is_the_one_its_pause_named(
+    world: World, agent_reads_policy: bool
+) -> None:
+    """Large transfers start above 10,000 now. A desk whose agent reads its policy moves a
+    5,000 transfer waiting for finance to Rita, as that agent's gate will judge it; a desk
+    in front of a remote agent (whose rules are its own) keeps the rule its pause named."""
+    world.desk.agent_reads_policy = agent_reads_policy
+    await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    _use(world, DEMO.replace("exclusiveMinimum = 1000 ", "exclusiveMinimum = 10000 "))
+
+    moved = await world.desk.refile()
+
+    if agent_reads_policy:
+        assert moved == [item.decision_id]
+        assert (await world.only_item(RITA)).rule is None
+    else:
+        assert moved == []
+        assert (await world.only_item(ADA)).rule == "large-transfers"
