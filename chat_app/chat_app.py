@@ -189,6 +189,7 @@ session.configure(
     # The Deliveries page reads the outbox even when no channel is configured (it says so).
     outbox=Outbox(desk.store.engine, notifications.settings),
     notify_settings=notifications.settings,
+    agent_reads_policy=not AGENT_URL,
 )
 
 app = rx.App(

@@ -759,7 +759,13 @@ class Desk:
         async with self._refiling:
             if self._refiled:
                 return
-            moved = await self.refile()
+            try:
+                moved = await self.refile()
+            except DeskError:
+                raise  # the database is away: the next caller tries again
+            except Exception:  # a bug here must not hold the timers back for good
+                _log.exception("Could not file pending decisions again; left as they were")
+                moved = []
             self._refiled = True
             if moved:
                 _log.info("Filed %d pending decisions again under the policy now", len(moved))
@@ -782,6 +788,8 @@ class Desk:
                 await self.recover()
             except DeskError as error:  # the database is away: try again later
                 _log.warning("The desk could not look for interrupted runs: %s", error)
+            except Exception:  # a bug here must not end recovery for good
+                _log.exception("The desk's look for interrupted runs failed; trying again")
             await asyncio.sleep(min(self.lease_seconds / 2, self.refile_every_seconds))
 
     async def wait_idle(self) -> None:
@@ -941,7 +949,10 @@ class Desk:
         and for a question, the desk's client has no definitions registered, so it knows
         neither its definition id nor its payload."""
         if kind == "tool" and self.policy is not None and self.agent_reads_policy:
-            return self.policy.rule_for_tool(name, args)
+            rule = self.policy.rule_for_tool(name, args)
+            # A call the policy now decides alone was asked of a person all the same: the
+            # gate lets anyone answer it (but approve what it rejects), so whoever asked does.
+            return None if rule is not None and rule.decide is not None else rule
         return self._rule_named(named)
 
     def _rule_named(self, name: object) -> Rule | None:

@@ -304,6 +304,9 @@ class _Backend:
     outbox: Outbox | None = None
     #: Where notices go (`None`: the app was configured without notifications).
     notify_settings: NotifySettings | None = None
+    #: The agent gates answers by `policy` (it runs in this process); a remote agent's rules
+    #: are known by the names its pauses give.
+    agent_reads_policy: bool = True
 
 
 _backend = _Backend()
@@ -322,10 +325,11 @@ def configure(
     live_tokens: Callable[[], Container[str]] | None = None,
     outbox: Outbox | None = None,
     notify_settings: NotifySettings | None = None,
+    agent_reads_policy: bool = True,
 ) -> None:
     """Set where chats go, which tools the client knows, where the audit trail is read, who
-    someone is, who may decide what, where conversations are stored, and where notices are
-    queued and go."""
+    someone is, who may decide what (and whether the agent reads that policy), where
+    conversations are stored, and where notices are queued and go."""
     _backend.connection = connection
     _backend.manifest = manifest
     _backend.audit = audit
@@ -336,6 +340,7 @@ def configure(
     _backend.live_tokens = live_tokens
     _backend.outbox = outbox
     _backend.notify_settings = notify_settings
+    _backend.agent_reads_policy = agent_reads_policy
     _sessions.clear()
 
 
@@ -418,7 +423,10 @@ def who_decides(
 def _governing(policy: Policy, item: InterruptItem, named: object) -> Rule | None:
     """The rule the engine will judge an answer to `item` by, found as it finds it (the
     rule `named` in the pause's metadata is the one of its pause, which a policy changed
-    since may have renamed or replaced); an untyped question's, the one named."""
+    since may have renamed or replaced); an untyped question's, or any a remote agent
+    paused for (its rules are its own), the one named."""
+    if not _backend.agent_reads_policy:
+        return policy.rule_named(named)
     if isinstance(item, ToolApprovalInterrupt):
         return policy.rule_governing("tool", item.tool_name, item.original_args)
     if isinstance(item, GenericInterrupt) and item.definition_id:

@@ -278,3 +278,26 @@ async def test_a_remote_agents_rule_is_the_one_its_pause_named(
     else:
         assert moved == []
         assert (await world.only_item(ADA)).rule == "large-transfers"
+
+
+async def test_a_call_the_policy_now_decides_alone_is_left_to_whoever_asked(
+    world: World,
+) -> None:
+    """Key rotation is approved by the policy itself now. The gate lets anyone answer a call
+    that paused before, so the desk leaves it to Rita, who asked, and her approval runs it."""
+    _, item = await _rotation_approved_by_sam(world)
+    decided = re.sub(
+        r'(?ms)^(name = "key-rotation"\ntool = "rotate_keys"\n).*\Z',
+        r'\1decide = "approve"\n',
+        DEMO,
+    )
+    _use(world, decided)
+
+    assert await world.desk.refile() == [item.decision_id]
+
+    shown = await world.only_item(RITA)
+    assert (shown.rule, shown.waiting_for) == (None, "Waiting for Rita")
+    assert await world.desk.inbox(SAM) == ([], 0)
+    assert (await world.desk.decide(item.decision_id, RITA, Answer("approve"))).status == "decided"
+    await world.desk.wait_idle()
+    assert [run["toolName"] for run in world.executions()] == ["rotate_keys"]

@@ -423,7 +423,28 @@ async def test_a_worker_files_decisions_again_before_its_timers_first_look(
     world.desk.policy = world.agent.policy = Policy.parse(
         POLICY.replace('approvers = ["role:finance"]', 'approvers = ["role:ops"]'), "policy.toml"
     )
-    running = asyncio.create_task(timed.timers(world.desk).run())
+    told = await _first_notices(timed, world.desk)
+    assert sorted(told) == ["olive@example.com", "sam@example.com"]
+
+
+async def test_a_refile_that_fails_does_not_hold_the_timers_back(
+    timed: Timed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = timed.world
+    await world.start(RITA, "transfer 5000 to Ada")
+
+    async def broken() -> list[str]:
+        raise RuntimeError("a bug in refile")
+
+    monkeypatch.setattr(world.desk, "refile", broken)
+    told = await _first_notices(timed, world.desk)
+    assert told == ["ada@example.com"]
+
+
+async def _first_notices(timed: Timed, desk: Desk) -> list[str]:
+    """Run the worker's timers (`Timers.run`, as the app does) until a first notice is
+    queued (or 5 s: the caller's assert says); whom it emails."""
+    running = asyncio.create_task(timed.timers(desk).run())
     try:
         for _ in range(250):
             if timed.deliveries("decision-needed"):
@@ -432,8 +453,7 @@ async def test_a_worker_files_decisions_again_before_its_timers_first_look(
     finally:
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
-    told = [row.recipient for row in timed.deliveries("decision-needed") if row.channel == "email"]
-    assert sorted(told) == ["olive@example.com", "sam@example.com"]
+    return [row.recipient for row in timed.deliveries("decision-needed") if row.channel == "email"]
 
 
 def _stored_routes(world: World, decision_id: str) -> list[str]:

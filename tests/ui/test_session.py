@@ -102,6 +102,18 @@ def test_the_card_names_the_rule_the_engine_will_judge_by() -> None:
     assert session.who_decides(RITA)(item(unruled, amount=500)).startswith("Waiting for finance")
 
 
+def test_a_remote_agents_pause_is_judged_by_the_rule_it_names() -> None:
+    """With the agent elsewhere (`CHAT_APP_AGENT_URL`), its gate reads its own rules: the
+    card goes by the rule the pause names, not by matching this app's policy."""
+    authenticator = Authenticator(AuthConfig(mode="demo"), signer=SIGNER, directory=None)
+    session.configure(lambda _: None, lambda: {"tools": []}, authenticator=authenticator,  # type: ignore[arg-type,return-value]
+                      policy=Policy.load(POLICY_PATH), agent_reads_policy=False)  # fmt: skip
+    unruled = {"rule": None, "requester": RITA.email}
+    assert session.who_decides(RITA)(item(unruled)) == ""
+    named = {"rule": "large-transfers", "requester": RITA.email}
+    assert session.who_decides(RITA)(item(named, amount=500)).startswith("Waiting for finance")
+
+
 def test_views_count_only_what_the_viewer_may_decide() -> None:
     from chat_app.ui.views import build_views
 
