@@ -122,6 +122,15 @@ def ask(page: Page, text: str) -> None:
     page.locator("#composer-input").press("Enter")
 
 
+def run_ended(page: Page) -> None:
+    """Wait until the run has ended: Send is back in place of Stop. The greeting streams 160
+    tokens at the demo's 25 ms each, 4 s, past `expect`'s 5 s on a loaded machine; this waits
+    as long as the page's actions do."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#composer-send")).to_be_enabled(timeout=20_000)
+
+
 @pytest.fixture
 def page(browser: Browser, app_url: str) -> Iterator[Page]:
     """A fresh context and page at `app_url`, waited until Reflex has hydrated."""

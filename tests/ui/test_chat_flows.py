@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser, Page, WebSocket, expect
 
 from chat_app.ui.state import SUGGESTIONS
-from tests.ui.conftest import ask
+from tests.ui.conftest import ask, run_ended
 
 pytestmark = pytest.mark.browser
 
@@ -284,7 +284,7 @@ def test_stop_ends_a_reply_mid_stream(page: Page, screenshot_dir: Path) -> None:
     expect(streaming).to_be_visible()
     page.locator("#composer-stop").click()
     expect(page.locator("#run-error")).to_have_text("Stopped.")
-    expect(page.locator("#composer-send")).to_be_enabled()
+    run_ended(page)
     full_help = "deploy** — an approval next to a pause owned by another system"
     expect(page.get_by_text(full_help)).to_have_count(0)
     shot(page, screenshot_dir, "stopped")
@@ -309,7 +309,7 @@ def test_bytes_per_streamed_token_do_not_grow_with_the_history(page: Page) -> No
         # This reply, not the one before it (still on the page): else the wait can end before
         # the run has begun, with no frame recorded.
         expect(replies).to_have_count(before + 1)
-        expect(page.locator("#composer-send")).to_be_enabled()
+        run_ended(page)
         lists = ('"archive_rx_state_"', '"recent_rx_state_"', '"turn_rx_state_"')
         return [
             len(frame)
@@ -339,7 +339,7 @@ def test_answering_a_decision_does_not_send_the_history_again(page: Page) -> Non
     page.wait_for_selector('#app-root[data-hydrated="true"]')
     ask(page, "hello")  # the earlier transcript: its words must not come back
     expect(page.get_by_text("Try one of these")).to_be_visible()
-    expect(page.locator("#composer-send")).to_be_enabled()
+    run_ended(page)
     ask(page, "delete project apollo")
     decision = page.locator(".approval-card")
     expect(decision.locator("button.approve")).to_be_enabled()
@@ -347,7 +347,7 @@ def test_answering_a_decision_does_not_send_the_history_again(page: Page) -> Non
     frames.clear()
     decision.locator("button.approve").click()
     expect(page.get_by_text("Project apollo is deleted.")).to_be_visible()
-    expect(page.locator("#composer-send")).to_be_enabled()
+    run_ended(page)
     text = "".join(str(frame) for frame in frames)
     assert "delete_project" in text  # the turn itself was updated
     assert "hello" not in text and "Try one of these" not in text
