@@ -186,7 +186,8 @@ class Desk:
         #: One run or continuation at a time per conversation in this process: the lease is
         #: this worker's, so two of its tasks would both hold it.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        #: `refiled_once`: done, and one at a time (the timers and the recovery both ask).
+        #: `refiled`: done (until `keep_recovering` says it is due again), and one at a time
+        #: (the timers and the recovery both ask).
         self._refiled = False
         self._refiling = asyncio.Lock()
 
@@ -744,18 +745,18 @@ class Desk:
         while page := await self._db(partial(self.store.pending, after=after, limit=REFILE_PAGE)):
             drafts = {item.decision_id: self._redraft(item) for item in page}
             refile = partial(self.store.refile, drafts, now=self.clock())
-            changed: list[str] = await self._db(refile)
-            threads |= {item.thread_id for item in page if item.decision_id in set(changed)}
-            moved += changed
+            changed: set[str] = set(await self._db(refile))
+            threads |= {item.thread_id for item in page if item.decision_id in changed}
+            moved += sorted(changed)
             after = (page[-1].created_at, page[-1].decision_id)
         if moved:
             await self.fanout.publish(inbox_topic(), *map(thread_topic, sorted(threads)))
         return moved
 
-    async def refiled_once(self) -> None:
-        """`refile`, the first time it is asked for in this process (until it succeeds): the
-        timers wait for it before their first look, so none tells the people of a rule the
-        decision is about to leave."""
+    async def refiled(self) -> None:
+        """`refile` if it is due (at this process's start, then as `keep_recovering` says),
+        once however many ask: the timers wait for it before each look, so none tells the
+        people of a rule the decision is about to leave."""
         async with self._refiling:
             if self._refiled:
                 return
@@ -771,20 +772,17 @@ class Desk:
                 _log.info("Filed %d pending decisions again under the policy now", len(moved))
 
     async def keep_recovering(self) -> None:
-        """`refiled_once`, then `recover` now and then, for as long as the app runs: a worker
-        that died leaves its conversations to the others once its lease lapses. `refile`
+        """`refiled`, then `recover` now and then, for as long as the app runs: a worker that
+        died leaves its conversations to the others once its lease lapses. Refiling is due
         again every `refile_every_seconds`: what another worker filed under another policy
         (a rolling restart) moves to this one's."""
         refiled_at = time.monotonic()
         while True:
+            if time.monotonic() - refiled_at >= self.refile_every_seconds:
+                refiled_at = time.monotonic()
+                self._refiled = False
             try:
-                await self.refiled_once()
-                if time.monotonic() - refiled_at >= self.refile_every_seconds:
-                    refiled_at = time.monotonic()
-                    moved = await self.refile()
-                    if moved:
-                        _log.info("Filed %d pending decisions again under this worker's policy",
-                                  len(moved))  # fmt: skip
+                await self.refiled()
                 await self.recover()
             except DeskError as error:  # the database is away: try again later
                 _log.warning("The desk could not look for interrupted runs: %s", error)

@@ -91,7 +91,7 @@ class Timers:
         self.desk.on_new_decisions = self.wake
         while True:
             try:
-                await self.desk.refiled_once()
+                await self.desk.refiled()
                 await self.tick()
             except (DeskError, OutboxError, SQLAlchemyError) as error:
                 _log.warning("The desk's timers could not run: %s", error)

@@ -296,16 +296,6 @@ class Policy:
                 return rule
         return None
 
-    def rule_governing(
-        self, kind: Literal["tool", "question"], name: str, args: object
-    ) -> Rule | None:
-        """The rule an answer to a pause is judged by when it comes, as the engine's gate
-        finds it: for a `"tool"` approval, the one governing tool `name` with `args`; for a
-        `"question"`, the one governing definition `name` showing payload `args`."""
-        if kind == "tool":
-            return self.rule_for_tool(name, args)
-        return self.rule_for_interrupt(name, args)
-
     def roles_of(self, identity: Identity) -> frozenset[str]:
         """The identity's own roles and those `[roles]` gives its email."""
         if identity.anonymous:

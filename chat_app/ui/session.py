@@ -428,9 +428,9 @@ def _governing(policy: Policy, item: InterruptItem, named: object) -> Rule | Non
     if not _backend.agent_reads_policy:
         return policy.rule_named(named)
     if isinstance(item, ToolApprovalInterrupt):
-        return policy.rule_governing("tool", item.tool_name, item.original_args)
+        return policy.rule_for_tool(item.tool_name, item.original_args)
     if isinstance(item, GenericInterrupt) and item.definition_id:
-        return policy.rule_governing("question", item.definition_id, item.payload)
+        return policy.rule_for_interrupt(item.definition_id, item.payload)
     return policy.rule_named(named)
 
 

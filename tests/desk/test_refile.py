@@ -219,7 +219,7 @@ async def test_what_a_worker_on_the_old_policy_files_moves_to_the_new_one(world:
     world.desk.refile_every_seconds = 0.05
     running = asyncio.create_task(world.desk.keep_recovering())
     try:
-        await world.desk.refiled_once()
+        await world.desk.refiled()
         await world.start(RITA, "rotate production keys", desk=old)
         [filed] = world.store.pending()
         assert _routes(world, filed.decision_id) == ["role:ops"]
