@@ -28,7 +28,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chat_app.interrupts import Decision, DecisionProblem
-from chat_app.trust import ANONYMOUS, Identity, Policy, PolicyError, Rule, Sealer, rule_lifetime
+from chat_app.trust import (
+    ANONYMOUS,
+    Identity,
+    Policy,
+    PolicyError,
+    Rule,
+    Sealer,
+    asking_a_person,
+    rule_lifetime,
+)
 
 from .tools import Tool
 
@@ -117,16 +126,21 @@ class Gate:
         asked = self._is_requester(sealed)
         if decision.kind == "cancel" and asked:
             return None  # whoever asked may always withdraw the request
-        for rule in rules:
+        for index, rule in enumerate(rules):
+            if rule is not None and rule.decide == "reject" and decision.kind == "approve":
+                return _forbidden(
+                    f"Rejected by policy {rule.name}: {rule.reason or 'not allowed'}."
+                )
+            if index == 0:
+                # What was shown is answered by its rule's approvers; a rule that now decides
+                # such calls alone has none. What editing would run is only checked against
+                # its rule, which may approve it alone.
+                rule = asking_a_person(rule)
             if rule is None:
                 # No rule: the person who asked decides, as without a policy.
                 if self.sealer is not None and not asked:
                     return _forbidden("Only the person who asked decides this.")
                 continue
-            if rule.decide == "reject" and decision.kind == "approve":
-                return _forbidden(
-                    f"Rejected by policy {rule.name}: {rule.reason or 'not allowed'}."
-                )
             if rule.decide is not None:
                 continue
             escalated = _escalated(rule, waited)

@@ -51,7 +51,7 @@ from chat_app.interrupts import (
     read_decision,
 )
 from chat_app.observe import close_decision, decision_span, run_span
-from chat_app.trust import ANONYMOUS, Identity, Policy, Rule
+from chat_app.trust import ANONYMOUS, Identity, Policy, Rule, asking_a_person
 
 from .fanout import Fanout
 from .records import (
@@ -947,16 +947,13 @@ class Desk:
         and for a question, the desk's client has no definitions registered, so it knows
         neither its definition id nor its payload."""
         if kind == "tool" and self.policy is not None and self.agent_reads_policy:
-            rule = self.policy.rule_for_tool(name, args)
-            # A call the policy now decides alone was asked of a person all the same: the
-            # gate lets anyone answer it (but approve what it rejects), so whoever asked does.
-            return None if rule is not None and rule.decide is not None else rule
+            return asking_a_person(self.policy.rule_for_tool(name, args))
         return self._rule_named(named)
 
     def _rule_named(self, name: object) -> Rule | None:
         if self.policy is None or not isinstance(name, str):
             return None
-        return self.policy.rule_named(name)
+        return asking_a_person(self.policy.rule_named(name))
 
     def _rule(self, item: InboxItem) -> Rule | None:
         return self._rule_named(item.rule)

@@ -218,6 +218,18 @@ def rule_lifetime(rule: Rule | None, ttl_seconds: float | None) -> float | None:
     return ttl_seconds
 
 
+def asking_a_person(rule: Rule | None) -> Rule | None:
+    """The rule whose approvers answer a request that paused under `rule`: `rule` itself,
+    unless it decides alone. Such a rule asks nobody, and a request waits under one only when
+    the policy came to decide it after the pause; whoever asked answers it then, as under no
+    rule (the engine's gate still refuses an approval a rule that rejects would not give).
+
+    The one reckoning of it: the gate that judges the answer, the desk that files it in an
+    inbox and the page that offers its buttons must agree on who that is.
+    """
+    return None if rule is None or rule.decide is not None else rule
+
+
 @dataclass(frozen=True)
 class Policy:
     """Who may decide what.

@@ -36,7 +36,7 @@ from chat_app.client import (
 from chat_app.desk import Desk, DeskError
 from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.notify import NotifySettings, Outbox
-from chat_app.trust import ANONYMOUS, Identity, Policy, Rule, Sealer
+from chat_app.trust import ANONYMOUS, Identity, Policy, Rule, Sealer, asking_a_person
 from chat_app.trust.authn import Authenticator, AuthFailure
 
 from .views import ViewCache, WhoDecides
@@ -424,14 +424,17 @@ def _governing(policy: Policy, item: InterruptItem, named: object) -> Rule | Non
     """The rule the engine will judge an answer to `item` by, found as it finds it (the
     rule `named` in the pause's metadata is the one of its pause, which a policy changed
     since may have renamed or replaced); an untyped question's, or any a remote agent
-    paused for (its rules are its own), the one named."""
+    paused for (its rules are its own), the one named. A rule that now decides alone leaves
+    it to whoever asked (`asking_a_person`)."""
     if not _backend.agent_reads_policy:
-        return policy.rule_named(named)
-    if isinstance(item, ToolApprovalInterrupt):
-        return policy.rule_for_tool(item.tool_name, item.original_args)
-    if isinstance(item, GenericInterrupt) and item.definition_id:
-        return policy.rule_for_interrupt(item.definition_id, item.payload)
-    return policy.rule_named(named)
+        rule = policy.rule_named(named)
+    elif isinstance(item, ToolApprovalInterrupt):
+        rule = policy.rule_for_tool(item.tool_name, item.original_args)
+    elif isinstance(item, GenericInterrupt) and item.definition_id:
+        rule = policy.rule_for_interrupt(item.definition_id, item.payload)
+    else:
+        rule = policy.rule_named(named)
+    return asking_a_person(rule)
 
 
 def asked_by(viewer: Identity) -> Callable[[InterruptItem], bool]:

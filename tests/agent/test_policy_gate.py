@@ -26,6 +26,7 @@ from chat_app.trust import (
     SQLiteLedger,
 )
 from tests.agent.builders import collect
+from tests.trust.policies import deciding_alone
 
 SECRET = b"policy-test-secret-policy-test-secret"
 RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
@@ -144,6 +145,63 @@ async def test_without_a_rule_only_the_person_who_asked_decides(ledger: SQLiteLe
     assert refusal(adas) == ("forbidden", "Only the person who asked decides this.")
     ritas = await answer(agent, paused, decide(item, True), RITA, "r3")
     assert "Sent 25 to Ada" in text_of(ritas)
+
+
+async def test_a_call_the_policy_came_to_decide_alone_is_answered_by_whoever_asked(
+    ledger: SQLiteLedger,
+) -> None:
+    """A transfer paused for finance; the app came back approving large transfers by policy.
+    The rule asks nobody now, so the call is Rita's, as with no rule: Ada's approval is
+    refused, and Rita's runs it."""
+    paused = await ask(agent_with(ledger), "transfer 5000 to Ada")
+    item = the_item(paused)
+    agent = agent_with(ledger, Policy.parse(deciding_alone("large-transfers", "approve")))
+
+    adas = await answer(agent, paused, decide(item, True), ADA, "r2")
+    assert refusal(adas) == ("forbidden", "Only the person who asked decides this.")
+    ritas = await answer(agent, paused, decide(item, True), RITA, "r3")
+    assert "Sent 5,000 to Ada" in text_of(ritas)
+    [decision] = [r for r in ledger.records() if r.kind == "decision"]
+    assert (decision.actor, decision.data["rule"]) == (RITA.email, "large-transfers")
+
+
+async def test_a_call_the_policy_came_to_reject_can_only_be_rejected(
+    ledger: SQLiteLedger,
+) -> None:
+    """As above, with large transfers now rejected by policy: even Rita cannot approve hers
+    (she reads why), and she may still reject it; a stranger's rejection is refused."""
+    paused = await ask(agent_with(ledger), "transfer 5000 to Ada")
+    item = the_item(paused)
+    agent = agent_with(ledger, Policy.parse(deciding_alone("large-transfers", "reject")))
+
+    ritas = await answer(agent, paused, decide(item, True), RITA, "r2")
+    assert refusal(ritas) == (
+        "forbidden", "Rejected by policy large-transfers: frozen for the audit."
+    )  # fmt: skip
+    no = decide(item, False, payload={"reason": "not now"})
+    sams = await answer(agent, paused, no, SAM, "r3")
+    assert refusal(sams) == ("forbidden", "Only the person who asked decides this.")
+    rejected = await answer(agent, paused, no, RITA, "r4")
+    assert rejected[-1]["type"] == "RUN_FINISHED"
+    assert not [r for r in ledger.records() if r.kind == "execution"]
+
+
+async def test_editing_a_call_into_a_rule_that_approves_alone_needs_no_one_else(
+    ledger: SQLiteLedger,
+) -> None:
+    """Ada (finance) cuts a large transfer down to what a rule approves by itself: what was
+    shown is judged by its approvers, what would run only by its own rule, which lets it."""
+    small = (
+        '\n[[rules]]\nname = "small-transfers"\ntool = "transfer"\n'
+        'when = { properties = { amount = { maximum = 100 } } }\ndecide = "approve"\n'
+    )
+    policy = Policy.parse(POLICY_PATH.read_text() + small)
+    agent = agent_with(ledger, policy)
+    paused = await ask(agent, "transfer 5000 to Ada")
+    item = the_item(paused)
+    smaller = decide(item, True, editedArgs={"recipient": "Ada", "amount": 50})
+    adas = await answer(agent, paused, smaller, ADA, "r2")
+    assert "Sent 50 to Ada" in text_of(adas)
 
 
 async def test_editing_arguments_cannot_move_a_call_out_of_its_rule(

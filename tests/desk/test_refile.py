@@ -19,6 +19,7 @@ from chat_app.desk import desk as desk_module
 from chat_app.trust import Policy
 from chat_app.trust.tables import decision_routes, decisions
 from tests.desk.world import ADA, OLIVE, RITA, SAM, World
+from tests.trust.policies import deciding_alone
 
 DEMO = POLICY_PATH.read_text()
 #: Key rotation for finance and admin rather than ops.
@@ -280,24 +281,26 @@ async def test_a_remote_agents_rule_is_the_one_its_pause_named(
         assert (await world.only_item(ADA)).rule == "large-transfers"
 
 
+@pytest.mark.parametrize("agent_reads_policy", [True, False])
 async def test_a_call_the_policy_now_decides_alone_is_left_to_whoever_asked(
-    world: World,
+    world: World, agent_reads_policy: bool
 ) -> None:
-    """Key rotation is approved by the policy itself now. The gate lets anyone answer a call
-    that paused before, so the desk leaves it to Rita, who asked, and her approval runs it."""
+    """Key rotation is approved by the policy itself now. Nobody is asked under such a rule,
+    so a call that paused before is Rita's, who asked (as the engine's gate and the page
+    have it), whether the desk matches the call or goes by the rule its pause names; Sam,
+    who approved it under the old rule, no longer may, and Rita's approval runs it."""
+    world.desk.agent_reads_policy = agent_reads_policy
     _, item = await _rotation_approved_by_sam(world)
-    decided = re.sub(
-        r'(?ms)^(name = "key-rotation"\ntool = "rotate_keys"\n).*\Z',
-        r'\1decide = "approve"\n',
-        DEMO,
-    )
-    _use(world, decided)
+    _use(world, deciding_alone("key-rotation", "approve", DEMO))
 
     assert await world.desk.refile() == [item.decision_id]
 
     shown = await world.only_item(RITA)
     assert (shown.rule, shown.waiting_for) == (None, "Waiting for Rita")
     assert await world.desk.inbox(SAM) == ([], 0)
+    with pytest.raises(DeskError) as refused:
+        await world.desk.decide(item.decision_id, SAM, Answer("approve"))
+    assert refused.value.code == "forbidden"
     assert (await world.desk.decide(item.decision_id, RITA, Answer("approve"))).status == "decided"
     await world.desk.wait_idle()
     assert [run["toolName"] for run in world.executions()] == ["rotate_keys"]

@@ -15,6 +15,7 @@ from chat_app.trust import ANONYMOUS, DEMO_PEOPLE, Identity, Policy, Sealer
 from chat_app.trust.authn import AuthConfig, Authenticator, AuthFailure
 from chat_app.trust.sessions import SESSION_COOKIE, SessionSigner
 from chat_app.ui import session
+from tests.trust.policies import deciding_alone
 
 RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
 SIGNER = SessionSigner(b"ui-session-test-secret-ui-session", ttl_seconds=3600)
@@ -100,6 +101,19 @@ def test_the_card_names_the_rule_the_engine_will_judge_by() -> None:
     configure("demo", Policy.parse(lowered, "policy.toml"))
     unruled = {"rule": None, "requester": RITA.email}
     assert session.who_decides(RITA)(item(unruled, amount=500)).startswith("Waiting for finance")
+
+
+def test_a_transfer_the_policy_now_approves_alone_is_left_to_whoever_asked() -> None:
+    """It paused for finance; the policy has since come to approve large transfers by itself.
+    Nobody is asked under such a rule, so the card offers the answer to Rita, who asked, as
+    the engine's gate and the desk leave it to her, and tells Ada whose it is."""
+    configure("demo", Policy.parse(deciding_alone("large-transfers", "approve"), "p.toml"))
+    shown = {"rule": "large-transfers", "requester": RITA.email,
+             "approvers": ["role:finance"], "notRequester": True, "quorum": 1}  # fmt: skip
+    assert session.who_decides(RITA)(item(shown)) == ""
+    assert session.who_decides(ADA.with_roles(frozenset({"finance"})))(item(shown)) == (
+        "Waiting for rita@example.com, who decides this"
+    )
 
 
 def test_a_remote_agents_pause_is_judged_by_the_rule_it_names() -> None:
