@@ -28,7 +28,7 @@ import socket
 import time
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -383,6 +383,9 @@ class Desk:
                 f"Approve the arguments as shown, or reject: edited arguments cannot count "
                 f"towards the {rule.quorum} approvals rule {rule.name} needs.",
             )
+        refusal = self._run_refusal(item, decider, answer)
+        if refusal is not None:
+            raise DeskError("forbidden", refusal)
         if counts:
             voted = await self._db(
                 lambda: self.store.vote(
@@ -559,7 +562,9 @@ class Desk:
 
     async def _run_claimed(
         self, thread_id: str, run_as: RunAs, action: Callable[[ChatClient], Awaitable[None]]
-    ) -> None:
+    ) -> ClientState:
+        """Run `action` on the conversation's client, storing its state as it streams;
+        returns the state it ended with (stored too)."""
         row = await self._db(self.store.load, thread_id)
         assert row is not None
         client = self._client(row.state, run_as)
@@ -590,6 +595,7 @@ class Desk:
             self._live.pop(thread_id, None)
             await self._save(thread_id, client.state, owner_email, owner_name, run_as.identity,
                              busy=False, failure=_failure(task))  # fmt: skip
+        return client.state
 
     async def _continue(self, thread_id: str) -> None:
         """Send the continuation once every open item of the pause has a decided answer."""
@@ -649,8 +655,12 @@ class Desk:
                     continue  # look again
                 started = self.clock()
                 with run_span("continuation", {"thread.id": thread_id}) as run:
-                    await self._run_claimed(thread_id, run_as, apply)
+                    ended_with = await self._run_claimed(thread_id, run_as, apply)
                 ended = self.clock()
+                refused = _refused(ended_with, set(by_item))
+                if refused:
+                    await self._open_refused(thread_id, conversation, ended_with, refused)
+                    continue
                 # Carried. A worker killed before this line leaves them to `recover`, which
                 # finds the continuation in flight, or not sent yet, in the stored state.
                 seconds = (ended - started).total_seconds()
@@ -665,6 +675,23 @@ class Desk:
                         "rule": row.rule or "", "thread.id": thread_id})  # fmt: skip
             finally:
                 await self._db(self.store.release, thread_id, self.worker)
+
+    async def _open_refused(
+        self, thread_id: str, conversation: Any, state: ClientState, refused: Collection[str]
+    ) -> None:
+        """The agent refused the continuation, for the answers to the `refused` items (a
+        remote agent whose rules the desk does not read, a policy changed meanwhile): nothing
+        ran. Those decisions are pending again, filed as they pause now, and the card shows
+        the agent's reason; the batch's other answers stay decided, to go with theirs."""
+        drafts = [self._draft(item, conversation.owner_email, conversation.owner_name)
+                  for item in state.interrupts if item.id in refused]  # fmt: skip
+        reopened = await self._db(
+            partial(self.store.reopen_refused, thread_id, drafts, now=self.clock())
+        )
+        for decision_id in reopened:
+            decision_span(decision_id, "refused", start=self.clock(),
+                          attributes={"thread.id": thread_id})  # fmt: skip
+        await self.fanout.publish(inbox_topic(), thread_topic(thread_id))
 
     def _run_as(self, rows: Sequence[Any], owner: Identity = ANONYMOUS) -> RunAs:
         """The decider of the last answer, with earlier approvers as cosigners; an expired
@@ -990,6 +1017,44 @@ class Desk:
                                  decider_is_requester=asked,
                                  escalated=self._escalated(item))  # fmt: skip
 
+    def _run_refusal(self, item: InboxItem, viewer: Identity, answer: Answer) -> str | None:
+        """Why the engine's gate would refuse to run what `viewer` approves of a tool call,
+        if it would, found as it finds it: a rule that rejects the call as shown or as edited,
+        and for edited arguments their own rule, which must allow `viewer` too (editing cannot
+        move a call out of a rule's reach). Refused here, before it is stored as decided, the
+        approver reads why on the card; a remote agent's rules are its own (`_carry` opens a
+        decision it refuses again)."""
+        if answer.kind != "approve" or item.kind != "tool":
+            return None
+        if self.policy is None or not self.agent_reads_policy:
+            return None
+        shown = self.policy.rule_for_tool(item.name, item.args)
+        edited = answer.has_edited_args
+        ran = self.policy.rule_for_tool(item.name, answer.edited_args) if edited else None
+        for rule in (shown, ran):
+            if rule is not None and rule.decide == "reject":
+                return f"Rejected by policy {rule.name}: {rule.reason or 'not allowed'}."
+        if not edited or (ran is not None and ran.decide is not None):
+            return None
+        if ran is None:
+            if viewer.email == item.requester_email:
+                return None
+            who = item.requester_name or item.requester_email
+            return (f"Edited, the call falls under no rule: only the person who asked ({who}) "
+                    "runs it so.")  # fmt: skip
+        if ran.quorum > 1:
+            return (f"Edited, the call falls under rule {ran.name}, which needs {ran.quorum} "
+                    "approvals: approve the arguments as shown, or reject.")  # fmt: skip
+        escalated = ran.escalate_after is not None and (
+            item.created_at + ran.escalate_after <= self.clock()
+        )
+        refusal = self.policy.check(ran, viewer.with_roles(self.policy.roles_of(viewer)),
+                                    decider_is_requester=viewer.email == item.requester_email,
+                                    escalated=escalated)  # fmt: skip
+        if refusal is None:
+            return None
+        return f"Edited, the call falls under rule {ran.name}: {refusal}"
+
     def _counts(self, item: InboxItem, vote: Vote) -> bool:
         """Whether `vote` counts towards `item`'s quorum: an approval by someone the rule in
         force allows, as they were verified when they voted. The engine checks every cosigner
@@ -1158,6 +1223,19 @@ def _reply_lost(state: ClientState) -> bool:
     return any(
         call.has_output for message in state.messages[asked + 1 :] for call in message.tool_calls
     )
+
+
+def _refused(state: ClientState, sent: Collection[str]) -> set[str]:
+    """The `sent` items whose answers the agent refused, each with its reason on the item
+    (a replay's `conflict` is `_answered_before`: those answers were applied)."""
+    if not state.refused or _answered_before(state):
+        return set()
+    return {
+        item.id
+        for item in state.interrupts
+        if item.id in sent and _answerable(item) and item.status == "error"
+        and item.error is not None and item.error.code != "conflict"
+    }  # fmt: skip
 
 
 def _answered_before(state: ClientState) -> bool:

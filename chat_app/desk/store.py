@@ -353,11 +353,41 @@ class DeskStore:
             )  # fmt: skip
         )
 
+    def reopen_refused(
+        self, thread_id: str, drafts: Sequence[DecisionDraft], *, now: datetime
+    ) -> list[str]:
+        """Open decided decisions again whose answers the agent refused (nothing ran), each
+        under its draft; the refused decider's vote goes (it decided nothing), the others'
+        stay. One decided again meanwhile, or already carried, is left alone. Returns the
+        ones opened."""
+        opened: list[str] = []
+        with write_transaction(self.engine) as connection:
+            for draft in drafts:
+                decision_id = decision_id_of(thread_id, draft.item_id)
+                decider = connection.execute(
+                    select(decisions.c.decided_by)
+                    .where(decisions.c.id == decision_id, decisions.c.status == "decided",
+                           decisions.c.applied.is_(False))  # fmt: skip
+                    .with_for_update()
+                ).first()
+                if decider is None:
+                    continue
+                connection.execute(
+                    delete(decision_votes).where(
+                        decision_votes.c.decision_id == decision_id,
+                        decision_votes.c.voter_email == decider.decided_by,
+                    )
+                )
+                self._reopen(connection, thread_id, draft, now)
+                opened.append(decision_id)
+        return opened
+
     @staticmethod
     def _reopen(connection: Any, thread_id: str, draft: DecisionDraft, now: datetime) -> None:
-        """Open a closed decision again (the chat's answer to it was refused), as the rule in
-        force now has it: `draft` is its pause filed again under the policy of now, so who may
-        decide, how many must and its timers are that rule's, as if it had paused under it."""
+        """Open a closed or decided decision again (the agent refused the chat's answer to it,
+        or the desk's), as the rule in force now has it: `draft` is its pause filed again under
+        the policy of now, so who may decide, how many must and its timers are that rule's, as
+        if it had paused under it."""
         decision_id = decision_id_of(thread_id, draft.item_id)
         stored = connection.execute(select(decisions).where(decisions.c.id == decision_id)).one()
         connection.execute(

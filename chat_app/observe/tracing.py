@@ -190,8 +190,9 @@ def decision_span(
     links: Sequence[SpanContext] = (),
 ) -> None:
     """Record one finished step of a decision ("paused", "notified", "decided", "executed",
-    "expired", "reminded", "escalated") from `start` to `end` (default: `start`, an instant),
-    as a child of the decision's root span; `links` to other spans (the run that carried it)."""
+    "expired", "reminded", "escalated", "refused") from `start` to `end` (default: `start`,
+    an instant), as a child of the decision's root span; `links` to other spans (the run
+    that carried it)."""
     started = _nanoseconds(start)
     ended = started if end is None else _nanoseconds(end)
     tracer = _tracer

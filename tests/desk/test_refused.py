@@ -1,0 +1,147 @@
+"""Answers the engine's gate would not run: refused at the desk when it reads the same policy
+(before anything is stored as decided), and, when the agent refuses one all the same (its rules
+are its own), the decision waits again with the agent's reason, nothing lost."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat_app.demo import POLICY_PATH
+from chat_app.desk import Answer, DeskError
+from chat_app.trust import Identity, Policy
+from tests.desk.world import ADA, RITA, World, state_of, texts
+from tests.trust.policies import deciding_alone
+
+#: Invoices over 500 for finance, never for the requester.
+BIG_INVOICES = (
+    '\n[[rules]]\nname = "big-invoices"\ntool = "pay_invoice"\n'
+    "when = { properties = { amount = { exclusiveMinimum = 500 } } }\n"
+    'approvers = ["role:finance"]\nnot_requester = true\n'
+)
+
+
+def _use(world: World, text: str) -> None:
+    world.desk.policy = world.agent.policy = Policy.parse(text, "policy.toml")
+
+
+def _edited(args: dict[str, object]) -> Answer:
+    return Answer("approve", edited_args=args, has_edited_args=True)
+
+
+async def _refused(world: World, decision_id: str, answer: Answer, who: Identity) -> str:
+    with pytest.raises(DeskError) as refused:
+        await world.desk.decide(decision_id, who, answer)
+    assert refused.value.code == "forbidden"
+    return refused.value.message
+
+
+async def test_an_edit_into_a_rule_that_does_not_allow_the_decider_is_refused_up_front(
+    world: World,
+) -> None:
+    """Rita's transfer of 25 is hers to decide; raised to 5,000 it would be finance's, so the
+    desk refuses her edit with the engine's reason, and her approval as shown runs it. Ada,
+    of finance, cannot cut Rita's 5,000 down to 500 either: no rule covers that, so it is
+    Rita's alone."""
+    await world.start(RITA, "transfer 25 to Ada")
+    small = await world.only_item(RITA)
+    to_ada = {"recipient": "Ada", "amount": 5000}
+    message = await _refused(world, small.decision_id, _edited(to_ada), RITA)
+    assert message == (
+        "Edited, the call falls under rule large-transfers: Needs approval from role finance, "
+        "not the requester."
+    )
+    assert (await world.only_item(RITA)).status == "pending"
+    await world.start(RITA, "transfer 5000 to Ada")
+    large = await world.only_item(ADA)
+    message = await _refused(world, large.decision_id, _edited({**to_ada, "amount": 500}), ADA)
+    assert message == (
+        "Edited, the call falls under no rule: only the person who asked (Rita) runs it so."
+    )
+    assert world.executions() == []
+
+    assert (await world.desk.decide(small.decision_id, RITA, Answer("approve"))).status == "decided"
+    await world.desk.wait_idle()
+    assert [run["args"]["amount"] for run in world.executions("transfer")] == [25]
+
+
+async def test_a_call_the_policy_came_to_reject_is_refused_an_approval_at_the_desk(
+    world: World,
+) -> None:
+    """Large transfers are rejected by policy now: Rita, whose it is, cannot approve hers
+    (she reads why), and may reject it."""
+    await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    _use(world, deciding_alone("large-transfers", "reject"))
+
+    message = await _refused(world, item.decision_id, Answer("approve"), RITA)
+    assert message == "Rejected by policy large-transfers: frozen for the audit."
+    no = Answer("reject", payload={"reason": "frozen"}, has_payload=True)
+    assert (await world.desk.decide(item.decision_id, RITA, no)).status == "decided"
+    await world.desk.wait_idle()
+    assert world.executions() == []
+    assert (await world.desk.decision(item.decision_id)).outcome == "rejected"  # type: ignore[union-attr]
+
+
+async def test_an_answer_the_agent_refuses_waits_again_with_its_reason(world: World) -> None:
+    """With the agent elsewhere the desk cannot judge an edit by its rules: Rita's edit of
+    her 25 to 5,000 is stored as decided, the agent refuses it and runs nothing, and the
+    decision is pending again in her inbox (her refused vote gone), the card saying why;
+    her approval as shown then runs it once."""
+    world.desk.agent_reads_policy = False
+    thread = await world.start(RITA, "transfer 25 to Ada")
+    item = await world.only_item(RITA)
+
+    edited = _edited({"recipient": "Ada", "amount": 5000})
+    assert (await world.desk.decide(item.decision_id, RITA, edited)).status == "decided"
+    await world.desk.wait_idle()
+
+    assert world.executions() == []
+    again = await world.only_item(RITA)
+    assert (again.decision_id, again.status, again.votes) == (item.decision_id, "pending", ())
+    view = await world.desk.view(thread, RITA)
+    assert view.summary.status == "waiting"
+    [card] = state_of(view).interrupts
+    assert card.error is not None
+    assert card.error.message == "Needs approval from role finance, not the requester."
+    assert [r.actor for r in world.records("refusal")] == [RITA.email]
+
+    assert (await world.desk.decide(item.decision_id, RITA, Answer("approve"))).status == "decided"
+    await world.desk.wait_idle()
+    assert [run["args"]["amount"] for run in world.executions("transfer")] == [25]
+    assert (await world.desk.view(thread, RITA)).summary.status == "done"
+    assert "Sent 25 to Ada" in " ".join(texts(await world.desk.view(thread, RITA)))
+
+
+async def test_the_rest_of_a_refused_batch_stays_decided_and_goes_with_it(
+    world: World,
+) -> None:
+    """Three invoices, the middle one finance's. Rita raises the first into finance's reach;
+    the agent (its rules unread by the desk) refuses the batch when Ada's approval completes
+    it. Only Rita's refused answer waits again; Ada's and Rita's others are carried with her
+    second answer, each as its own decider's."""
+    _use(world, POLICY_PATH.read_text() + BIG_INVOICES)
+    world.desk.agent_reads_policy = False
+    thread = await world.start(RITA, "pay invoices")
+    mine, _ = await world.desk.inbox(RITA)
+    first, third = sorted(mine, key=lambda item: item.summary)
+    raised = {"invoice": "INV-1001", "supplier": "Acme Paper", "amount": 900}
+    await world.desk.decide(first.decision_id, RITA, _edited(raised))
+    await world.desk.decide(third.decision_id, RITA, Answer("approve"))
+    middle = await world.only_item(ADA)
+    await world.desk.decide(middle.decision_id, ADA, Answer("approve"))
+    await world.desk.wait_idle()
+
+    assert world.executions() == []
+    assert (await world.only_item(RITA)).decision_id == first.decision_id
+    statuses = {d.decision_id: d.status for d in await world.desk.decisions_of(thread)}
+    assert statuses == {first.decision_id: "pending", middle.decision_id: "decided",
+                        third.decision_id: "decided"}  # fmt: skip
+
+    await world.desk.decide(first.decision_id, RITA, Answer("approve"))
+    await world.desk.wait_idle()
+    assert sorted(run["args"]["amount"] for run in world.executions("pay_invoice")) == [
+        64.25, 120.5, 980
+    ]  # fmt: skip
+    actors = sorted(r.actor or "" for r in world.records("decision"))
+    assert actors == [ADA.email, RITA.email, RITA.email]
+    assert (await world.desk.view(thread, RITA)).summary.status == "done"
