@@ -41,11 +41,15 @@ def _children(pid: int) -> list[int]:
 
 def _workers(parent: int) -> list[int]:
     """The parent's worker processes (not multiprocessing's resource tracker)."""
-    return sorted(
-        pid
-        for pid in _children(parent)
-        if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    )
+    return sorted(pid for pid in _children(parent) if b"spawn_main" in _command_line(pid))
+
+
+def _command_line(pid: int) -> bytes:
+    """The process's command line; empty once it has exited (a worker being replaced)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _sockets(pid: int) -> int:

@@ -104,6 +104,11 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
             continue
 
 
+#: What react-router's build prints when its prerender of `/` outlasts its 10 s limit: the
+#: build's own server answering slowly on a loaded machine, not the app failing.
+PRERENDER_TIMED_OUT = "Prerender: Request failed for /: The operation timed out"
+
+
 @contextmanager
 def served_app(
     cwd: Path,
@@ -114,39 +119,63 @@ def served_app(
     timeout: float = START_TIMEOUT,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`command … --env prod --single-port` from `cwd` on a free port (a prod build is tied
-    to its port); yield its base URL and process once `/ping` and `/` answer."""
+    to its port); yield its base URL and process once `/ping` and `/` answer. A build whose
+    prerender timed out is run once more; any other failure is `AppDidNotStart`."""
     port = free_port()
     cmd = [*command, "--env", "prod", "--single-port", "--backend-port", str(port)]
+    for attempt in (1, 2):
+        proc = _start(cmd, cwd, env, log_path)
+        try:
+            _wait_until_served(proc, cmd, port, log_path, timeout)
+        except AppDidNotStart as error:
+            stop(proc)
+            if attempt == 1 and PRERENDER_TIMED_OUT in log_path.read_text(errors="replace"):
+                kept = log_path.with_suffix(".prerender-timed-out.log")
+                log_path.replace(kept)
+                print(f"The build's prerender timed out ({kept}); building again", file=sys.stderr)
+                continue
+            raise error
+        break
+    try:
+        yield f"http://127.0.0.1:{port}", proc
+    finally:
+        stop(proc)
+
+
+def _start(
+    cmd: Sequence[str], cwd: Path, env: dict[str, str], log_path: Path
+) -> subprocess.Popen[bytes]:
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so `stop` reaps the workers too
         )  # fmt: skip
+
+
+def _wait_until_served(
+    proc: subprocess.Popen[bytes], cmd: Sequence[str], port: int, log_path: Path, timeout: float
+) -> None:
     base = f"http://127.0.0.1:{port}"
-    try:
-        started = time.monotonic()
-        while True:
-            if proc.poll() is not None:
-                raise AppDidNotStart(
-                    f"`{' '.join(cmd)}` exited with code {proc.returncode} before serving.\n"
-                    f"Log tail ({log_path}):\n{log_tail(log_path)}"
-                )
-            try:
-                ping, page = get(f"{base}/ping"), get(f"{base}/")
-                if ping[0] == 200 and "pong" in ping[1] and page[0] == 200:
-                    break
-            except OSError:  # not listening yet (URLError and timeouts are OSErrors too)
-                pass
-            if time.monotonic() - started > timeout:
-                raise AppDidNotStart(
-                    f"The app did not answer /ping and / within {timeout:.0f} s.\n"
-                    f"Log tail ({log_path}):\n{log_tail(log_path)}"
-                )
-            time.sleep(0.5)
-        yield base, proc
-    finally:
-        stop(proc)
+    started = time.monotonic()
+    while True:
+        if proc.poll() is not None:
+            raise AppDidNotStart(
+                f"`{' '.join(cmd)}` exited with code {proc.returncode} before serving.\n"
+                f"Log tail ({log_path}):\n{log_tail(log_path)}"
+            )
+        try:
+            ping, page = get(f"{base}/ping"), get(f"{base}/")
+            if ping[0] == 200 and "pong" in ping[1] and page[0] == 200:
+                return
+        except OSError:  # not listening yet (URLError and timeouts are OSErrors too)
+            pass
+        if time.monotonic() - started > timeout:
+            raise AppDidNotStart(
+                f"The app did not answer /ping and / within {timeout:.0f} s.\n"
+                f"Log tail ({log_path}):\n{log_tail(log_path)}"
+            )
+        time.sleep(0.5)
 
 
 T = TypeVar("T")
