@@ -658,15 +658,17 @@ class Desk:
                     ended_with = await self._run_claimed(thread_id, run_as, apply)
                 ended = self.clock()
                 refused = _refused(ended_with, set(by_item))
-                if refused:
-                    await self._open_refused(thread_id, conversation, ended_with, refused)
+                # Opened again, they wait for a person. Sent again unchanged they would be
+                # refused again, so answers that could not be opened are done with as carried.
+                if refused and await self._open_refused(thread_id, owner, ended_with, refused):
                     continue
                 # Carried. A worker killed before this line leaves them to `recover`, which
                 # finds the continuation in flight, or not sent yet, in the stored state.
                 seconds = (ended - started).total_seconds()
                 await self._db(partial(self.store.mark_applied, applied, seconds=seconds))
                 for row in by_item.values():
-                    if row.outcome != "expired":  # an expired one ran nothing
+                    # An expired one ran nothing, nor did one refused.
+                    if row.outcome != "expired" and row.item_id not in refused:
                         decision_span(row.id, "executed", start=started, end=ended,
                                       attributes={"thread.id": thread_id},
                                       links=[run] if run is not None else [])  # fmt: skip
@@ -677,21 +679,23 @@ class Desk:
                 await self._db(self.store.release, thread_id, self.worker)
 
     async def _open_refused(
-        self, thread_id: str, conversation: Any, state: ClientState, refused: Collection[str]
-    ) -> None:
+        self, thread_id: str, owner: Identity, state: ClientState, refused: Collection[str]
+    ) -> list[str]:
         """The agent refused the continuation, for the answers to the `refused` items (a
         remote agent whose rules the desk does not read, a policy changed meanwhile): nothing
         ran. Those decisions are pending again, filed as they pause now, and the card shows
-        the agent's reason; the batch's other answers stay decided, to go with theirs."""
-        drafts = [self._draft(item, conversation.owner_email, conversation.owner_name)
+        the agent's reason; the batch's other answers stay decided, to go with theirs.
+        Returns the decisions opened."""
+        drafts = [self._draft(item, owner.email, owner.name)
                   for item in state.interrupts if item.id in refused]  # fmt: skip
-        reopened = await self._db(
+        reopened: list[str] = await self._db(
             partial(self.store.reopen_refused, thread_id, drafts, now=self.clock())
         )
         for decision_id in reopened:
             decision_span(decision_id, "refused", start=self.clock(),
                           attributes={"thread.id": thread_id})  # fmt: skip
         await self.fanout.publish(inbox_topic(), thread_topic(thread_id))
+        return reopened
 
     def _run_as(self, rows: Sequence[Any], owner: Identity = ANONYMOUS) -> RunAs:
         """The decider of the last answer, with earlier approvers as cosigners; an expired
@@ -1226,15 +1230,18 @@ def _reply_lost(state: ClientState) -> bool:
 
 
 def _refused(state: ClientState, sent: Collection[str]) -> set[str]:
-    """The `sent` items whose answers the agent refused, each with its reason on the item
-    (a replay's `conflict` is `_answered_before`: those answers were applied)."""
-    if not state.refused or _answered_before(state):
+    """The `sent` items whose answers the agent refused as a person could answer them
+    otherwise: not theirs to give (`forbidden`) or not as the schemas have them (`invalid-…`),
+    each with its reason on the item. An answer to a pause the agent no longer holds
+    (`stale`, `unknown-interrupt`, a replay's `conflict`) would fare no better given again."""
+    if not state.refused:
         return set()
     return {
         item.id
         for item in state.interrupts
         if item.id in sent and _answerable(item) and item.status == "error"
-        and item.error is not None and item.error.code != "conflict"
+        and item.error is not None
+        and (item.error.code == "forbidden" or item.error.code.startswith("invalid-"))
     }  # fmt: skip
 
 

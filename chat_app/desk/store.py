@@ -357,26 +357,24 @@ class DeskStore:
         self, thread_id: str, drafts: Sequence[DecisionDraft], *, now: datetime
     ) -> list[str]:
         """Open decided decisions again whose answers the agent refused (nothing ran), each
-        under its draft; the refused decider's vote goes (it decided nothing), the others'
-        stay. One decided again meanwhile, or already carried, is left alone. Returns the
-        ones opened."""
+        under its draft. Their votes go: the agent refused what they came to (a quorum's
+        cosigner it does not allow, say), and counted again they would be refused again; its
+        trail keeps the refusal. One decided again meanwhile, or already carried, is left
+        alone. Returns the ones opened."""
         opened: list[str] = []
         with write_transaction(self.engine) as connection:
             for draft in drafts:
                 decision_id = decision_id_of(thread_id, draft.item_id)
-                decider = connection.execute(
-                    select(decisions.c.decided_by)
+                found = connection.execute(
+                    select(decisions.c.id)
                     .where(decisions.c.id == decision_id, decisions.c.status == "decided",
                            decisions.c.applied.is_(False))  # fmt: skip
                     .with_for_update()
                 ).first()
-                if decider is None:
+                if found is None:
                     continue
                 connection.execute(
-                    delete(decision_votes).where(
-                        decision_votes.c.decision_id == decision_id,
-                        decision_votes.c.voter_email == decider.decided_by,
-                    )
+                    delete(decision_votes).where(decision_votes.c.decision_id == decision_id)
                 )
                 self._reopen(connection, thread_id, draft, now)
                 opened.append(decision_id)

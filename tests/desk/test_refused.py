@@ -4,12 +4,15 @@ are its own), the decision waits again with the agent's reason, nothing lost."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from chat_app.demo import POLICY_PATH
 from chat_app.desk import Answer, DeskError
+from chat_app.desk import desk as desk_module
 from chat_app.trust import Identity, Policy
-from tests.desk.world import ADA, RITA, World, state_of, texts
+from tests.desk.world import ADA, OLIVE, RITA, SAM, World, state_of, texts
 from tests.trust.policies import deciding_alone
 
 #: Invoices over 500 for finance, never for the requester.
@@ -82,11 +85,22 @@ async def test_a_call_the_policy_came_to_reject_is_refused_an_approval_at_the_de
     assert (await world.desk.decision(item.decision_id)).outcome == "rejected"  # type: ignore[union-attr]
 
 
-async def test_an_answer_the_agent_refuses_waits_again_with_its_reason(world: World) -> None:
+async def test_an_answer_the_agent_refuses_waits_again_with_its_reason(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With the agent elsewhere the desk cannot judge an edit by its rules: Rita's edit of
     her 25 to 5,000 is stored as decided, the agent refuses it and runs nothing, and the
-    decision is pending again in her inbox (her refused vote gone), the card saying why;
-    her approval as shown then runs it once."""
+    decision is pending again in her inbox (her refused vote gone), the card saying why,
+    its trace a `refused` step and no `executed` one; her approval as shown then runs it
+    once."""
+    steps: list[tuple[str, str]] = []
+    traced = desk_module.decision_span
+
+    def step(decision_id: str, name: str, **given: Any) -> None:
+        steps.append((decision_id, name))
+        traced(decision_id, name, **given)
+
+    monkeypatch.setattr(desk_module, "decision_span", step)
     world.desk.agent_reads_policy = False
     thread = await world.start(RITA, "transfer 25 to Ada")
     item = await world.only_item(RITA)
@@ -104,9 +118,13 @@ async def test_an_answer_the_agent_refuses_waits_again_with_its_reason(world: Wo
     assert card.error is not None
     assert card.error.message == "Needs approval from role finance, not the requester."
     assert [r.actor for r in world.records("refusal")] == [RITA.email]
+    assert [name for id_, name in steps if id_ == item.decision_id] == [
+        "paused", "decided", "refused"
+    ]  # fmt: skip
 
     assert (await world.desk.decide(item.decision_id, RITA, Answer("approve"))).status == "decided"
     await world.desk.wait_idle()
+    assert [name for id_, name in steps if id_ == item.decision_id][-2:] == ["decided", "executed"]
     assert [run["args"]["amount"] for run in world.executions("transfer")] == [25]
     assert (await world.desk.view(thread, RITA)).summary.status == "done"
     assert "Sent 25 to Ada" in " ".join(texts(await world.desk.view(thread, RITA)))
@@ -145,3 +163,30 @@ async def test_the_rest_of_a_refused_batch_stays_decided_and_goes_with_it(
     actors = sorted(r.actor or "" for r in world.records("decision"))
     assert actors == [ADA.email, RITA.email, RITA.email]
     assert (await world.desk.view(thread, RITA)).summary.status == "done"
+
+
+async def test_a_quorum_the_agent_refuses_a_cosigner_of_starts_again(world: World) -> None:
+    """Key rotation needs two of ops. The agent (elsewhere, its rules its own) leaves it to
+    finance and admin now; the desk still to ops, so Sam's and Olive's approvals complete it
+    and the agent refuses Sam as a cosigner. Nothing runs, and the decision waits again with
+    no approvals: counted again, Sam's would be refused again."""
+    world.desk.agent_reads_policy = False
+    thread = await world.start(RITA, "rotate production keys")
+    moved = 'approvers = ["role:finance", "role:admin"]'
+    world.agent.policy = Policy.parse(
+        POLICY_PATH.read_text().replace('approvers = ["role:ops"]', moved)
+    )
+    item = await world.only_item(SAM)
+    assert (await world.desk.decide(item.decision_id, SAM, Answer("approve"))).status == "waiting"
+    assert (await world.desk.decide(item.decision_id, OLIVE, Answer("approve"))).status == (
+        "decided"
+    )
+    await world.desk.wait_idle()
+
+    assert world.executions() == []
+    again = await world.only_item(OLIVE)
+    assert (again.status, again.votes, again.progress) == ("pending", (), "0 of 2")
+    [card] = state_of(await world.desk.view(thread, RITA)).interrupts
+    assert card.error is not None and card.error.message.startswith(
+        "Cosigner sam@example.com may not approve (rule key-rotation)"
+    )

@@ -127,14 +127,15 @@ def served_app(
         proc = _start(cmd, cwd, env, log_path)
         try:
             _wait_until_served(proc, cmd, port, log_path, timeout)
-        except AppDidNotStart as error:
+        except BaseException as error:
             stop(proc)
-            if attempt == 1 and PRERENDER_TIMED_OUT in log_path.read_text(errors="replace"):
+            again = isinstance(error, AppDidNotStart) and attempt == 1
+            if again and PRERENDER_TIMED_OUT in log_path.read_text(errors="replace"):
                 kept = log_path.with_suffix(".prerender-timed-out.log")
                 log_path.replace(kept)
                 print(f"The build's prerender timed out ({kept}); building again", file=sys.stderr)
                 continue
-            raise error
+            raise
         break
     try:
         yield f"http://127.0.0.1:{port}", proc
