@@ -123,6 +123,7 @@ TRUST = [
     "SQLiteLedger",
     "SealCheck",
     "Sealer",
+    "asking_a_person",
     "audit_report",
     "decision_record",
     "describe_duration",
