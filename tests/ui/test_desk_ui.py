@@ -261,6 +261,38 @@ def test_a_decision_reaches_the_approvers_inbox_live_and_leaves_it_once_decided(
         expect(decision).to_contain_text("Approved transfer")
 
 
+def test_an_edit_only_the_requester_could_run_is_refused_on_the_card_with_the_draft_kept(
+    browser: Browser, app_url: str, screenshot_dir: Path
+) -> None:
+    """Ada, of finance, cuts Rita's transfer of 5,000 down to 500 from her inbox. No rule
+    covers 500, so only Rita could run it so: the card says why, Ada's draft stays, nothing
+    runs, and her approval as shown then does."""
+    with people(browser, app_url, ADA, RITA) as (ada, rita):
+        ask(rita, "transfer 5000 to Ada")
+        thread = thread_of(rita)
+        open_inbox(ada)
+        inbox_item(ada, thread).locator(".inbox-open").click()
+        card = tool_card(ada, "transfer")
+        card.locator("button.edit").click()
+        form = card.locator(".form-edit")
+        form.locator('input[name="amount"]').fill("500")
+        form.locator("button[type=submit]").click()
+
+        expect(card.locator(".decision-error")).to_have_text(
+            "Edited, the call falls under no rule: only the person who asked (Rita) runs it so."
+        )
+        expect(form.locator('input[name="amount"]')).to_have_value("500")  # the draft kept
+        shot(ada, screenshot_dir, "edit-refused")
+        expect(tool_card(rita, "transfer").locator(".waiting-label")).to_have_text(
+            WAITING_FOR_FINANCE
+        )
+
+        card.locator("button.approve").click()
+        receipt = rita.get_by_text(re.compile(r"Sent 5,000 to Ada\. Receipt id: rcpt-"))
+        expect(receipt).to_be_visible()
+        expect(rita.get_by_text(re.compile(r"Sent 500 to Ada"))).to_have_count(0)
+
+
 def test_a_quorum_is_collected_from_the_inbox(
     browser: Browser, app_url: str, screenshot_dir: Path
 ) -> None:
