@@ -11,6 +11,7 @@ import pytest
 from chat_app.demo import POLICY_PATH
 from chat_app.desk import Answer, DeskError
 from chat_app.desk import desk as desk_module
+from chat_app.observe import decision_span
 from chat_app.trust import Identity, Policy
 from tests.desk.world import ADA, OLIVE, RITA, SAM, World, state_of, texts
 from tests.trust.policies import deciding_alone
@@ -94,7 +95,7 @@ async def test_an_answer_the_agent_refuses_waits_again_with_its_reason(
     its trace a `refused` step and no `executed` one; her approval as shown then runs it
     once."""
     steps: list[tuple[str, str]] = []
-    traced = desk_module.decision_span
+    traced = decision_span
 
     def step(decision_id: str, name: str, **given: Any) -> None:
         steps.append((decision_id, name))
