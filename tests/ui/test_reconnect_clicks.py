@@ -58,7 +58,10 @@ SPAWNED = re.compile(r"Spawning worker-(\d+) with PID: (\d+)")
 RECEIPT = re.compile(r"Receipt id: (rcpt-[0-9a-f]+)")
 TOKEN_JS = "sessionStorage.getItem('token')"
 WAIT_MS = 60_000
-TOKEN_DELAY_MS = 150
+#: Slow enough that the worker is killed mid-reply: after "Sent", the transfer's reply has six
+#: tokens left (2.4 s), which the page may show late on two loaded cores (at 150 ms, 0.9 s, a
+#: fresh-clone run once saw the reply end before the kill).
+TOKEN_DELAY_MS = 400
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
 
 
@@ -112,6 +115,15 @@ def _alive(pid: int) -> bool:
         return False
     state = next((line for line in status.splitlines() if line.startswith("State:")), "")
     return "zombie" not in state and "dead" not in state
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _patient_expect() -> Iterator[None]:
+    """Replies stream at `TOKEN_DELAY_MS` a token: wait up to 20 s for what a page shows (no
+    test asserts a wall-clock time)."""
+    expect.set_options(timeout=20_000)
+    yield
+    expect.set_options(timeout=None)
 
 
 @pytest.fixture(scope="module")
