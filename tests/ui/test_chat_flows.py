@@ -274,8 +274,9 @@ def test_a_message_is_held_while_decisions_are_pending(page: Page, screenshot_di
     shot(page, screenshot_dir, "held")
     page.locator(".approval-card button.approve").click()
     expect(page.get_by_text("Project apollo is deleted.")).to_be_visible()
+    run_ended(page)  # the reply shown is not yet the run ended: Enter would be held again
     page.locator("#composer-input").press("Enter")
-    expect(page.get_by_text("where you are")).to_be_visible()
+    expect(page.get_by_text("where you are")).to_be_visible(timeout=20_000)
 
 
 def test_stop_ends_a_reply_mid_stream(page: Page, screenshot_dir: Path) -> None:
