@@ -322,9 +322,11 @@ async def test_a_provider_that_never_answers_times_out_instead_of_hanging(
     fake: FakeProvider,
 ) -> None:
     fake.queue(Reply(hang_before_headers=True), Reply(hang_before_headers=True))
-    events = await say(openai_model(fake, timeout=0.3, max_retries=1), "hi")
+    # Long enough that each attempt's request reaches the fake on a loaded machine (at 0.3 s
+    # a fresh-clone run once saw the second attempt time out before it was received).
+    events = await say(openai_model(fake, timeout=1.5, max_retries=1), "hi")
     assert types_of(events) == ["RUN_STARTED", "RUN_ERROR"]
-    assert run_error(events) == ("OpenAI did not answer within 0.3 s (timed out, 2 attempts).")
+    assert run_error(events) == ("OpenAI did not answer within 1.5 s (timed out, 2 attempts).")
     assert len(fake.received) == 2
 
 
