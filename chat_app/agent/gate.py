@@ -127,10 +127,9 @@ class Gate:
         if decision.kind == "cancel" and asked:
             return None  # whoever asked may always withdraw the request
         for index, rule in enumerate(rules):
-            if rule is not None and rule.decide == "reject" and decision.kind == "approve":
-                return _forbidden(
-                    f"Rejected by policy {rule.name}: {rule.reason or 'not allowed'}."
-                )
+            rejected = rule.refuses_approval() if rule is not None else None
+            if rejected is not None and decision.kind == "approve":
+                return _forbidden(rejected)
             if index == 0:
                 # What was shown is answered by its rule's approvers; a rule that now decides
                 # such calls alone has none. What editing would run is only checked against

@@ -1036,8 +1036,9 @@ class Desk:
         edited = answer.has_edited_args
         ran = self.policy.rule_for_tool(item.name, answer.edited_args) if edited else None
         for rule in (shown, ran):
-            if rule is not None and rule.decide == "reject":
-                return f"Rejected by policy {rule.name}: {rule.reason or 'not allowed'}."
+            rejected = rule.refuses_approval() if rule is not None else None
+            if rejected is not None:
+                return rejected
         if not edited or (ran is not None and ran.decide is not None):
             return None
         if ran is None:

@@ -199,6 +199,13 @@ class Rule:
             return False
         return self._validator is None or bool(self._validator.is_valid(args))
 
+    def refuses_approval(self) -> str | None:
+        """Why an approval of a call under this rule is refused, when the rule rejects such
+        calls: the `forbidden` message the gate gives and the desk gives before it."""
+        if self.decide != "reject":
+            return None
+        return f"Rejected by policy {self.name}: {self.reason or 'not allowed'}."
+
 
 @overload
 def rule_lifetime(rule: Rule | None, ttl_seconds: float) -> float: ...

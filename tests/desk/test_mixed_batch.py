@@ -11,13 +11,7 @@ from chat_app.desk import Answer, DeskStore
 from chat_app.trust import Policy, Sealer, SQLiteLedger
 from chat_app.trust.store import open_database
 from tests.desk.world import ADA, RITA, World, texts
-
-#: The demo's policy, and the middle invoice (980) for finance, never for the requester.
-BIG_INVOICES = (
-    '\n[[rules]]\nname = "big-invoices"\ntool = "pay_invoice"\n'
-    "when = { properties = { amount = { exclusiveMinimum = 500 } } }\n"
-    'approvers = ["role:finance"]\nnot_requester = true\n'
-)
+from tests.trust.policies import BIG_INVOICES
 
 
 async def test_each_person_answers_their_own_part_of_a_batch(

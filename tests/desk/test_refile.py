@@ -27,11 +27,8 @@ MOVED = DEMO.replace('approvers = ["role:ops"]', 'approvers = ["role:finance", "
 
 
 def _use(world: World, text: str) -> Policy:
-    """The app came back with this policy (the desk's and the engine's)."""
     assert text != DEMO
-    policy = Policy.parse(text, "policy.toml")
-    world.desk.policy = world.agent.policy = policy
-    return policy
+    return world.use_policy(text)
 
 
 def _routes(world: World, decision_id: str) -> list[str]:

@@ -14,18 +14,7 @@ from chat_app.desk import desk as desk_module
 from chat_app.observe import decision_span
 from chat_app.trust import Identity, Policy
 from tests.desk.world import ADA, OLIVE, RITA, SAM, World, state_of, texts
-from tests.trust.policies import deciding_alone
-
-#: Invoices over 500 for finance, never for the requester.
-BIG_INVOICES = (
-    '\n[[rules]]\nname = "big-invoices"\ntool = "pay_invoice"\n'
-    "when = { properties = { amount = { exclusiveMinimum = 500 } } }\n"
-    'approvers = ["role:finance"]\nnot_requester = true\n'
-)
-
-
-def _use(world: World, text: str) -> None:
-    world.desk.policy = world.agent.policy = Policy.parse(text, "policy.toml")
+from tests.trust.policies import BIG_INVOICES, deciding_alone
 
 
 def _edited(args: dict[str, object]) -> Answer:
@@ -75,7 +64,7 @@ async def test_a_call_the_policy_came_to_reject_is_refused_an_approval_at_the_de
     (she reads why), and may reject it."""
     await world.start(RITA, "transfer 5000 to Ada")
     item = await world.only_item(ADA)
-    _use(world, deciding_alone("large-transfers", "reject"))
+    world.use_policy(deciding_alone("large-transfers", "reject"))
 
     message = await _refused(world, item.decision_id, Answer("approve"), RITA)
     assert message == "Rejected by policy large-transfers: frozen for the audit."
@@ -138,7 +127,7 @@ async def test_the_rest_of_a_refused_batch_stays_decided_and_goes_with_it(
     the agent (its rules unread by the desk) refuses the batch when Ada's approval completes
     it. Only Rita's refused answer waits again; Ada's and Rita's others are carried with her
     second answer, each as its own decider's."""
-    _use(world, POLICY_PATH.read_text() + BIG_INVOICES)
+    world.use_policy(POLICY_PATH.read_text() + BIG_INVOICES)
     world.desk.agent_reads_policy = False
     thread = await world.start(RITA, "pay invoices")
     mine, _ = await world.desk.inbox(RITA)

@@ -94,6 +94,13 @@ class World:
         self.desks.append(desk)
         return desk
 
+    def use_policy(self, text: str) -> Policy:
+        """The app came back with the policy `text`: `desk`'s and the engine's (a desk the
+        test made for another worker keeps its own)."""
+        policy = Policy.parse(text, "policy.toml")
+        self.desk.policy = self.agent.policy = policy
+        return policy
+
     async def start(self, owner: Identity, text: str, desk: Desk | None = None) -> str:
         """`owner` starts a conversation; returns its thread id once its run has ended."""
         desk = desk or self.desk

@@ -7,6 +7,13 @@ from typing import Literal
 
 from chat_app.demo import POLICY_PATH
 
+#: A rule to add to the demo policy: invoices over 500 for finance, never for the requester.
+BIG_INVOICES = (
+    '\n[[rules]]\nname = "big-invoices"\ntool = "pay_invoice"\n'
+    "when = { properties = { amount = { exclusiveMinimum = 500 } } }\n"
+    'approvers = ["role:finance"]\nnot_requester = true\n'
+)
+
 
 def deciding_alone(rule: str, decide: Literal["approve", "reject"], text: str | None = None) -> str:
     """The demo policy (or `text`) with `rule` deciding by itself instead of asking its
