@@ -154,6 +154,27 @@ def test_a_snapshot_anchors_tool_results_and_keeps_what_the_wire_cannot_carry() 
     assert sent[:2] + sent[3:] == wire[:2] + wire[3:]
 
 
+def test_a_snapshot_keeps_the_objects_of_the_messages_it_brings_back_unchanged() -> None:
+    """The request's wire dicts and the page's views and JSON are kept by identity: a pause's
+    snapshot of a long history must not make them all anew. Only equal messages are kept."""
+    state = fold([*CALL, {"type": "TOOL_CALL_END", "toolCallId": "c1"}])
+    before = P.apply(state, {"type": "MESSAGES_SNAPSHOT", "messages": [
+        {"id": "u", "role": "user", "content": "pay"},
+        {"id": "v", "role": "user", "content": "and more"},
+        *to_wire_messages(state.messages),
+    ]})  # fmt: skip
+    wire = to_wire_messages(before.messages)
+    wire[1] = {**wire[1], "content": "and more, edited"}
+    after = P.apply(before, {"type": "MESSAGES_SNAPSHOT", "messages": [
+        *wire, {"id": "b", "role": "assistant", "content": "Done."}
+    ]})  # fmt: skip
+    kept = [new is old for new, old in zip(after.messages, before.messages, strict=False)]
+    assert kept == [True, False, True]
+    assert after.messages[1].text == "and more, edited"
+    assert [m.id for m in after.messages] == ["u", "v", "a", "b"]
+    assert to_wire_messages(after.messages)[:-1] == wire
+
+
 def test_state_deltas_patch_the_latest_snapshot_without_mutating_it() -> None:
     snapshot = {"type": "STATE_SNAPSHOT", "snapshot": {"cart": ["tea"], "total": 4}}
     before = fold([snapshot])
