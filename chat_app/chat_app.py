@@ -43,6 +43,7 @@ from chat_app.notify import Outbox
 from chat_app.notify.stats import DeliveryStats
 from chat_app.observe import configure_logging, configure_tracing
 from chat_app.server import create_app
+from chat_app.server.collector import tune_collector
 from chat_app.server.metrics import MetricsSource
 from chat_app.server.run_input import read_run_input
 from chat_app.trust import Identity, PolicyError, audit_report
@@ -68,6 +69,7 @@ try:
 except ValueError as problem:
     sys.exit(f"chat_app: {problem}")
 configure_tracing(os.environ)
+tune_collector()  # before Reflex forks its workers: they inherit it
 security = security_from_env()
 try:
     authenticator = authenticator_from_env("demo")

@@ -40,6 +40,7 @@ from chat_app.trust import PolicyError
 from chat_app.trust.store import DatabaseUnavailable
 
 from .app import create_app
+from .collector import tune_collector
 from .metrics import MetricsSource
 from .run_input import read_run_input
 from .workers import Workers, reuse_port_available
@@ -145,6 +146,7 @@ def _build(*, announce: bool) -> Starlette:
     )
     # Everything built so far lives as long as the server: keep it out of every GC pass.
     gc.freeze()
+    tune_collector()
     return app
 
 
