@@ -253,6 +253,7 @@ DESK = [
     "DeskStats",
     "DeskStore",
     "Fanout",
+    "Filing",
     "Histogram",
     "INBOX_COUNT_CAP",
     "InboxItem",

@@ -28,7 +28,7 @@ from .records import (
     Vote,
 )
 from .stats import DeskStats, Histogram
-from .store import INBOX_COUNT_CAP, DecisionDraft, DeskStore, decision_id_of
+from .store import INBOX_COUNT_CAP, DecisionDraft, DeskStore, Filing, decision_id_of
 from .timers import AuditSink, PeopleFor, Timers
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "DeskStats",
     "DeskStore",
     "Fanout",
+    "Filing",
     "Histogram",
     "INBOX_COUNT_CAP",
     "InboxItem",

@@ -69,6 +69,7 @@ from .store import (
     AutoDecision,
     DecisionDraft,
     DeskStore,
+    Filing,
     Saved,
     decision_id_of,
     expiry_entry,
@@ -774,8 +775,8 @@ class Desk:
         after: tuple[datetime, str] | None = None
         # A page a transaction: the answers being given meanwhile wait for one page at most.
         while page := await self._db(partial(self.store.pending, after=after, limit=REFILE_PAGE)):
-            drafts = {item.decision_id: self._redraft(item) for item in page}
-            refile = partial(self.store.refile, drafts, now=self.clock())
+            filings = {item.decision_id: self._filing_in_force(item) for item in page}
+            refile = partial(self.store.refile, filings, now=self.clock())
             changed: set[str] = set(await self._db(refile))
             threads |= {item.thread_id for item in page if item.decision_id in changed}
             moved += sorted(changed)
@@ -885,7 +886,7 @@ class Desk:
             status = "done"
         drafts = [self._draft(item, owner_email, owner_name) for item in open_items]
         auto = _decided_by_policy(state, owner_email, owner_name)
-        waiting = _join(sorted({draft.waiting_for for draft in drafts if draft.waiting_for}))
+        waiting = _join(sorted({d.filing.waiting_for for d in drafts if d.filing.waiting_for}))
         waiting = waiting if status == "waiting" else ""
         error = failure or (state.error if status == "failed" else None)
         saved: Saved = await self._db(
@@ -934,31 +935,26 @@ class Desk:
             item_id=item.id, kind=kind, name=name, summary=_summary(args), args=args,
             requester_email=requester, requester_name=requester_name,
             expires_at=None if expiry is None else datetime.fromtimestamp(expiry / 1000, UTC),
-            run_id=item.interrupted_run_id or None, **filing,
+            run_id=item.interrupted_run_id or None, filing=filing,
         )  # fmt: skip
 
-    def _redraft(self, item: InboxItem) -> DecisionDraft:
-        """A pending decision as it would be filed had it paused under the policy in force."""
+    def _filing_in_force(self, item: InboxItem) -> Filing:
+        """A pending decision's filing had it paused under the policy in force."""
         rule = self._governing(item.kind, item.name, item.args, named=item.rule)
-        return DecisionDraft(
-            item_id=item.item_id, kind=item.kind, name=item.name, summary=item.summary,
-            args=item.args, requester_email=item.requester_email,
-            requester_name=item.requester_name, expires_at=item.expires_at,
-            **self._filing(rule, item.requester_email, item.requester_name),
-        )  # fmt: skip
+        return self._filing(rule, item.requester_email, item.requester_name)
 
-    def _filing(self, rule: Rule | None, requester: str, requester_name: str) -> dict[str, Any]:
-        """What `rule` decides of a decision's filing (a `DecisionDraft`'s fields): who finds
-        it in their inbox, who may decide and how many must, what it is waiting for, and
-        when it is told, reminded and escalated."""
+    def _filing(self, rule: Rule | None, requester: str, requester_name: str) -> Filing:
+        """What `rule` decides of a decision's filing: who finds it in their inbox, who may
+        decide and how many must, what it is waiting for, and when it is told, reminded and
+        escalated."""
         if rule is None or self.policy is None:
-            return dict(
+            return Filing(
                 rule=None, approvers=(), not_requester=False, quorum=1,
                 routes=(f"user:{requester}",),
                 waiting_for=f"Waiting for {requester_name or 'the person who asked'}",
                 notify_after=timedelta(seconds=self.notify_idle_seconds),
             )  # fmt: skip
-        return dict(
+        return Filing(
             rule=rule.name, approvers=tuple(rule.approvers), not_requester=rule.not_requester,
             quorum=rule.quorum,
             # Approvers by role or email; a rule naming nobody ("someone else") is everyone's.

@@ -81,6 +81,26 @@ class Saved(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class Filing:
+    """What the rule governing a pending decision says of it: who may decide it and how many
+    must, what it is waiting for, who finds it in their inbox, and its timers."""
+
+    rule: str | None
+    approvers: tuple[str, ...]
+    not_requester: bool
+    quorum: int
+    waiting_for: str
+    #: Who finds it in their inbox: `role:<role>`, `user:<email>`, `*` (everyone).
+    routes: tuple[str, ...]
+    #: When, after the pause, its first notice, reminder and escalation are due (`None`:
+    #: never), and who the escalation adds (as `approvers`).
+    notify_after: timedelta | None = None
+    remind_after: timedelta | None = None
+    escalate_after: timedelta | None = None
+    escalate_to: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class DecisionDraft:
     """A pending item of a pause, as the desk stores it."""
 
@@ -91,20 +111,8 @@ class DecisionDraft:
     args: Any
     requester_email: str
     requester_name: str
-    rule: str | None
-    approvers: tuple[str, ...]
-    not_requester: bool
-    quorum: int
-    waiting_for: str
     expires_at: datetime | None
-    #: Who finds it in their inbox: `role:<role>`, `user:<email>`.
-    routes: tuple[str, ...]
-    #: When, after the pause, its first notice, reminder and escalation are due (`None`:
-    #: never), and who the escalation adds (as `approvers`).
-    notify_after: timedelta | None = None
-    remind_after: timedelta | None = None
-    escalate_after: timedelta | None = None
-    escalate_to: tuple[str, ...] = ()
+    filing: Filing
     #: The run that paused for it.
     run_id: str | None = None
 
@@ -318,10 +326,10 @@ class DeskStore:
                 expires_at=draft.expires_at,
                 decided_at=None,
                 run_id=draft.run_id,
-                **_governed(draft, paused=now, now=now),
+                **_governed(draft.filing, paused=now, now=now),
             )  # fmt: skip
         )
-        _add_routes(connection, decision_id, draft.routes, now)
+        _add_routes(connection, decision_id, draft.filing.routes, now)
 
     @staticmethod
     def _add_auto(connection: Any, thread_id: str, decided: AutoDecision, now: datetime) -> None:
@@ -402,11 +410,11 @@ class DeskStore:
                 notified_at=None,
                 # Closing took it out of the escalated people's inboxes too: escalated again
                 # when due (this rule's `escalate_to` find it, and may decide, once it fires).
-                **{**_regoverned(draft, stored, now=now), "escalated_at": None},
+                **{**_regoverned(draft.filing, stored, now=now), "escalated_at": None},
             )  # fmt: skip
         )
         # Its routes keep the decision's own time: the inbox reads them newest first.
-        _add_routes(connection, decision_id, draft.routes, stored.created_at)
+        _add_routes(connection, decision_id, draft.filing.routes, stored.created_at)
 
     def pending(
         self, *, after: tuple[datetime, str] | None = None, limit: int = 500
@@ -433,14 +441,14 @@ class DeskStore:
             ).all()
             return self._items(connection, rows)
 
-    def refile(self, drafts: Mapping[str, DecisionDraft], *, now: datetime) -> list[str]:
-        """File pending decisions (by id) again, each under its draft, in one transaction (as
+    def refile(self, filings: Mapping[str, Filing], *, now: datetime) -> list[str]:
+        """File pending decisions (by id) again, each as its filing says, in one transaction (as
         `_reopen` does, but it stays pending): who finds it in their inbox is its rule's
         approvers, and its `escalate_to` while it stands escalated; its notice is due again
         when that adds someone. A decision decided meanwhile is left alone. Returns the ones
-        that changed: filing again under the same drafts changes nothing."""
+        that changed: filing again the same way changes nothing."""
         changed: list[str] = []
-        ids = list(drafts)
+        ids = list(filings)
         if not ids:
             return changed
         with write_transaction(self.engine) as connection:
@@ -464,8 +472,8 @@ class DeskStore:
             for row in rows:
                 if row.status != "pending":
                     continue
-                values = _regoverned(drafts[row.id], row, now=now)
-                wanted = {route[:400] for route in drafts[row.id].routes}
+                values = _regoverned(filings[row.id], row, now=now)
+                wanted = {route[:400] for route in filings[row.id].routes}
                 if values["escalated_at"] is not None:
                     wanted |= {route_of(p) for p in json.loads(values["escalate_to"])}
                 stored = have.get(row.id, set())
@@ -1055,30 +1063,30 @@ def _after(now: datetime, span: timedelta | None) -> datetime | None:
     return None if span is None else now + span
 
 
-def _governed(draft: DecisionDraft, *, paused: datetime, now: datetime) -> dict[str, Any]:
-    """A decision's columns that its rule decides (`draft` holds the rule's answers): who
-    may decide and how many must, what it is waiting for, and its timers, counted from its
-    pause (`paused`) but its first notice, from when it is filed (`now`)."""
+def _governed(filing: Filing, *, paused: datetime, now: datetime) -> dict[str, Any]:
+    """A decision's columns that its rule decides: who may decide and how many must, what it
+    is waiting for, and its timers, counted from its pause (`paused`) but its first notice,
+    from when it is filed (`now`)."""
     return dict(
-        rule=draft.rule,
-        approvers=_dumps(list(draft.approvers)),
-        not_requester=draft.not_requester,
-        quorum=draft.quorum,
-        waiting_for=draft.waiting_for[:300],
-        notify_at=_after(now, draft.notify_after),
-        remind_at=_after(paused, draft.remind_after),
-        escalate_at=_after(paused, draft.escalate_after),
-        escalate_to=_dumps(list(draft.escalate_to)),
+        rule=filing.rule,
+        approvers=_dumps(list(filing.approvers)),
+        not_requester=filing.not_requester,
+        quorum=filing.quorum,
+        waiting_for=filing.waiting_for[:300],
+        notify_at=_after(now, filing.notify_after),
+        remind_at=_after(paused, filing.remind_after),
+        escalate_at=_after(paused, filing.escalate_after),
+        escalate_to=_dumps(list(filing.escalate_to)),
     )  # fmt: skip
 
 
-def _regoverned(draft: DecisionDraft, stored: Row[Any], *, now: datetime) -> dict[str, Any]:
-    """The columns of a stored decision filed again under `draft` (its pause under the
+def _regoverned(filing: Filing, stored: Row[Any], *, now: datetime) -> dict[str, Any]:
+    """The columns of a stored decision filed again under `filing` (its pause under the
     policy of now), as if it had paused under that rule: its reminder and escalation due as
     long after its pause as the rule says (as the engine's gate counts an escalation), its
     notice from `now`. A reminder given stands if it is the one this rule asks for, an
     escalation made if this rule makes the same one; otherwise each is still to be given."""
-    governed = _governed(draft, paused=stored.created_at, now=now)
+    governed = _governed(filing, paused=stored.created_at, now=now)
     remind_at = governed["remind_at"]
     reminded = stored.reminded_at
     if remind_at is None or reminded is None or reminded < remind_at:

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import event, insert, text
 
-from chat_app.desk import DecisionDraft, decision_id_of
+from chat_app.desk import DecisionDraft, Filing, decision_id_of
 from chat_app.trust.tables import decisions
 from tests.desk.world import World
 
@@ -22,9 +22,11 @@ def draft(n: int, requester: str, route: str) -> DecisionDraft:
     return DecisionDraft(
         item_id=f"approval_{n}", kind="tool", name="transfer",
         summary=f"recipient=Ada, amount={n}", args={"recipient": "Ada", "amount": n},
-        requester_email=requester, requester_name="", rule=None, approvers=(),
-        not_requester=False, quorum=1, waiting_for=f"Waiting for {requester}",
-        expires_at=None, routes=(route,),
+        requester_email=requester, requester_name="", expires_at=None,
+        filing=Filing(
+            rule=None, approvers=(), not_requester=False, quorum=1,
+            waiting_for=f"Waiting for {requester}", routes=(route,),
+        ),
     )  # fmt: skip
 
 

@@ -12,7 +12,7 @@ from alembic.config import Config
 from sqlalchemy import select, text
 
 from chat_app.desk import DeskStore
-from chat_app.desk.store import DecisionDraft
+from chat_app.desk.store import DecisionDraft, Filing
 from chat_app.trust import store
 from chat_app.trust.store import create_database_engine, migrate, write_transaction
 from chat_app.trust.tables import decisions
@@ -94,9 +94,11 @@ def test_a_decision_opened_again_is_told_again(database_url: str) -> None:
     desk = DeskStore(engine)
     draft = DecisionDraft(
         item_id="i1", kind="tool", name="transfer", summary="amount=5000", args={},
-        requester_email="rita@example.com", requester_name="Rita", rule="large-transfers",
-        approvers=("role:finance",), not_requester=True, quorum=1, waiting_for="finance",
-        expires_at=None, routes=("role:finance",), notify_after=timedelta(0),
+        requester_email="rita@example.com", requester_name="Rita", expires_at=None,
+        filing=Filing(
+            rule="large-transfers", approvers=("role:finance",), not_requester=True, quorum=1,
+            waiting_for="finance", routes=("role:finance",), notify_after=timedelta(0),
+        ),
     )  # fmt: skip
 
     def save(at: datetime, *, open_item: bool) -> None:

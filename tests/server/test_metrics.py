@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine, create_engine, insert, update
 
 from chat_app.demo import build_demo_agent
-from chat_app.desk import DecisionDraft, DeskStats, DeskStore, decision_id_of
+from chat_app.desk import DecisionDraft, DeskStats, DeskStore, Filing, decision_id_of
 from chat_app.notify.stats import DeliveryStats
 from chat_app.server import create_app
 from chat_app.server.metrics import MetricsSource
@@ -179,10 +179,12 @@ async def test_only_with_a_metrics_source_is_there_a_route(tmp_path: Path) -> No
 def draft(item_id: str, name: str, rule: str | None) -> DecisionDraft:
     return DecisionDraft(
         item_id=item_id, kind="tool", name=name, summary=f"{name} {item_id}", args={},
-        requester_email="rita@example.com", requester_name="Rita", rule=rule,
-        approvers=("role:finance",) if rule else ("user:rita@example.com",),
-        not_requester=rule is not None, quorum=1, waiting_for="Waiting", expires_at=None,
-        routes=("role:finance",) if rule else ("user:rita@example.com",),
+        requester_email="rita@example.com", requester_name="Rita", expires_at=None,
+        filing=Filing(
+            rule=rule, approvers=("role:finance",) if rule else ("user:rita@example.com",),
+            not_requester=rule is not None, quorum=1, waiting_for="Waiting",
+            routes=("role:finance",) if rule else ("user:rita@example.com",),
+        ),
     )  # fmt: skip
 
 
