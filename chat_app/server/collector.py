@@ -16,11 +16,13 @@ import gc
 
 #: Container objects allocated (net) between two collections of the youngest generation.
 #: `python -m chat_app.server` as shipped, against CPython's 700, in scratch A/B runs with
-#: `benchmarks.bench_http.load` (interleaved rounds, medians): at 16 clients 351 → 393 and
-#: 300 → 380 cycles/s (server CPU per cycle 2.59 → 2.31 and 3.03 → 2.38 ms, p99 82 → 58 and
-#: 87 → 63 ms), at 64 clients 345 → 550, at one 208 → 225; 10,000 and 200,000 did no better.
-#: The app, at 2,000 messages (`benchmarks/profile_page.py`, two apps, 12 interleaved
-#: approvals each): no full collection against 12, Approve click → first token 115 → 89 ms.
+#: `benchmarks.bench_http.load` (interleaved rounds, medians): at 16 clients 351 → 393,
+#: 300 → 380 and 332 → 373 cycles/s (server CPU per cycle 2.59 → 2.31, 3.03 → 2.38 and
+#: 2.69 → 2.30 ms), at 64 clients 345 → 550 and 319 → 493 (2.73 → 1.73 ms, p99 253 → 163
+#: ms); at one client no change beyond the noise (208 → 225, 202 → 197). 10,000 and 200,000
+#: did no better. The app at 2,000 messages (`benchmarks/profile_page.py`, two apps, 12
+#: interleaved approvals each): no full collection during the approvals against 12, Approve
+#: click → first token 115 → 90 ms.
 YOUNG_COLLECTION_EVERY = 50_000
 
 #: Young collections per middle one, and middle ones per full one (CPython's 10 and 10; a
