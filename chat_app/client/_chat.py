@@ -412,8 +412,8 @@ class ChatClient:
                 self._error = RunError(
                     self._stream.error or "The run failed.", run_code=self._stream.error_code
                 )
-            # A pause's `MESSAGES_SNAPSHOT` makes every message anew: their wire form is made
-            # now, so that the continuation an Approve sends does not wait for it.
+            # The messages this run added or changed (a pause's `MESSAGES_SNAPSHOT` too) get
+            # their wire form now, so that the continuation an Approve sends does not wait.
             self._wire(self._stream.messages)
             return self._stream.run_status
         except TransportError as error:

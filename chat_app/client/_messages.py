@@ -344,6 +344,12 @@ def from_wire_messages(
     Tool results are anchored into the assistant message that made the call. What the wire
     cannot carry is taken from `previous`: message metadata, and each tool call's approval
     id and decision (so a rejected call stays `rejected`).
+
+    A message equal (`==`) to the one of its id in `previous` is returned as that object, so
+    what is kept by identity (the request's wire dicts, the page's views and JSON) stays
+    valid across a pause. Equal is Python's: parsed values that differ only in spelling
+    (`1` and `1.0`, key order) keep the earlier spelling; the arguments and result texts
+    they were parsed from are compared as text.
     """
     known_calls = {
         part.id: part for message in previous for part in message.tool_calls
@@ -367,11 +373,9 @@ def from_wire_messages(
         if before is not None and message.metadata is None and message.raw is None:
             message = replace(message, metadata=before.metadata, created_at=before.created_at)
         result.append(message)
-    # A message the snapshot brings back unchanged keeps its object: what is kept by identity
-    # (the request's wire dicts, the page's views and JSON) stays valid, and a pause does not
-    # make a long history anew. At 2,000 messages the comparisons add ~5 ms to this fold
-    # (28 → 33 ms) and save ~16 ms after it (the page's JSON and the next request's wire
-    # dicts: 16.9 → 1.2 ms), besides the views.
+    # At 2,000 messages the comparisons cost ~5 ms here and save ~16 ms after it: the page's
+    # JSON and the next request's wire dicts are then looked up, not made again
+    # (`benchmarks/FINDINGS.md`).
     return tuple(_kept(message, known) for message in result)
 
 

@@ -1,6 +1,6 @@
 """The desk's rows: conversations, their decisions, inbox routes and votes (SQLAlchemy Core).
 
-Owns `DeskStore` and `DecisionDraft`. Every method is one short transaction on the app's
+Owns `DeskStore`, `DecisionDraft` and `Filing`. Every method is one short transaction on the app's
 database (`chat_app.trust.store`: SQLite by default, PostgreSQL for many workers); the
 async desk calls them in a worker thread. The exactly-once parts are the database's own:
 a decision leaves `pending` by a conditional UPDATE (two deciders: one row changes), a
@@ -49,6 +49,7 @@ __all__ = [
     "DecisionDraft",
     "DeskStore",
     "Due",
+    "Filing",
     "decision_id_of",
 ]
 
@@ -82,8 +83,9 @@ class Saved(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Filing:
-    """What the rule governing a pending decision says of it: who may decide it and how many
-    must, what it is waiting for, who finds it in their inbox, and its timers."""
+    """Where a pending decision is filed: who may decide it and how many must, what it is
+    waiting for, who finds it in their inbox, and its timers. Its rule's, or with no rule,
+    the person who asked (the desk's `_filing`)."""
 
     rule: str | None
     approvers: tuple[str, ...]
@@ -1081,8 +1083,8 @@ def _governed(filing: Filing, *, paused: datetime, now: datetime) -> dict[str, A
 
 
 def _regoverned(filing: Filing, stored: Row[Any], *, now: datetime) -> dict[str, Any]:
-    """The columns of a stored decision filed again under `filing` (its pause under the
-    policy of now), as if it had paused under that rule: its reminder and escalation due as
+    """The columns of a stored decision filed again under `filing` (what the policy of now
+    says of it), as if it had paused under that rule: its reminder and escalation due as
     long after its pause as the rule says (as the engine's gate counts an escalation), its
     notice from `now`. A reminder given stands if it is the one this rule asks for, an
     escalation made if this rule makes the same one; otherwise each is still to be given."""

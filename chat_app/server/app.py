@@ -260,10 +260,12 @@ def _collector_paused(size: int) -> Iterator[None]:
     a cycle), which would set off collections, full ones included, over the whole heap. Read
     with the collector on, the continuation benchmark's 1.1 MB bodies (N = 10,000 messages,
     `benchmarks/bench_continuation.py`) given one unknown key take a median 22-28 ms instead
-    of 10-11 ms (2.1-2.3x; in-process, CPU time, 21 interleaved rounds) where the heap is not
-    frozen, as in the app `make run` serves; 1.05x with `gc.freeze()`, as `python -m
-    chat_app.server` runs. Within noise at 123 KiB and below, and on the usual path (views the
-    collector does not track, 0.96-1.01x at every size), which is why it is paused here only.
+    of 10-11 ms (2.1-2.3x; in-process, CPU time, 21 interleaved rounds) with the heap not
+    frozen, 1.05x with it frozen, both at CPython's default thresholds. The servers collect
+    less often (`collector.tune_collector`), but such a body (~110,000 objects) still sets
+    off collections there. Within noise at 123 KiB and below, and on the usual path (views
+    the collector does not track, 0.96-1.01x at every size), which is why it is paused here
+    only.
     """
     enabled = gc.isenabled()
     if enabled and size >= _LARGE_BODY_BYTES:

@@ -325,8 +325,9 @@ class ViewCache:
 
     `ChatMessage` is a frozen value, so the view of a message without a decision depends on
     the message alone: a refresh builds views for the messages that changed (the current
-    turn), not for the whole history. A snapshot from the server brings equal messages as new
-    objects (their metadata may differ); they are matched by id and what the page shows.
+    turn), not for the whole history. A snapshot from the server keeps the objects of the
+    messages it brings back equal; one that differs in what the page does not show (its
+    metadata) is a new object, matched by id and what the page shows.
 
     The messages a refresh finds as they were at the last one (the same objects, in the same
     places: the history before the turn) are not looked up one by one: `reusable` finds how
