@@ -28,13 +28,13 @@ from chat_app.agent.resume import plan_continuation
 from chat_app.demo.tools import DEMO_TOOLS
 from chat_app.interrupts import InterruptResumeValidationError, encode_sse_event
 from chat_app.server.app import parse_run_input
-from chat_app.server.collector import tune_collector
 
 from .report import (
     Goal,
     Node,
     Section,
     calibrate,
+    collector_as_served,
     fmt,
     log,
     loglog_slope,
@@ -176,14 +176,12 @@ def frozen_sample(fn: Any, loops: int) -> float:
     """`sample` with the collector as `python -m chat_app.server` runs it: the start-up heap
     left out of collections (`gc.freeze()`) and collections less often (`tune_collector`),
     measured here in the same run."""
-    thresholds = gc.get_threshold()
     gc.freeze()
-    tune_collector()
     try:
-        return sample(fn, loops)
+        with collector_as_served():
+            return sample(fn, loops)
     finally:
         gc.unfreeze()
-        gc.set_threshold(*thresholds)
 
 
 def _types(frames: list[str]) -> list[str]:

@@ -66,7 +66,6 @@ from chat_app.client import Connection, InProcessConnection, read_manifest
 from chat_app.demo import POLICY_PATH, build_demo_agent
 from chat_app.desk import Desk, DeskStore, RunAs, decision_id_of
 from chat_app.server import create_app
-from chat_app.server.collector import tune_collector
 from chat_app.trust import DEMO_PEOPLE, Identity, Policy, Sealer, SQLiteLedger
 from chat_app.trust.accounts import Accounts
 from chat_app.trust.authn import AuthConfig, Authenticator
@@ -80,7 +79,18 @@ from chat_app.trust.tables import (
     decisions,
 )
 
-from .report import Goal, Section, Table, fmt, log, loglog_slope, median, new_figure, save_figure
+from .report import (
+    Goal,
+    Section,
+    Table,
+    collector_as_served,
+    fmt,
+    log,
+    loglog_slope,
+    median,
+    new_figure,
+    save_figure,
+)
 
 RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
 POLICY = Policy.load(POLICY_PATH)
@@ -559,7 +569,6 @@ async def measure(
                 # would otherwise pause for.
                 gc.collect()
                 gc.freeze()
-                tune_collector()
                 at: dict[str, Any] = {"seed_s": seeded}
                 beyond = 1 if n > DECIDE_AT else 0
                 at["http"] = await inbox_http(r, REQUESTS[mode][beyond])
@@ -596,15 +605,17 @@ def run(quick: bool) -> Section:
     previous = os.environ.get("CHAT_APP_DEMO_TOKEN_DELAY_MS")
     os.environ["CHAT_APP_DEMO_TOKEN_DELAY_MS"] = "0"  # model excluded
     results: dict[str, Any] = {}
-    thresholds = gc.get_threshold()
     try:
-        with tempfile.TemporaryDirectory(prefix="bench-desk-") as tmp, databases(Path(tmp)) as dbs:
+        with (
+            tempfile.TemporaryDirectory(prefix="bench-desk-") as tmp,
+            databases(Path(tmp)) as dbs,
+            collector_as_served(),
+        ):
             for name, url in dbs:
                 folder = Path(tmp) / name
                 folder.mkdir(exist_ok=True)
                 results[name] = uvloop.run(measure(name, url, folder, sizes, mode))
     finally:
-        gc.set_threshold(*thresholds)
         if previous is None:
             os.environ.pop("CHAT_APP_DEMO_TOKEN_DELAY_MS", None)
         else:

@@ -6,6 +6,7 @@ and `write_report` turns the sections into `docs/benchmarks.md` and `docs/benchm
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import platform
@@ -13,12 +14,15 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import matplotlib
+
+from chat_app.server.collector import tune_collector
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -113,6 +117,18 @@ def calibrate(fn: Callable[[], object], min_seconds: float) -> int:
         if spent >= min_seconds / 4 or loops >= 1 << 22:
             return max(1, round(loops * min_seconds / max(spent, 1e-9)))
         loops *= 2
+
+
+@contextmanager
+def collector_as_served() -> Iterator[None]:
+    """The collector's thresholds as the servers set theirs (`tune_collector`) for the
+    block, this process's own again after it."""
+    thresholds = gc.get_threshold()
+    tune_collector()
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 def sample(fn: Callable[[], object], loops: int) -> float:
