@@ -17,6 +17,7 @@ from chat_app.ui.views import ArchiveBlock, DecisionView, MessageView, ToolCardV
 
 from ._types import Handler, Prop
 from .decisions import DecisionEvents, approval_card, loose_decision
+from .following import following_log
 
 #: The shape of a message bubble, finished or being streamed.
 _BUBBLE: dict[str, Any] = {
@@ -378,13 +379,15 @@ def transcript(
     status: rx.Component,
     empty: rx.Component,
     notices: rx.Component | None = None,
+    thread: Prop[str] = "",
 ) -> rx.Component:
-    """The scrolling log: `notices` about the agent first, then the messages: the `archive`
-    block by block, the `recent` part and the `turn` (each list sent on its own); the reply
-    being streamed, the decisions not at a tool call, the batch bar and the run's status;
-    `empty` before the first message (with the status, so a failure before any message shows
-    too)."""
-    return rx.box(
+    """The scrolling log of the conversation `thread`, which keeps the newest message in
+    view while the reader is at the end (`following_log`): `notices` about the agent first,
+    then the messages: the `archive` block by block, the `recent` part and the `turn` (each
+    list sent on its own); the reply being streamed, the decisions not at a tool call, the
+    batch bar and the run's status; `empty` before the first message (with the status, so a
+    failure before any message shows too)."""
+    return following_log(
         notices if notices is not None else rx.fragment(),
         rx.cond(
             has_messages,
@@ -416,10 +419,7 @@ def transcript(
                 width="100%",
             ),
         ),
-        flex="1",
-        width="100%",
-        overflow_y="auto",
-        id="transcript",
-        role="log",
-        aria_label="Conversation",
+        log_id="transcript",
+        thread=thread,
+        label="Conversation",
     )

@@ -92,6 +92,7 @@ def _transcript() -> rx.Component:
         ),
         empty=empty_transcript(suggestions=SUGGESTIONS, on_suggestion=ChatState.use_suggestion),
         notices=notice_list(notices=ChatState.notices, on_dismiss=ChatState.dismiss_notice),
+        thread=ChatState.thread_shown,
     )
 
 

@@ -1,0 +1,89 @@
+"""The transcript follows its newest message while the reader is at the end, in Chromium.
+
+A short window, so that a few exchanges fill it. "In view" is Playwright's
+`to_be_in_viewport`: an IntersectionObserver, which counts the transcript's own scrolling.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, ViewportSize, expect
+
+from chat_app.ui.components.following import JUMP_ID
+from tests.ui.conftest import ask, hydrated, run_ended
+
+pytestmark = pytest.mark.browser
+
+#: Room for the header, about a screen of messages and the composer.
+SHORT_WINDOW: ViewportSize = {"width": 900, "height": 520}
+
+
+def _overflowing(page: Page) -> bool:
+    return bool(page.locator("#transcript").evaluate("el => el.scrollHeight > el.clientHeight"))
+
+
+def _fill(page: Page) -> None:
+    """Exchanges until the transcript scrolls (the demo answers "help" with its long list)."""
+    page.set_viewport_size(SHORT_WINDOW)
+    for _ in range(3):
+        ask(page, "help")
+        run_ended(page)
+        if _overflowing(page):
+            return
+    raise AssertionError("three help answers did not fill a short window")
+
+
+def test_what_arrives_at_the_end_stays_in_view(page: Page, screenshot_dir: Path) -> None:
+    _fill(page)
+    log = page.locator("#transcript")
+    expect(log).to_have_attribute("data-following", "true")
+    ask(page, "transfer 25 to Ada")
+    expect(page.locator(".approval-card button.approve")).to_be_in_viewport()
+    page.locator(".approval-card button.approve").click()
+    receipt = page.locator(".chat-message", has_text="Receipt id: rcpt-")
+    expect(receipt).to_be_in_viewport()
+    expect(page.locator(f"#{JUMP_ID}")).to_be_hidden()
+    page.screenshot(path=str(screenshot_dir / "following-receipt.png"))
+
+    # Reloaded, the conversation opens at its end, not at its first message.
+    page.reload()
+    hydrated(page)
+    expect(receipt).to_be_in_viewport()
+    expect(page.locator(".chat-message").first).not_to_be_in_viewport()
+
+
+def test_a_reader_who_scrolled_up_keeps_their_place(page: Page, screenshot_dir: Path) -> None:
+    _fill(page)
+    log = page.locator("#transcript")
+    first = page.locator(".chat-message").first
+    ask(page, "help")
+    expect(page.locator(".chat-message.streaming")).to_be_visible()
+    page.locator("#transcript").hover()
+    page.mouse.wheel(0, -100_000)
+    expect(log).to_have_attribute("data-following", "false")
+    height_when_left = log.evaluate("el => el.scrollHeight")
+    run_ended(page)
+
+    # The reply went on arriving below; the reader's place did not move.
+    assert log.evaluate("el => el.scrollHeight") > height_when_left
+    assert log.evaluate("el => el.scrollTop") == 0
+    expect(first).to_be_in_viewport()
+    newest = page.locator(f"#{JUMP_ID}")
+    expect(newest).to_be_visible()
+    page.screenshot(path=str(screenshot_dir / "following-scrolled-up.png"))
+
+    newest.click()
+    last = page.locator(".chat-message").last
+    expect(last).to_be_in_viewport()
+    expect(log).to_have_attribute("data-following", "true")
+    expect(newest).to_be_hidden()
+
+    # Scrolled up again, sending a message brings the reader to the end: they see it go.
+    page.mouse.wheel(0, -100_000)
+    expect(log).to_have_attribute("data-following", "false")
+    ask(page, "refund 20 to order 42")
+    expect(page.locator('.tool-card[data-tool="refund"]')).to_be_in_viewport()
+    run_ended(page)
+    expect(page.locator(".chat-message").last).to_be_in_viewport()
