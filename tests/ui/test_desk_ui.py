@@ -261,6 +261,42 @@ def test_a_decision_reaches_the_approvers_inbox_live_and_leaves_it_once_decided(
         expect(decision).to_contain_text("Approved transfer")
 
 
+#: Notes, on every change to the page, whether a refund card (only in Ada's own
+#: conversation) is on screen on a conversation's address: what the page shows there
+#: before the conversation it names has come.
+WATCH_FOR_OWN_CARD = """
+window.__own_card_shown = false;
+new MutationObserver(() => {
+  if (!location.pathname.startsWith('/c/')) return;
+  const card = document.querySelector('#transcript .tool-card[data-tool="refund"]');
+  if (card && card.checkVisibility({visibilityProperty: true})) window.__own_card_shown = true;
+}).observe(document.body, {childList: true, subtree: true, attributes: true});
+"""
+
+
+def test_opening_a_conversation_from_the_inbox_never_shows_the_one_before(
+    browser: Browser, app_url: str
+) -> None:
+    with people(browser, app_url, ADA, RITA) as (ada, rita):
+        ask(ada, "refund 20 to order 42")  # decided by the policy alone: her own chat
+        expect(tool_card(ada, "refund").locator(".tool-status")).to_have_text("Done")
+        ask(rita, "transfer 5000 to Ada")
+        expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
+        thread = thread_of(rita)
+
+        open_inbox(ada)
+        ada.evaluate(WATCH_FOR_OWN_CARD)
+        inbox_item(ada, thread).locator(".inbox-open").click()
+        expect(tool_card(ada, "transfer").locator("button.approve")).to_be_visible()
+        expect(ada.locator("#read-only-note")).to_contain_text("Rita's conversation")
+        assert ada.evaluate("window.__own_card_shown") is False
+
+        # Her own conversation, opened by its address, shows again.
+        open_conversations(ada)
+        ada.locator(".conversation-title", has_text="refund 20 to order 42").first.click()
+        expect(tool_card(ada, "refund")).to_be_visible()
+
+
 def test_an_edit_only_the_requester_could_run_is_refused_on_the_card_with_the_draft_kept(
     browser: Browser, app_url: str, screenshot_dir: Path
 ) -> None:

@@ -4,12 +4,13 @@ The chat's transcript grows at the end: messages, the streamed reply, a decision
 run's status. A reader at the bottom expects to see what arrives; a reader who scrolled up to
 read something earlier expects it to stay put. So the log follows its end until the reader
 scrolls away from it, and follows again when they scroll back down, press "Newest", send a
-message, or another conversation is shown in it. It opens at the end.
+message, or another conversation is shown in it. It opens at the end. Opened on another
+conversation's address, it shows nothing of the conversation it held until that one comes.
 
 This is the page's own behaviour, in the browser alone (no state, no round trip): a React
-effect on the log element, a `ResizeObserver` on what it holds (one callback per frame in
-which it changed size, after layout), and a `scroll` listener that tells the reader's
-scrolling from the log's own.
+layout effect on the log element (it runs before the log is first painted), a
+`ResizeObserver` on what it holds (one callback per frame in which it changed size, after
+layout), and a `scroll` listener that tells the reader's scrolling from the log's own.
 """
 
 from __future__ import annotations
@@ -32,8 +33,14 @@ JUMP_ID = "jump-to-newest"
 #: follows (the tests and the CSS read it); `data-thread` changing means another
 #: conversation is shown. Our own scrolling is told from the reader's by the position it
 #: left: the first scroll event after it at that position is ours.
+#:
+#: `data-opening` hides what the log holds while the address names a conversation
+#: (`data-addresses`, then its id) other than the one in it: the page was opened on it (from
+#: the Inbox, say) and the tab's state, still the conversation shown before, has not caught
+#: up. It goes when the conversation changes, or when the page's load is over (`#app-root`
+#: hydrated again), whatever the load brought (a notice that it cannot be shown, say).
 _EFFECT = """
-useEffect(() => {
+useLayoutEffect(() => {
   const log = REF.current;
   if (!log) return;
   let following = true;
@@ -52,12 +59,29 @@ useEffect(() => {
     const now = left <= NEAR;
     if (now !== following) { following = now; mark(); }
   };
+  const path = window.location.pathname;
+  const prefix = log.dataset.addresses;
+  if (prefix && path.startsWith(prefix)) {
+    const wanted = decodeURIComponent(path.slice(prefix.length)).replace(/[/]+$/, '');
+    if (wanted !== (log.dataset.thread || '')) log.dataset.opening = 'true';
+  }
+  const opened = () => { delete log.dataset.opening; };
+  const root = document.getElementById('app-root');
+  let loading = false;
+  const load = new MutationObserver(() => {
+    const hydrated = root.dataset.hydrated === 'true';
+    if (!hydrated) loading = true;
+    else if (loading) { opened(); load.disconnect(); }
+  });
+  if (root && log.dataset.opening) {
+    load.observe(root, {attributes: true, attributeFilter: ['data-hydrated']});
+  }
   const sizes = new ResizeObserver(stick);
   sizes.observe(log);
   for (const child of log.children) sizes.observe(child);
   const children = new MutationObserver((records) => {
     for (const record of records) {
-      if (record.type === 'attributes') { follow(); continue; }
+      if (record.type === 'attributes') { opened(); follow(); continue; }
       for (const node of record.addedNodes) if (node.nodeType === 1) sizes.observe(node);
       for (const node of record.removedNodes) if (node.nodeType === 1) sizes.unobserve(node);
     }
@@ -78,6 +102,7 @@ useEffect(() => {
   return () => {
     sizes.disconnect();
     children.disconnect();
+    load.disconnect();
     log.removeEventListener('scroll', onScroll);
     document.removeEventListener('submit', onSubmit, true);
     frame.removeEventListener('click', onClick);
@@ -90,7 +115,7 @@ class _FollowingBox(Box):
     """A box whose effect keeps it scrolled to its end while the reader is there."""
 
     def add_imports(self) -> ImportDict:
-        return {"react": "useEffect"}
+        return {"react": "useLayoutEffect"}
 
     def add_hooks(self) -> list[str | Var[Any]]:
         ref = self.get_ref()
@@ -101,11 +126,18 @@ class _FollowingBox(Box):
 
 
 def following_log(
-    *children: rx.Component, log_id: str, thread: Any, label: str, **style: Any
+    *children: rx.Component,
+    log_id: str,
+    thread: Any,
+    addresses: str,
+    label: str,
+    **style: Any,
 ) -> rx.Component:
     """`children` in a scrolling log (`log_id`, role log) that follows its end, and the
     "Newest" button that brings a reader who scrolled up back to it. `thread` names what is
     shown: when it changes, the log follows again (another conversation opens at its end).
+    `addresses` is what the page's address starts with when it names a thread (its id
+    after it): opened there, the log hides another thread's lines until that one comes.
     `style` styles the log."""
     return rx.box(
         _FollowingBox.create(
@@ -113,7 +145,7 @@ def following_log(
             id=log_id,
             role="log",
             aria_label=label,
-            custom_attrs={"data-thread": thread},
+            custom_attrs={"data-thread": thread, "data-addresses": addresses},
             overflow_y="auto",
             flex="1",
             width="100%",
@@ -137,6 +169,7 @@ def following_log(
         style={
             # An id outranks Radix's button class, which sets display itself.
             f"& > #{JUMP_ID}": {"display": "none"},
+            "& > [data-opening='true'] > *": {"visibility": "hidden"},
             f"& > [data-following='false'] + #{JUMP_ID}": {"display": "inline-flex"},
         },
         position="relative",

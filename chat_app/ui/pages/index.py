@@ -19,7 +19,13 @@ from chat_app.ui.components.transcript import (
     transcript,
 )
 from chat_app.ui.identity_state import DEMO_CHOICES, IdentityState
-from chat_app.ui.state import HELD_NOTICE, SUGGESTIONS, ChatState, remember_click
+from chat_app.ui.state import (
+    CONVERSATION_PREFIX,
+    HELD_NOTICE,
+    SUGGESTIONS,
+    ChatState,
+    remember_click,
+)
 
 
 def _noted(answer: str, handler: Any) -> Any:
@@ -93,6 +99,7 @@ def _transcript() -> rx.Component:
         empty=empty_transcript(suggestions=SUGGESTIONS, on_suggestion=ChatState.use_suggestion),
         notices=notice_list(notices=ChatState.notices, on_dismiss=ChatState.dismiss_notice),
         thread=ChatState.thread_shown,
+        addresses=CONVERSATION_PREFIX,
     )
 
 
