@@ -5,7 +5,8 @@ run's status. A reader at the bottom expects to see what arrives; a reader who s
 read something earlier expects it to stay put. So the log follows its end until the reader
 scrolls away from it, and follows again when they scroll back down, press "Newest", send a
 message, or another conversation is shown in it. It opens at the end. Opened on another
-conversation's address, it shows nothing of the conversation it held until that one comes.
+conversation's address, it shows nothing of the conversation it held until that one comes
+(or the page's load is over without it).
 
 This is the page's own behaviour, in the browser alone (no state, no round trip): a React
 layout effect on the log element (it runs before the log is first painted), a
@@ -15,12 +16,15 @@ layout), and a `scroll` listener that tells the reader's scrolling from the log'
 
 from __future__ import annotations
 
+from string import Template
 from typing import Any
 
 import reflex as rx
 from reflex.components.radix.themes.layout.box import Box
 from reflex.utils.imports import ImportDict
 from reflex.vars.base import Var
+
+from ._types import Prop
 
 #: How far from the end (px) a reader still counts as at the bottom: a nudge of the wheel
 #: or a line of a growing reply should not stop the log following.
@@ -29,53 +33,87 @@ NEAR_END_PX = 48
 #: The id of the "Newest" button; shown (by CSS) while the log is not following.
 JUMP_ID = "jump-to-newest"
 
-#: The effect, with REF for the log's ref name. `data-following` on the log says whether it
-#: follows (the tests and the CSS read it); `data-thread` changing means another
-#: conversation is shown. Our own scrolling is told from the reader's by the position it
-#: left: the first scroll event after it at that position is ours.
+#: The effect ($ref: the log's ref; $near: `NEAR_END_PX`; $jump: `JUMP_ID`).
 #:
-#: `data-opening` hides what the log holds while the address names a conversation
+#: Following: `data-following` on the log says whether it follows (the CSS and the tests
+#: read it); `data-thread` changing means another conversation is shown. The log's own
+#: scrolling is told from the reader's by the position it left: the first scroll event
+#: after it, at that position, is its own. The reader stops it following by moving up (a
+#: wheel, a key or a finger, seen as it starts, before a frame of the reply could pull them
+#: back down) or by scrolling further than `NEAR_END_PX` from the end, and starts it again
+#: by scrolling down to there. A position moving up by itself is the browser keeping the
+#: view steady while a block above is measured (`content-visibility`): it changes nothing.
+#:
+#: Opening: `data-opening` hides what the log holds while the address names a conversation
 #: (`data-addresses`, then its id) other than the one in it: the page was opened on it (from
 #: the Inbox, say) and the tab's state, still the conversation shown before, has not caught
 #: up. It goes when the conversation changes, or when the page's load is over (`#app-root`
-#: hydrated again), whatever the load brought (a notice that it cannot be shown, say).
-_EFFECT = """
+#: hydrated after having not been), whatever the load brought (a notice that it cannot be
+#: shown, say). Moving back and forth in the history between two conversations asks again.
+_EFFECT = Template("""
 useLayoutEffect(() => {
-  const log = REF.current;
+  const log = $ref.current;
   if (!log) return;
   let following = true;
   let placed = null;
+  let lastTop = log.scrollTop;
   const mark = () => { log.dataset.following = following ? 'true' : 'false'; };
   const stick = () => {
     if (!following) return;
     log.scrollTop = log.scrollHeight;
-    placed = log.scrollTop;
+    placed = lastTop = log.scrollTop;
   };
   const follow = () => { following = true; mark(); stick(); };
+  const leave = () => {
+    if (log.scrollTop <= 0 || !following) return;
+    following = false;
+    mark();
+  };
   const onScroll = () => {
-    if (placed !== null && Math.abs(log.scrollTop - placed) < 1) { placed = null; return; }
+    const top = log.scrollTop;
+    if (placed !== null && Math.abs(top - placed) < 1) { placed = null; return; }
     placed = null;
-    const left = log.scrollHeight - log.scrollTop - log.clientHeight;
-    const now = left <= NEAR;
+    const left = log.scrollHeight - top - log.clientHeight;
+    const now = left > $near ? false : top > lastTop ? true : following;
+    lastTop = top;
     if (now !== following) { following = now; mark(); }
   };
-  const path = window.location.pathname;
-  const prefix = log.dataset.addresses;
-  if (prefix && path.startsWith(prefix)) {
-    const wanted = decodeURIComponent(path.slice(prefix.length)).replace(/[/]+$/, '');
-    if (wanted !== (log.dataset.thread || '')) log.dataset.opening = 'true';
-  }
-  const opened = () => { delete log.dataset.opening; };
+  const onWheel = (event) => { if (event.deltaY < 0) leave(); };
+  const UP = new Set(['ArrowUp', 'PageUp', 'Home']);
+  const onKey = (event) => {
+    const typing = event.target.closest('input, textarea, select, [contenteditable]');
+    if (UP.has(event.key) && !typing) leave();
+  };
+  let touchY = null;
+  const onTouchStart = (event) => { touchY = event.touches[0].clientY; };
+  const onTouchMove = (event) => {
+    const y = event.touches[0].clientY;
+    if (touchY !== null && y > touchY) leave();
+    touchY = y;
+  };
+
   const root = document.getElementById('app-root');
   let loading = false;
+  const hydrated = () => root.dataset.hydrated === 'true';
+  const opened = () => { delete log.dataset.opening; };
   const load = new MutationObserver(() => {
-    const hydrated = root.dataset.hydrated === 'true';
-    if (!hydrated) loading = true;
-    else if (loading) { opened(); load.disconnect(); }
+    if (!hydrated()) loading = true;
+    else if (loading) { loading = false; opened(); }
   });
-  if (root && log.dataset.opening) {
-    load.observe(root, {attributes: true, attributeFilter: ['data-hydrated']});
-  }
+  const ask = () => {
+    const path = window.location.pathname;
+    const prefix = log.dataset.addresses;
+    if (!root || !prefix || !path.startsWith(prefix)) return;
+    let wanted = path.slice(prefix.length);
+    try { wanted = decodeURIComponent(wanted); } catch (error) { /* as written */ }
+    wanted = wanted.replace(/^[/]+|[/]+$$/g, '');
+    if (wanted === (log.dataset.thread || '')) return;
+    log.dataset.opening = 'true';
+    loading = !hydrated();
+  };
+  if (root) load.observe(root, {attributes: true, attributeFilter: ['data-hydrated']});
+  ask();
+
   const sizes = new ResizeObserver(stick);
   sizes.observe(log);
   for (const child of log.children) sizes.observe(child);
@@ -91,12 +129,19 @@ useLayoutEffect(() => {
     if (event.target.querySelector && event.target.querySelector('#composer-input')) follow();
   };
   const onClick = (event) => {
-    if (event.target.closest && event.target.closest('#JUMP')) follow();
+    if (!event.target.closest || !event.target.closest('#$jump')) return;
+    follow();
+    log.focus({preventScroll: true});  // the button goes: keep the keyboard's place here
   };
   const frame = log.parentElement;
   log.addEventListener('scroll', onScroll, {passive: true});
+  log.addEventListener('wheel', onWheel, {passive: true});
+  log.addEventListener('keydown', onKey);
+  log.addEventListener('touchstart', onTouchStart, {passive: true});
+  log.addEventListener('touchmove', onTouchMove, {passive: true});
   document.addEventListener('submit', onSubmit, true);
   frame.addEventListener('click', onClick);
+  window.addEventListener('popstate', ask);
   mark();
   stick();
   return () => {
@@ -104,11 +149,16 @@ useLayoutEffect(() => {
     children.disconnect();
     load.disconnect();
     log.removeEventListener('scroll', onScroll);
+    log.removeEventListener('wheel', onWheel);
+    log.removeEventListener('keydown', onKey);
+    log.removeEventListener('touchstart', onTouchStart);
+    log.removeEventListener('touchmove', onTouchMove);
     document.removeEventListener('submit', onSubmit, true);
     frame.removeEventListener('click', onClick);
+    window.removeEventListener('popstate', ask);
   };
 }, []);
-"""
+""")
 
 
 class _FollowingBox(Box):
@@ -121,14 +171,13 @@ class _FollowingBox(Box):
         ref = self.get_ref()
         if ref is None:
             raise ValueError("a following log needs a fixed id: its effect finds it by its ref")
-        effect = _EFFECT.replace("REF", ref).replace("NEAR", str(NEAR_END_PX))
-        return [effect.replace("JUMP", JUMP_ID)]
+        return [_EFFECT.substitute(ref=ref, near=NEAR_END_PX, jump=JUMP_ID)]
 
 
 def following_log(
     *children: rx.Component,
     log_id: str,
-    thread: Any,
+    thread: Prop[str],
     addresses: str,
     label: str,
     **style: Any,
@@ -146,6 +195,8 @@ def following_log(
             role="log",
             aria_label=label,
             custom_attrs={"data-thread": thread, "data-addresses": addresses},
+            # Focusable, so that keys scroll it in every browser.
+            tab_index=0,
             overflow_y="auto",
             flex="1",
             width="100%",
