@@ -38,6 +38,7 @@ from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.trust import Identity
 
 from . import session as sessions
+from .conversations_state import CONVERSATION_PREFIX, address
 from .forms import form_fields, read_form
 from .guard import failure_message, guarded, guarded_task
 from .identity_state import IdentityState
@@ -79,8 +80,6 @@ WATCH_SECONDS = 10.0
 #: view: a tab put in the background stops holding their notices back within this.
 LOOK_SECONDS = 5.0
 IN_VIEW = "document.visibilityState"
-#: A conversation's address: `/c/<thread id>`.
-CONVERSATION_PREFIX = "/c/"
 
 _log = logging.getLogger(__name__)
 
@@ -459,8 +458,9 @@ class ChatState(IdentityState):
         self.thread_shown, self._shown_to = thread, recorded.viewer.email
         self.owner_name = self.owner_name or recorded.owner.name
         if first and self._route_thread() != thread:
-            address = CONVERSATION_PREFIX + quote(thread, safe="")
-            return rx.call_script(f"window.history.replaceState(null, '', {address!r})")
+            return rx.call_script(
+                f"window.history.replaceState(null, '', {address(thread)!r})"
+            )
         return None
 
     def _through_desk(self, session: sessions.Session, item: InterruptItem, form: str) -> bool:

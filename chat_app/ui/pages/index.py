@@ -18,14 +18,9 @@ from chat_app.ui.components.transcript import (
     streaming_row,
     transcript,
 )
+from chat_app.ui.conversations_state import CONVERSATION_PREFIX
 from chat_app.ui.identity_state import DEMO_CHOICES, IdentityState
-from chat_app.ui.state import (
-    CONVERSATION_PREFIX,
-    HELD_NOTICE,
-    SUGGESTIONS,
-    ChatState,
-    remember_click,
-)
+from chat_app.ui.state import HELD_NOTICE, SUGGESTIONS, ChatState, remember_click
 
 
 def _noted(answer: str, handler: Any) -> Any:
