@@ -6,6 +6,7 @@ A short window, so that a few exchanges fill it. "In view" is Playwright's
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,12 +25,30 @@ def _overflowing(page: Page) -> bool:
     return bool(page.locator("#transcript").evaluate("el => el.scrollHeight > el.clientHeight"))
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _patient_expect() -> Iterator[None]:
+    """Two test processes share two cores with the app: a long reply can take more than
+    `expect`'s 5 s to stream. Wait up to 20 s for what a page shows."""
+    expect.set_options(timeout=20_000)
+    yield
+    expect.set_options(timeout=None)
+
+
+def _exchange(page: Page, text: str) -> None:
+    """Send `text` and wait for the whole reply: the run has ended only once it has begun,
+    and a message sent before then would be held back, not sent."""
+    replies = page.locator('.chat-message[data-role="assistant"]:not(.streaming)')
+    before = replies.count()
+    ask(page, text)
+    expect(replies).to_have_count(before + 1)
+    run_ended(page)
+
+
 def _fill(page: Page) -> None:
     """Exchanges until the transcript scrolls (the demo answers "help" with its long list)."""
     page.set_viewport_size(SHORT_WINDOW)
     for _ in range(3):
-        ask(page, "help")
-        run_ended(page)
+        _exchange(page, "help")
         if _overflowing(page):
             return
     raise AssertionError("three help answers did not fill a short window")
