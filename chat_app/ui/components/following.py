@@ -209,7 +209,8 @@ def following_log(
             type="button",
             size="1",
             radius="full",
-            variant="surface",
+            # Solid: over the text it floats on, a translucent one blends in (dark mode).
+            variant="solid",
             title="Go to the newest message",
             position="absolute",
             bottom="0.75em",
