@@ -131,6 +131,18 @@ def run_ended(page: Page) -> None:
     expect(page.locator("#composer-send")).to_be_enabled(timeout=20_000)
 
 
+def exchange(page: Page, text: str) -> None:
+    """Send `text` and wait for its whole reply. `run_ended` alone may pass before the run
+    has begun, and a message sent then is not sent: the composer keeps it."""
+    from playwright.sync_api import expect
+
+    replies = page.locator('.chat-message[data-role="assistant"]:not(.streaming)')
+    before = replies.count()
+    ask(page, text)
+    expect(replies).to_have_count(before + 1, timeout=20_000)
+    run_ended(page)
+
+
 @pytest.fixture
 def page(browser: Browser, app_url: str) -> Iterator[Page]:
     """A fresh context and page at `app_url`, waited until Reflex has hydrated."""

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Page, ViewportSize, expect
 
 from chat_app.ui.components.following import JUMP_ID
-from tests.ui.conftest import ask, hydrated, run_ended
+from tests.ui.conftest import ask, exchange, hydrated, run_ended
 
 pytestmark = pytest.mark.browser
 
@@ -34,21 +34,11 @@ def _patient_expect() -> Iterator[None]:
     expect.set_options(timeout=None)
 
 
-def _exchange(page: Page, text: str) -> None:
-    """Send `text` and wait for the whole reply: the run has ended only once it has begun,
-    and a message sent before then would be held back, not sent."""
-    replies = page.locator('.chat-message[data-role="assistant"]:not(.streaming)')
-    before = replies.count()
-    ask(page, text)
-    expect(replies).to_have_count(before + 1)
-    run_ended(page)
-
-
 def _fill(page: Page) -> None:
     """Exchanges until the transcript scrolls (the demo answers "help" with its long list)."""
     page.set_viewport_size(SHORT_WINDOW)
     for _ in range(3):
-        _exchange(page, "help")
+        exchange(page, "help")
         if _overflowing(page):
             return
     raise AssertionError("three help answers did not fill a short window")

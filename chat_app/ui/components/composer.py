@@ -6,6 +6,9 @@ import reflex as rx
 
 from ._types import Handler, Prop
 
+#: The message box's id (the transcript follows its end again when it is sent).
+INPUT_ID = "composer-input"
+
 
 def composer(
     *,
@@ -42,7 +45,7 @@ def composer(
                     size="3",
                     flex="1",
                     auto_complete="off",
-                    id="composer-input",
+                    id=INPUT_ID,
                     name="message",
                     aria_label="Message",
                 ),

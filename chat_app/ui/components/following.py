@@ -33,24 +33,17 @@ NEAR_END_PX = 48
 #: The id of the "Newest" button; shown (by CSS) while the log is not following.
 JUMP_ID = "jump-to-newest"
 
-#: The effect ($ref: the log's ref; $near: `NEAR_END_PX`; $jump: `JUMP_ID`).
-#:
-#: Following: `data-following` on the log says whether it follows (the CSS and the tests
-#: read it); `data-thread` changing means another conversation is shown. The log's own
-#: scrolling is told from the reader's by the position it left: the first scroll event
-#: after it, at that position, is its own. The reader stops it following by moving up (a
-#: wheel, a key or a finger, seen as it starts, before a frame of the reply could pull them
-#: back down) or by scrolling further than `NEAR_END_PX` from the end, and starts it again
-#: by scrolling down to there. A position moving up by itself is the browser keeping the
-#: view steady while a block above is measured (`content-visibility`): it changes nothing.
-#:
-#: Opening: `data-opening` hides what the log holds while the address names a conversation
-#: (`data-addresses`, then its id) other than the one in it: the page was opened on it (from
-#: the Inbox, say) and the tab's state, still the conversation shown before, has not caught
-#: up. It goes when the conversation changes, or when the page's load is over (`#app-root`
-#: hydrated after having not been), whatever the load brought (a notice that it cannot be
-#: shown, say). Moving back and forth in the history between two conversations asks again.
-_EFFECT = Template("""
+#: Following ($ref: the log's ref; $near: `NEAR_END_PX`; $jump: `JUMP_ID`).
+#: `data-following` on the log says whether it follows (the CSS and the tests read it). The
+#: log's own scrolling is told from the reader's by the position it left: the first scroll
+#: event after it, at that position, is its own. The reader stops it following by moving up
+#: (a wheel, a key or a finger, seen as it starts, before a frame of the reply could pull
+#: them back down) or by scrolling further than `NEAR_END_PX` from the end, and starts it
+#: again by scrolling down to there. A position moving up by itself is the browser keeping
+#: the view steady while a block above is measured (`content-visibility`): it changes
+#: nothing. A submit of the form holding `data-sent-from`, Newest, and `data-thread`
+#: changing (another conversation shown) follow again.
+_FOLLOW = Template("""
 useLayoutEffect(() => {
   const log = $ref.current;
   if (!log) return;
@@ -91,42 +84,20 @@ useLayoutEffect(() => {
     if (touchY !== null && y > touchY) leave();
     touchY = y;
   };
-
-  const root = document.getElementById('app-root');
-  let loading = false;
-  const hydrated = () => root.dataset.hydrated === 'true';
-  const opened = () => { delete log.dataset.opening; };
-  const load = new MutationObserver(() => {
-    if (!hydrated()) loading = true;
-    else if (loading) { loading = false; opened(); }
-  });
-  const ask = () => {
-    const path = window.location.pathname;
-    const prefix = log.dataset.addresses;
-    if (!root || !prefix || !path.startsWith(prefix)) return;
-    let wanted = path.slice(prefix.length);
-    try { wanted = decodeURIComponent(wanted); } catch (error) { /* as written */ }
-    wanted = wanted.replace(/^[/]+|[/]+$$/g, '');
-    if (wanted === (log.dataset.thread || '')) return;
-    log.dataset.opening = 'true';
-    loading = !hydrated();
-  };
-  if (root) load.observe(root, {attributes: true, attributeFilter: ['data-hydrated']});
-  ask();
-
   const sizes = new ResizeObserver(stick);
   sizes.observe(log);
   for (const child of log.children) sizes.observe(child);
-  const children = new MutationObserver((records) => {
+  const changes = new MutationObserver((records) => {
     for (const record of records) {
-      if (record.type === 'attributes') { opened(); follow(); continue; }
+      if (record.type === 'attributes') { follow(); continue; }
       for (const node of record.addedNodes) if (node.nodeType === 1) sizes.observe(node);
       for (const node of record.removedNodes) if (node.nodeType === 1) sizes.unobserve(node);
     }
   });
-  children.observe(log, {childList: true, attributes: true, attributeFilter: ['data-thread']});
+  changes.observe(log, {childList: true, attributes: true, attributeFilter: ['data-thread']});
   const onSubmit = (event) => {
-    if (event.target.querySelector && event.target.querySelector('#composer-input')) follow();
+    const sender = log.dataset.sentFrom;
+    if (sender && event.target.querySelector && event.target.querySelector(sender)) follow();
   };
   const onClick = (event) => {
     if (!event.target.closest || !event.target.closest('#$jump')) return;
@@ -141,13 +112,11 @@ useLayoutEffect(() => {
   log.addEventListener('touchmove', onTouchMove, {passive: true});
   document.addEventListener('submit', onSubmit, true);
   frame.addEventListener('click', onClick);
-  window.addEventListener('popstate', ask);
   mark();
   stick();
   return () => {
     sizes.disconnect();
-    children.disconnect();
-    load.disconnect();
+    changes.disconnect();
     log.removeEventListener('scroll', onScroll);
     log.removeEventListener('wheel', onWheel);
     log.removeEventListener('keydown', onKey);
@@ -155,6 +124,46 @@ useLayoutEffect(() => {
     log.removeEventListener('touchmove', onTouchMove);
     document.removeEventListener('submit', onSubmit, true);
     frame.removeEventListener('click', onClick);
+  };
+}, []);
+""")
+
+#: Opening ($ref: the log's ref). `data-opening` hides what the log holds while the address
+#: names a conversation (`data-addresses`, then its id, read as the server reads it) other
+#: than the one in it (`data-thread`): the page was opened on it (from the Inbox, say) and
+#: the tab's state, still the conversation shown before, has not caught up. It goes when
+#: `data-thread` changes, or when the page's load is over (`data-loaded` true after having
+#: not been), whatever the load brought (a notice that it cannot be shown, say). Moving
+#: back and forth in the history between two conversations asks again.
+_OPENING = Template("""
+useLayoutEffect(() => {
+  const log = $ref.current;
+  if (!log) return;
+  let loading = false;
+  const opened = () => { loading = false; delete log.dataset.opening; };
+  const ask = () => {
+    const prefix = log.dataset.addresses;
+    const path = window.location.pathname;
+    if (!prefix || !path.startsWith(prefix)) return;
+    let wanted = path.slice(prefix.length);
+    try { wanted = decodeURIComponent(wanted); } catch (error) { /* kept as written */ }
+    wanted = wanted.replace(/^[/]+|[/]+$$/g, '');
+    if (wanted === (log.dataset.thread || '')) return;
+    log.dataset.opening = 'true';
+    loading = log.dataset.loaded !== 'true';
+  };
+  const changes = new MutationObserver((records) => {
+    for (const record of records) {
+      if (record.attributeName === 'data-thread') opened();
+      else if (log.dataset.loaded !== 'true') loading = true;
+      else if (loading) opened();
+    }
+  });
+  changes.observe(log, {attributes: true, attributeFilter: ['data-thread', 'data-loaded']});
+  window.addEventListener('popstate', ask);
+  ask();
+  return () => {
+    changes.disconnect();
     window.removeEventListener('popstate', ask);
   };
 }, []);
@@ -162,7 +171,8 @@ useLayoutEffect(() => {
 
 
 class _FollowingBox(Box):
-    """A box whose effect keeps it scrolled to its end while the reader is there."""
+    """A box whose effects keep it scrolled to its end while the reader is there, and hide
+    another conversation's lines while the one its address names loads."""
 
     def add_imports(self) -> ImportDict:
         return {"react": "useLayoutEffect"}
@@ -171,7 +181,10 @@ class _FollowingBox(Box):
         ref = self.get_ref()
         if ref is None:
             raise ValueError("a following log needs a fixed id: its effect finds it by its ref")
-        return [_EFFECT.substitute(ref=ref, near=NEAR_END_PX, jump=JUMP_ID)]
+        return [
+            _FOLLOW.substitute(ref=ref, near=NEAR_END_PX, jump=JUMP_ID),
+            _OPENING.substitute(ref=ref),
+        ]
 
 
 def following_log(
@@ -179,6 +192,8 @@ def following_log(
     log_id: str,
     thread: Prop[str],
     addresses: str,
+    loaded: Prop[bool],
+    sent_from: str,
     label: str,
     **style: Any,
 ) -> rx.Component:
@@ -186,15 +201,21 @@ def following_log(
     "Newest" button that brings a reader who scrolled up back to it. `thread` names what is
     shown: when it changes, the log follows again (another conversation opens at its end).
     `addresses` is what the page's address starts with when it names a thread (its id
-    after it): opened there, the log hides another thread's lines until that one comes.
-    `style` styles the log."""
+    after it): opened there, the log hides another thread's lines until that one comes or
+    the page's load is over (`loaded`). Submitting the form that holds `sent_from` (a
+    selector: the composer) follows again. `style` styles the log."""
     return rx.box(
         _FollowingBox.create(
             *children,
             id=log_id,
             role="log",
             aria_label=label,
-            custom_attrs={"data-thread": thread, "data-addresses": addresses},
+            custom_attrs={
+                "data-thread": thread,
+                "data-addresses": addresses,
+                "data-loaded": rx.cond(loaded, "true", "false"),
+                "data-sent-from": sent_from,
+            },
             # Focusable, so that keys scroll it in every browser.
             tab_index=0,
             overflow_y="auto",

@@ -378,17 +378,19 @@ def transcript(
     batch: rx.Component,
     status: rx.Component,
     empty: rx.Component,
+    thread: Prop[str],
+    addresses: str,
+    loaded: Prop[bool],
+    sent_from: str,
     notices: rx.Component | None = None,
-    thread: Prop[str] = "",
-    addresses: str = "",
 ) -> rx.Component:
     """The scrolling log of the conversation `thread` (its address: `addresses` then the
     thread's id), which keeps the newest message in view while the reader is at the end
-    (`following_log`): `notices` about the agent first, then the messages: the `archive`
-    block by block, the `recent` part and the `turn` (each list sent on its own); the reply
-    being streamed, the decisions not at a tool call, the batch bar and the run's status;
-    `empty` before the first message (with the status, so a failure before any message
-    shows too)."""
+    (`following_log`, which reads `loaded` and `sent_from` as well): `notices` about the
+    agent first, then the messages: the `archive` block by block, the `recent` part and the
+    `turn` (each list sent on its own); the reply being streamed, the decisions not at a
+    tool call, the batch bar and the run's status; `empty` before the first message (with
+    the status, so a failure before any message shows too)."""
     return following_log(
         notices if notices is not None else rx.fragment(),
         rx.cond(
@@ -424,5 +426,7 @@ def transcript(
         log_id="transcript",
         thread=thread,
         addresses=addresses,
+        loaded=loaded,
+        sent_from=sent_from,
         label="Conversation",
     )

@@ -4,7 +4,7 @@ from typing import Any
 
 import reflex as rx
 
-from chat_app.ui.components.composer import composer
+from chat_app.ui.components.composer import INPUT_ID, composer
 from chat_app.ui.components.conversation import conversation_bar
 from chat_app.ui.components.decisions import DecisionEvents, batch_bar
 from chat_app.ui.components.header import auth_banner, header, viewer_menu
@@ -95,6 +95,8 @@ def _transcript() -> rx.Component:
         notices=notice_list(notices=ChatState.notices, on_dismiss=ChatState.dismiss_notice),
         thread=ChatState.thread_shown,
         addresses=CONVERSATION_PREFIX,
+        loaded=rx.State.is_hydrated,
+        sent_from=f"#{INPUT_ID}",
     )
 
 
