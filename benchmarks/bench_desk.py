@@ -251,13 +251,14 @@ def plans(desk: Desk, viewer: Identity, everyone: bool) -> dict[str, str]:
     """The database's plan for each statement `DeskStore.inbox` sends for `viewer`, as
     captured on its way to the database, condensed to a line: `cut` (where the person's
     routes were read short of all their entries; not for an admin's all pending), `page`
-    (the page of 50) and `count` (its capped total)."""
+    (the page of 50) and `count` (its capped total); of the last round, when a person's
+    page takes more than one."""
     engine = desk.store.engine
     sent: list[tuple[str, str, Any]] = []
 
     def capture(_c: Any, _cur: Any, statement: str, parameters: Any, *_: Any) -> None:
         head = statement.lstrip()[:40].lower()
-        if head.startswith("select decision_votes") or not head.startswith(("select", "(")):
+        if head.startswith("select decision_votes") or not head.startswith("select"):
             return
         kind = (
             "count" if head.startswith("select count")

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
 from sqlalchemy import (
+    Connection,
     Engine,
     Row,
     and_,
@@ -34,7 +35,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from chat_app.trust.store import write_transaction
+from chat_app.trust.store import read_snapshot, write_transaction
 from chat_app.trust.tables import (
     conversation_states,
     conversations,
@@ -665,38 +666,43 @@ class DeskStore:
         approved already (a quorum's) nor, given `now`, those expired; and how many there are
         in all, counted up to `INBOX_COUNT_CAP` (`INBOX_COUNT_CAP + 1` means more).
 
-        A person's first page is read from the route index, route by route, newest first:
-        its cost follows the page, not the number of pending decisions (the benchmark's
-        10,000 pending took 4.4 ms for the page as one statement, 1 ms this way; the count,
-        capped, 1 ms instead of 9.5 ms on SQLite)."""
+        A person's page is read from the route index (`_newest_routed`): its cost follows
+        the page, not the number of pending decisions. All its statements read one state of
+        the database, so that none can find what another's finding has changed since."""
         if not everyone and not routes:
             return [], 0
         where = _inbox_where(viewer_email, everyone=everyone, tool=tool, requester=requester,
                              now=now)  # fmt: skip
-        with self.engine.connect() as connection:
-            rows = _newest(connection, routes, where, limit, everyone=everyone)
-            capped = _matching(routes, where, everyone=everyone).limit(INBOX_COUNT_CAP + 1)
-            total = connection.execute(select(func.count()).select_from(capped.subquery()))
-            return self._items(connection, rows), int(total.scalar() or 0)
+        order = (decisions.c.created_at.desc(), decisions.c.id)
+        with read_snapshot(self.engine) as connection:
+            if limit <= 0:
+                rows: list[Row[Any]] = []
+            elif everyone:
+                found = select(decisions).where(where).order_by(*order).limit(limit)
+                rows = list(connection.execute(found).all())
+            else:
+                rows = _newest_routed(connection, routes, where, limit)
+            capped = _matching(routes, where, decisions.c.id, everyone=everyone)
+            counted = select(func.count()).select_from(capped.limit(INBOX_COUNT_CAP + 1).subquery())
+            return self._items(connection, rows), int(connection.execute(counted).scalar() or 0)
 
     def inbox_choices(
         self, routes: Sequence[str], *, viewer_email: str, everyone: bool = False,
         now: datetime | None = None,
     ) -> tuple[list[str], list[tuple[str, str]]]:  # fmt: skip
         """The tools (and questions) and the requesters (email, name) of the pending
-        decisions `inbox` would list (among the first `INBOX_COUNT_CAP` it reads), for its
-        filters."""
+        decisions `inbox` would list, for its filters: among the first `INBOX_COUNT_CAP`
+        route entries it reads (a decision reached by two of `routes` takes two)."""
         if not everyone and not routes:
             return [], []
         where = _inbox_where(viewer_email, everyone=everyone, now=now)
-        columns = (decisions.c.name, decisions.c.requester_email, decisions.c.requester_name)
-        # Not distinct, not by id: made distinct, the database ordered what it read; read
-        # as `id IN (the first ids)`, PostgreSQL scanned every decision (50,000 pending:
-        # 28 ms for the statement, against 5.6-8.4 ms this way). A decision reached by two
-        # of `routes` takes two of the rows, which the sets below fold.
-        found = (
-            select(*columns).where(where) if everyone else _routed(routes, where, *columns)
-        ).limit(INBOX_COUNT_CAP)
+        # Not made distinct, nor read as `id IN (the first ids)`: distinct, the database
+        # ordered everything it read; by id, PostgreSQL scanned every decision (50,000
+        # pending: 28 ms for the statement, against 5.6-8.4 ms this way).
+        found = _matching(
+            routes, where, decisions.c.name, decisions.c.requester_email,
+            decisions.c.requester_name, everyone=everyone, distinct=False,
+        ).limit(INBOX_COUNT_CAP)  # fmt: skip
         with self.engine.connect() as connection:
             rows = connection.execute(found).all()
         tools = sorted({row.name for row in rows})
@@ -1181,94 +1187,81 @@ def _inbox_where(
     return and_(true(), *conditions)
 
 
-def _matching(routes: Sequence[str], where: Any, *, everyone: bool) -> Any:
-    """The ids of the decisions an inbox lists (a SELECT to limit and count)."""
+def _matching(
+    routes: Sequence[str], where: Any, *columns: Any, everyone: bool, distinct: bool = True
+) -> Any:
+    """`columns` of the decisions an inbox lists, unordered (a SELECT to limit and count):
+    one row each, or (not `distinct`) one for each of `routes` that reaches it."""
     if everyone:
-        return select(decisions.c.id).where(where)
-    return _routed(routes, where, decisions.c.id).distinct()
-
-
-def _routed(routes: Sequence[str], where: Any, *columns: Any) -> Any:
-    """`columns` of the decisions routed to `routes` that meet `where`, unordered: a row for
-    each of `routes` that reaches a decision."""
-    return (
+        return select(*columns).where(where)
+    routed = (
         select(*columns)
         .select_from(
             decision_routes.join(decisions, decisions.c.id == decision_routes.c.decision_id)
         )
         .where(decision_routes.c.route.in_(list(routes)), where)
     )
+    return routed.distinct() if distinct else routed
 
 
-def _newest(
-    connection: Any,
-    routes: Sequence[str],
-    where: Any,
-    limit: int,
-    *,
-    everyone: bool,
+def _newest_routed(
+    connection: Connection, routes: Sequence[str], where: Any, limit: int
 ) -> list[Row[Any]]:
-    """The newest `limit` decisions meeting `where` among those routed to `routes` (among
-    all, for `everyone`), read in an index's order so that the cost follows `limit`, not
-    the number of pending decisions.
+    """The newest `limit` decisions meeting `where` among those routed to `routes`: from
+    each route's newest entries (a margin more than `limit`, as some may not meet `where`),
+    widened until the result is known to be complete.
 
-    A person's decisions come from each route's newest entries (a margin more than
-    `limit`, as some may not meet `where`), until the result is known to be complete: two
-    statements, where the routes were cut short and then the decisions, their candidates
-    read inside it. Only pending decisions have routes, and a decision leaves `pending` in
-    the transaction that drops them, so what the second joins is pending without a status
-    condition (one would have SQLite walk every pending decision by its status index)."""
-    order = (decisions.c.created_at.desc(), decisions.c.id)
-    if limit <= 0 or (not everyone and not routes):
-        return []
-    if everyone:
-        return list(connection.execute(
-            select(decisions).where(where).order_by(*order).limit(limit)
-        ).all())  # fmt: skip
+    Two statements a round, whatever the number of routes: where the routes were read short
+    of all their entries, then the decisions, their candidates read inside it. Only pending
+    decisions have routes, and a decision leaves `pending` in the transaction that drops
+    them, so what the second joins is pending without a status condition (one would have
+    SQLite walk every pending decision by its status index)."""
     margin = limit * 2
     while True:
-        # Older than the oldest entry read of a route cut short, newer ones of that route
-        # may have been left unread.
-        cut = union_all(*(
-            select(decision_routes.c.created_at)
-            .where(decision_routes.c.route == route)
-            .order_by(decision_routes.c.created_at.desc())
-            .limit(1)
-            .offset(margin - 1)
-            .subquery()
-            .select()
-            for route in routes
-        ))  # fmt: skip
+        # Older than a route's oldest entry read, newer ones of that route may be unread.
+        cut = union_all(*(_route_entries(decision_routes.c.created_at, route, limit=1,
+                                         offset=margin - 1) for route in routes))  # fmt: skip
         cutoff = max(connection.execute(cut).scalars(), default=None)
-        heads = union(*(
-            select(decision_routes.c.decision_id)
-            .where(decision_routes.c.route == route)
-            .order_by(decision_routes.c.created_at.desc())
-            .limit(margin)
-            .subquery()
-            .select()
-            for route in routes
-        )).subquery()  # fmt: skip
+        heads = union(*(_route_entries(decision_routes.c.decision_id, route, limit=margin)
+                        for route in routes)).subquery()  # fmt: skip
         page = select(decisions).where(where)
         if cutoff is not None:
             page = page.where(decisions.c.created_at > cutoff)
-        if connection.dialect.name == "postgresql":
-            # Each candidate looked up by its key. Joined, PostgreSQL hashed the candidates
-            # and scanned every decision for them (50,000 pending, vacuumed: 20 ms for the
-            # statement, against 2 ms); OFFSET 0 keeps it from planning this as that join.
-            one = page.where(decisions.c.id == heads.c.decision_id).offset(0).lateral()
-            found = (
-                select(one)
-                .select_from(heads)
-                .join(one, true())
-                .order_by(one.c.created_at.desc(), one.c.id)
-            )
-        else:
-            found = page.join(heads, heads.c.decision_id == decisions.c.id).order_by(*order)
-        rows = list(connection.execute(found.limit(limit)).all())
+        found = _candidates(page, heads, connection.dialect.name).limit(limit)
+        rows = list(connection.execute(found).all())
         if cutoff is None or len(rows) == limit:
             return rows
         margin *= 4
+
+
+def _route_entries(column: Any, route: str, *, limit: int, offset: int = 0) -> Any:
+    """`column` of `route`'s newest entries, `offset` on, as a member of a compound SELECT
+    (SQLite takes an ORDER BY and a LIMIT there only inside a subquery)."""
+    entries = (
+        select(column)
+        .where(decision_routes.c.route == route)
+        .order_by(decision_routes.c.created_at.desc())
+        .limit(limit)
+    )
+    return (entries.offset(offset) if offset else entries).subquery().select()
+
+
+def _candidates(page: Any, heads: Any, dialect: str) -> Any:
+    """`page` (decisions, filtered) restricted to the ids `heads` holds, newest first."""
+    if dialect == "postgresql":
+        # Each candidate looked up by its key. Joined, PostgreSQL hashed the candidates
+        # and scanned every decision for them (50,000 pending, vacuumed: 20 ms for the
+        # statement, against 3.7 ms); OFFSET 0 keeps it from planning this as that join.
+        one = page.where(decisions.c.id == heads.c.decision_id).offset(0).lateral()
+        return (
+            select(one)
+            .select_from(heads)
+            .join(one, true())
+            .order_by(one.c.created_at.desc(), one.c.id)
+        )
+    return page.join(heads, heads.c.decision_id == decisions.c.id).order_by(
+        decisions.c.created_at.desc(), decisions.c.id
+    )
 
 
 def summary_of(row: Row[Any]) -> ConversationSummary:

@@ -2,8 +2,9 @@
 
 Owns `database_url` (the configured URL, or SQLite in the data folder), `open_database` (an
 engine that works, migrated, or `DatabaseUnavailable` naming the URL with its password
-hidden), `create_database_engine`, `migrate`, `write_transaction` and `not_answering` (what a
-person reads when a call failed). The tables are in `tables.py`; the migrations in
+hidden), `create_database_engine`, `migrate`, `write_transaction`, `read_snapshot` (reads in
+several statements that see one state of the database) and `not_answering` (what a person
+reads when a call failed). The tables are in `tables.py`; the migrations in
 `migrations/` (Alembic, configured here in code: no `alembic.ini` is read at run time).
 
 Everything SQLite-specific lives here, in the engine's settings: WAL (readers never wait for a
@@ -41,6 +42,7 @@ __all__ = [
     "migrate",
     "not_answering",
     "open_database",
+    "read_snapshot",
     "shown_url",
     "write_transaction",
 ]
@@ -167,6 +169,21 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
         connection.execution_options(**{_WRITE: True})
         with connection.begin():
             yield connection
+
+
+@contextmanager
+def read_snapshot(engine: Engine) -> Iterator[Connection]:
+    """A connection whose statements all read the database as it was at the first: for a
+    read in several statements, each depending on what the one before found. SQLite's
+    transactions are so already; PostgreSQL's, by default, give each statement its own.
+
+        with read_snapshot(engine) as connection:
+            ...
+    """
+    with engine.connect() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execution_options(isolation_level="REPEATABLE READ")
+        yield connection
 
 
 def migrate(target: str | Engine) -> None:
