@@ -264,14 +264,21 @@ def test_a_decision_reaches_the_approvers_inbox_live_and_leaves_it_once_decided(
 #: Notes, on every change to the page, whether a refund card (only in Ada's own
 #: conversation) is on screen on a conversation's address: what the page shows there
 #: before the conversation it names has come.
-WATCH_FOR_OWN_CARD = """
-window.__own_card_shown = false;
-new MutationObserver(() => {
-  if (!location.pathname.startsWith('/c/')) return;
-  const card = document.querySelector('#transcript .tool-card[data-tool="refund"]');
-  if (card && card.checkVisibility({visibilityProperty: true})) window.__own_card_shown = true;
-}).observe(document.body, {childList: true, subtree: true, attributes: true});
-"""
+#: Notes whether the page, at the address of the conversation `thread` (the argument), ever
+#: shows the viewer's own refund card, or the bar of a conversation of their own (New
+#: conversation, without the note that the conversation is someone else's).
+WATCH_FOR_OWN_CONVERSATION = """(thread) => {
+  window.__own_card_shown = window.__own_bar_shown = false;
+  const seen = (selector) => {
+    const found = document.querySelector(selector);
+    return found !== null && found.checkVisibility({visibilityProperty: true});
+  };
+  new MutationObserver(() => {
+    if (location.pathname !== '/c/' + thread) return;
+    if (seen('#transcript .tool-card[data-tool="refund"]')) window.__own_card_shown = true;
+    if (seen('#new-conversation') && !seen('#read-only-note')) window.__own_bar_shown = true;
+  }).observe(document.body, {childList: true, subtree: true, attributes: true});
+}"""
 
 
 def test_opening_a_conversation_from_the_inbox_never_shows_the_one_before(
@@ -285,11 +292,12 @@ def test_opening_a_conversation_from_the_inbox_never_shows_the_one_before(
         thread = thread_of(rita)
 
         open_inbox(ada)
-        ada.evaluate(WATCH_FOR_OWN_CARD)
+        ada.evaluate(WATCH_FOR_OWN_CONVERSATION, thread)
         inbox_item(ada, thread).locator(".inbox-open").click()
         expect(tool_card(ada, "transfer").locator("button.approve")).to_be_visible()
         expect(ada.locator("#read-only-note")).to_contain_text("Rita's conversation")
         assert ada.evaluate("window.__own_card_shown") is False
+        assert ada.evaluate("window.__own_bar_shown") is False
 
         # Her own conversation, opened by its address, shows again.
         open_conversations(ada)

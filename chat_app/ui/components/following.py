@@ -128,10 +128,11 @@ useLayoutEffect(() => {
 }, []);
 """)
 
-#: Opening ($ref: the log's ref). `data-opening` hides what the log holds while the address
-#: names a conversation (`data-addresses`, then its id, read as the server reads it) other
-#: than the one in it (`data-thread`): the page was opened on it (from the Inbox, say) and
-#: the tab's state, still the conversation shown before, has not caught up. It goes when
+#: Opening ($ref: the log's ref). `data-opening`, on the log's frame, hides what the log
+#: holds and what is shown above it while the address names a conversation
+#: (`data-addresses`, then its id, read as the server reads it) other than the one in it
+#: (`data-thread`): the page was opened on it (from the Inbox, say) and the tab's state,
+#: still the conversation shown before, has not caught up. It goes when
 #: `data-thread` changes, or when the page's load is over (`data-loaded` true after having
 #: not been), whatever the load brought (a notice that it cannot be shown, say). Moving
 #: back and forth in the history between two conversations asks again.
@@ -139,8 +140,9 @@ _OPENING = Template("""
 useLayoutEffect(() => {
   const log = $ref.current;
   if (!log) return;
+  const frame = log.parentElement;
   let loading = false;
-  const opened = () => { loading = false; delete log.dataset.opening; };
+  const opened = () => { loading = false; delete frame.dataset.opening; };
   const ask = () => {
     const prefix = log.dataset.addresses;
     const path = window.location.pathname;
@@ -149,7 +151,7 @@ useLayoutEffect(() => {
     try { wanted = decodeURIComponent(wanted); } catch (error) { /* kept as written */ }
     wanted = wanted.replace(/^[/]+|[/]+$$/g, '');
     if (wanted === (log.dataset.thread || '')) return;
-    log.dataset.opening = 'true';
+    frame.dataset.opening = 'true';
     loading = log.dataset.loaded !== 'true';
   };
   const changes = new MutationObserver((records) => {
@@ -195,6 +197,7 @@ def following_log(
     loaded: Prop[bool],
     sent_from: str,
     label: str,
+    header: rx.Component | None = None,
     **style: Any,
 ) -> rx.Component:
     """`children` in a scrolling log (`log_id`, role log) that follows its end, and the
@@ -202,9 +205,11 @@ def following_log(
     shown: when it changes, the log follows again (another conversation opens at its end).
     `addresses` is what the page's address starts with when it names a thread (its id
     after it): opened there, the log hides another thread's lines until that one comes or
-    the page's load is over (`loaded`). Submitting the form that holds `sent_from` (a
+    the page's load is over (`loaded`), and `header`, shown above the log, with them (it
+    speaks of the conversation shown). Submitting the form that holds `sent_from` (a
     selector: the composer) follows again. `style` styles the log."""
     return rx.box(
+        header if header is not None else rx.fragment(),
         _FollowingBox.create(
             *children,
             id=log_id,
@@ -242,7 +247,9 @@ def following_log(
         style={
             # An id outranks Radix's button class, which sets display itself.
             f"& > #{JUMP_ID}": {"display": "none"},
-            "& > [data-opening='true'] > *": {"visibility": "hidden"},
+            # The log itself stays visible, and so focusable.
+            "&[data-opening='true'] > :not([role='log'])": {"visibility": "hidden"},
+            "&[data-opening='true'] > [role='log'] > *": {"visibility": "hidden"},
             f"& > [data-following='false'] + #{JUMP_ID}": {"display": "inline-flex"},
         },
         position="relative",

@@ -383,6 +383,7 @@ def transcript(
     loaded: Prop[bool],
     sent_from: str,
     notices: rx.Component | None = None,
+    header: rx.Component | None = None,
 ) -> rx.Component:
     """The scrolling log of the conversation `thread` (its address: `addresses` then the
     thread's id), which keeps the newest message in view while the reader is at the end
@@ -390,7 +391,8 @@ def transcript(
     agent first, then the messages: the `archive` block by block, the `recent` part and the
     `turn` (each list sent on its own); the reply being streamed, the decisions not at a
     tool call, the batch bar and the run's status; `empty` before the first message (with
-    the status, so a failure before any message shows too)."""
+    the status, so a failure before any message shows too). `header`, above the log, speaks
+    of the conversation shown: it is hidden with the log's lines while another one opens."""
     return following_log(
         notices if notices is not None else rx.fragment(),
         rx.cond(
@@ -429,4 +431,5 @@ def transcript(
         loaded=loaded,
         sent_from=sent_from,
         label="Conversation",
+        header=header,
     )

@@ -97,6 +97,13 @@ def _transcript() -> rx.Component:
         addresses=CONVERSATION_PREFIX,
         loaded=rx.State.is_hydrated,
         sent_from=f"#{INPUT_ID}",
+        header=conversation_bar(
+            owner_name=ChatState.owner_name,
+            read_only=ChatState.read_only,
+            notice=ChatState.desk_notice,
+            has_messages=ChatState.has_messages,
+            on_new=ChatState.new_conversation,
+        ),
     )
 
 
@@ -144,13 +151,6 @@ def index() -> rx.Component:
     """Full-height chat shell; works from phone width up."""
     return page_frame(
         signed_in_header(),
-        conversation_bar(
-            owner_name=ChatState.owner_name,
-            read_only=ChatState.read_only,
-            notice=ChatState.desk_notice,
-            has_messages=ChatState.has_messages,
-            on_new=ChatState.new_conversation,
-        ),
         _transcript(),
         _composer(),
         height="100dvh",
