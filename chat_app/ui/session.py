@@ -390,9 +390,10 @@ def who_decides(
 ) -> WhoDecides:
     """For the page: who decides an item when it is not `viewer` (the server enforces it).
     `votes` are quorum approvals given so far (item id -> [progress, voter emails...]): one
-    who approved already waits for the others. `escalated` are the items the desk escalated
-    (item id -> "escalated to admin after 2 h"): their rule's `escalate_to` may decide too,
-    as the desk and the engine allow, and the sentence says so."""
+    who approved already waits for the others, who read how far it has got. `escalated` are
+    the items the desk escalated (item id -> "escalated to admin after 2 h"): their rule's
+    `escalate_to` may decide too, as the desk and the engine allow, and the sentence says
+    so."""
     policy = _backend.policy
     votes = votes or {}
     escalated = escalated or {}
@@ -415,6 +416,8 @@ def who_decides(
         if policy.check(rule, viewer, decider_is_requester=asked, escalated=bool(note)) is None:
             return ""
         waiting = policy.waiting_for(rule, viewer_is_requester=asked)
+        if given and len(given) > 1:  # someone approved towards a quorum
+            waiting = f"{waiting}; {given[0]}"
         return f"{waiting}; {note}" if note else waiting
 
     return check

@@ -384,11 +384,7 @@ class ChatState(IdentityState):
         self.thread_shown = wanted
         self._shown_to = viewer.email
         self._desk_version = view.summary.version
-        self._votes = {
-            item.item_id: [item.progress, *(vote.email for vote in item.approvals)]
-            for item in view.decisions
-            if item.status == "pending" and item.quorum > 1
-        }
+        self._votes = _votes_of(view.decisions)
         self._escalated = _escalations(view.decisions)
         self.desk_notice = ""
         sessions.forget(token)
@@ -539,8 +535,9 @@ class ChatState(IdentityState):
                     viewer = self._viewer()
                     synced = await self._sync_from_desk(viewer)
                     if not synced and thread and thread_topic(thread) in changed:
-                        # A notice without a new version: a timer escalated an item.
-                        synced = await self._sync_escalations(thread)
+                        # A notice without a new version: a timer escalated an item, or
+                        # someone approved one that needs more approvals.
+                        synced = await self._sync_marks(thread)
                     if synced:
                         self._refresh(self._session(viewer))
                     if viewer is not None and (inbox_topic() in changed or not changed):
@@ -549,19 +546,22 @@ class ChatState(IdentityState):
         finally:
             sessions.stop_watching(token)
 
-    async def _sync_escalations(self, thread: str) -> bool:
-        """Read which of the conversation's items are escalated; True when that changed (the
-        cards then say so, and an admin escalated to gets the buttons without a reload)."""
+    async def _sync_marks(self, thread: str) -> bool:
+        """Read what the desk marks on the conversation's items beyond their state: which are
+        escalated, and the approvals a quorum's have so far. True when that changed: the
+        cards then say so (an admin escalated to gets the buttons without a reload; whoever
+        asked reads "1 of 2: Sam approved")."""
         desk = sessions.desk()
         if desk is None or self.running or thread != self.thread_shown:
             return False
         try:
-            found = _escalations(await desk.decisions_of(thread))
+            decisions = await desk.decisions_of(thread)
         except DeskError:  # the next notice or load tries again
             return False
-        if found == self._escalated:
+        escalated, votes = _escalations(decisions), _votes_of(decisions)
+        if (escalated, votes) == (self._escalated, self._votes):
             return False
-        self._escalated = found
+        self._escalated, self._votes = escalated, votes
         return True
 
     async def _clicked(self) -> sessions.Session:
@@ -1043,6 +1043,15 @@ def _answer_of(form: str, value: Any) -> Answer:
     if form == "approve":
         return Answer(kind="approve", payload=value, has_payload=value is not None)
     return Answer(kind="reject", payload=value, has_payload=value is not None)
+
+
+def _votes_of(items: Iterable[InboxItem]) -> dict[str, list[str]]:
+    """The pending quorum items' approvals so far: item id -> [progress, voter emails...]."""
+    return {
+        item.item_id: [item.progress, *(vote.email for vote in item.approvals)]
+        for item in items
+        if item.status == "pending" and item.quorum > 1
+    }
 
 
 def _escalations(items: Iterable[InboxItem]) -> dict[str, str]:

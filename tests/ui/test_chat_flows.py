@@ -36,6 +36,17 @@ def test_suggestion_chips_list_the_demo(page: Page, screenshot_dir: Path) -> Non
     expect(chips.nth(1)).to_have_text("transfer 5000 to Ada")
     shot(page, screenshot_dir, "empty")
 
+    # The greeting sits in the middle of the conversation's column, its chips apart.
+    log = page.locator("#transcript").bounding_box()
+    greeting = page.locator("#transcript-empty h1, #transcript-empty h2, #transcript-empty h3,"
+                            " #transcript-empty h4").first.bounding_box()  # fmt: skip
+    assert log is not None and greeting is not None
+    middle = log["x"] + log["width"] / 2
+    assert abs(greeting["x"] + greeting["width"] / 2 - middle) < 4, (greeting, log)
+    first, second = chips.first.bounding_box(), chips.nth(1).bounding_box()
+    assert first is not None and second is not None
+    assert second["x"] - (first["x"] + first["width"]) >= 6, (first, second)
+
 
 def test_transfer_approved_reports_the_receipt(page: Page, screenshot_dir: Path) -> None:
     page.get_by_role("button", name="transfer 25 to Ada").click()
@@ -274,6 +285,9 @@ def test_a_message_is_held_while_decisions_are_pending(page: Page, screenshot_di
     shot(page, screenshot_dir, "held")
     page.locator(".approval-card button.approve").click()
     expect(page.get_by_text("Project apollo is deleted.")).to_be_visible()
+    # Nothing is pending now: the notice that said so goes, the message stays to send.
+    expect(page.locator("#held-notice")).to_have_count(0)
+    expect(page.locator("#composer-input")).to_have_value("what time is it")
     run_ended(page)  # the reply shown is not yet the run ended: Enter would be held again
     page.locator("#composer-input").press("Enter")
     expect(page.get_by_text("where you are")).to_be_visible(timeout=20_000)

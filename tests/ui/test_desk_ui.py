@@ -359,6 +359,10 @@ def test_a_quorum_is_collected_from_the_inbox(
         second = inbox_item(olive, thread)  # Olive's inbox, open all along
         expect(second.locator(".quorum-progress")).to_have_text("1 of 2: Sam approved")
         expect(rita.get_by_text("Rotated the production keys")).to_have_count(0)
+        # Rita, who asked, reads how far it has got on her card.
+        expect(tool_card(rita, "rotate_keys").locator(".waiting-label")).to_contain_text(
+            "1 of 2: Sam approved"
+        )
         shot(olive, screenshot_dir, "inbox-quorum-progress")
 
         open_inbox(sam)  # approved once, it is not his to give again: gone from his inbox

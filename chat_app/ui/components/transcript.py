@@ -351,7 +351,7 @@ def empty_transcript(*, suggestions: Sequence[str], on_suggestion: Handler) -> r
                     ),
                 ),
                 wrap="wrap",
-                gap="2",
+                spacing="2",
                 justify="center",
             ),
             align="center",
@@ -360,6 +360,7 @@ def empty_transcript(*, suggestions: Sequence[str], on_suggestion: Handler) -> r
             padding="1em",
         ),
         height="100%",
+        width="100%",
         id="transcript-empty",
     )
 
