@@ -174,6 +174,8 @@ class ChatState(IdentityState):
     _desk_down: bool = False
     #: Quorum votes on this conversation's items: item id -> [progress, voter emails...].
     _votes: dict[str, list[str]] = {}
+    #: The tool calls someone else decided at the desk: item id -> "Approved by Ada".
+    _deciders: dict[str, str] = {}
     #: Pending items of this conversation the desk escalated: item id -> "escalated to admin
     #: after 2 h" (their cards say so, and the people escalated to may decide them).
     _escalated: dict[str, str] = {}
@@ -225,6 +227,8 @@ class ChatState(IdentityState):
             cache=session.views,
             who_decides=sessions.who_decides(session.identity, self._votes, self._escalated),
             asked_by=sessions.asked_by(session.identity),
+            decided_by=self._deciders,
+            unedited=self._votes.keys(),  # a quorum's: approved as shown
         )
         streaming = client.status == "streaming"
         messages = views.messages
@@ -370,10 +374,11 @@ class ChatState(IdentityState):
             if wanted != self.thread_shown or self._shown_to != viewer.email:
                 # Not theirs to see: nothing of it stays on screen, but the tab keeps which
                 # conversation it was (the demo's next person, or this one back, may see it).
-                self._client_json, self._memory, self._votes = "", {}, {}
+                self._client_json, self._memory, self._votes, self._deciders = "", {}, {}, {}
                 self._escalated = {}
                 self.thread_shown, self._shown_to, self._desk_version = wanted, viewer.email, 0
                 self.read_only, self.desk_notice = True, error.message
+                self._owner = self.owner_name = ""  # whose it is is not theirs to know
                 sessions.forget(token)
                 return True
             return False
@@ -385,6 +390,7 @@ class ChatState(IdentityState):
         self._shown_to = viewer.email
         self._desk_version = view.summary.version
         self._votes = _votes_of(view.decisions)
+        self._deciders = _decided_by_others(view.decisions, viewer.email)
         self._escalated = _escalations(view.decisions)
         self.desk_notice = ""
         sessions.forget(token)
@@ -642,9 +648,12 @@ class ChatState(IdentityState):
             return None
         if self.read_only:
             who = self.owner_name or "someone else"
+            # Nothing of it shown (no decision of theirs in it): nothing here is theirs.
+            shown = bool(self.archive or self.recent or self.turn)
+            yours = " decide what is yours here;" if shown else ""
             self.desk_notice = (
-                f"This is {who}'s conversation: decide what is yours here; your message is "
-                "kept in the box. New conversation starts your own."
+                f"This is {who}'s conversation:{yours} your message is kept in the box. New "
+                "conversation starts your own."
             )
             return None
         if self.open_count:
@@ -743,7 +752,7 @@ class ChatState(IdentityState):
         self._memory = {}
         self._owner, self.owner_name, self.read_only = "", "", False
         self.desk_notice = ""
-        self.thread_shown, self._desk_version, self._votes = "", 0, {}
+        self.thread_shown, self._desk_version, self._votes, self._deciders = "", 0, {}, {}
         self._escalated = {}
         self.held = False
         self.draft = draft
@@ -1043,6 +1052,29 @@ def _answer_of(form: str, value: Any) -> Answer:
     if form == "approve":
         return Answer(kind="approve", payload=value, has_payload=value is not None)
     return Answer(kind="reject", payload=value, has_payload=value is not None)
+
+
+#: How a tool call's card names a person's answer to it.
+_ANSWERED = {
+    "approved": "Approved",
+    "edited": "Approved with changes",
+    "rejected": "Rejected",
+    "cancelled": "Withdrawn",
+}
+
+
+def _decided_by_others(items: Iterable[InboxItem], viewer_email: str) -> dict[str, str]:
+    """The tool calls someone other than `viewer_email` answered at the desk: item id ->
+    "Approved by Ada" (whoever asked sees who decided; whoever decided knows)."""
+    return {
+        item.item_id: f"{_ANSWERED[item.outcome]} by {item.decided_by_name or item.decided_by}"
+        for item in items
+        if item.kind == "tool"
+        and item.status != "pending"
+        and item.outcome in _ANSWERED
+        and item.decided_by
+        and item.decided_by != viewer_email
+    }
 
 
 def _votes_of(items: Iterable[InboxItem]) -> dict[str, list[str]]:

@@ -110,7 +110,8 @@ class ToolCardView:
     status_color: str
     result: str = ""  # pretty JSON or text
     reason: str = ""  # rejection reason or error
-    #: "Approved by policy small-refunds" when a rule decided the call and nobody was asked.
+    #: "Approved by policy small-refunds" when a rule decided the call and nobody was asked;
+    #: "Approved by Ada" when someone other than the person looking answered it.
     decided_by: str = ""
     decision: DecisionView = field(default_factory=lambda: DecisionView(id=""))
     has_decision: bool = False
@@ -226,7 +227,10 @@ def decision_view(
     memory: FormMemory | None,
     now_ms: float,
     who_decides: WhoDecides | None = None,
+    unedited: Container[str] = (),
 ) -> DecisionView:
+    """What the card of `item` shows. The approvals in `unedited` offer no edit: each of a
+    quorum's approvers approves the arguments as shown (the desk refuses an edited one)."""
     memory = memory or FormMemory()
     waiting = who_decides(item) if who_decides is not None else ""
     error = item.error.message if item.error else memory.message
@@ -257,7 +261,7 @@ def decision_view(
             approve_fields=fields("approve"),
             reject_fields=fields("reject"),
             edit_fields=fields("edit"),
-            can_edit=item.input_schema is not None,
+            can_edit=item.input_schema is not None and item.id not in unedited,
             panel=memory.panel,
             staged=staged,
             staged_tone=staged_tone,
@@ -398,13 +402,19 @@ def build_views(
     cache: ViewCache | None = None,
     who_decides: WhoDecides | None = None,
     asked_by: AskedBy | None = None,
+    decided_by: Mapping[str, str] | None = None,
+    unedited: Container[str] = (),
 ) -> Views:
     """Everything the transcript and the decision cards show.
 
     With `focus`, the first decision a person can answer (in reading order) takes the focus.
     `who_decides` says which decisions belong to someone else (they count as not open);
-    `asked_by`, which of those the person looking asked for (they may withdraw them).
+    `asked_by`, which of those the person looking asked for (they may withdraw them);
+    `decided_by`, who answered which approval when it was someone else ("Approved by Ada",
+    by the approval's id), for its tool call's card; `unedited`, the approvals offered as
+    shown only (`decision_view`).
     """
+    decided_by = decided_by or {}
     decisions = {item.id: item for item in state.interrupts}
     by_call = {
         item.tool_call_id: item
@@ -420,7 +430,9 @@ def build_views(
         cacheable = cache is not None and not any(part.id in by_call for part in message.tool_calls)
         found, view = cache.get(message) if cache is not None and cacheable else (False, None)
         if not found:
-            view = _message_view(message, by_call, memory, attached, now_ms, who_decides)
+            view = _message_view(
+                message, by_call, memory, attached, now_ms, who_decides, decided_by, unedited
+            )
             if cache is not None:
                 if cacheable:
                     cache.put(message, view)
@@ -431,7 +443,7 @@ def build_views(
     if cache is not None:
         cache.rotate(state.messages)
     loose = [
-        decision_view(item, memory.get(item.id), now_ms, who_decides)
+        decision_view(item, memory.get(item.id), now_ms, who_decides, unedited)
         for item in state.interrupts
         if item.id not in attached
     ]
@@ -476,13 +488,19 @@ def _message_view(
     attached: set[str],
     now_ms: float,
     who_decides: WhoDecides | None = None,
+    decided_by: Mapping[str, str] | None = None,
+    unedited: Container[str] = (),
 ) -> MessageView | None:
     if message.role not in ("user", "assistant"):
         return None
     tools: list[ToolCardView] = []
     for part in message.parts:
         if isinstance(part, ToolCallPart):
-            tools.append(_tool_card(part, by_call, memory, attached, now_ms, who_decides))
+            tools.append(
+                _tool_card(
+                    part, by_call, memory, attached, now_ms, who_decides, decided_by, unedited
+                )
+            )
     text = "".join(part.content for part in message.parts if isinstance(part, TextPart))
     if not text and not tools:
         return None
@@ -496,6 +514,8 @@ def _tool_card(
     attached: set[str],
     now_ms: float,
     who_decides: WhoDecides | None = None,
+    decided_by: Mapping[str, str] | None = None,
+    unedited: Container[str] = (),
 ) -> ToolCardView:
     item = by_call.get(part.id)
     card = ToolCardView(
@@ -511,9 +531,11 @@ def _tool_card(
     if part.decided_by_rule:
         verdict = "Approved" if part.decision == "approved" else "Rejected"
         card.decided_by = f"{verdict} by policy {part.decided_by_rule}"
+    elif part.approval_id is not None and decided_by is not None:
+        card.decided_by = decided_by.get(part.approval_id, "")
     if item is not None:
         attached.add(item.id)
-        card.decision = decision_view(item, memory.get(item.id), now_ms, who_decides)
+        card.decision = decision_view(item, memory.get(item.id), now_ms, who_decides, unedited)
         card.has_decision = True
         if card.decision.expired:
             # Whatever was clicked, nothing ran: the server refused the expired answer, or

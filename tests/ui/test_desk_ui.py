@@ -335,6 +335,12 @@ def test_an_edit_only_the_requester_could_run_is_refused_on_the_card_with_the_dr
         receipt = rita.get_by_text(re.compile(r"Sent 5,000 to Ada\. Receipt id: rcpt-"))
         expect(receipt).to_be_visible()
         expect(rita.get_by_text(re.compile(r"Sent 500 to Ada"))).to_have_count(0)
+        # Rita's card names who approved; Ada, who did, is not told her own name.
+        expect(tool_card(rita, "transfer").locator(".tool-decided-by")).to_have_text(
+            "Approved by Ada"
+        )
+        expect(card.locator(".tool-status")).to_have_text("Done")
+        expect(card.locator(".tool-decided-by")).to_have_count(0)
 
 
 def test_a_quorum_is_collected_from_the_inbox(
@@ -351,6 +357,9 @@ def test_a_quorum_is_collected_from_the_inbox(
         expect(first.locator(".inbox-rule")).to_have_text("key-rotation")
         first.locator(".inbox-open").click()
         card = tool_card(sam, "rotate_keys")
+        expect(card.locator("button.approve")).to_be_visible()
+        # Each approver approves the arguments as shown: no edit is offered.
+        expect(card.locator("button.edit")).to_have_count(0)
         card.locator("button.approve").click()
         expect(card.locator(".waiting-label")).to_have_text(
             "You approved (1 of 2: Sam approved); waiting for another approver"

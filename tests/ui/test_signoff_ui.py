@@ -88,7 +88,7 @@ def test_a_small_refund_is_approved_by_the_policy_and_nobody_is_asked(
     ask(page, "refund 20 to order 42")
     expect(page.get_by_text("Refunded 20 to order 42")).to_be_visible()
     card = tool_card(page, "refund")
-    expect(card.locator(".tool-policy")).to_have_text("Approved by policy small-refunds")
+    expect(card.locator(".tool-decided-by")).to_have_text("Approved by policy small-refunds")
     expect(card.locator(".tool-status")).to_have_text("Done")
     expect(page.locator(".approval-card")).to_have_count(0)
     expect(page.locator(".decision")).to_have_count(0)
@@ -171,6 +171,13 @@ def test_whoever_asked_can_withdraw_what_only_someone_else_may_approve(
     sign_in_as_demo(page, "sam@example.com")
     expect(page.locator("#desk-notice")).to_contain_text("someone else's")
     expect(page.locator(".tool-card")).to_have_count(0)
+    expect(page.locator(".suggestion")).to_have_count(0)  # not a new chat of his own
+    page.locator("#composer-input").fill("hello")
+    page.locator("#composer-input").press("Enter")
+    expect(page.locator("#desk-notice")).to_contain_text("your message is kept in the box")
+    expect(page.locator("#desk-notice")).not_to_contain_text("decide what is yours")
+    expect(page.locator("#composer-input")).to_have_value("hello")
+    page.locator("#composer-input").fill("")
     # An admin sees it, read-only: whose it is, and who decides.
     sign_in_as_demo(page, "olive@example.com")
     expect(page.locator("#read-only-note")).to_contain_text("Ada's conversation")
@@ -234,9 +241,14 @@ def test_whoever_signs_in_next_in_a_tab_does_not_see_the_last_persons_conversati
         page.locator("#sign-out").click()
         expect(page).to_have_url(re.compile(r"/signin\b"))
         sign_in(page, "bob@example.com", "Bob")
-        expect(page.locator("#transcript-empty")).to_be_visible()
+        expect(page.locator("#desk-notice")).to_contain_text("someone else's")
+        expect(page.locator("#new-conversation")).to_be_visible()
+        expect(page.locator("#read-only-note")).to_have_count(0)  # nor whose it is
         expect(page.locator(".approval-card")).to_have_count(0)
         expect(page.locator(".tool-card")).to_have_count(0)
+        page.locator("#new-conversation").click()  # his own, new
+        expect(page.locator("#transcript-empty")).to_be_visible()
+        expect(page.locator("#desk-notice")).to_have_count(0)
 
 
 def test_password_sign_in_and_sign_out(

@@ -108,7 +108,7 @@ def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
                 card.decided_by != "",
                 rx.hstack(
                     rx.icon("scale", size=14),
-                    rx.text(card.decided_by, size="1", class_name="tool-policy"),
+                    rx.text(card.decided_by, size="1", class_name="tool-decided-by"),
                     align="center",
                     spacing="1",
                 ),

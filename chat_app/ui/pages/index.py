@@ -91,7 +91,12 @@ def _transcript() -> rx.Component:
             can_resend=ChatState.may_resend,
             on_retry_send=ChatState.retry_send,
         ),
-        empty=empty_transcript(suggestions=SUGGESTIONS, on_suggestion=ChatState.use_suggestion),
+        # Someone else's conversation, not shown: no greeting of a chat of one's own.
+        empty=rx.cond(
+            ChatState.read_only,
+            rx.fragment(),
+            empty_transcript(suggestions=SUGGESTIONS, on_suggestion=ChatState.use_suggestion),
+        ),
         notices=notice_list(notices=ChatState.notices, on_dismiss=ChatState.dismiss_notice),
         thread=ChatState.thread_shown,
         addresses=CONVERSATION_PREFIX,
