@@ -47,6 +47,7 @@ from .views import (
     DecisionView,
     FormMemory,
     MessageView,
+    answered_by,
     archive_blocks,
     build_views,
     form_schema,
@@ -174,7 +175,8 @@ class ChatState(IdentityState):
     _desk_down: bool = False
     #: Quorum votes on this conversation's items: item id -> [progress, voter emails...].
     _votes: dict[str, list[str]] = {}
-    #: The tool calls someone else decided at the desk: item id -> "Approved by Ada".
+    #: Who answered the conversation's tool calls, when not the person looking alone: item
+    #: id -> "Approved by Ada" (`views.answered_by`).
     _deciders: dict[str, str] = {}
     #: Pending items of this conversation the desk escalated: item id -> "escalated to admin
     #: after 2 h" (their cards say so, and the people escalated to may decide them).
@@ -245,6 +247,8 @@ class ChatState(IdentityState):
             self.turn = parts.turn
         self.loose_decisions = views.loose_decisions
         self.open_count = views.open_count
+        if self.held and not views.open_count:  # nothing holds the message back any more
+            self.held = False
         self.batch_size = views.batch_size
         self.bulk_ok = views.bulk_ok
         self.batch_errors = views.batch_errors
@@ -390,7 +394,7 @@ class ChatState(IdentityState):
         self._shown_to = viewer.email
         self._desk_version = view.summary.version
         self._votes = _votes_of(view.decisions)
-        self._deciders = _decided_by_others(view.decisions, viewer.email)
+        self._deciders = answered_by(view.decisions, viewer.email)
         self._escalated = _escalations(view.decisions)
         self.desk_notice = ""
         sessions.forget(token)
@@ -506,10 +510,7 @@ class ChatState(IdentityState):
         memory.message = ""
         item = result.item
         if result.status == "waiting":
-            self._votes = {
-                **self._votes,
-                item.item_id: [item.progress, *(vote.email for vote in item.approvals)],
-            }
+            self._votes = {**self._votes, **_votes_of([item])}
         self._refresh(session)
 
     @rx.event(background=True)
@@ -1052,29 +1053,6 @@ def _answer_of(form: str, value: Any) -> Answer:
     if form == "approve":
         return Answer(kind="approve", payload=value, has_payload=value is not None)
     return Answer(kind="reject", payload=value, has_payload=value is not None)
-
-
-#: How a tool call's card names a person's answer to it.
-_ANSWERED = {
-    "approved": "Approved",
-    "edited": "Approved with changes",
-    "rejected": "Rejected",
-    "cancelled": "Withdrawn",
-}
-
-
-def _decided_by_others(items: Iterable[InboxItem], viewer_email: str) -> dict[str, str]:
-    """The tool calls someone other than `viewer_email` answered at the desk: item id ->
-    "Approved by Ada" (whoever asked sees who decided; whoever decided knows)."""
-    return {
-        item.item_id: f"{_ANSWERED[item.outcome]} by {item.decided_by_name or item.decided_by}"
-        for item in items
-        if item.kind == "tool"
-        and item.status != "pending"
-        and item.outcome in _ANSWERED
-        and item.decided_by
-        and item.decided_by != viewer_email
-    }
 
 
 def _votes_of(items: Iterable[InboxItem]) -> dict[str, list[str]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,7 @@ from chat_app.client import (
     ToolCallPart,
     UnboundInterrupt,
 )
+from chat_app.desk import InboxItem
 from chat_app.interrupts import (
     INTERRUPT_PAYLOAD_METADATA_KEY,
     DecisionProblem,
@@ -189,17 +190,40 @@ def staged_answer(item: InterruptItem) -> tuple[str, str]:
     decision = read_decision(item.resolution, kind)
     if isinstance(decision, DecisionProblem):
         return "Answered", "answered"
-    if decision.edited:
-        return "Approved with changes", decision.outcome
-    return _STAGED_LABELS[decision.outcome], decision.outcome
+    label = ANSWER_LABELS["edited" if decision.edited else decision.outcome]
+    return label, decision.outcome
 
 
-_STAGED_LABELS = {
+#: How the page names an answer, by its outcome (as the desk records it).
+ANSWER_LABELS = {
     "approved": "Approved",
+    "edited": "Approved with changes",
     "rejected": "Rejected",
     "cancelled": "Cancelled",
     "answered": "Answered",
 }
+
+
+def answered_by(items: Iterable[InboxItem], viewer_email: str) -> dict[str, str]:
+    """Who answered each tool call of `items` decided at the desk, for its card: item id ->
+    "Approved by Sam and Olive" (a quorum's approvers, then whoever decided), the person
+    looking named "you"; none when they alone answered (they know), nor for a policy's
+    decision (its card names the rule)."""
+    found: dict[str, str] = {}
+    for item in items:
+        if item.kind != "tool" or item.status == "pending" or not item.decided_by:
+            continue
+        label = ANSWER_LABELS.get(item.outcome or "")
+        if label is None:
+            continue
+        people = {vote.email: vote.name or vote.email for vote in item.approvals}
+        people.setdefault(item.decided_by, item.decided_by_name or item.decided_by)
+        if set(people) == {viewer_email}:
+            continue
+        names = ["you" if email == viewer_email else name for email, name in people.items()]
+        who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        found[item.item_id] = f"{label} by {who}"
+    return found
 
 
 def form_schema(item: InterruptItem, form: str) -> tuple[Mapping[str, Any] | None, Any]:
@@ -414,15 +438,14 @@ def build_views(
     by the approval's id), for its tool call's card; `unedited`, the approvals offered as
     shown only (`decision_view`).
     """
-    decided_by = decided_by or {}
     decisions = {item.id: item for item in state.interrupts}
     by_call = {
         item.tool_call_id: item
         for item in state.interrupts
         if isinstance(item, ToolApprovalInterrupt)
     }
-    attached: set[str] = set()
     now_ms = time.time() * 1000  # one clock for every card, the count and the focus
+    known = _Cards(by_call, memory, now_ms, who_decides, decided_by or {}, unedited)
     reused = cache.reusable(state.messages, by_call) if cache is not None else 0
     messages: list[MessageView] = cache.reused(reused) if cache is not None else []
     fresh = len(messages)  # the reused views have no decision: they were cached
@@ -430,9 +453,7 @@ def build_views(
         cacheable = cache is not None and not any(part.id in by_call for part in message.tool_calls)
         found, view = cache.get(message) if cache is not None and cacheable else (False, None)
         if not found:
-            view = _message_view(
-                message, by_call, memory, attached, now_ms, who_decides, decided_by, unedited
-            )
+            view = _message_view(message, known)
             if cache is not None:
                 if cacheable:
                     cache.put(message, view)
@@ -442,11 +463,7 @@ def build_views(
             messages.append(view)
     if cache is not None:
         cache.rotate(state.messages)
-    loose = [
-        decision_view(item, memory.get(item.id), now_ms, who_decides, unedited)
-        for item in state.interrupts
-        if item.id not in attached
-    ]
+    loose = [known.decision(item) for item in state.interrupts if item.id not in known.attached]
     answerable = [
         item
         for item in decisions.values()
@@ -481,43 +498,37 @@ def build_views(
     )
 
 
-def _message_view(
-    message: ChatMessage,
-    by_call: Mapping[str, ToolApprovalInterrupt],
-    memory: Mapping[str, FormMemory],
-    attached: set[str],
-    now_ms: float,
-    who_decides: WhoDecides | None = None,
-    decided_by: Mapping[str, str] | None = None,
-    unedited: Container[str] = (),
-) -> MessageView | None:
+@dataclass(frozen=True)
+class _Cards:
+    """What one `build_views` knows for every tool call's card (see its arguments)."""
+
+    by_call: Mapping[str, ToolApprovalInterrupt]
+    memory: Mapping[str, FormMemory]
+    now_ms: float
+    who_decides: WhoDecides | None
+    decided_by: Mapping[str, str]
+    unedited: Container[str]
+    #: The ids of the decisions shown on a tool call's card, added to as they are built.
+    attached: set[str] = field(default_factory=set)
+
+    def decision(self, item: InterruptItem) -> DecisionView:
+        return decision_view(
+            item, self.memory.get(item.id), self.now_ms, self.who_decides, self.unedited
+        )
+
+
+def _message_view(message: ChatMessage, cards: _Cards) -> MessageView | None:
     if message.role not in ("user", "assistant"):
         return None
-    tools: list[ToolCardView] = []
-    for part in message.parts:
-        if isinstance(part, ToolCallPart):
-            tools.append(
-                _tool_card(
-                    part, by_call, memory, attached, now_ms, who_decides, decided_by, unedited
-                )
-            )
+    tools = [_tool_card(part, cards) for part in message.parts if isinstance(part, ToolCallPart)]
     text = "".join(part.content for part in message.parts if isinstance(part, TextPart))
     if not text and not tools:
         return None
     return MessageView(id=message.id, role=message.role, text=text, tools=tools)
 
 
-def _tool_card(
-    part: ToolCallPart,
-    by_call: Mapping[str, ToolApprovalInterrupt],
-    memory: Mapping[str, FormMemory],
-    attached: set[str],
-    now_ms: float,
-    who_decides: WhoDecides | None = None,
-    decided_by: Mapping[str, str] | None = None,
-    unedited: Container[str] = (),
-) -> ToolCardView:
-    item = by_call.get(part.id)
+def _tool_card(part: ToolCallPart, cards: _Cards) -> ToolCardView:
+    item = cards.by_call.get(part.id)
     card = ToolCardView(
         id=part.id,
         name=part.name,
@@ -531,11 +542,11 @@ def _tool_card(
     if part.decided_by_rule:
         verdict = "Approved" if part.decision == "approved" else "Rejected"
         card.decided_by = f"{verdict} by policy {part.decided_by_rule}"
-    elif part.approval_id is not None and decided_by is not None:
-        card.decided_by = decided_by.get(part.approval_id, "")
+    elif part.approval_id is not None:
+        card.decided_by = cards.decided_by.get(part.approval_id, "")
     if item is not None:
-        attached.add(item.id)
-        card.decision = decision_view(item, memory.get(item.id), now_ms, who_decides, unedited)
+        cards.attached.add(item.id)
+        card.decision = cards.decision(item)
         card.has_decision = True
         if card.decision.expired:
             # Whatever was clicked, nothing ran: the server refused the expired answer, or

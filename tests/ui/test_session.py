@@ -206,3 +206,27 @@ def test_whoever_asked_may_withdraw_what_someone_else_decides() -> None:
     assert seen[SAM.email].waiting and not seen[SAM.email].can_withdraw
     assert not seen[ada.email].waiting and not seen[ada.email].can_withdraw
     assert session.asked_by(RITA)(item(None)) is False
+
+
+def test_whoever_waits_on_a_quorum_reads_how_far_it_has_got() -> None:
+    configure("demo", Policy.load(POLICY_PATH))
+    shown = {"rule": "key-rotation", "requester": RITA.email}
+    rotation = ToolApprovalInterrupt(
+        id="approval_k1", reason="tool_call", thread_id="t", interrupted_run_id="r",
+        binding={}, tool_name="rotate_keys", tool_call_id="k1", original_args={"env": "prod"},
+        metadata={POLICY_METADATA_KEY: shown},
+    )  # fmt: skip
+    waiting = (
+        "Waiting for ops (2 approvals needed) — you asked for this, so someone else approves it"
+    )
+    none_yet = {"approval_k1": ["0 of 2"]}
+    assert session.who_decides(RITA, none_yet)(rotation) == waiting
+    one = {"approval_k1": ["1 of 2: Sam approved", SAM.email]}
+    assert session.who_decides(RITA, one)(rotation) == f"{waiting}; 1 of 2: Sam approved"
+    escalated = {"approval_k1": "escalated to admin after 2 h"}
+    assert session.who_decides(RITA, one, escalated)(rotation) == (
+        f"{waiting}; 1 of 2: Sam approved; escalated to admin after 2 h"
+    )
+    assert session.who_decides(SAM, one)(rotation) == (
+        "You approved (1 of 2: Sam approved); waiting for another approver"
+    )

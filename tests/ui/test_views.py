@@ -6,6 +6,7 @@ answering a decision must leave that part of the views equal, whatever the histo
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -13,12 +14,14 @@ import pytest
 from chat_app.agent import event_to_wire
 from chat_app.client import ChatClient, ClientTool, InProcessConnection, ToolApprovalInterrupt
 from chat_app.demo import build_demo_agent
+from chat_app.desk import InboxItem, Vote
 from chat_app.ui.session import StateJson
 from chat_app.ui.views import (
     ARCHIVE_BLOCK,
     FormMemory,
     MessageView,
     ViewCache,
+    answered_by,
     archive_blocks,
     build_views,
     split_transcript,
@@ -215,3 +218,35 @@ def test_a_staged_answer_reads_as_what_it_is_and_says_which_icon(
         binding={}, tool_name="delete", tool_call_id="c1", status=status, resolution=resolution,
     )  # fmt: skip
     assert staged_answer(item) == answer
+
+
+def _decided(
+    outcome: str, decided_by: str | None, *voters: tuple[str, str], kind: str = "tool"
+) -> InboxItem:
+    at = datetime(2026, 12, 1, tzinfo=UTC)
+    return InboxItem(
+        decision_id=f"d-{outcome}", thread_id="t", item_id=f"approval_{outcome}", kind=kind,  # type: ignore[arg-type]
+        name="rotate_keys", summary="", args={}, requester_email="rita@example.com",
+        requester_name="Rita", rule="key-rotation", waiting_for="", quorum=len(voters) or 1,
+        votes=tuple(Vote(email=e, name=n, approved=True, at=at) for e, n in voters),
+        status="decided", created_at=at, expires_at=None, decided_by=decided_by,
+        decided_by_name=dict(voters).get(decided_by or "", "Ada"), outcome=outcome,
+    )  # fmt: skip
+
+
+def test_a_card_names_who_answered_it_unless_the_person_looking_did_alone() -> None:
+    sam, olive = ("sam@example.com", "Sam"), ("olive@example.com", "Olive")
+    quorum = _decided("approved", olive[0], sam, olive)
+    rejected = _decided("rejected", "ada@example.com")
+    edited = _decided("edited", "ada@example.com")
+    by_policy = _decided("approved", None)  # a rule decided: its card names the rule
+    question = _decided("answered", "ada@example.com", kind="question")
+    items = [quorum, rejected, edited, by_policy, question]
+
+    assert answered_by(items, "rita@example.com") == {
+        "approval_approved": "Approved by Sam and Olive",
+        "approval_rejected": "Rejected by Ada",
+        "approval_edited": "Approved with changes by Ada",
+    }
+    assert answered_by(items, sam[0])["approval_approved"] == "Approved by you and Olive"
+    assert "approval_rejected" not in answered_by(items, "ada@example.com")

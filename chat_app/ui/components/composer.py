@@ -24,12 +24,12 @@ def composer(
 ) -> rx.Component:
     """The message box with Send, or Stop while a reply streams (not while resuming).
 
-    `held` (a message was sent while decisions are pending, and kept) shows `held_notice`
-    while they are (`open_count` above 0), and the placeholder points at them.
+    `held` (a message was sent while decisions are pending, and kept) shows `held_notice`;
+    the placeholder points at the decisions while `open_count` is above 0.
     """
     return rx.vstack(
         rx.cond(
-            held & (open_count > 0),
+            held,
             rx.callout(held_notice, icon="info", size="1", id="held-notice", role="status"),
         ),
         rx.form(
