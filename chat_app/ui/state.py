@@ -14,7 +14,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import quote, unquote
@@ -319,6 +319,7 @@ class ChatState(IdentityState):
         if not self._may_see(self._owner, viewer):
             # Signed in as someone else in this tab: their conversation is not yours to see.
             self._client_json, self._memory, self._owner = "", {}, ""
+            self._take_marks((), "")
             sessions.forget(token)
             took_over = True
         self._loaded = True
@@ -378,8 +379,8 @@ class ChatState(IdentityState):
             if wanted != self.thread_shown or self._shown_to != viewer.email:
                 # Not theirs to see: nothing of it stays on screen, but the tab keeps which
                 # conversation it was (the demo's next person, or this one back, may see it).
-                self._client_json, self._memory, self._votes, self._deciders = "", {}, {}, {}
-                self._escalated = {}
+                self._client_json, self._memory = "", {}
+                self._take_marks((), viewer.email)
                 self.thread_shown, self._shown_to, self._desk_version = wanted, viewer.email, 0
                 self.read_only, self.desk_notice = True, error.message
                 self._owner = self.owner_name = ""  # whose it is is not theirs to know
@@ -393,9 +394,7 @@ class ChatState(IdentityState):
         self.thread_shown = wanted
         self._shown_to = viewer.email
         self._desk_version = view.summary.version
-        self._votes = _votes_of(view.decisions)
-        self._deciders = answered_by(view.decisions, viewer.email)
-        self._escalated = _escalations(view.decisions)
+        self._take_marks(view.decisions, viewer.email)
         self.desk_notice = ""
         sessions.forget(token)
         return True
@@ -565,10 +564,20 @@ class ChatState(IdentityState):
             decisions = await desk.decisions_of(thread)
         except DeskError:  # the next notice or load tries again
             return False
-        escalated, votes = _escalations(decisions), _votes_of(decisions)
-        if (escalated, votes) == (self._escalated, self._votes):
+        return self._take_marks(decisions, self._shown_to)
+
+    def _take_marks(self, decisions: Sequence[InboxItem], viewer_email: str) -> bool:
+        """Keep what the cards say of the conversation's `decisions` beyond the client's
+        state: escalations, a quorum's approvals so far, who answered each (as `viewer_email`
+        reads it). True when that changed; no decisions forget it all."""
+        marks = (
+            _escalations(decisions),
+            _votes_of(decisions),
+            answered_by(decisions, viewer_email),
+        )
+        if marks == (self._escalated, self._votes, self._deciders):
             return False
-        self._escalated, self._votes = escalated, votes
+        self._escalated, self._votes, self._deciders = marks
         return True
 
     async def _clicked(self) -> sessions.Session:
@@ -650,8 +659,7 @@ class ChatState(IdentityState):
         if self.read_only:
             who = self.owner_name or "someone else"
             # Nothing of it shown (no decision of theirs in it): nothing here is theirs.
-            shown = bool(self.archive or self.recent or self.turn)
-            yours = " decide what is yours here;" if shown else ""
+            yours = " decide what is yours here;" if self.has_messages else ""
             self.desk_notice = (
                 f"This is {who}'s conversation:{yours} your message is kept in the box. New "
                 "conversation starts your own."
@@ -753,8 +761,8 @@ class ChatState(IdentityState):
         self._memory = {}
         self._owner, self.owner_name, self.read_only = "", "", False
         self.desk_notice = ""
-        self.thread_shown, self._desk_version, self._votes, self._deciders = "", 0, {}, {}
-        self._escalated = {}
+        self.thread_shown, self._desk_version = "", 0
+        self._take_marks((), "")
         self.held = False
         self.draft = draft
         self.run_error = ""
