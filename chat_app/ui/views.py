@@ -542,7 +542,8 @@ def _tool_card(part: ToolCallPart, cards: _Cards) -> ToolCardView:
     if part.decided_by_rule:
         verdict = "Approved" if part.decision == "approved" else "Rejected"
         card.decided_by = f"{verdict} by policy {part.decided_by_rule}"
-    elif part.approval_id is not None:
+    elif item is None and part.approval_id is not None:
+        # Only once the client holds the answer too: the desk's record of it can come first.
         card.decided_by = cards.decided_by.get(part.approval_id, "")
     if item is not None:
         cards.attached.add(item.id)
