@@ -50,6 +50,8 @@ CUT_OFF_AFTER_APPLIED = (
     "Your answer was applied, but the rest of the agent's reply was lost: the connection "
     "broke while it was streaming."
 )
+#: What a client restored from a run still going on elsewhere says when asked to act.
+RUNNING_ELSEWHERE = "The conversation is running elsewhere: wait for its reply."
 
 
 class ChatClient:
@@ -103,6 +105,8 @@ class ChatClient:
         #: The last message's own run failed: `resend()` may run it again.
         self._resend = False
         self._streaming = False
+        #: Restored from a run going on elsewhere (`restore(running=True)`): it only shows it.
+        self._elsewhere = False
         self._idle = asyncio.Event()
         self._idle.set()
         self._current_run_id: str | None = None
@@ -132,8 +136,14 @@ class ChatClient:
         return self._error
 
     @property
+    def running_elsewhere(self) -> bool:
+        """Restored from a snapshot of a run still going on elsewhere (`restore`): the client
+        shows it and sends nothing; a newer snapshot replaces it."""
+        return self._elsewhere
+
+    @property
     def status(self) -> ClientStatus:
-        if self._streaming:
+        if self._streaming or self._elsewhere:
             return "streaming"
         return "error" if self._error is not None else "ready"
 
@@ -171,6 +181,7 @@ class ChatClient:
         interrupts: Iterable[DefinitionLike] = (),
         forwarded_props: Mapping[str, object] | None = None,
         on_change: Callable[[ChatClient], None] | None = None,
+        running: bool = False,
     ) -> ChatClient:
         """Rebuild a client from `client.state` (or its JSON), e.g. after a page reload.
 
@@ -178,6 +189,12 @@ class ChatClient:
         restore`), unless the server had already applied it: a result of one of its tool
         calls came back (the server records the answers before anything runs). Then it is not
         sent again, the batch is over, and `error` says that the reply was cut off.
+
+        `running`: the snapshot was taken of a run that is still going on elsewhere (a desk
+        worker, another tab, storing it as it streams). Nothing of it failed: it shows as it
+        stands, streaming, its continuation still in flight, and the client sends nothing
+        (`running_elsewhere`; every action raises `UsageError`) until a newer snapshot
+        replaces it.
         """
         if not isinstance(state, ClientState):
             state = ClientState.from_json(state)
@@ -186,6 +203,10 @@ class ChatClient:
             forwarded_props=forwarded_props, on_change=on_change,
         )  # fmt: skip
         client._stream = StreamState(messages=state.messages, agent_state=state.agent_state)
+        if running:
+            client._manager.restore(state.manager, in_flight=True)
+            client._elsewhere = True
+            return client
         in_flight = state.manager.active_submission
         if in_flight is not None and _applied(in_flight, state.messages):
             client._error = TransportError(CUT_OFF_AFTER_APPLIED)
@@ -206,8 +227,7 @@ class ChatClient:
         """Add a user message and run the agent (and any continuation that follows)."""
         if not text.strip():
             return
-        if self._streaming or self._manager.resuming:
-            raise UsageError("A run is already in progress.")
+        self._check_idle()
         if self._manager.has_open_items:
             raise UsageError("Resolve or cancel the pending interrupts before sending.")
         self._manager.reset()
@@ -223,10 +243,9 @@ class ChatClient:
         first, and the message is not added again. A tool the agent ran in the failed run
         without asking anyone may run again (as when the person sends the message again).
         """
+        self._check_idle()
         if not self._resend:
             raise UsageError("There is no failed message to send again.")
-        if self._streaming or self._manager.resuming:
-            raise UsageError("A run is already in progress.")
         messages = self._stream.messages
         last = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
         if last is None:
@@ -241,8 +260,7 @@ class ChatClient:
         after a reply was cut off once its answers had been applied (`ChatClient.restore`
         says so in `error`), the model reads the tools' results and answers. Nothing that
         was answered is sent again, so nothing runs twice."""
-        if self._streaming or self._manager.resuming:
-            raise UsageError("A run is already in progress.")
+        self._check_idle()
         if self._manager.has_open_items:
             raise UsageError("Resolve or cancel the pending interrupts before going on.")
         if not self._stream.messages:
@@ -330,7 +348,15 @@ class ChatClient:
 
     # --- driving runs -------------------------------------------------------------------
 
+    def _check_idle(self) -> None:
+        if self._elsewhere:
+            raise UsageError(RUNNING_ELSEWHERE)
+        if self._streaming or self._manager.resuming:
+            raise UsageError("A run is already in progress.")
+
     async def _drive(self, submission: Submission | None) -> None:
+        if self._elsewhere and submission is not None:
+            raise UsageError(RUNNING_ELSEWHERE)
         while True:
             if submission is not None:
                 await self._perform(submission)

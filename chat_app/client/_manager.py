@@ -537,11 +537,12 @@ class InterruptManager:
             active_submission=self._active,
         )
 
-    def restore(self, snapshot: ManagerSnapshot) -> None:
+    def restore(self, snapshot: ManagerSnapshot, *, in_flight: bool = False) -> None:
         """Rebuild from a snapshot (after a reload), re-classifying with the current tools.
 
         A submission that was in flight when the snapshot was taken is treated as a failed
-        send: the items are in error and `retry` re-sends it.
+        send: the items are in error and `retry` re-sends it; with `in_flight`, the snapshot
+        is of a run still going on elsewhere, and it stays in flight.
         """
         if snapshot.thread_id is None or snapshot.interrupted_run_id is None:
             self.reset(source="hydrate")
@@ -561,7 +562,9 @@ class InterruptManager:
         self._root_errors = snapshot.root_errors
         self._submission_root_errors = snapshot.submission_root_errors
         self._retry = snapshot.retry_submission
-        if snapshot.active_submission is not None:
+        if snapshot.active_submission is not None and in_flight:
+            self._active = snapshot.active_submission
+        elif snapshot.active_submission is not None:
             self._active = snapshot.active_submission
             self.submission_failed(
                 snapshot.active_submission,

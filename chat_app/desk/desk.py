@@ -95,6 +95,8 @@ _log = logging.getLogger(__name__)
 ANSWERABLE = ("pending", "error", "staged")
 #: How long a worker's right to run a conversation lasts without being renewed.
 LEASE_SECONDS = 60.0
+#: What names a page's run in the lease's runner (`worker:page:random`).
+PAGE_RUNNER = ":page:"
 #: How often a running conversation is stored (and announced) at most.
 SAVE_EVERY_SECONDS = 0.1
 #: How often text being streamed is stored (and announced) at most: a watcher's page shows
@@ -206,10 +208,13 @@ class Desk:
             raise DeskError("unknown", f"There is no conversation {thread_id}.")
         items = await self.decisions_of(thread_id)
         summary = summary_of(row)
+        running = _running(row, self.clock())
         if viewer.email and viewer.email == row.owner_email:
-            return ConversationView(summary, row.state, tuple(items))
+            return ConversationView(summary, row.state, tuple(items), running=running)
         if self._is_admin(viewer) or any(self._may_see_item(item, viewer) for item in items):
-            return ConversationView(summary, row.state, tuple(items), read_only=True)
+            return ConversationView(
+                summary, row.state, tuple(items), read_only=True, running=running
+            )
         raise DeskError(
             "forbidden", "This conversation is someone else's, with no decision of yours in it."
         )
@@ -485,7 +490,7 @@ class Desk:
         someone decided one from the inbox: only one of the two answers goes). Answers decided
         meanwhile are carried once it ends. `entries` (the resume entries, by item) say how
         each was answered, for the figures."""
-        runner = f"{self.worker}:page:{uuid.uuid4().hex[:8]}"
+        runner = f"{self.worker}{PAGE_RUNNER}{uuid.uuid4().hex[:8]}"
         now = self.clock()
         until = now + timedelta(seconds=self.lease_seconds)
         # One transaction (the lease, the answers): each more was a commit and a trip to a
@@ -1263,6 +1268,16 @@ def _send_cut_off(stored: ClientState, restored: ClientState) -> ClientState:
         return restored
     return replace(restored, can_resend=True, status="error", error=INTERRUPTED,
                    error_code="transport")  # fmt: skip
+
+
+def _running(row: Any, now: datetime) -> bool:
+    """Whether a run is going on in the stored conversation: the desk's, stored as `running`
+    until its last write, or a page's, whose lease it holds while it runs and lets go before
+    its last write (its writes on the way are stored with the status they would end with)."""
+    if row.status == "running":
+        return True
+    runner = row.runner or ""
+    return PAGE_RUNNER in runner and row.runner_until is not None and row.runner_until > now
 
 
 def _answerable(item: InterruptItem) -> bool:

@@ -234,6 +234,9 @@ class ConversationView:
     decisions: tuple[InboxItem, ...] = ()
     #: The viewer may only look (and decide what is theirs to decide).
     read_only: bool = False
+    #: A run is going on in it now (the desk's, or a page's): `state` is as it stood when
+    #: last stored, mid-run, and a newer version follows.
+    running: bool = False
 
     def to_json(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         return {

@@ -491,12 +491,16 @@ def _tools(bridge: BrowserBridge, problems: list[str] | None = None) -> list[Cli
     return manifest.with_functions(functions)
 
 
-def session_for(token: str, saved: str = "", identity: Identity | None = ANONYMOUS) -> Session:
+def session_for(
+    token: str, saved: str = "", identity: Identity | None = ANONYMOUS, *, running: bool = False
+) -> Session:
     """The tab's live session, rebuilt from its saved client state when needed.
 
     `identity` is who is at the keyboard now (`None`: nobody is signed in). It becomes the
     session's only between runs: a run goes on, to its end, as the person who started it,
-    whoever signs in or out meanwhile; and nobody signed in changes nothing.
+    whoever signs in or out meanwhile; and nobody signed in changes nothing. `running`: the
+    saved state is the desk's, stored mid-run by a run going on elsewhere
+    (`ChatClient.restore`).
 
     The registry is per process and a tab's socket can move between workers, so a session
     made here earlier is kept only while it runs or still matches the saved state: another
@@ -525,8 +529,9 @@ def session_for(token: str, saved: str = "", identity: Identity | None = ANONYMO
         connection = PageRunConnection(connection, _backend.desk, lambda: holder[0].identity)
     if saved:
         client = ChatClient.restore(
-            ClientState.from_json(saved), connection, tools=tools, on_change=on_change
-        )
+            ClientState.from_json(saved), connection, tools=tools, on_change=on_change,
+            running=running,
+        )  # fmt: skip
     else:
         client = ChatClient(connection, tools=tools, on_change=on_change)
     session = Session(

@@ -73,6 +73,9 @@ SUGGESTIONS = [
 HELD_NOTICE = (
     "Answer the pending decisions first — your message is kept here and you can send it after."
 )
+#: Said when someone acts in a conversation a run elsewhere is answering (the desk carrying
+#: an approver's answer, another tab): the tab shows that run until it ends.
+_RUNNING_ELSEWHERE = "This conversation is running elsewhere: wait for its reply."
 #: The tab's sessionStorage key of `ChatState.unconfirmed`.
 UNCONFIRMED_KEY = "chat_app_unconfirmed"
 #: How long a page's live loop waits for a notice before looking at the database anyway.
@@ -169,6 +172,9 @@ class ChatState(IdentityState):
     #: The stored version this tab shows, and whom it was last checked for.
     _desk_version: int = 0
     _shown_to: str = ""
+    #: That version was stored mid-run by a run going on elsewhere (the desk's, another
+    #: tab's): the tab shows it streaming, and sends nothing until the next version.
+    _desk_running: bool = False
     #: The conversation address (`/c/<id>`) this page load has already shown.
     _route_taken: str = ""
     #: The desk's database did not answer the last time this tab asked (`desk_notice` says so).
@@ -212,7 +218,10 @@ class ChatState(IdentityState):
         """The tab's live session, for whoever is signed in now (read again at every event:
         a demo visitor may have switched person)."""
         viewer = viewer or self._viewer()
-        return sessions.session_for(self.router.session.client_token, self._client_json, viewer)
+        return sessions.session_for(
+            self.router.session.client_token, self._client_json, viewer,
+            running=self._desk_running,
+        )  # fmt: skip
 
     def _refresh(self, session: sessions.Session) -> None:
         """Copy the client's state into the page's vars.
@@ -382,6 +391,7 @@ class ChatState(IdentityState):
                 self._client_json, self._memory = "", {}
                 self._take_marks((), viewer.email)
                 self.thread_shown, self._shown_to, self._desk_version = wanted, viewer.email, 0
+                self._desk_running = False
                 self.read_only, self.desk_notice = True, error.message
                 self._owner = self.owner_name = ""  # whose it is is not theirs to know
                 sessions.forget(token)
@@ -393,7 +403,7 @@ class ChatState(IdentityState):
         self.read_only = view.read_only
         self.thread_shown = wanted
         self._shown_to = viewer.email
-        self._desk_version = view.summary.version
+        self._desk_version, self._desk_running = view.summary.version, view.running
         self._take_marks(view.decisions, viewer.email)
         self.desk_notice = ""
         sessions.forget(token)
@@ -426,6 +436,8 @@ class ChatState(IdentityState):
         state = session.client.state
         if desk is None or not state.messages or self.read_only:
             return None
+        if session.client.running_elsewhere:  # the desk's own, as it stored it
+            return None
         viewer = session.identity
         owner = viewer
         if self._owner and self._owner != viewer.email:
@@ -457,7 +469,7 @@ class ChatState(IdentityState):
             _log.warning("Could not store the conversation: %s", recorded.outcome.message)
             self.desk_notice = f"{recorded.outcome.message} The conversation was not saved."
             return None
-        self._desk_version = recorded.outcome
+        self._desk_version, self._desk_running = recorded.outcome, False
         thread = recorded.thread_id
         first = self.thread_shown != thread
         self.thread_shown, self._shown_to = thread, recorded.viewer.email
@@ -761,7 +773,7 @@ class ChatState(IdentityState):
         self._memory = {}
         self._owner, self.owner_name, self.read_only = "", "", False
         self.desk_notice = ""
-        self.thread_shown, self._desk_version = "", 0
+        self.thread_shown, self._desk_version, self._desk_running = "", 0, False
         self._take_marks((), "")
         self.held = False
         self.draft = draft
@@ -939,6 +951,11 @@ class ChatState(IdentityState):
             except Exception as error:  # e.g. the client could not be made
                 _log.exception("Starting a run failed")
                 self.run_error = failure_message(error)
+                self._give_back(text)
+                return
+            if session.client.running_elsewhere:  # the next stored version ends it
+                kept = " Your message is kept in the box." if text else ""
+                self.desk_notice = f"{_RUNNING_ELSEWHERE}{kept}"
                 self._give_back(text)
                 return
             self.running = True

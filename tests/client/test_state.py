@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping
 
-from chat_app.client import ChatClient, ClientState, MockConnection
+import pytest
+
+from chat_app.client import ChatClient, ClientState, MockConnection, UsageError
 from chat_app.client._chat import CUT_OFF_AFTER_APPLIED
 from tests.client.builders import THREAD, approval, plain_tool
 from tests.client.test_chat_client import finished, pause, paused_client
@@ -76,6 +78,61 @@ async def test_a_submission_the_server_applied_is_not_sent_again_after_a_restore
     (call,) = [part for m in restored.messages for part in m.tool_calls]
     assert (call.status, call.output) == ("done", {"ok": True})
     assert connection.requests == []
+
+
+async def _saved_mid_continuation(*, result_back: bool) -> str:
+    """A client's state saved while its continuation streams (`result_back`: after its
+    tool's result came back), as the desk stores a run it carries."""
+    saved_now = asyncio.Event()
+
+    async def continuation() -> AsyncIterator[Mapping[str, object]]:
+        yield {"type": "RUN_STARTED", "threadId": "t", "runId": "run-2"}
+        if result_back:
+            yield {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "r",
+                   "content": '{"ok":true}', "role": "tool"}  # fmt: skip
+        yield {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}
+        yield {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "Deleted"}
+        saved_now.set()
+        await asyncio.Event().wait()
+
+    replies = iter([pause(), continuation()])
+    client = ChatClient(
+        MockConnection(lambda body: next(replies)), tools=[plain_tool()], thread_id="t",
+        new_id=iter(["run-1", "run-2"]).__next__,
+    )  # fmt: skip
+    await client.send("go")
+    running = asyncio.ensure_future(client.resolve_interrupt("approval_c1", approved=True))
+    await saved_now.wait()
+    saved = client.state.to_json()
+    running.cancel()
+    return saved
+
+
+async def test_a_snapshot_of_a_run_going_on_elsewhere_is_shown_running_not_failed() -> None:
+    """Restored with `running` (the desk stored it mid-run and carries it on), a snapshot
+    whose answer is in flight is neither cut off nor a failed send: it streams as it stood,
+    with nothing to retry, and the client sends nothing of it."""
+    for result_back in (True, False):
+        saved = await _saved_mid_continuation(result_back=result_back)
+        connection = MockConnection(lambda body: finished(str(body["runId"])))
+        shown = ChatClient.restore(saved, connection, tools=[plain_tool()], running=True)
+        state = shown.state
+        assert shown.running_elsewhere and state.status == "streaming" and state.resuming
+        assert (state.error, state.interrupt_errors, state.can_retry) == (None, (), False)
+        assert not state.can_resend and state.messages[-1].text == "Deleted"
+        for act in (shown.send("more"), shown.go_on(), shown.resend()):
+            with pytest.raises(UsageError, match="running elsewhere"):
+                await act
+        with pytest.raises(UsageError):  # its answer is in flight
+            await shown.retry_interrupts()
+        assert connection.requests == []
+
+        # As a reload reads it: the reply cut off, or the send failed and to retry.
+        failed = ChatClient.restore(saved, connection, tools=[plain_tool()]).state
+        if result_back:
+            assert failed.error == CUT_OFF_AFTER_APPLIED
+        else:
+            assert failed.can_retry and failed.interrupt_errors
 
 
 async def test_a_restored_batch_keeps_staged_answers_and_submits_when_complete() -> None:

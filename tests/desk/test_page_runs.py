@@ -4,8 +4,10 @@ while it runs, and an answer given in the chat and one given from the inbox cann
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import update
 
 from chat_app.desk import Answer, DeskError, inbox_topic
+from chat_app.trust.tables import conversations
 from tests.desk.world import ADA, RITA, World
 
 
@@ -88,3 +90,29 @@ async def test_answers_a_page_takes_are_announced_to_the_inboxes_at_once(world: 
         changed = await fanout.wait([inbox_topic()], 5.0, since=mark)
         assert changed == {inbox_topic()}  # while the run is still going
         assert (await world.desk.inbox(ADA))[1] == 0
+
+
+async def test_the_view_says_whether_a_run_is_going_on_in_the_conversation(world: World) -> None:
+    """`ConversationView.running`: a tab showing a version stored mid-run shows it running
+    (`ChatClient.restore(running=True)`), not as a send it lost. A page's run holds the
+    lease and its writes on the way carry the status they would end with; the desk's runs
+    are stored `running` until their last write."""
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    await world.only_item(ADA)
+    assert not (await world.desk.view(thread, RITA)).running
+    async with world.desk.page_run(thread, [], RITA):
+        assert (await world.desk.view(thread, RITA)).running
+        assert (await world.desk.view(thread, ADA)).running  # read-only, as she sees it
+    await world.desk.wait_idle()
+    assert not (await world.desk.view(thread, RITA)).running
+
+    # Another worker's lease alone is no run of a page: the desk's own say so by status.
+    assert world.store.claim(thread, "another-worker", now=world.desk.clock(),
+                             until=world.desk.clock().replace(year=2100))  # fmt: skip
+    assert not (await world.desk.view(thread, RITA)).running
+    with world.store.engine.begin() as connection:  # as `Desk._save` stores a run's steps
+        connection.execute(
+            update(conversations).where(conversations.c.thread_id == thread)
+            .values(status="running")
+        )  # fmt: skip
+    assert (await world.desk.view(thread, RITA)).running

@@ -11,6 +11,7 @@ reply is still streaming.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from chat_app.client import ClientState
-from tests.ui.conftest import app_copy, ask, fresh_page, hydrated
+from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, sign_in_as_demo
 
 pytestmark = pytest.mark.browser
 
@@ -60,3 +61,54 @@ def test_the_answer_is_stored_in_flight_before_the_reply_ends(
         expect(streaming).to_have_count(0)
         (done,) = stored_states(database)
         assert not done.resuming and done.status == "ready"
+
+
+#: Notes, on every change to the page, whether it ever showed a run error, a Retry, or the
+#: reply streaming: what a tab watching a conversation shows while someone else's answer
+#: runs in it.
+WATCH_FOR_FAILURE = """() => {
+  window.__failure_shown = '';
+  window.__streaming_shown = false;
+  const seen = (selector) => {
+    const found = document.querySelector(selector);
+    return found !== null && found.checkVisibility({visibilityProperty: true});
+  };
+  new MutationObserver(() => {
+    for (const selector of ['#run-error', '#retry', '#retry-send', '.batch-error']) {
+      if (seen(selector)) window.__failure_shown ||= document.querySelector(selector).innerText;
+    }
+    if (seen('.chat-message.streaming')) window.__streaming_shown = true;
+  }).observe(document.body, {childList: true, subtree: true, attributes: true});
+}"""
+
+
+def test_a_tab_watching_an_answer_run_elsewhere_shows_it_running_not_failed(
+    browser: Browser, slow_app: tuple[str, Path]
+) -> None:
+    """Rita's tab is open on her transfer while Ada approves it from her own: the desk runs
+    the continuation and stores it as it streams, and Rita's tab shows each stored version.
+    A version stored mid-run is a run still going on elsewhere, not a send this tab lost:
+    no error, no Retry, the reply streaming, then the reply whole."""
+    url, _ = slow_app
+    with fresh_page(browser, url) as rita, fresh_page(browser, url) as ada:
+        rita.goto("/")
+        hydrated(rita)
+        ask(rita, "transfer 5000 to Ada")
+        card = rita.locator('.tool-card[data-tool="transfer"]').last
+        expect(card.locator(".waiting-label")).to_be_visible(timeout=20_000)
+        rita.wait_for_url(lambda address: "/c/" in address)
+        conversation = rita.url.rsplit("/", 1)[1]
+        rita.evaluate(WATCH_FOR_FAILURE)
+
+        ada.goto("/")
+        hydrated(ada)
+        sign_in_as_demo(ada, "ada@example.com")
+        ada.goto(f"/c/{conversation}")
+        ada_card = ada.locator('.tool-card[data-tool="transfer"]').last
+        ada_card.locator("button.approve").click()
+
+        receipt = rita.get_by_text(re.compile(r"Sent 5,000 to Ada\. Receipt id: rcpt-"))
+        expect(receipt).to_be_visible(timeout=30_000)
+        assert rita.evaluate("window.__failure_shown") == ""
+        assert rita.evaluate("window.__streaming_shown") is True
+        expect(rita.locator("#run-error")).to_have_count(0)
