@@ -179,6 +179,12 @@ def _number(value: Any, low: float, high: float) -> bool:
     )
 
 
+class ConversationBusy(TransportError):
+    """A tab's run refused before it started: a run elsewhere holds the conversation (the
+    desk carrying an answer, another tab). Nothing of the tab's went, and its copy is behind
+    the stored one."""
+
+
 class PageRunConnection(Connection):
     """A tab's connection when conversations are stored: each run holds the conversation's
     lease (`Desk.page_run`), and a continuation first takes its answers' decisions, so an
@@ -203,6 +209,8 @@ class PageRunConnection(Connection):
                 async for event in self.inner.stream(body):
                     yield event
         except DeskError as error:
+            if error.code == "busy":
+                raise ConversationBusy(error.message) from None
             raise TransportError(error.message) from None
 
     async def aclose(self) -> None:

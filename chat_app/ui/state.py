@@ -960,6 +960,7 @@ class ChatState(IdentityState):
                 return
             self.running = True
             self._stop = False
+            shown = self._client_json
         client = session.client
         before = len(client.messages)
         task: asyncio.Task[None] | None = None
@@ -976,6 +977,9 @@ class ChatState(IdentityState):
             failure = cast(Exception | None, task.exception())
         async with self:
             self.running = False
+            if isinstance(client.error, sessions.ConversationBusy):
+                await self._behind(shown, client.error.message, text)
+                return
             try:
                 self._refresh(session)
             except Exception as error:
@@ -996,6 +1000,19 @@ class ChatState(IdentityState):
             address = await self._record(session)
         if address is not None:
             yield address
+
+    async def _behind(self, shown: str, message: str, text: str) -> None:
+        """The tab's run was refused before it started: a run elsewhere holds the
+        conversation, which the tab had not seen yet. Nothing of the tab's went, so it shows
+        the stored conversation again, not a failed copy of its own (storing that would
+        overwrite the other run's), and the message goes back into the composer."""
+        self._client_json, self._desk_version = shown, 0  # read the stored one again
+        sessions.forget(self.router.session.client_token)
+        await self._sync_from_desk(self._viewer())
+        self._refresh(self._session())
+        kept = " Your message is kept in the box." if text else ""
+        self.desk_notice = f"{message}{kept}"
+        self._give_back(text)
 
     async def _follow(
         self, session: sessions.Session, task: asyncio.Task[None]

@@ -112,3 +112,44 @@ def test_a_tab_watching_an_answer_run_elsewhere_shows_it_running_not_failed(
         assert rita.evaluate("window.__failure_shown") == ""
         assert rita.evaluate("window.__streaming_shown") is True
         expect(rita.locator("#run-error")).to_have_count(0)
+
+
+def hold_the_lease(database: Path, runner: str | None) -> None:
+    """Another worker takes the conversation's lease (`None`: lets it go), as the desk's own
+    run does before its first stored step."""
+    until = "2100-01-01 00:00:00.000000" if runner else None
+    with sqlite3.connect(database) as connection:
+        connection.execute("UPDATE conversations SET runner = ?, runner_until = ?", (runner, until))
+
+
+def test_a_message_sent_while_a_run_elsewhere_holds_the_conversation_goes_back_to_the_box(
+    browser: Browser, slow_app: tuple[str, Path]
+) -> None:
+    """The tab had not seen that a run elsewhere took its conversation: its run is refused
+    before anything went. It neither shows its message as failed nor stores its copy over
+    the other run's: the message goes back into the box, with the reason, to send after."""
+    url, database = slow_app
+    with fresh_page(browser, url) as page:
+        page.goto("/")
+        hydrated(page)
+        ask(page, "delete project apollo")
+        page.locator(".approval-card button.approve").click()
+        expect(page.get_by_text("Project apollo is deleted.")).to_be_visible(timeout=20_000)
+        expect(page.locator("#composer-send")).to_be_enabled(timeout=20_000)
+        page.wait_for_url(lambda address: "/c/" in address)
+        before = [(s.messages, s.status) for s in stored_states(database)]
+        hold_the_lease(database, "another-worker")
+        hello = page.locator('.chat-message[data-role="user"]', has_text="hello")
+        try:
+            ask(page, "hello")
+            expect(page.locator("#desk-notice")).to_contain_text("running on the server")
+            expect(page.locator("#desk-notice")).to_contain_text("kept in the box")
+            expect(page.locator("#composer-input")).to_have_value("hello")
+            expect(page.locator("#run-error")).to_have_count(0)
+            expect(hello).to_have_count(0)
+            assert [(s.messages, s.status) for s in stored_states(database)] == before
+        finally:
+            hold_the_lease(database, None)
+        page.locator("#composer-input").press("Enter")  # its run is over: it goes now
+        expect(hello).to_have_count(1)
+        expect(page.locator("#composer-input")).to_have_value("")
