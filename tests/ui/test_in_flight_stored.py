@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Page, expect
 
 from chat_app.client import ClientState
 from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, sign_in_as_demo
@@ -39,15 +39,20 @@ def stored_states(database: Path) -> list[ClientState]:
     return [ClientState.from_json(state) for (state,) in rows]
 
 
+def delete_approved(page: Page) -> None:
+    """A new conversation whose deletion the person approves in their own chat."""
+    page.goto("/")
+    hydrated(page)
+    ask(page, "delete project apollo")
+    page.locator(".approval-card button.approve").click()
+
+
 def test_the_answer_is_stored_in_flight_before_the_reply_ends(
     browser: Browser, slow_app: tuple[str, Path]
 ) -> None:
     url, database = slow_app
     with fresh_page(browser, url) as page:
-        page.goto("/")
-        hydrated(page)
-        ask(page, "delete project apollo")
-        page.locator(".approval-card button.approve").click()
+        delete_approved(page)
         streaming = page.locator(".chat-message.streaming")
         expect(streaming).to_contain_text("Project", timeout=10_000)
 
@@ -130,10 +135,7 @@ def test_a_message_sent_while_a_run_elsewhere_holds_the_conversation_goes_back_t
     the other run's: the message goes back into the box, with the reason, to send after."""
     url, database = slow_app
     with fresh_page(browser, url) as page:
-        page.goto("/")
-        hydrated(page)
-        ask(page, "delete project apollo")
-        page.locator(".approval-card button.approve").click()
+        delete_approved(page)
         expect(page.get_by_text("Project apollo is deleted.")).to_be_visible(timeout=20_000)
         expect(page.locator("#composer-send")).to_be_enabled(timeout=20_000)
         page.wait_for_url(lambda address: "/c/" in address)
