@@ -6,10 +6,13 @@ HTTP routes read it, and again at every event that acts; the page never says who
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import reflex as rx
 
 from chat_app.desk import ADMIN_ROLE, DeskError
 from chat_app.trust import DEMO_PEOPLE, Identity
+from chat_app.trust.identity import AUDIT_ROLES
 
 from . import session as sessions
 
@@ -36,6 +39,8 @@ class IdentityState(rx.State):
     inbox_count: int = 0
     #: The viewer has the role admin (the header links the admins' pages).
     viewer_admin: bool = False
+    #: The viewer may read the audit trail (the header links it).
+    viewer_auditor: bool = False
 
     def _viewer(self) -> Identity | None:
         """The verified identity, with the policy's roles; `None` (and `auth_error` says
@@ -47,19 +52,22 @@ class IdentityState(rx.State):
         if not isinstance(found, Identity):
             self.auth_error = found.message
             self.viewer_name = self.viewer_email = ""
-            self._set_admin(False)
+            self._set_roles(frozenset())
             return None
         self.auth_error = ""
         self.viewer_name = found.name or found.email or "Anonymous"
         self.viewer_email = found.email
-        self._set_admin(ADMIN_ROLE in found.roles)
+        self._set_roles(found.roles)
         return found
 
-    def _set_admin(self, admin: bool) -> None:
-        # Assigned only when it changes: every assignment is sent, and pages' live loops
+    def _set_roles(self, roles: Collection[str]) -> None:
+        # Assigned only when they change: every assignment is sent, and pages' live loops
         # read the viewer again every few seconds.
+        admin, auditor = ADMIN_ROLE in roles, bool(AUDIT_ROLES & set(roles))
         if self.viewer_admin != admin:
             self.viewer_admin = admin
+        if self.viewer_auditor != auditor:
+            self.viewer_auditor = auditor
 
     async def _count_inbox(self, viewer: Identity) -> None:
         desk = sessions.desk()

@@ -38,6 +38,13 @@ async def _nothing() -> tuple[list[InboxItem], int]:
     return [], 0
 
 
+def _waiting_for(item: InboxItem, viewer: Identity) -> str:
+    """Who decides, as the desk filed it ("Waiting for finance"); an item no rule governs is
+    decided by whoever asked, who reads that it waits for them."""
+    asked = bool(viewer.email) and viewer.email.lower() == item.requester_email.lower()
+    return "Waiting for you" if item.rule is None and asked else item.waiting_for
+
+
 def inbox_row(item: InboxItem, viewer: Identity, now: datetime, *, yours: bool) -> InboxRow:
     expires = expiry(item.expires_at, now)
     return InboxRow(
@@ -50,7 +57,7 @@ def inbox_row(item: InboxItem, viewer: Identity, now: datetime, *, yours: bool) 
         requester=item.requester_name or item.requester_email or "someone",
         requester_email=item.requester_email,
         rule=item.rule or "",
-        waiting_for=item.waiting_for,
+        waiting_for=_waiting_for(item, viewer),
         progress=item.progress,
         you_approved=bool(viewer.email) and any(v.email == viewer.email for v in item.approvals),
         yours=yours,

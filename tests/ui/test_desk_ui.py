@@ -187,6 +187,12 @@ def test_an_inbox_row_says_who_asked_since_when_until_when_and_the_quorum() -> N
     assert not row.you_approved
     assert inbox_row(voted, sam, NOW, yours=True).you_approved
     assert inbox_row(item(), olive, NOW, yours=True).progress == "0 of 2"
+    # A question no rule governs waits for whoever asked: to them, for "you".
+    question = item(kind="question", rule=None, requester_email=OLIVE, requester_name="Olive",
+                    waiting_for="Waiting for Olive", quorum=1)  # fmt: skip
+    assert inbox_row(question, olive, NOW, yours=True).waiting_for == "Waiting for you"
+    assert inbox_row(question, sam, NOW, yours=False).waiting_for == "Waiting for Olive"
+    assert inbox_row(voted, olive, NOW, yours=True).waiting_for == voted.waiting_for
     late = inbox_row(item(expires_at=NOW - timedelta(minutes=1)), olive, NOW, yours=False)
     assert (late.expires, late.expired, late.yours) == ("expired", True, False)
     assert tool_choices(["transfer", "rotate_keys"], "") == ["rotate_keys", "transfer"]

@@ -63,8 +63,11 @@ def test_the_audit_page_shows_the_chain_and_exports_json_lines(
     ask(page, "delete project apollo")
     page.locator(".approval-card button.approve").click()
     expect(page.get_by_text("Project apollo is deleted.")).to_be_visible()
-    page.locator("#nav-audit").click()
-    # Rita, the demo's requester, may not read the trail; Olive (admin) may.
+    # Rita, the demo's requester, may not read the trail: the header does not link it, and
+    # its address refuses her. Olive (admin) may.
+    expect(page.locator("#nav-inbox")).to_be_visible()
+    expect(page.locator("#nav-audit")).to_have_count(0)
+    page.goto("/audit")
     trail = ["#audit-chain", "#audit-export", "#audit-refresh", "#audit-table"]
     expect(page.locator("#audit-refused")).to_contain_text("admin and auditor")
     # Refused, the page is the refusal alone: no badge, buttons or empty table with it.

@@ -147,18 +147,19 @@ def _inbox_badge(count: rx.Var[int]) -> rx.Component:
 
 
 def nav_links(
-    *, inbox_count: Prop[int], current: Prop[str], is_admin: Prop[bool] = False
-) -> rx.Component:
+    *, inbox_count: Prop[int], current: Prop[str], is_admin: Prop[bool] = False,
+    may_audit: Prop[bool] = False,
+) -> rx.Component:  # fmt: skip
     """The pages: Chat, Conversations, Inbox (with how many decisions wait for the viewer),
-    Audit and, for an admin, Deliveries; the one at `current` (a route) is marked."""
+    for an admin or an auditor Audit, and for an admin Deliveries; the one at `current` (a
+    route) is marked. The pages themselves refuse whoever they are not for."""
     count = inbox_count if isinstance(inbox_count, rx.Var) else rx.Var.create(inbox_count)
     path = current if isinstance(current, rx.Var) else rx.Var.create(current)
     return rx.el.nav(
         _nav_link("Chat", "/", "nav-chat", (path == "/") | path.startswith("/c/")),
         _nav_link("Conversations", "/conversations", "nav-conversations", path == "/conversations"),
         _nav_link("Inbox", "/inbox", "nav-inbox", path == "/inbox", _inbox_badge(count)),
-        _nav_link("Audit", "/audit", "nav-audit", path == "/audit"),
-        # Only admins may read it (the page itself refuses others too).
+        rx.cond(may_audit, _nav_link("Audit", "/audit", "nav-audit", path == "/audit")),
         rx.cond(
             is_admin,
             _nav_link("Deliveries", "/deliveries", "nav-deliveries", path == "/deliveries"),
@@ -178,10 +179,12 @@ def header(
     inbox_count: Prop[int] = 0,
     current: Prop[str] = "",
     is_admin: Prop[bool] = False,
+    may_audit: Prop[bool] = False,
 ) -> rx.Component:
     """The app's header bar; `viewer` shows who is signed in, `inbox_count` how many pending
     decisions they may make (the Inbox link's badge, hidden at 0), `current` the route shown,
-    `is_admin` whether they are an admin (the admins' pages are linked)."""
+    `is_admin` whether they are an admin (the admins' pages are linked), `may_audit` whether
+    they may read the audit trail (it is linked)."""
     return rx.flex(
         rx.hstack(
             rx.image(src="/logo.svg", width="28px", height="28px", alt=""),
@@ -197,7 +200,9 @@ def header(
                 # Only on wide screens: beside the sign-in menu it would squeeze the title.
                 display=["none", "none", "none", "none", "none", "block"],
             ),
-            nav_links(inbox_count=inbox_count, current=current, is_admin=is_admin),
+            nav_links(
+                inbox_count=inbox_count, current=current, is_admin=is_admin, may_audit=may_audit
+            ),
             viewer if viewer is not None else rx.fragment(),
             rx.color_mode.button(size="2", variant="ghost", aria_label="Toggle dark mode"),
             align="center",

@@ -142,6 +142,7 @@ def signed_in_header(*, banner: bool = True) -> rx.Component:
             current=IdentityState.router.url.path,
             # Without sign-in anyone may do anything, the admins' pages included.
             is_admin=IdentityState.viewer_admin | (IdentityState.auth_mode == "none"),
+            may_audit=IdentityState.viewer_auditor | (IdentityState.auth_mode == "none"),
         ),
         rx.box(
             auth_banner(auth_mode=IdentityState.auth_mode, auth_error=IdentityState.auth_error)
