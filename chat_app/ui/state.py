@@ -239,7 +239,7 @@ class ChatState(IdentityState):
             who_decides=sessions.who_decides(session.identity, self._votes, self._escalated),
             asked_by=sessions.asked_by(session.identity),
             decided_by=self._deciders,
-            unedited=self._votes.keys(),  # a quorum's: approved as shown
+            quorum={item: given[0] for item, given in self._votes.items()},
         )
         streaming = client.status == "streaming"
         messages = views.messages

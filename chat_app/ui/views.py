@@ -93,6 +93,9 @@ class DecisionView:
     #: Someone else decides this one: who ("Waiting for finance — you asked for this, so
     #: someone else approves it"); "" when the person looking may decide it.
     waiting: str = ""
+    #: A quorum's approvals so far, for whoever may still approve ("1 of 2: Sam approved");
+    #: "" without a quorum.
+    progress: str = ""
     #: Someone else decides it, but the person looking asked for it: they may withdraw it
     #: (else nothing would unblock their conversation until that someone answers).
     can_withdraw: bool = False
@@ -251,10 +254,12 @@ def decision_view(
     memory: FormMemory | None,
     now_ms: float,
     who_decides: WhoDecides | None = None,
-    unedited: Container[str] = (),
+    quorum: Mapping[str, str] | None = None,
 ) -> DecisionView:
-    """What the card of `item` shows. The approvals in `unedited` offer no edit: each of a
-    quorum's approvers approves the arguments as shown (the desk refuses an edited one)."""
+    """What the card of `item` shows. `quorum` holds the approvals that need more than one
+    approver, with their progress (item id -> "1 of 2: Sam approved"): they offer no edit,
+    as each approver approves the arguments as shown (the desk refuses an edited one)."""
+    quorum = quorum or {}
     memory = memory or FormMemory()
     waiting = who_decides(item) if who_decides is not None else ""
     error = item.error.message if item.error else memory.message
@@ -285,13 +290,14 @@ def decision_view(
             approve_fields=fields("approve"),
             reject_fields=fields("reject"),
             edit_fields=fields("edit"),
-            can_edit=item.input_schema is not None and item.id not in unedited,
+            can_edit=item.input_schema is not None and item.id not in quorum,
             panel=memory.panel,
             staged=staged,
             staged_tone=staged_tone,
             expired=expired,
             expired_note=expired_note,
             waiting=waiting,
+            progress=quorum.get(item.id, ""),
         )
     if isinstance(item, GenericInterrupt):
         payload = item.payload
@@ -427,7 +433,7 @@ def build_views(
     who_decides: WhoDecides | None = None,
     asked_by: AskedBy | None = None,
     decided_by: Mapping[str, str] | None = None,
-    unedited: Container[str] = (),
+    quorum: Mapping[str, str] | None = None,
 ) -> Views:
     """Everything the transcript and the decision cards show.
 
@@ -435,8 +441,8 @@ def build_views(
     `who_decides` says which decisions belong to someone else (they count as not open);
     `asked_by`, which of those the person looking asked for (they may withdraw them);
     `decided_by`, who answered which approval when it was someone else ("Approved by Ada",
-    by the approval's id), for its tool call's card; `unedited`, the approvals offered as
-    shown only (`decision_view`).
+    by the approval's id), for its tool call's card; `quorum`, the approvals that need more
+    than one approver, with their progress (`decision_view`).
     """
     decisions = {item.id: item for item in state.interrupts}
     by_call = {
@@ -445,7 +451,7 @@ def build_views(
         if isinstance(item, ToolApprovalInterrupt)
     }
     now_ms = time.time() * 1000  # one clock for every card, the count and the focus
-    known = _Cards(by_call, memory, now_ms, who_decides, decided_by or {}, unedited)
+    known = _Cards(by_call, memory, now_ms, who_decides, decided_by or {}, quorum or {})
     reused = cache.reusable(state.messages, by_call) if cache is not None else 0
     messages: list[MessageView] = cache.reused(reused) if cache is not None else []
     fresh = len(messages)  # the reused views have no decision: they were cached
@@ -507,13 +513,13 @@ class _Cards:
     now_ms: float
     who_decides: WhoDecides | None
     decided_by: Mapping[str, str]
-    unedited: Container[str]
+    quorum: Mapping[str, str]
     #: The ids of the decisions shown on a tool call's card, added to as they are built.
     attached: set[str] = field(default_factory=set)
 
     def decision(self, item: InterruptItem) -> DecisionView:
         return decision_view(
-            item, self.memory.get(item.id), self.now_ms, self.who_decides, self.unedited
+            item, self.memory.get(item.id), self.now_ms, self.who_decides, self.quorum
         )
 
 

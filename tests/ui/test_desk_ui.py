@@ -364,6 +364,7 @@ def test_a_quorum_is_collected_from_the_inbox(
         first.locator(".inbox-open").click()
         card = tool_card(sam, "rotate_keys")
         expect(card.locator("button.approve")).to_be_visible()
+        expect(card.locator(".card-quorum-progress")).to_have_text("Approvals: 0 of 2")
         # Each approver approves the arguments as shown: no edit is offered.
         expect(card.locator("button.edit")).to_have_count(0)
         card.locator("button.approve").click()
@@ -385,6 +386,10 @@ def test_a_quorum_is_collected_from_the_inbox(
 
         second.locator(".inbox-open").click()
         card = tool_card(olive, "rotate_keys")
+        # Olive, still to approve, reads on the card too how far it has got.
+        expect(card.locator(".card-quorum-progress")).to_have_text(
+            "Approvals: 1 of 2: Sam approved"
+        )
         card.locator("button.approve").click()
         expect(rita.get_by_text(re.compile("Rotated the production keys"))).to_have_count(1)
         expect(tool_card(rita, "rotate_keys").locator(".tool-status")).to_have_text("Done")

@@ -250,3 +250,20 @@ def test_a_card_names_who_answered_it_unless_the_person_looking_did_alone() -> N
     }
     assert answered_by(items, sam[0])["approval_approved"] == "Approved by you and Olive"
     assert "approval_rejected" not in answered_by(items, "ada@example.com")
+
+
+def test_a_quorums_card_says_how_far_it_has_got_and_offers_no_edit() -> None:
+    async def scenario() -> None:
+        client = demo_client()
+        await client.send("transfer 5000 to Ada")  # typed arguments: an edit is offered
+        (item,) = client.interrupts
+
+        def card(quorum: dict[str, str] | None) -> Any:
+            return build_views(client.state, memory(), quorum=quorum).messages[-1].tools[0]
+
+        alone = card(None).decision
+        assert (alone.can_edit, alone.progress) == (True, "")
+        counted = card({item.id: "1 of 2: Sam approved"}).decision
+        assert (counted.can_edit, counted.progress) == (False, "1 of 2: Sam approved")
+
+    run_on_own_loop(scenario())

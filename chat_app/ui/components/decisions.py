@@ -240,6 +240,17 @@ def staged_row(decision: DecisionView, events: DecisionEvents) -> rx.Component:
     )
 
 
+def _quorum_row(decision: DecisionView) -> rx.Component:
+    """How far a quorum has got, for an approver who may still approve."""
+    return rx.cond(
+        decision.progress != "",
+        rx.text(
+            "Approvals: ", decision.progress,
+            size="2", color_scheme="gray", class_name="card-quorum-progress",
+        ),  # fmt: skip
+    )
+
+
 def _decision_card(
     decision: DecisionView,
     events: DecisionEvents,
@@ -274,7 +285,7 @@ def _decision_card(
                         waiting_row(decision, events),
                         rx.cond(
                             decision.can_resolve,
-                            controls,
+                            rx.fragment(_quorum_row(decision), controls),
                             rx.text(cannot, size="1", color_scheme="gray"),
                         ),
                     ),
