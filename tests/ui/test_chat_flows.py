@@ -368,3 +368,23 @@ def test_answering_a_decision_does_not_send_the_history_again(page: Page) -> Non
     assert "hello" not in text and "Try one of these" not in text
     # The earlier rows are still on the page, untouched.
     expect(page.get_by_text("hello", exact=True)).to_be_visible()
+
+
+def test_on_a_phone_the_header_and_the_demo_banner_leave_the_chat_the_screen(
+    page: Page, screenshot_dir: Path
+) -> None:
+    """At 390 × 844 the header is two rows (the name; the pages, then who is signed in
+    beside the dark-mode button) and the demo banner one line: together they took ~245 px."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    switcher, toggle = page.locator("#demo-person"), page.get_by_label("Toggle dark mode")
+    expect(page.get_by_label("Demo sign-in")).to_have_value("rita@example.com")
+    expect(page.get_by_text("Demo accounts: anyone can switch person.")).to_be_visible()
+    banner = page.locator("#auth-banner").bounding_box()
+    picked, dark = switcher.bounding_box(), toggle.bounding_box()
+    assert banner is not None and picked is not None and dark is not None
+    assert abs((picked["y"] + picked["height"] / 2) - (dark["y"] + dark["height"] / 2)) < 6
+    assert banner["y"] + banner["height"] <= 190, banner
+    shot(page, screenshot_dir, "phone-header")
+    page.set_viewport_size({"width": 1200, "height": 800})  # the long banner again
+    expect(page.get_by_text("Set CHAT_APP_AUTH to password or proxy")).to_be_visible()
+    expect(page.get_by_text("Demo accounts: anyone can switch person.")).to_be_hidden()

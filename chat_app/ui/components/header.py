@@ -23,12 +23,16 @@ def _demo_switcher(choices: list[list[str]], viewer_email: Prop[str]) -> rx.Comp
             font_size="0.75rem",
             color=rx.color("gray", 11),
             white_space="nowrap",
+            # Not on a phone: the select fits beside the dark-mode button without it, and
+            # names its choices as demo accounts anyway.
+            display=["none", "inline"],
         ),  # fmt: skip
         rx.el.select(
             *[rx.el.option(label, value=email) for email, label in choices],
             # Controlled: it shows who the server says is signed in, once the page loads.
             value=viewer_email,
             id="demo-person",
+            aria_label="Demo sign-in",
             # A choice signs in at once.
             on_change=_SWITCH,
             style={"fontSize": "0.85rem", "padding": "0.15em 0.3em", "borderRadius": "6px"},
@@ -88,10 +92,21 @@ def auth_banner(*, auth_mode: Prop[str], auth_error: Prop[str]) -> rx.Component:
             auth_mode,
             (
                 "demo",
-                rx.callout(
-                    "Demo sign-in: these are demo accounts, and anyone can switch between "
-                    "them. Set CHAT_APP_AUTH to password or proxy for real sign-in.",
-                    icon="info",
+                rx.callout.root(
+                    rx.callout.icon(rx.icon("info")),
+                    rx.callout.text(
+                        rx.text.span(
+                            "Demo sign-in: these are demo accounts, and anyone can switch "
+                            "between them. Set CHAT_APP_AUTH to password or proxy for real "
+                            "sign-in.",
+                            display=["none", "inline"],
+                        ),
+                        # A phone's screen is short: the gist, in one line or two.
+                        rx.text.span(
+                            "Demo accounts: anyone can switch person.",
+                            display=["inline", "none"],
+                        ),
+                    ),
                     size="1",
                     color_scheme="amber",
                     id="auth-banner",
