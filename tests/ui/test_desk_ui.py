@@ -519,3 +519,20 @@ def test_the_conversations_page_lists_them_newest_first_and_each_has_its_own_add
         rita.emulate_media(color_scheme="dark")
         open_conversations(rita)
         shot(rita, screenshot_dir, "conversations-phone-dark")
+
+
+def test_the_sign_in_page_of_the_demo_lists_its_people(browser: Browser, app_url: str) -> None:
+    """`/signin` in the demo: a button per person, which signs in as them and goes on to
+    the page asked for (not the password form's "this app does not sign in with a
+    password")."""
+    with fresh_page(browser, app_url) as page:
+        page.goto("/signin?next=/inbox")
+        hydrated(page)
+        people = page.locator(".demo-person-choice")
+        expect(people).to_have_count(4)
+        expect(page.locator("#signin-not-password")).to_have_count(0)
+        with page.expect_navigation():
+            page.locator(f'.demo-person-choice[data-email="{ADA}"]').click()
+        expect(page).to_have_url(re.compile(r"/inbox/?$"))
+        hydrated(page)
+        expect(page.locator("#demo-person")).to_have_value(ADA)

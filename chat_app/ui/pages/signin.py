@@ -5,8 +5,39 @@ import reflex as rx
 
 from chat_app.ui.components.page import page_frame
 from chat_app.ui.components.posting import post_and_follow
+from chat_app.ui.identity_state import DEMO_CHOICES
 from chat_app.ui.pages.index import signed_in_header
 from chat_app.ui.signin_state import SignInState
+
+
+def _demo_people() -> rx.Component:
+    """The demo's people, each a button that signs in as them and goes where the page was
+    asked for (the chat by default)."""
+    return rx.vstack(
+        rx.heading("Demo sign-in", size="5"),
+        rx.text(
+            "These are demo accounts: anyone may be anyone. Pick who you are.",
+            size="2", color_scheme="gray",
+        ),  # fmt: skip
+        rx.el.input(type="hidden", id="signin-next", value=SignInState.next_path),
+        *[
+            rx.button(
+                label,
+                on_click=post_and_follow(
+                    "/api/signin/demo", {"next": "signin-next"}, {"email": email}
+                ),
+                variant="soft",
+                width="100%",
+                class_name="demo-person-choice",
+                data_email=email,
+            )
+            for email, label in DEMO_CHOICES
+        ],
+        spacing="2",
+        width="100%",
+        max_width="360px",
+        id="demo-people",
+    )
 
 
 def _form() -> rx.Component:
@@ -78,11 +109,15 @@ def signin() -> rx.Component:
                     ),
                     _form(),
                 ),
-                rx.text(
-                    "This app does not sign in with a password (CHAT_APP_AUTH is ",
-                    SignInState.auth_mode,
-                    ").",
-                    id="signin-not-password",
+                rx.cond(
+                    SignInState.auth_mode == "demo",
+                    _demo_people(),
+                    rx.text(
+                        "This app does not sign in with a password (CHAT_APP_AUTH is ",
+                        SignInState.auth_mode,
+                        ").",
+                        id="signin-not-password",
+                    ),
                 ),
             ),
             padding="2em",
