@@ -164,8 +164,9 @@ def _audit() -> Mapping[str, Any] | None:
 
 try:
     desk = desk_from_env(
-        _desk_connection, tools=_desk_tool_list, policy=policy, agent_reads_policy=not AGENT_URL
-    )
+        _desk_connection, tools=_desk_tool_list, policy=policy, agent_reads_policy=not AGENT_URL,
+        ledger=security.ledger,
+    )  # fmt: skip
     notifications = notifications_from_env(
         desk, policy=policy, auth_mode=authenticator.config.mode, ledger=security.ledger
     )

@@ -209,10 +209,12 @@ def desk_from_env(
     tools: ToolSource,
     policy: Policy | None,
     agent_reads_policy: bool = True,
+    ledger: Ledger | None = None,
 ) -> Desk:
     """The approval desk over the app's database, with live notices through Redis when
     `CHAT_APP_FANOUT_URL` (else Reflex's `REFLEX_REDIS_URL`) names one. `agent_reads_policy`:
-    the agent runs in this process, gated by `policy` (not a remote one).
+    the agent runs in this process, gated by `policy` (not a remote one). The answers it
+    refuses go into `ledger`'s audit trail.
 
     Raises:
         ValueError: `CHAT_APP_DESK_LEASE_SECONDS` is not a number above 0.
@@ -232,6 +234,7 @@ def desk_from_env(
         fanout=Fanout(redis_url),
         lease_seconds=lease,
         agent_reads_policy=agent_reads_policy,
+        audit=ledger.append_async if ledger is not None else None,
     )
 
 

@@ -51,7 +51,15 @@ from chat_app.interrupts import (
     read_decision,
 )
 from chat_app.observe import close_decision, decision_span, run_span
-from chat_app.trust import ANONYMOUS, Identity, Policy, Rule, asking_a_person
+from chat_app.trust import (
+    ANONYMOUS,
+    AuditEntry,
+    Identity,
+    Policy,
+    Rule,
+    asking_a_person,
+    refusal_record,
+)
 
 from .fanout import Fanout
 from .records import (
@@ -164,6 +172,7 @@ class Desk:
         notify_idle_seconds: float = 60.0,
         refile_every_seconds: float = REFILE_EVERY_SECONDS,
         agent_reads_policy: bool = True,
+        audit: Callable[[Sequence[AuditEntry]], Awaitable[None]] | None = None,
     ) -> None:
         self.store = store
         self.connection_for = connection_for
@@ -180,6 +189,9 @@ class Desk:
         #: The agent gates its answers by this same `policy` (it runs in this process); a
         #: remote agent's own rules are known only by the name its pauses give.
         self.agent_reads_policy = agent_reads_policy
+        #: Writes to the audit trail (the agent's ledger): an answer the desk refused is put
+        #: in it, as the agent puts the ones it refuses.
+        self.audit = audit
         #: Called when decisions came (the timers look at once rather than at their next
         #: round).
         self.on_new_decisions: Callable[[], None] | None = None
@@ -374,7 +386,7 @@ class Desk:
             raise DeskError("unknown", f"There is no decision {decision_id}.")
         refusal = self._refusal(item, decider, answer.kind)
         if refusal is not None:  # before saying who decided it: that is not theirs to know
-            raise DeskError("forbidden", refusal)
+            raise await self._refused(item, decider, refusal)
         self._check_open(item)
         entry = await self._checked_entry(item, answer)
         now = self.clock()
@@ -391,7 +403,7 @@ class Desk:
             )
         refusal = self._run_refusal(item, decider, answer)
         if refusal is not None:
-            raise DeskError("forbidden", refusal)
+            raise await self._refused(item, decider, refusal)
         if counts:
             voted = await self._db(
                 lambda: self.store.vote(
@@ -1060,6 +1072,23 @@ class Desk:
         if refusal is None:
             return None
         return f"Edited, the call falls under rule {ran.name}: {refusal}"
+
+    async def _refused(self, item: InboxItem, decider: Identity, reason: str) -> DeskError:
+        """The refusal of `decider`'s answer to `item`, once the audit trail holds it: who
+        tried, how they were verified, and what they were told (the trail says who tried to
+        decide what was not theirs, wherever they tried)."""
+        if self.audit is not None:
+            data = {**refusal_record(item.item_id, reason), "verifiedBy": decider.method,
+                    "decisionId": item.decision_id}  # fmt: skip
+            if decider.token_name:
+                data["tokenName"] = decider.token_name
+            entry = AuditEntry(kind="refusal", thread_id=item.thread_id, run_id="",
+                               actor=decider.email or None, data=data)  # fmt: skip
+            try:
+                await self.audit([entry])
+            except Exception:  # the person is still told why; the log says what was lost
+                _log.exception("Could not audit the refusal of %s", item.decision_id)
+        return DeskError("forbidden", reason)
 
     def _counts(self, item: InboxItem, vote: Vote) -> bool:
         """Whether `vote` counts towards `item`'s quorum: an approval by someone the rule in

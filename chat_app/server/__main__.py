@@ -123,7 +123,9 @@ def _build(*, announce: bool) -> Starlette:
         security = security_from_env()
         agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger, policy=policy)
         tools = read_manifest({"tools": agent.tool_manifest()}).tools
-        desk = desk_from_env(connection_for(agent), tools=lambda: tools, policy=policy)
+        desk = desk_from_env(
+            connection_for(agent), tools=lambda: tools, policy=policy, ledger=security.ledger
+        )
         notifications = notifications_from_env(
             desk, policy=policy, auth_mode=config.mode, ledger=security.ledger
         )

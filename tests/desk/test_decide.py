@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from chat_app.desk import Answer, DecideResult, Desk, DeskError, InboxItem
+from chat_app.trust import verify_chain
 from tests.desk.world import ADA, OLIVE, RITA, SAM, World, texts
 
 
@@ -53,6 +54,15 @@ async def test_only_finance_may_approve_a_large_transfer(world: World) -> None:
     error = await refused(world.desk, item, OLIVE, {"approved": True})  # an admin looks only
     assert error.code == "forbidden" and "finance" in error.message
     await assert_still_pending(world, item)
+    # The trail says who tried, how they were verified, and what they were told.
+    trail = world.records("refusal")
+    assert [(r.actor, r.thread_id, r.data["interruptId"]) for r in trail] == [
+        (person.email, item.thread_id, item.item_id) for person in (RITA, SAM, OLIVE)
+    ]
+    assert all(r.data["verifiedBy"] == "demo" and "finance" in r.data["reason"] for r in trail)
+    assert {r.data["decisionId"] for r in trail} == {item.decision_id}
+    assert world.agent.ledger is not None
+    assert verify_chain(world.agent.ledger.records()).ok
 
 
 async def test_the_requester_may_withdraw_it(world: World) -> None:

@@ -89,6 +89,7 @@ class World:
             policy=self.policy,
             fanout=fanout,
             worker=worker,
+            audit=self.agent.ledger.append_async if self.agent.ledger is not None else None,
             **extra,
         )
         self.desks.append(desk)

@@ -138,7 +138,7 @@ def serve_desk(
     clock = Clock()
     desk = Desk(
         DeskStore(engine), connection_for=connection_for(agent), tools=lambda: tools,
-        policy=policy, clock=clock,
+        policy=policy, clock=clock, audit=ledger.append_async,
     )  # fmt: skip
     roles = policy.roles_of if policy is not None else None
     app = create_app(agent, authenticator=authenticator, roles=roles, desk=desk)

@@ -130,6 +130,12 @@ def test_finance_decides_a_large_transfer_from_the_inbox(served: DeskServed) -> 
     assert refused.status_code == 403
     assert refused.json()["code"] == "forbidden" and "finance" in refused.json()["error"]
     assert decide(served, decision_id, sam, {"approved": True}).status_code == 403
+    # The trail holds both refusals, with who tried (Olive, an admin, may read it).
+    trail = served.http.get("/api/audit", headers=served.cookie_of(OLIVE)).json()
+    assert trail["chain"]["ok"]
+    tried = [(r["actor"], r["data"]["decisionId"]) for r in trail["records"]
+             if r["kind"] == "refusal"]  # fmt: skip
+    assert tried == [(RITA, decision_id), (SAM, decision_id)]
 
     approved = decide(served, decision_id, ada, {"approved": True})
     assert approved.status_code == 200, approved.text
@@ -154,7 +160,8 @@ def test_finance_decides_a_large_transfer_from_the_inbox(served: DeskServed) -> 
     assert inbox(served, ada) == {"items": [], "total": 0}
     assert executions(served) == ["transfer"]
     assert [(r.kind, r.actor) for r in served.ledger.records()] == [
-        ("pause", RITA), ("decision", ADA), ("execution", ADA),
+        ("pause", RITA), ("refusal", RITA), ("refusal", SAM), ("decision", ADA),
+        ("execution", ADA),
     ]  # fmt: skip
 
 

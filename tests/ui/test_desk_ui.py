@@ -348,6 +348,14 @@ def test_an_edit_only_the_requester_could_run_is_refused_on_the_card_with_the_dr
         expect(card.locator(".tool-status")).to_have_text("Done")
         expect(card.locator(".tool-decided-by")).to_have_count(0)
 
+        # The trail holds the refused edit, as Ada's, with what she was told.
+        sign_in_as_demo(ada, OLIVE)
+        ada.locator("#nav-audit").click()
+        refusal = ada.locator('.audit-row[data-kind="refusal"]').first
+        expect(refusal).to_contain_text("only the person who asked (Rita) runs it so")
+        expect(refusal.locator("td").nth(3)).to_have_text(ADA)  # Who
+        expect(refusal.locator("td").nth(4)).to_have_text("demo")  # Verified by
+
 
 def test_a_quorum_is_collected_from_the_inbox(
     browser: Browser, app_url: str, screenshot_dir: Path
