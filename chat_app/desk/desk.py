@@ -1011,9 +1011,12 @@ class Desk:
         return ADMIN_ROLE in roles
 
     def _may_see_item(self, item: InboxItem, viewer: Identity) -> bool:
+        """Whether `item` lets `viewer` see its conversation: they decided it, voted on it,
+        or it is (or, closed by someone else, was) theirs to approve. An approver looking at
+        a request its requester withdraws, or another approver decides, sees how it ended."""
         if item.decided_by == viewer.email or any(v.email == viewer.email for v in item.votes):
             return True
-        return item.status == "pending" and self._refusal(item, viewer, "approve") is None
+        return self._refusal(item, viewer, "approve") is None
 
     def _refusal(self, item: InboxItem, viewer: Identity, kind: str) -> str | None:
         """Why `viewer` may not give a `kind` answer to `item`, if they may not."""

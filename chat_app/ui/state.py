@@ -385,9 +385,10 @@ class ChatState(IdentityState):
             if error.code == "unavailable":  # shown; the tab keeps what it has
                 self._desk_down, self.desk_notice = True, error.message
                 return False
-            if wanted != self.thread_shown or self._shown_to != viewer.email:
-                # Not theirs to see: nothing of it stays on screen, but the tab keeps which
-                # conversation it was (the demo's next person, or this one back, may see it).
+            if self.read_only or wanted != self.thread_shown or self._shown_to != viewer.email:
+                # Not theirs to see (or no longer: the decision of theirs in it went): nothing
+                # of it stays on screen, but the tab keeps which conversation it was (the
+                # demo's next person, or this one back, may see it).
                 self._client_json, self._memory = "", {}
                 self._take_marks((), viewer.email)
                 self.thread_shown, self._shown_to, self._desk_version = wanted, viewer.email, 0

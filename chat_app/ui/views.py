@@ -219,6 +219,8 @@ def answered_by(items: Iterable[InboxItem], viewer_email: str) -> dict[str, str]
         label = ANSWER_LABELS.get(item.outcome or "")
         if label is None:
             continue
+        if item.outcome == "cancelled" and item.decided_by == item.requester_email:
+            label = "Withdrawn"  # by whoever asked; an approver's cancel is no withdrawal
         people = {vote.email: vote.name or vote.email for vote in item.approvals}
         people.setdefault(item.decided_by, item.decided_by_name or item.decided_by)
         if set(people) == {viewer_email}:

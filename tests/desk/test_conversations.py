@@ -124,3 +124,17 @@ async def test_a_quorum_decision_is_in_every_approvers_inbox(world: World) -> No
         assert item.quorum == 2 and item.progress == "0 of 2"
     assert await world.desk.inbox(RITA) == ([], 0)
     assert await world.desk.inbox(ADA) == ([], 0)
+
+
+async def test_an_approver_still_sees_how_a_request_of_theirs_ended(world: World) -> None:
+    """Ada had Rita's transfer to decide; Rita withdrew it. Ada, looking at it, sees it
+    withdrawn rather than losing it mid-look; Sam, who never had it, still does not."""
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    await world.desk.decide(item.decision_id, RITA, Answer.read({"cancelled": True}))
+    await world.desk.wait_idle()
+    closed = await world.desk.decision(item.decision_id)
+    assert closed is not None and closed.status != "pending"
+    assert (await world.desk.view(thread, ADA)).read_only
+    with pytest.raises(DeskError):
+        await world.desk.view(thread, SAM)

@@ -544,3 +544,23 @@ def test_the_sign_in_page_of_the_demo_lists_its_people(browser: Browser, app_url
         expect(page).to_have_url(re.compile(r"/inbox/?$"))
         hydrated(page)
         expect(page.locator("#demo-person")).to_have_value(ADA)
+
+
+def test_a_withdrawal_reaches_the_approvers_open_card(browser: Browser, app_url: str) -> None:
+    """Ada has Rita's transfer open; Rita withdraws it: Ada's card stops offering Approve
+    without a reload, and says who withdrew it."""
+    with people(browser, app_url, ADA, RITA) as (ada, rita):
+        ask(rita, "transfer 8000 to Ada")
+        thread = thread_of(rita)
+        open_inbox(ada)
+        inbox_item(ada, thread).locator(".inbox-open").click()
+        card = tool_card(ada, "transfer")
+        expect(card.locator("button.approve")).to_be_visible()
+        ada.evaluate("window.__not_reloaded = true")
+
+        tool_card(rita, "transfer").locator("button.withdraw").click()
+        expect(tool_card(rita, "transfer").locator(".tool-status")).to_have_text("Cancelled")
+        expect(card.locator("button.approve")).to_have_count(0)
+        expect(card.locator(".tool-status")).to_have_text("Cancelled")
+        expect(card.locator(".tool-decided-by")).to_have_text("Withdrawn by Rita")
+        assert ada.evaluate("window.__not_reloaded") is True

@@ -6,6 +6,7 @@ answering a decision must leave that part of the views equal, whatever the histo
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -250,6 +251,15 @@ def test_a_card_names_who_answered_it_unless_the_person_looking_did_alone() -> N
     }
     assert answered_by(items, sam[0])["approval_approved"] == "Approved by you and Olive"
     assert "approval_rejected" not in answered_by(items, "ada@example.com")
+    # Cancelled by whoever asked is a withdrawal; by an approver, a cancellation.
+    withdrawn = replace(_decided("cancelled", "rita@example.com"), decided_by_name="Rita")
+    assert answered_by([withdrawn], "ada@example.com") == {
+        "approval_cancelled": "Withdrawn by Rita"
+    }
+    cancelled = _decided("cancelled", "ada@example.com")
+    assert answered_by([cancelled], "rita@example.com") == {
+        "approval_cancelled": "Cancelled by Ada"
+    }
 
 
 def test_a_quorums_card_says_how_far_it_has_got_and_offers_no_edit() -> None:
