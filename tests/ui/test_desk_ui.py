@@ -113,6 +113,16 @@ def tool_card(page: Page, tool: str) -> Locator:
     return page.locator(f'.tool-card[data-tool="{tool}"]').last
 
 
+def asked_and_opened(requester: Page, approver: Page, text: str) -> Locator:
+    """The requester asks for a transfer; the approver opens it from their inbox: its card
+    on the approver's page."""
+    ask(requester, text)
+    thread = thread_of(requester)
+    open_inbox(approver)
+    inbox_item(approver, thread).locator(".inbox-open").click()
+    return tool_card(approver, "transfer")
+
+
 def new_conversation(page: Page) -> None:
     page.locator("#new-conversation").click()
     expect(page.locator("#transcript-empty")).to_be_visible()
@@ -318,11 +328,7 @@ def test_an_edit_only_the_requester_could_run_is_refused_on_the_card_with_the_dr
     covers 500, so only Rita could run it so: the card says why, Ada's draft stays, nothing
     runs, and her approval as shown then does."""
     with people(browser, app_url, ADA, RITA) as (ada, rita):
-        ask(rita, "transfer 5000 to Ada")
-        thread = thread_of(rita)
-        open_inbox(ada)
-        inbox_item(ada, thread).locator(".inbox-open").click()
-        card = tool_card(ada, "transfer")
+        card = asked_and_opened(rita, ada, "transfer 5000 to Ada")
         card.locator("button.edit").click()
         form = card.locator(".form-edit")
         form.locator('input[name="amount"]').fill("500")
@@ -550,11 +556,7 @@ def test_a_withdrawal_reaches_the_approvers_open_card(browser: Browser, app_url:
     """Ada has Rita's transfer open; Rita withdraws it: Ada's card stops offering Approve
     without a reload, and says who withdrew it."""
     with people(browser, app_url, ADA, RITA) as (ada, rita):
-        ask(rita, "transfer 8000 to Ada")
-        thread = thread_of(rita)
-        open_inbox(ada)
-        inbox_item(ada, thread).locator(".inbox-open").click()
-        card = tool_card(ada, "transfer")
+        card = asked_and_opened(rita, ada, "transfer 8000 to Ada")
         expect(card.locator("button.approve")).to_be_visible()
         ada.evaluate("window.__not_reloaded = true")
 
