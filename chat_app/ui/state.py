@@ -169,6 +169,8 @@ class ChatState(IdentityState):
     #: What the desk says about this tab's conversation: why it is not shown, or why a
     #: message cannot be sent in it ("" for nothing).
     desk_notice: str = ""
+    #: Who used this tab last (their email): whoever signs in next in it starts afresh.
+    _person: str = ""
     #: The stored version this tab shows, and whom it was last checked for.
     _desk_version: int = 0
     _shown_to: str = ""
@@ -325,12 +327,17 @@ class ChatState(IdentityState):
             if took_over:
                 self._client_json, self._memory, self._owner = saved, memory, owner
             sessions.forget(token)  # an event may have made an empty session already
-        if not self._may_see(self._owner, viewer):
+        if self._someone_else(viewer):
+            self._forget_person()
+            took_over = True
+        elif not self._may_see(self._owner, viewer):
             # Signed in as someone else in this tab: their conversation is not yours to see.
             self._client_json, self._memory, self._owner = "", {}, ""
             self._take_marks((), "")
             sessions.forget(token)
             took_over = True
+        if viewer is not None:
+            self._person = viewer.email
         self._loaded = True
         self.shown_under = token
         if self.unconfirmed:
@@ -341,6 +348,38 @@ class ChatState(IdentityState):
         if took_over:
             self._refresh(session)
         return session
+
+    @rx.event
+    @guarded
+    def sign_out(self) -> None:
+        """Before the sign-out route: the tab forgets whoever signed out, so that nothing of
+        theirs shows, even for a moment, to whoever signs in next. (`_person` stays: a run
+        of theirs that ends meanwhile is forgotten again when someone else signs in.)"""
+        self._forget_person()
+        self._refresh(self._session())  # what the page shows, emptied too
+
+    def _someone_else(self, viewer: Identity | None) -> bool:
+        """Whether `viewer` is not the person this tab was last used by, with a sign-in that
+        tells people apart (the demo's point is to switch person in one tab, and without
+        sign-in everyone is the same)."""
+        if viewer is None or self.auth_mode in ("demo", "none"):
+            return False
+        return self._person not in ("", viewer.email)
+
+    def _forget_person(self) -> None:
+        """Nothing of the person who used this tab stays for the next one: their
+        conversation (stored still, theirs to open again), their draft, a click of theirs
+        still to give again, what the page told them. The address may still name a
+        conversation, which the next person sees if it is theirs to see."""
+        sessions.forget(self.router.session.client_token)
+        self._client_json, self._memory, self._owner = "", {}, ""
+        self.owner_name, self.read_only, self.desk_notice = "", False, ""
+        self.thread_shown, self._shown_to, self._desk_version = "", "", 0
+        self._desk_running = False
+        self._take_marks((), "")
+        self.draft, self.held, self.run_error = "", False, ""
+        self._lost_click = self.unconfirmed = ""
+        self.notices, self._noticed = [], []
 
     # --- the desk: stored conversations -------------------------------------------------
 

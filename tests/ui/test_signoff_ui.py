@@ -234,21 +234,47 @@ def sign_in(page: Page, email: str, name: str) -> None:
 def test_whoever_signs_in_next_in_a_tab_does_not_see_the_last_persons_conversation(
     browser: Browser, password_app_url: str
 ) -> None:
+    """Ada signs out with a conversation open and a draft in the box; Bob signs in next in
+    the same tab. He starts afresh: an empty chat and an empty box, nothing of hers, not
+    even for a moment (the page is watched from before it loads); her conversation stays
+    hers, stored."""
     with fresh_page(browser, password_app_url) as page:
         sign_in(page, "ada@example.com", "Ada")
         ask(page, "transfer 25 to Ada")
         expect(page.locator(".approval-card")).to_be_visible()
+        page.wait_for_url(re.compile("/c/"))
+        hers = page.url
+        page.locator("#composer-input").fill("private: the vault code is 4411")
         page.locator("#sign-out").click()
         expect(page).to_have_url(re.compile(r"/signin\b"))
+        page.add_init_script(WATCH_FOR_ADAS)
         sign_in(page, "bob@example.com", "Bob")
-        expect(page.locator("#desk-notice")).to_contain_text("someone else's")
-        expect(page.locator("#new-conversation")).to_be_visible()
-        expect(page.locator("#read-only-note")).to_have_count(0)  # nor whose it is
-        expect(page.locator(".approval-card")).to_have_count(0)
-        expect(page.locator(".tool-card")).to_have_count(0)
-        page.locator("#new-conversation").click()  # his own, new
         expect(page.locator("#transcript-empty")).to_be_visible()
+        expect(page.locator("#composer-input")).to_have_value("")
         expect(page.locator("#desk-notice")).to_have_count(0)
+        expect(page.locator(".tool-card")).to_have_count(0)
+        assert page.evaluate("window.__adas_shown") == ""
+
+        page.goto(hers)  # hers to see, not his
+        hydrated(page)
+        expect(page.locator("#desk-notice")).to_contain_text("someone else's")
+        expect(page.locator(".tool-card")).to_have_count(0)
+        page.locator("#sign-out").click()
+        sign_in(page, "ada@example.com", "Ada")
+        page.goto(hers)
+        hydrated(page)
+        expect(page.locator(".approval-card")).to_be_visible()
+
+
+#: Notes whether anything of Ada's (her transfer's card, her draft) is ever on the page.
+WATCH_FOR_ADAS = """
+window.__adas_shown = '';
+new MutationObserver(() => {
+  const box = document.querySelector('#composer-input');
+  if (box && box.value.includes('vault')) window.__adas_shown ||= 'draft';
+  if (document.querySelector('.tool-card')) window.__adas_shown ||= 'card at ' + location.pathname;
+}).observe(document, {childList: true, subtree: true, attributes: true});
+"""
 
 
 def test_password_sign_in_and_sign_out(

@@ -4,6 +4,7 @@ the demo switcher)."""
 from __future__ import annotations
 
 import reflex as rx
+from reflex.event import EventType
 
 from chat_app.desk import INBOX_COUNT_CAP
 
@@ -43,13 +44,14 @@ def _demo_switcher(choices: list[list[str]], viewer_email: Prop[str]) -> rx.Comp
     )
 
 
-def _sign_out() -> rx.Component:
+def _sign_out(before: EventType[()] | None) -> rx.Component:
+    leave = post_and_follow("/api/signout", {}, {})
     return rx.button(
         "Sign out",
         size="1",
         variant="soft",
         id="sign-out",
-        on_click=post_and_follow("/api/signout", {}, {}),
+        on_click=leave if before is None else [before, leave],
     )
 
 
@@ -59,8 +61,10 @@ def viewer_menu(
     viewer_name: Prop[str],
     viewer_email: Prop[str],
     demo_choices: list[list[str]],
+    on_sign_out: EventType[()] | None = None,
 ) -> rx.Component:
-    """Who is signed in and how to change it: the demo switcher, or sign-out."""
+    """Who is signed in and how to change it: the demo switcher, or sign-out (`on_sign_out`
+    first: what the tab must forget before the next person comes)."""
     return rx.match(
         auth_mode,
         ("demo", _demo_switcher(demo_choices, viewer_email)),
@@ -71,7 +75,7 @@ def viewer_menu(
                 viewer_email != "",
                 rx.hstack(
                     rx.text(viewer_name, size="2", id="viewer-name"),
-                    _sign_out(),
+                    _sign_out(on_sign_out),
                     align="center",
                     spacing="2",
                 ),

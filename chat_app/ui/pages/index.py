@@ -136,6 +136,7 @@ def signed_in_header(*, banner: bool = True) -> rx.Component:
                 viewer_name=IdentityState.viewer_name,
                 viewer_email=IdentityState.viewer_email,
                 demo_choices=DEMO_CHOICES,
+                on_sign_out=ChatState.sign_out,
             ),
             # Nobody signed in (signed out in this tab): no count left over from before.
             inbox_count=rx.cond(IdentityState.viewer_email != "", IdentityState.inbox_count, 0),
