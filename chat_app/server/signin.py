@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Protocol, runtime_checkable
@@ -41,16 +42,14 @@ MISSING_FIELDS = "Enter your email and password."
 MAX_FORM_BYTES = 64 * 1024
 
 RolesOf = Callable[[Identity], frozenset[str]]
-#: How a throttled sign-in waits (a test records the delays instead of waiting them).
-_wait = asyncio.sleep
 
 
 @runtime_checkable
 class SignInAccounts(Directory, Protocol):
     """A directory that also throttles password sign-in (`chat_app.trust.accounts.Accounts`)."""
 
-    def sign_in_delay(self, email: str, client: str) -> float:
-        """Seconds to wait before checking this attempt (grows with recent failures)."""
+    def sign_in_wait(self, email: str, client: str) -> float:
+        """Seconds before this attempt may be checked (0: now; grows with recent failures)."""
         ...
 
     def record_failure(self, email: str, client: str) -> None: ...
@@ -152,12 +151,12 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         if not email or not password:
             return _refused(MISSING_FIELDS, target, as_json, email)
         client = client_host(request) or ""
-        # One attempt per email at a time in this process: parallel guesses queue up and
-        # each waits the delay the failures before it earned.
+        # One attempt per email at a time in this process: parallel guesses queue up, and
+        # each finds the failures before it counted.
         async with locks.hold(email):
-            delay = await asyncio.to_thread(accounts.sign_in_delay, email, client)
-            if delay > 0:
-                await _wait(delay)
+            wait = await asyncio.to_thread(accounts.sign_in_wait, email, client)
+            if wait > 0:  # said at once, the password unchecked: nothing is learned by trying
+                return _refused(_too_many(wait), target, as_json, email, status=429)
             identity = await asyncio.to_thread(accounts.check_password, email, password)
             if identity is None:
                 await asyncio.to_thread(accounts.record_failure, email, client)
@@ -230,14 +229,23 @@ def _is_json(request: Request) -> bool:
     )
 
 
-def _refused(message: str, target: str, as_json: bool, email: str = "") -> Response:
+def _refused(
+    message: str, target: str, as_json: bool, email: str = "", *, status: int = 401
+) -> Response:
     """A refused sign-in: the form comes back with the message and the email typed (never the
     password) so only the password needs typing again."""
     if as_json:
-        return JSONResponse({"error": message}, status_code=401)
+        return JSONResponse({"error": message}, status_code=status)
     fields = {"error": message, "next": target} | ({"email": email} if email else {})
     query = urlencode(fields, quote_via=quote)
     return Response(status_code=303, headers={"Location": f"/signin?{query}"})
+
+
+def _too_many(wait: float) -> str:
+    """The refusal of an attempt made `wait` seconds too early after failed ones."""
+    seconds = max(1, math.ceil(wait))
+    plural = "s" if seconds != 1 else ""
+    return f"Too many failed sign-ins: try again in {seconds} second{plural}."
 
 
 def _not_here(message: str) -> Response:

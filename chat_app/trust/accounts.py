@@ -46,8 +46,12 @@ TOKEN_PREFIX = API_TOKEN_PREFIX
 MIN_PASSWORD_LENGTH = 8
 #: Failed sign-ins are counted over this window, per email and per client address.
 FAILURE_WINDOW = timedelta(minutes=15)
-#: Failures within the window that cost nothing; then 1 s, 2 s, 4 s … up to `MAX_DELAY`.
+#: Failures for one email within the window that cost nothing; after them, the next attempt
+#: waits 1 s, 2 s, 4 s … up to `MAX_DELAY` from the last failure.
 FREE_FAILURES = 3
+#: The same from one address, across emails: more, as one office or proxy is many people, and
+#: one person mistyping must not hold the others back.
+FREE_FAILURES_PER_ADDRESS = 20
 MAX_DELAY = 30.0
 #: A token's last use is written at most this often (a write per request would cost a commit).
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -140,8 +144,8 @@ class Accounts:
         accounts.add_user("ada@example.com", "correct horse", roles=["finance"], name="Ada")
         accounts.check_password("ada@example.com", "correct horse")  # Identity(method="password")
 
-    A sign-in page waits `sign_in_delay(email, client)` seconds, then calls `check_password`,
-    then `record_failure` or `clear_failures`.
+    A sign-in page refuses an attempt while `sign_in_wait(email, client)` is above 0 (saying
+    how long), else calls `check_password`, then `record_failure` or `clear_failures`.
     """
 
     def __init__(
@@ -408,29 +412,32 @@ class Accounts:
 
     # -- sign-in throttling --------------------------------------------------------------
 
-    def sign_in_delay(self, email: str, client: str) -> float:
-        """Seconds to wait before answering a sign-in for `email` from `client` (an address;
-        "" when unknown): 0 until 3 failures within 15 minutes for that email or from that
-        address, then 1, 2, 4 … up to 30."""
-        since = self._now() - FAILURE_WINDOW
+    def sign_in_wait(self, email: str, client: str) -> float:
+        """Seconds before a sign-in for `email` from `client` (an address; "" when unknown)
+        may be checked; 0: now. After `FREE_FAILURES` failures for that email within 15
+        minutes, or `FREE_FAILURES_PER_ADDRESS` from that address, 1, 2, 4 … up to 30 s
+        from the last of them."""
+        now = self._now()
         email, client = _failure_key(email, client)
-        recent = sign_in_failures.c.at >= since
-        count = func.count()
+        recent = sign_in_failures.c.at >= now - FAILURE_WINDOW
+        counted = (func.count(), func.max(sign_in_failures.c.at))
+        wait = 0.0
         with self.engine.connect() as connection:
-            by_email = 0
-            if email:
-                by_email = connection.execute(
-                    select(count).where(sign_in_failures.c.email == email, recent)
-                ).scalar_one()
-            by_client = 0
-            if client:
-                by_client = connection.execute(
-                    select(count).where(sign_in_failures.c.client == client, recent)
-                ).scalar_one()
-        failures = max(by_email, by_client)
-        if failures < FREE_FAILURES:
-            return 0.0
-        return min(MAX_DELAY, 2.0 ** (failures - FREE_FAILURES))
+            for column, key, free in (
+                (sign_in_failures.c.email, email, FREE_FAILURES),
+                (sign_in_failures.c.client, client, FREE_FAILURES_PER_ADDRESS),
+            ):
+                if not key:
+                    continue
+                failures, last = connection.execute(
+                    select(*counted).where(column == key, recent)
+                ).one()
+                if failures < free or last is None:
+                    continue
+                delay = min(MAX_DELAY, 2.0 ** (failures - free))
+                last = last if last.tzinfo is not None else last.replace(tzinfo=UTC)
+                wait = max(wait, (last + timedelta(seconds=delay) - now).total_seconds())
+        return wait
 
     def record_failure(self, email: str, client: str) -> None:
         """Counts a failed sign-in (and forgets those older than the window)."""

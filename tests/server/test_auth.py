@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -18,7 +19,6 @@ import pytest
 from chat_app.config import authenticator_from_env
 from chat_app.demo import build_demo_agent
 from chat_app.server import create_app
-from chat_app.server import signin as signin_module
 from chat_app.trust import Identity, Sealer, SQLiteLedger
 from chat_app.trust.authn import AuthConfig, Authenticator
 from chat_app.trust.sessions import SessionSigner
@@ -231,29 +231,43 @@ def test_a_wrong_password_and_an_unknown_user_get_the_same_answer(
         assert response.status_code == 401 and response.json() == {"error": WRONG}
 
 
-def test_repeated_failures_slow_sign_in_down(
+def test_repeated_failures_make_the_next_attempt_wait_and_say_how_long(
     password_server: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    asked: list[float] = []
-    waited: list[float] = []
+    """After three wrong passwords for an email, each next attempt waits 1, 2, 4 … s from
+    the last failure. One made sooner is refused at once, saying how long is left, and its
+    password is not checked (the right one too): guessing faster learns nothing."""
     accounts = password_server.accounts
-    real_delay = accounts.sign_in_delay
+    now = [datetime.now(UTC)]
+    monkeypatch.setattr(accounts, "_now", lambda: now[0])
 
-    def delay(email: str, client: str) -> float:
-        asked.append(real_delay(email, client))
-        return asked[-1]
+    def error_of(response: httpx.Response) -> str:
+        assert response.status_code == 303
+        return parse_qs(urlsplit(response.headers["location"]).query)["error"][0]
 
-    async def wait(seconds: float) -> None:
-        waited.append(seconds)
-
-    monkeypatch.setattr(accounts, "sign_in_delay", delay)
-    monkeypatch.setattr(signin_module, "_wait", wait)
-    for _ in range(6):
-        assert sign_in(password_server, "ada@example.com", "guessing!").status_code == 303
-    assert asked == [0, 0, 0, 1, 2, 4]
-    assert waited == [1, 2, 4]
-    assert sign_in(password_server, "ada@example.com", "ada-password").status_code == 303
-    assert waited[-1] == 8  # the right password waits too, then signs in
+    for _ in range(3):
+        assert error_of(sign_in(password_server, "ada@example.com", "guessing!")) == WRONG
+    assert error_of(sign_in(password_server, "ada@example.com", "guessing!")) == (
+        "Too many failed sign-ins: try again in 1 second."
+    )
+    now[0] += timedelta(seconds=1)
+    assert error_of(sign_in(password_server, "ada@example.com", "guessing!")) == WRONG
+    too_soon = sign_in(password_server, "ada@example.com", "ada-password")
+    assert error_of(too_soon) == "Too many failed sign-ins: try again in 2 seconds."
+    assert "set-cookie" not in too_soon.headers
+    as_json = password_server.http.post(
+        "/api/signin", json={"email": "ada@example.com", "password": "ada-password"}
+    )
+    assert as_json.status_code == 429
+    now[0] += timedelta(seconds=1.5)
+    assert error_of(sign_in(password_server, "ada@example.com", "x")) == (
+        "Too many failed sign-ins: try again in 1 second."
+    )
+    now[0] += timedelta(seconds=0.5)  # the wait is over: checked, and right
+    signed = sign_in(password_server, "ada@example.com", "ada-password")
+    assert signed.status_code == 303 and session_cookie(signed)[0]
+    # Someone else at the same address was never held back by Ada's failures.
+    assert session_cookie(sign_in(password_server, "olive@example.com", "olive-password"))[0]
 
 
 def test_signing_out_clears_the_cookie(password_server: Served) -> None:
