@@ -73,6 +73,10 @@ SUGGESTIONS = [
 HELD_NOTICE = (
     "Answer the pending decisions first — your message is kept here and you can send it after."
 )
+WAITING_NOTICE = (
+    "This conversation waits for a decision someone else makes — your message is kept here "
+    "and you can send it once they have decided, or after you withdraw the request."
+)
 #: Said when someone acts in a conversation a run elsewhere is answering (the desk carrying
 #: an approver's answer, another tab): the tab shows that run until it ends.
 _RUNNING_ELSEWHERE = "This conversation is running elsewhere: wait for its reply."
@@ -136,7 +140,9 @@ class ChatState(IdentityState):
     #: could not be read, entries were left out), each shown once until dismissed.
     notices: list[str] = []
     draft: str = ""
-    held: bool = False
+    #: Why the message sent was held back rather than sent (the notice shown; "": it was
+    #: not): decisions to answer first, or one someone else makes.
+    held: str = ""
 
     #: The client token this tab's conversation was last shown under, kept in the tab's
     #: sessionStorage. Reflex gives a reconnecting tab a new token, and so an empty state,
@@ -258,8 +264,8 @@ class ChatState(IdentityState):
             self.turn = parts.turn
         self.loose_decisions = views.loose_decisions
         self.open_count = views.open_count
-        if self.held and not views.open_count:  # nothing holds the message back any more
-            self.held = False
+        if self.held and not client.manager.has_open_items:  # nothing holds it back any more
+            self.held = ""
         self.batch_size = views.batch_size
         self.bulk_ok = views.bulk_ok
         self.batch_errors = views.batch_errors
@@ -377,7 +383,7 @@ class ChatState(IdentityState):
         self.thread_shown, self._shown_to, self._desk_version = "", "", 0
         self._desk_running = False
         self._take_marks((), "")
-        self.draft, self.held, self.run_error = "", False, ""
+        self.draft, self.held, self.run_error = "", "", ""
         self._lost_click = self.unconfirmed = ""
         self.notices, self._noticed = [], []
 
@@ -699,12 +705,12 @@ class ChatState(IdentityState):
     def set_draft(self, value: str) -> None:
         self.draft = value
         if not value.strip():
-            self.held = False
+            self.held = ""
 
     @rx.event
     @guarded
     async def send(self, _: dict[str, Any] | None = None) -> Any:
-        await self._loaded_session()  # its decisions hold a message back
+        session = await self._loaded_session()  # its decisions hold a message back
         text = self.draft.strip()
         if not text or self.running:
             return None
@@ -719,9 +725,12 @@ class ChatState(IdentityState):
             return None
         if self.open_count:
             # Held back, not lost: the person answers the decisions, then sends.
-            self.held = True
+            self.held = HELD_NOTICE
             return None
-        self.held = False
+        if session.client.manager.has_open_items:  # someone else's to decide first
+            self.held = WAITING_NOTICE
+            return None
+        self.held = ""
         self.draft = ""
         self.run_error = ""
         return ChatState.run(text)
@@ -815,7 +824,7 @@ class ChatState(IdentityState):
         self.desk_notice = ""
         self.thread_shown, self._desk_version, self._desk_running = "", 0, False
         self._take_marks((), "")
-        self.held = False
+        self.held = ""
         self.draft = draft
         self.run_error = ""
         self._refresh(self._session())

@@ -152,11 +152,17 @@ def test_whoever_asked_can_withdraw_what_only_someone_else_may_approve(
     card = tool_card(page, "transfer")
     expect(card.locator(".waiting-label")).to_have_text(WAITING_FOR_FINANCE)
     expect(card.locator("button.approve")).to_have_count(0)
+    # A message meanwhile is kept, saying what it waits for (not the client's own words).
+    ask(page, "and 10 to Sam")
+    expect(page.locator("#held-notice")).to_contain_text("a decision someone else makes")
+    expect(page.locator("#composer-input")).to_have_value("and 10 to Sam")
+    expect(page.locator("#run-error")).to_have_count(0)
     shot(page, screenshot_dir, "withdraw-offered")
     card.locator("button.withdraw").click()
     expect(page.get_by_text("Cancelled: transfer did not run.")).to_be_visible()
     expect(card.locator(".tool-status")).to_have_text("Cancelled")
     expect(page.locator(".decision")).to_have_count(0)
+    expect(page.locator("#held-notice")).to_have_count(0)  # nothing holds it back now
     ask(page, "delete project apollo")  # the conversation goes on
     expect(page.locator(".approval-card button.approve")).to_be_visible()
 

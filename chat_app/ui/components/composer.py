@@ -13,8 +13,7 @@ INPUT_ID = "composer-input"
 def composer(
     *,
     draft: Prop[str],
-    held: Prop[bool],
-    held_notice: str,
+    held: Prop[str],
     open_count: Prop[int],
     running: Prop[bool],
     resuming: Prop[bool],
@@ -24,13 +23,13 @@ def composer(
 ) -> rx.Component:
     """The message box with Send, or Stop while a reply streams (not while resuming).
 
-    `held` (a message was sent while decisions are pending, and kept) shows `held_notice`;
-    the placeholder points at the decisions while `open_count` is above 0.
+    `held` says why a message sent was kept rather than sent (decisions are pending), "" when
+    it was not; the placeholder points at the decisions while `open_count` is above 0.
     """
     return rx.vstack(
         rx.cond(
-            held,
-            rx.callout(held_notice, icon="info", size="1", id="held-notice", role="status"),
+            held != "",
+            rx.callout(held, icon="info", size="1", id="held-notice", role="status"),
         ),
         rx.form(
             rx.hstack(

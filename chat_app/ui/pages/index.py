@@ -20,7 +20,7 @@ from chat_app.ui.components.transcript import (
 )
 from chat_app.ui.conversations_state import CONVERSATION_PREFIX
 from chat_app.ui.identity_state import DEMO_CHOICES, IdentityState
-from chat_app.ui.state import HELD_NOTICE, SUGGESTIONS, ChatState, remember_click
+from chat_app.ui.state import SUGGESTIONS, ChatState, remember_click
 
 
 def _noted(answer: str, handler: Any) -> Any:
@@ -116,7 +116,6 @@ def _composer() -> rx.Component:
     return composer(
         draft=ChatState.draft,
         held=ChatState.held,
-        held_notice=HELD_NOTICE,
         open_count=ChatState.open_count,
         running=ChatState.running,
         resuming=ChatState.resuming,
