@@ -57,6 +57,11 @@ SESSION_EXPIRED = "Your session expired; sign in again."
 SESSION_INVALID = "This session is not valid; sign in again."
 ACCOUNT_REMOVED = "This account no longer exists; ask an admin."
 TOKEN_INVALID = "The API token is not valid or was revoked."
+TOKEN_SCHEME = "Send the API token as Authorization: Bearer <token>."
+NOT_OUR_TOKEN = (
+    f"This is not an API token of this app (they start with {API_TOKEN_PREFIX}); "
+    "`python -m chat_app tokens create` makes one."
+)
 NOT_FROM_PROXY = "Requests must come through the sign-in proxy."
 
 #: A session cookie is one of these methods; an API token never is.
@@ -138,11 +143,19 @@ class Authenticator:
         scheme, _, credentials = authorization.strip().partition(" ")
         # Only our own tokens: a sign-in proxy may pass its own bearer token (a JWT) along,
         # which says nothing to us; the proxy's headers do.
-        if scheme.lower() == "bearer" and credentials.strip().startswith(API_TOKEN_PREFIX):
-            return self._token(credentials.strip())
+        credentials = credentials.strip()
+        bearer = scheme.lower() == "bearer"
+        if bearer and credentials.startswith(API_TOKEN_PREFIX):
+            return self._token(credentials)
+        if (credentials or scheme).startswith(API_TOKEN_PREFIX):  # ours, without "Bearer"
+            return AuthFailure(TOKEN_SCHEME)
         if mode == "proxy":
             return self._proxy(lowered, client_host)
         value = cookie_value(lowered.get("cookie", ""), SESSION_COOKIE)
+        if value is None and bearer:
+            # A bearer alone was meant for us: said so, rather than taken for nobody (or, in
+            # the demo, for its first person). Beside a session it is someone else's header.
+            return AuthFailure(NOT_OUR_TOKEN)
         if value is None:
             return DEMO_PEOPLE[0] if mode == "demo" else AuthFailure(SIGN_IN_FIRST)
         return self._session(value)

@@ -224,14 +224,27 @@ def test_an_unknown_or_revoked_token_is_refused() -> None:
 
 @pytest.mark.parametrize("header", ["Bearer ", "Bearer", "Bearer eyJhbGciOiJSUzI1NiJ9.e30.sig"])
 def test_a_bearer_that_is_not_one_of_our_tokens_proves_nothing(header: str) -> None:
-    """A sign-in proxy may pass its own bearer token along: its headers decide, not that."""
-    assert failure(authenticator("password").authenticate({"Authorization": header}, None)) == (
-        "Sign in first."
-    )
+    """A sign-in proxy may pass its own bearer token along: its headers decide, not that.
+    Alone, it was meant for us: it is refused saying what our tokens look like, in the demo
+    too (not taken for its first person); beside a session, the session decides."""
+    for mode in ("password", "demo"):
+        alone = authenticator(mode).authenticate({"Authorization": header}, None)
+        assert failure(alone).startswith("This is not an API token of this app (they start ")
     proxied = authenticator("proxy").authenticate(
         {"Authorization": header, "X-Forwarded-Email": "ada@corp"}, "127.0.0.1"
     )
     assert isinstance(proxied, Identity) and proxied.email == "ada@corp"
+    demo = authenticator("demo")
+    cookie = f"{SESSION_COOKIE}={demo.signer.issue(ADA_DEMO)}"
+    beside = demo.authenticate({"Authorization": header, "Cookie": cookie}, None)
+    assert beside == ADA_DEMO
+
+
+@pytest.mark.parametrize("header", ["Token cat_good", "cat_good", "Basic cat_good"])
+def test_our_token_without_bearer_is_refused_saying_how_to_send_it(header: str) -> None:
+    for mode in ("password", "demo", "proxy"):
+        refused = authenticator(mode).authenticate({"Authorization": header}, "127.0.0.1")
+        assert failure(refused) == "Send the API token as Authorization: Bearer <token>."
 
 
 def test_a_token_is_refused_when_there_is_no_directory() -> None:
