@@ -13,7 +13,7 @@ from email.utils import formataddr, formatdate, getaddresses, make_msgid
 
 import aiosmtplib
 
-from .notice import DeliveryError, Notice, Recipient, iso_utc, one_line
+from .notice import DeliveryError, Notice, Recipient, in_words_utc, one_line
 from .settings import NotifySettings
 
 __all__ = ["render", "send"]
@@ -27,8 +27,8 @@ def _facts(notice: Notice) -> list[tuple[str, str]]:
         ("Arguments" if notice.kind == "tool" else "Details", notice.summary),
         ("Asked by", notice.requester.display),
         ("Rule", notice.rule or ""),
-        ("Expires", iso_utc(notice.expires_at) if notice.expires_at else ""),
-        ("Waiting since", iso_utc(notice.waiting_since)),
+        ("Expires", in_words_utc(notice.expires_at) if notice.expires_at else ""),
+        ("Waiting since", in_words_utc(notice.waiting_since)),
     ]
     return [(label, value) for label, value in facts if value]
 

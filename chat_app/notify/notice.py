@@ -14,7 +14,15 @@ from typing import Any, Literal, cast
 
 from chat_app.interrupts import JSONValue
 
-__all__ = ["DeliveryError", "Event", "Notice", "NoticeKind", "Recipient", "iso_utc"]
+__all__ = [
+    "DeliveryError",
+    "Event",
+    "Notice",
+    "NoticeKind",
+    "Recipient",
+    "in_words_utc",
+    "iso_utc",
+]
 
 Event = Literal["decision-needed", "reminder", "escalated"]
 NoticeKind = Literal["tool", "question"]
@@ -38,6 +46,13 @@ def iso_utc(moment: datetime) -> str:
     if moment.tzinfo is None:
         raise ValueError(f"naive datetime {moment!r}: pass an aware one (UTC)")
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def in_words_utc(moment: datetime) -> str:
+    """`Tue 1 Jan 2030, 13:00 UTC`: a time as a person reads it in a message (the webhook's
+    JSON keeps `iso_utc`)."""
+    at = moment.astimezone(UTC)
+    return f"{at:%a} {at.day} {at:%b %Y, %H:%M} UTC"
 
 
 def _moment(value: object, field: str) -> datetime:

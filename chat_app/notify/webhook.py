@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from .notice import DeliveryError, Notice, iso_utc
+from .notice import DeliveryError, Notice, in_words_utc, iso_utc
 from .settings import NotifySettings
 
 __all__ = [
@@ -113,7 +113,7 @@ def slack_body(notice: Notice) -> bytes:
     if notice.rule:
         details.append(f"rule {_mrkdwn(notice.rule)}")
     if notice.expires_at:
-        details.append(f"expires {iso_utc(notice.expires_at)}")
+        details.append(f"expires {in_words_utc(notice.expires_at)}")
     if details:
         lines.append(" · ".join(details))
     if notice.note:

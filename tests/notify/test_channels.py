@@ -112,6 +112,7 @@ def test_the_slack_body_has_text_and_a_button_to_the_link() -> None:
     assert section["type"] == "section"
     assert "recipient=Ada, amount=5000" in section["text"]["text"]
     assert "Rita &lt;ops&gt; &amp; co (rita@example.com)" in section["text"]["text"]
+    assert "expires Tue 1 Jan 2030, 13:00 UTC" in section["text"]["text"]
     assert actions["type"] == "actions"
     [button] = actions["elements"]
     assert button["type"] == "button"
@@ -132,7 +133,9 @@ def test_an_email_has_text_and_html_with_the_link_escaped() -> None:
     for part in (plain, markup):
         assert "http://chat.example.com/c/t-transfer" in part
         assert "transfer" in part and "Rita" in part and "large-transfers" in part
-        assert "2030-01-01T13:00:00Z" in part and "Escalated to admin" in part
+        # Times as a person reads them: the expiry, and since when it waits.
+        assert "Tue 1 Jan 2030, 13:00 UTC" in part and "Escalated to admin" in part
+        assert "Tue 1 Jan 2030, 08:55 UTC" in part and "T13:00" not in part
     assert '<script>alert("x")</script>' in plain
     assert "<script>" not in markup and "&lt;script&gt;" in markup
     assert 'href="http://chat.example.com/c/t-transfer"' in markup
