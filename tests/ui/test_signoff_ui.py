@@ -266,6 +266,7 @@ def test_whoever_signs_in_next_in_a_tab_does_not_see_the_last_persons_conversati
         expect(page.locator("#desk-notice")).to_contain_text("someone else's")
         expect(page.locator(".tool-card")).to_have_count(0)
         page.locator("#sign-out").click()
+        expect(page).to_have_url(re.compile(r"/signin\b"))
         sign_in(page, "ada@example.com", "Ada")
         page.goto(hers)
         hydrated(page)
@@ -292,6 +293,7 @@ def test_password_sign_in_and_sign_out(
         hydrated(page)
         expect(page.locator("#signin-form")).to_be_visible()
         expect(page.locator("#sign-out")).to_have_count(0)  # nobody to sign out yet
+        expect(page.locator("#nav-inbox")).to_have_count(0)  # each would send them back here
 
         page.locator("#signin-email").fill("ada@example.com")
         page.locator("#signin-password").fill("not her password")
@@ -309,6 +311,7 @@ def test_password_sign_in_and_sign_out(
         hydrated(page)
         expect(page.locator("#viewer-name")).to_have_text("Ada")
         expect(page.locator("#sign-out")).to_be_visible()
+        expect(page.locator("#nav-inbox")).to_be_visible()
         expect(page.locator("#composer-input")).to_be_visible()
         expect(page.locator("#auth-error")).to_have_count(0)
         (session,) = [c for c in page.context.cookies() if c["name"] == "chat_app_session"]

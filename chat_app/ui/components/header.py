@@ -199,11 +199,13 @@ def header(
     current: Prop[str] = "",
     is_admin: Prop[bool] = False,
     may_audit: Prop[bool] = False,
+    pages: Prop[bool] = True,
 ) -> rx.Component:
     """The app's header bar; `viewer` shows who is signed in, `inbox_count` how many pending
     decisions they may make (the Inbox link's badge, hidden at 0), `current` the route shown,
     `is_admin` whether they are an admin (the admins' pages are linked), `may_audit` whether
-    they may read the audit trail (it is linked)."""
+    they may read the audit trail (it is linked), `pages` whether the pages are linked at
+    all."""
     return rx.flex(
         rx.hstack(
             rx.image(src="/logo.svg", width="28px", height="28px", alt=""),
@@ -219,9 +221,13 @@ def header(
                 # Only on wide screens: beside the sign-in menu it would squeeze the title.
                 display=["none", "none", "none", "none", "none", "block"],
             ),
-            nav_links(
-                inbox_count=inbox_count, current=current, is_admin=is_admin, may_audit=may_audit
-            ),
+            rx.cond(
+                pages,
+                nav_links(
+                    inbox_count=inbox_count, current=current, is_admin=is_admin,
+                    may_audit=may_audit,
+                ),
+            ),  # fmt: skip
             viewer if viewer is not None else rx.fragment(),
             rx.color_mode.button(size="2", variant="ghost", aria_label="Toggle dark mode"),
             align="center",

@@ -125,9 +125,11 @@ def _composer() -> rx.Component:
     )
 
 
-def signed_in_header(*, banner: bool = True) -> rx.Component:
+def signed_in_header(*, banner: bool = True, pages: bool = True) -> rx.Component:
     """The header with who is signed in, how many decisions wait for them (kept live by the
-    pages' own loops), the page shown, and (with `banner`) what to know about sign-in."""
+    pages' own loops), the page shown, and (with `banner`) what to know about sign-in. With
+    `pages` False (the sign-in page) the pages are linked only once someone is signed in:
+    before, each would send them back to sign in."""
     return rx.fragment(
         header(
             viewer_menu(
@@ -143,6 +145,7 @@ def signed_in_header(*, banner: bool = True) -> rx.Component:
             # Without sign-in anyone may do anything, the admins' pages included.
             is_admin=IdentityState.viewer_admin | (IdentityState.auth_mode == "none"),
             may_audit=IdentityState.viewer_auditor | (IdentityState.auth_mode == "none"),
+            pages=True if pages else IdentityState.viewer_email != "",
         ),
         rx.box(
             auth_banner(auth_mode=IdentityState.auth_mode, auth_error=IdentityState.auth_error)

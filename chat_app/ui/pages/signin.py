@@ -92,7 +92,7 @@ def _form() -> rx.Component:
 def signin() -> rx.Component:
     return page_frame(
         # Only this page's own message: "Sign in first" would repeat what the page is for.
-        signed_in_header(banner=False),
+        signed_in_header(banner=False, pages=False),
         rx.center(
             rx.cond(
                 SignInState.auth_mode == "password",
