@@ -385,6 +385,19 @@ def test_on_a_phone_the_header_and_the_demo_banner_leave_the_chat_the_screen(
     assert abs((picked["y"] + picked["height"] / 2) - (dark["y"] + dark["height"] / 2)) < 6
     assert banner["y"] + banner["height"] <= 190, banner
     shot(page, screenshot_dir, "phone-header")
+    # A card waiting for someone else: its icon beside the first line of the sentence.
+    ask(page, "transfer 5000 to Ada")
+    note = page.locator(".waiting").last
+    expect(note.locator(".waiting-label")).to_contain_text("Waiting for finance")
+    icon, label = note.locator("svg").first.bounding_box(), note.locator(".waiting-label")
+    said = label.bounding_box()
+    assert icon is not None and said is not None
+    assert said["height"] > 2 * icon["height"], "the sentence fits one line: nothing checked"
+    assert said["y"] <= icon["y"] + icon["height"] / 2 <= said["y"] + icon["height"] * 2
+    assert icon["x"] + icon["width"] <= said["x"]
+    shot(page, screenshot_dir, "phone-waiting-note")
+    note.locator("button.withdraw").click()  # nothing left pending for the other tests
+    expect(page.locator(".waiting")).to_have_count(0)
     page.set_viewport_size({"width": 1200, "height": 800})  # the long banner again
     expect(page.get_by_text("Set CHAT_APP_AUTH to password or proxy")).to_be_visible()
     expect(page.get_by_text("Demo accounts: anyone can switch person.")).to_be_hidden()
