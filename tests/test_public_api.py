@@ -208,6 +208,7 @@ CLIENT = [
     "ManagerSnapshot",
     "MessagePart",
     "MockConnection",
+    "RUNNING_ELSEWHERE",
     "RunError",
     "RunFunction",
     "RunStatus",

@@ -5,7 +5,7 @@ agent, the server or the UI. An in-process connection takes the agent's run func
 outside.
 """
 
-from ._chat import ChatClient
+from ._chat import RUNNING_ELSEWHERE, ChatClient
 from ._connections import (
     Connection,
     EventEncoder,
@@ -71,6 +71,7 @@ __all__ = [
     "ManagerSnapshot",
     "MessagePart",
     "MockConnection",
+    "RUNNING_ELSEWHERE",
     "RunError",
     "RunFunction",
     "RunStatus",

@@ -562,12 +562,10 @@ class InterruptManager:
         self._root_errors = snapshot.root_errors
         self._submission_root_errors = snapshot.submission_root_errors
         self._retry = snapshot.retry_submission
-        if snapshot.active_submission is not None and in_flight:
-            self._active = snapshot.active_submission
-        elif snapshot.active_submission is not None:
-            self._active = snapshot.active_submission
+        self._active = snapshot.active_submission
+        if self._active is not None and not in_flight:
             self.submission_failed(
-                snapshot.active_submission,
+                self._active,
                 message="The interrupt submission did not finish before the client was restored.",
             )
             self._active = None

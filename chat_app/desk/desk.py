@@ -21,6 +21,7 @@ runs each tool once).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -386,7 +387,7 @@ class Desk:
             raise DeskError("unknown", f"There is no decision {decision_id}.")
         refusal = self._refusal(item, decider, answer.kind)
         if refusal is not None:  # before saying who decided it: that is not theirs to know
-            raise await self._refused(item, decider, refusal)
+            raise await self._audited_refusal(item, decider, refusal)
         self._check_open(item)
         entry = await self._checked_entry(item, answer)
         now = self.clock()
@@ -403,7 +404,7 @@ class Desk:
             )
         refusal = self._run_refusal(item, decider, answer)
         if refusal is not None:
-            raise await self._refused(item, decider, refusal)
+            raise await self._audited_refusal(item, decider, refusal)
         if counts:
             voted = await self._db(
                 lambda: self.store.vote(
@@ -518,6 +519,8 @@ class Desk:
             return
         if lease == "busy":
             raise DeskError("busy", "The conversation is running on the server; wait for it.")
+        done = asyncio.Event()
+        kept = asyncio.ensure_future(self._keep_lease(thread_id, runner, done))
         try:
             if isinstance(lease, InboxItem):
                 self._check_open(lease)  # says who decided it
@@ -529,8 +532,23 @@ class Desk:
                                           "verified.by": actor.method})  # fmt: skip
             yield
         finally:
+            done.set()
+            await kept  # a renewal under way lands before the release, not after it
             await self._db(self.store.release, thread_id, runner)
             self._spawn(self._continue(thread_id))
+
+    async def _keep_lease(self, thread_id: str, runner: str, done: asyncio.Event) -> None:
+        """Renew a page's lease until `done`: a reply can take longer than a lease, and a
+        lapsed one would let a worker run the conversation too, and tell the tabs watching
+        it that nothing runs (`ConversationView.running`)."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), self.lease_seconds / 3)
+            if done.is_set():
+                return
+            now = self.clock()
+            until = now + timedelta(seconds=self.lease_seconds)
+            await self._db(partial(self.store.claim, thread_id, runner, now=now, until=until))
 
     async def record(
         self, thread_id: str, owner: Identity, actor: Identity, state: ClientState,
@@ -1012,11 +1030,21 @@ class Desk:
 
     def _may_see_item(self, item: InboxItem, viewer: Identity) -> bool:
         """Whether `item` lets `viewer` see its conversation: they decided it, voted on it,
-        or it is (or, closed by someone else, was) theirs to approve. An approver looking at
-        a request its requester withdraws, or another approver decides, sees how it ended."""
+        or it is theirs to approve; or, closed by someone else, it was filed to them by name
+        or role (an approver looking at a request its requester withdraws, or another
+        approver decides, sees how it ended). Not a closed item a rule left to anyone, nor
+        one that would have reached them only by an escalation it never had."""
         if item.decided_by == viewer.email or any(v.email == viewer.email for v in item.votes):
             return True
-        return self._refusal(item, viewer, "approve") is None
+        if item.status == "pending":
+            return self._refusal(item, viewer, "approve") is None
+        rule = self._rule(item)
+        if rule is None or not rule.approvers or self.policy is None:
+            return False
+        who = viewer.with_roles(self.policy.roles_of(viewer))
+        asked = viewer.email == item.requester_email
+        escalated = item.escalated_at is not None
+        return self.policy.check(rule, who, decider_is_requester=asked, escalated=escalated) is None
 
     def _refusal(self, item: InboxItem, viewer: Identity, kind: str) -> str | None:
         """Why `viewer` may not give a `kind` answer to `item`, if they may not."""
@@ -1076,7 +1104,9 @@ class Desk:
             return None
         return f"Edited, the call falls under rule {ran.name}: {refusal}"
 
-    async def _refused(self, item: InboxItem, decider: Identity, reason: str) -> DeskError:
+    async def _audited_refusal(
+        self, item: InboxItem, decider: Identity, reason: str
+    ) -> DeskError:
         """The refusal of `decider`'s answer to `item`, once the audit trail holds it: who
         tried, how they were verified, and what they were told (the trail says who tried to
         decide what was not theirs, wherever they tried)."""

@@ -51,7 +51,7 @@ from chat_app.notify.stats import DeliveryStats
 from chat_app.server.desk_routes import Who
 from chat_app.server.signin import unauthorized
 from chat_app.trust import Identity
-from chat_app.trust.authn import AuthFailure
+from chat_app.trust.authn import NOT_OUR_TOKEN, AuthFailure
 
 __all__ = [
     "CONTINUATION_BUCKETS",
@@ -164,6 +164,10 @@ def _add_histogram(family: HistogramMetricFamily, histogram: Histogram) -> None:
     family.add_metric([], [*buckets, ("+Inf", float(histogram.count))], histogram.sum)
 
 
+#: A bearer that is neither a scraper's nor a person's.
+NEITHER_TOKEN = "This bearer is neither the metrics token nor an API token of this app."
+
+
 def metrics_routes(
     source: MetricsSource, who: Who, roles: RolesOf, *, unguarded: bool
 ) -> list[Route]:
@@ -176,6 +180,8 @@ def metrics_routes(
     async def metrics(request: Request) -> Response:
         if not (token is None and unguarded) and not _has_token(request, token):
             identity = await who(request)
+            if isinstance(identity, AuthFailure) and identity.message == NOT_OUR_TOKEN:
+                return unauthorized(AuthFailure(NEITHER_TOKEN))  # here, a scraper's may be
             if isinstance(identity, AuthFailure):
                 return unauthorized(identity)
             if identity.anonymous:

@@ -153,8 +153,9 @@ class Authenticator:
             return self._proxy(lowered, client_host)
         value = cookie_value(lowered.get("cookie", ""), SESSION_COOKIE)
         if value is None and bearer:
-            # A bearer alone was meant for us: said so, rather than taken for nobody (or, in
-            # the demo, for its first person). Beside a session it is someone else's header.
+            # A bearer alone was meant for us: it is refused saying what our tokens look
+            # like, not taken for nobody (or, in the demo, for its first person). Beside a
+            # session it is someone else's header, and the session decides.
             return AuthFailure(NOT_OUR_TOKEN)
         if value is None:
             return DEMO_PEOPLE[0] if mode == "demo" else AuthFailure(SIGN_IN_FIRST)

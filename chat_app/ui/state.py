@@ -24,7 +24,13 @@ from reflex.event import EventSpec
 from reflex.istate.manager import get_state_manager
 from reflex.vars.function import FunctionStringVar
 
-from chat_app.client import ChatClient, ClientError, InterruptItem, UsageError
+from chat_app.client import (
+    RUNNING_ELSEWHERE,
+    ChatClient,
+    ClientError,
+    InterruptItem,
+    UsageError,
+)
 from chat_app.desk import (
     Answer,
     DeskError,
@@ -77,9 +83,6 @@ WAITING_NOTICE = (
     "This conversation waits for a decision someone else makes — your message is kept here "
     "and you can send it once they have decided, or after you withdraw the request."
 )
-#: Said when someone acts in a conversation a run elsewhere is answering (the desk carrying
-#: an approver's answer, another tab): the tab shows that run until it ends.
-_RUNNING_ELSEWHERE = "This conversation is running elsewhere: wait for its reply."
 #: The tab's sessionStorage key of `ChatState.unconfirmed`.
 UNCONFIRMED_KEY = "chat_app_unconfirmed"
 #: How long a page's live loop waits for a notice before looking at the database anyway.
@@ -266,6 +269,8 @@ class ChatState(IdentityState):
         self.open_count = views.open_count
         if self.held and not client.manager.has_open_items:  # nothing holds it back any more
             self.held = ""
+        elif self.held and not views.open_count:  # the person's own answered: others' remain
+            self.held = WAITING_NOTICE
         self.batch_size = views.batch_size
         self.bulk_ok = views.bulk_ok
         self.batch_errors = views.batch_errors
@@ -338,9 +343,7 @@ class ChatState(IdentityState):
             took_over = True
         elif not self._may_see(self._owner, viewer):
             # Signed in as someone else in this tab: their conversation is not yours to see.
-            self._client_json, self._memory, self._owner = "", {}, ""
-            self._take_marks((), "")
-            sessions.forget(token)
+            self._show_nothing(thread=self.thread_shown, shown_to=self._shown_to)
             took_over = True
         if viewer is not None:
             self._person = viewer.email
@@ -364,6 +367,22 @@ class ChatState(IdentityState):
         self._forget_person()
         self._refresh(self._session())  # what the page shows, emptied too
 
+    def _show_nothing(self, *, thread: str = "", shown_to: str = "", version: int = 0) -> None:
+        """Nothing of a conversation on the page any more, nor in the tab's session: `thread`
+        (for `shown_to`, at `version`) is the conversation the tab still stands for, if any
+        (one the viewer was refused, which the next person, or this one later, may see)."""
+        sessions.forget(self.router.session.client_token)
+        self._client_json, self._memory, self._owner = "", {}, ""
+        self.owner_name, self.read_only, self.desk_notice = "", False, ""
+        self.thread_shown, self._shown_to, self._desk_version = thread, shown_to, version
+        self._desk_running = False
+        self._take_marks((), shown_to)
+
+    def _shows(self, session: sessions.Session) -> bool:
+        """Whether the page still shows `session`'s conversation: not once the person who
+        ran it signed out, or someone else signed in (`_forget_person`)."""
+        return sessions.current(self.router.session.client_token) is session
+
     def _someone_else(self, viewer: Identity | None) -> bool:
         """Whether `viewer` is not the person this tab was last used by, with a sign-in that
         tells people apart (the demo's point is to switch person in one tab, and without
@@ -375,14 +394,14 @@ class ChatState(IdentityState):
     def _forget_person(self) -> None:
         """Nothing of the person who used this tab stays for the next one: their
         conversation (stored still, theirs to open again), their draft, a click of theirs
-        still to give again, what the page told them. The address may still name a
-        conversation, which the next person sees if it is theirs to see."""
-        sessions.forget(self.router.session.client_token)
-        self._client_json, self._memory, self._owner = "", {}, ""
-        self.owner_name, self.read_only, self.desk_notice = "", False, ""
-        self.thread_shown, self._shown_to, self._desk_version = "", "", 0
-        self._desk_running = False
-        self._take_marks((), "")
+        still to give again, what the page told them. A run of theirs stops, as Stop stops
+        it, and is stored as it ended without touching the page (`_shows`). The address
+        may still name a conversation, which the next person sees if it is theirs to see."""
+        live = sessions.current(self.router.session.client_token)
+        if live is not None and live.task is not None and not live.task.done():
+            live.task.cancel()
+        self.running = False
+        self._show_nothing()
         self.draft, self.held, self.run_error = "", "", ""
         self._lost_click = self.unconfirmed = ""
         self.notices, self._noticed = [], []
@@ -423,7 +442,9 @@ class ChatState(IdentityState):
             stored = await desk.version(wanted) if same else 0
             if self._desk_down:  # it answers again
                 self._desk_down, self.desk_notice = False, ""
-            if same and stored <= self._desk_version:
+            # Unchanged, unless a run elsewhere was going on in it: one that died stores no
+            # more versions, and its lease's end is what says it is over.
+            if same and stored <= self._desk_version and not self._desk_running:
                 return False
             view = await desk.view(wanted, viewer)
         except DeskError as error:
@@ -431,16 +452,15 @@ class ChatState(IdentityState):
                 self._desk_down, self.desk_notice = True, error.message
                 return False
             if self.read_only or wanted != self.thread_shown or self._shown_to != viewer.email:
-                # Not theirs to see (or no longer: the decision of theirs in it went): nothing
-                # of it stays on screen, but the tab keeps which conversation it was (the
-                # demo's next person, or this one back, may see it).
-                self._client_json, self._memory = "", {}
-                self._take_marks((), viewer.email)
-                self.thread_shown, self._shown_to, self._desk_version = wanted, viewer.email, 0
-                self._desk_running = False
+                # Not theirs to see, or no longer (an admin's role taken away, a tab of
+                # someone else's after a switch): nothing of it stays on screen, nor whose it
+                # is. The version read is kept: it is asked again only once it changes.
+                try:
+                    seen = stored or await desk.version(wanted)
+                except DeskError:
+                    seen = 0
+                self._show_nothing(thread=wanted, shown_to=viewer.email, version=seen)
                 self.read_only, self.desk_notice = True, error.message
-                self._owner = self.owner_name = ""  # whose it is is not theirs to know
-                sessions.forget(token)
                 return True
             return False
         self._client_json = view.state
@@ -686,6 +706,8 @@ class ChatState(IdentityState):
         """Show the tab's conversation, pending decisions included (also after a reload);
         send a visitor who must sign in to the sign-in page."""
         self._route_taken = ""  # a page load: its address says which conversation to show
+        if self.read_only and not self._client_json:
+            self._desk_version = 0  # refused before: asked again (roles change, not versions)
         session = await self._loaded_session()
         if self.auth_error and self.auth_mode == "password":
             here = quote(str(self.router.url.path or "/"), safe="/")
@@ -817,13 +839,7 @@ class ChatState(IdentityState):
 
     def _leave_conversation(self, *, draft: str) -> Any:
         had_address = bool(self.thread_shown or self._route_thread())
-        sessions.forget(self.router.session.client_token)
-        self._client_json = ""
-        self._memory = {}
-        self._owner, self.owner_name, self.read_only = "", "", False
-        self.desk_notice = ""
-        self.thread_shown, self._desk_version, self._desk_running = "", 0, False
-        self._take_marks((), "")
+        self._show_nothing()
         self.held = ""
         self.draft = draft
         self.run_error = ""
@@ -1003,13 +1019,12 @@ class ChatState(IdentityState):
                 self._give_back(text)
                 return
             if session.client.running_elsewhere:  # the next stored version ends it
-                kept = " Your message is kept in the box." if text else ""
-                self.desk_notice = f"{_RUNNING_ELSEWHERE}{kept}"
+                self.desk_notice = RUNNING_ELSEWHERE + _kept(text)
                 self._give_back(text)
                 return
             self.running = True
             self._stop = False
-            shown = self._client_json
+            saved_before = self._client_json
         client = session.client
         before = len(client.messages)
         task: asyncio.Task[None] | None = None
@@ -1025,9 +1040,12 @@ class ChatState(IdentityState):
         if failure is None and task is not None and task.done() and not task.cancelled():
             failure = cast(Exception | None, task.exception())
         async with self:
+            if not self._shows(session):  # its person signed out: stored for them, unseen
+                await _store_unseen(session)
+                return
             self.running = False
             if isinstance(client.error, sessions.ConversationBusy):
-                await self._behind(shown, client.error.message, text)
+                await self._behind(saved_before, client.error.message, text)
                 return
             try:
                 self._refresh(session)
@@ -1059,8 +1077,7 @@ class ChatState(IdentityState):
         sessions.forget(self.router.session.client_token)
         await self._sync_from_desk(self._viewer())
         self._refresh(self._session())
-        kept = " Your message is kept in the box." if text else ""
-        self.desk_notice = f"{message}{kept}"
+        self.desk_notice = message + _kept(text)
         self._give_back(text)
 
     async def _follow(
@@ -1099,6 +1116,8 @@ class ChatState(IdentityState):
             async with self:
                 if self._stop:
                     task.cancel()
+                if not self._shows(session):
+                    continue  # its person signed out: `_forget_person` stopped it
                 # The conversation's own address, when this write was its first stored.
                 address = self._take_recorded(session)
                 # Not beside the first words, nor after the run (`_work` stores it then).
@@ -1121,6 +1140,28 @@ class ChatState(IdentityState):
                     record_due = record_due or flipped
             if address is not None:
                 yield address
+
+
+def _kept(text: str) -> str:
+    """What a notice adds when the message it stopped went back into the box."""
+    return " Your message is kept in the box." if text else ""
+
+
+async def _store_unseen(session: sessions.Session) -> None:
+    """Store a run's conversation for whoever ran it, once no page shows it (they signed out
+    while it ran): as `ChatState._record` would, without the page's address or notices."""
+    desk = sessions.desk()
+    client = session.client
+    if desk is None or not client.messages or client.running_elsewhere:
+        return
+    if session.recording is not None:  # a write begun while it was shown lands first
+        await asyncio.wait([session.recording])
+    state = client.state
+    person = session.identity
+    try:
+        await desk.record(state.thread_id, person, person, state, session.state_json.dump(state))
+    except DeskError as error:
+        _log.warning("Could not store a conversation its person left: %s", error.message)
 
 
 @dataclass(frozen=True)

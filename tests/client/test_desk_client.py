@@ -91,7 +91,9 @@ async def test_a_script_asks_and_finance_approves_from_the_inbox(served: DeskSer
         with pytest.raises(DeskRequestError) as nothing:
             await rita.retry(thread_id)
         assert (nothing.value.status, nothing.value.code) == (400, "invalid")
-    assert [r.kind for r in served.ledger.records()] == ["pause", "decision", "execution"]
+    # Rita's refused approval is in the trail too, before Ada's decision.
+    kinds = [(r.kind, r.actor) for r in served.ledger.records()]
+    assert kinds == [("pause", RITA), ("refusal", RITA), ("decision", ADA), ("execution", ADA)]
 
 
 async def test_questions_reasons_and_cancellations(served: DeskServed) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Mapping
 
 import pytest
@@ -105,6 +106,8 @@ async def _saved_mid_continuation(*, result_back: bool) -> str:
     await saved_now.wait()
     saved = client.state.to_json()
     running.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await running
     return saved
 
 

@@ -138,3 +138,4 @@ async def test_an_approver_still_sees_how_a_request_of_theirs_ended(world: World
     assert (await world.desk.view(thread, ADA)).read_only
     with pytest.raises(DeskError):
         await world.desk.view(thread, SAM)
+

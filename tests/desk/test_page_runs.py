@@ -3,6 +3,8 @@ while it runs, and an answer given in the chat and one given from the inbox cann
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from sqlalchemy import update
 
@@ -116,3 +118,16 @@ async def test_the_view_says_whether_a_run_is_going_on_in_the_conversation(world
             .values(status="running")
         )  # fmt: skip
     assert (await world.desk.view(thread, RITA)).running
+
+
+async def test_a_page_run_longer_than_a_lease_keeps_it(world: World) -> None:
+    """A reply can take longer than a lease: the page renews it while it runs, so no other
+    worker takes the conversation, and tabs watching it still read it as running."""
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    desk = world.new_desk(worker="worker-2", lease_seconds=0.3)
+    async with desk.page_run(thread, [], RITA):
+        await asyncio.sleep(1.0)  # over three leases
+        assert (await desk.view(thread, RITA)).running
+        now = desk.clock()
+        assert not world.store.claim(thread, "worker-3", now=now, until=now.replace(year=2100))
+    assert not (await desk.view(thread, RITA)).running

@@ -26,7 +26,7 @@ from chat_app.demo import build_demo_agent
 from chat_app.desk import DecisionDraft, DeskStats, DeskStore, Filing, decision_id_of
 from chat_app.notify.stats import DeliveryStats
 from chat_app.server import create_app
-from chat_app.server.metrics import MetricsSource
+from chat_app.server.metrics import NEITHER_TOKEN, MetricsSource
 from chat_app.trust import Identity, Sealer, SQLiteLedger
 from chat_app.trust.accounts import Accounts
 from chat_app.trust.authn import AuthConfig, Authenticator, AuthMode
@@ -140,10 +140,13 @@ async def test_with_passwords_nobody_signed_in_is_401_and_roles_come_from_the_ap
         return identity.roles | ({"admin"} if identity.email == "pol@example.com" else set())
 
     async with metrics_app(tmp_path, database_url, mode="password", roles=roles) as app:
-        for headers in ({}, {"Authorization": "Bearer wrong"}):
+        for headers, said in (
+            ({}, "Sign in first."),
+            ({"Authorization": "Bearer wrong"}, NEITHER_TOKEN),
+        ):
             refused = await app.http.get("/metrics", headers=headers)
             assert refused.status_code == 401
-            assert refused.json()["error"] == "Sign in first."
+            assert refused.json()["error"] == said
         assert await app.figures({"Authorization": f"bearer  {TOKEN} "})
         assert await app.figures(app.api_token("pol@example.com", []))
         assert (

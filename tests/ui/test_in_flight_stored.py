@@ -15,6 +15,7 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
@@ -33,10 +34,20 @@ def slow_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
         yield url, data / "chat_app.sqlite3"
 
 
-def stored_states(database: Path) -> list[ClientState]:
+def stored_states(database: Path, thread: str = "") -> list[ClientState]:
+    """The conversations stored on the app's database (`thread`: that one only)."""
+    query = "SELECT state FROM conversation_states"
     with sqlite3.connect(database) as connection:
-        rows = connection.execute("SELECT state FROM conversation_states").fetchall()
+        if thread:
+            rows = connection.execute(f"{query} WHERE thread_id = ?", (thread,)).fetchall()
+        else:
+            rows = connection.execute(query).fetchall()
     return [ClientState.from_json(state) for (state,) in rows]
+
+
+def thread_of(page: Page) -> str:
+    page.wait_for_url(lambda address: "/c/" in address)
+    return unquote(page.url.rsplit("/c/", 1)[1])
 
 
 def delete_approved(page: Page) -> None:
@@ -56,7 +67,7 @@ def test_the_answer_is_stored_in_flight_before_the_reply_ends(
         streaming = page.locator(".chat-message.streaming")
         expect(streaming).to_contain_text("Project", timeout=10_000)
 
-        (stored,) = stored_states(database)
+        (stored,) = stored_states(database, thread_of(page))
         # Read while the reply still streams: not the run's last write.
         expect(streaming).to_be_visible()
         assert stored.resuming, "the answer in flight was not stored"
@@ -64,7 +75,7 @@ def test_the_answer_is_stored_in_flight_before_the_reply_ends(
 
         expect(page.get_by_text("Project apollo is deleted.")).to_be_visible(timeout=20_000)
         expect(streaming).to_have_count(0)
-        (done,) = stored_states(database)
+        (done,) = stored_states(database, thread_of(page))
         assert not done.resuming and done.status == "ready"
 
 
@@ -119,12 +130,15 @@ def test_a_tab_watching_an_answer_run_elsewhere_shows_it_running_not_failed(
         expect(rita.locator("#run-error")).to_have_count(0)
 
 
-def hold_the_lease(database: Path, runner: str | None) -> None:
+def hold_the_lease(database: Path, thread: str, runner: str | None) -> None:
     """Another worker takes the conversation's lease (`None`: lets it go), as the desk's own
     run does before its first stored step."""
     until = "2100-01-01 00:00:00.000000" if runner else None
     with sqlite3.connect(database) as connection:
-        connection.execute("UPDATE conversations SET runner = ?, runner_until = ?", (runner, until))
+        connection.execute(
+            "UPDATE conversations SET runner = ?, runner_until = ? WHERE thread_id = ?",
+            (runner, until, thread),
+        )
 
 
 def test_a_message_sent_while_a_run_elsewhere_holds_the_conversation_goes_back_to_the_box(
@@ -138,9 +152,9 @@ def test_a_message_sent_while_a_run_elsewhere_holds_the_conversation_goes_back_t
         delete_approved(page)
         expect(page.get_by_text("Project apollo is deleted.")).to_be_visible(timeout=20_000)
         expect(page.locator("#composer-send")).to_be_enabled(timeout=20_000)
-        page.wait_for_url(lambda address: "/c/" in address)
-        before = [(s.messages, s.status) for s in stored_states(database)]
-        hold_the_lease(database, "another-worker")
+        thread = thread_of(page)
+        before = [(s.messages, s.status) for s in stored_states(database, thread)]
+        hold_the_lease(database, thread, "another-worker")
         hello = page.locator('.chat-message[data-role="user"]', has_text="hello")
         try:
             ask(page, "hello")
@@ -149,9 +163,9 @@ def test_a_message_sent_while_a_run_elsewhere_holds_the_conversation_goes_back_t
             expect(page.locator("#composer-input")).to_have_value("hello")
             expect(page.locator("#run-error")).to_have_count(0)
             expect(hello).to_have_count(0)
-            assert [(s.messages, s.status) for s in stored_states(database)] == before
+            assert [(s.messages, s.status) for s in stored_states(database, thread)] == before
         finally:
-            hold_the_lease(database, None)
+            hold_the_lease(database, thread, None)
         page.locator("#composer-input").press("Enter")  # its run is over: it goes now
         expect(hello).to_have_count(1)
         expect(page.locator("#composer-input")).to_have_value("")

@@ -273,13 +273,40 @@ def test_whoever_signs_in_next_in_a_tab_does_not_see_the_last_persons_conversati
         expect(page.locator(".approval-card")).to_be_visible()
 
 
-#: Notes whether anything of Ada's (her transfer's card, her draft) is ever on the page.
+def test_signing_out_while_a_reply_streams_stops_it_and_shows_the_next_person_nothing(
+    browser: Browser, password_app_url: str
+) -> None:
+    """Ada signs out while the agent's reply streams (the greeting: 160 tokens, 4 s): her
+    run stops, as Stop stops it, and is stored for her; Bob, signing in next in the tab,
+    never sees any of it."""
+    with fresh_page(browser, password_app_url) as page:
+        sign_in(page, "ada@example.com", "Ada")
+        ask(page, "hello there")
+        expect(page.locator(".chat-message.streaming")).to_contain_text("ops desk")
+        page.locator("#sign-out").click()
+        expect(page).to_have_url(re.compile(r"/signin\b"))
+        page.add_init_script(WATCH_FOR_ADAS)
+        sign_in(page, "bob@example.com", "Bob")
+        expect(page.locator("#transcript-empty")).to_be_visible()
+        page.wait_for_timeout(1500)  # what is left of her reply's 4 s would have streamed
+        assert page.evaluate("window.__adas_shown") == ""
+        page.locator("#sign-out").click()
+        expect(page).to_have_url(re.compile(r"/signin\b"))
+        sign_in(page, "ada@example.com", "Ada")
+        page.locator("#nav-conversations").click()
+        expect(page.locator(".conversation-row", has_text="hello there")).to_have_count(1)
+
+
+#: Notes whether anything of Ada's (her transfer's card, her draft, her greeting) is ever on
+#: the page.
 WATCH_FOR_ADAS = """
 window.__adas_shown = '';
 new MutationObserver(() => {
   const box = document.querySelector('#composer-input');
   if (box && box.value.includes('vault')) window.__adas_shown ||= 'draft';
   if (document.querySelector('.tool-card')) window.__adas_shown ||= 'card at ' + location.pathname;
+  const log = document.querySelector('#transcript');
+  if (log && log.innerText.includes('hello there')) window.__adas_shown ||= 'her message';
 }).observe(document, {childList: true, subtree: true, attributes: true});
 """
 

@@ -1,4 +1,5 @@
-"""The composer: Enter sends; while decisions are pending a message is held, not lost."""
+"""The composer: Enter sends; while decisions are pending (the person's own, or someone
+else's) a message is held, not lost."""
 
 from __future__ import annotations
 

@@ -194,8 +194,8 @@ def expired_row(decision: DecisionView, events: DecisionEvents) -> rx.Component:
 def waiting_row(decision: DecisionView, events: DecisionEvents) -> rx.Component:
     """Someone else decides this one: who, and no controls but Withdraw for whoever asked."""
     return rx.hstack(
-        # The icon beside the sentence's first line, however many lines it takes on a phone
-        # (as two items of the wrapping row, the icon stood on a line of its own).
+        # The icon and the sentence are one item of the wrapping row: the icon stays beside
+        # the sentence's first line, however many lines it takes on a phone.
         rx.hstack(
             rx.icon("user_check", size=14, flex_shrink="0", margin_top="0.2em"),
             rx.text(decision.waiting, size="2", class_name="waiting-label"),
