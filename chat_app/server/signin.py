@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from chat_app.server._body import read_body
+from chat_app.trust.accounts import SignInWait
 from chat_app.trust.authn import Authenticator, AuthFailure
 from chat_app.trust.identity import Directory, Identity
 from chat_app.trust.sessions import SESSION_COOKIE
@@ -38,6 +39,8 @@ __all__ = [
 
 WRONG_PASSWORD = "Wrong email or password."
 MISSING_FIELDS = "Enter your email and password."
+#: How a held sign-in waits (a test records the waits instead of waiting them).
+_hold = asyncio.sleep
 #: A sign-in form is small; anything bigger is not one.
 MAX_FORM_BYTES = 64 * 1024
 
@@ -48,8 +51,8 @@ RolesOf = Callable[[Identity], frozenset[str]]
 class SignInAccounts(Directory, Protocol):
     """A directory that also throttles password sign-in (`chat_app.trust.accounts.Accounts`)."""
 
-    def sign_in_wait(self, email: str, client: str) -> float:
-        """Seconds before this attempt may be checked (0: now; grows with recent failures)."""
+    def sign_in_wait(self, email: str, client: str) -> SignInWait:
+        """How this attempt must wait (grows with recent failures)."""
         ...
 
     def record_failure(self, email: str, client: str) -> None: ...
@@ -155,8 +158,10 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         # each finds the failures before it counted.
         async with locks.hold(email):
             wait = await asyncio.to_thread(accounts.sign_in_wait, email, client)
-            if wait > 0:  # said at once, the password unchecked: nothing is learned by trying
-                return _refused(_too_many(wait), target, as_json, email, status=429)
+            if wait.refuse > 0:  # said at once, unchecked: nothing is learned by trying
+                return _refused(_too_many(wait.refuse), target, as_json, email, status=429)
+            if wait.hold > 0:  # failures from elsewhere: slowed down, never locked out
+                await _hold(wait.hold)
             identity = await asyncio.to_thread(accounts.check_password, email, password)
             if identity is None:
                 await asyncio.to_thread(accounts.record_failure, email, client)

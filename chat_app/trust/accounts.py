@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeAlias
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import Connection, Engine, func, insert, literal, or_, select
+from sqlalchemy import ColumnElement, Connection, Engine, func, insert, literal, or_, select
 from sqlalchemy.exc import IntegrityError
 
 from .identity import API_TOKEN_PREFIX, Identity
@@ -38,6 +38,7 @@ __all__ = [
     "AccountErrorCode",
     "Accounts",
     "ApiToken",
+    "SignInWait",
     "TOKEN_PREFIX",
 ]
 
@@ -137,6 +138,17 @@ def _token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+@dataclass(frozen=True, slots=True)
+class SignInWait:
+    """How long a sign-in must wait, in seconds. `refuse`: the failures were this email's
+    from this very address (someone mistyping, or guessing from one place): refused at once,
+    saying how long is left. `hold`: the failures came from elsewhere (a guesser who must not
+    lock the person out) or from many emails at this address: checked after the wait."""
+
+    refuse: float = 0.0
+    hold: float = 0.0
+
+
 class Accounts:
     """Accounts and API tokens in the app's database (`store.open_database`).
 
@@ -144,8 +156,9 @@ class Accounts:
         accounts.add_user("ada@example.com", "correct horse", roles=["finance"], name="Ada")
         accounts.check_password("ada@example.com", "correct horse")  # Identity(method="password")
 
-    A sign-in page refuses an attempt while `sign_in_wait(email, client)` is above 0 (saying
-    how long), else calls `check_password`, then `record_failure` or `clear_failures`.
+    A sign-in page asks `sign_in_wait(email, client)`: refuses the attempt while its
+    `refuse` is above 0 (saying how long), else waits its `hold`, then calls
+    `check_password`, then `record_failure` or `clear_failures`.
     """
 
     def __init__(
@@ -412,32 +425,35 @@ class Accounts:
 
     # -- sign-in throttling --------------------------------------------------------------
 
-    def sign_in_wait(self, email: str, client: str) -> float:
-        """Seconds before a sign-in for `email` from `client` (an address; "" when unknown)
-        may be checked; 0: now. After `FREE_FAILURES` failures for that email within 15
-        minutes, or `FREE_FAILURES_PER_ADDRESS` from that address, 1, 2, 4 … up to 30 s
-        from the last of them."""
+    def sign_in_wait(self, email: str, client: str) -> SignInWait:
+        """How a sign-in for `email` from `client` (an address; "" when unknown) must wait
+        (`SignInWait`). After `FREE_FAILURES` failures for that email within 15 minutes, or
+        `FREE_FAILURES_PER_ADDRESS` from that address, 1, 2, 4 … up to 30 s from the last."""
         now = self._now()
         email, client = _failure_key(email, client)
-        recent = sign_in_failures.c.at >= now - FAILURE_WINDOW
-        counted = (func.count(), func.max(sign_in_failures.c.at))
-        wait = 0.0
+        failed = sign_in_failures.c
+        recent = failed.at >= now - FAILURE_WINDOW
+        counted = (func.count(), func.max(failed.at))
+
+        def wait(connection: Connection, free: int, *where: ColumnElement[bool]) -> float:
+            failures, last = connection.execute(select(*counted).where(recent, *where)).one()
+            if failures < free or last is None:
+                return 0.0
+            delay = min(MAX_DELAY, 2.0 ** (failures - free))
+            ends: datetime = (last if last.tzinfo else last.replace(tzinfo=UTC)) + timedelta(
+                seconds=delay
+            )
+            return max(0.0, (ends - now).total_seconds())
+
         with self.engine.connect() as connection:
-            for column, key, free in (
-                (sign_in_failures.c.email, email, FREE_FAILURES),
-                (sign_in_failures.c.client, client, FREE_FAILURES_PER_ADDRESS),
-            ):
-                if not key:
-                    continue
-                failures, last = connection.execute(
-                    select(*counted).where(column == key, recent)
-                ).one()
-                if failures < free or last is None:
-                    continue
-                delay = min(MAX_DELAY, 2.0 ** (failures - free))
-                last = last if last.tzinfo is not None else last.replace(tzinfo=UTC)
-                wait = max(wait, (last + timedelta(seconds=delay) - now).total_seconds())
-        return wait
+            refuse = wait(connection, FREE_FAILURES, failed.email == email,
+                          failed.client == client) if email and client else 0.0  # fmt: skip
+            hold = max(
+                wait(connection, FREE_FAILURES, failed.email == email) if email else 0.0,
+                wait(connection, FREE_FAILURES_PER_ADDRESS, failed.client == client)
+                if client else 0.0,
+            )  # fmt: skip
+        return SignInWait(refuse=refuse, hold=0.0 if refuse else hold)
 
     def record_failure(self, email: str, client: str) -> None:
         """Counts a failed sign-in (and forgets those older than the window)."""

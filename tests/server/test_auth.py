@@ -19,6 +19,7 @@ import pytest
 from chat_app.config import authenticator_from_env
 from chat_app.demo import build_demo_agent
 from chat_app.server import create_app
+from chat_app.server import signin as signin_module
 from chat_app.trust import Identity, Sealer, SQLiteLedger
 from chat_app.trust.authn import AuthConfig, Authenticator
 from chat_app.trust.sessions import SessionSigner
@@ -268,6 +269,24 @@ def test_repeated_failures_make_the_next_attempt_wait_and_say_how_long(
     assert signed.status_code == 303 and session_cookie(signed)[0]
     # Someone else at the same address was never held back by Ada's failures.
     assert session_cookie(sign_in(password_server, "olive@example.com", "olive-password"))[0]
+
+
+def test_failures_from_elsewhere_slow_the_person_down_but_never_lock_them_out(
+    password_server: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Someone guessing Olive's password from other addresses: Olive, from hers, is held
+    for what is left of the wait, then checked and signed in, not refused."""
+    held: list[float] = []
+
+    async def hold(seconds: float) -> None:
+        held.append(seconds)
+
+    monkeypatch.setattr(signin_module, "_hold", hold)
+    for n in range(5):
+        password_server.accounts.record_failure("olive@example.com", f"10.6.6.{n}")
+    signed = sign_in(password_server, "olive@example.com", "olive-password")
+    assert signed.status_code == 303 and session_cookie(signed)[0]
+    assert len(held) == 1 and 0 < held[0] <= 4
 
 
 def test_signing_out_clears_the_cookie(password_server: Served) -> None:

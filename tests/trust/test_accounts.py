@@ -25,6 +25,7 @@ from chat_app.trust.accounts import (
     AccountError,
     Accounts,
     ApiToken,
+    SignInWait,
 )
 from chat_app.trust.identity import Identity
 from chat_app.trust.store import (
@@ -378,7 +379,7 @@ def test_the_wait_grows_after_three_failures_for_an_email_and_is_capped(
 ) -> None:
     waits = []
     for _ in range(10):
-        waits.append(accounts.sign_in_wait("ada@example.com", "10.0.0.1"))
+        waits.append(accounts.sign_in_wait("ada@example.com", "10.0.0.1").refuse)
         accounts.record_failure("ADA@example.com", "10.0.0.1")
     assert waits == [0, 0, 0, 1, 2, 4, 8, 16, 30, 30]
 
@@ -386,11 +387,11 @@ def test_the_wait_grows_after_three_failures_for_an_email_and_is_capped(
 def test_the_wait_counts_from_the_last_failure(accounts: Accounts, clock: Clock) -> None:
     for _ in range(4):
         accounts.record_failure("ada@example.com", "10.0.0.1")
-    assert accounts.sign_in_wait("ada@example.com", "10.0.0.1") == 2
+    assert accounts.sign_in_wait("ada@example.com", "10.0.0.1").refuse == 2
     clock.advance(seconds=1.5)
-    assert accounts.sign_in_wait("ada@example.com", "10.0.0.1") == pytest.approx(0.5)
+    assert accounts.sign_in_wait("ada@example.com", "10.0.0.1").refuse == pytest.approx(0.5)
     clock.advance(seconds=0.5)
-    assert accounts.sign_in_wait("ada@example.com", "10.0.0.1") == 0
+    assert accounts.sign_in_wait("ada@example.com", "10.0.0.1") == SignInWait()
 
 
 def test_failures_count_per_email_across_addresses_and_per_address_across_emails(
@@ -398,15 +399,15 @@ def test_failures_count_per_email_across_addresses_and_per_address_across_emails
 ) -> None:
     for n in range(4):
         accounts.record_failure("ada@example.com", f"10.0.0.{n}")
-    assert accounts.sign_in_wait("ada@example.com", "10.9.9.9") == 2
+    assert accounts.sign_in_wait("ada@example.com", "10.9.9.9") == SignInWait(hold=2)
     # From one address, across emails, more are free: one office is many people.
     for n in range(FREE_FAILURES_PER_ADDRESS - 1):
         accounts.record_failure(f"guess{n}@example.com", "10.0.0.99")
-    assert accounts.sign_in_wait("sam@example.com", "10.0.0.99") == 0
+    assert accounts.sign_in_wait("sam@example.com", "10.0.0.99") == SignInWait()
     accounts.record_failure("guess-last@example.com", "10.0.0.99")
-    assert accounts.sign_in_wait("sam@example.com", "10.0.0.99") == 1
-    assert accounts.sign_in_wait("sam@example.com", "10.0.0.98") == 0
-    assert accounts.sign_in_wait("sam@example.com", "") == 0
+    assert accounts.sign_in_wait("sam@example.com", "10.0.0.99") == SignInWait(hold=1)
+    assert accounts.sign_in_wait("sam@example.com", "10.0.0.98") == SignInWait()
+    assert accounts.sign_in_wait("sam@example.com", "") == SignInWait()
 
 
 def test_failures_older_than_fifteen_minutes_no_longer_count(
@@ -416,9 +417,9 @@ def test_failures_older_than_fifteen_minutes_no_longer_count(
         accounts.record_failure("ada@example.com", "10.0.0.1")
     clock.advance(minutes=10)
     accounts.record_failure("ada@example.com", "10.0.0.1")
-    assert accounts.sign_in_wait("ada@example.com", "10.0.0.1") == 4
+    assert accounts.sign_in_wait("ada@example.com", "10.0.0.1").refuse == 4
     clock.advance(minutes=5, seconds=1)
-    assert accounts.sign_in_wait("ada@example.com", "10.0.0.1") == 0
+    assert accounts.sign_in_wait("ada@example.com", "10.0.0.1") == SignInWait()
 
 
 def test_clearing_an_emails_failures_keeps_them_counted_against_the_address(
@@ -427,8 +428,8 @@ def test_clearing_an_emails_failures_keeps_them_counted_against_the_address(
     for _ in range(FREE_FAILURES_PER_ADDRESS + 1):
         accounts.record_failure("ada@example.com", "10.0.0.1")
     accounts.clear_failures("Ada@example.com")
-    assert accounts.sign_in_wait("ada@example.com", "10.0.0.2") == 0
-    assert accounts.sign_in_wait("sam@example.com", "10.0.0.1") == 2
+    assert accounts.sign_in_wait("ada@example.com", "10.0.0.2") == SignInWait()
+    assert accounts.sign_in_wait("sam@example.com", "10.0.0.1") == SignInWait(hold=2)
 
 
 def test_an_email_with_a_nul_character_is_nobody_and_its_failures_still_count(
@@ -441,13 +442,13 @@ def test_an_email_with_a_nul_character_is_nobody_and_its_failures_still_count(
     assert accounts.check_password(typed, PASSWORD) is None
     assert accounts.account(typed) is None
     for _ in range(FREE_FAILURES_PER_ADDRESS + 1):
-        assert accounts.sign_in_wait(typed, "10.0.0.1\x00") >= 0
+        assert accounts.sign_in_wait(typed, "10.0.0.1\x00").refuse >= 0
         accounts.record_failure(typed, "10.0.0.1\x00")
-    assert accounts.sign_in_wait(typed, "10.0.0.2") == 30
-    assert accounts.sign_in_wait("sam@example.com", "10.0.0.1\x00") == 2
-    assert accounts.sign_in_wait("ada@example.com", "10.0.0.2") == 0
+    assert accounts.sign_in_wait(typed, "10.0.0.2") == SignInWait(hold=30)
+    assert accounts.sign_in_wait("sam@example.com", "10.0.0.1\x00") == SignInWait(hold=2)
+    assert accounts.sign_in_wait("ada@example.com", "10.0.0.2") == SignInWait()
     accounts.clear_failures(typed)
-    assert accounts.sign_in_wait(typed, "10.0.0.2") == 0
+    assert accounts.sign_in_wait(typed, "10.0.0.2") == SignInWait()
     with pytest.raises(AccountError) as refused:
         accounts.add_user("sam\x00@example.com", PASSWORD)
     assert refused.value.code == "invalid-email"
@@ -474,7 +475,7 @@ def test_failures_are_shared_by_every_worker_on_the_database(
     other_worker = Accounts(engine, hasher=CountingHasher(), now=clock)
     for _ in range(3):
         other_worker.record_failure("ada@example.com", "10.0.0.1")
-    assert accounts.sign_in_wait("ada@example.com", "10.0.0.7") == 1
+    assert accounts.sign_in_wait("ada@example.com", "10.0.0.7") == SignInWait(hold=1)
 
 
 # -- the database --------------------------------------------------------------------------
