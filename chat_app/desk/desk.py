@@ -1039,15 +1039,16 @@ class Desk:
         if item.status == "pending":
             return self._refusal(item, viewer, "approve") is None
         rule = self._rule(item)
-        if rule is None or not rule.approvers or self.policy is None:
+        if rule is None or not rule.approvers:
             return False
-        who = viewer.with_roles(self.policy.roles_of(viewer))
-        asked = viewer.email == item.requester_email
-        escalated = item.escalated_at is not None
-        return self.policy.check(rule, who, decider_is_requester=asked, escalated=escalated) is None
+        escalated = item.escalated_at is not None  # as it happened, not by today's clock
+        return self._refusal(item, viewer, "approve", escalated=escalated) is None
 
-    def _refusal(self, item: InboxItem, viewer: Identity, kind: str) -> str | None:
-        """Why `viewer` may not give a `kind` answer to `item`, if they may not."""
+    def _refusal(
+        self, item: InboxItem, viewer: Identity, kind: str, *, escalated: bool | None = None
+    ) -> str | None:
+        """Why `viewer` may not give a `kind` answer to `item`, if they may not; `escalated`
+        as given, else by the clock (`_escalated`)."""
         if viewer.anonymous and self.policy is not None:
             return "Sign in first: decisions are made by a known person."
         # Without sign-in everyone is the same anonymous person, who asked for everything.
@@ -1063,7 +1064,8 @@ class Desk:
         assert self.policy is not None
         return self.policy.check(rule, viewer.with_roles(self.policy.roles_of(viewer)),
                                  decider_is_requester=asked,
-                                 escalated=self._escalated(item))  # fmt: skip
+                                 escalated=self._escalated(item) if escalated is None
+                                 else escalated)  # fmt: skip
 
     def _run_refusal(self, item: InboxItem, viewer: Identity, answer: Answer) -> str | None:
         """Why the engine's gate would refuse to run what `viewer` approves of a tool call,

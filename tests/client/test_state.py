@@ -45,42 +45,6 @@ async def test_a_submission_in_flight_when_saved_is_retryable_after_restore() ->
     assert restored.interrupts == ()
 
 
-async def test_a_submission_the_server_applied_is_not_sent_again_after_a_restore() -> None:
-    """The state was saved while the continuation streamed, after its tool's result came
-    back (a worker that died mid-reply): the answer stands, nothing is retried."""
-    result_in = asyncio.Event()
-
-    async def continuation() -> AsyncIterator[Mapping[str, object]]:
-        yield {"type": "RUN_STARTED", "threadId": "t", "runId": "run-2"}
-        yield {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "r",
-               "content": '{"ok":true}', "role": "tool"}  # fmt: skip
-        yield {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}
-        yield {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "Deleted"}
-        result_in.set()
-        await asyncio.Event().wait()  # the rest never comes
-
-    replies = iter([pause(), continuation()])
-    client = ChatClient(
-        MockConnection(lambda body: next(replies)), tools=[plain_tool()], thread_id="t",
-        new_id=iter(["run-1", "run-2"]).__next__,
-    )  # fmt: skip
-    await client.send("go")
-    running = asyncio.ensure_future(client.resolve_interrupt("approval_c1", approved=True))
-    await result_in.wait()
-    saved = client.state.to_json()
-    running.cancel()
-    assert ClientState.from_json(saved).resuming
-
-    connection = MockConnection(lambda body: finished(str(body["runId"])))
-    restored = ChatClient.restore(saved, connection, tools=[plain_tool()])
-    state = restored.state
-    assert (state.interrupts, state.interrupt_errors, state.can_retry) == ((), (), False)
-    assert state.error == CUT_OFF_AFTER_APPLIED and not state.refused
-    (call,) = [part for m in restored.messages for part in m.tool_calls]
-    assert (call.status, call.output) == ("done", {"ok": True})
-    assert connection.requests == []
-
-
 async def _saved_mid_continuation(*, result_back: bool) -> str:
     """A client's state saved while its continuation streams (`result_back`: after its
     tool's result came back), as the desk stores a run it carries."""
@@ -109,6 +73,22 @@ async def _saved_mid_continuation(*, result_back: bool) -> str:
     with contextlib.suppress(asyncio.CancelledError):
         await running
     return saved
+
+
+async def test_a_submission_the_server_applied_is_not_sent_again_after_a_restore() -> None:
+    """The state was saved while the continuation streamed, after its tool's result came
+    back (a worker that died mid-reply): the answer stands, nothing is retried."""
+    saved = await _saved_mid_continuation(result_back=True)
+    assert ClientState.from_json(saved).resuming
+
+    connection = MockConnection(lambda body: finished(str(body["runId"])))
+    restored = ChatClient.restore(saved, connection, tools=[plain_tool()])
+    state = restored.state
+    assert (state.interrupts, state.interrupt_errors, state.can_retry) == ((), (), False)
+    assert state.error == CUT_OFF_AFTER_APPLIED and not state.refused
+    (call,) = [part for m in restored.messages for part in m.tool_calls]
+    assert (call.status, call.output) == ("done", {"ok": True})
+    assert connection.requests == []
 
 
 async def test_a_snapshot_of_a_run_going_on_elsewhere_is_shown_running_not_failed() -> None:
