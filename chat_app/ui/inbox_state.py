@@ -38,15 +38,19 @@ async def _nothing() -> tuple[list[InboxItem], int]:
     return [], 0
 
 
-def _waiting_for(item: InboxItem, viewer: Identity) -> str:
-    """Who decides, as the desk filed it ("Waiting for finance"); an item no rule governs is
-    decided by whoever asked, who reads that it waits for them."""
+def _waiting_for(item: InboxItem, viewer: Identity, *, yours: bool, approved: bool) -> str:
+    """Who decides, as the desk filed it ("Waiting for finance"), said to the person reading:
+    an item no rule governs is decided by whoever asked, who reads that it waits for them; an
+    approver reads that they are one of those it waits for, until they have approved."""
     asked = bool(viewer.email) and viewer.email.lower() == item.requester_email.lower()
-    return "Waiting for you" if item.rule is None and asked else item.waiting_for
+    if item.rule is None:
+        return "Waiting for you" if asked else item.waiting_for
+    return f"{item.waiting_for}: you may decide" if yours and not approved else item.waiting_for
 
 
 def inbox_row(item: InboxItem, viewer: Identity, now: datetime, *, yours: bool) -> InboxRow:
     expires = expiry(item.expires_at, now)
+    approved = bool(viewer.email) and any(v.email == viewer.email for v in item.approvals)
     return InboxRow(
         decision_id=item.decision_id,
         thread_id=item.thread_id,
@@ -57,9 +61,9 @@ def inbox_row(item: InboxItem, viewer: Identity, now: datetime, *, yours: bool) 
         requester=item.requester_name or item.requester_email or "someone",
         requester_email=item.requester_email,
         rule=item.rule or "",
-        waiting_for=_waiting_for(item, viewer),
+        waiting_for=_waiting_for(item, viewer, yours=yours, approved=approved),
         progress=item.progress,
-        you_approved=bool(viewer.email) and any(v.email == viewer.email for v in item.approvals),
+        you_approved=approved,
         yours=yours,
         waiting_since=how_long(max(0.0, (now - item.created_at).total_seconds())),
         created_iso=iso(item.created_at),

@@ -281,10 +281,12 @@ def decision_view(
         return _apply_drafts(rows, memory.drafts.get(form, {}), memory.errors.get(form, {}))
 
     if isinstance(item, ToolApprovalInterrupt):
+        tool = item.tool_name.replace("_", " ")
         return DecisionView(
             id=item.id,
             kind="approval",
-            title=f"Approve {item.tool_name.replace('_', ' ')}?",
+            # A question only to whoever may answer it; the others read what it waits for.
+            title=f"Approval needed: {tool}" if waiting else f"Approve {tool}?",
             message=item.message or "",
             can_resolve=item.can_resolve,
             error=error,

@@ -202,7 +202,12 @@ def test_an_inbox_row_says_who_asked_since_when_until_when_and_the_quorum() -> N
                     waiting_for="Waiting for Olive", quorum=1)  # fmt: skip
     assert inbox_row(question, olive, NOW, yours=True).waiting_for == "Waiting for you"
     assert inbox_row(question, sam, NOW, yours=False).waiting_for == "Waiting for Olive"
-    assert inbox_row(voted, olive, NOW, yours=True).waiting_for == voted.waiting_for
+    # An approver reads that it waits for them too, until they have approved; others, for whom.
+    assert inbox_row(voted, olive, NOW, yours=True).waiting_for == (
+        "Waiting for ops (2 approvals needed): you may decide"
+    )
+    assert inbox_row(voted, sam, NOW, yours=True).waiting_for == voted.waiting_for
+    assert inbox_row(voted, olive, NOW, yours=False).waiting_for == voted.waiting_for
     late = inbox_row(item(expires_at=NOW - timedelta(minutes=1)), olive, NOW, yours=False)
     assert (late.expires, late.expired, late.yours) == ("expired", True, False)
     assert tool_choices(["transfer", "rotate_keys"], "") == ["rotate_keys", "transfer"]
@@ -236,7 +241,9 @@ def test_a_decision_reaches_the_approvers_inbox_live_and_leaves_it_once_decided(
         expect(item.locator(".inbox-summary")).to_have_text("recipient=Ada, amount=5000")
         expect(item.locator(".inbox-requester")).to_have_text("Rita")
         expect(item.locator(".inbox-rule")).to_have_text("large-transfers")
-        expect(item.locator(".inbox-waiting-for")).to_have_text("Waiting for finance")
+        expect(item.locator(".inbox-waiting-for")).to_have_text(
+            "Waiting for finance: you may decide"
+        )
         expect(item.locator(".inbox-waiting-since")).to_have_text("<1 min")
         expect(item.locator(".inbox-waiting-since")).to_have_attribute("title", re.compile("UTC"))
         expect(item.locator(".inbox-expires")).to_have_text(re.compile(r"^expires in \d+ h$"))

@@ -143,10 +143,13 @@ def test_views_count_only_what_the_viewer_may_decide() -> None:
     for_rita = build_views(state, {}, who_decides=session.who_decides(RITA))
     assert for_rita.open_count == 0
     assert for_rita.loose_decisions[0].waiting.startswith("Waiting for finance")
+    # The card asks only whoever may answer it.
+    assert for_rita.loose_decisions[0].title == "Approval needed: transfer"
     for_ada = build_views(
         state, {}, who_decides=session.who_decides(ADA.with_roles(frozenset({"finance"})))
     )
     assert for_ada.open_count == 1 and for_ada.loose_decisions[0].waiting == ""
+    assert for_ada.loose_decisions[0].title == "Approve transfer?"
 
 
 def test_an_item_only_its_sealed_tag_names_is_still_the_requesters() -> None:
