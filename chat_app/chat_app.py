@@ -53,10 +53,12 @@ from chat_app.ui.audit_state import AuditState
 from chat_app.ui.components.page import ROOT_HAS_SCRIPT
 from chat_app.ui.components.schema_form import PROPOSED_SCRIPT
 from chat_app.ui.conversations_state import ConversationsState
+from chat_app.ui.decided_state import DecidedState
 from chat_app.ui.deliveries_state import DeliveriesState
 from chat_app.ui.inbox_state import InboxState
 from chat_app.ui.pages.audit import audit
 from chat_app.ui.pages.conversations import conversations
+from chat_app.ui.pages.decided import decided
 from chat_app.ui.pages.deliveries import deliveries
 from chat_app.ui.pages.inbox import inbox
 from chat_app.ui.pages.index import index
@@ -241,6 +243,12 @@ app.add_page(
     on_load=ConversationsState.load,
 )
 app.add_page(inbox, route="/inbox", title="Inbox · chat_app", on_load=InboxState.load)
+app.add_page(
+    decided,
+    route="/inbox/decided",
+    title="Decided by you · Inbox · chat_app",
+    on_load=DecidedState.load,
+)
 app.add_page(
     deliveries,
     route="/deliveries",

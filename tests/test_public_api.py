@@ -259,6 +259,7 @@ DESK = [
     "INBOX_COUNT_CAP",
     "InboxItem",
     "LEASE_SECONDS",
+    "PastDecision",
     "PeopleFor",
     "RunAs",
     "Timers",

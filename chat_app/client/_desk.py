@@ -192,6 +192,14 @@ class DeskClient:
         answer = await self._request("GET", "/api/inbox", params=params)
         return list(answer["items"])
 
+    async def decided(self, *, limit: int | None = None) -> list[dict[str, Any]]:
+        """What the caller decided, newest first: their answers, and their approvals towards
+        a quorum once it is settled; each an inbox item with its `outcome`, `decidedBy` and
+        `actedAt` (when the caller acted)."""
+        params = {} if limit is None else {"limit": str(limit)}
+        answer = await self._request("GET", "/api/decided", params=params)
+        return list(answer["items"])
+
     async def decide(
         self,
         decision_id: str,

@@ -25,6 +25,7 @@ from .records import (
     DeskError,
     DeskErrorCode,
     InboxItem,
+    PastDecision,
     Vote,
 )
 from .stats import DeskStats, Histogram
@@ -52,6 +53,7 @@ __all__ = [
     "INBOX_COUNT_CAP",
     "InboxItem",
     "LEASE_SECONDS",
+    "PastDecision",
     "PeopleFor",
     "RunAs",
     "Timers",

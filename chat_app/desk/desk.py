@@ -71,6 +71,7 @@ from .records import (
     DecideResult,
     DeskError,
     InboxItem,
+    PastDecision,
     Vote,
     expiry_note,
 )
@@ -278,6 +279,16 @@ class Desk:
                 everyone=everyone,
                 now=self.clock(),
             )  # fmt: skip
+        )
+        return found
+
+    async def decided(self, viewer: Identity, *, limit: int = 50) -> list[PastDecision]:
+        """What `viewer` decided, newest first: their answers, and their approvals towards a
+        quorum once it is settled (`DeskStore.decided_by`)."""
+        if viewer.anonymous or not viewer.email:
+            return []
+        found: list[PastDecision] = await self._db(
+            lambda: self.store.decided_by(viewer.email, limit=limit)
         )
         return found
 

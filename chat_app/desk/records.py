@@ -198,6 +198,18 @@ class InboxItem:
 
 
 @dataclass(frozen=True, slots=True)
+class PastDecision:
+    """A decision someone took part in, as their history lists it: what it was and how it
+    ended (`item`), and when they acted (their answer, or their approval towards a quorum)."""
+
+    item: InboxItem
+    acted_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return self.item.to_json() | {"actedAt": _when(self.acted_at)}
+
+
+@dataclass(frozen=True, slots=True)
 class ConversationSummary:
     """A conversation as the conversations page lists it."""
 

@@ -44,7 +44,7 @@ from chat_app.trust.tables import (
     decisions,
 )
 
-from .records import ConversationStatus, ConversationSummary, InboxItem, Vote
+from .records import ConversationStatus, ConversationSummary, InboxItem, PastDecision, Vote
 
 __all__ = [
     "INBOX_COUNT_CAP",
@@ -685,6 +685,38 @@ class DeskStore:
             capped = _matching(routes, where, decisions.c.id, everyone=everyone)
             counted = select(func.count()).select_from(capped.limit(INBOX_COUNT_CAP + 1).subquery())
             return self._items(connection, rows), int(connection.execute(counted).scalar() or 0)
+
+    def decided_by(self, email: str, *, limit: int = 50) -> list[PastDecision]:
+        """What `email` decided, newest first, each with when they acted: the decisions they
+        made (approved, rejected, edited, cancelled or withdrew, answered) and the approvals
+        they gave towards a quorum, once it is no longer pending.
+
+        Each half read from its own index, (decided_by, decided_at) and (voter_email, at),
+        newest `limit` each, and merged: an OR of the two reads every decision ever made."""
+        if not email or limit <= 0:
+            return []
+        own = (
+            select(decisions, decisions.c.decided_at.label("acted_at"))
+            .where(decisions.c.decided_by == email, decisions.c.decided_at.is_not(None))
+            .order_by(decisions.c.decided_at.desc())
+            .limit(limit)
+        )
+        voted = (
+            select(decisions, decision_votes.c.at.label("acted_at"))
+            .join(decision_votes, decision_votes.c.decision_id == decisions.c.id)
+            .where(decision_votes.c.voter_email == email, decisions.c.status != "pending")
+            .order_by(decision_votes.c.at.desc())
+            .limit(limit)
+        )
+        with read_snapshot(self.engine) as connection:
+            acted: dict[str, Row[Any]] = {}
+            # The vote first: a quorum's last approver both voted and decided, and acted once.
+            for row in [*connection.execute(voted).all(), *connection.execute(own).all()]:
+                acted.setdefault(row.id, row)
+            newest = sorted(acted.values(), key=lambda row: (row.acted_at, row.id), reverse=True)
+            rows = newest[:limit]
+            items = self._items(connection, rows)
+            return [PastDecision(item, row.acted_at) for item, row in zip(items, rows, strict=True)]
 
     def inbox_choices(
         self, routes: Sequence[str], *, viewer_email: str, everyone: bool = False,

@@ -10,6 +10,7 @@ for scripts, bots and the headless client (`chat_app.client.DeskClient`).
 | `POST /api/conversations/{threadId}/retry` | run again what failed; 202 |
 | `GET /api/inbox` | the caller's pending decisions (`?tool=&requester=&all=1&limit=`) |
 | `POST /api/inbox/{decisionId}` | an answer; 200 `decided` or `waiting` (quorum) |
+| `GET /api/decided` | what the caller decided or approved, newest first (`?limit=`) |
 
 Owns `desk_routes`. Who asks is the request's identity alone (the session cookie, the proxy's
 headers or an API token, through the same function the chat route uses; 401 without one);
@@ -138,6 +139,10 @@ def desk_routes(desk: Desk, who: Who, *, max_body_bytes: int = MAX_DESK_BODY_BYT
         )
         return JSONResponse({"items": [item.to_json() for item in items], "total": total})
 
+    async def decided(request: Request, identity: Identity) -> Response:
+        found = await desk.decided(identity, limit=_limit(request.query_params.get("limit")))
+        return JSONResponse({"items": [past.to_json() for past in found]})
+
     async def decide(request: Request, identity: Identity) -> Response:
         answer = Answer.read(await _json_body(request, max_body_bytes))
         decision_id = request.path_params["decision_id"]
@@ -156,6 +161,7 @@ def desk_routes(desk: Desk, who: Who, *, max_body_bytes: int = MAX_DESK_BODY_BYT
         Route("/api/conversations/{thread_id}/retry", guarded(retry), methods=["POST"]),
         Route("/api/inbox", guarded(inbox), methods=["GET"]),
         Route("/api/inbox/{decision_id}", guarded(decide), methods=["POST"]),
+        Route("/api/decided", guarded(decided), methods=["GET"]),
     ]
 
 

@@ -221,6 +221,8 @@ decisions = Table(
     Index(None, "status", "notify_at"),
     Index(None, "status", "remind_at"),
     Index(None, "status", "escalate_at"),
+    # A person's decisions, newest first (the Inbox's "Decided by you").
+    Index(None, "decided_by", "decided_at"),
 )
 
 #: Who may find a pending decision in their inbox: `role:<role>` or `user:<email>` (a rule's
@@ -249,6 +251,7 @@ decision_votes = Table(
     Column("approved", Boolean, nullable=False),
     Column("answer", Text, nullable=False),  # the resume entry this person gave, JSON
     Column("at", UTCDateTime, nullable=False),
+    Index(None, "voter_email", "at"),
 )
 
 #: The notifications outbox: one row per notice, channel and recipient (`key` keeps it so,

@@ -216,19 +216,43 @@ def answered_by(items: Iterable[InboxItem], viewer_email: str) -> dict[str, str]
     for item in items:
         if item.kind != "tool" or item.status == "pending" or not item.decided_by:
             continue
-        label = ANSWER_LABELS.get(item.outcome or "")
-        if label is None:
-            continue
-        if item.outcome == "cancelled" and item.decided_by == item.requester_email:
-            label = "Withdrawn"  # by whoever asked; an approver's cancel is no withdrawal
-        people = {vote.email: vote.name or vote.email for vote in item.approvals}
-        people.setdefault(item.decided_by, item.decided_by_name or item.decided_by)
-        if set(people) == {viewer_email}:
-            continue
-        names = ["you" if email == viewer_email else name for email, name in people.items()]
-        who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-        found[item.item_id] = f"{label} by {who}"
+        answer = how_answered(item, viewer_email)
+        if answer is not None and answer.people != ("you",):
+            found[item.item_id] = answer.text
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """How a settled decision ended, and who ended it, as the page names them."""
+
+    #: "Approved", "Approved with changes", "Rejected", "Cancelled", "Withdrawn", "Answered".
+    label: str
+    #: Who: a quorum's approvers, then whoever decided; the person looking is "you".
+    people: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """ "Approved by Sam and you"."""
+        names = self.people
+        who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        return f"{self.label} by {who}"
+
+
+def how_answered(item: InboxItem, viewer_email: str) -> Answered | None:
+    """How a person settled `item` (None: it is pending, expired, or a rule decided it). A
+    quorum's approvers are named with whoever approved last; a rejection names only whoever
+    rejected, though others had approved."""
+    label = ANSWER_LABELS.get(item.outcome or "")
+    if label is None or not item.decided_by or item.status == "pending":
+        return None
+    if item.outcome == "cancelled" and item.decided_by == item.requester_email:
+        label = "Withdrawn"  # by whoever asked; an approver's cancel is no withdrawal
+    approved = item.outcome in ("approved", "edited")
+    people = {vote.email: vote.name or vote.email for vote in item.approvals} if approved else {}
+    people.setdefault(item.decided_by, item.decided_by_name or item.decided_by)
+    names = tuple("you" if email == viewer_email else name for email, name in people.items())
+    return Answered(label, names)
 
 
 def form_schema(item: InterruptItem, form: str) -> tuple[Mapping[str, Any] | None, Any]:

@@ -5,6 +5,7 @@ and every refusal arrives as a `DeskRequestError` with the server's own words.""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,14 @@ async def test_a_script_asks_and_finance_approves_from_the_inbox(served: DeskSer
         finished = await rita.wait(thread_id, done)
         assert "Receipt id" in finished["messages"][-1]["text"]
         assert finished["decisions"] == []
+        # Ada finds it among what she decided; Rita's refused attempt decided nothing.
+        [past] = await ada.decided()
+        assert (past["decisionId"], past["status"], past["outcome"], past["decidedBy"]) == (
+            item["decisionId"], "decided", "approved", ADA
+        )  # fmt: skip
+        acted, asked = (datetime.fromisoformat(past[key]) for key in ("actedAt", "waitingSince"))
+        assert acted >= asked
+        assert await rita.decided() == [] and await ada.decided(limit=1) == [past]
 
         with pytest.raises(DeskRequestError) as again:
             await ada.decide(item["decisionId"], True)

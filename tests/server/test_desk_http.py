@@ -266,6 +266,15 @@ def test_a_quorum_collects_two_ops_approvals_and_runs_once(served: DeskServed) -
     assert [c["actor"] for c in decision.data["cosigners"]] == [SAM]
     late = decide(served, item["decisionId"], sam, {"approved": True})
     assert late.status_code == 409 and late.json()["error"].startswith("Already decided by Olive")
+    # Both find it among what they decided: Sam by his approval, which Olive's completed.
+    for person in (sam, olive):
+        answer = served.http.get("/api/decided", headers=person)
+        assert answer.status_code == 200, answer.text
+        [past] = answer.json()["items"]
+        assert (past["decisionId"], past["outcome"], past["decidedBy"]) == (
+            item["decisionId"], "approved", OLIVE
+        )  # fmt: skip
+    assert served.http.get("/api/decided", headers=rita).json() == {"items": []}
 
 
 async def test_fifty_approvals_at_once_decide_once_and_run_once(served: DeskServed) -> None:
@@ -363,12 +372,15 @@ def test_the_inbox_filters_and_everyone_is_for_admins(served: DeskServed) -> Non
     for limit in ("0", "201", "ten"):
         answer = served.http.get("/api/inbox", params={"limit": limit}, headers=ada)
         assert answer.status_code == 400, limit
+        answer = served.http.get("/api/decided", params={"limit": limit}, headers=ada)
+        assert answer.status_code == 400, limit
 
 
 def test_without_an_identity_the_desk_answers_401(tmp_path: Path, database_url: str) -> None:
     with serve_desk(tmp_path, database_url, policy=DEMO_POLICY, mode="password") as served:
         for method, path in (("GET", "/api/inbox"), ("POST", "/api/conversations"),
-                             ("GET", "/api/conversations"), ("POST", "/api/inbox/d1")):  # fmt: skip
+                             ("GET", "/api/conversations"), ("POST", "/api/inbox/d1"),
+                             ("GET", "/api/decided")):  # fmt: skip
             answer = served.http.request(method, path, json={"message": "hi"})
             assert answer.status_code == 401, (method, path)
             assert answer.json()["error"]

@@ -100,6 +100,10 @@ def inbox_item(page: Page, thread: str) -> Locator:
     return page.locator(f'.inbox-item[data-thread-id="{thread}"]')
 
 
+def decided_item(page: Page, thread: str) -> Locator:
+    return page.locator(f'.decided-item[data-thread-id="{thread}"]')
+
+
 def conversation(page: Page, thread: str) -> Locator:
     return page.locator(f'.conversation-row[data-thread-id="{thread}"]')
 
@@ -216,6 +220,35 @@ def test_an_inbox_row_says_who_asked_since_when_until_when_and_the_quorum() -> N
         [RITA, "Rita (rita@example.com)"], [SAM, "Sam (sam@example.com)"]
     ]  # fmt: skip
     assert requester_choices([], "x@example.com") == [["x@example.com", "x@example.com"]]
+
+
+def test_a_past_decision_says_how_it_ended_by_whom_and_when_you_acted() -> None:
+    from chat_app.desk import PastDecision
+    from chat_app.ui.decided_state import past_row
+
+    approved_at = NOW - timedelta(minutes=3)
+    sam_voted = Vote(SAM, "Sam", True, NOW - timedelta(minutes=9))
+    quorum = item(status="decided", outcome="approved", decided_by=OLIVE, decided_by_name="Olive",
+                  votes=(sam_voted, Vote(OLIVE, "Olive", True, approved_at)))  # fmt: skip
+    sams = past_row(PastDecision(quorum, sam_voted.at), SAM, NOW)
+    assert (sams.outcome, sams.tone, sams.yours, sams.acted) == (
+        "Approved by you and Olive", "green", "", "9 min ago"
+    )  # fmt: skip
+    assert (sams.href, sams.requester, sams.acted_title) == (
+        "/c/t1", "Rita", f"You acted {NOW - timedelta(minutes=9):%Y-%m-%d %H:%M:%S} UTC"
+    )  # fmt: skip
+    # Olive rejected after Sam's approval: he reads who decided, and what he did.
+    vetoed = item(status="decided", outcome="rejected", decided_by=OLIVE,
+                  decided_by_name="Olive", votes=(sam_voted,))  # fmt: skip
+    row = past_row(PastDecision(vetoed, sam_voted.at), SAM, NOW)
+    assert (row.outcome, row.tone, row.yours) == ("Rejected by Olive", "red", "You approved")
+    expired = item(status="decided", outcome="expired", votes=(sam_voted,))
+    row = past_row(PastDecision(expired, sam_voted.at), SAM, NOW)
+    assert (row.outcome, row.tone, row.yours) == ("Expired", "gray", "You approved")
+    # Whoever asked, withdrawing their own request.
+    withdrawn = item(status="closed", outcome="cancelled", decided_by=RITA, decided_by_name="Rita")
+    row = past_row(PastDecision(withdrawn, NOW), RITA, NOW)
+    assert (row.outcome, row.requester, row.acted) == ("Withdrawn by you", "you", "just now")
 
 
 # --- in the browser ---------------------------------------------------------------------------
@@ -404,6 +437,12 @@ def test_a_quorum_is_collected_from_the_inbox(
 
         open_inbox(sam)  # approved once, it is not his to give again: gone from his inbox
         expect(inbox_item(sam, thread)).to_have_count(0)
+        # Nor among what he decided, until the quorum is complete; his page stays open.
+        open_page(sam, "#inbox-tab-decided", "#decided-list, #decided-empty")
+        expect(sam.locator("#inbox-tab-decided")).to_have_attribute("aria-current", "page")
+        expect(sam.locator("#nav-inbox")).to_have_attribute("aria-current", "page")
+        expect(decided_item(sam, thread)).to_have_count(0)
+        sam.evaluate("window.__not_reloaded = true")
 
         second.locator(".inbox-open").click()
         card = tool_card(olive, "rotate_keys")
@@ -416,6 +455,20 @@ def test_a_quorum_is_collected_from_the_inbox(
         expect(tool_card(rita, "rotate_keys").locator(".tool-status")).to_have_text("Done")
         open_inbox(olive)
         expect(inbox_item(olive, thread)).to_have_count(0)  # decided: in nobody's inbox
+
+        # Olive's approval completed it: it reaches Sam's list without a reload, and hers.
+        past = decided_item(sam, thread)
+        expect(past.locator(".decided-outcome")).to_have_text("Approved by you and Olive")
+        expect(past.locator(".decided-requester")).to_have_text("Rita")
+        assert sam.evaluate("window.__not_reloaded") is True
+        shot(sam, screenshot_dir, "decided-by-you")
+        open_page(olive, "#inbox-tab-decided", "#decided-list")
+        expect(decided_item(olive, thread).locator(".decided-outcome")).to_have_text(
+            "Approved by Sam and you"
+        )
+        past.locator(".decided-open").click()
+        expect(sam).to_have_url(re.compile(r"/c/" + re.escape(quote(thread, safe="")) + "$"))
+        expect(tool_card(sam, "rotate_keys").locator(".tool-status")).to_have_text("Done")
 
 
 def test_the_inbox_filters_by_tool_and_requester_and_an_admin_sees_everything(

@@ -260,6 +260,12 @@ def test_a_card_names_who_answered_it_unless_the_person_looking_did_alone() -> N
     assert answered_by([cancelled], "rita@example.com") == {
         "approval_cancelled": "Cancelled by Ada"
     }
+    # A quorum's rejection names whoever rejected, not those who had approved.
+    vetoed = _decided("rejected", olive[0], sam)
+    assert replace(vetoed, decided_by_name="Olive").approvals  # Sam's approval is on record
+    assert answered_by([replace(vetoed, decided_by_name="Olive")], "rita@example.com") == {
+        "approval_rejected": "Rejected by Olive"
+    }
 
 
 def test_a_quorums_card_says_how_far_it_has_got_and_offers_no_edit() -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import reflex as rx
 
 from ._types import Handler, Prop
-from .listing import listing
+from .listing import listing, listing_row, moment
 
 
 @dataclass
@@ -63,58 +63,36 @@ def _status(row: ConversationRow) -> rx.Component:
 
 
 def _row(row: ConversationRow) -> rx.Component:
-    return rx.el.li(
-        rx.flex(
-            rx.vstack(
-                rx.link(
-                    row.title,
-                    href=row.href,
-                    class_name="conversation-title",
-                    weight="medium",
-                    size="3",
+    return listing_row(
+        [
+            rx.link(
+                row.title,
+                href=row.href,
+                class_name="conversation-title",
+                weight="medium",
+                size="3",
+                overflow_wrap="anywhere",
+            ),
+            rx.cond(
+                row.error != "",
+                rx.text(
+                    row.error,
+                    size="1",
+                    color_scheme="red",
+                    class_name="conversation-error",
                     overflow_wrap="anywhere",
                 ),
-                rx.cond(
-                    row.error != "",
-                    rx.text(
-                        row.error,
-                        size="1",
-                        color_scheme="red",
-                        class_name="conversation-error",
-                        overflow_wrap="anywhere",
-                    ),
-                ),
-                spacing="1",
-                flex="1 1 16em",
-                min_width="0",
             ),
-            rx.flex(
-                _status(row),
-                rx.el.time(
-                    row.activity,
-                    date_time=row.activity_iso,
-                    title=row.activity_title,
-                    class_name="conversation-activity",
-                    font_size="0.8rem",
-                    color=rx.color("gray", 11),
-                    white_space="nowrap",
-                ),
-                align="center",
-                gap="0.75em",
-                wrap="wrap",
-            ),
-            align="center",
-            justify="between",
-            gap="0.5em 1em",
-            wrap="wrap",
-            width="100%",
-        ),
+        ],
+        [
+            _status(row),
+            moment(row.activity, iso=row.activity_iso, title=row.activity_title,
+                   class_name="conversation-activity"),  # fmt: skip
+        ],
+        basis="16em",
         class_name="conversation-row",
         data_thread_id=row.thread_id,
         data_status=row.status,
-        padding="0.75em 1em",
-        border_bottom=f"1px solid {rx.color('gray', 4)}",
-        list_style="none",
     )
 
 

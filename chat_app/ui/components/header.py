@@ -177,7 +177,8 @@ def nav_links(
     return rx.el.nav(
         _nav_link("Chat", "/", "nav-chat", (path == "/") | path.startswith("/c/")),
         _nav_link("Conversations", "/conversations", "nav-conversations", path == "/conversations"),
-        _nav_link("Inbox", "/inbox", "nav-inbox", path == "/inbox", _inbox_badge(count)),
+        _nav_link("Inbox", "/inbox", "nav-inbox", (path == "/inbox") | path.startswith("/inbox/"),
+                  _inbox_badge(count)),  # fmt: skip
         rx.cond(may_audit, _nav_link("Audit", "/audit", "nav-audit", path == "/audit")),
         rx.cond(
             is_admin,

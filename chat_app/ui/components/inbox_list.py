@@ -60,6 +60,44 @@ class InboxRow:
     reminded_title: str = ""
 
 
+#: The Inbox's two lists: what waits for the person, and what they decided.
+INBOX_TABS = (("Waiting", "/inbox", "inbox-tab-waiting"),
+              ("Decided by you", "/inbox/decided", "inbox-tab-decided"))  # fmt: skip
+
+
+def inbox_tabs(current: str) -> rx.Component:
+    """Links to the Inbox's two lists, the one at route `current` marked as the page."""
+
+    def tab(label: str, href: str, tab_id: str) -> rx.Component:
+        here = href == current
+        # The tab shown in full contrast over the accent's underline, the other in gray.
+        tone: dict[str, object] = (
+            {"color": rx.color("gray", 12)} if here else {"color_scheme": "gray"}
+        )
+        return rx.link(
+            label,
+            href=href,
+            id=tab_id,
+            size="2",
+            weight="medium" if here else "regular",
+            aria_current="page" if here else "false",
+            **tone,
+            padding="0.35em 0.1em",
+            border_bottom=f"2px solid {rx.color('accent', 9) if here else 'transparent'}",
+            underline="none",
+        )
+
+    return rx.el.nav(
+        *(tab(*entry) for entry in INBOX_TABS),
+        display="flex",
+        gap="1.25em",
+        width="100%",
+        border_bottom=f"1px solid {rx.color('gray', 5)}",
+        aria_label="Inbox lists",
+        id="inbox-tabs",
+    )
+
+
 def inbox_filters(
     *,
     tools: Prop[list[str]],

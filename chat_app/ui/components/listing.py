@@ -64,3 +64,39 @@ def listing(
         spacing="3",
         width="100%",
     )
+
+
+def listing_row(
+    main: list[rx.Component], aside: list[rx.Component], *, basis: str, **attrs: Any
+) -> rx.Component:
+    """One row of a `listing`: `main` stacked on the left (at least `basis` wide before the
+    row wraps), `aside` (a badge, a time) on the right; `attrs` mark the `<li>`."""
+    return rx.el.li(
+        rx.flex(
+            rx.vstack(*main, spacing="1", flex=f"1 1 {basis}", min_width="0"),
+            rx.flex(*aside, align="center", gap="0.75em", wrap="wrap"),
+            align="center",
+            justify="between",
+            gap="0.5em 1em",
+            wrap="wrap",
+            width="100%",
+        ),
+        padding="0.75em 1em",
+        border_bottom=f"1px solid {rx.color('gray', 4)}",
+        list_style="none",
+        **attrs,
+    )
+
+
+def moment(text: Any, *, iso: Any, title: Any, class_name: str) -> rx.Component:
+    """When something happened, relative ("2 min ago"), with its ISO 8601 time and, on
+    hover, in words."""
+    return rx.el.time(
+        text,
+        date_time=iso,
+        title=title,
+        class_name=class_name,
+        font_size="0.8rem",
+        color=rx.color("gray", 11),
+        white_space="nowrap",
+    )

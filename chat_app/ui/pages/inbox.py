@@ -3,9 +3,9 @@ and requesters, filtered by tool and requester; each opens its conversation and 
 
 import reflex as rx
 
-from chat_app.ui.components.inbox_list import inbox_filters, inbox_list
+from chat_app.ui.components.inbox_list import inbox_filters, inbox_list, inbox_tabs
 from chat_app.ui.components.page import page_frame
-from chat_app.ui.inbox_state import InboxState
+from chat_app.ui.inbox_state import ROUTE, InboxState
 from chat_app.ui.pages.index import signed_in_header
 
 
@@ -30,6 +30,7 @@ def inbox() -> rx.Component:
                 wrap="wrap",
                 width="100%",
             ),
+            inbox_tabs(ROUTE),
             inbox_filters(
                 tools=InboxState.tools,
                 tool=InboxState.tool,

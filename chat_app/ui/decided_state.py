@@ -1,0 +1,115 @@
+"""The Inbox's "Decided by you" list: what the signed-in person decided (and approved towards
+a quorum), newest first, with how each ended; kept live while the tab is open."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import reflex as rx
+
+from chat_app.desk import DeskError, PastDecision, inbox_topic
+from chat_app.trust import Identity
+
+from . import session as sessions
+from .components.decided_list import PastRow
+from .conversations_state import address, ago, follow_page, in_words, iso, sign_in_first
+from .guard import guarded, guarded_task
+from .identity_state import IdentityState
+from .inbox_state import NO_DESK
+from .views import how_answered
+
+#: The page's address.
+ROUTE = "/inbox/decided"
+#: How many decisions it lists.
+LIMIT = 100
+
+#: The badge's colour by how a decision ended.
+_TONES = {"approved": "green", "edited": "green", "answered": "green", "rejected": "red"}
+
+
+def past_row(past: PastDecision, viewer_email: str, now: datetime) -> PastRow:
+    """How the list shows one of `viewer_email`'s decisions."""
+    item = past.item
+    answered = how_answered(item, viewer_email)
+    if answered is not None:
+        outcome = answered.text
+    elif item.outcome == "expired":
+        outcome = "Expired"
+    else:  # closed by the conversation moving on, with nobody named
+        outcome = "Closed" if item.outcome is None else item.outcome.capitalize()
+    voted = any(vote.email == viewer_email and vote.approved for vote in item.votes)
+    yours = "You approved" if voted and (answered is None or "you" not in answered.people) else ""
+    asked = item.requester_email == viewer_email
+    return PastRow(
+        decision_id=item.decision_id,
+        thread_id=item.thread_id,
+        href=address(item.thread_id),
+        kind=item.kind,
+        name=item.name,
+        summary=item.summary,
+        requester="you" if asked else item.requester_name or item.requester_email or "someone",
+        requester_email=item.requester_email,
+        outcome=outcome,
+        tone=_TONES.get(item.outcome or "", "gray"),
+        yours=yours,
+        acted=ago(past.acted_at, now),
+        acted_iso=iso(past.acted_at),
+        acted_title=f"You acted {in_words(past.acted_at)}",
+    )
+
+
+class DecidedState(IdentityState):
+    """The person's past decisions, newest first."""
+
+    rows: list[PastRow] = []
+    loaded: bool = False
+    #: Why the list is not shown ("" when it is).
+    problem: str = ""
+
+    def _show_failure(self, message: str) -> bool:
+        self.problem = message
+        return True
+
+    async def _reload(self, viewer: Identity | None) -> None:
+        desk = sessions.desk()
+        self.loaded = True
+        if desk is None or viewer is None:
+            self.problem = NO_DESK if desk is None else self.auth_error or "Sign in first."
+            self.rows = []
+            return
+        try:
+            found = await desk.decided(viewer, limit=LIMIT)
+        except DeskError as error:  # the list keeps what it showed; the page says why
+            self.problem = error.message
+            return
+        self.problem = ""
+        now = datetime.now(UTC)
+        rows = [past_row(past, viewer.email, now) for past in found]
+        if rows != self.rows:
+            self.rows = rows
+        await self._count_inbox(viewer)
+
+    @rx.event
+    @guarded
+    async def load(self) -> Any:
+        viewer = self._viewer()
+        redirect = sign_in_first(self, ROUTE)
+        if redirect is not None:
+            return redirect
+        await self._reload(viewer)
+        return DecidedState.watch
+
+    @rx.event(background=True)
+    @guarded_task
+    async def watch(self) -> AsyncIterator[Any]:
+        """While the tab shows the page: read the list again whenever a decision leaves the
+        inbox (the desk's `inbox` notice, from any worker: one of theirs may be among them),
+        and every `WATCH_SECONDS` (which keeps "2 min ago" current)."""
+
+        async def reload() -> None:
+            await self._reload(self._viewer())
+
+        async for _ in follow_page(self, ROUTE, lambda: {inbox_topic()}, reload):
+            yield
