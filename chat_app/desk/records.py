@@ -139,6 +139,9 @@ class InboxItem:
     escalated_at: datetime | None = None
     escalated_to: tuple[str, ...] = ()
     escalate_at: datetime | None = None
+    #: The arguments an approver changed the call to before approving it (outcome
+    #: `edited`); `None` otherwise.
+    edited_args: Any = None
 
     @property
     def escalation(self) -> str:
@@ -188,6 +191,7 @@ class InboxItem:
             "status": self.status,
             "outcome": self.outcome,
             "decidedBy": self.decided_by,
+            "editedArgs": self.edited_args,
             "waitingSince": _when(self.created_at),
             "expiresAt": _when(self.expires_at),
             "remindedAt": _when(self.reminded_at),

@@ -873,6 +873,7 @@ class DeskStore:
                 escalated_at=row.escalated_at,
                 escalated_to=tuple(json.loads(row.escalate_to or "[]")),
                 escalate_at=row.escalate_at,
+                edited_args=_edited_args(row) if row.outcome == "edited" else None,
             )  # fmt: skip
             for row in rows
         ]
@@ -1303,6 +1304,14 @@ def summary_of(row: Row[Any]) -> ConversationSummary:
         updated_at=row.updated_at, created_at=row.created_at, error=row.error,
         version=row.version,
     )  # fmt: skip
+
+
+def _edited_args(row: Row[Any]) -> Any:
+    """The arguments a decision's answer approved instead of those proposed (its resume
+    entry's `payload.editedArgs`)."""
+    entry = json.loads(row.answer or "{}")
+    payload = entry.get("payload") if isinstance(entry, dict) else None
+    return payload.get("editedArgs") if isinstance(payload, dict) else None
 
 
 def _dumps(value: Any) -> str:

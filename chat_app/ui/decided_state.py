@@ -18,7 +18,7 @@ from .conversations_state import address, ago, follow_page, in_words, iso, sign_
 from .guard import guarded, guarded_task
 from .identity_state import IdentityState
 from .inbox_state import NO_DESK
-from .views import how_answered
+from .views import edits, how_answered
 
 #: The page's address.
 ROUTE = "/inbox/decided"
@@ -42,6 +42,7 @@ def past_row(past: PastDecision, viewer_email: str, now: datetime) -> PastRow:
     voted = any(vote.email == viewer_email and vote.approved for vote in item.votes)
     yours = "You approved" if voted and (answered is None or "you" not in answered.people) else ""
     asked = item.requester_email == viewer_email
+    changed = edits([item]).get(item.item_id, [])
     return PastRow(
         decision_id=item.decision_id,
         thread_id=item.thread_id,
@@ -54,6 +55,7 @@ def past_row(past: PastDecision, viewer_email: str, now: datetime) -> PastRow:
         outcome=outcome,
         tone=_TONES.get(item.outcome or "", "gray"),
         yours=yours,
+        changes="; ".join(changed),
         acted=ago(past.acted_at, now),
         acted_iso=iso(past.acted_at),
         acted_title=f"You acted {in_words(past.acted_at)}",

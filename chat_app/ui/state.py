@@ -56,6 +56,7 @@ from .views import (
     answered_by,
     archive_blocks,
     build_views,
+    edits,
     form_schema,
     split_transcript,
     streaming_preview,
@@ -195,6 +196,8 @@ class ChatState(IdentityState):
     #: Who answered the conversation's tool calls, when not the person looking alone: item
     #: id -> "Approved by Ada" (`views.answered_by`).
     _deciders: dict[str, str] = {}
+    #: What approvals with changes changed: item id -> ["amount: 5000 → 4000"] (`views.edits`).
+    _changes: dict[str, list[str]] = {}
     #: Pending items of this conversation the desk escalated: item id -> "escalated to admin
     #: after 2 h" (their cards say so, and the people escalated to may decide them).
     _escalated: dict[str, str] = {}
@@ -251,6 +254,7 @@ class ChatState(IdentityState):
             asked_by=sessions.asked_by(session.identity),
             decided_by=self._deciders,
             quorum={item: given[0] for item, given in self._votes.items()},
+            changes=self._changes,
         )
         streaming = client.status == "streaming"
         messages = views.messages
@@ -652,10 +656,11 @@ class ChatState(IdentityState):
             _escalations(decisions),
             _votes_of(decisions),
             answered_by(decisions, viewer_email),
+            edits(decisions),
         )
-        if marks == (self._escalated, self._votes, self._deciders):
+        if marks == (self._escalated, self._votes, self._deciders, self._changes):
             return False
-        self._escalated, self._votes, self._deciders = marks
+        self._escalated, self._votes, self._deciders, self._changes = marks
         return True
 
     async def _clicked(self) -> sessions.Session:

@@ -117,6 +117,8 @@ class ToolCardView:
     #: "Approved by policy small-refunds" when a rule decided the call and nobody was asked;
     #: "Approved by Ada" when someone other than the person looking answered it.
     decided_by: str = ""
+    #: What an approval with changes changed before it ran: "amount: 5000 → 4000".
+    changes: list[str] = field(default_factory=list)
     decision: DecisionView = field(default_factory=lambda: DecisionView(id=""))
     has_decision: bool = False
 
@@ -237,6 +239,32 @@ class Answered:
         names = self.people
         who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
         return f"{self.label} by {who}"
+
+
+def arguments_changed(before: Any, after: Any) -> list[str]:
+    """What an edit changed, one line a field: "amount: 5000 → 4000" ("—" where a field was
+    missing); a value that is not an object of fields compares whole."""
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+        return [] if before == after else [f"arguments: {_short(before)} → {_short(after)}"]
+    missing = object()
+    lines = []
+    for key in [*before, *(key for key in after if key not in before)]:
+        old, new = before.get(key, missing), after.get(key, missing)
+        if old != new:
+            shown = ["—" if value is missing else _short(value) for value in (old, new)]
+            lines.append(f"{key}: {shown[0]} → {shown[1]}")
+    return lines
+
+
+def edits(items: Iterable[InboxItem]) -> dict[str, list[str]]:
+    """The tool calls of `items` approved with changed arguments, for their cards: item id ->
+    what changed (`arguments_changed`)."""
+    return {
+        item.item_id: changed
+        for item in items
+        if item.kind == "tool" and item.outcome == "edited" and item.edited_args is not None
+        if (changed := arguments_changed(item.args, item.edited_args))
+    }
 
 
 def how_answered(item: InboxItem, viewer_email: str) -> Answered | None:
@@ -462,6 +490,7 @@ def build_views(
     asked_by: AskedBy | None = None,
     decided_by: Mapping[str, str] | None = None,
     quorum: Mapping[str, str] | None = None,
+    changes: Mapping[str, list[str]] | None = None,
 ) -> Views:
     """Everything the transcript and the decision cards show.
 
@@ -470,7 +499,8 @@ def build_views(
     `asked_by`, which of those the person looking asked for (they may withdraw them);
     `decided_by`, who answered which approval when it was someone else ("Approved by Ada",
     by the approval's id), for its tool call's card; `quorum`, the approvals that need more
-    than one approver, with their progress (`decision_view`).
+    than one approver, with their progress (`decision_view`); `changes`, what an approval
+    with changes changed (`edits`), for its tool call's card.
     """
     decisions = {item.id: item for item in state.interrupts}
     by_call = {
@@ -479,7 +509,9 @@ def build_views(
         if isinstance(item, ToolApprovalInterrupt)
     }
     now_ms = time.time() * 1000  # one clock for every card, the count and the focus
-    known = _Cards(by_call, memory, now_ms, who_decides, decided_by or {}, quorum or {})
+    known = _Cards(
+        by_call, memory, now_ms, who_decides, decided_by or {}, quorum or {}, changes or {}
+    )
     reused = cache.reusable(state.messages, by_call) if cache is not None else 0
     messages: list[MessageView] = cache.reused(reused) if cache is not None else []
     fresh = len(messages)  # the reused views have no decision: they were cached
@@ -542,6 +574,7 @@ class _Cards:
     who_decides: WhoDecides | None
     decided_by: Mapping[str, str]
     quorum: Mapping[str, str]
+    changes: Mapping[str, list[str]]
     #: The ids of the decisions shown on a tool call's card, added to as they are built.
     attached: set[str] = field(default_factory=set)
 
@@ -579,6 +612,7 @@ def _tool_card(part: ToolCallPart, cards: _Cards) -> ToolCardView:
     elif item is None and part.approval_id is not None:
         # Only once the client holds the answer too: the desk's record of it can come first.
         card.decided_by = cards.decided_by.get(part.approval_id, "")
+        card.changes = list(cards.changes.get(part.approval_id, ()))
     if item is not None:
         cards.attached.add(item.id)
         card.decision = cards.decision(item)

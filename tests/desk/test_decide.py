@@ -133,6 +133,13 @@ async def test_edited_arguments_run_as_edited(world: World) -> None:
     assert run["args"] == {"recipient": "Ada", "amount": 4000}
     view = await world.desk.view(thread, RITA)
     assert texts(view)[-1].startswith("Sent 4,000 to Ada. Receipt id: rcpt-")
+    # The decision keeps both: what the model proposed, and what ran instead.
+    [decided] = view.decisions
+    assert (decided.args, decided.edited_args) == (
+        {"recipient": "Ada", "amount": 5000}, {"recipient": "Ada", "amount": 4000}
+    )  # fmt: skip
+    assert decided.to_json()["editedArgs"] == {"recipient": "Ada", "amount": 4000}
+    assert item.edited_args is None and item.to_json()["editedArgs"] is None
 
 
 #: Answers the item's schemas refuse, and the problem each gets (code, message, path).

@@ -249,6 +249,14 @@ def test_a_past_decision_says_how_it_ended_by_whom_and_when_you_acted() -> None:
     withdrawn = item(status="closed", outcome="cancelled", decided_by=RITA, decided_by_name="Rita")
     row = past_row(PastDecision(withdrawn, NOW), RITA, NOW)
     assert (row.outcome, row.requester, row.acted) == ("Withdrawn by you", "you", "just now")
+    edited = item(
+        status="decided", outcome="edited", decided_by=SAM, decided_by_name="Sam",
+        args={"environment": "production"}, edited_args={"environment": "staging"},
+    )  # fmt: skip
+    row = past_row(PastDecision(edited, NOW), SAM, NOW)
+    assert (row.outcome, row.changes) == (
+        "Approved with changes by you", "environment: production → staging"
+    )  # fmt: skip
 
 
 # --- in the browser ---------------------------------------------------------------------------
@@ -401,6 +409,36 @@ def test_an_edit_only_the_requester_could_run_is_refused_on_the_card_with_the_dr
         expect(refusal).to_contain_text("only the person who asked (Rita) runs it so")
         expect(refusal.locator("td").nth(3)).to_have_text(ADA)  # Who
         expect(refusal.locator("td").nth(4)).to_have_text("demo")  # Verified by
+
+
+def test_an_approval_with_changes_shows_what_changed_to_everyone(
+    browser: Browser, app_url: str, screenshot_dir: Path
+) -> None:
+    """Ada cuts Rita's transfer from 5,000 to 4,000 and approves it: both cards keep the
+    arguments the model proposed and say what ran instead; Ada's Decided list says so too."""
+    with people(browser, app_url, ADA, RITA) as (ada, rita):
+        card = asked_and_opened(rita, ada, "transfer 5000 to Ada")
+        thread = thread_of(rita)
+        card.locator("button.edit").click()
+        form = card.locator(".form-edit")
+        form.locator('input[name="amount"]').fill("4000")
+        form.locator("button[type=submit]").click()
+
+        sent = rita.get_by_text(re.compile(r"Sent 4,000 to Ada\. Receipt id: rcpt-"))
+        expect(sent).to_be_visible()
+        mine = tool_card(rita, "transfer")
+        expect(mine.locator(".tool-decided-by")).to_have_text("Approved with changes by Ada")
+        expect(mine.locator(".tool-change")).to_have_text(["amount: 5000 → 4000"])
+        shot(rita, screenshot_dir, "approved-with-changes")
+        # Ada is not told her own name, but what ran is no less worth saying.
+        expect(card.locator(".tool-status")).to_have_text("Done")
+        expect(card.locator(".tool-change")).to_have_text(["amount: 5000 → 4000"])
+
+        open_page(ada, "#nav-inbox", "#inbox-total")
+        open_page(ada, "#inbox-tab-decided", "#decided-list")
+        past = decided_item(ada, thread)
+        expect(past.locator(".decided-outcome")).to_have_text("Approved with changes by you")
+        expect(past.locator(".decided-changes")).to_have_text("Changed: amount: 5000 → 4000")
 
 
 def test_a_quorum_is_collected_from_the_inbox(

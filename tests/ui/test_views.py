@@ -24,7 +24,9 @@ from chat_app.ui.views import (
     ViewCache,
     answered_by,
     archive_blocks,
+    arguments_changed,
     build_views,
+    edits,
     split_transcript,
     split_turn,
     staged_answer,
@@ -233,6 +235,21 @@ def _decided(
         status="decided", created_at=at, expires_at=None, decided_by=decided_by,
         decided_by_name=dict(voters).get(decided_by or "", "Ada"), outcome=outcome,
     )  # fmt: skip
+
+
+def test_what_an_edit_changed_reads_field_by_field() -> None:
+    before = {"recipient": "Ada", "amount": 5000, "memo": "rent"}
+    after = {"recipient": "Ada", "amount": 4000, "note": {"why": "budget"}}
+    assert arguments_changed(before, after) == [
+        "amount: 5000 → 4000", "memo: rent → —", 'note: — → {"why": "budget"}'
+    ]  # fmt: skip
+    assert arguments_changed(before, dict(before)) == []
+    assert arguments_changed([1], [2]) == ["arguments: [1] → [2]"]
+    edited = replace(_decided("edited", "ada@example.com"), args=before, edited_args=after)
+    unchanged = replace(_decided("edited", "ada@example.com"), args=before, edited_args=before)
+    approved = replace(_decided("approved", "ada@example.com"), args=before)
+    assert edits([edited, approved]) == {"approval_edited": arguments_changed(before, after)}
+    assert edits([unchanged]) == {}
 
 
 def test_a_card_names_who_answered_it_unless_the_person_looking_did_alone() -> None:

@@ -37,6 +37,8 @@ class PastRow:
     tone: str
     #: What the person did, when someone else settled it: "You approved" ("" otherwise).
     yours: str
+    #: What an approval with changes changed: "amount: 5000 → 4000" ("" for none).
+    changes: str
     #: When they acted, relative ("5 min ago"), and as ISO 8601 and in words (UTC).
     acted: str
     acted_iso: str
@@ -80,6 +82,11 @@ def _row(row: PastRow) -> rx.Component:
                 ),
                 size="2",
                 color_scheme="gray",
+            ),
+            rx.cond(
+                row.changes != "",
+                rx.text("Changed: ", row.changes, size="1", class_name="decided-changes",
+                        overflow_wrap="anywhere"),  # fmt: skip
             ),
         ],
         [

@@ -92,6 +92,31 @@ _FOLD_SUMMARY: dict[str, Any] = {
 }
 
 
+def _changes(card: ToolCardView) -> rx.Component:
+    """What an approval with changes changed: the arguments above are those the model
+    proposed; these ran instead."""
+    return rx.vstack(
+        rx.text("Changed before it ran", size="1", weight="medium"),
+        rx.el.ul(
+            rx.foreach(
+                card.changes,
+                lambda line: rx.el.li(
+                    rx.text(line, size="1", font_family="var(--code-font-family)"),
+                    class_name="tool-change",
+                ),
+            ),
+            margin="0",
+            padding_left="1.1em",
+        ),
+        spacing="1",
+        class_name="tool-changes",
+        padding="0.4em 0.6em",
+        border_left=f"2px solid {rx.color('amber', 8)}",
+        background_color=rx.color("amber", 2),
+        width="100%",
+    )
+
+
 def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
     return rx.box(
         rx.vstack(
@@ -113,6 +138,7 @@ def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
                     spacing="1",
                 ),
             ),
+            rx.cond(card.changes.length() > 0, _changes(card)),
             # The decision card lists the arguments itself; the raw JSON stays folded.
             tool_fold(label="Arguments", text=card.arguments, class_name="tool-arguments"),
             rx.cond(
