@@ -565,12 +565,14 @@ class DeskStore:
         for row in rows:
             if row.status != "pending":
                 continue
+            entry = given.get(row.item_id)
             connection.execute(
                 update(decisions)
                 .where(decisions.c.id == row.id)
                 .values(
                     status="closed",
-                    outcome=entry_outcome(given.get(row.item_id), row.kind),
+                    outcome=entry_outcome(entry, row.kind),
+                    answer=None if entry is None else _dumps(dict(entry)),
                     decided_by=email or None,
                     decided_by_name=name or None,
                     decided_at=now,

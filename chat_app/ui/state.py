@@ -28,6 +28,7 @@ from chat_app.client import (
     RUNNING_ELSEWHERE,
     ChatClient,
     ClientError,
+    ClientState,
     InterruptItem,
     UsageError,
 )
@@ -54,12 +55,14 @@ from .views import (
     FormMemory,
     MessageView,
     answered_by,
+    answered_edits,
     archive_blocks,
     build_views,
     edits,
     form_schema,
     split_transcript,
     streaming_preview,
+    submitted_edits,
 )
 
 FLUSH_SECONDS = 0.05
@@ -245,6 +248,7 @@ class ChatState(IdentityState):
         """
         client = session.client
         state = client.state
+        self._note_own_edits(state)
         views = build_views(
             state,
             self._memory,
@@ -647,6 +651,23 @@ class ChatState(IdentityState):
         except DeskError:  # the next notice or load tries again
             return False
         return self._take_marks(decisions, self._shown_to)
+
+    def _note_own_edits(self, state: ClientState) -> None:
+        """Mark what this tab's own answers change, as they stand (staged, or going with the
+        continuation in flight; one changed before it goes changes its mark), so the card
+        says so once it has gone (the desk's record says the same when read again)."""
+        submission = state.manager.active_submission
+        if not state.interrupts and submission is None:
+            return
+        open_ids = {item.id for item in state.interrupts}
+        if submission is not None:
+            open_ids.update(submission.interrupt_ids)
+        kept = {key: lines for key, lines in self._changes.items() if key not in open_ids}
+        changes = (
+            kept | answered_edits(state.interrupts) | submitted_edits(submission, state.messages)
+        )
+        if changes != self._changes:
+            self._changes = changes
 
     def _take_marks(self, decisions: Sequence[InboxItem], viewer_email: str) -> bool:
         """Keep what the cards say of the conversation's `decisions` beyond the client's

@@ -19,6 +19,7 @@ from chat_app.client import (
     ClientState,
     GenericInterrupt,
     InterruptItem,
+    Submission,
     TextPart,
     ToolApprovalInterrupt,
     ToolCallPart,
@@ -254,6 +255,52 @@ def arguments_changed(before: Any, after: Any) -> list[str]:
             shown = ["—" if value is missing else _short(value) for value in (old, new)]
             lines.append(f"{key}: {shown[0]} → {shown[1]}")
     return lines
+
+
+def answered_edits(items: Iterable[InterruptItem]) -> dict[str, list[str]]:
+    """What the answers given to open `items` (a tab's own, before they go) change: item id
+    -> `arguments_changed`, for approvals answered with changed arguments."""
+    found: dict[str, list[str]] = {}
+    for item in items:
+        if not isinstance(item, ToolApprovalInterrupt) or item.resolution is None:
+            continue
+        decision = read_decision(item.resolution, "approval")
+        if isinstance(decision, DecisionProblem) or not decision.edited:
+            continue
+        if changed := arguments_changed(item.original_args, decision.edited_args):
+            found[item.id] = changed
+    return found
+
+
+def submitted_edits(
+    submission: Submission | None, messages: Sequence[ChatMessage]
+) -> dict[str, list[str]]:
+    """What the answers of a continuation in flight (`submission`) change: approval id ->
+    `arguments_changed`, each against its tool call's arguments in `messages` (the last
+    turn's, looked for from the end)."""
+    edited = {
+        str(entry.get("interruptId")): payload["editedArgs"]
+        for entry in (submission.resolutions if submission is not None else ())
+        if isinstance(payload := entry.get("payload"), Mapping) and "editedArgs" in payload
+    }
+    found: dict[str, list[str]] = {}
+    for message in reversed(messages):
+        for part in message.tool_calls:
+            if part.approval_id in edited:
+                after = edited.pop(part.approval_id)
+                before = part.input if part.input is not None else _parsed(part.arguments)
+                if changed := arguments_changed(before, after):
+                    found[part.approval_id] = changed
+        if not edited:
+            break
+    return found
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def edits(items: Iterable[InboxItem]) -> dict[str, list[str]]:

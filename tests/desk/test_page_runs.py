@@ -131,3 +131,15 @@ async def test_a_page_run_longer_than_a_lease_keeps_it(world: World) -> None:
         now = desk.clock()
         assert not world.store.claim(thread, "worker-3", now=now, until=now.replace(year=2100))
     assert not (await desk.view(thread, RITA)).running
+
+
+async def test_an_answer_a_page_takes_is_kept_with_what_it_changed(world: World) -> None:
+    thread = await world.start(RITA, "delete project apollo")  # no rule: Rita decides
+    item = await world.only_item(RITA)
+    entry = {"interruptId": item.item_id, "status": "resolved",
+             "payload": {"approved": True, "editedArgs": {"name": "hermes"}}}  # fmt: skip
+    async with world.desk.page_run(thread, [item.item_id], RITA, {item.item_id: entry}):
+        pass
+    [taken] = await world.desk.decisions_of(thread)
+    assert (taken.outcome, taken.decided_by) == ("edited", RITA.email)
+    assert (taken.args, taken.edited_args) == ({"name": "apollo"}, {"name": "hermes"})

@@ -114,6 +114,10 @@ def test_edited_arguments_are_validated_then_sent(page: Page, screenshot_dir: Pa
     form.locator('input[name="to"]').fill("grace@example.com")
     form.locator("button[type=submit]").click()
     expect(page.get_by_text('Email "Launch day" sent to grace@example.com')).to_be_visible()
+    # The card keeps what the model proposed and says what ran instead.
+    expect(page.locator('.tool-card[data-tool="send_email"] .tool-change')).to_have_text(
+        ["to: ada@example.com → grace@example.com", "subject: Launch → Launch day"]
+    )
     shot(page, screenshot_dir, "edit-sent")
 
 

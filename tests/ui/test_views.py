@@ -30,6 +30,7 @@ from chat_app.ui.views import (
     split_transcript,
     split_turn,
     staged_answer,
+    submitted_edits,
 )
 from tests.ui.app_server import run_on_own_loop
 
@@ -250,6 +251,25 @@ def test_what_an_edit_changed_reads_field_by_field() -> None:
     approved = replace(_decided("approved", "ada@example.com"), args=before)
     assert edits([edited, approved]) == {"approval_edited": arguments_changed(before, after)}
     assert edits([unchanged]) == {}
+
+
+def test_a_continuation_in_flight_says_what_its_edits_change() -> None:
+    from chat_app.client import ChatMessage, Submission, ToolCallPart
+
+    call = ToolCallPart(id="c1", name="transfer", arguments='{"recipient":"Ada","amount":5000}',
+                        approval_id="approval_c1")  # fmt: skip
+    other = ToolCallPart(id="c2", name="refund", input={"amount": 5}, approval_id="approval_c2")
+    messages = [ChatMessage(id="m1", role="assistant", parts=(call, other))]
+    submission = Submission(
+        thread_id="t", interrupted_run_id="r", canonical_resolutions="", fingerprint="",
+        resolutions=(
+            {"interruptId": "approval_c1", "status": "resolved",
+             "payload": {"approved": True, "editedArgs": {"recipient": "Ada", "amount": 4000}}},
+            {"interruptId": "approval_c2", "status": "resolved", "payload": {"approved": True}},
+        ),
+    )  # fmt: skip
+    assert submitted_edits(submission, messages) == {"approval_c1": ["amount: 5000 → 4000"]}
+    assert submitted_edits(None, messages) == {}
 
 
 def test_a_card_names_who_answered_it_unless_the_person_looking_did_alone() -> None:
