@@ -123,6 +123,7 @@ TRUST = [
     "SQLiteLedger",
     "SealCheck",
     "Sealer",
+    "WITHDRAWAL_ONLY",
     "asking_a_person",
     "audit_report",
     "decision_record",

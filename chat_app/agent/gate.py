@@ -30,6 +30,7 @@ from typing import Any
 from chat_app.interrupts import Decision, DecisionProblem
 from chat_app.trust import (
     ANONYMOUS,
+    WITHDRAWAL_ONLY,
     Identity,
     Policy,
     PolicyError,
@@ -112,6 +113,7 @@ class Gate:
         sealed: str,
         rules: list[Rule | None],
         waited: float | None = None,
+        approval: bool = False,
     ) -> DecisionProblem | None:
         """Why `self.decider` may not give `decision`, if they may not.
 
@@ -121,11 +123,16 @@ class Gate:
         or answer under a rule with a quorum also needs enough distinct allowed people among
         the decider and the item's cosigners; a rejection or cancellation decides alone.
         `waited` is how many seconds ago the item paused (`Gate.waited`), when known: a rule whose
-        `escalate_after` has passed lets its `escalate_to` decide too.
+        `escalate_after` has passed lets its `escalate_to` decide too. An `approval`'s
+        cancellation is its requester's withdrawal: nobody else's.
         """
         asked = self._is_requester(sealed)
         if decision.kind == "cancel" and asked:
             return None  # whoever asked may always withdraw the request
+        if decision.kind == "cancel" and approval and self.sealer is not None:
+            # Anyone else says no by rejecting it, with the reason its rule asks for (a
+            # cancellation would stop the call with none).
+            return _forbidden(WITHDRAWAL_ONLY)
         for index, rule in enumerate(rules):
             rejected = rule.refuses_approval() if rule is not None else None
             if rejected is not None and decision.kind == "approve":

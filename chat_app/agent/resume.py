@@ -349,7 +349,7 @@ def _check_deciders(
         # From the id as a number: its ISO form would be parsed back (~30 µs a cycle).
         expires = gate.sealer.tool_call_expires(call.call.id) if gate.sealer else None
         waited = gate.waited(shown, None if expires is None else expires * 1000.0, now_ms)
-        _gate_one(gate, plan, errors, decision, call.call.id, rules, waited)
+        _gate_one(gate, plan, errors, decision, call.call.id, rules, waited, approval=True)
     for call in clients:
         # A client tool's output comes from the client of whoever asked: nobody else's.
         client_decision = plan.decisions.get(str(call.interrupt_id))
@@ -373,9 +373,11 @@ def _gate_one(
     sealed: str,
     rules: list[Rule | None],
     waited: float | None = None,
+    *,
+    approval: bool = False,
 ) -> None:
     gate = gate.for_item(decision.interrupt_id)
-    problem = gate.check(decision, sealed=sealed, rules=rules, waited=waited)
+    problem = gate.check(decision, sealed=sealed, rules=rules, waited=waited, approval=approval)
     if problem is not None:
         errors.item(decision.interrupt_id, problem.code, problem.message, source=problem.source)
         return

@@ -54,6 +54,7 @@ from chat_app.interrupts import (
 from chat_app.observe import close_decision, decision_span, run_span
 from chat_app.trust import (
     ANONYMOUS,
+    WITHDRAWAL_ONLY,
     AuditEntry,
     Identity,
     Policy,
@@ -1066,6 +1067,8 @@ class Desk:
         asked = viewer.email == item.requester_email
         if kind == "cancel" and asked:
             return None  # whoever asked may always withdraw it
+        if kind == "cancel" and item.kind == "tool" and self.policy is not None:
+            return WITHDRAWAL_ONLY  # as the engine's gate: anyone else rejects it
         rule = self._rule(item)
         if rule is None:  # the person who asked decides (the engine holds to it too)
             if asked:

@@ -29,6 +29,7 @@ from .ledger import (
     verify_chain,
 )
 from .policy import (
+    WITHDRAWAL_ONLY,
     Policy,
     PolicyError,
     Rule,
@@ -59,6 +60,7 @@ __all__ = [
     "SQLiteLedger",
     "SealCheck",
     "Sealer",
+    "WITHDRAWAL_ONLY",
     "asking_a_person",
     "audit_report",
     "decision_record",

@@ -32,6 +32,7 @@ import jsonschema
 from .identity import Identity
 
 __all__ = [
+    "WITHDRAWAL_ONLY",
     "Policy",
     "PolicyError",
     "Rule",
@@ -375,6 +376,12 @@ class Policy:
             sentence += " — you asked for this, so someone else approves it"
         return sentence
 
+
+#: Why an approval's cancellation by anyone but whoever asked is refused: it would stop the
+#: call with no reason, where its rule may ask a rejection for one.
+WITHDRAWAL_ONLY = (
+    "Only the person who asked may withdraw this request: to say no, reject it, saying why."
+)
 
 _Fail = Callable[[str], PolicyError]
 

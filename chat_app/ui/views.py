@@ -28,6 +28,7 @@ from chat_app.client import (
 from chat_app.desk import InboxItem
 from chat_app.interrupts import (
     INTERRUPT_PAYLOAD_METADATA_KEY,
+    POLICY_METADATA_KEY,
     DecisionProblem,
     InterruptKind,
     read_decision,
@@ -100,6 +101,9 @@ class DecisionView:
     #: Someone else decides it, but the person looking asked for it: they may withdraw it
     #: (else nothing would unblock their conversation until that someone answers).
     can_withdraw: bool = False
+    #: Cancel is offered: on an approval under the policy, only to whoever asked (anyone
+    #: else says no by rejecting it; the server refuses their cancel).
+    can_cancel: bool = True
     #: The first answerable decision takes the keyboard focus. A field of the view rather
     #: than a page var, so that a memoized message row depends on its own data only.
     focus: bool = False
@@ -208,6 +212,11 @@ ANSWER_LABELS = {
     "cancelled": "Cancelled",
     "answered": "Answered",
 }
+
+
+def _under_policy(item: InterruptItem) -> bool:
+    """The item paused under a policy, which names who asked for it."""
+    return isinstance((item.metadata or {}).get(POLICY_METADATA_KEY), Mapping)
 
 
 def answered_by(items: Iterable[InboxItem], viewer_email: str) -> dict[str, str]:
@@ -594,8 +603,12 @@ def build_views(
     if asked_by is not None:
         for card in cards:
             item = decisions.get(card.id)
-            if card.waiting and not card.expired and item is not None and item.can_resolve:
+            if item is None:
+                continue
+            if card.waiting and not card.expired and item.can_resolve:
                 card.can_withdraw = asked_by(item)
+            elif card.kind == "approval" and _under_policy(item):
+                card.can_cancel = asked_by(item)
     return Views(
         messages=messages,
         loose_decisions=loose,

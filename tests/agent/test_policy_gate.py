@@ -19,6 +19,7 @@ from chat_app.interrupts import generic_continuation_from_descriptor, wrap_gener
 from chat_app.trust import (
     ANONYMOUS,
     DEMO_PEOPLE,
+    WITHDRAWAL_ONLY,
     Identity,
     Policy,
     PolicyError,
@@ -225,6 +226,22 @@ async def test_the_requester_may_withdraw_but_not_approve(ledger: SQLiteLedger) 
     events = await answer(agent, paused, cancel, RITA, "r2")
     assert events[-1]["type"] == "RUN_FINISHED"
     assert not [r for r in ledger.records() if r.kind == "execution"]
+
+
+async def test_an_approver_says_no_by_rejecting_not_by_cancelling(ledger: SQLiteLedger) -> None:
+    """A cancellation stops the call with no reason; the rule asks a rejection for one. So it
+    is the requester's withdrawal alone: finance's is refused, and nothing is decided."""
+    agent = agent_with(ledger)
+    paused = await ask(agent, "transfer 5000 to Ada")
+    item = the_item(paused)
+    cancel = {"interruptId": item["id"], "status": "cancelled"}
+    assert refusal(await answer(agent, paused, cancel, ADA, "r2")) == (
+        "forbidden", WITHDRAWAL_ONLY
+    )  # fmt: skip
+    assert [r.kind for r in ledger.records()] == ["pause", "refusal"]
+    events = await answer(agent, paused, decide(item, False, payload={"reason": "No."}), ADA, "r3")
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert [r.kind for r in ledger.records()][-1] == "decision"
 
 
 async def test_a_quorum_is_not_collected_by_a_stateless_continuation_but_a_rejection_decides(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from chat_app.desk import Answer, DecideResult, Desk, DeskError, InboxItem
-from chat_app.trust import verify_chain
+from chat_app.trust import WITHDRAWAL_ONLY, verify_chain
 from tests.desk.world import ADA, OLIVE, RITA, SAM, World, texts
 
 
@@ -77,6 +77,17 @@ async def test_the_requester_may_withdraw_it(world: World) -> None:
     assert texts(view)[-1] == "Cancelled: transfer did not run."
     assert world.executions() == []
     assert await world.desk.inbox(ADA) == ([], 0)
+
+
+async def test_an_approver_rejects_rather_than_cancels(world: World) -> None:
+    """Cancel is the requester's withdrawal: finance says no by rejecting, with the reason
+    the rule asks for. The refused cancel decides nothing and is in the trail."""
+    _, item = await large_transfer(world)
+    with pytest.raises(DeskError) as refused:
+        await world.desk.decide(item.decision_id, ADA, Answer.read({"cancelled": True}))
+    assert (refused.value.code, refused.value.message) == ("forbidden", WITHDRAWAL_ONLY)
+    assert (await world.only_item(ADA)).status == "pending"
+    assert [r.actor for r in world.records("refusal")] == [ADA.email]
 
 
 async def test_finance_approves_and_the_transfer_runs_once(world: World) -> None:

@@ -297,6 +297,9 @@ def test_a_decision_reaches_the_approvers_inbox_live_and_leaves_it_once_decided(
         expect(ada.locator("#read-only-note")).to_contain_text("Rita's conversation")
         card = tool_card(ada, "transfer")
         expect(card.locator(".waiting-label")).to_have_count(0)
+        # Cancel is Rita's withdrawal; Ada says no by rejecting, saying why.
+        expect(card.locator("button.reject")).to_be_visible()
+        expect(card.locator("button.cancel")).to_have_count(0)
         shot(ada, screenshot_dir, "inbox-opened-card")
         card.locator("button.approve").click()
 

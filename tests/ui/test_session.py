@@ -150,6 +150,12 @@ def test_views_count_only_what_the_viewer_may_decide() -> None:
     )
     assert for_ada.open_count == 1 and for_ada.loose_decisions[0].waiting == ""
     assert for_ada.loose_decisions[0].title == "Approve transfer?"
+    # Cancel is whoever asked's withdrawal: finance is offered Reject, not Cancel.
+    assert for_ada.loose_decisions[0].can_cancel is True  # without `asked_by`: as before
+    ada = ADA.with_roles(frozenset({"finance"}))
+    with_asker = build_views(state, {}, who_decides=session.who_decides(ada),
+                             asked_by=session.asked_by(ada))  # fmt: skip
+    assert with_asker.loose_decisions[0].can_cancel is False
 
 
 def test_an_item_only_its_sealed_tag_names_is_still_the_requesters() -> None:

@@ -138,12 +138,15 @@ def approval_controls(decision: DecisionView, events: DecisionEvents) -> rx.Comp
                     class_name="edit",
                 ),
             ),
-            rx.button(
-                "Cancel",
-                on_click=events.cancel(decision.id),
-                variant="ghost",
-                color_scheme="gray",
-                class_name="cancel",
+            rx.cond(
+                decision.can_cancel,
+                rx.button(
+                    "Cancel",
+                    on_click=events.cancel(decision.id),
+                    variant="ghost",
+                    color_scheme="gray",
+                    class_name="cancel",
+                ),
             ),
             spacing="2",
             wrap="wrap",
