@@ -297,6 +297,7 @@ NOTIFY = [
     "NoticeKind",
     "NotifyConfigError",
     "NotifySettings",
+    "OUTCOME_HEADINGS",
     "Outbox",
     "OutboxError",
     "Recipient",

@@ -22,6 +22,7 @@ from sqlalchemy import (
     Engine,
     Row,
     and_,
+    case,
     delete,
     exists,
     func,
@@ -1021,6 +1022,32 @@ class DeskStore:
                     .values(outcome="expired", answer=_dumps(expiry_entry(row.item_id)))
                 )
 
+    def untold(self, now: datetime, *, limit: int = 100) -> list[Due]:
+        """Settled decisions whose requester is due to be told how they ended, oldest first,
+        each with whether the requester's page is open on the conversation now."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(decisions, conversations.c.watched_until)
+                .join(conversations, conversations.c.thread_id == decisions.c.thread_id)
+                .where(decisions.c.tell_at <= now)
+                .order_by(decisions.c.tell_at)
+                .limit(limit)
+            ).all()
+        return [
+            Due(row, watched=row.watched_until is not None and row.watched_until > now, routes=())
+            for row in rows
+        ]
+
+    def told(self, decision_id: str) -> bool:
+        """Mark the requester told of a decision (a conditional UPDATE: one worker wins)."""
+        with write_transaction(self.engine) as connection:
+            changed = connection.execute(
+                update(decisions)
+                .where(decisions.c.id == decision_id, decisions.c.tell_at.is_not(None))
+                .values(tell_at=None)
+            ).rowcount
+        return bool(changed)
+
     def watching(self, thread_id: str, owner_email: str, until: datetime) -> None:
         """The owner's page is open on the conversation until `until` (renewed while it is)."""
         with write_transaction(self.engine) as connection:
@@ -1165,14 +1192,16 @@ def _settle(
     wait_seconds: float | None,
 ) -> bool:  # fmt: skip
     """Move a pending decision to `decided` (a conditional UPDATE: of two, one wins) and take
-    it out of every inbox."""
+    it out of every inbox. Whoever asked is then due to be told how it ended, unless they
+    decided it themselves."""
+    told = decisions.c.requester_email == (decided_by or "")
     changed = connection.execute(
         update(decisions)
         .where(decisions.c.id == decision_id, decisions.c.status == "pending")
         .values(
             status="decided", outcome=outcome, decided_by=decided_by,
             decided_by_name=decided_by_name, answer=_dumps(answer), decided_at=now,
-            wait_seconds=wait_seconds,
+            wait_seconds=wait_seconds, tell_at=case((told, None), else_=now),
         )  # fmt: skip
     ).rowcount
     if changed:

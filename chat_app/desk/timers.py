@@ -20,6 +20,9 @@ the clock jumps: it is a state, not a sleeping task.
   inboxes list it; the engine's gate, by the same clock, lets them), are told, and the trail
   and the item say "escalated to admin after 2 h".
 - **Expiry**: `Desk.expire` resolves it as expired and the conversation goes on.
+- **Outcome**: once someone other than whoever asked settled it, or it expired, whoever asked
+  is told how it ended (`decided`: "Rejected by Ada: not this quarter."), unless their page
+  is open on the conversation then (they see it there).
 """
 
 from __future__ import annotations
@@ -28,19 +31,20 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from chat_app.notify import Notice, NotifySettings, Outbox, OutboxError, Recipient
+from chat_app.notify import OUTCOME_HEADINGS, Notice, NotifySettings, Outbox, OutboxError, Recipient
 from chat_app.observe import decision_span
 from chat_app.trust import describe_duration, escalation_note
 from chat_app.trust.ledger import AuditEntry
 
 from .desk import Desk, inbox_topic, thread_topic
-from .records import DeskError
+from .records import DeskError, expiry_note
 from .store import Due, route_of
 
 __all__ = ["AuditSink", "PeopleFor", "Timers"]
@@ -117,6 +121,7 @@ class Timers:
             ("remind", self._reminder),
             ("escalate", self._escalation),
             ("expire", self._expiry),
+            ("tell", self._outcome),
         ):
             for due in await self._due(timer, now):
                 try:
@@ -164,11 +169,35 @@ class Timers:
         item = await self.desk.decision(due.decision.id)
         if item is not None and item.status == "pending":
             await self.desk.expire(item)
+        self.wake()  # its requester is told next
+
+    async def _outcome(self, due: Due, now: datetime) -> None:
+        row = due.decision
+        if not due.watched and self.outbox is not None and self.settings is not None:
+            requester = Recipient(email=row.requester_email, name=row.requester_name)
+            people = [requester] if requester.email else []
+            decided_by = row.decided_by_name or row.decided_by or ""
+            reason = _reason(row.answer) if row.outcome == "rejected" else ""
+            if row.outcome == "expired":
+                note = expiry_note(row.created_at, row.expires_at)
+            else:
+                heading = OUTCOME_HEADINGS.get(row.outcome or "", "Decided")
+                note = f"{heading} by {decided_by}" + (f": {reason}" if reason else "")
+                note += "" if note.endswith((".", "!", "?")) else "."
+            notice = replace(
+                self._notice_of(row, "decided", note, people),
+                outcome=row.outcome or "", decided_by=decided_by, reason=reason,
+            )  # fmt: skip
+            await self._enqueue(notice, people)
+        await self._db(self.desk.store.told, row.id)
 
     # --- helpers ------------------------------------------------------------------------
 
     async def _due(self, timer: str, now: datetime) -> list[Due]:
-        found: list[Due] = await self._db(self.desk.store.due, timer, now)
+        store = self.desk.store
+        found: list[Due] = await (
+            self._db(store.untold, now) if timer == "tell" else self._db(store.due, timer, now)
+        )
         return found
 
     async def _tell(self, row: Any, event: str, routes: Sequence[str], *, note: str) -> list[str]:
@@ -180,7 +209,14 @@ class Timers:
         people: Sequence[Recipient] = await asyncio.to_thread(self.people, routes)
         if row.not_requester:
             people = [person for person in people if person.email != row.requester_email]
-        notice = Notice(
+        await self._enqueue(self._notice_of(row, event, note, people), people)
+        return [person.email for person in people] if "email" in self.settings.channels else []
+
+    def _notice_of(
+        self, row: Any, event: str, note: str, people: Sequence[Recipient]
+    ) -> Notice:
+        assert self.settings is not None
+        return Notice(
             event=event,  # type: ignore[arg-type]
             decision_id=row.id, thread_id=row.thread_id, kind=row.kind, name=row.name,
             summary=row.summary, args=json.loads(row.args), requester_email=row.requester_email,
@@ -188,12 +224,14 @@ class Timers:
             link=self.settings.link(row.thread_id), expires_at=row.expires_at,
             waiting_since=row.created_at, note=note, recipients=tuple(people),
         )  # fmt: skip
+
+    async def _enqueue(self, notice: Notice, people: Sequence[Recipient]) -> None:
         outbox = self.outbox
+        assert outbox is not None
         now = self.desk.clock()
         added = await self._db(lambda: outbox.enqueue(notice, people, now=now))
         if added and self.on_enqueued is not None:
             self.on_enqueued()
-        return [person.email for person in people] if "email" in self.settings.channels else []
 
     async def _record(self, row: Any, kind: str, data: dict[str, Any], now: datetime) -> None:
         decision_span(row.id, kind, start=now, attributes={"rule": row.rule or ""})
@@ -214,3 +252,12 @@ class Timers:
 
     async def _db(self, function: Callable[..., Any], *args: Any) -> Any:
         return await self.desk._db(function, *args)
+
+
+def _reason(answer: str | None) -> str:
+    """The reason a rejection gave (its payload's `reason`), "" for none."""
+    entry = json.loads(answer or "{}")
+    envelope = entry.get("payload") if isinstance(entry, dict) else None
+    payload = envelope.get("payload") if isinstance(envelope, dict) else None
+    reason = payload.get("reason") if isinstance(payload, dict) else None
+    return reason.strip() if isinstance(reason, str) else ""

@@ -1,4 +1,5 @@
-"""Telling people that a decision needs them: by webhook (signed JSON, or Slack) and email.
+"""Telling people that a decision needs them, and whoever asked how it ended: by webhook
+(signed JSON, or Slack) and email.
 
 The desk builds a `Notice` and queues it in the `Outbox` (the app's database); a `Deliverer`
 in every worker sends what is due and retries what failed, so a receiver that is down never
@@ -8,7 +9,7 @@ database, audit entries) and the wire layer's types.
 """
 
 from .deliverer import Deliverer
-from .notice import DeliveryError, Event, Notice, NoticeKind, Recipient
+from .notice import OUTCOME_HEADINGS, DeliveryError, Event, Notice, NoticeKind, Recipient
 from .outbox import Delivery, DeliveryStatus, Outbox, OutboxError, delivery_key
 from .settings import (
     MAX_BACKOFF_SECONDS,
@@ -30,6 +31,7 @@ __all__ = [
     "NoticeKind",
     "NotifyConfigError",
     "NotifySettings",
+    "OUTCOME_HEADINGS",
     "Outbox",
     "OutboxError",
     "Recipient",

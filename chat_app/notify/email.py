@@ -22,18 +22,23 @@ __all__ = ["render", "send"]
 def _facts(notice: Notice) -> list[tuple[str, str]]:
     """What the message states, in order, as (label, value); both channels of the message
     show the same."""
+    decided = notice.event == "decided"
     facts = [
         ("Tool" if notice.kind == "tool" else "Question", notice.name),
         ("Arguments" if notice.kind == "tool" else "Details", notice.summary),
         ("Asked by", notice.requester.display),
         ("Rule", notice.rule or ""),
-        ("Expires", in_words_utc(notice.expires_at) if notice.expires_at else ""),
-        ("Waiting since", in_words_utc(notice.waiting_since)),
+        ("Decided by", notice.decided_by),
+        ("Reason", notice.reason),
+        ("Expires", in_words_utc(notice.expires_at) if notice.expires_at and not decided else ""),
+        ("Asked at" if decided else "Waiting since", in_words_utc(notice.waiting_since)),
     ]
     return [(label, value) for label, value in facts if value]
 
 
 def _action(notice: Notice) -> str:
+    if notice.event == "decided":
+        return "Open the conversation"
     return "Open it to approve or reject" if notice.kind == "tool" else "Open it to answer"
 
 

@@ -1,4 +1,5 @@
-"""What a notice says: `Notice` (one decision that needs someone, and why now) and `Recipient`.
+"""What a notice says: `Notice` (one decision that needs someone, and why now; or how one
+ended, for whoever asked) and `Recipient`.
 
 A notice is built once, by the desk, and stored as JSON with each of its deliveries, so a
 worker that sends it after a restart says exactly what was meant when it was queued. Every
@@ -17,6 +18,7 @@ from chat_app.interrupts import JSONValue
 __all__ = [
     "DeliveryError",
     "Event",
+    "OUTCOME_HEADINGS",
     "Notice",
     "NoticeKind",
     "Recipient",
@@ -24,10 +26,10 @@ __all__ = [
     "iso_utc",
 ]
 
-Event = Literal["decision-needed", "reminder", "escalated"]
+Event = Literal["decision-needed", "reminder", "escalated", "decided"]
 NoticeKind = Literal["tool", "question"]
 
-_EVENTS: tuple[Event, ...] = ("decision-needed", "reminder", "escalated")
+_EVENTS: tuple[Event, ...] = ("decision-needed", "reminder", "escalated", "decided")
 #: The events that ask someone to decide: pointless, and misleading, once it is decided. An
 #: event about an outcome would not be here, and would go out whatever the decision's state.
 ASKING: frozenset[Event] = frozenset({"decision-needed", "reminder", "escalated"})
@@ -82,9 +84,21 @@ class Recipient:
         return f"{self.name} ({self.email})" if self.name else self.email
 
 
+#: How a `decided` notice heads each outcome.
+OUTCOME_HEADINGS = {
+    "approved": "Approved",
+    "edited": "Approved with changes",
+    "rejected": "Rejected",
+    "cancelled": "Cancelled",
+    "answered": "Answered",
+    "expired": "Expired",
+}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Notice:
-    """One decision that needs someone."""
+    """One decision that needs someone (`decision-needed`, `reminder`, `escalated`), or how
+    one ended, for whoever asked (`decided`)."""
 
     event: Event
     decision_id: str
@@ -105,8 +119,13 @@ class Notice:
     waiting_since: datetime
     #: Why this notice now, beyond the event: "Escalated to admin after 2 h"; "" for none.
     note: str
-    #: Who is asked.
+    #: Who is asked (told, for `decided`).
     recipients: tuple[Recipient, ...]
+    #: `decided`: how it ended (`OUTCOME_HEADINGS`' keys), who decided it ("" for an
+    #: expiry), and the reason a rejection gave ("" for none).
+    outcome: str = ""
+    decided_by: str = ""
+    reason: str = ""
 
     @property
     def requester(self) -> Recipient:
@@ -128,11 +147,13 @@ class Notice:
     def subject(self) -> str:
         """One line for an email subject or a chat preview: `Approval needed: transfer
         (recipient=Ada, amount=5000)`, `Answer needed: shipping`, `Reminder: …`,
-        `Escalated: …`."""
+        `Escalated: …`; how it ended, `Rejected: transfer (…)`."""
         if self.event == "reminder":
             heading = "Reminder"
         elif self.event == "escalated":
             heading = "Escalated"
+        elif self.event == "decided":
+            heading = OUTCOME_HEADINGS.get(self.outcome, "Decided")
         else:
             heading = "Approval needed" if self.kind == "tool" else "Answer needed"
         text = one_line(f"{heading}: {self.what}")
@@ -159,6 +180,9 @@ class Notice:
                 "waiting_since": iso_utc(self.waiting_since),
                 "note": self.note,
                 "recipients": [{"email": r.email, "name": r.name} for r in self.recipients],
+                "outcome": self.outcome,
+                "decided_by": self.decided_by,
+                "reason": self.reason,
             },
             ensure_ascii=False,
             separators=(",", ":"),
@@ -210,7 +234,15 @@ class Notice:
             waiting_since=_moment(data.get("waiting_since"), "waiting_since"),
             note=note if isinstance(note, str) else "",
             recipients=tuple(_recipient(item) for item in recipients),
+            outcome=_optional(data, "outcome"),
+            decided_by=_optional(data, "decided_by"),
+            reason=_optional(data, "reason"),
         )
+
+
+def _optional(data: dict[str, Any], key: str) -> str:
+    value = data.get(key)
+    return value if isinstance(value, str) else ""
 
 
 def _recipient(item: Any) -> Recipient:

@@ -94,6 +94,9 @@ def json_body(notice: Notice) -> bytes:
         "note": notice.note,
         "recipients": [{"email": r.email, "name": r.name} for r in notice.recipients],
     }
+    if notice.event == "decided":
+        payload |= {"outcome": notice.outcome, "decidedBy": notice.decided_by or None,
+                    "reason": notice.reason}  # fmt: skip
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
@@ -112,13 +115,16 @@ def slack_body(notice: Notice) -> bytes:
     details = []
     if notice.rule:
         details.append(f"rule {_mrkdwn(notice.rule)}")
-    if notice.expires_at:
+    if notice.expires_at and notice.event != "decided":
         details.append(f"expires {in_words_utc(notice.expires_at)}")
     if details:
         lines.append(" · ".join(details))
     if notice.note:
         lines.append(_mrkdwn(notice.note))
-    button = "Open the approval" if notice.kind == "tool" else "Answer it"
+    if notice.event == "decided":
+        button = "Open the conversation"
+    else:
+        button = "Open the approval" if notice.kind == "tool" else "Answer it"
     payload = {
         "text": f"{_mrkdwn(notice.subject())} <{notice.link}|{button}>",
         "blocks": [

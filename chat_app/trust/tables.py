@@ -215,6 +215,9 @@ decisions = Table(
     Column("wait_seconds", Float, nullable=True),
     Column("continued_seconds", Float, nullable=True),
     Column("run_id", String(100), nullable=True),  # the run that paused for it
+    # When whoever asked is due to be told how it ended (settled by someone else, or
+    # expired); cleared as they are (`DeskStore.untold`), so the index holds only the due.
+    Column("tell_at", UTCDateTime, nullable=True),
     UniqueConstraint("thread_id", "item_id"),
     Index(None, "status", "created_at"),
     Index(None, "status", "expires_at"),
@@ -223,6 +226,7 @@ decisions = Table(
     Index(None, "status", "escalate_at"),
     # A person's decisions, newest first (the Inbox's "Decided by you").
     Index(None, "decided_by", "decided_at"),
+    Index(None, "tell_at"),
 )
 
 #: Who may find a pending decision in their inbox: `role:<role>` or `user:<email>` (a rule's

@@ -37,6 +37,7 @@ EVENTS = {
     "decision-needed": "needs a decision",
     "reminder": "reminder",
     "escalated": "escalated",
+    "decided": "how it ended",
 }
 _STATUS_COLORS = {"sent": "green", "pending": "amber", "failed": "red", "skipped": "gray"}
 
@@ -49,7 +50,7 @@ class DeliveryRow:
     #: When it was queued: "2025-06-01 10:42:03" (UTC), and in ISO 8601.
     at: str
     at_iso: str
-    #: "needs a decision", "reminder" or "escalated".
+    #: "needs a decision", "reminder", "escalated" or "how it ended".
     event: str
     #: What it is about: "transfer (recipient=Ada, amount=5000)".
     what: str

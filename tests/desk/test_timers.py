@@ -702,3 +702,69 @@ async def test_a_notice_queued_before_its_decision_is_not_sent_after_it(timed: T
         item.decision_id: "approved",
         "gone": "removed",  # its conversation was deleted
     }
+
+
+# --- whoever asked is told how it ended ------------------------------------------------------
+
+
+def told(timed: Timed) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(row.channel, row.recipient, json.loads(row.notice))
+            for row in timed.deliveries("decided")]  # fmt: skip
+
+
+async def test_whoever_asked_is_told_once_how_someone_else_decided(timed: Timed) -> None:
+    world = timed.world
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    no = Answer("reject", payload={"reason": "Not this quarter."}, has_payload=True)
+    await world.desk.decide(item.decision_id, ADA, no)
+    await world.desk.wait_idle()
+    other = timed.desk("worker-2")
+
+    await _tick_all(timed, world.desk, other)
+    await _tick_all(timed, world.desk, other)
+
+    sent = told(timed)
+    assert sorted((channel, recipient) for channel, recipient, _ in sent) == [
+        ("email", "rita@example.com"), ("webhook", "")
+    ]  # fmt: skip
+    notice = sent[0][2]
+    assert (notice["outcome"], notice["decided_by"], notice["reason"]) == (
+        "rejected", "Ada", "Not this quarter."
+    )  # fmt: skip
+    assert notice["note"] == "Rejected by Ada: Not this quarter."
+    assert notice["link"] == f"https://desk.example.com/c/{thread}"
+    assert [r.email for r in [Recipient(**p) for p in notice["recipients"]]] == [RITA.email]
+    with world.engine.connect() as connection:
+        due = connection.execute(select(decisions.c.tell_at)).scalars().all()
+    assert due == [None]  # told: nothing left due
+
+
+async def test_nobody_is_told_of_what_they_decided_or_watched_happen(timed: Timed) -> None:
+    world = timed.world
+    await world.start(RITA, "transfer 25 to Ada")  # no rule: Rita decides it herself
+    mine = await world.only_item(RITA)
+    await world.desk.decide(mine.decision_id, RITA, Answer("approve"))
+    await world.desk.wait_idle()
+    watched = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    await world.desk.watching(watched, RITA)  # her page is open on it
+    await world.desk.decide(item.decision_id, ADA, Answer("approve"))
+    await world.desk.wait_idle()
+
+    await _tick_all(timed, world.desk)
+    timed.clock.advance(120)  # she left the page afterwards: she saw it; no email now
+    await _tick_all(timed, world.desk)
+    assert told(timed) == []
+
+
+async def test_an_expiry_is_told_to_whoever_asked(timed: Timed) -> None:
+    world = timed.world
+    await world.start(RITA, "transfer 5000 to Ada")
+    timed.clock.advance(24 * 3600 + 1)
+    await _tick_all(timed, world.desk)  # it expires, and she is due to be told
+    await _tick_all(timed, world.desk)
+
+    [(_, _, notice), _] = sorted(told(timed), key=lambda sent: sent[0])
+    assert (notice["outcome"], notice["decided_by"], notice["reason"]) == ("expired", "", "")
+    assert notice["note"] == "Expired: nobody decided within 1 day."

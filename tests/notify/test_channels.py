@@ -146,6 +146,49 @@ def test_an_email_to_someone_without_a_name() -> None:
     assert message["To"] == "x@example.com"
 
 
+# --- how it ended, for whoever asked --------------------------------------------------------
+
+RITA = Recipient(email="rita@example.com", name="Rita")
+
+
+def rejected() -> Notice:
+    return make_notice(
+        event="decided", outcome="rejected", decided_by="Ada", reason="Not this quarter.",
+        note="Rejected by Ada: Not this quarter.", recipients=(RITA,),
+    )  # fmt: skip
+
+
+def test_an_outcome_notice_says_how_it_ended_in_every_channel() -> None:
+    notice = rejected()
+    assert Notice.from_json(notice.to_json()) == notice
+    assert notice.subject() == "Rejected: transfer (recipient=Ada, amount=5000)"
+    assert make_notice(event="decided", outcome="expired").subject().startswith("Expired: ")
+    # An older worker's stored notice (no outcome fields) still reads.
+    stored = {k: v for k, v in json.loads(make_notice().to_json()).items() if k != "outcome"}
+    assert Notice.from_json(json.dumps(stored)).outcome == ""
+
+    body = json.loads(json_body(notice))
+    assert (body["event"], body["outcome"], body["decidedBy"], body["reason"]) == (
+        "decided", "rejected", "Ada", "Not this quarter."
+    )  # fmt: skip
+    assert "outcome" not in json.loads(json_body(make_notice()))  # only on `decided`
+
+    slack = json.loads(slack_body(notice))
+    assert slack["text"].startswith("Rejected: transfer")
+    assert "Rejected by Ada: Not this quarter." in slack["blocks"][0]["text"]["text"]
+    assert "expires" not in slack["blocks"][0]["text"]["text"]  # nothing waits any more
+    assert slack["blocks"][1]["elements"][0]["text"]["text"] == "Open the conversation"
+
+    message = render(notice, RITA, mail_from="desk@example.com")
+    assert message["Subject"] == "Rejected: transfer (recipient=Ada, amount=5000)"
+    text = message.get_body(preferencelist=("plain",))
+    assert text is not None
+    plain = text.get_content()
+    assert "Hello Rita," in plain and "Rejected by Ada: Not this quarter." in plain
+    assert "Decided by:" in plain and "Reason:" in plain and "Expires:" not in plain
+    assert "Open the conversation: http://chat.example.com/c/t-transfer" in plain
+
+
 # --- posting ---------------------------------------------------------------------------------
 
 

@@ -36,7 +36,7 @@ from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.notify import Delivery, Notice, NotifySettings, Recipient, SmtpServer, verify
 from chat_app.trust import DEMO_PEOPLE, Policy
 from chat_app.trust.store import database_url, open_database
-from chat_app.trust.tables import decisions
+from chat_app.trust.tables import conversations, decisions
 from chat_app.ui import session
 from chat_app.ui.audit_state import summarize
 from chat_app.ui.deliveries_state import NOTHING_CONFIGURED, channels_line, delivery_row
@@ -256,6 +256,22 @@ class NotifyApp:
             if body.get("threadId") == thread:
                 found.append(body)
         return found
+
+    def watched(self, thread: str) -> bool:
+        """Whether the conversation's owner has a page open on it now, as the desk reads it."""
+        url = database_url(
+            self.env.get("CHAT_APP_DATABASE_URL"), Path(self.env["CHAT_APP_DATA_DIR"])
+        )
+        engine = open_database(url)
+        try:
+            with engine.connect() as connection:
+                until = connection.execute(
+                    select(conversations.c.watched_until)
+                    .where(conversations.c.thread_id == thread)
+                ).scalar()  # fmt: skip
+        finally:
+            engine.dispose()
+        return until is not None and until.replace(tzinfo=UTC) > datetime.now(UTC)
 
     def decision_row(self, thread: str, name: str) -> Any:
         """The desk's row of a decision, read from the app's database."""
@@ -503,6 +519,47 @@ def test_a_requester_whose_tab_goes_to_the_background_is_emailed(
         assert "delete_project" in mail.part("text/plain")
         row = app.decision_row(thread, "delete_project")
         assert row.notified_at is not None and row.outcome is None  # told, still undecided
+
+
+def test_a_requester_not_looking_is_emailed_how_it_ended(
+    browser: Browser, notify_app: NotifyApp, screenshot_dir: Path
+) -> None:
+    """Ada rejects Rita's transfer, with a reason, while Rita's tab is in the background:
+    Rita is emailed that it was rejected, by whom and why; the webhook hears `decided`."""
+    app = notify_app
+    with fresh_page(browser, app.url) as rita:
+        sign_in(rita, RITA, "Rita")
+        ask(rita, "transfer 5000 to Ada")
+        expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
+        thread = thread_of(rita)
+        eventually(lambda: app.watched(thread), "her page said it shows the conversation")
+        rita.evaluate(
+            "Object.defineProperty(document, 'visibilityState', "
+            "{value: 'hidden', configurable: true})"
+        )
+        eventually(lambda: not app.watched(thread), "her hidden tab no longer counted")
+
+        with fresh_page(browser, app.url) as ada:
+            sign_in(ada, ADA, "Ada")
+            ada.goto(f"{app.url}/c/{thread}")
+            card = tool_card(ada, "transfer")
+            card.locator("button.reject").click()
+            card.locator('.form-reject input[name="reason"]').fill("Not this quarter.")
+            card.locator(".form-reject button[type=submit]").click()
+            expect(card.locator(".tool-status")).to_have_text("Rejected")
+
+        def told() -> list[Mail]:
+            return [mail for mail in app.mails_to(RITA)
+                    if mail.part("text/plain").find("Rejected by Ada") >= 0
+                    and f"/c/{thread}" in mail.part("text/plain")]  # fmt: skip
+
+        (mail,) = eventually(told, "the email telling Rita how it ended")
+        text = mail.part("text/plain")
+        assert "Rejected: transfer (recipient=Ada, amount=5000)" in text
+        assert "Rejected by Ada: Not this quarter." in text
+        assert f"Open the conversation: {app.url}/c/{thread}" in text
+        [ended] = [body for body in app.webhooks(thread) if body["event"] == "decided"]
+        assert (ended["outcome"], ended["reason"]) == ("rejected", "Not this quarter.")
 
 
 def test_the_deliveries_page_says_when_nothing_is_configured(
