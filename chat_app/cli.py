@@ -148,6 +148,13 @@ def _users_set_password(accounts: Accounts, options: argparse.Namespace) -> None
 
 
 def _tokens_create(accounts: Accounts, options: argparse.Namespace) -> None:
+    email = options.user.strip().lower()
+    if accounts.account(email) is None:
+        # Behind a sign-in proxy too: a token acts as an account of the app's own.
+        raise CommandError(
+            f"There is no account {email}: add it first with `{PROG} users add {email}` (a "
+            "token acts as that account; behind a sign-in proxy its password is never used)."
+        )
     token = accounts.create_token(options.user, options.name)
     print(token)
     # On stderr, so `TOKEN=$(python -m chat_app tokens create …)` captures the token alone.

@@ -349,7 +349,10 @@ def _check_deciders(
         # From the id as a number: its ISO form would be parsed back (~30 µs a cycle).
         expires = gate.sealer.tool_call_expires(call.call.id) if gate.sealer else None
         waited = gate.waited(shown, None if expires is None else expires * 1000.0, now_ms)
-        _gate_one(gate, plan, errors, decision, call.call.id, rules, waited, approval=True)
+        # An expired call's cancellation is its expiry, which whoever may decide it closes;
+        # any other is a withdrawal, whoever asked's alone.
+        approval = interrupt_id not in plan.expired
+        _gate_one(gate, plan, errors, decision, call.call.id, rules, waited, approval=approval)
     for call in clients:
         # A client tool's output comes from the client of whoever asked: nobody else's.
         client_decision = plan.decisions.get(str(call.interrupt_id))

@@ -15,6 +15,7 @@ call started in its own run (`docs/protocol.md` §3.7, §7.1).
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import time
@@ -50,6 +51,7 @@ from chat_app.interrupts import (
     ItemInterruptError,
     expired_result,
     schema_problem,
+    tool_call_id_of,
 )
 from chat_app.trust import (
     ANONYMOUS,
@@ -294,11 +296,33 @@ class _Run:
                 [
                     self._audit(
                         "refusal",
-                        {**refusal_record(item.interrupt_id, item.message), **self._verified},
+                        {**self._refusal_of(item.interrupt_id, item.message), **self._verified},
                     )
                     for item in refused
                 ]
             )
+
+    def _refusal_of(self, interrupt_id: str, reason: str) -> dict[str, Any]:
+        """The refusal's record, naming the tool call it refused and the rule of that call
+        (found in the history: a refusal is rare, the search cheap)."""
+        call_id = tool_call_id_of(interrupt_id)
+        found = next(
+            (call for message in reversed(self.messages)
+             for call in (getattr(message, "tool_calls", None) or ()) if call.id == call_id),
+            None,
+        )  # fmt: skip
+        if found is None:
+            return refusal_record(interrupt_id, reason)
+        name = found.function.name
+        rule = None
+        if self.agent.policy is not None:
+            try:
+                args = json.loads(found.function.arguments or "{}")
+            except ValueError:
+                args = None
+            matched = self.agent.policy.rule_for_tool(name, args)
+            rule = matched.name if matched is not None else None
+        return refusal_record(interrupt_id, reason, tool_name=name, rule=rule)
 
     def _requester_of(self, plan: ResumePlan) -> Requester:
         """Who asked, for what this continuation proposes next: whoever the resumed batch was

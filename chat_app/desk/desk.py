@@ -1127,8 +1127,8 @@ class Desk:
         tried, how they were verified, and what they were told (the trail says who tried to
         decide what was not theirs, wherever they tried)."""
         if self.audit is not None:
-            data = {**refusal_record(item.item_id, reason), "verifiedBy": decider.method,
-                    "decisionId": item.decision_id}  # fmt: skip
+            refused = refusal_record(item.item_id, reason, tool_name=item.name, rule=item.rule)
+            data = {**refused, "verifiedBy": decider.method, "decisionId": item.decision_id}
             if decider.token_name:
                 data["tokenName"] = decider.token_name
             entry = AuditEntry(kind="refusal", thread_id=item.thread_id, run_id="",

@@ -227,13 +227,20 @@ class ConversationSummary:
     created_at: datetime
     error: str | None = None
     version: int = 0
+    #: How its latest settled decision ended (the list says "transfer: Rejected by Ada"),
+    #: when the list was read with it; `None` for none.
+    last_decision: InboxItem | None = None
 
     def to_json(self) -> dict[str, Any]:
+        last = self.last_decision
         return {
             "threadId": self.thread_id,
             "title": self.title,
             "status": self.status,
             "waitingFor": self.waiting_for,
+            "lastDecision": None if last is None else {
+                "name": last.name, "outcome": last.outcome, "decidedBy": last.decided_by,
+            },  # fmt: skip
             "owner": {"email": self.owner_email, "name": self.owner_name},
             "error": self.error,
             "createdAt": _when(self.created_at),

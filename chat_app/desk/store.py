@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
@@ -509,14 +509,26 @@ class DeskStore:
         return changed
 
     def conversations_of(self, owner_email: str, *, limit: int = 100) -> list[ConversationSummary]:
-        with self.engine.connect() as connection:
+        """The owner's conversations, newest first, each with how its latest settled decision
+        ended (one more statement for them all)."""
+        with read_snapshot(self.engine) as connection:
             rows = connection.execute(
                 select(conversations)
                 .where(conversations.c.owner_email == owner_email)
                 .order_by(conversations.c.updated_at.desc())
                 .limit(limit)
             ).all()
-        return [summary_of(row) for row in rows]
+            latest: dict[str, Row[Any]] = {}
+            if rows:
+                for decision in connection.execute(
+                    select(decisions)
+                    .where(decisions.c.thread_id.in_([row.thread_id for row in rows]),
+                           decisions.c.status != "pending", decisions.c.decided_at.is_not(None))
+                    .order_by(decisions.c.decided_at)
+                ):  # fmt: skip
+                    latest[decision.thread_id] = decision
+            last = dict(zip(latest, self._items(connection, list(latest.values())), strict=True))
+        return [replace(summary_of(row), last_decision=last.get(row.thread_id)) for row in rows]
 
     def claim(self, thread_id: str, runner: str, *, now: datetime, until: datetime) -> bool:
         """Take the right to run the conversation (a lease); False while another worker

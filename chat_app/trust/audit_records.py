@@ -102,6 +102,14 @@ def policy_decision_record(
     return record
 
 
-def refusal_record(interrupt_id: str, reason: str) -> dict[str, Any]:
-    """An answer the policy refused: which item, and the refusal the person was shown."""
-    return {"interruptId": interrupt_id, "reason": reason}
+def refusal_record(
+    interrupt_id: str, reason: str, *, tool_name: str | None = None, rule: str | None = None
+) -> dict[str, Any]:
+    """An answer the policy refused: which item (its tool and rule, when known), and the
+    refusal the person was shown."""
+    record: dict[str, Any] = {"interruptId": interrupt_id, "reason": reason}
+    if tool_name:
+        record["toolName"] = tool_name
+    if rule:
+        record["rule"] = rule
+    return record

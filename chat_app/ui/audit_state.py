@@ -85,7 +85,7 @@ def summarize(record: dict[str, Any], policy: Policy | None = None) -> str:
             text += f" by policy {data.get('rule')}"
         return text
     if kind == "refusal":
-        return f"Refused {data.get('interruptId')}: {data.get('reason')}"
+        return f"Refused {what}: {data.get('reason')}"
     if kind == "execution":
         return f"Ran {data.get('toolName')}" + (" (failed)" if data.get("error") else "")
     return str(kind)

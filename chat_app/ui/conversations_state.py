@@ -24,6 +24,7 @@ from . import session as sessions
 from .components.conversation_list import ConversationRow
 from .guard import guarded, guarded_task
 from .identity_state import IdentityState
+from .views import how_answered
 
 #: The page's address.
 ROUTE = "/conversations"
@@ -61,12 +62,17 @@ def ago(moment: datetime, now: datetime) -> str:
     return "just now" if seconds < 60 else f"{how_long(seconds)} ago"
 
 
+#: What `expiry` says of a time already past.
+EXPIRED = "already passed"
+
+
 def expiry(moment: datetime | None, now: datetime) -> str:
-    """ "expires in 23 h", "expired", or "no expiry"."""
+    """When something expires, after the label "Expires": "in 23 h", `EXPIRED`, or
+    "never"."""
     if moment is None:
-        return "no expiry"
+        return "never"
     seconds = (moment - now).total_seconds()
-    return "expired" if seconds <= 0 else f"expires in {how_long(seconds)}"
+    return EXPIRED if seconds <= 0 else f"in {how_long(seconds)}"
 
 
 def in_words(moment: datetime | None) -> str:
@@ -91,7 +97,25 @@ def status_label(summary: ConversationSummary) -> str:
     return summary.status.capitalize()
 
 
-def conversation_row(summary: ConversationSummary, now: datetime) -> ConversationRow:
+def last_decision(summary: ConversationSummary, viewer_email: str) -> str:
+    """How a finished conversation's latest decision ended: "transfer: Rejected by Ada",
+    "transfer: Expired" ("" while it runs or waits: its status says what matters then)."""
+    item = summary.last_decision
+    if item is None or summary.status not in ("done", "failed"):
+        return ""
+    answered = how_answered(item, viewer_email)
+    if answered is not None:
+        ended = answered.text
+    elif item.outcome == "auto" and item.rule:
+        ended = f"Decided by policy {item.rule}"
+    else:
+        ended = (item.outcome or "closed").capitalize()
+    return f"{item.name}: {ended}"
+
+
+def conversation_row(
+    summary: ConversationSummary, now: datetime, viewer_email: str = ""
+) -> ConversationRow:
     error = ""
     if summary.status == "failed":
         error = summary.error or "The run failed."
@@ -106,6 +130,7 @@ def conversation_row(summary: ConversationSummary, now: datetime) -> Conversatio
         activity=ago(summary.updated_at, now),
         activity_iso=iso(summary.updated_at),
         activity_title=f"Last activity {in_words(summary.updated_at)}",
+        last_decision=last_decision(summary, viewer_email),
     )
 
 
@@ -197,7 +222,9 @@ class ConversationsState(IdentityState):
                 self.problem = error.message
             else:
                 now = datetime.now(UTC)
-                rows = [conversation_row(summary, now) for summary in found[:LIMIT]]
+                rows = [
+                    conversation_row(summary, now, viewer.email) for summary in found[:LIMIT]
+                ]
                 if rows != self.rows:
                     self.rows = rows
                 self.problem = ""

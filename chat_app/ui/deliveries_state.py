@@ -39,6 +39,8 @@ EVENTS = {
     "escalated": "escalated",
     "decided": "how it ended",
 }
+#: How a delivery not sent (`skipped`) is labelled.
+SKIPPED = "not sent"
 _STATUS_COLORS = {"sent": "green", "pending": "amber", "failed": "red", "skipped": "gray"}
 
 
@@ -69,8 +71,8 @@ class DeliveryRow:
     attempts: int
     #: The last failure's message ("" for none).
     error: str
-    #: Why it was not sent (`skipped`): "not sent: the decision was approved before it went
-    #: out"; "" otherwise.
+    #: Why it was not sent (`skipped`): "the decision was approved before it went out"; ""
+    #: otherwise.
     reason: str
     #: The conversation's address ("" when the notice names none).
     href: str
@@ -99,7 +101,7 @@ def status_label(delivery: Delivery) -> str:
             return "pending"
         return f"pending, next try at {_clock(delivery.next_attempt_at)}"
     if delivery.status == "skipped":
-        return "not sent"
+        return SKIPPED
     return "failed"
 
 
@@ -123,7 +125,8 @@ def delivery_row(delivery: Delivery, settings: NotifySettings | None = None) -> 
         status_color=_STATUS_COLORS.get(delivery.status, "gray"),
         attempts=delivery.attempts,
         error=delivery.last_error or "",
-        reason=delivery.reason or "",
+        # After the status "not sent", the reason alone.
+        reason=(delivery.reason or "").removeprefix(f"{SKIPPED}: "),
         href=address(delivery.thread_id) if delivery.thread_id else "",
     )
 

@@ -26,6 +26,17 @@ def _demo_label(person: Identity) -> str:
 DEMO_CHOICES: list[list[str]] = [[p.email, _demo_label(p)] for p in DEMO_PEOPLE]
 
 
+def signed_out_notice(reason: str, mode: str) -> str:
+    """What the page says when nobody is signed in: behind a sign-in proxy, what the person
+    can do about it first, then the proxy's failure as it was (for whoever runs it)."""
+    if mode != "proxy":
+        return reason
+    return (
+        "You are not signed in: open this app through your organisation's sign-in page, or "
+        f"ask whoever runs it. ({reason})"
+    )
+
+
 class IdentityState(rx.State):
     """Who is at this tab's keyboard, as the header shows it."""
 
@@ -50,7 +61,7 @@ class IdentityState(rx.State):
         authenticator = sessions.authenticator()
         self.auth_mode = authenticator.mode if authenticator is not None else "none"
         if not isinstance(found, Identity):
-            self.auth_error = found.message
+            self.auth_error = signed_out_notice(found.message, self.auth_mode)
             self.viewer_name = self.viewer_email = ""
             self._set_roles(frozenset())
             return None

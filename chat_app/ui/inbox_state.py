@@ -16,6 +16,7 @@ from chat_app.trust import Identity
 from . import session as sessions
 from .components.inbox_list import InboxRow
 from .conversations_state import (
+    EXPIRED,
     address,
     expiry,
     follow_page,
@@ -72,7 +73,7 @@ def inbox_row(item: InboxItem, viewer: Identity, now: datetime, *, yours: bool) 
         expires_title=(
             f"Expires {in_words(item.expires_at)}" if item.expires_at is not None else ""
         ),
-        expired=expires == "expired",
+        expired=expires == EXPIRED,
         escalation=item.escalation,
         reminded=reminded(item.reminded_at),
         reminded_iso=iso(item.reminded_at),
@@ -81,8 +82,9 @@ def inbox_row(item: InboxItem, viewer: Identity, now: datetime, *, yours: bool) 
 
 
 def reminded(moment: datetime | None) -> str:
-    """ "Reminder sent 10:42 UTC" ("" when none was)."""
-    return "" if moment is None else f"Reminder sent {moment.astimezone(UTC):%H:%M} UTC"
+    """When the approvers were reminded, after the label "Reminded": "10:42 UTC" ("" when
+    they were not)."""
+    return "" if moment is None else f"{moment.astimezone(UTC):%H:%M} UTC"
 
 
 def tool_choices(names: Iterable[str], chosen: str) -> list[str]:

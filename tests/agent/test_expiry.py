@@ -200,6 +200,11 @@ async def test_only_someone_who_may_decide_can_close_an_expired_request(
         "forbidden", "Needs approval from role finance or role admin, not the requester."
     )  # fmt: skip
     assert not records(ledger, "decision")
+    # Finance may: the cancellation is the expiry, not a withdrawal (which only Rita makes).
+    adas = await answer(agent, paused, cancel(item), ADA, "r3")
+    assert adas[-1]["type"] == "RUN_FINISHED", adas[-1]
+    [decision] = records(ledger, "decision")
+    assert decision["status"] == "expired"
 
 
 async def test_a_rules_expires_after_shortens_the_seal(ledger: SQLiteLedger) -> None:

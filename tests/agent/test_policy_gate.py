@@ -239,6 +239,8 @@ async def test_an_approver_says_no_by_rejecting_not_by_cancelling(ledger: SQLite
         "forbidden", WITHDRAWAL_ONLY
     )  # fmt: skip
     assert [r.kind for r in ledger.records()] == ["pause", "refusal"]
+    refused = ledger.records()[-1].data
+    assert (refused["toolName"], refused["rule"]) == ("transfer", "large-transfers")
     events = await answer(agent, paused, decide(item, False, payload={"reason": "No."}), ADA, "r3")
     assert events[-1]["type"] == "RUN_FINISHED"
     assert [r.kind for r in ledger.records()][-1] == "decision"

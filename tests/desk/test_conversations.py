@@ -32,6 +32,8 @@ async def test_a_started_conversation_is_stored_and_listed_for_its_owner(world: 
     assert empty.value.code == "invalid"
     assert await world.desk.conversations(SAM) == []
 
+    assert by_id[large].last_decision is None  # nothing settled yet
+
     view = await world.desk.view(large, RITA)
     assert texts(view) == ["transfer 5000 to Ada", "I'll send 5,000 to Ada once you approve."]
     [item] = state_of(view).interrupts
@@ -138,4 +140,24 @@ async def test_an_approver_still_sees_how_a_request_of_theirs_ended(world: World
     assert (await world.desk.view(thread, ADA)).read_only
     with pytest.raises(DeskError):
         await world.desk.view(thread, SAM)
+
+
+async def test_each_listed_conversation_says_how_its_latest_decision_ended(world: World) -> None:
+    rejected = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    no = Answer("reject", payload={"reason": "Not this quarter."}, has_payload=True)
+    await world.desk.decide(item.decision_id, ADA, no)
+    refunded = await world.start(RITA, "refund 20 to order 42")  # a rule decides it alone
+    await world.desk.wait_idle()
+
+    by_id = {c.thread_id: c for c in await world.desk.conversations(RITA)}
+    last = by_id[rejected].last_decision
+    assert last is not None and (last.name, last.outcome, last.decided_by) == (
+        "transfer", "rejected", ADA.email
+    )  # fmt: skip
+    assert by_id[rejected].to_json()["lastDecision"] == {
+        "name": "transfer", "outcome": "rejected", "decidedBy": ADA.email
+    }  # fmt: skip
+    auto = by_id[refunded].last_decision
+    assert auto is not None and (auto.outcome, auto.rule) == ("auto", "small-refunds")
 

@@ -87,7 +87,10 @@ async def test_an_approver_rejects_rather_than_cancels(world: World) -> None:
         await world.desk.decide(item.decision_id, ADA, Answer.read({"cancelled": True}))
     assert (refused.value.code, refused.value.message) == ("forbidden", WITHDRAWAL_ONLY)
     assert (await world.only_item(ADA)).status == "pending"
-    assert [r.actor for r in world.records("refusal")] == [ADA.email]
+    [record] = world.records("refusal")
+    assert (record.actor, record.data["toolName"], record.data["rule"]) == (
+        ADA.email, "transfer", "large-transfers"
+    )  # fmt: skip
 
 
 async def test_finance_approves_and_the_transfer_runs_once(world: World) -> None:

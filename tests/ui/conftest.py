@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -97,9 +97,12 @@ def browser() -> Iterator[Browser]:
 
 
 @contextlib.contextmanager
-def fresh_page(browser: Browser, base_url: str) -> Iterator[Page]:
-    """A new context at `base_url` (not yet loaded), failing on any JavaScript error."""
-    context = browser.new_context(base_url=base_url, viewport={"width": 1200, "height": 800})
+def fresh_page(browser: Browser, base_url: str, **options: Any) -> Iterator[Page]:
+    """A new context at `base_url` (not yet loaded), made with `options` (geolocation,
+    headers, …), failing on any JavaScript error."""
+    context = browser.new_context(
+        base_url=base_url, viewport={"width": 1200, "height": 800}, **options
+    )
     context.set_default_timeout(20_000)
     page = context.new_page()
     errors: list[str] = []

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser, Page, WebSocket, expect
 
 from chat_app.ui.state import SUGGESTIONS
-from tests.ui.conftest import ask, run_ended
+from tests.ui.conftest import ask, fresh_page, hydrated, run_ended
 
 pytestmark = pytest.mark.browser
 
@@ -209,20 +209,10 @@ LOCATION_CARD = '.tool-card[data-tool="get_location"]'
 @contextlib.contextmanager
 def page_in(browser: Browser, app_url: str, **options: Any) -> Iterator[Page]:
     """Like the `page` fixture, in a context made with `options` (geolocation, permissions)."""
-    context = browser.new_context(
-        base_url=app_url, viewport={"width": 1200, "height": 800}, **options
-    )
-    context.set_default_timeout(20_000)
-    pg = context.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    try:
+    with fresh_page(browser, app_url, **options) as pg:
         pg.goto("/")
-        pg.wait_for_selector('#app-root[data-hydrated="true"]')
+        hydrated(pg)
         yield pg
-    finally:
-        context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
 
 
 def test_location_is_read_in_the_browser_only_after_its_approval(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import quote, unquote
@@ -148,9 +149,9 @@ def test_times_in_words() -> None:
     ]  # fmt: skip
     assert ago(NOW - timedelta(seconds=20), NOW) == "just now"
     assert ago(NOW - timedelta(minutes=2), NOW) == "2 min ago"
-    assert expiry(NOW + timedelta(hours=23, minutes=59), NOW) == "expires in 23 h"
-    assert expiry(NOW - timedelta(seconds=1), NOW) == "expired"
-    assert expiry(None, NOW) == "no expiry"
+    assert expiry(NOW + timedelta(hours=23, minutes=59), NOW) == "in 23 h"
+    assert expiry(NOW - timedelta(seconds=1), NOW) == "already passed"
+    assert expiry(None, NOW) == "never"
 
 
 def summary(status: str, **extra: str) -> ConversationSummary:
@@ -176,6 +177,19 @@ def test_a_conversation_row_says_its_status_and_last_activity() -> None:
     )  # fmt: skip
     assert conversation_row(summary("done"), NOW).status_label == "Done"
     assert conversation_row(summary("running"), NOW).status_label == "Running"
+    # Done, it says how its latest decision ended (the person looking is "you").
+    rejected = item(status="decided", outcome="rejected", decided_by=OLIVE, decided_by_name="Olive")
+    done = replace(summary("done"), last_decision=rejected)
+    assert conversation_row(done, NOW, RITA).last_decision == "rotate_keys: Rejected by Olive"
+    assert conversation_row(done, NOW, OLIVE).last_decision == "rotate_keys: Rejected by you"
+    expired = replace(summary("done"), last_decision=item(status="decided", outcome="expired"))
+    assert conversation_row(expired, NOW, RITA).last_decision == "rotate_keys: Expired"
+    auto = item(status="decided", outcome="auto", rule="small-refunds", name="refund")
+    assert conversation_row(replace(summary("done"), last_decision=auto), NOW).last_decision == (
+        "refund: Decided by policy small-refunds"
+    )
+    asked_again = replace(summary("waiting"), last_decision=rejected)  # its status says it all
+    assert conversation_row(asked_again, NOW, RITA).last_decision == ""
 
 
 def item(**extra: object) -> InboxItem:
@@ -196,7 +210,7 @@ def test_an_inbox_row_says_who_asked_since_when_until_when_and_the_quorum() -> N
     voted = item(votes=(Vote(SAM, "Sam", True, NOW),))
     row = inbox_row(voted, olive, NOW, yours=True)
     assert (row.href, row.progress, row.waiting_since, row.expires, row.expired) == (
-        "/c/t1", "1 of 2: Sam approved", "5 min", "expires in 23 h", False
+        "/c/t1", "1 of 2: Sam approved", "5 min", "in 23 h", False
     )  # fmt: skip
     assert not row.you_approved
     assert inbox_row(voted, sam, NOW, yours=True).you_approved
@@ -213,7 +227,7 @@ def test_an_inbox_row_says_who_asked_since_when_until_when_and_the_quorum() -> N
     assert inbox_row(voted, sam, NOW, yours=True).waiting_for == voted.waiting_for
     assert inbox_row(voted, olive, NOW, yours=False).waiting_for == voted.waiting_for
     late = inbox_row(item(expires_at=NOW - timedelta(minutes=1)), olive, NOW, yours=False)
-    assert (late.expires, late.expired, late.yours) == ("expired", True, False)
+    assert (late.expires, late.expired, late.yours) == ("already passed", True, False)
     assert tool_choices(["transfer", "rotate_keys"], "") == ["rotate_keys", "transfer"]
     assert tool_choices(["rotate_keys"], "deploy") == ["deploy", "rotate_keys"]
     assert requester_choices([(SAM, "Sam"), (RITA, "Rita")], "") == [
@@ -287,7 +301,7 @@ def test_a_decision_reaches_the_approvers_inbox_live_and_leaves_it_once_decided(
         )
         expect(item.locator(".inbox-waiting-since")).to_have_text("<1 min")
         expect(item.locator(".inbox-waiting-since")).to_have_attribute("title", re.compile("UTC"))
-        expect(item.locator(".inbox-expires")).to_have_text(re.compile(r"^expires in \d+ h$"))
+        expect(item.locator(".inbox-expires")).to_have_text(re.compile(r"^in \d+ h$"))
         expect(item.locator(".quorum-progress")).to_have_count(0)  # one approval decides
         expect_count(ada, before + 1)
         shot(ada, screenshot_dir, "inbox-live-item")
@@ -410,6 +424,8 @@ def test_an_edit_only_the_requester_could_run_is_refused_on_the_card_with_the_dr
         ada.locator("#nav-audit").click()
         refusal = ada.locator('.audit-row[data-kind="refusal"]').first
         expect(refusal).to_contain_text("only the person who asked (Rita) runs it so")
+        expect(refusal).to_contain_text("Refused transfer:")  # the tool, not the item's id
+        expect(refusal).to_contain_text("large-transfers")  # the rule it was filed under
         expect(refusal.locator("td").nth(3)).to_have_text(ADA)  # Who
         expect(refusal.locator("td").nth(4)).to_have_text("demo")  # Verified by
 

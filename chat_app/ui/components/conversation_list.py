@@ -35,6 +35,8 @@ class ConversationRow:
     activity: str
     activity_iso: str
     activity_title: str
+    #: How its latest decision ended, once it is done: "transfer: Rejected by Ada" ("" else).
+    last_decision: str = ""
 
 
 def _status(row: ConversationRow) -> rx.Component:
@@ -80,6 +82,16 @@ def _row(row: ConversationRow) -> rx.Component:
                     size="1",
                     color_scheme="red",
                     class_name="conversation-error",
+                    overflow_wrap="anywhere",
+                ),
+            ),
+            rx.cond(
+                row.last_decision != "",
+                rx.text(
+                    row.last_decision,
+                    size="1",
+                    color_scheme="gray",
+                    class_name="conversation-last-decision",
                     overflow_wrap="anywhere",
                 ),
             ),

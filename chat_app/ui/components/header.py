@@ -81,7 +81,13 @@ def viewer_menu(
                 ),
             ),
         ),
-        ("proxy", rx.text(viewer_name, size="2", id="viewer-name")),
+        (
+            "proxy",
+            rx.text(
+                viewer_name, size="2", id="viewer-name",
+                title="Signed in through your organisation's sign-in: sign out there.",
+            ),  # fmt: skip
+        ),
         rx.fragment(),
     )
 

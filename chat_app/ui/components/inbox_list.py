@@ -47,13 +47,13 @@ class InboxRow:
     waiting_since: str
     created_iso: str
     created_title: str
-    #: "expires in 23 h", "expired" or "no expiry"; when (in words, UTC; "" for none).
+    #: "in 23 h", "already passed" or "never"; when (in words, UTC; "" for none).
     expires: str
     expires_title: str
     expired: bool
     #: "escalated to admin after 2 h" once the desk escalated it ("" before).
     escalation: str = ""
-    #: "Reminder sent 10:42 UTC" once the desk reminded its approvers ("" before), and when
+    #: "10:42 UTC" once the desk reminded its approvers ("" before), and when
     #: in full.
     reminded: str = ""
     reminded_iso: str = ""

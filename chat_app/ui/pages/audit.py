@@ -52,7 +52,7 @@ def _trail() -> rx.Component:
             rx.heading("Audit trail", size="5"),
             rx.spacer(),
             rx.link(
-                rx.button("Export JSON lines", variant="outline", size="2"),
+                rx.button("Export JSON lines", variant="outline", size="2", white_space="nowrap"),
                 href="/api/audit.jsonl",
                 is_external=True,
                 id="audit-export",
@@ -62,6 +62,7 @@ def _trail() -> rx.Component:
             ),
             width="100%",
             align="center",
+            wrap="wrap",
         ),
         rx.cond(
             AuditState.available,
@@ -100,6 +101,7 @@ def _trail() -> rx.Component:
                 rx.table.body(rx.foreach(AuditState.rows, _row)),
                 size="1",
                 width="100%",
+                min_width="56em",  # scrolls sideways on a phone, as the Deliveries table
                 id="audit-table",
             ),
             width="100%",

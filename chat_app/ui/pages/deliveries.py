@@ -26,9 +26,9 @@ def _row(row: DeliveryRow) -> rx.Component:
             rx.el.time(row.at, date_time=row.at_iso), white_space="nowrap", class_name="at"
         ),
         rx.table.cell(row.event, class_name="event"),
-        rx.table.cell(row.what, class_name="what", overflow_wrap="anywhere"),
+        rx.table.cell(row.what, class_name="what", overflow_wrap="break-word"),
         rx.table.cell(rx.badge(row.channel, variant="outline"), class_name="channel"),
-        rx.table.cell(row.to_whom, class_name="to", overflow_wrap="anywhere"),
+        rx.table.cell(row.to_whom, class_name="to", overflow_wrap="break-word"),
         rx.table.cell(
             rx.badge(row.status_label, color_scheme=row.status_color),
             class_name="status",
@@ -41,7 +41,7 @@ def _row(row: DeliveryRow) -> rx.Component:
                 rx.el.span(row.reason, class_name="reason", color=rx.color("gray", 11)),
                 rx.el.span(row.error, class_name="error", color=rx.color("red", 11)),
             ),
-            overflow_wrap="anywhere",
+            overflow_wrap="break-word",
         ),
         rx.table.cell(
             rx.cond(
@@ -69,6 +69,9 @@ def _list() -> rx.Component:
                 rx.table.body(rx.foreach(DeliveriesState.rows, _row)),
                 size="1",
                 width="100%",
+                # On a phone the table scrolls sideways rather than squeeze its columns to a
+                # letter a line.
+                min_width="56em",
             ),
             width="100%",
             overflow_x="auto",
