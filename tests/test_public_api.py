@@ -126,6 +126,7 @@ TRUST = [
     "WITHDRAWAL_ONLY",
     "asking_a_person",
     "audit_report",
+    "cancel_refusal",
     "decision_record",
     "describe_duration",
     "escalation_note",

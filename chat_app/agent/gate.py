@@ -30,13 +30,13 @@ from typing import Any
 from chat_app.interrupts import Decision, DecisionProblem
 from chat_app.trust import (
     ANONYMOUS,
-    WITHDRAWAL_ONLY,
     Identity,
     Policy,
     PolicyError,
     Rule,
     Sealer,
     asking_a_person,
+    cancel_refusal,
     rule_lifetime,
 )
 
@@ -129,10 +129,11 @@ class Gate:
         asked = self._is_requester(sealed)
         if decision.kind == "cancel" and asked:
             return None  # whoever asked may always withdraw the request
-        if decision.kind == "cancel" and approval and self.sealer is not None:
-            # Anyone else says no by rejecting it, with the reason its rule asks for (a
-            # cancellation would stop the call with none).
-            return _forbidden(WITHDRAWAL_ONLY)
+        if decision.kind == "cancel":
+            known = asked if self.sealer is not None else None  # the seal says who asked
+            refused = cancel_refusal(approval=approval, asked=known)
+            if refused is not None:
+                return _forbidden(refused)
         for index, rule in enumerate(rules):
             rejected = rule.refuses_approval() if rule is not None else None
             if rejected is not None and decision.kind == "approve":

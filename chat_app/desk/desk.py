@@ -54,12 +54,12 @@ from chat_app.interrupts import (
 from chat_app.observe import close_decision, decision_span, run_span
 from chat_app.trust import (
     ANONYMOUS,
-    WITHDRAWAL_ONLY,
     AuditEntry,
     Identity,
     Policy,
     Rule,
     asking_a_person,
+    cancel_refusal,
     refusal_record,
 )
 
@@ -195,8 +195,8 @@ class Desk:
         #: Writes to the audit trail (the agent's ledger): an answer the desk refused is put
         #: in it, as the agent puts the ones it refuses.
         self.audit = audit
-        #: Called when decisions came (the timers look at once rather than at their next
-        #: round).
+        #: Called when decisions came, or were carried (the timers look at once rather than at
+        #: their next round: a notice, or whoever asked told how it ended).
         self.on_new_decisions: Callable[[], None] | None = None
         #: The runs going on in this process, by conversation.
         self._live: dict[str, asyncio.Task[None]] = {}
@@ -713,7 +713,10 @@ class Desk:
                 # Carried. A worker killed before this line leaves them to `recover`, which
                 # finds the continuation in flight, or not sent yet, in the stored state.
                 seconds = (ended - started).total_seconds()
-                await self._db(partial(self.store.mark_applied, applied, seconds=seconds))
+                await self._db(
+                    partial(self.store.mark_applied, applied, seconds=seconds, tell_at=ended)
+                )
+                self._wake_timers()  # whoever asked is told how it ended
                 for row in by_item.values():
                     # An expired one ran nothing, nor did one refused.
                     if row.outcome != "expired" and row.item_id not in refused:
@@ -725,6 +728,10 @@ class Desk:
                         "rule": row.rule or "", "thread.id": thread_id})  # fmt: skip
             finally:
                 await self._db(self.store.release, thread_id, self.worker)
+
+    def _wake_timers(self) -> None:
+        if self.on_new_decisions is not None:
+            self.on_new_decisions()
 
     async def _open_refused(
         self, thread_id: str, owner: Identity, state: ClientState, refused: Collection[str]
@@ -953,8 +960,8 @@ class Desk:
         for decision_id in saved.added:
             decision_span(decision_id, "paused", start=self.clock(),
                           attributes={"thread.id": thread_id})  # fmt: skip
-        if saved.added and self.on_new_decisions is not None:
-            self.on_new_decisions()
+        if saved.added:
+            self._wake_timers()
         topics = [thread_topic(thread_id), owner_topic(owner_email)]
         if saved.decisions_changed:  # else text streaming, a status: not the inboxes' news
             topics.append(inbox_topic())
@@ -1067,8 +1074,12 @@ class Desk:
         asked = viewer.email == item.requester_email
         if kind == "cancel" and asked:
             return None  # whoever asked may always withdraw it
-        if kind == "cancel" and item.kind == "tool" and self.policy is not None:
-            return WITHDRAWAL_ONLY  # as the engine's gate: anyone else rejects it
+        if kind == "cancel":
+            refused = cancel_refusal(
+                approval=item.kind == "tool", asked=asked if self.policy is not None else None
+            )
+            if refused is not None:
+                return refused
         rule = self._rule(item)
         if rule is None:  # the person who asked decides (the engine holds to it too)
             if asked:

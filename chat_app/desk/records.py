@@ -232,20 +232,21 @@ class ConversationSummary:
     last_decision: InboxItem | None = None
 
     def to_json(self) -> dict[str, Any]:
-        last = self.last_decision
-        return {
+        summary: dict[str, Any] = {
             "threadId": self.thread_id,
             "title": self.title,
             "status": self.status,
             "waitingFor": self.waiting_for,
-            "lastDecision": None if last is None else {
-                "name": last.name, "outcome": last.outcome, "decidedBy": last.decided_by,
-            },  # fmt: skip
             "owner": {"email": self.owner_email, "name": self.owner_name},
             "error": self.error,
             "createdAt": _when(self.created_at),
             "updatedAt": _when(self.updated_at),
         }
+        if (last := self.last_decision) is not None:
+            summary["lastDecision"] = {
+                "name": last.name, "outcome": last.outcome, "decidedBy": last.decided_by,
+            }  # fmt: skip
+        return summary
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,6 @@ from sqlalchemy import (
     Engine,
     Row,
     and_,
-    case,
     delete,
     exists,
     func,
@@ -138,7 +137,8 @@ class AutoDecision:
 
 
 class Due(NamedTuple):
-    """A pending decision whose timer is due, with what its notice needs."""
+    """A decision whose timer is due (pending; or settled, for its requester to be told how
+    it ended), with what its notice needs."""
 
     decision: Row[Any]
     #: The owner's page is open on its conversation now.
@@ -412,6 +412,7 @@ class DeskStore:
                 decided_by_name=None,
                 decided_at=None,
                 applied=False,
+                tell_at=None,  # pending again: nothing to tell whoever asked yet
                 # Told again: its notice may have been skipped while it was closed.
                 notified_at=None,
                 # Closing took it out of the escalated people's inboxes too: escalated again
@@ -509,8 +510,8 @@ class DeskStore:
         return changed
 
     def conversations_of(self, owner_email: str, *, limit: int = 100) -> list[ConversationSummary]:
-        """The owner's conversations, newest first, each with how its latest settled decision
-        ended (one more statement for them all)."""
+        """The owner's conversations, newest first, each finished one with how its latest
+        settled decision ended (one more statement for them all)."""
         with read_snapshot(self.engine) as connection:
             rows = connection.execute(
                 select(conversations)
@@ -518,16 +519,23 @@ class DeskStore:
                 .order_by(conversations.c.updated_at.desc())
                 .limit(limit)
             ).all()
-            latest: dict[str, Row[Any]] = {}
-            if rows:
-                for decision in connection.execute(
-                    select(decisions)
-                    .where(decisions.c.thread_id.in_([row.thread_id for row in rows]),
-                           decisions.c.status != "pending", decisions.c.decided_at.is_not(None))
-                    .order_by(decisions.c.decided_at)
-                ):  # fmt: skip
-                    latest[decision.thread_id] = decision
-            last = dict(zip(latest, self._items(connection, list(latest.values())), strict=True))
+            # Only a finished conversation shows it: its newest settled decision, one a thread.
+            finished = [row.thread_id for row in rows if row.status in ("done", "failed")]
+            found: list[Row[Any]] = []
+            if finished:
+                newest = func.row_number().over(
+                    partition_by=decisions.c.thread_id,
+                    order_by=(decisions.c.decided_at.desc(), decisions.c.id.desc()),
+                )
+                ranked = (
+                    select(decisions, newest.label("newest"))
+                    .where(decisions.c.thread_id.in_(finished), decisions.c.status != "pending",
+                           decisions.c.decided_at.is_not(None))
+                    .subquery()
+                )  # fmt: skip
+                found = list(connection.execute(select(ranked).where(ranked.c.newest == 1)))
+            items = self._items(connection, found)
+            last = {row.thread_id: item for row, item in zip(found, items, strict=True)}
         return [replace(summary_of(row), last_decision=last.get(row.thread_id)) for row in rows]
 
     def claim(self, thread_id: str, runner: str, *, now: datetime, until: datetime) -> bool:
@@ -828,14 +836,32 @@ class DeskStore:
                     )
         return bool(changed)
 
-    def mark_applied(self, decision_ids: Sequence[str], *, seconds: float | None = None) -> None:
+    def mark_applied(
+        self, decision_ids: Sequence[str], *, seconds: float | None = None,
+        tell_at: datetime | None = None,
+    ) -> None:  # fmt: skip
         """Carried by a continuation (that took `seconds`, when it was the one that ran: kept
-        on one of its decisions, so each continuation counts once)."""
+        on one of its decisions, so each continuation counts once). With `tell_at`, whoever
+        asked is due to be told then how each ended, unless they decided it themselves: its
+        outcome is final now (an answer decided in time but carried past its expiry ended
+        as expired)."""
         if not decision_ids:
             return
         ids = sorted(decision_ids)
         with write_transaction(self.engine) as connection:
             connection.execute(update(decisions).where(decisions.c.id.in_(ids)).values(applied=True))
+            if tell_at is not None:
+                connection.execute(
+                    update(decisions)
+                    .where(
+                        decisions.c.id.in_(ids),
+                        decisions.c.status == "decided",
+                        decisions.c.requester_email != "",  # nobody to tell without sign-in
+                        or_(decisions.c.outcome == "expired", decisions.c.decided_by.is_(None),
+                            decisions.c.decided_by != decisions.c.requester_email),
+                    )
+                    .values(tell_at=tell_at)
+                )  # fmt: skip
             if seconds is not None:
                 connection.execute(
                     update(decisions)
@@ -1036,12 +1062,13 @@ class DeskStore:
 
     def untold(self, now: datetime, *, limit: int = 100) -> list[Due]:
         """Settled decisions whose requester is due to be told how they ended, oldest first,
-        each with whether the requester's page is open on the conversation now."""
+        each with whether the requester's page is open on the conversation now (`Due.routes`
+        empty: it goes to whoever asked)."""
         with self.engine.connect() as connection:
             rows = connection.execute(
                 select(decisions, conversations.c.watched_until)
                 .join(conversations, conversations.c.thread_id == decisions.c.thread_id)
-                .where(decisions.c.tell_at <= now)
+                .where(decisions.c.tell_at <= now, decisions.c.status != "pending")
                 .order_by(decisions.c.tell_at)
                 .limit(limit)
             ).all()
@@ -1204,16 +1231,14 @@ def _settle(
     wait_seconds: float | None,
 ) -> bool:  # fmt: skip
     """Move a pending decision to `decided` (a conditional UPDATE: of two, one wins) and take
-    it out of every inbox. Whoever asked is then due to be told how it ended, unless they
-    decided it themselves."""
-    told = decisions.c.requester_email == (decided_by or "")
+    it out of every inbox."""
     changed = connection.execute(
         update(decisions)
         .where(decisions.c.id == decision_id, decisions.c.status == "pending")
         .values(
             status="decided", outcome=outcome, decided_by=decided_by,
             decided_by_name=decided_by_name, answer=_dumps(answer), decided_at=now,
-            wait_seconds=wait_seconds, tell_at=case((told, None), else_=now),
+            wait_seconds=wait_seconds,
         )  # fmt: skip
     ).rowcount
     if changed:

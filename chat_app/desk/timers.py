@@ -176,9 +176,11 @@ class Timers:
         if not due.watched and self.outbox is not None and self.settings is not None:
             requester = Recipient(email=row.requester_email, name=row.requester_name)
             people = [requester] if requester.email else []
-            decided_by = row.decided_by_name or row.decided_by or ""
+            # An expiry was nobody's decision, though someone had approved in time.
+            expired = row.outcome == "expired"
+            decided_by = "" if expired else row.decided_by_name or row.decided_by or ""
             reason = _reason(row.answer) if row.outcome == "rejected" else ""
-            if row.outcome == "expired":
+            if expired:
                 note = expiry_note(row.created_at, row.expires_at)
             else:
                 heading = OUTCOME_HEADINGS.get(row.outcome or "", "Decided")

@@ -28,8 +28,6 @@ def _facts(notice: Notice) -> list[tuple[str, str]]:
         ("Arguments" if notice.kind == "tool" else "Details", notice.summary),
         ("Asked by", notice.requester.display),
         ("Rule", notice.rule or ""),
-        ("Decided by", notice.decided_by),
-        ("Reason", notice.reason),
         ("Expires", in_words_utc(notice.expires_at) if notice.expires_at and not decided else ""),
         ("Asked at" if decided else "Waiting since", in_words_utc(notice.waiting_since)),
     ]

@@ -33,6 +33,7 @@ from .identity import Identity
 
 __all__ = [
     "WITHDRAWAL_ONLY",
+    "cancel_refusal",
     "Policy",
     "PolicyError",
     "Rule",
@@ -382,6 +383,19 @@ class Policy:
 WITHDRAWAL_ONLY = (
     "Only the person who asked may withdraw this request: to say no, reject it, saying why."
 )
+
+
+
+def cancel_refusal(*, approval: bool, asked: bool | None) -> str | None:
+    """Why a cancellation is refused, if it is: a tool approval's is its requester's
+    withdrawal alone (`WITHDRAWAL_ONLY`). `approval`: it answers a tool approval, and is not
+    its expiry (which whoever may decide it closes); `asked`: the canceller asked for it, or
+    `None` when nobody knows who asked (no sealed requester, no policy), and nothing is
+    refused. The engine's gate, the desk and the card all ask this."""
+    if not approval or asked is None or asked:
+        return None
+    return WITHDRAWAL_ONLY
+
 
 _Fail = Callable[[str], PolicyError]
 

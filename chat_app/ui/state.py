@@ -137,6 +137,7 @@ class ChatState(IdentityState):
     open_count: int = 0
     batch_size: int = 0
     bulk_ok: bool = False
+    cancel_all_ok: bool = True
     batch_errors: list[str] = []
     can_retry: bool = False
     #: The last message's run failed (the agent answered an error, the stream broke, …):
@@ -201,6 +202,9 @@ class ChatState(IdentityState):
     _deciders: dict[str, str] = {}
     #: What approvals with changes changed: item id -> ["amount: 5000 → 4000"] (`views.edits`).
     _changes: dict[str, list[str]] = {}
+    #: The same for this tab's own answers, marked as they go (`_note_own_edits`): the desk's
+    #: record of them is read only with the next stored version.
+    _own_changes: dict[str, list[str]] = {}
     #: Pending items of this conversation the desk escalated: item id -> "escalated to admin
     #: after 2 h" (their cards say so, and the people escalated to may decide them).
     _escalated: dict[str, str] = {}
@@ -258,7 +262,7 @@ class ChatState(IdentityState):
             asked_by=sessions.asked_by(session.identity),
             decided_by=self._deciders,
             quorum={item: given[0] for item, given in self._votes.items()},
-            changes=self._changes,
+            changes=self._own_changes | self._changes,
         )
         streaming = client.status == "streaming"
         messages = views.messages
@@ -281,6 +285,7 @@ class ChatState(IdentityState):
             self.held = WAITING_NOTICE
         self.batch_size = views.batch_size
         self.bulk_ok = views.bulk_ok
+        self.cancel_all_ok = views.cancel_all_ok
         self.batch_errors = views.batch_errors
         self.can_retry = state.can_retry
         self.can_resend = state.can_resend
@@ -384,6 +389,7 @@ class ChatState(IdentityState):
         self.owner_name, self.read_only, self.desk_notice = "", False, ""
         self.thread_shown, self._shown_to, self._desk_version = thread, shown_to, version
         self._desk_running = False
+        self._own_changes = {}
         self._take_marks((), shown_to)
 
     def _shows(self, session: sessions.Session) -> bool:
@@ -662,12 +668,12 @@ class ChatState(IdentityState):
         open_ids = {item.id for item in state.interrupts}
         if submission is not None:
             open_ids.update(submission.interrupt_ids)
-        kept = {key: lines for key, lines in self._changes.items() if key not in open_ids}
+        kept = {key: lines for key, lines in self._own_changes.items() if key not in open_ids}
         changes = (
             kept | answered_edits(state.interrupts) | submitted_edits(submission, state.messages)
         )
-        if changes != self._changes:
-            self._changes = changes
+        if changes != self._own_changes:
+            self._own_changes = changes
 
     def _take_marks(self, decisions: Sequence[InboxItem], viewer_email: str) -> bool:
         """Keep what the cards say of the conversation's `decisions` beyond the client's

@@ -33,6 +33,7 @@ from chat_app.interrupts import (
     InterruptKind,
     read_decision,
 )
+from chat_app.trust import cancel_refusal
 
 from .forms import FormField, form_fields
 
@@ -147,6 +148,9 @@ class Views:
     #: Whether Approve all / Reject all apply (every answerable item is a payloadless approval).
     bulk_ok: bool
     batch_errors: list[str]
+    #: Whether Cancel all applies: the person may cancel every open decision (an approver
+    #: may not withdraw someone else's request).
+    cancel_all_ok: bool = True
 
 
 def pretty(value: Any) -> str:
@@ -607,14 +611,16 @@ def build_views(
                 continue
             if card.waiting and not card.expired and item.can_resolve:
                 card.can_withdraw = asked_by(item)
-            elif card.kind == "approval" and _under_policy(item):
-                card.can_cancel = asked_by(item)
+            elif card.kind == "approval":
+                asked = asked_by(item) if _under_policy(item) else None
+                card.can_cancel = cancel_refusal(approval=True, asked=asked) is None
     return Views(
         messages=messages,
         loose_decisions=loose,
         open_count=len(open_ids),
         batch_size=len(answerable),
         bulk_ok=bulk_ok,
+        cancel_all_ok=all(card.can_cancel for card in cards if card.id in open_ids),
         # "One or more … are invalid" only repeats what the items themselves show.
         batch_errors=[
             error.message

@@ -3,6 +3,9 @@ answers, and their approvals towards a quorum once it is settled, whoever settle
 
 from __future__ import annotations
 
+import itertools
+from datetime import UTC, datetime, timedelta
+
 from chat_app.desk import Answer, PastDecision
 from chat_app.trust import ANONYMOUS
 from tests.desk.world import ADA, OLIVE, RITA, SAM, World
@@ -69,6 +72,12 @@ async def test_a_withdrawal_and_a_rejection_after_an_approval_are_listed(world: 
 
 
 async def test_the_newest_come_first_up_to_the_limit(world: World) -> None:
+    start = datetime.now(UTC)
+    ticks = itertools.count()
+    # A clock that moves a millisecond at every look: no two decisions share a moment.
+    world.desk = world.new_desk(
+        worker="worker-ticking", clock=lambda: start + timedelta(milliseconds=next(ticks))
+    )
     threads = [await world.start(RITA, f"transfer {2000 + n} to Ada") for n in range(3)]
     inbox, _ = await world.desk.inbox(ADA)
     assert {item.thread_id for item in inbox} == set(threads)

@@ -768,3 +768,37 @@ async def test_an_expiry_is_told_to_whoever_asked(timed: Timed) -> None:
     [(_, _, notice), _] = sorted(told(timed), key=lambda sent: sent[0])
     assert (notice["outcome"], notice["decided_by"], notice["reason"]) == ("expired", "", "")
     assert notice["note"] == "Expired: nobody decided within 1 day."
+
+
+async def test_whoever_asked_is_told_once_the_answer_is_carried_with_its_final_outcome(
+    timed: Timed,
+) -> None:
+    """Decided is not yet how it ended: carried past its expiry, an approval ends expired. So
+    the requester is due to be told only once a continuation carried it; never about one
+    opened again; and at the time it was carried, whatever the database's own time zone."""
+    world = timed.world
+    await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    store = world.desk.store
+    now = timed.clock.utc()
+    answer = {"interruptId": item.item_id, "status": "resolved", "payload": {"approved": True}}
+    assert store.decide(item.decision_id, email=ADA.email, name="Ada", outcome="approved",
+                        answer=answer, now=now)  # fmt: skip
+    assert store.untold(now + timedelta(days=1)) == []  # decided, not carried yet
+
+    store.expire_decided([item.decision_id], now=now)  # carried only after its expiry
+    later = now + timedelta(seconds=5)
+    store.mark_applied([item.decision_id], tell_at=later)
+    assert store.untold(later - timedelta(seconds=1)) == []  # due when it was carried
+    [due] = store.untold(later)
+    assert (due.decision.outcome, due.decision.tell_at) == ("expired", later)
+    timed.clock.advance(5)
+    await timed.timers(world.desk).tick()
+    [(_, _, notice), _] = sorted(told(timed), key=lambda sent: sent[0])
+    assert (notice["outcome"], notice["decided_by"]) == ("expired", "")  # nobody's decision
+    assert store.untold(later + timedelta(days=1)) == []  # told once
+
+    # A decision carried and then opened again (the agent refused it) is nobody's news.
+    with world.engine.begin() as connection:
+        connection.execute(update(decisions).values(tell_at=later, status="pending"))
+    assert store.untold(later) == []

@@ -3,6 +3,7 @@ cookies and the policy, never from anything the page sends."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,18 @@ def test_views_count_only_what_the_viewer_may_decide() -> None:
     with_asker = build_views(state, {}, who_decides=session.who_decides(ada),
                              asked_by=session.asked_by(ada))  # fmt: skip
     assert with_asker.loose_decisions[0].can_cancel is False
+    assert with_asker.cancel_all_ok is False  # nor Cancel all, which would cancel it too
+    # Rita's own request keeps Cancel (her withdrawal), and so does one under no policy.
+    rule_less = replace(answerable, metadata={POLICY_METADATA_KEY: {**shown, "rule": None}})
+    own = build_views(
+        ClientState(thread_id="t", interrupts=(rule_less,)), {},
+        who_decides=session.who_decides(RITA), asked_by=session.asked_by(RITA),
+    )  # fmt: skip
+    assert own.loose_decisions[0].can_cancel is True and own.cancel_all_ok is True
+    bare = replace(answerable, metadata={})
+    unknown = build_views(ClientState(thread_id="t", interrupts=(bare,)), {},
+                          asked_by=session.asked_by(ada))  # fmt: skip
+    assert unknown.loose_decisions[0].can_cancel is True
 
 
 def test_an_item_only_its_sealed_tag_names_is_still_the_requesters() -> None:

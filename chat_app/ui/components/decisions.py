@@ -429,6 +429,7 @@ def batch_bar(
     batch_size: Prop[int],
     open_count: Prop[int],
     bulk_ok: Prop[bool],
+    cancel_all_ok: Prop[bool],
     errors: Prop[list[str]],
     can_retry: Prop[bool],
     on_approve_all: Handler,
@@ -439,7 +440,8 @@ def batch_bar(
     """Shown when several decisions are pending: bulk actions, batch errors, retry.
 
     `open_count` is how many decisions can still be answered, `batch_size` how many the batch
-    has; `bulk_ok` says whether Approve all / Reject all apply.
+    has; `bulk_ok` says whether Approve all / Reject all apply, `cancel_all_ok` whether
+    Cancel all does.
     """
     return rx.cond(
         # `errors` is a Var here (see `Prop`), whose `length()` mypy cannot see on the union.
@@ -470,7 +472,7 @@ def batch_bar(
                     ),
                 ),  # fmt: skip
                 rx.cond(
-                    open_count > 1,
+                    cancel_all_ok & (open_count > 1),
                     rx.button(
                         "Cancel all",
                         on_click=on_cancel_all,

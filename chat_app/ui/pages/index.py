@@ -78,6 +78,7 @@ def _transcript() -> rx.Component:
             batch_size=ChatState.batch_size,
             open_count=ChatState.open_count,
             bulk_ok=ChatState.bulk_ok,
+            cancel_all_ok=ChatState.cancel_all_ok,
             errors=ChatState.batch_errors,
             can_retry=ChatState.may_retry,
             on_approve_all=_noted_batch("approve_all", ChatState.approve_all),
