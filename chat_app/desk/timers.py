@@ -42,6 +42,7 @@ from chat_app.notify import OUTCOME_HEADINGS, Notice, NotifySettings, Outbox, Ou
 from chat_app.observe import decision_span
 from chat_app.trust import describe_duration, escalation_note
 from chat_app.trust.ledger import AuditEntry
+from chat_app.trust.policy import all_of
 
 from .desk import Desk, inbox_topic, thread_topic
 from .records import DeskError, expiry_note
@@ -184,7 +185,8 @@ class Timers:
                 note = expiry_note(row.created_at, row.expires_at)
             else:
                 heading = OUTCOME_HEADINGS.get(row.outcome or "", "Decided")
-                note = f"{heading} by {decided_by}" + (f": {reason}" if reason else "")
+                who = await self._approvers(row, decided_by)
+                note = f"{heading} by {who}" + (f": {reason}" if reason else "")
                 note += "" if note.endswith((".", "!", "?")) else "."
             notice = replace(
                 self._notice_of(row, "decided", note, people),
@@ -194,6 +196,17 @@ class Timers:
         await self._db(self.desk.store.told, row.id)
 
     # --- helpers ------------------------------------------------------------------------
+
+    async def _approvers(self, row: Any, decided_by: str) -> str:
+        """Who approved a quorum's decision, as its cards name them ("Sam and Olive"): its
+        counted approvals, then whoever decided; `decided_by` alone for anything else."""
+        if row.outcome not in ("approved", "edited") or row.quorum <= 1:
+            return decided_by
+        item = await self.desk.decision(row.id)
+        if item is None:
+            return decided_by
+        names = [vote.name or vote.email for vote in item.approvals]
+        return all_of(list(dict.fromkeys([*names, decided_by])))
 
     async def _due(self, timer: str, now: datetime) -> list[Due]:
         store = self.desk.store

@@ -430,9 +430,18 @@ def escalation_note(escalate_to: Sequence[str], after: datetime.timedelta) -> st
 
 def either_of(names: list[str]) -> str:
     """ "finance", "finance or admin", "ada@example.com, sam@example.com or admin"."""
+    return _listed(names, "or")
+
+
+def all_of(names: list[str]) -> str:
+    """ "Sam", "Sam and Olive", "Sam, Ada and Olive"."""
+    return _listed(names, "and")
+
+
+def _listed(names: list[str], last: str) -> str:
     if len(names) <= 1:
         return "".join(names)
-    return f"{', '.join(names[:-1])} or {names[-1]}"
+    return f"{', '.join(names[:-1])} {last} {names[-1]}"
 
 
 def _suggest(word: str, choices: tuple[str, ...] | frozenset[str] | list[str]) -> str:

@@ -34,6 +34,7 @@ from chat_app.interrupts import (
     read_decision,
 )
 from chat_app.trust import cancel_refusal
+from chat_app.trust.policy import all_of
 
 from .forms import FormField, form_fields
 
@@ -250,9 +251,7 @@ class Answered:
     @property
     def text(self) -> str:
         """ "Approved by Sam and you"."""
-        names = self.people
-        who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-        return f"{self.label} by {who}"
+        return f"{self.label} by {all_of(list(self.people))}"
 
 
 def arguments_changed(before: Any, after: Any) -> list[str]:

@@ -802,3 +802,18 @@ async def test_whoever_asked_is_told_once_the_answer_is_carried_with_its_final_o
     with world.engine.begin() as connection:
         connection.execute(update(decisions).values(tell_at=later, status="pending"))
     assert store.untold(later) == []
+
+
+async def test_a_quorum_is_told_with_every_approver_as_its_cards_name_them(timed: Timed) -> None:
+    world = timed.world
+    await world.start(RITA, "rotate production keys")
+    item = await world.only_item(SAM)
+    await world.desk.decide(item.decision_id, SAM, Answer("approve"))
+    timed.clock.advance(60)  # Olive a minute later: the approvals in the order given
+    await world.desk.decide(item.decision_id, OLIVE, Answer("approve"))
+    await world.desk.wait_idle()
+    await _tick_all(timed, world.desk)
+
+    [(_, _, notice), _] = sorted(told(timed), key=lambda sent: sent[0])
+    assert (notice["outcome"], notice["decided_by"]) == ("approved", "Olive")
+    assert notice["note"] == "Approved by Sam and Olive."
