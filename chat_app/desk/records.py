@@ -162,6 +162,19 @@ class InboxItem:
         return tuple(vote for vote in self.votes if vote.approved and vote.counts)
 
     @property
+    def deciders(self) -> dict[str, str]:
+        """Who settled it, email -> name, in order: for an approval a quorum's approvers, then
+        whoever decided; for anything else whoever decided alone (a rejection is not its
+        earlier approvers'); nobody for an expiry or a rule's decision."""
+        if not self.decided_by:
+            return {}
+        people: dict[str, str] = {}
+        if self.outcome in ("approved", "edited"):
+            people = {vote.email: vote.name or vote.email for vote in self.approvals}
+        people.setdefault(self.decided_by, self.decided_by_name or self.decided_by)
+        return people
+
+    @property
     def progress(self) -> str:
         """Quorum progress for a person: "1 of 2: Sam approved"; "" without a quorum."""
         if self.quorum <= 1:

@@ -35,6 +35,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
+from chat_app.interrupts import Decision, read_decision
 from chat_app.trust.store import read_snapshot, write_transaction
 from chat_app.trust.tables import (
     conversation_states,
@@ -1375,11 +1376,12 @@ def summary_of(row: Row[Any]) -> ConversationSummary:
 
 
 def _edited_args(row: Row[Any]) -> Any:
-    """The arguments a decision's answer approved instead of those proposed (its resume
-    entry's `payload.editedArgs`)."""
-    entry = json.loads(row.answer or "{}")
-    payload = entry.get("payload") if isinstance(entry, dict) else None
-    return payload.get("editedArgs") if isinstance(payload, dict) else None
+    """The arguments a decision's answer approved instead of those proposed (`None`: it
+    changed none), read from its stored resume entry as the wire reads one."""
+    decision = read_decision(json.loads(row.answer or "{}"), "approval")
+    if not isinstance(decision, Decision) or not decision.edited:
+        return None
+    return decision.edited_args
 
 
 def _dumps(value: Any) -> str:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -38,6 +38,7 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from chat_app.interrupts import Decision, read_decision
 from chat_app.notify import OUTCOME_HEADINGS, Notice, NotifySettings, Outbox, OutboxError, Recipient
 from chat_app.observe import decision_span
 from chat_app.trust import describe_duration, escalation_note
@@ -198,15 +199,12 @@ class Timers:
     # --- helpers ------------------------------------------------------------------------
 
     async def _approvers(self, row: Any, decided_by: str) -> str:
-        """Who approved a quorum's decision, as its cards name them ("Sam and Olive"): its
-        counted approvals, then whoever decided; `decided_by` alone for anything else."""
-        if row.outcome not in ("approved", "edited") or row.quorum <= 1:
+        """Who settled it, as its cards name them ("Sam and Olive": `InboxItem.deciders`);
+        the votes are read only for a quorum's."""
+        if row.quorum <= 1:
             return decided_by
         item = await self.desk.decision(row.id)
-        if item is None:
-            return decided_by
-        names = [vote.name or vote.email for vote in item.approvals]
-        return all_of(list(dict.fromkeys([*names, decided_by])))
+        return all_of(list(item.deciders.values())) if item is not None else decided_by
 
     async def _due(self, timer: str, now: datetime) -> list[Due]:
         store = self.desk.store
@@ -270,9 +268,9 @@ class Timers:
 
 
 def _reason(answer: str | None) -> str:
-    """The reason a rejection gave (its payload's `reason`), "" for none."""
-    entry = json.loads(answer or "{}")
-    envelope = entry.get("payload") if isinstance(entry, dict) else None
-    payload = envelope.get("payload") if isinstance(envelope, dict) else None
-    reason = payload.get("reason") if isinstance(payload, dict) else None
+    """The reason a rejection gave (its payload's `reason`, read from the stored resume entry
+    as the wire reads one), "" for none."""
+    decision = read_decision(json.loads(answer or "{}"), "approval")
+    payload = decision.payload if isinstance(decision, Decision) else None
+    reason = payload.get("reason") if isinstance(payload, Mapping) else None
     return reason.strip() if isinstance(reason, str) else ""

@@ -24,7 +24,7 @@ from . import session as sessions
 from .components.conversation_list import ConversationRow
 from .guard import guarded, guarded_task
 from .identity_state import IdentityState
-from .views import how_answered
+from .views import how_it_ended
 
 #: The page's address.
 ROUTE = "/conversations"
@@ -103,14 +103,7 @@ def last_decision(summary: ConversationSummary, viewer_email: str) -> str:
     item = summary.last_decision
     if item is None or summary.status not in ("done", "failed"):
         return ""
-    answered = how_answered(item, viewer_email)
-    if answered is not None:
-        ended = answered.text
-    elif item.outcome == "auto" and item.rule:
-        ended = f"Decided by policy {item.rule}"
-    else:
-        ended = (item.outcome or "closed").capitalize()
-    return f"{item.name}: {ended}"
+    return f"{item.name}: {how_it_ended(item, viewer_email)}"
 
 
 def conversation_row(

@@ -18,7 +18,7 @@ from .conversations_state import address, ago, follow_page, in_words, iso, sign_
 from .guard import guarded, guarded_task
 from .identity_state import IdentityState
 from .inbox_state import NO_DESK
-from .views import edits, how_answered
+from .views import edits, how_it_ended
 
 #: The page's address.
 ROUTE = "/inbox/decided"
@@ -32,15 +32,9 @@ _TONES = {"approved": "green", "edited": "green", "answered": "green", "rejected
 def past_row(past: PastDecision, viewer_email: str, now: datetime) -> PastRow:
     """How the list shows one of `viewer_email`'s decisions."""
     item = past.item
-    answered = how_answered(item, viewer_email)
-    if answered is not None:
-        outcome = answered.text
-    elif item.outcome == "expired":
-        outcome = "Expired"
-    else:  # closed by the conversation moving on, with nobody named
-        outcome = "Closed" if item.outcome is None else item.outcome.capitalize()
     voted = any(vote.email == viewer_email and vote.approved for vote in item.votes)
-    yours = "You approved" if voted and (answered is None or "you" not in answered.people) else ""
+    # Settled by others after the person's approval: what they did, beside how it ended.
+    yours = "You approved" if voted and viewer_email not in item.deciders else ""
     asked = item.requester_email == viewer_email
     changed = edits([item]).get(item.item_id, [])
     return PastRow(
@@ -52,7 +46,7 @@ def past_row(past: PastDecision, viewer_email: str, now: datetime) -> PastRow:
         summary=item.summary,
         requester="you" if asked else item.requester_name or item.requester_email or "someone",
         requester_email=item.requester_email,
-        outcome=outcome,
+        outcome=how_it_ended(item, viewer_email),
         tone=_TONES.get(item.outcome or "", "gray"),
         yours=yours,
         changes="; ".join(changed),

@@ -269,6 +269,14 @@ def arguments_changed(before: Any, after: Any) -> list[str]:
     return lines
 
 
+def _edited(entry: Any) -> Any:
+    """The arguments an approval's resume entry changed the call to; `None` for none."""
+    decision = read_decision(entry, "approval")
+    if isinstance(decision, DecisionProblem) or not decision.edited:
+        return None
+    return decision.edited_args
+
+
 def answered_edits(items: Iterable[InterruptItem]) -> dict[str, list[str]]:
     """What the answers given to open `items` (a tab's own, before they go) change: item id
     -> `arguments_changed`, for approvals answered with changed arguments."""
@@ -276,10 +284,8 @@ def answered_edits(items: Iterable[InterruptItem]) -> dict[str, list[str]]:
     for item in items:
         if not isinstance(item, ToolApprovalInterrupt) or item.resolution is None:
             continue
-        decision = read_decision(item.resolution, "approval")
-        if isinstance(decision, DecisionProblem) or not decision.edited:
-            continue
-        if changed := arguments_changed(item.original_args, decision.edited_args):
+        after = _edited(item.resolution)
+        if after is not None and (changed := arguments_changed(item.original_args, after)):
             found[item.id] = changed
     return found
 
@@ -291,9 +297,9 @@ def submitted_edits(
     `arguments_changed`, each against its tool call's arguments in `messages` (the last
     turn's, looked for from the end)."""
     edited = {
-        str(entry.get("interruptId")): payload["editedArgs"]
+        str(entry.get("interruptId")): after
         for entry in (submission.resolutions if submission is not None else ())
-        if isinstance(payload := entry.get("payload"), Mapping) and "editedArgs" in payload
+        if (after := _edited(entry)) is not None
     }
     found: dict[str, list[str]] = {}
     for message in reversed(messages):
@@ -327,19 +333,26 @@ def edits(items: Iterable[InboxItem]) -> dict[str, list[str]]:
 
 
 def how_answered(item: InboxItem, viewer_email: str) -> Answered | None:
-    """How a person settled `item` (None: it is pending, expired, or a rule decided it). A
-    quorum's approvers are named with whoever approved last; a rejection names only whoever
-    rejected, though others had approved."""
+    """How a person settled `item` (None: it is pending, expired, or a rule decided it),
+    naming its `deciders`, the person looking as "you"."""
     label = ANSWER_LABELS.get(item.outcome or "")
     if label is None or not item.decided_by or item.status == "pending":
         return None
     if item.outcome == "cancelled" and item.decided_by == item.requester_email:
         label = "Withdrawn"  # by whoever asked; an approver's cancel is no withdrawal
-    approved = item.outcome in ("approved", "edited")
-    people = {vote.email: vote.name or vote.email for vote in item.approvals} if approved else {}
-    people.setdefault(item.decided_by, item.decided_by_name or item.decided_by)
-    names = tuple("you" if email == viewer_email else name for email, name in people.items())
-    return Answered(label, names)
+    deciders = item.deciders.items()
+    return Answered(label, tuple("you" if email == viewer_email else n for email, n in deciders))
+
+
+def how_it_ended(item: InboxItem, viewer_email: str) -> str:
+    """A settled decision's end in words, for the lists: "Rejected by Olive", "Approved by
+    you and Sam", "Decided by policy small-refunds", "Expired" (the person looking: "you")."""
+    answered = how_answered(item, viewer_email)
+    if answered is not None:
+        return answered.text
+    if item.outcome == "auto" and item.rule:
+        return f"Decided by policy {item.rule}"
+    return (item.outcome or "closed").capitalize()  # expired, or closed with nobody named
 
 
 def form_schema(item: InterruptItem, form: str) -> tuple[Mapping[str, Any] | None, Any]:
