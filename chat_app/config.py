@@ -11,6 +11,7 @@
 | `CHAT_APP_AUTH` | `demo`; server alone: `none` | sign-in: `demo`, `password`, `proxy`, `none` |
 | `CHAT_APP_USER_HEADER` | `X-Forwarded-Email` | `proxy`: the header holding the email |
 | `CHAT_APP_GROUPS_HEADER` | none | `proxy`: the header holding groups (comma-separated: roles) |
+| `CHAT_APP_NAME_HEADER` | none | `proxy`: the header holding the person's display name |
 | `CHAT_APP_TRUSTED_PROXIES` | `127.0.0.1/32,::1/128` | where proxy headers are believed from |
 | `CHAT_APP_SESSION_HOURS` | `12` | how long a sign-in (session cookie) lasts |
 | `CHAT_APP_POLICY` | `chat_app/demo/policy.toml` | who may decide what; `none`: the requester |
@@ -83,6 +84,7 @@ if TYPE_CHECKING:
 AUTH_ENV = "CHAT_APP_AUTH"
 USER_HEADER_ENV = "CHAT_APP_USER_HEADER"
 GROUPS_HEADER_ENV = "CHAT_APP_GROUPS_HEADER"
+NAME_HEADER_ENV = "CHAT_APP_NAME_HEADER"
 TRUSTED_PROXIES_ENV = "CHAT_APP_TRUSTED_PROXIES"
 SESSION_HOURS_ENV = "CHAT_APP_SESSION_HOURS"
 DEFAULT_SESSION_HOURS = 12.0
@@ -142,7 +144,13 @@ def auth_from_env(default_mode: AuthMode) -> AuthConfig:
         )
     user_header = os.environ.get(USER_HEADER_ENV, "").strip() or DEFAULT_USER_HEADER
     groups_header = os.environ.get(GROUPS_HEADER_ENV, "").strip() or None
-    for variable, header in ((USER_HEADER_ENV, user_header), (GROUPS_HEADER_ENV, groups_header)):
+    name_header = os.environ.get(NAME_HEADER_ENV, "").strip() or None
+    headers = (
+        (USER_HEADER_ENV, user_header),
+        (GROUPS_HEADER_ENV, groups_header),
+        (NAME_HEADER_ENV, name_header),
+    )
+    for variable, header in headers:
         if header is not None and not _HEADER_NAME.fullmatch(header):
             raise ValueError(f"{variable}={header!r} is not an HTTP header name.")
     proxies = os.environ.get(TRUSTED_PROXIES_ENV, "").strip()
@@ -162,6 +170,7 @@ def auth_from_env(default_mode: AuthMode) -> AuthConfig:
         mode=mode,
         user_header=user_header,
         groups_header=groups_header,
+        name_header=name_header,
         trusted_proxies=trusted,
         session_ttl_seconds=hours * 3600,
     )

@@ -9,7 +9,7 @@ and client address) decide alike. What is believed depends on the sign-in mode:
 | `none` | nobody: every request is `ANONYMOUS` |
 | `demo` | the session cookie naming a demo person; without one, the first demo person (Rita) |
 | `password` | the session cookie, with the account read again (a removed account fails) |
-| `proxy` | the proxy's user header (its groups header as roles), only from a trusted address |
+| `proxy` | the proxy's user, groups (as roles) and name headers, only from a trusted address |
 
 In every mode but `none`, `Authorization: Bearer <token>` names an API token's owner instead.
 
@@ -85,6 +85,9 @@ class AuthConfig:
     user_header: str = DEFAULT_USER_HEADER
     #: The header a sign-in proxy sets to the person's groups, comma-separated; they are roles.
     groups_header: str | None = None
+    #: The header a sign-in proxy sets to the person's display name (without it, pages and the
+    #: trail name them by email alone).
+    name_header: str | None = None
     #: Only requests from these addresses may carry the proxy's headers (and
     #: `X-Forwarded-Proto`).
     trusted_proxies: tuple[IPNetwork, ...] = DEFAULT_TRUSTED_PROXIES
@@ -102,7 +105,8 @@ class AuthConfig:
         if self.mode == "proxy":
             sources = ", ".join(str(network) for network in self.trusted_proxies)
             groups = f", groups in {self.groups_header}" if self.groups_header else ""
-            return f"proxy ({self.user_header} from {sources}{groups})"
+            names = f", names in {self.name_header}" if self.name_header else ""
+            return f"proxy ({self.user_header} from {sources}{groups}{names})"
         hours = f"{self.session_ttl_seconds / 3600:g} h"
         if self.mode == "password":
             return f"password (accounts in the app's database; sessions last {hours})"
@@ -125,6 +129,7 @@ class Authenticator:
         self.directory = directory
         self._user_header = config.user_header.lower()
         self._groups_header = (config.groups_header or "").lower()
+        self._name_header = (config.name_header or "").lower()
         self._demo = {person.email: person for person in DEMO_PEOPLE}
 
     @property
@@ -196,7 +201,8 @@ class Authenticator:
         roles: frozenset[str] = frozenset()
         if self._groups_header:
             roles = frozenset(_split_groups(headers.get(self._groups_header, "")))
-        return Identity(email=email, method="proxy", roles=roles)
+        name = _display_name(headers.get(self._name_header, "")) if self._name_header else ""
+        return Identity(email=email, method="proxy", name=name, roles=roles)
 
     def _session(self, value: str) -> Identity | AuthFailure:
         checked = self.signer.check(value)
@@ -240,6 +246,22 @@ def parse_networks(entries: Iterable[str]) -> tuple[IPNetwork, ...]:
         except ValueError:
             raise ValueError(f"{text!r} is not an IP address or CIDR") from None
     return tuple(networks)
+
+
+#: Longer names are cut: a header is the proxy's to fill, and a name is shown on every card.
+MAX_NAME = 80
+
+
+def _display_name(value: str) -> str:
+    """A name as a proxy sent it: HTTP servers read header bytes as Latin-1, and proxies send
+    UTF-8 (oauth2-proxy passes the identity provider's claim through), so bytes that are
+    UTF-8 are read as such; control characters go, spaces are collapsed."""
+    try:
+        value = value.encode("latin-1").decode("utf-8")
+    except UnicodeError:  # not UTF-8 (or already text beyond Latin-1): as it came
+        pass
+    printable = "".join(char if char.isprintable() else " " for char in value)
+    return " ".join(printable.split())[:MAX_NAME].strip()
 
 
 def _split_groups(value: str) -> Iterable[str]:

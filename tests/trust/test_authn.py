@@ -163,6 +163,28 @@ def test_a_trusted_proxy_names_the_person_and_their_groups_become_roles() -> Non
     )
 
 
+def test_a_proxy_name_header_names_the_person() -> None:
+    auth = authenticator("proxy", name_header="X-Forwarded-Name")
+    headers = {"X-Forwarded-Email": "ada@corp", "x-forwarded-name": "  Ada\tLovelace "}
+    who = auth.authenticate(headers, "127.0.0.1")
+    assert isinstance(who, Identity) and who.name == "Ada Lovelace"
+    assert who.label == "Ada Lovelace <ada@corp>"
+    # Servers read header bytes as Latin-1; a proxy's UTF-8 name is read as UTF-8.
+    sent = "Zoë Ñúñez".encode().decode("latin-1")
+    who = auth.authenticate({"X-Forwarded-Email": "zoe@corp", "X-Forwarded-Name": sent}, "::1")
+    assert isinstance(who, Identity) and who.name == "Zoë Ñúñez"
+    # A Latin-1 name that is not UTF-8 stays as it came; a long one is cut.
+    who = auth.authenticate({"X-Forwarded-Email": "z@corp", "X-Forwarded-Name": "Zoë"}, "::1")
+    assert isinstance(who, Identity) and who.name == "Zoë"
+    who = auth.authenticate({"X-Forwarded-Email": "z@corp", "X-Forwarded-Name": "A" * 500}, "::1")
+    assert isinstance(who, Identity) and who.name == "A" * 80
+    # Without the header (or without the setting) the person is their email.
+    who = auth.authenticate({"X-Forwarded-Email": "ada@corp"}, "127.0.0.1")
+    assert isinstance(who, Identity) and (who.name, who.label) == ("", "ada@corp")
+    who = authenticator("proxy").authenticate(headers, "127.0.0.1")
+    assert isinstance(who, Identity) and who.name == ""
+
+
 def test_the_proxy_header_from_an_untrusted_address_is_refused() -> None:
     auth = authenticator("proxy", trusted_proxies=parse_networks(["10.0.0.0/8"]))
     for host in ("127.0.0.1", "192.168.1.4", None, "testclient", "/run/app.sock"):
@@ -369,6 +391,9 @@ def test_each_mode_describes_itself_for_the_log() -> None:
     assert AuthConfig(mode="proxy").describe() == (
         "proxy (X-Forwarded-Email from 127.0.0.1/32, ::1/128)"
     )
+    assert AuthConfig(mode="proxy", name_header="X-Forwarded-Name").describe() == (
+        "proxy (X-Forwarded-Email from 127.0.0.1/32, ::1/128, names in X-Forwarded-Name)"
+    )
     assert AuthConfig(mode="password").describe().startswith("password (")
     assert AuthConfig(mode="demo").describe().startswith("demo (")
     with pytest.raises(ValueError, match="sign-in mode"):
@@ -381,6 +406,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
         "CHAT_APP_AUTH",
         "CHAT_APP_USER_HEADER",
         "CHAT_APP_GROUPS_HEADER",
+        "CHAT_APP_NAME_HEADER",
         "CHAT_APP_TRUSTED_PROXIES",
         "CHAT_APP_SESSION_HOURS",
     ):
@@ -397,12 +423,14 @@ def test_settings_are_read_from_the_environment(clean_env: pytest.MonkeyPatch) -
     clean_env.setenv("CHAT_APP_AUTH", " Proxy ")
     clean_env.setenv("CHAT_APP_USER_HEADER", "X-Auth-Request-Email")
     clean_env.setenv("CHAT_APP_GROUPS_HEADER", "X-Auth-Request-Groups")
+    clean_env.setenv("CHAT_APP_NAME_HEADER", "X-Auth-Request-Preferred-Username")
     clean_env.setenv("CHAT_APP_TRUSTED_PROXIES", "10.0.0.0/8, 127.0.0.1")
     clean_env.setenv("CHAT_APP_SESSION_HOURS", "0.5")
     assert auth_from_env("none") == AuthConfig(
         mode="proxy",
         user_header="X-Auth-Request-Email",
         groups_header="X-Auth-Request-Groups",
+        name_header="X-Auth-Request-Preferred-Username",
         trusted_proxies=parse_networks(["10.0.0.0/8", "127.0.0.1/32"]),
         session_ttl_seconds=1800,
     )
@@ -418,6 +446,7 @@ def test_settings_are_read_from_the_environment(clean_env: pytest.MonkeyPatch) -
         ("CHAT_APP_SESSION_HOURS", "soon", "CHAT_APP_SESSION_HOURS='soon' is not a number"),
         ("CHAT_APP_SESSION_HOURS", "0", "CHAT_APP_SESSION_HOURS='0' is not a number"),
         ("CHAT_APP_USER_HEADER", "X Email", "CHAT_APP_USER_HEADER='X Email' is not an HTTP"),
+        ("CHAT_APP_NAME_HEADER", "Name:", "CHAT_APP_NAME_HEADER='Name:' is not an HTTP"),
     ],
 )  # fmt: skip
 def test_a_bad_setting_names_the_variable(

@@ -10,6 +10,7 @@ failure and the benchmark reports as is.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import shutil
 import signal
@@ -58,7 +59,8 @@ def app_env() -> dict[str, str]:
     env["REFLEX_CHECK_LATEST_VERSION"] = "false"
     # Sealed, with a ledger, as deployed; the secret and ledger live outside the checkout.
     if "CHAT_APP_DATA_DIR" not in env:
-        env["CHAT_APP_DATA_DIR"] = tempfile.mkdtemp(prefix="chat-app-data-")
+        data_dir = env["CHAT_APP_DATA_DIR"] = tempfile.mkdtemp(prefix="chat-app-data-")
+        atexit.register(shutil.rmtree, data_dir, ignore_errors=True)
     bun_bin = REPO_ROOT / "tools" / "bun" / "node_modules" / ".bin"
     if (bun_bin / "bun").exists():
         env["PATH"] = f"{bun_bin}{os.pathsep}{env.get('PATH', '')}"

@@ -1,6 +1,7 @@
 """Behind a sign-in proxy (`CHAT_APP_AUTH=proxy`), in Chromium: each person is who the proxy's
 headers say (the browser sends them here, as a proxy in front would), roles come from its
-groups header, and a page the proxy did not vouch for says what to do."""
+groups header, names from its name header (emails without one), and a page the proxy did not
+vouch for says what to do."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ RITA, ADA = "rita@example.com", "ada@example.com"
 
 @pytest.fixture(scope="module")
 def proxy_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with app_copy(tmp_path_factory.mktemp("proxy-app"), {"CHAT_APP_AUTH": "proxy"}) as url:
+    env = {"CHAT_APP_AUTH": "proxy", "CHAT_APP_NAME_HEADER": "X-Forwarded-Name"}
+    with app_copy(tmp_path_factory.mktemp("proxy-app"), env) as url:
         yield url
 
 
@@ -44,7 +46,13 @@ def test_people_are_who_the_proxy_says_and_a_page_it_did_not_vouch_for_says_so(
         nobody.screenshot(path=str(screenshot_dir / "proxy-nobody.png"))
 
     rita_headers = {"X-Forwarded-Email": RITA}
-    ada_headers = {"X-Forwarded-Email": ADA, "X-Forwarded-Groups": "finance"}
+    # As a proxy sends it: the name's UTF-8 bytes, which the server reads as Latin-1.
+    ada_name = "Ada Lovelace-Núñez"
+    ada_headers = {
+        "X-Forwarded-Email": ADA,
+        "X-Forwarded-Groups": "finance",
+        "X-Forwarded-Name": ada_name.encode().decode("latin-1"),
+    }
     with (
         behind_proxy(browser, proxy_url, rita_headers) as rita,
         behind_proxy(browser, proxy_url, ada_headers) as ada,
@@ -67,4 +75,5 @@ def test_people_are_who_the_proxy_says_and_a_page_it_did_not_vouch_for_says_so(
         ada.locator('.tool-card[data-tool="transfer"] button.approve').last.click()
         sent = rita.get_by_text(re.compile(r"Sent 5,000 to Ada\. Receipt id: rcpt-"))
         expect(sent).to_be_visible()
-        expect(card.locator(".tool-decided-by")).to_have_text(f"Approved by {ADA}")
+        expect(card.locator(".tool-decided-by")).to_have_text(f"Approved by {ada_name}")
+        expect(ada.locator("#viewer-name")).to_have_text(ada_name)
