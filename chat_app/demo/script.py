@@ -60,7 +60,7 @@ def _first_turn(text: str) -> ScriptedTurn:
         amount = float(match.group(1))
         recipient = match.group(2).strip()
         return _call(
-            f"I'll send {_money(amount)} to {recipient} once you approve.",
+            f"I'll send {_money(amount)} to {recipient} once it is approved.",
             "transfer",
             {"recipient": recipient, "amount": int(amount) if amount.is_integer() else amount},
         )

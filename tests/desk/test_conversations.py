@@ -35,7 +35,7 @@ async def test_a_started_conversation_is_stored_and_listed_for_its_owner(world: 
     assert by_id[large].last_decision is None  # nothing settled yet
 
     view = await world.desk.view(large, RITA)
-    assert texts(view) == ["transfer 5000 to Ada", "I'll send 5,000 to Ada once you approve."]
+    assert texts(view) == ["transfer 5000 to Ada", "I'll send 5,000 to Ada once it is approved."]
     [item] = state_of(view).interrupts
     assert item.status == "pending"
     [decision] = view.decisions

@@ -484,7 +484,7 @@ async def test_a_first_run_killed_while_streaming_is_failed_with_retry(app: App)
     assert again["status"] == "waiting" and again["error"] is None, again
     # The message once, its reply whole: what the killed run had streamed is gone.
     assert [(m["role"], m["text"]) for m in again["messages"]] == [
-        ("user", ASK), ("assistant", "I'll send 5,000 to Ada once you approve.")
+        ("user", ASK), ("assistant", "I'll send 5,000 to Ada once it is approved.")
     ]  # fmt: skip
     item = await app.inbox_item(thread_id)
     await app.desk(ADA).decide(item["decisionId"], True)

@@ -43,6 +43,7 @@ def test_people_are_who_the_proxy_says_and_a_page_it_did_not_vouch_for_says_so(
             "You are not signed in: open this app through your organisation's sign-in page"
         )
         expect(notice).to_contain_text("(The sign-in proxy sent no X-Forwarded-Email header.)")
+        expect(nobody.locator(".suggestion")).to_have_count(0)
         nobody.screenshot(path=str(screenshot_dir / "proxy-nobody.png"))
 
     rita_headers = {"X-Forwarded-Email": RITA}
@@ -61,6 +62,7 @@ def test_people_are_who_the_proxy_says_and_a_page_it_did_not_vouch_for_says_so(
         expect(who).to_have_text(RITA)
         expect(who).to_have_attribute("title", re.compile("sign out there"))
         expect(rita.locator("#auth-error")).to_have_count(0)
+        expect(rita.locator(".suggestion").first).to_be_visible()
         ask(rita, "transfer 5000 to Ada")
         card = rita.locator('.tool-card[data-tool="transfer"]').last
         expect(card.locator(".waiting-label")).to_contain_text("Waiting for finance")

@@ -92,9 +92,10 @@ def _transcript() -> rx.Component:
             can_resend=ChatState.may_resend,
             on_retry_send=ChatState.retry_send,
         ),
-        # Someone else's conversation, not shown: no greeting of a chat of one's own.
+        # Someone else's conversation, not shown, or nobody signed in (the notice says how):
+        # no greeting of a chat of one's own, no phrases that could not be sent.
         empty=rx.cond(
-            ChatState.read_only,
+            ChatState.read_only | (ChatState.auth_error != ""),
             rx.fragment(),
             empty_transcript(suggestions=SUGGESTIONS, on_suggestion=ChatState.use_suggestion),
         ),

@@ -137,7 +137,7 @@ function plan(messages, notes) {
   const text = lastUser >= 0 ? textOf(messages[lastUser]) : ''
   let match
   if ((match = /transfer\s+(\d+)\s+to\s+(\w+)/i.exec(text))) {
-    const text = WORDS ? `I'll send ${match[1]} to ${match[2]} once you approve.` : 'Transfer needs approval.'
+    const text = WORDS ? `I'll send ${match[1]} to ${match[2]} once it is approved.` : 'Transfer needs approval.'
     return { text, calls: [['transfer', { recipient: match[2], amount: Number(match[1]) }]] }
   }
   if ((match = /delete project\s+(\S+)/i.exec(text))) {
