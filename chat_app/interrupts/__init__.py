@@ -99,8 +99,10 @@ from ._schemas import (
 )
 from ._sse import SSE_HEADERS, SSEDecodeError, SSEDecoder, encode_sse_event
 from ._validation import (
+    CompiledSchema,
     SchemaProblem,
     UnusableSchemaError,
+    compile_schema,
     schema_is_usable,
     schema_problem,
     schema_problems,
@@ -121,6 +123,7 @@ __all__ = [
     "CLIENT_TOOL_REASON",
     "CanonicalResolutions",
     "ClientToolExecutionBinding",
+    "CompiledSchema",
     "ContinuationRead",
     "DEFAULT_DENIED_RESULT",
     "Decision",
@@ -166,6 +169,7 @@ __all__ = [
     "check_decision",
     "client_tool_response_schema",
     "collation_key",
+    "compile_schema",
     "definition_schema_identity",
     "digest_interrupt_json",
     "encode_sse_event",

@@ -1,17 +1,28 @@
 """Validating values against raw JSON Schemas with `jsonschema` (server and client alike).
 
-Owns `schema_problem`. TanStack leaves raw JSON Schemas unvalidated; we validate them, with
-formats checked, and report the most relevant error with its path.
+Owns `schema_problem` and `CompiledSchema`. TanStack leaves raw JSON Schemas unvalidated; we
+validate them, with formats checked, and report the most relevant error with its path.
+
+`jsonschema` is the authority, and slow: ~11 µs to find a tool call's arguments valid, and a
+cycle of pause, approve and answer checks them and the policy's `when` five times. A schema
+made only of the keywords both read alike (`_SHARED_KEYWORDS`), given a value made only of
+JSON's own types, is checked by `jsonschema-rs` instead (~0.15 µs): server CPU per cycle
+-8 / -10 / -12 % at 1 / 16 / 64 clients (`benchmarks/FINDINGS.md`, "jsonschema-rs"). Which
+keywords qualify, and that the two agree on them, `tests/interrupts/test_validation_fast.py`
+holds; a message about what is wrong always comes from `jsonschema`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import jsonschema
+import jsonschema_rs
 from jsonschema.exceptions import best_match
 
 from ._canonical import canonical_interrupt_json
@@ -66,15 +77,99 @@ def _missing_properties(errors: Iterable[jsonschema.ValidationError]) -> dict[in
     return missing
 
 
+#: Keywords that jsonschema-rs reads exactly as jsonschema does, with their values (JSON
+#: Schema's own test suite, which both pass, and the differential tests). Left out: `$ref`
+#: and its kin (jsonschema-rs would fetch remote schemas), `format` (each has its own
+#: checkers), `pattern` and `patternProperties` (Python's regular expressions against
+#: ECMA-262's), `multipleOf` (floating-point remainders), and every older draft's meanings
+#: (a schema naming its `$schema` goes to jsonschema).
+_SHARED_KEYWORDS = frozenset({
+    "type", "enum", "const", "required", "dependentRequired",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+    "minLength", "maxLength", "minItems", "maxItems", "uniqueItems",
+    "minProperties", "maxProperties", "minContains", "maxContains",
+    "properties", "additionalProperties", "items", "prefixItems", "contains",
+    "propertyNames", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+    "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
+    "$comment",
+})  # fmt: skip
+#: Keywords whose value is a schema, a map of schemas, or a list of schemas.
+_ONE_SCHEMA = frozenset(
+    {"additionalProperties", "items", "contains", "propertyNames", "not", "if", "then", "else"}
+)
+_SCHEMA_MAP = frozenset({"properties"})
+_SCHEMA_LIST = frozenset({"prefixItems", "allOf", "anyOf", "oneOf"})
+#: The types JSON values are read as (`json.loads`, orjson, msgspec), floats aside; a tuple, a
+#: set or a subclass is read by the two libraries differently (a tuple is no array to
+#: jsonschema).
+_JSON_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+class CompiledSchema:
+    """A JSON Schema compiled once: whether values match it, and the first problem of one."""
+
+    __slots__ = ("_fast", "_full")
+
+    def __init__(self, full: jsonschema.protocols.Validator, fast: Any | None) -> None:
+        self._full = full
+        #: jsonschema-rs's validator, when the schema is made of `_SHARED_KEYWORDS` only.
+        self._fast = fast
+
+    @property
+    def fast(self) -> bool:
+        """Whether jsonschema-rs checks values made of JSON's own types (the schema uses
+        `_SHARED_KEYWORDS` only)."""
+        return self._fast is not None
+
+    def is_valid(self, value: object) -> bool:
+        verdict = self._fast_verdict(value)
+        return self._full.is_valid(value) if verdict is None else verdict
+
+    def problem(self, value: object) -> SchemaProblem | None:
+        """The first problem of `value`, or `None` when it is valid."""
+        if self._fast_verdict(value):
+            return None
+        errors = list(self._full.iter_errors(value))
+        error = best_match(errors)
+        return None if error is None else _problem(error, _missing_properties(errors))
+
+    def problems(self, value: object) -> list[SchemaProblem]:
+        """Every problem of `value` (for forms: one message per field)."""
+        if self._fast_verdict(value):
+            return []
+        errors = list(self._full.iter_errors(value))
+        missing = _missing_properties(errors)
+        return [_problem(error, missing) for error in errors]
+
+    def _fast_verdict(self, value: object) -> bool | None:
+        """jsonschema-rs's verdict, or `None` where only jsonschema may say."""
+        if self._fast is None or not _json_only(value):
+            return None
+        try:
+            return bool(self._fast.is_valid(value))
+        except (ValueError, TypeError, OverflowError):  # e.g. a lone surrogate in a string
+            return None
+
+
+def compile_schema(schema: Mapping[str, object]) -> CompiledSchema:
+    """`schema` compiled (once per distinct schema: compiled schemas are kept).
+
+    Raises:
+        UnusableSchemaError: when `schema` is not a valid JSON Schema.
+    """
+    try:
+        return _compiled(canonical_interrupt_json(schema))
+    except (jsonschema.SchemaError, TypeError) as unusable:
+        raise UnusableSchemaError(getattr(unusable, "message", str(unusable))) from None
+
+
 def schema_problem(schema: Mapping[str, object], value: object) -> SchemaProblem | None:
     """The first problem of `value` against `schema`, or `None` when it is valid.
 
     Raises:
         UnusableSchemaError: when `schema` is not a valid JSON Schema.
     """
-    errors = list(_usable_validator(schema).iter_errors(value))
-    error = best_match(errors)
-    return None if error is None else _problem(error, _missing_properties(errors))
+    return compile_schema(schema).problem(value)
 
 
 def schema_problems(schema: Mapping[str, object], value: object) -> list[SchemaProblem]:
@@ -83,30 +178,68 @@ def schema_problems(schema: Mapping[str, object], value: object) -> list[SchemaP
     Raises:
         UnusableSchemaError: when `schema` is not a valid JSON Schema.
     """
-    errors = list(_usable_validator(schema).iter_errors(value))
-    missing = _missing_properties(errors)
-    return [_problem(error, missing) for error in errors]
+    return compile_schema(schema).problems(value)
 
 
 def schema_is_usable(schema: Mapping[str, object]) -> bool:
     """Whether `schema` is itself a valid JSON Schema."""
     try:
-        _usable_validator(schema)
+        compile_schema(schema)
     except UnusableSchemaError:
         return False
     return True
 
 
-def _usable_validator(schema: Mapping[str, object]) -> jsonschema.protocols.Validator:
-    try:
-        return _validator(canonical_interrupt_json(schema))
-    except (jsonschema.SchemaError, TypeError) as unusable:
-        raise UnusableSchemaError(getattr(unusable, "message", str(unusable))) from None
-
-
 @lru_cache(maxsize=512)
-def _validator(schema_text: str) -> jsonschema.protocols.Validator:
+def _compiled(schema_text: str) -> CompiledSchema:
     schema = json.loads(schema_text)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
-    return cls(schema, format_checker=_FORMATS)
+    full = cls(schema, format_checker=_FORMATS)
+    fast = None
+    if isinstance(schema, bool) or (isinstance(schema, dict) and _shared_only(schema)):
+        try:
+            fast = jsonschema_rs.Draft202012Validator(schema)
+        except (ValueError, TypeError):  # not ours to judge: jsonschema compiled it
+            fast = None
+    return CompiledSchema(full, fast)
+
+
+def _shared_only(schema: object) -> bool:
+    """Whether `schema` and its subschemas use `_SHARED_KEYWORDS` only."""
+    if isinstance(schema, bool):
+        return True
+    if not isinstance(schema, dict) or not schema.keys() <= _SHARED_KEYWORDS:
+        return False
+    for keyword, value in schema.items():
+        if keyword in _ONE_SCHEMA and not _shared_only(value):
+            return False
+        if keyword in _SCHEMA_MAP and not (
+            isinstance(value, dict) and all(_shared_only(sub) for sub in value.values())
+        ):
+            return False
+        if keyword in _SCHEMA_LIST and not (
+            isinstance(value, list) and all(_shared_only(sub) for sub in value)
+        ):
+            return False
+    return True
+
+
+def _json_only(value: object) -> bool:
+    """Whether `value` is made of dicts with string keys, lists and JSON's scalars only (a
+    float finite)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            if not all(type(key) is str for key in item):
+                return False
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+        elif type(item) is float:
+            if not math.isfinite(item):  # jsonschema-rs reads NaN and infinities as null
+                return False
+        elif type(item) not in _JSON_SCALARS:
+            return False
+    return True

@@ -11,8 +11,8 @@ When no rule matches, the person who asked decides. Every problem in the file is
 `PolicyError` at load, naming the file, the rule and what to fix, so a bad file stops the
 start rather than a decision.
 
-Pure: reads no environment and imports only the standard library, `jsonschema` and
-`chat_app.trust.identity`.
+Pure: reads no environment and imports only the standard library, `jsonschema`,
+`chat_app.interrupts` (its schema checks) and `chat_app.trust.identity`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from types import MappingProxyType
 from typing import Any, Literal, overload
 
 import jsonschema
+
+from chat_app.interrupts import CompiledSchema, UnusableSchemaError, compile_schema
 
 from .identity import Identity
 
@@ -188,18 +190,18 @@ class Rule:
     escalate_after: datetime.timedelta | None = None
     #: Who may decide once it is escalated: `"role:NAME"` or a lower-case email.
     escalate_to: tuple[str, ...] = ()
-    _validator: Any = field(default=None, init=False, repr=False, compare=False)
+    _when: CompiledSchema | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.when is not None:
-            object.__setattr__(self, "_validator", _schema_validator(self.when))
+            object.__setattr__(self, "_when", compile_schema(self.when))
 
     def matches(self, name: str, args: object) -> bool:
         """Whether this rule governs the tool (or interrupt definition) `name` called with
         `args` (or showing that display payload)."""
         if name != (self.tool if self.tool is not None else self.interrupt):
             return False
-        return self._validator is None or bool(self._validator.is_valid(args))
+        return self._when is None or self._when.is_valid(args)
 
     def refuses_approval(self) -> str | None:
         """Why an approval of a call under this rule is refused, when the rule rejects such
@@ -725,6 +727,10 @@ def _read_when(raw: object, fail: _Fail) -> dict[str, object] | None:
         keyword = next((p for p in reversed(error.path) if isinstance(p, str)), None)
         fix = f"fix the `{keyword}` keyword" if keyword else "fix it"
         raise fail(f"`when` is not a valid JSON Schema: at {at}, {error.message}; {fix}") from None
+    try:
+        compile_schema(raw)
+    except UnusableSchemaError as error:  # a TOML date or time: JSON has none
+        raise fail(f"`when` must hold JSON values only (strings, not dates): {error}") from None
     return raw
 
 
