@@ -530,6 +530,11 @@ class Desk:
             yield  # not stored yet: its first message
             return
         if lease == "busy":
+            # Someone deciding first sets off the run that holds it: say that, not "wait".
+            if answered and (decided := await self._db(
+                self.store.decided_among, thread_id, answered, actor.email
+            )) is not None:  # fmt: skip
+                self._check_open(decided)
             raise DeskError("busy", "The conversation is running on the server; wait for it.")
         done = asyncio.Event()
         kept = asyncio.ensure_future(self._keep_lease(thread_id, runner, done))

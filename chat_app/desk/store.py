@@ -565,6 +565,20 @@ class DeskStore:
                                          name=name, now=now, entries=entries)  # fmt: skip
         return "taken" if decided is None else decided
 
+    def decided_among(
+        self, thread_id: str, item_ids: Sequence[str], email: str
+    ) -> InboxItem | None:
+        """The first of these items someone else has decided already, if any (what a page's
+        answers would be refused for, once it holds the lease)."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(decisions).where(
+                    decisions.c.thread_id == thread_id, decisions.c.item_id.in_(list(item_ids))
+                )
+            ).all()
+            taken = _decided_by_another(rows, email)
+            return self._items(connection, taken[:1])[0] if taken else None
+
     def _take_answers(
         self, connection: Any, thread_id: str, item_ids: Sequence[str], *, email: str,
         name: str, now: datetime, entries: Mapping[str, Mapping[str, Any]] | None,
@@ -574,12 +588,7 @@ class DeskStore:
                 decisions.c.thread_id == thread_id, decisions.c.item_id.in_(list(item_ids))
             )
         ).all()
-        # Closed by the same person before: their own answer, sent again (a Retry).
-        taken = [
-            row for row in rows
-            if row.status == "decided"
-            or (row.status == "closed" and (row.decided_by or "") != email)
-        ]  # fmt: skip
+        taken = _decided_by_another(rows, email)
         if taken:
             return self._items(connection, taken[:1])[0]
         given = entries or {}
@@ -1386,3 +1395,12 @@ def _edited_args(row: Row[Any]) -> Any:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _decided_by_another(rows: Sequence[Any], email: str) -> list[Any]:
+    """The decisions among `rows` already decided, or closed by someone other than `email`
+    (closed by the same person before: their own answer, sent again by a Retry)."""
+    return [
+        row for row in rows
+        if row.status == "decided" or (row.status == "closed" and (row.decided_by or "") != email)
+    ]  # fmt: skip

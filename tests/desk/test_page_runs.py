@@ -28,6 +28,31 @@ async def test_an_answer_from_the_inbox_first_refuses_the_chats(world: World) ->
     assert len(world.executions("transfer")) == 1
 
 
+async def test_an_answer_from_the_inbox_first_is_named_while_its_run_holds_the_lease(
+    world: World,
+) -> None:
+    """Ada's approval sets off the desk's run, which holds the conversation: Rita's tab,
+    answering the same item meanwhile, is told who decided it, not to wait."""
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    assert world.store.claim(thread, "another-worker", now=world.desk.clock(),
+                             until=world.desk.clock().replace(year=2100))  # fmt: skip
+    assert (await world.desk.decide(item.decision_id, ADA, Answer("approve"))).status == (
+        "decided"
+    )
+    with pytest.raises(DeskError) as refused:
+        async with world.desk.page_run(thread, [item.item_id], RITA):
+            raise AssertionError("the chat's withdrawal must not be sent")
+    assert (refused.value.code, refused.value.message) == (
+        "already-decided", "Already decided by Ada (approved)."
+    )
+    # Nothing of its own to answer: still busy.
+    with pytest.raises(DeskError) as busy:
+        async with world.desk.page_run(thread, [], RITA):
+            raise AssertionError("nothing runs while another worker holds it")
+    assert busy.value.code == "busy"
+
+
 async def test_an_answer_from_the_chat_first_refuses_the_inboxs(world: World) -> None:
     thread = await world.start(RITA, "transfer 5000 to Ada")
     item = await world.only_item(ADA)
