@@ -101,6 +101,11 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+#: What an answer of the other kind is told (`Answer.read` takes either shape).
+_WRONG_KIND = {
+    "question": 'This is a question: answer it with {"value": …}, or {"cancelled": true}.',
+    "tool": 'This is a tool approval: give {"approved": true|false}, or {"cancelled": true}.',
+}
 
 #: Item statuses a person can still act on.
 ANSWERABLE = ("pending", "error", "staged")
@@ -397,6 +402,8 @@ class Desk:
         item = await self._db(self.store.decision, decision_id)
         if item is None:
             raise DeskError("unknown", f"There is no decision {decision_id}.")
+        if answer.kind != "cancel" and (answer.kind == "answer") != (item.kind == "question"):
+            raise DeskError("invalid", _WRONG_KIND[item.kind])
         refusal = self._refusal(item, decider, answer.kind)
         if refusal is not None:  # before saying who decided it: that is not theirs to know
             raise await self._audited_refusal(item, decider, refusal)
@@ -470,7 +477,12 @@ class Desk:
             self._spawn(self._continue(item.thread_id))
         fresh = await self.decision(decision_id)
         assert fresh is not None
-        if not won:
+        # Two approvals completing a quorum at once each see it complete and both decide:
+        # one is stored as deciding, and the other's approval is counted in it all the same.
+        counted = counts and fresh.outcome == _outcome(answer) and any(
+            vote.email == decider.email for vote in fresh.approvals
+        )
+        if not won and not counted:
             self._check_open(fresh)
         await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))
         return DecideResult("decided", fresh, f"{_outcome(answer).capitalize()}.")

@@ -142,7 +142,7 @@ class DeskCollector(Collector):
             ),
             CounterMetricFamily(
                 "chat_app_notifications_total",
-                "Notices delivered (sent) or given up on (failed), by channel.",
+                "Notices sent, given up on (failed) or not sent at all (skipped), by channel.",
                 labels=["channel", "status"],
             ),
             GaugeMetricFamily(

@@ -183,6 +183,11 @@ async def test_an_invalid_answer_is_refused_and_nothing_is_stored(world: World) 
         error = await refused(world.desk, item, ADA, body)
         assert (error.code, error.http_status, error.message) == ("invalid", 400, message)
         assert error.details["errors"] == [{"code": code, "message": message, "path": path}]
+    error = await refused(world.desk, item, ADA, {"value": {"a": 1}})
+    assert (error.code, error.http_status, error.message) == (
+        "invalid", 400,
+        'This is a tool approval: give {"approved": true|false}, or {"cancelled": true}.',
+    )  # fmt: skip
     await assert_still_pending(world, item)
     # And a valid answer is taken afterwards.
     body = {"approved": False, "payload": {"reason": "Wrong account"}}
@@ -262,6 +267,13 @@ async def test_a_question_is_answered_from_the_inbox(world: World) -> None:
         body = {"value": {"speed": "teleport", "giftWrap": False}}
         await world.desk.decide(item.decision_id, RITA, Answer.read(body))
     assert invalid.value.code == "invalid" and "teleport" in invalid.value.message
+    for wrong in ({"approved": True}, {"approved": False, "payload": {"reason": "no"}}):
+        with pytest.raises(DeskError) as invalid:
+            await world.desk.decide(item.decision_id, RITA, Answer.read(wrong))
+        assert (invalid.value.code, invalid.value.http_status, invalid.value.message) == (
+            "invalid", 400,
+            'This is a question: answer it with {"value": …}, or {"cancelled": true}.',
+        )  # fmt: skip
     body = {"value": {"speed": "express", "giftWrap": True}}
     result = await world.desk.decide(item.decision_id, RITA, Answer.read(body))
     assert result.item.outcome == "answered"

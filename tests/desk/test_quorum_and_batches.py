@@ -7,6 +7,7 @@ import asyncio
 import re
 import threading
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine
@@ -66,6 +67,40 @@ async def test_two_of_ops_approve_and_the_keys_rotate_once(world: World) -> None
     assert decision.actor == "olive@example.com"
     assert [c["actor"] for c in decision.data["cosigners"]] == ["sam@example.com"]
     assert await world.desk.inbox(SAM) == ([], 0)
+
+
+async def test_two_approvals_completing_the_quorum_at_once_are_both_told_it_is_decided(
+    world: World,
+) -> None:
+    """Sam and Olive approve at the same moment (on two workers): each stores an approval,
+    each sees two, each decides. Olive's is stored as deciding; Sam, whose approval is counted
+    in it, is told it is decided, not that someone else decided it."""
+    thread, item = await rotation(world)
+    store, real_decide = world.desk.store, world.desk.store.decide
+    assert store.vote(item.decision_id, email=OLIVE.email, name=OLIVE.name,
+                      verified_by=OLIVE.method, token_name="", roles=sorted(OLIVE.roles),
+                      approved=True, answer={}, now=world.desk.clock())  # fmt: skip
+
+    def olive_decides_first(decision_id: str, **given: Any) -> bool:
+        assert real_decide(decision_id, **{**given, "email": OLIVE.email, "name": OLIVE.name})
+        return real_decide(decision_id, **given)
+
+    store.decide = olive_decides_first  # type: ignore[method-assign]
+    try:
+        result = await world.desk.decide(item.decision_id, SAM, Answer("approve"))
+    finally:
+        store.decide = real_decide  # type: ignore[method-assign]
+    assert (result.status, result.message) == ("decided", "Approved.")
+    assert (result.item.decided_by, result.item.outcome) == ("olive@example.com", "approved")
+    assert {vote.email for vote in result.item.approvals} == {SAM.email, OLIVE.email}
+    # A rejection given at that moment is still told someone else decided first.
+    with pytest.raises(DeskError) as late:
+        await world.desk.decide(item.decision_id, SAM, Answer("reject"))
+    assert late.value.code == "already-decided"
+    # Olive's worker carries it (here nobody does): nothing ran for Sam's call.
+    await world.desk.wait_idle()
+    assert world.executions("rotate_keys") == []
+    assert (await world.desk.view(thread, RITA)).summary.status == "waiting"
 
 
 async def test_an_approval_the_rule_in_force_no_longer_allows_does_not_count(
