@@ -1120,6 +1120,9 @@ class ChatState(IdentityState):
         last_flush = 0.0
         first_words_of = ""  # the streamed message whose first words were flushed at once
         record_due = False  # the answer in flight is still to be stored
+        # The messages the page shows: a message sent shows at once, before any reply (a
+        # model may take seconds to its first word, or a remote agent say nothing for long).
+        shown = len(client.messages)
         while True:
             for call in session.bridge.take_unsent():
                 # A JavaScript client tool: the page evaluates it and posts the value back.
@@ -1163,7 +1166,9 @@ class ChatState(IdentityState):
                     # this worker died shows it applied or failed, with Retry
                     # (`ChatClient.restore`), not open as if nobody had answered.
                     flipped = client.resuming != self.resuming
-                    if self._refresh_streaming(client) or flipped:
+                    grew = len(client.messages) != shown
+                    shown = len(client.messages)
+                    if self._refresh_streaming(client) or flipped or grew:
                         self._refresh(session)
                     # Stored at the next flush (an interval on, past the first words), and
                     # without holding the page: the write (544 KB and a commit at 2,000

@@ -5,12 +5,15 @@ manifest is a bare JSON list (with one entry the client cannot use), and its cha
 answers HTTP 500 `{"error": "database is down"}` until the test fixes it. One copy of the app
 is built against it (sign-in off). The page shows the failure in the chat, in words, with
 Retry; the message the person typed stays in the conversation; Retry after the fix sends
-it again and the approval, typed by the bare-list manifest, goes through.
+it again and the approval, typed by the bare-list manifest, goes through. While the agent is
+slow to answer at all, the message sent is shown at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,9 @@ class FlakyAgent:
         self.manifest = json.dumps(manifest).encode()
         self.entries = len(manifest)
         self.down = True
+        #: Cleared: `/api/chat` says nothing (not even its headers) until it is set again.
+        self.answering = threading.Event()
+        self.answering.set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path") if scope["type"] == "http" else None
@@ -44,6 +50,8 @@ class FlakyAgent:
         elif path == "/api/chat" and self.down:
             await self._answer(send, 500, b'{"error": "database is down"}')
         else:
+            while path == "/api/chat" and not self.answering.is_set():
+                await asyncio.sleep(0.05)
             await self.real(scope, receive, send)
 
     @staticmethod
@@ -126,3 +134,30 @@ def test_a_failing_agent_is_shown_with_retry_and_the_message_is_kept(
     finally:
         context.close()
     assert not errors, errors
+
+
+def test_a_message_sent_to_a_slow_agent_shows_before_any_reply(
+    browser: Browser, app_url: str, flaky: tuple[str, FlakyAgent], screenshot_dir: Path
+) -> None:
+    _, server = flaky
+    server.down = False
+    context = browser.new_context(base_url=app_url, viewport={"width": 1200, "height": 800})
+    context.set_default_timeout(20_000)
+    page: Page = context.new_page()
+    server.answering.clear()
+    try:
+        page.goto("/")
+        page.wait_for_selector('#app-root[data-hydrated="true"]')
+        page.locator("#composer-input").fill("delete project hermes")
+        page.locator("#composer-input").press("Enter")
+        user = page.locator('.chat-message[data-role="user"]')
+        expect(user).to_have_text(["delete project hermes"])  # the agent has said nothing
+        expect(page.locator("#composer-input")).to_have_value("")
+        expect(page.locator(".approval-card")).to_have_count(0)
+        page.screenshot(path=str(screenshot_dir / "remote-slow.png"), full_page=True)
+        server.answering.set()
+        expect(page.locator(".approval-card")).to_be_visible()
+        expect(user).to_have_text(["delete project hermes"])
+    finally:
+        server.answering.set()
+        context.close()
