@@ -51,7 +51,7 @@ from chat_app.trust.store import DatabaseUnavailable
 from chat_app.ui import session
 from chat_app.ui.audit_state import AuditState
 from chat_app.ui.components.page import ROOT_HAS_SCRIPT
-from chat_app.ui.components.schema_form import PROPOSED_SCRIPT
+from chat_app.ui.components.schema_form import DRAFT_SCRIPT, PROPOSED_SCRIPT
 from chat_app.ui.conversations_state import ConversationsState
 from chat_app.ui.decided_state import DecidedState
 from chat_app.ui.deliveries_state import DeliveriesState
@@ -213,6 +213,7 @@ app = rx.App(
     head_components=[
         rx.el.link(rel="icon", type="image/svg+xml", href="/favicon.svg"),
         rx.script(PROPOSED_SCRIPT),
+        rx.script(DRAFT_SCRIPT),
         rx.script(ROOT_HAS_SCRIPT),
     ],
     stylesheets=["/forms.css"],

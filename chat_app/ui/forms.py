@@ -20,6 +20,8 @@ from chat_app.interrupts import SchemaProblem, UnusableSchemaError, schema_probl
 # Enums with at most this many options are radio buttons; longer ones are a select.
 RADIO_LIMIT = 4
 FORM_ERROR_KEY = ""  # errors that belong to no single field
+#: The hidden input that marks a form's submission as its draft (kept, not checked or sent).
+DRAFT_FIELD = "__draft"
 # Free-text fields people write several lines in, whatever their schema says.
 _LONG_TEXT_NAMES = frozenset({"body", "description", "message", "comment", "notes"})
 

@@ -46,7 +46,7 @@ from chat_app.trust import Identity
 
 from . import session as sessions
 from .conversations_state import CONVERSATION_PREFIX, address
-from .forms import form_fields, read_form
+from .forms import DRAFT_FIELD, form_fields, read_form
 from .guard import failure_message, guarded, guarded_task
 from .identity_state import IdentityState
 from .views import (
@@ -826,7 +826,26 @@ class ChatState(IdentityState):
         """Every decision form posts here; hidden inputs say which decision and which form."""
         interrupt_id = str(form_data.pop("__interrupt", ""))
         form = str(form_data.pop("__form", ""))
+        if form_data.pop(DRAFT_FIELD, "") == "1":
+            self._keep_draft(interrupt_id, form, form_data)
+            return None
         return await self._decide(interrupt_id, form, form_data)
+
+    def _keep_draft(self, interrupt_id: str, form: str, data: dict[str, Any]) -> None:
+        """What is typed in a form, kept for the next time it is drawn (a reload); nothing is
+        checked or sent, and nothing is drawn now (the person is typing). A field changed
+        since the last Submit loses that Submit's error."""
+        memory = self._memory.setdefault(interrupt_id, FormMemory())
+        before = memory.drafts.get(form, {})
+        errors = memory.errors.get(form)
+        if errors:
+            memory.errors[form] = {
+                path: error for path, error in errors.items()
+                if before.get(path) == data.get(path)
+            }  # fmt: skip
+        memory.drafts[form] = dict(data)
+        self._memory = dict(self._memory)  # stored with the state, wherever it is kept
+        self.unconfirmed = ""  # the tab noted this submission as it notes a Submit
 
     async def _decide(self, interrupt_id: str, form: str, data: dict[str, Any]) -> Any:
         session = await self._clicked()

@@ -174,6 +174,36 @@ def test_generic_form_invalid_then_valid(page: Page, screenshot_dir: Path) -> No
     shot(page, screenshot_dir, "plan-approved")
 
 
+def test_what_is_typed_in_a_form_survives_a_reload(page: Page, screenshot_dir: Path) -> None:
+    """Typed and not sent, a note comes back after a reload; after a refused Submit and a
+    fix, the fix comes back, without the error it no longer has."""
+    ask(page, "plan release")
+    generic = page.locator(".generic-card")
+    note = generic.locator('[name="note"]')
+    note.fill("Hold the audit export")
+    note.blur()
+    page.wait_for_timeout(1_500)  # the draft is kept once typing pauses
+    page.reload()
+    hydrated(page)
+    expect(note).to_have_value("Hold the audit export")
+
+    note.fill("x" * 501)
+    generic.locator("button[type=submit]").click()
+    error = generic.locator('[data-field="note"] .field-error')
+    expect(error).to_have_text("Use at most 500 characters.")
+    note.fill("Ship it")
+    note.blur()
+    page.wait_for_timeout(1_500)
+    page.reload()
+    hydrated(page)
+    expect(note).to_have_value("Ship it")
+    expect(error).to_have_count(0)
+    shot(page, screenshot_dir, "plan-draft-kept")
+    generic.locator('button[role="checkbox"]').click()
+    generic.locator("button[type=submit]").click()
+    expect(page.get_by_text("Release plan approved. Note: Ship it")).to_be_visible()
+
+
 def test_shipping_form_ships_with_the_answer(page: Page, screenshot_dir: Path) -> None:
     ask(page, "ship order 42")
     generic = page.locator(".generic-card")

@@ -11,7 +11,7 @@ from typing import Any
 
 import reflex as rx
 
-from chat_app.ui.forms import FormField
+from chat_app.ui.forms import DRAFT_FIELD, FormField
 
 from ._types import Handler
 
@@ -141,6 +141,37 @@ PROPOSED_SCRIPT = """
 """
 
 
+#: Keeps what is typed in a decision form as its draft on the server, so a reload or a
+#: reconnect shows it again: once typing pauses (or a field is left, a box ticked), the form
+#: is submitted with `__draft` set, which stores the values and sends nothing (the one path
+#: that reads a whole form, lists of ticked boxes included). Delegated, once per page.
+DRAFT_SCRIPT = """
+(() => {
+  const timers = new WeakMap();
+  const keep = (form) => {
+    const flag = form.querySelector('input[name="__draft"]');
+    if (!flag || !form.isConnected) return;
+    flag.value = '1';
+    try { form.requestSubmit(); } finally { flag.value = ''; }
+  };
+  const soon = (event, wait) => {
+    const form = event.target && event.target.closest && event.target.closest('.decision-form');
+    if (!form) return;
+    clearTimeout(timers.get(form));
+    timers.set(form, setTimeout(() => keep(form), wait));
+  };
+  document.addEventListener('input', (event) => soon(event, 700), true);
+  document.addEventListener('change', (event) => soon(event, 0), true);
+  // A Submit sends the values itself: no draft of them after it.
+  document.addEventListener('submit', (event) => {
+    const form = event.target;
+    const flag = form && form.querySelector && form.querySelector('input[name="__draft"]');
+    if (flag && flag.value !== '1') clearTimeout(timers.get(form));
+  }, true);
+})();
+"""
+
+
 def _proposed(row: FormField) -> rx.Component:
     return rx.text(
         "Proposed: ",
@@ -192,6 +223,7 @@ def schema_form(
     return rx.form(
         rx.el.input(type="hidden", name="__interrupt", value=interrupt_id),
         rx.el.input(type="hidden", name="__form", value=form),
+        rx.el.input(type="hidden", name=DRAFT_FIELD, value=""),
         rx.vstack(rx.foreach(fields, field_row), spacing="3", width="100%"),
         rx.hstack(*actions, spacing="2", padding_top="0.5em", wrap="wrap"),
         on_submit=on_submit,
