@@ -106,6 +106,9 @@ class DecisionView:
     #: Cancel is offered: on an approval under the policy, only to whoever asked (anyone
     #: else says no by rejecting it; the server refuses their cancel).
     can_cancel: bool = True
+    #: The answer a failed continuation held, which Retry sends again ("Approved, not sent:
+    #: …"); "" when none.
+    held: str = ""
     #: The first answerable decision takes the keyboard focus. A field of the view rather
     #: than a page var, so that a memoized message row depends on its own data only.
     focus: bool = False
@@ -201,12 +204,33 @@ def staged_answer(item: InterruptItem) -> tuple[str, str]:
     its icon); ("", "") when nothing is staged."""
     if item.status != "staged" or item.resolution is None:
         return "", ""
+    return _answer_label(item, item.resolution)
+
+
+def _answer_label(item: InterruptItem, entry: Mapping[str, Any]) -> tuple[str, str]:
+    """How the answer `entry` to `item` reads ("Approved with changes"), and its outcome."""
     kind: InterruptKind = "approval" if isinstance(item, ToolApprovalInterrupt) else "generic"
-    decision = read_decision(item.resolution, kind)
+    decision = read_decision(entry, kind)
     if isinstance(decision, DecisionProblem):
         return "Answered", "answered"
     label = ANSWER_LABELS["edited" if decision.edited else decision.outcome]
     return label, decision.outcome
+
+
+def held_answers(state: ClientState) -> dict[str, str]:
+    """The answers of a continuation that failed and that Retry sends again, by item: what
+    each card says meanwhile (its controls are open again: the person may answer anew)."""
+    held = state.manager.retry_submission if state.can_retry else None
+    if held is None:
+        return {}
+    items = {item.id: item for item in state.interrupts}
+    notes: dict[str, str] = {}
+    for entry in held.resolutions:
+        item = items.get(str(entry.get("interruptId", "")))
+        if item is not None:
+            label, _ = _answer_label(item, entry)
+            notes[item.id] = f"{label}, not sent: Retry sends it again, or answer anew."
+    return notes
 
 
 #: How the page names an answer, by its outcome (as the desk records it).
@@ -616,6 +640,9 @@ def build_views(
         first = next((d for d in cards if d.id in open_ids), None)
         if first is not None:
             first.focus = True
+    held = held_answers(state)
+    for card in cards:
+        card.held = held.get(card.id, "")
     if asked_by is not None:
         for card in cards:
             item = decisions.get(card.id)

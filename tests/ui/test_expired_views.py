@@ -3,13 +3,15 @@ decided within 1 day.", and no buttons (views only; no browser)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Mapping
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from chat_app.agent import Agent, event_to_wire
-from chat_app.client import ChatClient, ClientTool, InProcessConnection
+from chat_app.client import ChatClient, ClientTool, InProcessConnection, TransportError
 from chat_app.demo import POLICY_PATH, build_demo_agent, demo_model
 from chat_app.trust import DEMO_PEOPLE, Policy, Sealer, SQLiteLedger
 from chat_app.ui.views import ToolCardView, build_views
@@ -99,5 +101,44 @@ def test_a_refused_late_answer_still_offers_to_start_over(tmp_path: Path) -> Non
         await client.resolve_interrupt(item.id, approved=True)
         [card] = cards(client)
         assert card.decision.expired and card.decision.expired_note == ""
+
+    run_on_own_loop(scenario())
+
+
+class Down(InProcessConnection):
+    """The demo agent, unreachable while `down`."""
+
+    down = False
+
+    async def stream(self, body: Mapping[str, object]) -> AsyncIterator[dict[str, Any]]:
+        if self.down:
+            raise TransportError("Could not reach the agent: connection refused.")
+        async for event in super().stream(body):
+            yield event
+
+
+def test_an_answer_a_failed_continuation_held_says_so_until_retry_sends_it(
+    tmp_path: Path,
+) -> None:
+    """Approved while the agent was down: the card is open again (answer anew), and says
+    the approval was not sent and that Retry sends it; once sent, the note is gone."""
+
+    async def scenario() -> None:
+        agent = build_demo_agent(demo_model())
+        connection = Down(partial(agent.run, identity=RITA), encode=event_to_wire)
+        tools = ClientTool.from_manifest({"tools": agent.tool_manifest()}, {})
+        client = ChatClient(connection, tools=tools)
+        await client.send("delete project apollo")
+        [item] = client.interrupts
+        connection.down = True
+        await client.resolve_interrupt(item.id, approved=True)
+        assert client.state.can_retry
+        [card] = [c.decision for c in cards(client) if c.has_decision]
+        assert card.held == "Approved, not sent: Retry sends it again, or answer anew."
+        assert card.can_resolve  # the controls are open again
+        connection.down = False
+        await client.retry_interrupts()
+        assert [c for c in cards(client) if c.has_decision] == []
+        assert "Project apollo is deleted." in client.messages[-1].text
 
     run_on_own_loop(scenario())

@@ -121,8 +121,15 @@ def test_a_failing_agent_is_shown_with_retry_and_the_message_is_kept(
         expect(decision).to_be_visible()  # typed by the bare-list manifest
         expect(failure).to_have_count(0)
         expect(user).to_have_text([PHRASE])  # sent again, not added again
+        server.down = True  # down again as the approval goes: the card says it is held
         decision.locator("button.approve").click()
+        held = decision.locator(".card-held")
+        expect(held).to_have_text("Approved, not sent: Retry sends it again, or answer anew.")
+        page.screenshot(path=str(screenshot_dir / "remote-approval-held.png"), full_page=True)
+        server.down = False
+        page.locator("#retry").click()
         expect(page.locator('.tool-card[data-tool="transfer"] .tool-status')).to_have_text("Done")
+        expect(held).to_have_count(0)
 
         # Shown once: dismissed, it does not come back after a reload.
         notice.get_by_role("button", name="Dismiss").click()

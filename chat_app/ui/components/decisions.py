@@ -286,6 +286,11 @@ def _decision_card(
             ),
             *details,
             rx.cond(
+                decision.held != "",
+                rx.text(decision.held, size="2", color_scheme="amber", class_name="card-held",
+                         role="status"),
+            ),  # fmt: skip
+            rx.cond(
                 decision.expired,
                 expired_row(decision, events),
                 rx.cond(
