@@ -103,7 +103,9 @@ def last_decision(summary: ConversationSummary, viewer_email: str) -> str:
     item = summary.last_decision
     if item is None or summary.status not in ("done", "failed"):
         return ""
-    return f"{item.name}: {how_it_ended(item, viewer_email)}"
+    # A question's name is its sentence: "How should order 42 ship? Answered by you".
+    joined = " " if item.name.endswith(("?", ".", "!", ":")) else ": "
+    return f"{item.name}{joined}{how_it_ended(item, viewer_email)}"
 
 
 def conversation_row(

@@ -188,6 +188,12 @@ def test_a_conversation_row_says_its_status_and_last_activity() -> None:
     assert conversation_row(replace(summary("done"), last_decision=auto), NOW).last_decision == (
         "refund: Decided by policy small-refunds"
     )
+    question = item(status="decided", outcome="answered", kind="question", rule=None,
+                    name="How should order 42 ship?", decided_by=RITA, decided_by_name="Rita")
+    answered = replace(summary("done"), last_decision=question)  # its sentence, then the end
+    assert conversation_row(answered, NOW, RITA).last_decision == (
+        "How should order 42 ship? Answered by you"
+    )  # fmt: skip
     asked_again = replace(summary("waiting"), last_decision=rejected)  # its status says it all
     assert conversation_row(asked_again, NOW, RITA).last_decision == ""
 

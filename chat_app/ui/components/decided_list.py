@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import reflex as rx
 
 from ._types import Prop
-from .listing import listing, listing_row, moment
+from .listing import decision_name, listing, listing_row, moment
 
 
 @dataclass
@@ -56,7 +56,7 @@ def _row(row: PastRow) -> rx.Component:
                     aria_hidden="true",
                 ),
                 rx.link(
-                    rx.code(row.name, size="3", weight="medium"),
+                    decision_name(row.kind, row.name),
                     href=row.href,
                     class_name="decided-open",
                     aria_label="Open " + row.name + " from " + row.requester,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import reflex as rx
 
 from ._types import Handler, Prop
-from .listing import listing
+from .listing import decision_name, listing
 
 
 @dataclass
@@ -194,7 +194,7 @@ def _item(row: InboxRow) -> rx.Component:
                         color=rx.color("gray", 11),
                         aria_hidden="true",
                     ),
-                    rx.code(row.name, class_name="inbox-name", size="3", weight="medium"),
+                    decision_name(row.kind, row.name, class_name="inbox-name"),
                     rx.cond(
                         row.rule != "",
                         rx.badge(row.rule, variant="outline", class_name="inbox-rule"),

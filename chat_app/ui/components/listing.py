@@ -100,3 +100,13 @@ def moment(text: Any, *, iso: Any, title: Any, class_name: str) -> rx.Component:
         color=rx.color("gray", 11),
         white_space="nowrap",
     )
+
+
+def decision_name(kind: Any, name: Any, **props: Any) -> rx.Component:
+    """A decision's name in a list: a tool's in code (it is an identifier), a question's as
+    the sentence it is."""
+    return rx.cond(
+        kind == "tool",
+        rx.code(name, size="3", weight="medium", **props),
+        rx.text(name, as_="span", size="3", weight="medium", **props),
+    )
