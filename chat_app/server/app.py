@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from chat_app.agent import Agent, event_to_wire
@@ -37,6 +37,7 @@ from chat_app.interrupts.strict_json import MAX_NESTING, has_long_digit_run, str
 from chat_app.server._body import read_body
 from chat_app.server._coalesce import send_coalesced
 from chat_app.server.desk_routes import desk_routes
+from chat_app.server.health import api_fallback, health_routes
 from chat_app.server.metrics import MetricsSource, metrics_routes
 from chat_app.server.run_input import TooDeep, read_run_input, read_run_input_json
 from chat_app.server.signin import identify, identity_json, signin_routes, unauthorized
@@ -128,16 +129,18 @@ def create_app(
         if authenticator is not None
         else [Route("/api/me", me, methods=["GET"])]
     )
+    routes: list[BaseRoute] = [
+        Route("/api/chat", chat, methods=["POST"]),
+        Route("/api/tools", tools, methods=["GET"]),
+        Route("/api/audit", audit, methods=["GET"]),
+        Route("/api/audit.jsonl", audit, methods=["GET"]),
+        *account_routes,
+        *(desk_routes(desk, who) if desk is not None else ()),
+        *(metrics_routes(metrics, who, roles_of, unguarded=not guarded) if metrics else ()),
+        *health_routes(desk.store.engine if desk is not None else None),
+    ]
     return Starlette(
-        routes=[
-            Route("/api/chat", chat, methods=["POST"]),
-            Route("/api/tools", tools, methods=["GET"]),
-            Route("/api/audit", audit, methods=["GET"]),
-            Route("/api/audit.jsonl", audit, methods=["GET"]),
-            *account_routes,
-            *(desk_routes(desk, who) if desk is not None else ()),
-            *(metrics_routes(metrics, who, roles_of, unguarded=not guarded) if metrics else ()),
-        ],
+        routes=[*routes, api_fallback(routes)],
         lifespan=_background(
             [*([desk.keep_recovering] if desk is not None and recover else []), *background]
         ),

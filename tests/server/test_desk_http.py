@@ -182,6 +182,10 @@ def test_answers_are_checked_against_the_item_and_the_body_is_read_strictly(
         "invalid", "'teleport' is not one of ['standard', 'express', 'overnight']"
     )  # fmt: skip
     assert [error["path"] for error in body["errors"]] == [["speed"]]
+    wrong_kind = decide(served, decision_id, rita, {"approved": True})
+    assert (wrong_kind.status_code, wrong_kind.json()["error"]) == (
+        400, 'This is a question: answer it with {"value": …}, or {"cancelled": true}.'
+    )  # fmt: skip
 
     def refused(content: bytes, status: int = 400) -> str:
         answer = served.http.post(
@@ -219,6 +223,21 @@ def test_answers_are_checked_against_the_item_and_the_body_is_read_strictly(
     done = wait(served, second, rita, lambda c: c["status"] == "done")
     assert "Reason: Not today" in last_text(done)
     assert executions(served) == ["ship_order"]
+
+
+def test_health_and_addresses_the_api_does_not_serve_answer_in_json(served: DeskServed) -> None:
+    healthy = served.http.get("/api/health")
+    assert (healthy.status_code, healthy.json()) == (200, {"status": "ok"})
+    nothing = served.http.get("/api/nothing/here")
+    assert (nothing.status_code, nothing.json()) == (
+        404, {"error": "There is nothing at /api/nothing/here.", "code": "unknown"}
+    )  # fmt: skip
+    wrong_method = served.http.get("/api/inbox/d-1", headers=served.cookie_of(ADA))
+    assert wrong_method.status_code == 405
+    assert wrong_method.json() == {
+        "error": "/api/inbox/d-1 takes POST, not GET.", "code": "method"
+    }  # fmt: skip
+    assert wrong_method.headers["allow"] == "POST"
 
 
 def test_an_expired_decision_is_gone(served: DeskServed) -> None:

@@ -1,0 +1,77 @@
+"""What load balancers and scripts ask of the server itself: `GET /api/health`, and a JSON
+answer for an `/api/…` address nothing here serves.
+
+`GET /api/health` needs no identity (a load balancer has none) and says nothing about anyone:
+`{"status": "ok"}` with 200 when the app's database answers, `{"status": "unavailable",
+"error": …}` with 503 when it does not (nothing can be decided then). Without a desk there is
+no database to ask, and it is `ok` once the server answers at all.
+
+An unknown `/api/…` path is a 404 `{"error": …, "code": "unknown"}`, and a known one asked with
+another method a 405 naming the methods it takes, as JSON like every other answer of the API
+(behind Reflex, its page for an unknown address would answer instead).
+
+Owns `health_routes` and `api_fallback`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Match, Route
+
+__all__ = ["api_fallback", "health_routes"]
+
+_log = logging.getLogger(__name__)
+
+
+def health_routes(database: Engine | None) -> list[Route]:
+    """`GET /api/health`, asking `database` (the desk's) whether it answers."""
+
+    async def health(_: Request) -> Response:
+        if database is not None:
+            try:
+                await asyncio.to_thread(_ask, database)
+            except SQLAlchemyError as error:
+                _log.warning("Health check: the database did not answer: %s", error)
+                reason = f"The app's database did not answer ({type(error).__name__})."
+                return JSONResponse({"status": "unavailable", "error": reason}, status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    return [Route("/api/health", health, methods=["GET"])]
+
+
+def _ask(database: Engine) -> None:
+    with database.connect() as connection:
+        connection.execute(text("SELECT 1"))
+
+
+def api_fallback(routes: list[BaseRoute]) -> Route:
+    """The last of `routes`: every `/api/…` request none of them took."""
+
+    async def fallback(request: Request) -> Response:
+        scope = dict(request.scope)
+        allowed: set[str] = set()
+        for route in routes:
+            match, _ = route.matches({**scope, "method": "GET"})
+            methods = getattr(route, "methods", None)
+            if match is not Match.NONE and methods:
+                allowed |= set(methods)
+        path = request.url.path
+        if allowed:
+            methods_said = ", ".join(sorted(allowed - {"HEAD"}))
+            return JSONResponse(
+                {"error": f"{path} takes {methods_said}, not {request.method}.",
+                 "code": "method"},
+                status_code=405,
+                headers={"Allow": ", ".join(sorted(allowed))},
+            )  # fmt: skip
+        return JSONResponse(
+            {"error": f"There is nothing at {path}.", "code": "unknown"}, status_code=404
+        )
+
+    return Route("/api/{rest:path}", fallback)

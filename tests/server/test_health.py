@@ -1,0 +1,49 @@
+"""`GET /api/health` asks the app's database: 200 while it answers, 503 once it does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+from sqlalchemy import Engine
+from starlette.applications import Starlette
+
+from chat_app.server.health import health_routes
+from chat_app.trust.store import create_database_engine, open_database
+from tests.live_server import free_port
+
+
+async def health(engine: Engine | None) -> httpx.Response:
+    transport = httpx.ASGITransport(app=Starlette(routes=health_routes(engine)))
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+        return await http.get("/api/health")
+
+
+async def test_a_database_that_answers_is_healthy(database_url: str) -> None:
+    engine = open_database(database_url)
+    try:
+        answer = await health(engine)
+    finally:
+        engine.dispose()
+    assert (answer.status_code, answer.json()) == (200, {"status": "ok"})
+    answer = await health(None)  # no desk: the server answering is all there is to say
+    assert (answer.status_code, answer.json()) == (200, {"status": "ok"})
+
+
+async def test_a_database_that_does_not_answer_is_a_503(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    sqlite = create_database_engine(f"sqlite:///{folder / 'app.sqlite3'}")
+    folder.rmdir()
+    folder.write_text("the folder is gone")  # its file can be opened no more
+    postgresql = create_database_engine(
+        f"postgresql://nobody@127.0.0.1:{free_port()}/nothing?connect_timeout=2"
+    )
+    for engine in (sqlite, postgresql):
+        try:
+            answer = await health(engine)
+        finally:
+            engine.dispose()
+        assert answer.status_code == 503
+        body = answer.json()
+        assert body["status"] == "unavailable"
+        assert body["error"].startswith("The app's database did not answer (")
