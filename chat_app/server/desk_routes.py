@@ -14,7 +14,9 @@ for scripts, bots and the headless client (`chat_app.client.DeskClient`).
 
 Owns `desk_routes`. Who asks is the request's identity alone (the session cookie, the proxy's
 headers or an API token, through the same function the chat route uses; 401 without one);
-nothing in a body names a person. Every refusal is `{"error": <message>, "code": <code>,
+nothing in a body names a person. Without sign-in (`CHAT_APP_AUTH=none`: everyone anonymous)
+every route is a 403 saying so: a conversation stored for nobody could be decided by nobody.
+Every refusal is `{"error": <message>, "code": <code>,
 …details}` with the `DeskError`'s status: 400 `invalid`, 403 `forbidden`, 404 `unknown`, 409
 `already-decided` or `busy`, 410 `expired`, 413 too large, 503 `unavailable` (the database is
 not answering: nothing was decided). Bodies are read with the size limit of `_body.py` and as
@@ -51,6 +53,7 @@ __all__ = [
     "DEFAULT_INBOX_LIMIT",
     "MAX_DESK_BODY_BYTES",
     "MAX_INBOX_LIMIT",
+    "NO_SIGN_IN",
     "REST_WAIT_SECONDS",
     "STARTED_WAIT_SECONDS",
     "Who",
@@ -75,6 +78,14 @@ REST_WAIT_SECONDS = 1.0
 _Handler = Callable[[Request, Identity], Awaitable[Response]]
 
 
+#: What the desk's routes answer on a server without sign-in (`CHAT_APP_AUTH=none`).
+NO_SIGN_IN = (
+    "The approval desk records who asked and who decided, so it needs sign-in, and this "
+    "server has none (CHAT_APP_AUTH=none): start it with CHAT_APP_AUTH=password, proxy or "
+    "demo, or use POST /api/chat, which needs none."
+)
+
+
 def desk_routes(desk: Desk, who: Who, *, max_body_bytes: int = MAX_DESK_BODY_BYTES) -> list[Route]:
     """The desk's routes over `desk`, each acting as `who(request)` says."""
 
@@ -84,6 +95,8 @@ def desk_routes(desk: Desk, who: Who, *, max_body_bytes: int = MAX_DESK_BODY_BYT
                 identity = await who(request)
                 if isinstance(identity, AuthFailure):
                     return unauthorized(identity)
+                if identity.anonymous:  # nobody could ever decide what it stored
+                    raise DeskError("forbidden", NO_SIGN_IN)
                 return await handler(request, identity)
             except DeskError as error:
                 return _refused(error)

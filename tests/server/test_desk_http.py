@@ -409,6 +409,23 @@ def test_without_an_identity_the_desk_answers_401(tmp_path: Path, database_url: 
         assert stranger.status_code == 401
 
 
+def test_without_sign_in_the_desk_says_it_needs_it(tmp_path: Path, database_url: str) -> None:
+    """`CHAT_APP_AUTH=none` (the standalone server's default): everyone is nobody, and what
+    the desk stored for nobody nobody could decide: each route says so, and stores nothing;
+    the stateless chat route still serves."""
+    with serve_desk(tmp_path, database_url, policy=DEMO_POLICY, mode="none") as served:
+        for method, path in (("GET", "/api/inbox"), ("POST", "/api/conversations"),
+                             ("GET", "/api/conversations"), ("POST", "/api/inbox/d1"),
+                             ("GET", "/api/decided")):  # fmt: skip
+            answer = served.http.request(method, path, json={"message": "transfer 25 to Ada"})
+            assert (answer.status_code, answer.json()["code"]) == (403, "forbidden")
+            assert answer.json()["error"].startswith(
+                "The approval desk records who asked and who decided, so it needs sign-in"
+            )
+        assert served.desk.store.conversations_of("") == []
+        assert served.http.get("/api/tools").status_code == 200
+
+
 # --- a database that goes away --------------------------------------------------------------
 
 
