@@ -39,17 +39,23 @@ class DeskStats:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def pending_by_tool_rule(self) -> list[tuple[str, str, int]]:
-        """Pending decisions by tool (or question) name and rule ("" when no rule applies)."""
+    def pending_by_tool_rule(self) -> list[tuple[str, str, str, int]]:
+        """Pending decisions by kind (tool, question), tool name and rule ("" when no rule
+        applies). A question counts without a name: its name is its sentence ("How should
+        order 42 ship?"), a new one per order, which would make a series each."""
         rule = func.coalesce(decisions.c.rule, "")
+        tool = case((decisions.c.kind == "tool", decisions.c.name), else_="")
         query = (
-            select(decisions.c.name, rule, func.count())
+            select(decisions.c.kind, tool, rule, func.count())
             .where(decisions.c.status == "pending")
-            .group_by(decisions.c.name, rule)
-            .order_by(decisions.c.name, rule)
+            .group_by(decisions.c.kind, tool, rule)
+            .order_by(decisions.c.kind, tool, rule)
         )
         with self.engine.connect() as connection:
-            return [(name, rule, int(count)) for name, rule, count in connection.execute(query)]
+            return [
+                (kind, name, rule, int(count))
+                for kind, name, rule, count in connection.execute(query)
+            ]
 
     def outcomes(self) -> list[tuple[str, int]]:
         """Decisions by outcome (approved, rejected, edited, cancelled, answered, expired,

@@ -7,7 +7,7 @@ reads run in a worker thread; a database that does not answer is a 503, never a 
 
 | metric | type | labels |
 | --- | --- | --- |
-| `chat_app_pending_decisions` | gauge | `tool`, `rule` ("" for none) |
+| `chat_app_pending_decisions` | gauge | `kind` (tool, question), `tool` ("" for one), `rule` |
 | `chat_app_decisions_total` | counter | `outcome` |
 | `chat_app_decision_wait_seconds` | histogram | (pause to decision) |
 | `chat_app_continuation_seconds` | histogram | (the run that carried the answer) |
@@ -94,8 +94,8 @@ class DeskCollector(Collector):
     def collect(self) -> Iterable[Metric]:
         desk, delivery = self.source.desk_stats, self.source.delivery_stats
         pending, outcomes, wait, continuation, counts, queued, failures = self._families()
-        for tool, rule, count in desk.pending_by_tool_rule():
-            pending.add_metric([tool, rule], count)
+        for kind, tool, rule, count in desk.pending_by_tool_rule():
+            pending.add_metric([kind, tool, rule], count)
         for outcome, count in desk.outcomes():
             outcomes.add_metric([outcome], count)
         _add_histogram(wait, desk.histogram("wait_seconds", WAIT_BUCKETS))
@@ -122,8 +122,8 @@ class DeskCollector(Collector):
         return (
             GaugeMetricFamily(
                 "chat_app_pending_decisions",
-                "Decisions waiting for someone, by tool (or question) and policy rule.",
-                labels=["tool", "rule"],
+                "Decisions waiting for someone, by kind (tool or question), tool and policy rule.",
+                labels=["kind", "tool", "rule"],
             ),
             CounterMetricFamily(
                 "chat_app_decisions_total",

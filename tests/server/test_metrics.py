@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -179,9 +179,11 @@ async def test_only_with_a_metrics_source_is_there_a_route(tmp_path: Path) -> No
 # --- the figures ----------------------------------------------------------------------------
 
 
-def draft(item_id: str, name: str, rule: str | None) -> DecisionDraft:
+def draft(
+    item_id: str, name: str, rule: str | None, kind: Literal["tool", "question"] = "tool"
+) -> DecisionDraft:
     return DecisionDraft(
-        item_id=item_id, kind="tool", name=name, summary=f"{name} {item_id}", args={},
+        item_id=item_id, kind=kind, name=name, summary=f"{name} {item_id}", args={},
         requester_email="rita@example.com", requester_name="Rita", expires_at=None,
         filing=Filing(
             rule=rule, approvers=("role:finance",) if rule else ("user:rita@example.com",),
@@ -258,13 +260,17 @@ async def test_the_figures_follow_the_database(tmp_path: Path, database_url: str
             "t1", state="{}", status="waiting", waiting_for="Waiting", error=None, now=T0,
             drafts=[draft("a", "transfer", "large-transfers"), draft("b", "transfer",
             "large-transfers"), draft("c", "delete_project", None), draft("d", "transfer",
-            None)], open_items=["a", "b", "c", "d"],
+            None), draft("e", "How should order 42 ship?", None, "question"),
+            draft("f", "How should order 43 ship?", None, "question")],
+            open_items=["a", "b", "c", "d", "e", "f"],
         )  # fmt: skip
         pending = labelled(await app.figures(scraper), "chat_app_pending_decisions")
         assert pending == {
-            frozenset({("tool", "transfer"), ("rule", "large-transfers")}): 2,
-            frozenset({("tool", "transfer"), ("rule", "")}): 1,
-            frozenset({("tool", "delete_project"), ("rule", "")}): 1,
+            frozenset({("kind", "tool"), ("tool", "transfer"), ("rule", "large-transfers")}): 2,
+            frozenset({("kind", "tool"), ("tool", "transfer"), ("rule", "")}): 1,
+            frozenset({("kind", "tool"), ("tool", "delete_project"), ("rule", "")}): 1,
+            # A question's sentence is no label: one series for every order's question.
+            frozenset({("kind", "question"), ("tool", ""), ("rule", "")}): 2,
         }
 
         decide(store, decision_id_of("t1", "a"), "approved", waited=42, took=0.3)
@@ -272,7 +278,8 @@ async def test_the_figures_follow_the_database(tmp_path: Path, database_url: str
         decide(store, decision_id_of("t1", "d"), "expired", waited=86_400.5, took=None)
         figures = await app.figures(scraper)
         assert labelled(figures, "chat_app_pending_decisions") == {
-            frozenset({("tool", "transfer"), ("rule", "large-transfers")}): 1,
+            frozenset({("kind", "tool"), ("tool", "transfer"), ("rule", "large-transfers")}): 1,
+            frozenset({("kind", "question"), ("tool", ""), ("rule", "")}): 2,
         }
         assert labelled(figures, "chat_app_decisions_total") == {
             frozenset({("outcome", "approved")}): 1,

@@ -335,7 +335,7 @@ async def test_metrics_follow_the_decisions(pair: Pair) -> None:
     assert (await a.scrape({"Authorization": "Bearer not-the-token"})).status_code == 401
 
     def pending(figures: dict[Any, float]) -> float:
-        return figure(figures, "chat_app_pending_decisions", tool="transfer",
+        return figure(figures, "chat_app_pending_decisions", kind="tool", tool="transfer",
                       rule="large-transfers")  # fmt: skip
 
     # Whatever earlier cases left waiting expires within 12 s.
