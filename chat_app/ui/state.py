@@ -98,6 +98,16 @@ IN_VIEW = "document.visibilityState"
 
 _log = logging.getLogger(__name__)
 
+#: After a refused Submit, once the errors are drawn: the first field in error takes the focus
+#: and is scrolled into view.
+FOCUS_FIRST_ERROR = """
+setTimeout(() => {
+  const field = document.querySelector('.decision-form .form-field:has(.field-error)');
+  const control = field && field.querySelector('input:not([type=hidden]), textarea, button');
+  if (control) { control.focus({preventScroll: true}); field.scrollIntoView({block: 'center'}); }
+}, 50)
+"""
+
 
 def remember_click(
     answer: str, interrupt_id: rx.Var[str] | str = "", form_data: rx.Var[Any] | None = None
@@ -862,9 +872,10 @@ class ChatState(IdentityState):
             result = read_form(schema, form_fields(schema, initial), data)
             memory.errors[form] = result.errors
             if not result.ok:
-                # Nothing is sent; the fields show their errors and keep what was typed.
+                # Nothing is sent; the fields show their errors and keep what was typed, and
+                # the first of them takes the focus (on a long form it may be out of view).
                 self._refresh(session)
-                return None
+                return rx.call_script(FOCUS_FIRST_ERROR)
             value = result.value
         memory.errors.pop(form, None)
         if self._through_desk(session, item, form):

@@ -165,6 +165,7 @@ def test_generic_form_invalid_then_valid(page: Page, screenshot_dir: Path) -> No
     expect(generic.locator('[data-field="note"] .field-error')).to_have_text(
         "Use at most 500 characters."
     )
+    expect(generic.locator('[name="note"]')).to_be_focused()  # the first field in error
     expect(page.locator(".generic-card")).to_have_count(1)  # nothing was sent
     shot(page, screenshot_dir, "plan-invalid")
     generic.locator('button[role="checkbox"]').click()
