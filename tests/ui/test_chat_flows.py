@@ -219,6 +219,10 @@ def test_unbound_item_is_visible_and_does_not_block(page: Page, screenshot_dir: 
     ask(page, "deploy")
     unbound = page.locator(".unbound-card")
     expect(unbound).to_contain_text("Paused elsewhere: Change-freeze sign-off is pending")
+    expect(unbound.locator(".unbound-note")).to_have_text(
+        "Nothing to answer here: it is decided where it is kept, and your answers here go on "
+        "without it."
+    )
     expect(unbound.locator("button")).to_have_count(0)
     shot(page, screenshot_dir, "deploy-pending")
     page.locator(".approval-card button.approve").click()

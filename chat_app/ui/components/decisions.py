@@ -403,9 +403,19 @@ def generic_card(decision: DecisionView, events: DecisionEvents) -> rx.Component
 
 
 def unbound_card(decision: DecisionView) -> rx.Component:
+    """A pause another system owns: shown, with what that means for the person reading."""
     return rx.hstack(
         rx.icon("hourglass", size=16),
-        rx.text("Paused elsewhere: ", rx.text.span(decision.message), size="2"),
+        rx.vstack(
+            rx.text("Paused elsewhere: ", rx.text.span(decision.message), size="2"),
+            rx.text(
+                "Nothing to answer here: it is decided where it is kept, and your answers "
+                "here go on without it.",
+                size="1",
+                class_name="unbound-note",
+            ),
+            spacing="0",
+        ),
         class_name="decision unbound-card",
         role="status",
         data_decision=decision.id,
