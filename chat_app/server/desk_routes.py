@@ -253,8 +253,11 @@ async def _json_body(request: Request, limit: int) -> Any:
 
 
 def _message_of(body: Any) -> str:
-    if not isinstance(body, dict) or set(body) != {"message"}:
+    if not isinstance(body, dict) or "message" not in body:
         raise DeskError("invalid", 'Send {"message": "…"} and nothing else.')
+    if unknown := sorted(set(body) - {"message"}):
+        raise DeskError("invalid", f'Unknown field(s): {", ".join(unknown)}; send '
+                                   '{"message": "…"} and nothing else.')  # fmt: skip
     text = body["message"]
     if not isinstance(text, str):
         raise DeskError("invalid", "The message must be a string.")

@@ -203,6 +203,10 @@ def test_answers_are_checked_against_the_item_and_the_body_is_read_strictly(
     assert "Unknown field(s): extra" in refused(b'{"approved": true, "extra": 1}')
     assert "larger than" in refused(b'{"value": "' + b"x" * (1024 * 1024) + b'"}', 413)
     assert "[" * 10 and "nested too deeply" in refused(b"[" * 300 + b"]" * 300)
+    extra = served.http.post("/api/conversations", json={"message": "hi", "to": "x"}, headers=rita)
+    assert (extra.status_code, extra.json()["error"]) == (
+        400, 'Unknown field(s): to; send {"message": "…"} and nothing else.'
+    )  # fmt: skip
 
     answered = decide(served, decision_id, rita, {"value": {"speed": "express", "giftWrap": True}})
     assert answered.status_code == 200, answered.text
