@@ -16,12 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chat_app.interrupts import SchemaProblem, UnusableSchemaError, schema_problems
+from chat_app.interrupts.strict_json import strict_loads
 
 # Enums with at most this many options are radio buttons; longer ones are a select.
 RADIO_LIMIT = 4
 FORM_ERROR_KEY = ""  # errors that belong to no single field
 #: The hidden input that marks a form's submission as its draft (kept, not checked or sent).
 DRAFT_FIELD = "__draft"
+#: Keywords that make a value one of several shapes.
+_COMBINED = frozenset({"anyOf", "oneOf", "allOf"})
 # Free-text fields people write several lines in, whatever their schema says.
 _LONG_TEXT_NAMES = frozenset({"body", "description", "message", "comment", "notes"})
 
@@ -32,9 +35,9 @@ class FormField:
 
     path: str  # dotted path: `address.city`
     label: str
-    kind: (
-        str  # text | textarea | number | integer | boolean | select | radio | list | checks | group
-    )
+    #: text | textarea | number | integer | boolean | select | radio | list | checks | group
+    #: | json (a value no single control fits: typed as JSON)
+    kind: str
     input_type: str = "text"  # the HTML input type: text, email, date, url, number
     required: bool = False
     description: str = ""
@@ -145,7 +148,13 @@ def _field(
         depth=depth,
     )
     kind = _scalar_type(schema)
-    if "enum" in schema:
+    if "type" not in schema and "enum" not in schema and _COMBINED & schema.keys():
+        # One of several shapes (an approval's envelope seen as a raw question, say): no
+        # control fits them all, so the value is typed as JSON and checked as such.
+        row.kind = "json"
+        row.placeholder = "A JSON value, e.g. {\"approved\": true}"
+        row.value = json.dumps(value, ensure_ascii=False) if value is not None else ""
+    elif "enum" in schema:
         row.options = [_text(option) for option in schema["enum"]]
         row.option_values = [json.dumps(option) for option in schema["enum"]]
         row.kind = "radio" if len(row.options) <= RADIO_LIMIT else "select"
@@ -278,6 +287,11 @@ def _convert(row: FormField, data: Mapping[str, str | list[str]]) -> Any:
         return items if items or row.required else _OMIT
     if not text.strip():
         return _OMIT  # a required field left empty is reported by the schema's `required`
+    if row.kind == "json":
+        try:
+            return strict_loads(text)
+        except ValueError:
+            raise ValueError('Enter a JSON value, such as {"approved": true} or "text".') from None
     if row.kind == "integer":
         try:
             number = float(text)

@@ -190,3 +190,29 @@ def test_fields_follow_the_schemas_x_order_whatever_order_the_properties_arrive_
         "giftWrap",
         "speed",
     ]
+
+
+def test_a_value_of_several_shapes_is_typed_as_json_and_checked_whole() -> None:
+    """An approval seen as a raw question (its tool left out of the manifest) answers with
+    the approval's envelope: no control fits its shapes, so it is typed as JSON."""
+    envelope = {
+        "anyOf": [
+            {"type": "object", "properties": {"approved": {"const": True}},
+             "required": ["approved"]},
+            {"type": "object", "properties": {"approved": {"const": False},
+                                              "reason": {"type": "string"}},
+             "required": ["approved", "reason"]},
+        ]
+    }  # fmt: skip
+    [row] = form_fields(envelope)
+    assert (row.kind, row.path, row.value) == ("json", "value", "")
+    approved = read_form(envelope, [row], {"value": '{"approved": true}'})
+    assert (approved.ok, approved.value) == (True, {"approved": True})
+    not_json = read_form(envelope, [row], {"value": "yes"})
+    assert not_json.errors == {
+        "value": 'Enter a JSON value, such as {"approved": true} or "text".'
+    }
+    wrong_shape = read_form(envelope, [row], {"value": '{"approved": false}'})
+    assert not wrong_shape.ok and "value" in wrong_shape.errors
+    [prefilled] = form_fields(envelope, {"approved": False, "reason": "né"})
+    assert prefilled.value == '{"approved": false, "reason": "né"}'

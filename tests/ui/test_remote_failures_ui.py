@@ -66,8 +66,12 @@ def flaky() -> Iterator[tuple[str, FlakyAgent]]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CHAT_APP_DEMO_TOKEN_DELAY_MS", "0")
         agent = build_demo_agent()
-    # A bare list, as many servers answer, with one entry the client cannot use.
-    manifest = [*agent.tool_manifest(), {"description": "an entry without a name"}]
+    # A bare list, as many servers answer, with two entries the client cannot use: one
+    # without a name, and `deploy` with a schema that is no JSON Schema.
+    manifest = [
+        {**entry, "inputSchema": {"type": "strin"}} if entry["name"] == "deploy" else entry
+        for entry in agent.tool_manifest()
+    ] + [{"description": "an entry without a name"}]
     server = FlakyAgent(create_app(agent), manifest)
     with serve_asgi(server, name="the flaky agent") as base:
         yield base, server
@@ -96,8 +100,9 @@ def test_a_failing_agent_is_shown_with_retry_and_the_message_is_kept(
         page.wait_for_selector('#app-root[data-hydrated="true"]')
         # The manifest's unusable entry is named once, in the chat; the rest is used.
         notice = page.locator(".agent-notice")
-        expect(notice).to_have_count(1)
-        expect(notice).to_contain_text(
+        expect(notice).to_have_count(2)
+        expect(notice.first).to_contain_text("(deploy)")
+        expect(notice.last).to_contain_text(
             f"Tool entry {server.entries} in the tool "
             f"manifest at {base}/api/tools was left out: it has no name."
         )
@@ -132,7 +137,8 @@ def test_a_failing_agent_is_shown_with_retry_and_the_message_is_kept(
         expect(held).to_have_count(0)
 
         # Shown once: dismissed, it does not come back after a reload.
-        notice.get_by_role("button", name="Dismiss").click()
+        for _ in range(2):
+            notice.first.get_by_role("button", name="Dismiss").click()
         expect(notice).to_have_count(0)
         page.reload()
         page.wait_for_selector('#app-root[data-hydrated="true"]')
@@ -167,4 +173,36 @@ def test_a_message_sent_to_a_slow_agent_shows_before_any_reply(
         expect(user).to_have_text(["delete project hermes"])
     finally:
         server.answering.set()
+        context.close()
+
+
+def test_an_approval_of_a_tool_left_out_is_answered_as_json(
+    browser: Browser, app_url: str, flaky: tuple[str, FlakyAgent], screenshot_dir: Path
+) -> None:
+    """`deploy` was left out of the manifest: its approval cannot be trusted as one (the
+    client has no schema to check its hashes against), so it is a raw question whose answer
+    is the approval's own JSON, typed as such."""
+    _, server = flaky
+    server.down = False
+    context = browser.new_context(base_url=app_url, viewport={"width": 1200, "height": 800})
+    context.set_default_timeout(20_000)
+    page: Page = context.new_page()
+    try:
+        page.goto("/")
+        page.wait_for_selector('#app-root[data-hydrated="true"]')
+        page.locator("#composer-input").fill("deploy")
+        page.locator("#composer-input").press("Enter")
+        card = page.locator(".generic-card")
+        field = card.locator('textarea[name="value"]')
+        expect(field).to_be_visible()
+        field.fill("yes")
+        card.locator("button[type=submit]").click()
+        expect(card.locator(".field-error")).to_have_text(
+            'Enter a JSON value, such as {"approved": true} or "text".'
+        )
+        field.fill('{"approved": true}')
+        page.screenshot(path=str(screenshot_dir / "remote-left-out-json.png"), full_page=True)
+        card.locator("button[type=submit]").click()
+        expect(page.get_by_text("Deployed checkout 2.4.1")).to_be_visible()
+    finally:
         context.close()

@@ -87,6 +87,18 @@ def _control(row: FormField) -> rx.Component:
             rx.text_area(name=row.path, id=row.path, default_value=row.value, width="100%"),
         ),
         (
+            "json",
+            rx.text_area(
+                name=row.path,
+                id=row.path,
+                default_value=row.value,
+                placeholder=row.placeholder,
+                font_family="monospace",
+                width="100%",
+                rows="3",
+            ),
+        ),  # fmt: skip
+        (
             "list",
             rx.text_area(
                 name=row.path,
