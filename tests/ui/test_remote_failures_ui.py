@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from chat_app.demo import build_demo_agent
 from chat_app.server import create_app
 from tests.live_server import serve_asgi
-from tests.ui.conftest import app_copy
+from tests.ui.conftest import app_copy, ask, fresh_page, hydrated
 
 pytestmark = pytest.mark.browser
 PHRASE = "transfer 25 to Ada"
@@ -154,26 +154,22 @@ def test_a_message_sent_to_a_slow_agent_shows_before_any_reply(
 ) -> None:
     _, server = flaky
     server.down = False
-    context = browser.new_context(base_url=app_url, viewport={"width": 1200, "height": 800})
-    context.set_default_timeout(20_000)
-    page: Page = context.new_page()
     server.answering.clear()
     try:
-        page.goto("/")
-        page.wait_for_selector('#app-root[data-hydrated="true"]')
-        page.locator("#composer-input").fill("delete project hermes")
-        page.locator("#composer-input").press("Enter")
-        user = page.locator('.chat-message[data-role="user"]')
-        expect(user).to_have_text(["delete project hermes"])  # the agent has said nothing
-        expect(page.locator("#composer-input")).to_have_value("")
-        expect(page.locator(".approval-card")).to_have_count(0)
-        page.screenshot(path=str(screenshot_dir / "remote-slow.png"), full_page=True)
-        server.answering.set()
-        expect(page.locator(".approval-card")).to_be_visible()
-        expect(user).to_have_text(["delete project hermes"])
+        with fresh_page(browser, app_url) as page:
+            page.goto("/")
+            hydrated(page)
+            ask(page, "delete project hermes")
+            user = page.locator('.chat-message[data-role="user"]')
+            expect(user).to_have_text(["delete project hermes"])  # the agent has said nothing
+            expect(page.locator("#composer-input")).to_have_value("")
+            expect(page.locator(".approval-card")).to_have_count(0)
+            page.screenshot(path=str(screenshot_dir / "remote-slow.png"), full_page=True)
+            server.answering.set()
+            expect(page.locator(".approval-card")).to_be_visible()
+            expect(user).to_have_text(["delete project hermes"])
     finally:
         server.answering.set()
-        context.close()
 
 
 def test_an_approval_of_a_tool_left_out_is_answered_as_json(
@@ -182,19 +178,13 @@ def test_an_approval_of_a_tool_left_out_is_answered_as_json(
     """`deploy` was left out of the manifest: its approval cannot be trusted as one (the
     client has no schema to check its hashes against), so it is a raw question whose answer
     is the approval's own JSON, typed as such."""
-    _, server = flaky
-    server.down = False
-    context = browser.new_context(base_url=app_url, viewport={"width": 1200, "height": 800})
-    context.set_default_timeout(20_000)
-    page: Page = context.new_page()
-    try:
+    flaky[1].down = False
+    with fresh_page(browser, app_url) as page:
         page.goto("/")
-        page.wait_for_selector('#app-root[data-hydrated="true"]')
-        page.locator("#composer-input").fill("deploy")
-        page.locator("#composer-input").press("Enter")
+        hydrated(page)
+        ask(page, "deploy")
         card = page.locator(".generic-card")
         field = card.locator('textarea[name="value"]')
-        expect(field).to_be_visible()
         field.fill("yes")
         card.locator("button[type=submit]").click()
         expect(card.locator(".field-error")).to_have_text(
@@ -204,5 +194,3 @@ def test_an_approval_of_a_tool_left_out_is_answered_as_json(
         page.screenshot(path=str(screenshot_dir / "remote-left-out-json.png"), full_page=True)
         card.locator("button[type=submit]").click()
         expect(page.get_by_text("Deployed checkout 2.4.1")).to_be_visible()
-    finally:
-        context.close()

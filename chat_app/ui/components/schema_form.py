@@ -53,6 +53,19 @@ def _text_input(row: FormField, **extra: Any) -> rx.Component:
     )
 
 
+def _lines(row: FormField, **extra: Any) -> rx.Component:
+    """A few lines of text: one item a line, or a JSON value."""
+    return rx.text_area(
+        name=row.path,
+        id=row.path,
+        default_value=row.value,
+        placeholder=row.placeholder,
+        width="100%",
+        rows="3",
+        **extra,
+    )
+
+
 def _control(row: FormField) -> rx.Component:
     return rx.match(
         row.kind,
@@ -86,29 +99,8 @@ def _control(row: FormField) -> rx.Component:
             "textarea",
             rx.text_area(name=row.path, id=row.path, default_value=row.value, width="100%"),
         ),
-        (
-            "json",
-            rx.text_area(
-                name=row.path,
-                id=row.path,
-                default_value=row.value,
-                placeholder=row.placeholder,
-                font_family="monospace",
-                width="100%",
-                rows="3",
-            ),
-        ),  # fmt: skip
-        (
-            "list",
-            rx.text_area(
-                name=row.path,
-                id=row.path,
-                default_value=row.value,
-                placeholder=row.placeholder,
-                width="100%",
-                rows="3",
-            ),
-        ),  # fmt: skip
+        ("json", _lines(row, font_family="monospace")),
+        ("list", _lines(row)),
         (
             "checks",
             rx.hstack(
