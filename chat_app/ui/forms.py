@@ -231,7 +231,8 @@ def read_form(
     """Turn a submission (strings, as the browser sends them) into typed JSON and check it.
 
     A value that cannot be converted (`"abc"` for a number) is an error on its field; the
-    converted value is then validated against the whole schema with `jsonschema`.
+    converted value (without it) is then validated against the whole schema with
+    `jsonschema`, each other field getting its first problem.
     """
     errors: dict[str, str] = {}
     value: dict[str, Any] = {}
@@ -248,8 +249,8 @@ def read_form(
     result: Any = value
     if not _is_object(schema):
         result = value.get("value")
-    if errors:
-        return FormResult(value=result, errors=errors)
+    # The whole value is checked even when a field could not be read (it is left out, and
+    # keeps its own message): every field's problem shows after one Submit, not a round each.
     try:
         problems = schema_problems(schema, result)
     except UnusableSchemaError as error:
