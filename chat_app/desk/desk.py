@@ -75,6 +75,7 @@ from .records import (
     PastDecision,
     Vote,
     expiry_note,
+    waiting_for_requester,
 )
 from .store import (
     AutoDecision,
@@ -1022,7 +1023,7 @@ class Desk:
             return Filing(
                 rule=None, approvers=(), not_requester=False, quorum=1,
                 routes=(f"user:{requester}",),
-                waiting_for=f"Waiting for {requester_name or 'the person who asked'}",
+                waiting_for=waiting_for_requester(requester_name),
                 notify_after=timedelta(seconds=self.notify_idle_seconds),
             )  # fmt: skip
         return Filing(

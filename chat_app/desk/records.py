@@ -26,6 +26,7 @@ __all__ = [
     "InboxItem",
     "Vote",
     "expiry_note",
+    "waiting_for_requester",
 ]
 
 ConversationStatus: TypeAlias = Literal["running", "waiting", "done", "failed"]
@@ -76,6 +77,11 @@ def _rounded(span: timedelta) -> timedelta:
     if seconds > 120:
         return timedelta(minutes=round(seconds / 60))
     return timedelta(seconds=round(seconds))
+
+
+def waiting_for_requester(name: str) -> str:
+    """What a decision no rule governs waits for: whoever asked ("Waiting for Rita")."""
+    return f"Waiting for {name or 'the person who asked'}"
 
 
 def expiry_note(paused_at: datetime, expires_at: datetime | None) -> str:
@@ -243,6 +249,13 @@ class ConversationSummary:
     #: How its latest settled decision ended (the list says "transfer: Rejected by Ada"),
     #: when the list was read with it; `None` for none.
     last_decision: InboxItem | None = None
+
+    @property
+    def waits_for_owner(self) -> bool:
+        """It waits for whoever started it (a decision no rule governs is theirs)."""
+        return self.status == "waiting" and self.waiting_for == waiting_for_requester(
+            self.owner_name
+        )
 
     def to_json(self) -> dict[str, Any]:
         summary: dict[str, Any] = {

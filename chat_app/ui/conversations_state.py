@@ -89,10 +89,12 @@ def address(thread_id: str) -> str:
     return CONVERSATION_PREFIX + quote(thread_id, safe="")
 
 
-def status_label(summary: ConversationSummary) -> str:
-    """What a conversation is doing, in words: "Running", "Waiting for finance", "Done",
-    "Failed"."""
+def status_label(summary: ConversationSummary, viewer_email: str = "") -> str:
+    """What a conversation is doing, in words: "Running", "Waiting for finance", "Waiting for
+    you" (to whoever started it, when it is theirs to decide), "Done", "Failed"."""
     if summary.status == "waiting":
+        if summary.waits_for_owner and viewer_email and viewer_email == summary.owner_email:
+            return "Waiting for you"
         return summary.waiting_for or "Waiting for a decision"
     return summary.status.capitalize()
 
@@ -119,7 +121,7 @@ def conversation_row(
         href=address(summary.thread_id),
         title=summary.title or "Untitled conversation",
         status=summary.status,
-        status_label=status_label(summary),
+        status_label=status_label(summary, viewer_email),
         status_color=_STATUS_COLORS.get(summary.status, "gray"),
         error=error,
         activity=ago(summary.updated_at, now),

@@ -177,6 +177,11 @@ def test_a_conversation_row_says_its_status_and_last_activity() -> None:
     )  # fmt: skip
     assert conversation_row(summary("done"), NOW).status_label == "Done"
     assert conversation_row(summary("running"), NOW).status_label == "Running"
+    # A decision no rule governs is whoever asked's: to them it waits for "you".
+    own = replace(summary("waiting"), waiting_for="Waiting for Rita", owner_name="Rita",
+                  owner_email=RITA)  # fmt: skip
+    assert conversation_row(own, NOW, RITA).status_label == "Waiting for you"
+    assert conversation_row(own, NOW, OLIVE).status_label == "Waiting for Rita"
     # Done, it says how its latest decision ended (the person looking is "you").
     rejected = item(status="decided", outcome="rejected", decided_by=OLIVE, decided_by_name="Olive")
     done = replace(summary("done"), last_decision=rejected)
