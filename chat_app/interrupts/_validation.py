@@ -6,7 +6,8 @@ validate them, with formats checked, and report the most relevant error with its
 `jsonschema` is the authority, and slow: ~11 µs to find a tool call's arguments valid, and a
 cycle of pause, approve and answer checks them and the policy's `when` five times. A schema
 made only of the keywords both read alike (`_SHARED_KEYWORDS`), given a value made only of
-JSON's own types, is checked by `jsonschema-rs` instead (~0.15 µs): server CPU per cycle
+JSON's own types (`_json_only`: numbers within 2**53, finite), is checked by `jsonschema-rs`
+instead (~0.15 µs): server CPU per cycle
 -8 / -10 / -12 % at 1 / 16 / 64 clients (`benchmarks/FINDINGS.md`, "jsonschema-rs"). Which
 keywords qualify, and that the two agree on them, `tests/interrupts/test_validation_fast.py`
 holds; a message about what is wrong always comes from `jsonschema`.
@@ -14,8 +15,8 @@ holds; a message about what is wrong always comes from `jsonschema`.
 
 from __future__ import annotations
 
+import copy
 import json
-import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -102,7 +103,9 @@ _SCHEMA_LIST = frozenset({"prefixItems", "allOf", "anyOf", "oneOf"})
 #: The types JSON values are read as (`json.loads`, orjson, msgspec), floats aside; a tuple, a
 #: set or a subclass is read by the two libraries differently (a tuple is no array to
 #: jsonschema).
-_JSON_SCALARS = frozenset({str, int, bool, type(None)})
+_JSON_SCALARS = frozenset({str, bool, type(None)})
+#: Integers up to this size (and floats below it) read alike in the two libraries.
+_EXACT = 2**53
 
 
 class CompiledSchema:
@@ -151,13 +154,20 @@ class CompiledSchema:
             return None
 
 
-def compile_schema(schema: Mapping[str, object]) -> CompiledSchema:
-    """`schema` compiled (once per distinct schema: compiled schemas are kept).
+def compile_schema(schema: Mapping[str, object], *, exact: bool = False) -> CompiledSchema:
+    """`schema` compiled, once per distinct schema (compiled schemas are kept, by their
+    canonical JSON: a schema as the wire carries it, its numbers JavaScript's).
+
+    `exact`: compiled as it is, each call again (for a schema written in Python or TOML, held
+    once compiled, such as a policy's `when`): not through canonical JSON, which rounds an
+    integer past 2**53 and refuses NaN and infinities.
 
     Raises:
         UnusableSchemaError: when `schema` is not a valid JSON Schema.
     """
     try:
+        if exact:
+            return _compile(copy.deepcopy(dict(schema)))
         return _compiled(canonical_interrupt_json(schema))
     except (jsonschema.SchemaError, TypeError) as unusable:
         raise UnusableSchemaError(getattr(unusable, "message", str(unusable))) from None
@@ -192,12 +202,17 @@ def schema_is_usable(schema: Mapping[str, object]) -> bool:
 
 @lru_cache(maxsize=512)
 def _compiled(schema_text: str) -> CompiledSchema:
-    schema = json.loads(schema_text)
+    return _compile(json.loads(schema_text))
+
+
+def _compile(schema: Any) -> CompiledSchema:
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
     full = cls(schema, format_checker=_FORMATS)
     fast = None
-    if isinstance(schema, bool) or (isinstance(schema, dict) and _shared_only(schema)):
+    if isinstance(schema, bool) or (
+        isinstance(schema, dict) and _shared_only(schema) and _json_only(schema)
+    ):
         try:
             fast = jsonschema_rs.Draft202012Validator(schema)
         except (ValueError, TypeError):  # not ours to judge: jsonschema compiled it
@@ -226,19 +241,29 @@ def _shared_only(schema: object) -> bool:
 
 
 def _json_only(value: object) -> bool:
-    """Whether `value` is made of dicts with string keys, lists and JSON's scalars only (a
-    float finite)."""
+    """Whether `value` is made of dicts with string keys, lists and JSON's scalars only, its
+    numbers within 2**53 of zero (beyond it jsonschema-rs compares an integer with a float
+    by rounding: `2**60 == 2.0**60` read as different) and finite, with no container in
+    itself."""
     stack = [value]
+    seen: set[int] = set()
     while stack:
         item = stack.pop()
-        if type(item) is dict:
-            if not all(type(key) is str for key in item):
+        if type(item) is dict or type(item) is list:
+            if id(item) in seen:  # a cycle (or a shared part): no JSON text reads so
                 return False
-            stack.extend(item.values())
-        elif type(item) is list:
-            stack.extend(item)
+            seen.add(id(item))
+            if type(item) is dict:
+                if not all(type(key) is str for key in item):
+                    return False
+                stack.extend(item.values())
+            else:
+                stack.extend(item)
+        elif type(item) is int:
+            if not -_EXACT <= item <= _EXACT:
+                return False
         elif type(item) is float:
-            if not math.isfinite(item):  # jsonschema-rs reads NaN and infinities as null
+            if not -_EXACT < item < _EXACT:  # NaN and infinities too
                 return False
         elif type(item) not in _JSON_SCALARS:
             return False

@@ -8,6 +8,7 @@ jsonschema, and that a problem's words are still jsonschema's.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chat_app.interrupts import compile_schema, schema_problem
+from chat_app.interrupts import canonical_interrupt_json, compile_schema, schema_problem
 from chat_app.trust.policy import Policy
 
 NAMES = st.sampled_from(["a", "b", "c", "amount"])
@@ -36,10 +37,12 @@ JSON = st.recursive(
     ),
     max_leaves=12,
 )
-#: What a schema may hold: JSON, so finite numbers only.
+#: What a schema checked fast holds: JSON, its numbers finite and within 2**53 of zero.
+SMALL_FLOATS = st.floats(min_value=-(2.0**53), max_value=2.0**53, exclude_min=True,
+                         exclude_max=True)  # fmt: skip
 SCHEMA_JSON = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**60), max_value=2**60),
-              st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=4)),
+    st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**53), max_value=2**53),
+              SMALL_FLOATS, st.text(max_size=4)),
     lambda inner: st.one_of(
         st.lists(inner, max_size=4), st.dictionaries(NAMES, inner, max_size=4)
     ),
@@ -47,9 +50,7 @@ SCHEMA_JSON = st.recursive(
 )  # fmt: skip
 TYPES = st.sampled_from(["null", "boolean", "integer", "number", "string", "array", "object"])
 SIZES = st.integers(min_value=0, max_value=3)
-LIMITS = st.one_of(
-    st.integers(min_value=-3, max_value=1001), st.floats(allow_nan=False, allow_infinity=False)
-)
+LIMITS = st.one_of(st.integers(min_value=-3, max_value=1001), SMALL_FLOATS)
 
 
 def _keywords(sub: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
@@ -102,10 +103,16 @@ EDGES: list[object] = [
     None, True, False, 0, -0.0, 1.0, 1000, 1000.5, 2**64 + 1, -(2**70), math.nan, math.inf,
     -math.inf, 2**53 + 1, float(2**53), 2**64 - 1, 10**20, 1e20, 0.1 + 0.2, "", "😀", [], {},
     [1, 1.0], [1, True], [2**53 + 1, float(2**53)], {"a": None}, {"amount": math.inf},
+    # Equal past 2**53, which jsonschema-rs compares by rounding: left to jsonschema.
+    [2**60, 2.0**60], [9 * 2**51, float(9 * 2**51)], 1180591620717411303423, -(2**70 - 1),
+    1.1805916207174113e21, 1690441204489037568, 1.6904412044890376e18,
 ]  # fmt: skip
 
 
 def jsonschema_says(schema: Any, value: object) -> bool:
+    """jsonschema's verdict on the schema as `compile_schema` reads it: its canonical JSON
+    (the wire's numbers are JavaScript's)."""
+    schema = json.loads(canonical_interrupt_json(schema))
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     return bool(cls(schema, format_checker=jsonschema.FormatChecker()).is_valid(value))
 
@@ -196,3 +203,37 @@ def test_the_policy_matches_its_rules_through_the_same_checks() -> None:
     # Not a number: `maximum` does not apply, as jsonschema reads it.
     assert policy.rule_for_tool("refund", {"amount": "5000"}) is rule
     assert policy.rule_for_tool("refund", {"amount": (5000,)}) is rule
+
+
+def test_numbers_past_2_to_the_53_and_cycles_are_left_to_jsonschema() -> None:
+    unique = compile_schema({"type": "array", "uniqueItems": True})
+    assert unique.fast
+    assert not unique.is_valid([2**60, 2.0**60])  # equal, as jsonschema reads them
+    assert unique.problem([2**60, 2.0**60]) is not None
+    big_limit = compile_schema({"maximum": 1.1805916207174113e21})
+    assert not big_limit.fast  # a limit past 2**53: jsonschema's to compare
+    assert big_limit.is_valid(1180591620717411303423)
+    assert big_limit.problem(1180591620717411303423) is None
+    cycle: list[object] = []
+    cycle.append(cycle)
+    assert compile_schema({"type": "array"}).is_valid(cycle)  # no hang: jsonschema's verdict
+
+
+def test_a_policy_reads_its_numbers_exactly() -> None:
+    """A `when` is compiled as written, not through canonical JSON (whose numbers round past
+    2**53): a limit of 2**63 - 1 stays that, and infinity is a limit too."""
+    policy = Policy.parse(
+        "[[rules]]\n"
+        'name = "big"\n'
+        'tool = "t"\n'
+        "when = { properties = { n = { maximum = 9223372036854775807 } } }\n"
+        'decide = "approve"\n'
+        "[[rules]]\n"
+        'name = "endless"\n'
+        'tool = "u"\n'
+        "when = { properties = { n = { maximum = inf } } }\n"
+        'decide = "approve"\n'
+    )
+    assert policy.rule_for_tool("t", {"n": 2**63 - 1}) is policy.rule_named("big")
+    assert policy.rule_for_tool("t", {"n": 9223372036854775900}) is None
+    assert policy.rule_for_tool("u", {"n": 10**30}) is policy.rule_named("endless")
