@@ -403,11 +403,11 @@ class Desk:
         item = await self._db(self.store.decision, decision_id)
         if item is None:
             raise DeskError("unknown", f"There is no decision {decision_id}.")
-        if answer.kind != "cancel" and (answer.kind == "answer") != (item.kind == "question"):
-            raise DeskError("invalid", _WRONG_KIND[item.kind])
         refusal = self._refusal(item, decider, answer.kind)
         if refusal is not None:  # before saying who decided it: that is not theirs to know
             raise await self._audited_refusal(item, decider, refusal)
+        if answer.kind != "cancel" and (answer.kind == "answer") != (item.kind == "question"):
+            raise DeskError("invalid", _WRONG_KIND[item.kind])
         self._check_open(item)
         entry = await self._checked_entry(item, answer)
         now = self.clock()
@@ -480,9 +480,13 @@ class Desk:
         assert fresh is not None
         # Two approvals completing a quorum at once each see it complete and both decide:
         # one is stored as deciding, and the other's approval is counted in it all the same.
-        counted = counts and fresh.outcome == _outcome(answer) and any(
-            vote.email == decider.email for vote in fresh.approvals
-        )
+        # Only a plain approval (the arguments as shown): an answer with a value of its own
+        # (a question's, a payload) was not the one sent, and is told who decided first.
+        counted = (
+            counts and answer.kind == "approve" and not answer.has_payload
+            and fresh.outcome == "approved"
+            and any(vote.email == decider.email for vote in fresh.approvals)
+        )  # fmt: skip
         if not won and not counted:
             self._check_open(fresh)
         await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))

@@ -267,6 +267,10 @@ async def test_a_question_is_answered_from_the_inbox(world: World) -> None:
         body = {"value": {"speed": "teleport", "giftWrap": False}}
         await world.desk.decide(item.decision_id, RITA, Answer.read(body))
     assert invalid.value.code == "invalid" and "teleport" in invalid.value.message
+    # Someone it is not for is refused as such first (the item's kind is not theirs to learn).
+    with pytest.raises(DeskError) as stranger:
+        await world.desk.decide(item.decision_id, SAM, Answer.read({"approved": True}))
+    assert stranger.value.code == "forbidden"
     for wrong in ({"approved": True}, {"approved": False, "payload": {"reason": "no"}}):
         with pytest.raises(DeskError) as invalid:
             await world.desk.decide(item.decision_id, RITA, Answer.read(wrong))
