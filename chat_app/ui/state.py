@@ -110,7 +110,10 @@ setTimeout(() => {
 
 
 def remember_click(
-    answer: str, interrupt_id: rx.Var[str] | str = "", form_data: rx.Var[Any] | None = None
+    answer: str,
+    interrupt_id: rx.Var[str] | str = "",
+    form_data: rx.Var[Any] | None = None,
+    draft: rx.Var[Any] | None = None,
 ) -> EventSpec:
     """What a decision's control does first, in the browser: note in the tab's sessionStorage
     the answer it is about to send: `approve`, `reject` or `cancel` with the decision's id,
@@ -123,11 +126,15 @@ def remember_click(
     the tab's worker dies, and Reflex neither acknowledges events nor sends one again. The
     page then gives that answer once more (`ChatState.on_load`), as Reflex itself sends a
     click made while the socket is known to be down once it is up. A function, not a script
-    to evaluate: the id and the fields are never pasted into code.
+    to evaluate: the id and the fields are never pasted into code. A form's `draft` flag, when
+    set, notes nothing: a draft (`DRAFT_SCRIPT`) is no answer, and must not take the place of
+    one the server has not received.
     """
     note = rx.Var.create({"answer": answer, "id": interrupt_id, "form": form_data}).to_string()
-    store: FunctionStringVar[Any] = FunctionStringVar.create("sessionStorage.setItem")
-    return rx.run_script(store.call(UNCONFIRMED_KEY, note))
+    store: FunctionStringVar[Any] = FunctionStringVar.create(
+        "((key, note, draft) => draft === '1' ? undefined : sessionStorage.setItem(key, note))"
+    )
+    return rx.run_script(store.call(UNCONFIRMED_KEY, note, draft if draft is not None else ""))
 
 
 class ChatState(IdentityState):
@@ -855,7 +862,6 @@ class ChatState(IdentityState):
             }  # fmt: skip
         memory.drafts[form] = dict(data)
         self._memory = dict(self._memory)  # stored with the state, wherever it is kept
-        self.unconfirmed = ""  # the tab noted this submission as it notes a Submit
 
     async def _decide(self, interrupt_id: str, form: str, data: dict[str, Any]) -> Any:
         session = await self._clicked()

@@ -209,6 +209,17 @@ def test_shipping_form_ships_with_the_answer(page: Page, screenshot_dir: Path) -
     ask(page, "ship order 42")
     generic = page.locator(".generic-card")
     expect(generic).to_contain_text("How should order 42 ship?")
+    # An option chosen and a box ticked are kept as a draft too (Radix's own controls).
+    generic.get_by_role("radio", name="express").click()
+    generic.locator('button[role="checkbox"]').click()
+    page.wait_for_timeout(1_500)
+    page.reload()
+    hydrated(page)
+    expect(generic.get_by_role("radio", name="express")).to_have_attribute("aria-checked", "true")
+    expect(generic.locator('button[role="checkbox"]')).to_have_attribute("aria-checked", "true")
+    # A draft is no answer: the tab notes nothing to give again on reconnecting.
+    assert not page.evaluate("sessionStorage.getItem('chat_app_unconfirmed')")
+    generic.locator('button[role="checkbox"]').click()
     generic.get_by_role("radio", name="overnight").click()
     generic.locator("button[type=submit]").click()
     expect(page.get_by_text("Order 42 ships overnight.")).to_be_visible()

@@ -146,7 +146,8 @@ PROPOSED_SCRIPT = """
 
 
 #: Keeps what is typed in a decision form as its draft on the server, so a reload or a
-#: reconnect shows it again: once typing pauses (or a field is left, a box ticked), the form
+#: reconnect shows it again: once typing pauses (or a field is left, a box ticked, an option
+#: chosen), the form
 #: is submitted with `__draft` set, which stores the values and sends nothing (the one path
 #: that reads a whole form, lists of ticked boxes included). Delegated, once per page.
 DRAFT_SCRIPT = """
@@ -166,6 +167,12 @@ DRAFT_SCRIPT = """
   };
   document.addEventListener('input', (event) => soon(event, 700), true);
   document.addEventListener('change', (event) => soon(event, 0), true);
+  // Radix's boxes and options are buttons: their form input changes a render later.
+  document.addEventListener('click', (event) => {
+    if (event.target.closest && event.target.closest('[role=checkbox], [role=radio]')) {
+      soon(event, 150);
+    }
+  }, true);
   // A Submit sends the values itself: no draft of them after it.
   document.addEventListener('submit', (event) => {
     const form = event.target;

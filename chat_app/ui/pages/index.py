@@ -19,6 +19,7 @@ from chat_app.ui.components.transcript import (
     transcript,
 )
 from chat_app.ui.conversations_state import CONVERSATION_PREFIX
+from chat_app.ui.forms import DRAFT_FIELD
 from chat_app.ui.identity_state import DEMO_CHOICES, IdentityState
 from chat_app.ui.state import SUGGESTIONS, ChatState, remember_click
 
@@ -32,7 +33,12 @@ def _noted(answer: str, handler: Any) -> Any:
 def _noted_form(submit: Any) -> Any:
     """A decision form's `submit`, noted with its fields (and so its decision)."""
     return lambda form_data: [
-        remember_click("form", form_data.to(dict)["__interrupt"].to(str), form_data),
+        remember_click(
+            "form",
+            form_data.to(dict)["__interrupt"].to(str),
+            form_data,
+            draft=form_data.to(dict)[DRAFT_FIELD],
+        ),
         submit(form_data),
     ]
 
