@@ -2,8 +2,8 @@
 
 Sign-in as `chat_app.config` reads it (`CHAT_APP_AUTH`, default `none` here); the first log
 line says which. The approval desk's routes (`docs/protocol.md` §10) are served too, over the
-app's database (`CHAT_APP_DATABASE_URL`); its runs call the agent in this process as the
-person each acts for.
+app's database (`CHAT_APP_DATABASE_URL`), once sign-in is on (with `none` they answer 403
+saying so); its runs call the agent in this process as the person each acts for.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ for scripts, bots and the headless client (`chat_app.client.DeskClient`).
 Owns `desk_routes`. Who asks is the request's identity alone (the session cookie, the proxy's
 headers or an API token, through the same function the chat route uses; 401 without one);
 nothing in a body names a person. Without sign-in (`CHAT_APP_AUTH=none`: everyone anonymous)
-every route is a 403 saying so: a conversation stored for nobody could be decided by nobody.
+every route is a 403 saying so: the inbox decides as a known person, and a conversation started
+here for nobody could be decided by nobody.
 Every refusal is `{"error": <message>, "code": <code>,
 …details}` with the `DeskError`'s status: 400 `invalid`, 403 `forbidden`, 404 `unknown`, 409
 `already-decided` or `busy`, 410 `expired`, 413 too large, 503 `unavailable` (the database is
@@ -83,7 +84,7 @@ NO_SIGN_IN = (
     "The approval desk records who asked and who decided, so it needs sign-in, and this "
     "server has none (CHAT_APP_AUTH=none): start it with CHAT_APP_AUTH=password, proxy or "
     "demo, or use POST /api/chat, which needs none."
-)
+)  # the app's own page, without sign-in, answers in the chat itself, not through these
 
 
 def desk_routes(desk: Desk, who: Who, *, max_body_bytes: int = MAX_DESK_BODY_BYTES) -> list[Route]:

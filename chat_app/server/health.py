@@ -24,7 +24,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Route
 
-__all__ = ["api_fallback", "health_routes"]
+__all__ = ["HEALTH_SECONDS", "api_fallback", "health_routes"]
+
+#: How long a health check waits for the database (a load balancer's own timeout is ~5 s).
+HEALTH_SECONDS = 3.0
 
 _log = logging.getLogger(__name__)
 
@@ -35,14 +38,21 @@ def health_routes(database: Engine | None) -> list[Route]:
     async def health(_: Request) -> Response:
         if database is not None:
             try:
-                await asyncio.to_thread(_ask, database)
+                await asyncio.wait_for(asyncio.to_thread(_ask, database), HEALTH_SECONDS)
             except SQLAlchemyError as error:
                 _log.warning("Health check: the database did not answer: %s", error)
-                reason = f"The app's database did not answer ({type(error).__name__})."
-                return JSONResponse({"status": "unavailable", "error": reason}, status_code=503)
+                return _unavailable(f"The app's database did not answer ({type(error).__name__}).")
+            except TimeoutError:  # a database that takes no calls: the checker hears it now
+                return _unavailable(
+                    f"The app's database did not answer within {HEALTH_SECONDS:g} s."
+                )
         return JSONResponse({"status": "ok"})
 
     return [Route("/api/health", health, methods=["GET"])]
+
+
+def _unavailable(reason: str) -> Response:
+    return JSONResponse({"status": "unavailable", "error": reason}, status_code=503)
 
 
 def _ask(database: Engine) -> None:

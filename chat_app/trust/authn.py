@@ -19,6 +19,7 @@ Imports `identity` and `sessions` only.
 from __future__ import annotations
 
 import ipaddress
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias, get_args
@@ -260,8 +261,10 @@ def _display_name(value: str) -> str:
         value = value.encode("latin-1").decode("utf-8")
     except UnicodeError:  # not UTF-8 (or already text beyond Latin-1): as it came
         pass
-    printable = "".join(char if char.isprintable() else " " for char in value)
-    return " ".join(printable.split())[:MAX_NAME].strip()
+    # Control characters go (a line break would split a log line or a mail header); format
+    # characters such as the zero-width joiner are part of how some names and emoji are written.
+    kept = "".join(" " if unicodedata.category(char) == "Cc" else char for char in value)
+    return " ".join(kept.split())[:MAX_NAME].strip()
 
 
 def _split_groups(value: str) -> Iterable[str]:

@@ -92,10 +92,15 @@ def shown_url(url: str | URL) -> str:
         return _PASSWORD_IN_URL.sub(r"\1***@", url, count=1)
 
 
+#: How long a connection to a database server may take (unless its URL says otherwise).
+CONNECT_SECONDS = 10
+
+
 def create_database_engine(url: str | URL) -> Engine:
     """An engine for `url` with the app's settings (for SQLite: WAL, foreign keys, busy
     timeout, SQLAlchemy-controlled transactions; for other databases: connections checked
-    before use). Connects lazily; `open_database` checks it.
+    before use, and at most `CONNECT_SECONDS` to connect). Connects lazily; `open_database`
+    checks it.
 
     A PostgreSQL URL without a driver, `postgresql://…` or `postgres://…`, uses psycopg 3
     (`postgresql+psycopg://…`, the driver in requirements.txt) rather than SQLAlchemy's
@@ -103,7 +108,9 @@ def create_database_engine(url: str | URL) -> Engine:
     """
     parsed = _with_default_driver(make_url(url))
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(parsed, pool_pre_ping=True)
+        # A server that takes the connection and never answers would hold a thread forever.
+        wait = {} if "connect_timeout" in parsed.query else {"connect_timeout": CONNECT_SECONDS}
+        return create_engine(parsed, pool_pre_ping=True, connect_args=wait)
     if (
         parsed.database
         and parsed.database != ":memory:"

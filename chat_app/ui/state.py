@@ -98,11 +98,15 @@ IN_VIEW = "document.visibilityState"
 
 _log = logging.getLogger(__name__)
 
-#: After a refused Submit, once the errors are drawn: the first field in error takes the focus
-#: and is scrolled into view.
+#: After a refused Submit, once the errors are drawn: the first field in error of that form
+#: (`%s`: its decision's id and the form's name, as JSON) takes the focus, scrolled into view.
 FOCUS_FIRST_ERROR = """
 setTimeout(() => {
-  const field = document.querySelector('.decision-form .form-field:has(.field-error)');
+  const [id, name] = %s;
+  const form = [...document.querySelectorAll('form.decision-form')].find((f) =>
+    f.elements.__interrupt && f.elements.__interrupt.value === id &&
+    f.elements.__form && f.elements.__form.value === name);
+  const field = form && form.querySelector('.form-field:has(.field-error)');
   const control = field && field.querySelector('input:not([type=hidden]), textarea, button');
   if (control) { control.focus({preventScroll: true}); field.scrollIntoView({block: 'center'}); }
 }, 50)
@@ -280,6 +284,7 @@ class ChatState(IdentityState):
             decided_by=self._deciders,
             quorum={item: given[0] for item, given in self._votes.items()},
             changes=self._own_changes | self._changes,
+            can_retry=not self.read_only,
         )
         streaming = client.status == "streaming"
         messages = views.messages
@@ -881,7 +886,7 @@ class ChatState(IdentityState):
                 # Nothing is sent; the fields show their errors and keep what was typed, and
                 # the first of them takes the focus (on a long form it may be out of view).
                 self._refresh(session)
-                return rx.call_script(FOCUS_FIRST_ERROR)
+                return rx.call_script(FOCUS_FIRST_ERROR % json.dumps([interrupt_id, form]))
             value = result.value
         memory.errors.pop(form, None)
         if self._through_desk(session, item, form):

@@ -587,6 +587,7 @@ def build_views(
     decided_by: Mapping[str, str] | None = None,
     quorum: Mapping[str, str] | None = None,
     changes: Mapping[str, list[str]] | None = None,
+    can_retry: bool = True,
 ) -> Views:
     """Everything the transcript and the decision cards show.
 
@@ -596,7 +597,8 @@ def build_views(
     `decided_by`, who answered which approval when it was someone else ("Approved by Ada",
     by the approval's id), for its tool call's card; `quorum`, the approvals that need more
     than one approver, with their progress (`decision_view`); `changes`, what an approval
-    with changes changed (`edits`), for its tool call's card.
+    with changes changed (`edits`), for its tool call's card; `can_retry`, whether the person
+    looking may send a failed continuation again (its cards then say what it holds).
     """
     decisions = {item.id: item for item in state.interrupts}
     by_call = {
@@ -640,7 +642,7 @@ def build_views(
         first = next((d for d in cards if d.id in open_ids), None)
         if first is not None:
             first.focus = True
-    held = held_answers(state)
+    held = held_answers(state) if can_retry else {}
     for card in cards:
         card.held = held.get(card.id, "")
     if asked_by is not None:

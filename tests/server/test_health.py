@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import httpx
+import pytest
 from sqlalchemy import Engine
 from starlette.applications import Starlette
 
+import chat_app.server.health as health_module
 from chat_app.server.health import health_routes
 from chat_app.trust.store import create_database_engine, open_database
 from tests.live_server import free_port
@@ -47,3 +50,24 @@ async def test_a_database_that_does_not_answer_is_a_503(tmp_path: Path) -> None:
         body = answer.json()
         assert body["status"] == "unavailable"
         assert body["error"].startswith("The app's database did not answer (")
+
+
+async def test_a_database_that_takes_no_calls_is_a_503_in_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A PostgreSQL address that accepts connections and never answers (a hung server, a
+    black hole): the check says so within HEALTH_SECONDS rather than hanging."""
+    monkeypatch.setattr(health_module, "HEALTH_SECONDS", 0.5)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # connections complete in the backlog; nothing ever answers them
+        port = silent.getsockname()[1]
+        engine = create_database_engine(f"postgresql://nobody@127.0.0.1:{port}/nothing")
+        try:
+            answer = await health(engine)
+        finally:
+            engine.dispose()
+    assert answer.status_code == 503
+    assert answer.json() == {
+        "status": "unavailable", "error": "The app's database did not answer within 0.5 s."
+    }  # fmt: skip

@@ -178,6 +178,11 @@ def test_a_proxy_name_header_names_the_person() -> None:
     assert isinstance(who, Identity) and who.name == "Zoë"
     who = auth.authenticate({"X-Forwarded-Email": "z@corp", "X-Forwarded-Name": "A" * 500}, "::1")
     assert isinstance(who, Identity) and who.name == "A" * 80
+    # A zero-width joiner is part of a name (Persian, Indic scripts); a line break is not.
+    joined = "مهر\u200cنوش\r\nX-Evil: 1"
+    sent = joined.encode().decode("latin-1")
+    who = auth.authenticate({"X-Forwarded-Email": "m@corp", "X-Forwarded-Name": sent}, "::1")
+    assert isinstance(who, Identity) and who.name == "مهر\u200cنوش X-Evil: 1"
     # Without the header (or without the setting) the person is their email.
     who = auth.authenticate({"X-Forwarded-Email": "ada@corp"}, "127.0.0.1")
     assert isinstance(who, Identity) and (who.name, who.label) == ("", "ada@corp")

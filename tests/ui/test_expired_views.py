@@ -136,6 +136,9 @@ def test_an_answer_a_failed_continuation_held_says_so_until_retry_sends_it(
         [card] = [c.decision for c in cards(client) if c.has_decision]
         assert card.held == "Approved, not sent: Retry sends it again, or answer anew."
         assert card.can_resolve  # the controls are open again
+        # Someone else's conversation (an approver reading it): Retry is not theirs to send.
+        shown = build_views(client.state, {}, can_retry=False).messages
+        assert [t.decision.held for m in shown for t in m.tools if t.has_decision] == [""]
         connection.down = False
         await client.retry_interrupts()
         assert [c for c in cards(client) if c.has_decision] == []
