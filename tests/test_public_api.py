@@ -81,6 +81,7 @@ INTERRUPTS = [
     "compile_schema",
     "definition_schema_identity",
     "digest_interrupt_json",
+    "edited_args_of",
     "encode_sse_event",
     "expired_result",
     "generic_continuation_from_descriptor",

@@ -35,7 +35,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from chat_app.interrupts import Decision, read_decision
+from chat_app.interrupts import edited_args_of
 from chat_app.trust.store import read_snapshot, write_transaction
 from chat_app.trust.tables import (
     conversation_states,
@@ -1387,10 +1387,7 @@ def summary_of(row: Row[Any]) -> ConversationSummary:
 def _edited_args(row: Row[Any]) -> Any:
     """The arguments a decision's answer approved instead of those proposed (`None`: it
     changed none), read from its stored resume entry as the wire reads one."""
-    decision = read_decision(json.loads(row.answer or "{}"), "approval")
-    if not isinstance(decision, Decision) or not decision.edited:
-        return None
-    return decision.edited_args
+    return edited_args_of(json.loads(row.answer or "{}"))
 
 
 def _dumps(value: Any) -> str:

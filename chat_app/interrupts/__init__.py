@@ -69,6 +69,7 @@ from ._decision import (
     InterruptKind,
     Side,
     check_decision,
+    edited_args_of,
     read_decision,
 )
 from ._errors import (
@@ -172,6 +173,7 @@ __all__ = [
     "compile_schema",
     "definition_schema_identity",
     "digest_interrupt_json",
+    "edited_args_of",
     "encode_sse_event",
     "expired_result",
     "generic_continuation_from_descriptor",

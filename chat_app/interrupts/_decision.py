@@ -1,11 +1,11 @@
 """One answer to one interrupt: `Decision`, how it reads from and writes to a resume entry,
 and what is wrong with it for the interrupt it answers.
 
-Owns `Decision`, `DecisionTarget`, `DecisionProblem`, `read_decision` and `check_decision`
-(`docs/protocol.md` §3.2, §3.4 and §4.5). The engine's continuation check, the client's
-interrupt manager, the audit trail and the page all go through these, so the rules of the
-answer envelope (`approved`, `editedArgs`, `payload`, a cancellation, a generic value) are
-written once.
+Owns `Decision`, `DecisionTarget`, `DecisionProblem`, `read_decision`, `edited_args_of` and
+`check_decision` (`docs/protocol.md` §3.2, §3.4 and §4.5). The engine's continuation check,
+the client's interrupt manager, the audit trail, the desk and the page all go through these,
+so the rules of the answer envelope (`approved`, `editedArgs`, `payload`, a cancellation, a
+generic value) are written once.
 
 A check returns problems instead of raising: the engine collects every item's problems
 before refusing a batch, and the client turns one into the item's error. The two sides word
@@ -37,6 +37,7 @@ __all__ = [
     "InterruptKind",
     "Side",
     "check_decision",
+    "edited_args_of",
     "read_decision",
 ]
 
@@ -177,6 +178,15 @@ class DecisionProblem:
 APPROVED_BOOLEAN_REQUIRED = DecisionProblem(
     code="invalid-payload", message="Tool approval resolutions require an approved boolean."
 )
+
+
+def edited_args_of(entry: Any) -> Any:
+    """The arguments an approval's resume `entry` changed its call to; `None` when it changed
+    none (or is no approval)."""
+    decision = read_decision(entry, "approval")
+    if isinstance(decision, DecisionProblem) or not decision.edited:
+        return None
+    return decision.edited_args
 
 
 def read_decision(entry: Any, kind: InterruptKind) -> Decision | DecisionProblem:

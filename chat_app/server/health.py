@@ -64,10 +64,9 @@ def api_fallback(routes: list[BaseRoute]) -> Route:
     """The last of `routes`: every `/api/…` request none of them took."""
 
     async def fallback(request: Request) -> Response:
-        scope = dict(request.scope)
         allowed: set[str] = set()
-        for route in routes:
-            match, _ = route.matches({**scope, "method": "GET"})
+        for route in routes:  # the path matched with any method: one it takes is a 405
+            match, _ = route.matches({**request.scope, "method": "GET"})
             methods = getattr(route, "methods", None)
             if match is not Match.NONE and methods:
                 allowed |= set(methods)

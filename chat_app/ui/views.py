@@ -31,6 +31,7 @@ from chat_app.interrupts import (
     POLICY_METADATA_KEY,
     DecisionProblem,
     InterruptKind,
+    edited_args_of,
     read_decision,
 )
 from chat_app.trust import cancel_refusal
@@ -293,14 +294,6 @@ def arguments_changed(before: Any, after: Any) -> list[str]:
     return lines
 
 
-def _edited(entry: Any) -> Any:
-    """The arguments an approval's resume entry changed the call to; `None` for none."""
-    decision = read_decision(entry, "approval")
-    if isinstance(decision, DecisionProblem) or not decision.edited:
-        return None
-    return decision.edited_args
-
-
 def answered_edits(items: Iterable[InterruptItem]) -> dict[str, list[str]]:
     """What the answers given to open `items` (a tab's own, before they go) change: item id
     -> `arguments_changed`, for approvals answered with changed arguments."""
@@ -308,7 +301,7 @@ def answered_edits(items: Iterable[InterruptItem]) -> dict[str, list[str]]:
     for item in items:
         if not isinstance(item, ToolApprovalInterrupt) or item.resolution is None:
             continue
-        after = _edited(item.resolution)
+        after = edited_args_of(item.resolution)
         if after is not None and (changed := arguments_changed(item.original_args, after)):
             found[item.id] = changed
     return found
@@ -323,7 +316,7 @@ def submitted_edits(
     edited = {
         str(entry.get("interruptId")): after
         for entry in (submission.resolutions if submission is not None else ())
-        if (after := _edited(entry)) is not None
+        if (after := edited_args_of(entry)) is not None
     }
     found: dict[str, list[str]] = {}
     for message in reversed(messages):

@@ -54,16 +54,8 @@ def _text_input(row: FormField, **extra: Any) -> rx.Component:
 
 
 def _lines(row: FormField, **extra: Any) -> rx.Component:
-    """A few lines of text: one item a line, or a JSON value."""
-    return rx.text_area(
-        name=row.path,
-        id=row.path,
-        default_value=row.value,
-        placeholder=row.placeholder,
-        width="100%",
-        rows="3",
-        **extra,
-    )
+    """Text of several lines: free text, one item a line, or a JSON value."""
+    return rx.text_area(name=row.path, id=row.path, default_value=row.value, width="100%", **extra)
 
 
 def _control(row: FormField) -> rx.Component:
@@ -95,12 +87,9 @@ def _control(row: FormField) -> rx.Component:
         ),
         ("number", _text_input(row, step=row.step, min=row.minimum, max=row.maximum)),
         ("integer", _text_input(row, step=row.step, min=row.minimum, max=row.maximum)),
-        (
-            "textarea",
-            rx.text_area(name=row.path, id=row.path, default_value=row.value, width="100%"),
-        ),
-        ("json", _lines(row, font_family="monospace")),
-        ("list", _lines(row)),
+        ("textarea", _lines(row)),
+        ("json", _lines(row, placeholder=row.placeholder, rows="3", font_family="monospace")),
+        ("list", _lines(row, placeholder=row.placeholder, rows="3")),
         (
             "checks",
             rx.hstack(
