@@ -849,14 +849,17 @@ class ChatState(IdentityState):
         interrupt_id = str(form_data.pop("__interrupt", ""))
         form = str(form_data.pop("__form", ""))
         if form_data.pop(DRAFT_FIELD, "") == "1":
-            self._keep_draft(interrupt_id, form, form_data)
+            await self._keep_draft(interrupt_id, form, form_data)
             return None
         return await self._decide(interrupt_id, form, form_data)
 
-    def _keep_draft(self, interrupt_id: str, form: str, data: dict[str, Any]) -> None:
-        """What is typed in a form, kept for the next time it is drawn (a reload); nothing is
-        checked or sent, and nothing is drawn now (the person is typing). A field changed
-        since the last Submit loses that Submit's error."""
+    async def _keep_draft(self, interrupt_id: str, form: str, data: dict[str, Any]) -> None:
+        """What is typed in a form, kept for the next time it is drawn; nothing is checked or
+        sent. A field changed since the last Submit loses that Submit's error. The page's
+        vars follow (a form already drawn keeps what is typed in it: its values are its
+        defaults), so a page shown again draws the draft at once, not before the reload's
+        answer comes, which a mounted form would no longer take."""
+        session = await self._loaded_session()  # after a takeover, not overwritten by it
         memory = self._memory.setdefault(interrupt_id, FormMemory())
         before = memory.drafts.get(form, {})
         errors = memory.errors.get(form)
@@ -867,6 +870,7 @@ class ChatState(IdentityState):
             }  # fmt: skip
         memory.drafts[form] = dict(data)
         self._memory = dict(self._memory)  # stored with the state, wherever it is kept
+        self._refresh(session)
 
     async def _decide(self, interrupt_id: str, form: str, data: dict[str, Any]) -> Any:
         session = await self._clicked()

@@ -219,6 +219,14 @@ def test_shipping_form_ships_with_the_answer(page: Page, screenshot_dir: Path) -
     expect(generic.locator('button[role="checkbox"]')).to_have_attribute("aria-checked", "true")
     # A draft is no answer: the tab notes nothing to give again on reconnecting.
     assert not page.evaluate("sessionStorage.getItem('chat_app_unconfirmed')")
+    # Chosen again, then another page and back (no reload): the newer choice is drawn.
+    generic.get_by_role("radio", name="standard").click()
+    page.wait_for_timeout(1_500)
+    page.locator("#nav-conversations").click()
+    expect(page.locator(".conversation-row").first).to_be_visible()
+    page.go_back()
+    hydrated(page)
+    expect(generic.get_by_role("radio", name="standard")).to_have_attribute("aria-checked", "true")
     generic.locator('button[role="checkbox"]').click()
     generic.get_by_role("radio", name="overnight").click()
     generic.locator("button[type=submit]").click()
