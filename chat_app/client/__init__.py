@@ -17,6 +17,7 @@ from ._connections import (
 from ._desk import ABSENT, DeskClient, DeskRequestError
 from ._errors import ClientError, ClientErrorCode, RunError, TransportError, UsageError
 from ._items import (
+    AnsweredQuestion,
     GenericInterrupt,
     InterruptItem,
     ItemRecord,
@@ -46,6 +47,7 @@ from ._tools import ClientInterruptDefinition, ClientTool, ClientToolFunction, D
 
 __all__ = [
     "ABSENT",
+    "AnsweredQuestion",
     "ChangeSource",
     "ChatClient",
     "ChatMessage",

@@ -29,7 +29,13 @@ from chat_app.interrupts import (
 
 from ._connections import Connection
 from ._errors import ClientError, RunError, TransportError, UsageError
-from ._items import InterruptItem, Submission, ToolApprovalInterrupt
+from ._items import (
+    AnsweredQuestion,
+    GenericInterrupt,
+    InterruptItem,
+    Submission,
+    ToolApprovalInterrupt,
+)
 from ._manager import ChangeSource, InterruptManager, TransactionResolver
 from ._messages import ChatMessage, WireMessages
 from ._processor import StreamProcessor, StreamState, new_message_id
@@ -112,6 +118,7 @@ class ChatClient:
         self._current_run_id: str | None = None
         self._submitting: Submission | None = None
         self._submission_errors: list[InterruptError] | None = None
+        self._answered: tuple[AnsweredQuestion, ...] = ()
 
     # --- reading ------------------------------------------------------------------------
 
@@ -169,6 +176,7 @@ class ChatClient:
             error_code=_error_code(self._error),
             agent_state=self._stream.agent_state,
             manager=self._manager.snapshot(),
+            answered=self._answered,
         )
 
     @classmethod
@@ -203,6 +211,7 @@ class ChatClient:
             forwarded_props=forwarded_props, on_change=on_change,
         )  # fmt: skip
         client._stream = StreamState(messages=state.messages, agent_state=state.agent_state)
+        client._answered = state.answered
         if running:
             client._manager.restore(state.manager, in_flight=True)
             client._elsewhere = True
@@ -368,6 +377,7 @@ class ChatClient:
         await self._idle.wait()  # a continuation waits for the current stream to settle
         for entry in submission.resolutions:
             self._mirror_decision(entry)
+        self._note_answers(submission)
         self._submitting = submission
         self._submission_errors = None
         try:
@@ -386,6 +396,8 @@ class ChatClient:
             )
             # Nothing was decided after all; an expiry not refused stays (it goes again).
             expired = {i.id for i in self._manager.snapshot().items if i.status == "expired"}
+            sent = set(submission.interrupt_ids) - expired
+            self._answered = tuple(q for q in self._answered if q.item.id not in sent)
             for entry in submission.resolutions:
                 interrupt_id = str(entry.get("interruptId", ""))
                 call_id = tool_call_id_of(interrupt_id)
@@ -527,6 +539,19 @@ class ChatClient:
             outcome = decision.outcome
             if outcome != "answered":
                 self._stream = self._processor.record_decision(self._stream, call_id, outcome)
+
+    def _note_answers(self, submission: Submission) -> None:
+        """Keep the questions this submission answers, with their answers, where the
+        conversation stands (an expiry's cancellation too: the page says it expired)."""
+        noted = {question.item.id for question in self._answered}
+        entries = {str(entry.get("interruptId", "")): entry for entry in submission.resolutions}
+        after = self._stream.messages[-1].id if self._stream.messages else ""
+        new = tuple(
+            AnsweredQuestion(item=item, resolution=dict(entries[item.id]), after=after)
+            for item in self._manager.items_of(entries)
+            if isinstance(item, GenericInterrupt) and item.id not in noted
+        )
+        self._answered += new
 
     # --- client tools -------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from pydantic import Discriminator
 from chat_app.interrupts import BatchInterruptError, ItemInterruptError, parse_js_date
 
 __all__ = [
+    "AnsweredQuestion",
     "GenericInterrupt",
     "InterruptItem",
     "ItemRecord",
@@ -115,6 +116,20 @@ class UnboundInterrupt(_Base):
 InterruptItem: TypeAlias = Annotated[
     ToolApprovalInterrupt | GenericInterrupt | UnboundInterrupt, Discriminator("kind")
 ]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AnsweredQuestion:
+    """A question of an earlier batch and the answer sent to it (or its cancellation): the
+    conversation's record of it, since neither is a message. Kept from the moment the
+    answer leaves until the conversation ends; dropped again if the server refuses it."""
+
+    item: GenericInterrupt
+    #: The resume entry that answered it.
+    resolution: dict[str, object]
+    #: The last message before the answer was sent ("" when there was none): where the
+    #: conversation shows it.
+    after: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -9,7 +9,7 @@ complete (auto-submit), or `None`. The chat client sends it and reports back wit
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
@@ -757,6 +757,15 @@ class InterruptManager:
         self._interrupts = self._public_items()
         if self.on_change is not None:
             self.on_change(source)
+
+    def items_of(self, interrupt_ids: Collection[str]) -> tuple[InterruptItem, ...]:
+        """The public items of `interrupt_ids` in this batch, being submitted or not."""
+        hydration = self._hydration
+        if hydration is None:
+            return ()
+        return tuple(
+            public_item(item, hydration) for item in self._items if item.id in interrupt_ids
+        )
 
     def _public_items(self) -> tuple[InterruptItem, ...]:
         hydration = self._hydration

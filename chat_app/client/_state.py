@@ -15,7 +15,7 @@ from pydantic import TypeAdapter
 
 from chat_app.interrupts import BATCH_ERROR_CODES, ITEM_ERROR_CODES, BatchInterruptError
 
-from ._items import InterruptItem, ManagerSnapshot
+from ._items import AnsweredQuestion, InterruptItem, ManagerSnapshot
 from ._messages import ChatMessage
 
 __all__ = ["ClientState", "ClientStatus"]
@@ -51,6 +51,8 @@ class ClientState:
     #: The latest `STATE_SNAPSHOT` from the agent, with the `STATE_DELTA`s since applied.
     agent_state: object = None
     manager: ManagerSnapshot = ManagerSnapshot()
+    #: The questions answered so far (or cancelled), oldest first.
+    answered: tuple[AnsweredQuestion, ...] = ()
 
     @property
     def refused(self) -> bool:

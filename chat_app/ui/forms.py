@@ -218,6 +218,39 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def answer_lines(schema: Mapping[str, Any] | None, value: Any) -> list[str]:
+    """An answer as a person reads it back, one line a field in the form's order, labelled
+    as the form labelled them: "Shipping speed: express", "Gift wrap: no"."""
+    lines: list[str] = []
+    _answer_lines(schema if isinstance(schema, Mapping) else {}, value, "", lines)
+    return lines
+
+
+def _answer_lines(schema: Mapping[str, Any], value: Any, label: str, out: list[str]) -> None:
+    if isinstance(value, Mapping):
+        known = [(name, child) for name, child in _ordered_properties(schema) if name in value]
+        named = {name for name, _ in known}
+        rest: list[tuple[str, Any]] = [(name, {}) for name in value if name not in named]
+        for name, child in [*known, *rest]:
+            child = child if isinstance(child, Mapping) else {}
+            title = str(child.get("title") or _humanize(str(name)))
+            _answer_lines(child, value[name], f"{label} › {title}" if label else title, out)
+        return
+    out.append(f"{label}: {_read_back(value)}" if label else _read_back(value))
+
+
+def _read_back(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None or value == "" or value == []:
+        return "—"
+    if isinstance(value, list) and all(not isinstance(v, Mapping | list) for v in value):
+        return ", ".join(_read_back(v) for v in value)
+    if isinstance(value, Mapping | list):
+        return json.dumps(value, ensure_ascii=False)
+    return _text(value)
+
+
 def _humanize(name: str) -> str:
     spaced = "".join(f" {c.lower()}" if c.isupper() else c for c in name).replace("_", " ")
     return spaced.strip().capitalize()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chat_app.client import (
+    AnsweredQuestion,
     ChatMessage,
     ClientState,
     GenericInterrupt,
@@ -37,7 +38,7 @@ from chat_app.interrupts import (
 from chat_app.trust import cancel_refusal
 from chat_app.trust.policy import all_of
 
-from .forms import FormField, form_fields
+from .forms import FormField, answer_lines, form_fields
 
 STATUS_LABELS = {
     "streaming": "Preparing",
@@ -137,9 +138,14 @@ class ToolCardView:
 @dataclass
 class MessageView:
     id: str
+    #: "user", "assistant", or "question": a question answered earlier, `text` asking it.
     role: str
     text: str
     tools: list[ToolCardView] = field(default_factory=list)
+    #: A question's answer, one line a field ("Shipping speed: express").
+    answer: list[str] = field(default_factory=list)
+    #: How a question ended: "Answered", "Answered by Ada", "Cancelled", or its expiry.
+    note: str = ""
 
 
 @dataclass
@@ -250,13 +256,13 @@ def _under_policy(item: InterruptItem) -> bool:
 
 
 def answered_by(items: Iterable[InboxItem], viewer_email: str) -> dict[str, str]:
-    """Who answered each tool call of `items` decided at the desk, for its card: item id ->
-    "Approved by Sam and Olive" (a quorum's approvers, then whoever decided), the person
-    looking named "you"; none when they alone answered (they know), nor for a policy's
-    decision (its card names the rule)."""
+    """Who answered each tool call or question of `items` decided at the desk, for its card
+    or line: item id -> "Approved by Sam and Olive" (a quorum's approvers, then whoever
+    decided), the person looking named "you"; none when they alone answered (they know), nor
+    for a policy's decision (its card names the rule)."""
     found: dict[str, str] = {}
     for item in items:
-        if item.kind != "tool" or item.status == "pending" or not item.decided_by:
+        if item.status == "pending" or not item.decided_by:
             continue
         answer = how_answered(item, viewer_email)
         if answer is not None and answer.people != ("you",):
@@ -631,6 +637,8 @@ def build_views(
     bulk_ok = bool(answerable) and state.can_approve_all and state.can_reject_all
     open_ids = {item.id for item in answerable if item.status in ("pending", "error")}
     cards = [t.decision for m in messages[fresh:] for t in m.tools if t.has_decision] + loose
+    if state.answered:
+        messages = _with_answers(messages, state, decided_by or {})
     if focus:
         first = next((d for d in cards if d.id in open_ids), None)
         if first is not None:
@@ -661,6 +669,57 @@ def build_views(
             for error in state.interrupt_errors
             if error.code != "item-validation-failed"
         ],
+    )
+
+
+def _with_answers(
+    views: list[MessageView], state: ClientState, decided_by: Mapping[str, str]
+) -> list[MessageView]:
+    """`views` with each answered question after the message it followed (first when it
+    followed none, last when that message is gone)."""
+    index = {message.id: i for i, message in enumerate(state.messages)}
+    end = len(state.messages)
+    rows = [
+        (index.get(q.after, end if q.after else -1), question_view(q, decided_by))
+        for q in state.answered
+    ]
+    merged: list[MessageView] = []
+    waiting = iter(rows)
+    row = next(waiting, None)
+    for view in views:
+        at = index.get(view.id, end)
+        while row is not None and row[0] < at:
+            merged.append(row[1])
+            row = next(waiting, None)
+        merged.append(view)
+    while row is not None:
+        merged.append(row[1])
+        row = next(waiting, None)
+    return merged
+
+
+def question_view(question: AnsweredQuestion, decided_by: Mapping[str, str]) -> MessageView:
+    """An answered question as the conversation shows it: what was asked, what was answered
+    and how it ended."""
+    item = question.item
+    payload = item.payload
+    if payload is None and isinstance(item.metadata, Mapping):
+        payload = item.metadata.get(INTERRUPT_PAYLOAD_METADATA_KEY)
+    title = _payload_parts(payload)[0]
+    asked = item.message or title or "A question"
+    decision = read_decision(question.resolution, "generic")
+    if isinstance(decision, DecisionProblem):
+        return MessageView(id=f"answer-{item.id}", role="question", text=asked, note="Answered")
+    if decision.kind == "cancel":
+        expired = item.status == "expired"
+        note = (item.expiry_note or "Expired") if expired else decided_by.get(item.id, "Cancelled")
+        return MessageView(id=f"answer-{item.id}", role="question", text=asked, note=note)
+    return MessageView(
+        id=f"answer-{item.id}",
+        role="question",
+        text=asked,
+        answer=answer_lines(item.response_schema, decision.payload),
+        note=decided_by.get(item.id, "Answered"),
     )
 
 

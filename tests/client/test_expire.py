@@ -202,3 +202,16 @@ def test_an_expired_result_makes_the_call_expired_whatever_was_decided() -> None
     assert with_result(part, {"error": "Expired: no", "expired": "yes"}, True).status == (
         "cancelled"
     )
+
+
+async def test_an_answer_the_server_refuses_leaves_no_answered_question(tmp_path: Path) -> None:
+    clock = Clock()
+    client, connection = client_for(demo_agent(tmp_path, clock))
+    await client.send("ship order 42")
+    [item] = client.interrupts
+    clock.now = NOW + DAY + 1  # past its expiry on the server; this client's clock is not
+    await client.resolve_interrupt(item.id, response={"speed": "express", "giftWrap": False})
+    assert len(connection.requests) == 2  # sent, and refused
+    [refused] = client.interrupts
+    assert refused.errors and refused.errors[0].code == "expired"
+    assert client.state.answered == ()

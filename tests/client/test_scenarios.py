@@ -227,6 +227,41 @@ async def test_a_generic_form_can_be_cancelled(backend: Backend) -> None:
     await client.cancel(client.interrupts[0].id)
     entry = connection.requests[1]["resume"][0]
     assert (entry["status"], "payload" in entry, client.error) == ("cancelled", False, None)
+    [kept] = client.state.answered
+    assert kept.resolution["status"] == "cancelled"
+
+
+async def test_an_answered_question_is_kept_where_it_was_asked(backend: Backend) -> None:
+    """Neither the question nor its answer is a message: the client keeps them, after the
+    message it was asked at, through a reload and the conversation's later pauses."""
+    client, _ = backend.client()
+    await client.send("ship order 42")
+    (item,) = client.interrupts
+    asked_at = client.messages[-1].id
+    await client.resolve_interrupt(item.id, response={"speed": "express", "giftWrap": True})
+    [kept] = client.state.answered
+    assert (kept.item.id, kept.item.message, kept.after) == (item.id, item.message, asked_at)
+    assert kept.resolution["payload"] == {"speed": "express", "giftWrap": True}
+    assert client.messages[-1].id != asked_at  # the reply came after it
+
+    restored = ChatClient.restore(
+        ClientState.from_json(client.state.to_json()), backend.client()[1],
+        tools=list(client.tools.values()), interrupts=backend.definitions,
+    )  # fmt: skip
+    assert restored.state.answered == client.state.answered
+    await restored.send("ship order 7")
+    (second,) = restored.interrupts
+    await restored.cancel(second.id)
+    assert [q.item.id for q in restored.state.answered] == [item.id, second.id]
+    assert restored.state.answered[1].resolution["status"] == "cancelled"
+
+
+async def test_a_refused_answer_is_not_kept(backend: Backend) -> None:
+    client, _ = backend.client()
+    await client.send("ship order 42")
+    (item,) = client.interrupts
+    await client.resolve_interrupt(item.id, response={"speed": "fast"})  # no giftWrap
+    assert client.state.answered == ()  # refused here: nothing was sent
 
 
 async def test_a_foreign_unbound_pause_is_shown_and_does_not_block(backend: Backend) -> None:

@@ -11,7 +11,8 @@ import pytest
 
 from chat_app.desk import Answer, DecideResult, Desk, DeskError, InboxItem
 from chat_app.trust import WITHDRAWAL_ONLY, verify_chain
-from tests.desk.world import ADA, OLIVE, RITA, SAM, World, texts
+from chat_app.ui.views import answered_by, build_views
+from tests.desk.world import ADA, OLIVE, RITA, SAM, World, state_of, texts
 
 
 async def large_transfer(world: World) -> tuple[str, InboxItem]:
@@ -289,3 +290,32 @@ async def test_a_question_is_answered_from_the_inbox(world: World) -> None:
     assert texts(view)[-1] == (
         f"Order 42 ships express, gift-wrapped. Tracking number: {run['result']['tracking']}."
     )
+
+
+async def test_a_question_answered_by_someone_else_stays_in_the_conversation(
+    world: World,
+) -> None:
+    """Sam answers Rita's question from his inbox: her conversation keeps the question and
+    the answer where it was asked, and says Sam answered it."""
+    world.use_policy(
+        '[roles]\nops = ["sam@example.com"]\n\n'
+        '[[rules]]\nname = "shipping-by-ops"\ninterrupt = "shipping-speed"\n'
+        'approvers = ["role:ops"]\n'
+    )
+    thread = await world.start(RITA, "ship order 42")
+    item = await world.only_item(SAM)
+    body = {"value": {"speed": "overnight", "giftWrap": False}}
+    await world.desk.decide(item.decision_id, SAM, Answer.read(body))
+    await world.desk.wait_idle()
+
+    view = await world.desk.view(thread, RITA)
+    [kept] = state_of(view).answered
+    assert (kept.item.id, kept.item.message) == (item.item_id, "How should order 42 ship?")
+    assert kept.resolution["payload"] == {"speed": "overnight", "giftWrap": False}
+    decided = answered_by(view.decisions, RITA.email)
+    rows = build_views(state_of(view), {}, decided_by=decided).messages
+    question = next(row for row in rows if row.role == "question")
+    assert (question.answer, question.note) == (
+        ["Shipping speed: overnight", "Gift wrap: no"], "Answered by Sam",
+    )  # fmt: skip
+    assert rows.index(question) == 1  # after "ship order 42", before the reply

@@ -231,7 +231,20 @@ def test_shipping_form_ships_with_the_answer(page: Page, screenshot_dir: Path) -
     generic.get_by_role("radio", name="overnight").click()
     generic.locator("button[type=submit]").click()
     expect(page.get_by_text("Order 42 ships overnight.")).to_be_visible()
+    # The question and its answer stay in the conversation, where they were asked.
+    answered = page.locator(".answered-question")
+    expect(answered).to_have_count(1)
+    expect(answered).to_contain_text("How should order 42 ship?")
+    expect(answered.locator(".answer-line")).to_have_text(
+        ["Shipping speed: overnight", "Gift wrap: no"]
+    )
+    expect(answered.locator(".answer-note")).to_have_text("Answered")
     shot(page, screenshot_dir, "shipped")
+    page.reload()
+    hydrated(page)
+    order = page.locator(".chat-message, .answered-question").all_inner_texts()
+    at = next(i for i, text in enumerate(order) if "How should order 42 ship?" in text)
+    assert order[at - 1] == "ship order 42" and order[at + 1] == "Shipping order 42 overnight."
 
 
 def test_unbound_item_is_visible_and_does_not_block(page: Page, screenshot_dir: Path) -> None:

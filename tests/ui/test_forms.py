@@ -6,7 +6,7 @@ from typing import Any
 
 from chat_app.demo.interrupts import RELEASE_PLAN, SHIPPING
 from chat_app.demo.tools import SEND_EMAIL, TRANSFER
-from chat_app.ui.forms import FormField, form_fields, read_form
+from chat_app.ui.forms import FormField, answer_lines, form_fields, read_form
 
 PROFILE: dict[str, Any] = {
     "type": "object",
@@ -215,3 +215,26 @@ def test_a_value_of_several_shapes_is_typed_as_json_and_checked_whole() -> None:
     assert not wrong_shape.ok and "value" in wrong_shape.errors
     [prefilled] = form_fields(envelope, {"approved": False, "reason": "né"})
     assert prefilled.value == '{"approved": false, "reason": "né"}'
+
+
+def test_an_answer_reads_back_field_by_field_as_the_form_labelled_it() -> None:
+    wire = SHIPPING.wire_response_schema  # properties in name order, as the wire has them
+    assert answer_lines(wire, {"giftWrap": True, "speed": "express"}) == [
+        "Shipping speed: express", "Gift wrap: yes",
+    ]  # fmt: skip
+    schema = {
+        "type": "object",
+        "properties": {
+            "who": {"type": "object", "title": "Recipient",
+                    "properties": {"name": {"type": "string"}}},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "note": {"type": "string"},
+        },
+    }  # fmt: skip
+    answer = {"who": {"name": "Ada"}, "tags": ["a", "b"], "note": "", "extra_field": [{"x": 1}]}
+    assert answer_lines(schema, answer) == [
+        "Recipient › Name: Ada", "Tags: a, b", "Note: —", 'Extra field: [{"x": 1}]',
+    ]  # fmt: skip
+    assert answer_lines(None, "ship it") == ["ship it"]
+    assert answer_lines({"type": "boolean"}, False) == ["no"]
+    assert answer_lines({}, 2.0) == ["2"]

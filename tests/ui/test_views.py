@@ -40,11 +40,24 @@ def _no_token_delay(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHAT_APP_DEMO_TOKEN_DELAY_MS", "0")
 
 
-def demo_client() -> ChatClient:
+def demo_client(*, questions: bool = False) -> ChatClient:
+    """`questions`: the client knows the demo's question definitions too (types its forms)."""
     agent = build_demo_agent()
     # The page's client knows the server's tools; that makes their pauses approvals.
     tools = ClientTool.from_manifest({"tools": agent.tool_manifest()}, {})
-    return ChatClient(InProcessConnection(agent.run, encode=event_to_wire), tools=tools)
+    definitions = list(agent.definitions.values()) if questions else []
+    return ChatClient(
+        InProcessConnection(agent.run, encode=event_to_wire), tools=tools, interrupts=definitions
+    )
+
+
+async def shipped_42(speed: str, gift_wrap: bool) -> ChatClient:
+    """A client that asked to ship order 42 and answered how."""
+    client = demo_client(questions=True)
+    await client.send("ship order 42")
+    answer = {"speed": speed, "giftWrap": gift_wrap}
+    await client.resolve_interrupt(client.interrupts[0].id, response=answer)
+    return client
 
 
 def memory() -> dict[str, FormMemory]:
@@ -272,7 +285,7 @@ def test_a_continuation_in_flight_says_what_its_edits_change() -> None:
     assert submitted_edits(None, messages) == {}
 
 
-def test_a_card_names_who_answered_it_unless_the_person_looking_did_alone() -> None:
+def test_a_card_or_question_names_who_answered_it_unless_the_person_looking_did_alone() -> None:
     sam, olive = ("sam@example.com", "Sam"), ("olive@example.com", "Olive")
     quorum = _decided("approved", olive[0], sam, olive)
     rejected = _decided("rejected", "ada@example.com")
@@ -285,6 +298,7 @@ def test_a_card_names_who_answered_it_unless_the_person_looking_did_alone() -> N
         "approval_approved": "Approved by Sam and Olive",
         "approval_rejected": "Rejected by Ada",
         "approval_edited": "Approved with changes by Ada",
+        "approval_answered": "Answered by Ada",  # a question, for its line
     }
     assert answered_by(items, sam[0])["approval_approved"] == "Approved by you and Olive"
     assert "approval_rejected" not in answered_by(items, "ada@example.com")
@@ -320,3 +334,39 @@ def test_a_quorums_card_says_how_far_it_has_got_and_offers_no_edit() -> None:
         assert (counted.can_edit, counted.progress) == (False, "1 of 2: Sam approved")
 
     run_on_own_loop(scenario())
+
+
+def test_an_answered_question_shows_where_it_was_asked_with_its_answer() -> None:
+    async def scenario() -> None:
+        client = await shipped_42("express", False)
+        await client.send("ship order 7")
+        await client.cancel(client.interrupts[0].id)
+        views = build_views(client.state, memory()).messages
+        rows = [(m.role, m.text, m.answer, m.note) for m in views]
+        asked = "How should order 42 ship?"
+        assert rows[:3] == [
+            ("user", "ship order 42", [], ""),
+            ("question", asked, ["Shipping speed: express", "Gift wrap: no"], "Answered"),
+            ("assistant", "Shipping order 42 express.", [], ""),
+        ]
+        assert ("question", "How should order 7 ship?", [], "Cancelled") in rows
+        assert rows.index(("user", "ship order 7", [], "")) < len(rows) - 2
+        [first, _] = client.state.answered
+        # Someone else answered it at the desk: it says who.
+        decided = build_views(client.state, memory(), decided_by={first.item.id: "Answered by Sam"})
+        assert [m.note for m in decided.messages if m.role == "question"][0] == "Answered by Sam"
+
+    run_on_own_loop(scenario())
+
+
+def test_an_answered_question_goes_first_or_last_when_its_place_is_gone() -> None:
+    async def scenario() -> None:
+        client = await shipped_42("standard", True)
+        [question] = client.state.answered
+        for after, at in (("", 0), ("a-message-no-longer-there", -1)):
+            state = replace(client.state, answered=(replace(question, after=after),))
+            roles = [m.role for m in build_views(state, memory()).messages]
+            assert roles[at] == "question" and roles.count("question") == 1
+
+    run_on_own_loop(scenario())
+

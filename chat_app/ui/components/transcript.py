@@ -174,6 +174,37 @@ def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
     )
 
 
+def answered_question(message: rx.Var[MessageView]) -> rx.Component:
+    """A question answered earlier, where the conversation stood when it was answered: what
+    was asked, the answer field by field, and who answered (or how it ended)."""
+    return rx.box(
+        rx.hstack(
+            rx.icon("circle-help", size=16, color=rx.color("gray", 11), flex_shrink="0"),
+            rx.text(message.text, size="2", weight="medium"),
+            spacing="2",
+            align="center",
+        ),
+        rx.foreach(
+            message.answer,
+            lambda line: rx.text(line, size="2", class_name="answer-line", padding_left="24px"),
+        ),
+        rx.text(
+            message.note,
+            size="1",
+            color=rx.color("gray", 11),
+            class_name="answer-note",
+            padding_left="24px",
+        ),
+        class_name="answered-question",
+        data_role="question",
+        padding="0.5em 0.75em",
+        border_radius="8px",
+        border=f"1px solid {rx.color('gray', 6)}",
+        max_width="min(85%, 640px)",
+        overflow_wrap="anywhere",
+    )
+
+
 def message_rows(events: DecisionEvents) -> MessageRow:
     """The row of one message, memoized, its decisions calling `events`.
 
@@ -190,18 +221,24 @@ def message_rows(events: DecisionEvents) -> MessageRow:
         is_user = message.role == "user"
         return rx.vstack(
             rx.cond(
-                message.text != "",
-                rx.box(
-                    rx.cond(
-                        is_user,
-                        rx.text(message.text, white_space="pre-wrap", size="3"),
-                        rx.markdown(message.text),
+                message.role == "question",
+                answered_question(message),
+                rx.cond(
+                    message.text != "",
+                    rx.box(
+                        rx.cond(
+                            is_user,
+                            rx.text(message.text, white_space="pre-wrap", size="3"),
+                            rx.markdown(message.text),
+                        ),
+                        class_name="chat-message",
+                        data_role=message.role,
+                        background_color=rx.cond(
+                            is_user, rx.color("accent", 4), rx.color("gray", 3)
+                        ),
+                        overflow_wrap="anywhere",
+                        **_BUBBLE,
                     ),
-                    class_name="chat-message",
-                    data_role=message.role,
-                    background_color=rx.cond(is_user, rx.color("accent", 4), rx.color("gray", 3)),
-                    overflow_wrap="anywhere",
-                    **_BUBBLE,
                 ),
             ),
             rx.foreach(message.tools, lambda card: tool_card(card, events)),
