@@ -130,8 +130,8 @@ REFILE_PAGE = 500
 REFILE_EVERY_SECONDS = 600.0
 INTERRUPTED = "The app stopped while this conversation was running. Retry runs it again."
 ANSWERED_BEFORE = (
-    "These answers had been applied before the app stopped, but their reply was lost "
-    "(nothing ran twice). Send a message to go on."
+    "These answers had already been applied: the app stopped before their reply came, or "
+    "they were sent another way (nothing ran twice). Send a message to go on."
 )
 
 
