@@ -15,21 +15,33 @@ from reflex.event import EventSpec
 
 
 def post_and_follow(
-    action: str, fields: dict[str, str], values: dict[str, str], *, here_as: str = ""
+    action: str,
+    fields: dict[str, str],
+    values: dict[str, str],
+    *,
+    here_as: str = "",
+    query: dict[str, str] | None = None,
 ) -> EventSpec:
     """POST `action` with the current values of the inputs `fields` names (form field ->
-    element id), the fixed `values` and, as the field `here_as`, the page's own path (to come
-    back to), then go where the server redirects."""
-    reads = ", ".join(
-        f"{json.dumps(name)}: (document.getElementById({json.dumps(element)}) || {{}}).value || ''"
+    element id), the fixed `values`, the page's address parameters `query` names (form field
+    -> parameter; read as the click happens, so a click before the page's state has loaded
+    sends them too) and, as the field `here_as`, the page's own path (to come back to), then
+    go where the server redirects."""
+    reads = [
+        f"{json.dumps(name)}: (document.getElementById({json.dumps(element)}) || {{}}).value"
+        " || ''"
         for name, element in fields.items()
-    )
+    ] + [
+        f"{json.dumps(name)}: "
+        f"new URLSearchParams(window.location.search).get({json.dumps(parameter)}) || ''"
+        for name, parameter in (query or {}).items()
+    ]
     if here_as:
-        reads += f", {json.dumps(here_as)}: window.location.pathname + window.location.search"
-    fixed = json.dumps(values)
+        reads.append(f"{json.dumps(here_as)}: window.location.pathname + window.location.search")
+    body = ", ".join([f"...{json.dumps(values)}", *reads])
     script = (
         f"fetch({json.dumps(action)}, {{method: 'POST', credentials: 'same-origin', "
-        f"body: new URLSearchParams({{...{fixed}, {reads}}})}})"
+        f"body: new URLSearchParams({{{body}}})}})"
         ".then(r => window.location.assign(r.url))"
     )
     return rx.call_script(script)

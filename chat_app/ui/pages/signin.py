@@ -19,12 +19,11 @@ def _demo_people() -> rx.Component:
             "These are demo accounts: anyone may be anyone. Pick who you are.",
             size="2", color_scheme="gray",
         ),  # fmt: skip
-        rx.el.input(type="hidden", id="signin-next", value=SignInState.next_path),
         *[
             rx.button(
                 label,
                 on_click=post_and_follow(
-                    "/api/signin/demo", {"next": "signin-next"}, {"email": email}
+                    "/api/signin/demo", {}, {"email": email}, query={"next": "next"}
                 ),
                 variant="soft",
                 width="100%",
@@ -43,8 +42,9 @@ def _demo_people() -> rx.Component:
 def _form() -> rx.Component:
     submit = post_and_follow(
         "/api/signin",
-        {"email": "signin-email", "password": "signin-password", "next": "signin-next"},
+        {"email": "signin-email", "password": "signin-password"},
         {},
+        query={"next": "next"},
     )
     return rx.form(
         rx.vstack(
@@ -78,7 +78,6 @@ def _form() -> rx.Component:
                 auto_complete="current-password",
                 width="100%",
             ),  # fmt: skip
-            rx.el.input(type="hidden", id="signin-next", value=SignInState.next_path),
             rx.button("Sign in", type="submit", id="signin-submit", width="100%"),
             spacing="2",
             width="100%",
