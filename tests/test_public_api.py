@@ -188,6 +188,7 @@ AGENT_MODELS = [
 
 CLIENT = [
     "ABSENT",
+    "AnsweredQuestion",
     "ChangeSource",
     "ChatClient",
     "ChatMessage",

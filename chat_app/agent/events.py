@@ -23,7 +23,8 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
-from pydantic import BaseModel
+from pydantic import BaseModel, PlainSerializer, WrapSerializer
+from pydantic.fields import FieldInfo
 
 from chat_app.interrupts import (
     POLICY_DECISION_EVENT,
@@ -41,16 +42,16 @@ def event_to_wire(event: BaseEvent) -> dict[str, Any]:
     types and enums. ag_ui serializes every model through a Python hook: a `RUN_STARTED`
     took 3.2 µs that way against 0.7 here, a snapshot of 2,000 messages 7.3 ms against 1.7,
     and a pause-and-approve cycle's events 177 µs against 77; the server's CPU per cycle
-    fell by 10 % at 1, 16 and 64 clients (`benchmarks/FINDINGS.md`). Anything else (an extra
-    field, a tuple, a float JSON has no number for, a key that is not a string, a model of
-    another kind) goes to `model_dump`; `tests/agent/test_events.py` holds the two to the
-    same dict, key order and types included.
+    fell by about 10 % at 1, 16 and 64 clients (`benchmarks/FINDINGS.md`). Anything else (an
+    extra field, a tuple, a float JSON has no number for, a key that is not a string, a model
+    that is not one of ag_ui's own, a value inside itself) goes to `model_dump`, which
+    decides; `tests/agent/test_events.py` holds the two to the same dict, key order and types
+    included.
     """
     try:
-        wire = _plain_model(event)
-    except _NotPlain:
+        return _plain_model(event)
+    except (_NotPlain, RecursionError):
         return event.model_dump(by_alias=True, exclude_none=True, mode="json")
-    return wire
 
 
 class _NotPlain(Exception):
@@ -97,15 +98,16 @@ def _plain(value: Any) -> Any:
 
 
 def _fields_of(cls: type) -> tuple[tuple[str, str], ...]:
-    """A model's fields and their wire names, when ag_ui's own serialization is all it has."""
-    if not issubclass(cls, _AG_UI_MODEL):
+    """A model's fields and their wire names, when it is one of ag_ui's own and their common
+    serializer is all it has (a subclass may hold fields its declared type would not write)."""
+    if not (issubclass(cls, BaseModel) and cls.__module__ == BaseEvent.__module__):
         raise _NotPlain
     hooks = cls.__pydantic_decorators__
     if (
         hooks.field_serializers
         or hooks.computed_fields
         or hooks.model_serializers.keys() != _AG_UI_HOOKS
-        or any(field.exclude for field in cls.model_fields.values())
+        or any(_serialized_apart(field) for field in cls.model_fields.values())
     ):
         raise _NotPlain
     fields = tuple(
@@ -116,9 +118,17 @@ def _fields_of(cls: type) -> tuple[tuple[str, str], ...]:
     return fields
 
 
-#: ag_ui's generated base, whose one serializer hook every ag_ui model shares.
-_AG_UI_MODEL: type[BaseModel] = BaseEvent.__mro__[1]
-_AG_UI_HOOKS = _AG_UI_MODEL.__pydantic_decorators__.model_serializers.keys()
+def _serialized_apart(field: FieldInfo) -> bool:
+    """A field left out, or written by a serializer of its own."""
+    return bool(
+        field.exclude
+        or getattr(field, "exclude_if", None) is not None
+        or any(isinstance(m, PlainSerializer | WrapSerializer) for m in field.metadata)
+    )
+
+
+#: The serializer hook every ag_ui model shares (`BaseEvent` adds none of its own).
+_AG_UI_HOOKS = BaseEvent.__pydantic_decorators__.model_serializers.keys()
 _FIELDS: dict[type, tuple[tuple[str, str], ...]] = {}
 _ENUMS = frozenset({EventType})
 

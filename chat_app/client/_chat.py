@@ -221,6 +221,8 @@ class ChatClient:
             client._error = TransportError(CUT_OFF_AFTER_APPLIED)
             return client
         client._manager.restore(state.manager)
+        if in_flight is not None:  # a failed send now: its answers were not given after all
+            client._forget_answers(in_flight)
         client._resend = state.can_resend
         if state.error is not None:  # still shown after a reload, until the next run
             client._error = (
@@ -396,8 +398,7 @@ class ChatClient:
             )
             # Nothing was decided after all; an expiry not refused stays (it goes again).
             expired = {i.id for i in self._manager.snapshot().items if i.status == "expired"}
-            sent = set(submission.interrupt_ids) - expired
-            self._answered = tuple(q for q in self._answered if q.item.id not in sent)
+            self._forget_answers(submission)
             for entry in submission.resolutions:
                 interrupt_id = str(entry.get("interruptId", ""))
                 call_id = tool_call_id_of(interrupt_id)
@@ -542,16 +543,27 @@ class ChatClient:
 
     def _note_answers(self, submission: Submission) -> None:
         """Keep the questions this submission answers, with their answers, where the
-        conversation stands (an expiry's cancellation too: the page says it expired)."""
-        noted = {question.item.id for question in self._answered}
+        conversation stands (an expiry's cancellation too: the page says it expired). A
+        question noted before (an answer sent again, or another answer after a failed send)
+        keeps its place and takes this answer."""
+        notes = {question.item.id: question for question in self._answered}
         entries = {str(entry.get("interruptId", "")): entry for entry in submission.resolutions}
-        after = self._stream.messages[-1].id if self._stream.messages else ""
-        new = tuple(
-            AnsweredQuestion(item=item, resolution=dict(entries[item.id]), after=after)
-            for item in self._manager.items_of(entries)
-            if isinstance(item, GenericInterrupt) and item.id not in noted
-        )
-        self._answered += new
+        here = self._stream.messages[-1].id if self._stream.messages else ""
+        for item in self._manager.items_of(entries):
+            if isinstance(item, GenericInterrupt):
+                before = notes.get(item.id)
+                notes[item.id] = AnsweredQuestion(
+                    item=item,
+                    resolution=dict(entries[item.id]),
+                    after=before.after if before is not None else here,
+                )
+        self._answered = tuple(notes.values())
+
+    def _forget_answers(self, submission: Submission) -> None:
+        """Drop the notes of a send that failed, but an expiry's (it stays, and goes again)."""
+        expired = {i.id for i in self._manager.snapshot().items if i.status == "expired"}
+        sent = set(submission.interrupt_ids) - expired
+        self._answered = tuple(q for q in self._answered if q.item.id not in sent)
 
     # --- client tools -------------------------------------------------------------------
 

@@ -451,10 +451,7 @@ def decision_view(
             progress=quorum.get(item.id, ""),
         )
     if isinstance(item, GenericInterrupt):
-        payload = item.payload
-        if payload is None and isinstance(item.metadata, Mapping):
-            payload = item.metadata.get(INTERRUPT_PAYLOAD_METADATA_KEY)
-        title, items, rest = _payload_parts(payload)
+        title, items, rest = _payload_parts(display_payload(item))
         return DecisionView(
             id=item.id,
             kind="generic",
@@ -479,6 +476,14 @@ def decision_view(
         title="Paused elsewhere",
         message=item.message or item.reason,
     )
+
+
+def display_payload(item: GenericInterrupt) -> Any:
+    """What a question shows beside its form: its typed payload, or the one its metadata
+    carries when the client does not know its definition."""
+    if item.payload is None and isinstance(item.metadata, Mapping):
+        return item.metadata.get(INTERRUPT_PAYLOAD_METADATA_KEY)
+    return item.payload
 
 
 def _payload_parts(payload: Any) -> tuple[str, list[str], str]:
@@ -679,10 +684,11 @@ def _with_answers(
     followed none, last when that message is gone)."""
     index = {message.id: i for i, message in enumerate(state.messages)}
     end = len(state.messages)
-    rows = [
-        (index.get(q.after, end if q.after else -1), question_view(q, decided_by))
-        for q in state.answered
-    ]
+    rows = sorted(
+        ((index.get(q.after, end if q.after else -1), question_view(q, decided_by))
+         for q in state.answered),
+        key=lambda row: row[0],
+    )  # fmt: skip
     merged: list[MessageView] = []
     waiting = iter(rows)
     row = next(waiting, None)
@@ -702,10 +708,7 @@ def question_view(question: AnsweredQuestion, decided_by: Mapping[str, str]) -> 
     """An answered question as the conversation shows it: what was asked, what was answered
     and how it ended."""
     item = question.item
-    payload = item.payload
-    if payload is None and isinstance(item.metadata, Mapping):
-        payload = item.metadata.get(INTERRUPT_PAYLOAD_METADATA_KEY)
-    title = _payload_parts(payload)[0]
+    title = _payload_parts(display_payload(item))[0]
     asked = item.message or title or "A question"
     decision = read_decision(question.resolution, "generic")
     if isinstance(decision, DecisionProblem):

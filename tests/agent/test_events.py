@@ -65,6 +65,10 @@ def test_a_streamed_event_is_what_model_dump_makes_of_it(event: BaseEvent) -> No
     assert encode_sse_event(wire).startswith(f'data: {{"type":"{wire["type"]}"')
 
 
+class _NotedMessage(UserMessage):
+    note: str = ""
+
+
 INTERRUPT = {
     "id": "i-1", "reason": "tool_approval", "message": "Approve transfer?", "toolCallId": "c1",
     "responseSchema": {"type": "object", "properties": {"approved": {"type": "boolean"}},
@@ -131,8 +135,13 @@ def _not_called(*_args: Any, **_kwargs: Any) -> Any:
             "t", "r", 1, messages=[], state=None, model=None,
             interrupts=[{**INTERRUPT, "somethingNew": None}],  # an extra field of a nested model
         )[-1],  # fmt: skip
+        # A subclass in a typed field: model_dump writes the declared class's fields only.
+        MessagesSnapshotEvent(messages=[_NotedMessage(id="u1", content="hi", note="private")]),
     ],
-    ids=["tuple", "metadata tuple", "extra field", "inf", "int key", "set", "nested extra"],
+    ids=[
+        "tuple", "metadata tuple", "extra field", "inf", "int key", "set", "nested extra",
+        "subclass",
+    ],
 )
 def test_what_only_model_dump_writes_right_takes_model_dump(event: BaseEvent) -> None:
     calls: list[BaseEvent] = []
@@ -147,6 +156,15 @@ def test_what_only_model_dump_writes_right_takes_model_dump(event: BaseEvent) ->
         wire = event_to_wire(event)
     assert calls == [event]
     assert repr(list(wire.items())) == repr(dumped(event))
+
+
+def test_a_value_inside_itself_fails_as_model_dump_fails() -> None:
+    looped: list[Any] = []
+    looped.append(looped)
+    event = CustomEvent(name="n", value={"loop": looped})
+    with pytest.raises(ValueError) as caught:
+        event_to_wire(event)
+    assert "ircular" in str(caught.value) or "recursion" in str(caught.value).lower()
 
 
 KEYS = st.one_of(st.sampled_from(["a", "", "type", "é"]), st.integers(0, 2))

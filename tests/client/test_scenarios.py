@@ -256,6 +256,30 @@ async def test_an_answered_question_is_kept_where_it_was_asked(backend: Backend)
     assert restored.state.answered[1].resolution["status"] == "cancelled"
 
 
+async def test_an_answer_on_its_way_when_the_page_reloads_is_not_kept(backend: Backend) -> None:
+    """Restored from a state saved while the answer was on its way, the send counts as failed
+    (the client cannot tell it arrived): the question is open again, not also answered, and
+    what is kept is the answer that goes next."""
+    client, _ = backend.client()
+    await client.send("ship order 42")
+    (item,) = client.interrupts
+    saved: list[str] = []
+    client.on_change = lambda c: saved.append(c.state.to_json()) if c.state.resuming else None
+    await client.resolve_interrupt(item.id, response={"speed": "express", "giftWrap": False})
+    in_flight = ClientState.from_json(saved[-1])  # mid-reply, the answer still unconfirmed
+    assert [q.item.id for q in in_flight.answered] == [item.id]
+
+    restored = ChatClient.restore(
+        in_flight, backend.client()[1], tools=list(client.tools.values()),
+        interrupts=backend.definitions,
+    )  # fmt: skip
+    assert [i.id for i in restored.interrupts] == [item.id]
+    assert not restored.state.answered
+    await restored.cancel(item.id)  # this time, not the express shipping
+    [kept] = restored.state.answered
+    assert kept.resolution["status"] == "cancelled"
+
+
 async def test_a_refused_answer_is_not_kept(backend: Backend) -> None:
     client, _ = backend.client()
     await client.send("ship order 42")

@@ -367,6 +367,13 @@ def test_an_answered_question_goes_first_or_last_when_its_place_is_gone() -> Non
             state = replace(client.state, answered=(replace(question, after=after),))
             roles = [m.role for m in build_views(state, memory()).messages]
             assert roles[at] == "question" and roles.count("question") == 1
+        # One whose place is gone does not hold back the ones after it.
+        gone = replace(question, after="a-message-no-longer-there")
+        later = replace(question, item=replace(question.item, id="q2"), after=question.after)
+        state = replace(client.state, answered=(gone, later))
+        ids = [m.id for m in build_views(state, memory()).messages]
+        assert ids[ids.index(question.after) + 1] == "answer-q2"
+        assert ids[-1] == f"answer-{gone.item.id}"
 
     run_on_own_loop(scenario())
 
