@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from urllib.parse import urlencode
+
 import reflex as rx
+from reflex.event import EventSpec
 
 from .guard import guarded
 from .identity_state import IdentityState
@@ -16,8 +20,16 @@ class SignInState(IdentityState):
 
     @rx.event
     @guarded
-    def load(self) -> None:
+    def load(self) -> EventSpec | None:
         params = self.router.url.query_parameters
         self.error = str(params.get("error", ""))[:200]
         self.email = str(params.get("email", ""))[:254]
         self._viewer()
+        if "error" not in params and "email" not in params:
+            return None
+        # Read once: a reload or a bookmark would show an old refusal again (a lockout's
+        # "try again in 1 second" long after), and the email would stay in the history.
+        # Where to go next stays: the form reads it from the address.
+        wanted = str(params.get("next", ""))
+        address = "/signin" + (f"?{urlencode({'next': wanted})}" if wanted else "")
+        return rx.call_script(f"history.replaceState(null, '', {json.dumps(address)})")

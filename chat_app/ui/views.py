@@ -258,14 +258,15 @@ def _under_policy(item: InterruptItem) -> bool:
 def answered_by(items: Iterable[InboxItem], viewer_email: str) -> dict[str, str]:
     """Who answered each tool call or question of `items` decided at the desk, for its card
     or line: item id -> "Approved by Sam and Olive" (a quorum's approvers, then whoever
-    decided), the person looking named "you"; none when they alone answered (they know), nor
-    for a policy's decision (its card names the rule)."""
+    decided), the person looking named "you"; for a tool call, none when they alone answered
+    (they know), nor for a policy's decision (its card names the rule)."""
     found: dict[str, str] = {}
     for item in items:
         if item.status == "pending" or not item.decided_by:
             continue
         answer = how_answered(item, viewer_email)
-        if answer is not None and answer.people != ("you",):
+        # A question's line always says how it ended, "by you" too, as the lists do.
+        if answer is not None and (answer.people != ("you",) or item.kind == "question"):
             found[item.item_id] = answer.text
     return found
 
@@ -709,13 +710,14 @@ def question_view(question: AnsweredQuestion, decided_by: Mapping[str, str]) -> 
     and how it ended."""
     item = question.item
     title = _payload_parts(display_payload(item))[0]
-    asked = item.message or title or "A question"
+    # The payload's title tells apart questions asked alike ("Release 2026.12").
+    asked = ": ".join(part for part in (title, item.message) if part) or "A question"
     decision = read_decision(question.resolution, "generic")
     if isinstance(decision, DecisionProblem):
         return MessageView(id=f"answer-{item.id}", role="question", text=asked, note="Answered")
     if decision.kind == "cancel":
-        expired = item.status == "expired"
-        note = (item.expiry_note or "Expired") if expired else decided_by.get(item.id, "Cancelled")
+        # An expiry is the cancellation sent once its time was up, with its note.
+        note = item.expiry_note or decided_by.get(item.id, "Cancelled")
         return MessageView(id=f"answer-{item.id}", role="question", text=asked, note=note)
     return MessageView(
         id=f"answer-{item.id}",

@@ -302,6 +302,8 @@ def test_a_card_or_question_names_who_answered_it_unless_the_person_looking_did_
     }
     assert answered_by(items, sam[0])["approval_approved"] == "Approved by you and Olive"
     assert "approval_rejected" not in answered_by(items, "ada@example.com")
+    # A question's line says how it ended whoever looks, "by you" included.
+    assert answered_by(items, "ada@example.com")["approval_answered"] == "Answered by you"
     # Cancelled by whoever asked is a withdrawal; by an approver, a cancellation.
     withdrawn = replace(_decided("cancelled", "rita@example.com"), decided_by_name="Rita")
     assert answered_by([withdrawn], "ada@example.com") == {
@@ -367,6 +369,16 @@ def test_an_answered_question_goes_first_or_last_when_its_place_is_gone() -> Non
             state = replace(client.state, answered=(replace(question, after=after),))
             roles = [m.role for m in build_views(state, memory()).messages]
             assert roles[at] == "question" and roles.count("question") == 1
+        # Closed as expired: the cancellation sent once its time was up says so.
+        expired = replace(
+            question,
+            item=replace(question.item, status="submitting", expiry_note="Expired: nobody "
+                         "answered within 1 day."),
+            resolution={"interruptId": question.item.id, "status": "cancelled"},
+        )  # fmt: skip
+        state = replace(client.state, answered=(expired,))
+        [row] = [m for m in build_views(state, memory()).messages if m.role == "question"]
+        assert (row.answer, row.note) == ([], "Expired: nobody answered within 1 day.")
         # One whose place is gone does not hold back the ones after it.
         gone = replace(question, after="a-message-no-longer-there")
         later = replace(question, item=replace(question.item, id="q2"), after=question.after)
@@ -377,3 +389,20 @@ def test_an_answered_question_goes_first_or_last_when_its_place_is_gone() -> Non
 
     run_on_own_loop(scenario())
 
+
+
+def test_an_answered_question_with_a_titled_payload_names_it() -> None:
+    """Two plan reviews read alike; the plan's title tells their lines apart."""
+
+    async def scenario() -> None:
+        client = demo_client(questions=True)
+        await client.send("plan release")
+        note = "Ship it.\nThen watch the dashboards."
+        await client.resolve_interrupt(
+            client.interrupts[0].id, response={"approved": True, "note": note}
+        )
+        [row] = [m for m in build_views(client.state, memory()).messages if m.role == "question"]
+        assert row.text.startswith("Release 2026.12: ")
+        assert row.answer == ["Approve this plan: yes", f"Note: {note}"]
+
+    run_on_own_loop(scenario())

@@ -150,6 +150,7 @@ def approval_controls(decision: DecisionView, events: DecisionEvents) -> rx.Comp
             ),
             spacing="2",
             wrap="wrap",
+            align="center",  # a ghost button's box is offset from its text
         ),
         rx.match(
             decision.panel,

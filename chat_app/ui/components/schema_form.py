@@ -28,7 +28,20 @@ def _label(row: FormField) -> rx.Component:
 
 
 def _help(row: FormField) -> rx.Component:
-    return rx.cond(row.description != "", rx.text(row.description, size="1", color_scheme="gray"))
+    """The field's description, and the longest text it takes (said before it is too long,
+    not only once Submit refuses it)."""
+    return rx.fragment(
+        rx.cond(
+            row.description != "", rx.text(row.description, size="1", color_scheme="gray")
+        ),
+        rx.cond(
+            row.max_length != "",
+            rx.text(
+                f"At most {row.max_length} characters.", size="1", color_scheme="gray",
+                class_name="field-limit",
+            ),  # fmt: skip
+        ),
+    )
 
 
 def _error(row: FormField) -> rx.Component:
@@ -225,7 +238,7 @@ def schema_form(
         rx.el.input(type="hidden", name="__form", value=form),
         rx.el.input(type="hidden", name=DRAFT_FIELD, value=""),
         rx.vstack(rx.foreach(fields, field_row), spacing="3", width="100%"),
-        rx.hstack(*actions, spacing="2", padding_top="0.5em", wrap="wrap"),
+        rx.hstack(*actions, spacing="2", padding_top="0.5em", wrap="wrap", align="center"),
         on_submit=on_submit,
         reset_on_submit=False,
         # Our own checks (jsonschema) word the errors; the browser's would pre-empt them.

@@ -186,7 +186,10 @@ def answered_question(message: rx.Var[MessageView]) -> rx.Component:
         ),
         rx.foreach(
             message.answer,
-            lambda line: rx.text(line, size="2", class_name="answer-line", padding_left="24px"),
+            lambda line: rx.text(
+                line, size="2", class_name="answer-line", padding_left="24px",
+                white_space="pre-wrap",  # a note's lines as typed
+            ),  # fmt: skip
         ),
         rx.text(
             message.note,
