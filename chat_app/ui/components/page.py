@@ -88,3 +88,12 @@ def page_frame(*children: rx.Component, max_width: str = "860px", **column: obje
         # Browser tests wait for data-hydrated="true" before interacting.
         custom_attrs={"data-hydrated": rx.cond(rx.State.is_hydrated, "true", "false")},
     )
+
+
+def refusal(text: rx.Var[str] | str, *, id: str) -> rx.Component:
+    """Why the page shows nothing: in the page's margins, not against its header."""
+    return rx.box(
+        rx.callout(text, icon="lock", color_scheme="red", id=id, role="alert"),
+        padding="1.25em",
+        width="100%",
+    )

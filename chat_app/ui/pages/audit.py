@@ -3,7 +3,7 @@
 import reflex as rx
 
 from chat_app.ui.audit_state import AuditRow, AuditState
-from chat_app.ui.components.page import page_frame
+from chat_app.ui.components.page import page_frame, refusal
 from chat_app.ui.pages.index import signed_in_header
 
 
@@ -36,9 +36,7 @@ def audit() -> rx.Component:
             AuditState.loaded,
             rx.cond(
                 AuditState.refused != "",
-                rx.callout(
-                    AuditState.refused, icon="lock", color_scheme="red", id="audit-refused"
-                ),
+                refusal(AuditState.refused, id="audit-refused"),
                 _trail(),
             ),
         ),

@@ -3,7 +3,7 @@ channels are configured."""
 
 import reflex as rx
 
-from chat_app.ui.components.page import page_frame
+from chat_app.ui.components.page import page_frame, refusal
 from chat_app.ui.deliveries_state import DeliveriesState, DeliveryRow
 from chat_app.ui.pages.index import signed_in_header
 
@@ -95,9 +95,7 @@ def deliveries() -> rx.Component:
         signed_in_header(),
         rx.cond(
             DeliveriesState.refused != "",
-            rx.callout(
-                DeliveriesState.refused, icon="lock", color_scheme="red", id="deliveries-refused"
-            ),
+            refusal(DeliveriesState.refused, id="deliveries-refused"),
             rx.vstack(
                 rx.hstack(
                     rx.heading("Deliveries", size="5", as_="h1"),
