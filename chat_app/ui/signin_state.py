@@ -31,5 +31,5 @@ class SignInState(IdentityState):
         # "try again in 1 second" long after), and the email would stay in the history.
         # Where to go next stays: the form reads it from the address.
         wanted = str(params.get("next", ""))
-        address = "/signin" + (f"?{urlencode({'next': wanted})}" if wanted else "")
+        address = "/signin" + (f"?{urlencode({'next': wanted}, safe='/')}" if wanted else "")
         return rx.call_script(f"history.replaceState(null, '', {json.dumps(address)})")
