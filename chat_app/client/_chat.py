@@ -222,7 +222,7 @@ class ChatClient:
             return client
         client._manager.restore(state.manager)
         if in_flight is not None:  # a failed send now: its answers were not given after all
-            client._forget_answers(in_flight)
+            client._forget_answers(in_flight, client._expired_ids())
         client._resend = state.can_resend
         if state.error is not None:  # still shown after a reload, until the next run
             client._error = (
@@ -397,8 +397,8 @@ class ChatClient:
                 submission, message=_CONTINUATION_FAILED, errors=errors or ()
             )
             # Nothing was decided after all; an expiry not refused stays (it goes again).
-            expired = {i.id for i in self._manager.snapshot().items if i.status == "expired"}
-            self._forget_answers(submission)
+            expired = self._expired_ids()
+            self._forget_answers(submission, expired)
             for entry in submission.resolutions:
                 interrupt_id = str(entry.get("interruptId", ""))
                 call_id = tool_call_id_of(interrupt_id)
@@ -559,11 +559,14 @@ class ChatClient:
                 )
         self._answered = tuple(notes.values())
 
-    def _forget_answers(self, submission: Submission) -> None:
-        """Drop the notes of a send that failed, but an expiry's (it stays, and goes again)."""
-        expired = {i.id for i in self._manager.snapshot().items if i.status == "expired"}
+    def _forget_answers(self, submission: Submission, expired: set[str]) -> None:
+        """Drop the notes of a send that failed, but the `expired` items' (they stay, and go
+        again)."""
         sent = set(submission.interrupt_ids) - expired
         self._answered = tuple(q for q in self._answered if q.item.id not in sent)
+
+    def _expired_ids(self) -> set[str]:
+        return {i.id for i in self._manager.snapshot().items if i.status == "expired"}
 
     # --- client tools -------------------------------------------------------------------
 

@@ -685,24 +685,13 @@ def _with_answers(
     followed none, last when that message is gone)."""
     index = {message.id: i for i, message in enumerate(state.messages)}
     end = len(state.messages)
-    rows = sorted(
-        ((index.get(q.after, end if q.after else -1), question_view(q, decided_by))
-         for q in state.answered),
-        key=lambda row: row[0],
-    )  # fmt: skip
-    merged: list[MessageView] = []
-    waiting = iter(rows)
-    row = next(waiting, None)
-    for view in views:
-        at = index.get(view.id, end)
-        while row is not None and row[0] < at:
-            merged.append(row[1])
-            row = next(waiting, None)
-        merged.append(view)
-    while row is not None:
-        merged.append(row[1])
-        row = next(waiting, None)
-    return merged
+    # A question sits half a place after its message; the sort is stable, so views keep
+    # their order, and questions at one place the order they were answered in.
+    placed = [(index.get(view.id, end), view) for view in views] + [
+        (index.get(q.after, end if q.after else -1) + 0.5, question_view(q, decided_by))
+        for q in state.answered
+    ]
+    return [view for _, view in sorted(placed, key=lambda pair: pair[0])]
 
 
 def question_view(question: AnsweredQuestion, decided_by: Mapping[str, str]) -> MessageView:
@@ -713,18 +702,17 @@ def question_view(question: AnsweredQuestion, decided_by: Mapping[str, str]) -> 
     # The payload's title tells apart questions asked alike ("Release 2026.12").
     asked = ": ".join(part for part in (title, item.message) if part) or "A question"
     decision = read_decision(question.resolution, "generic")
+    answer: list[str] = []
     if isinstance(decision, DecisionProblem):
-        return MessageView(id=f"answer-{item.id}", role="question", text=asked, note="Answered")
-    if decision.kind == "cancel":
+        note = "Answered"
+    elif decision.kind == "cancel":
         # An expiry is the cancellation sent once its time was up, with its note.
         note = item.expiry_note or decided_by.get(item.id, "Cancelled")
-        return MessageView(id=f"answer-{item.id}", role="question", text=asked, note=note)
+    else:
+        answer = answer_lines(item.response_schema, decision.payload)
+        note = decided_by.get(item.id, "Answered")
     return MessageView(
-        id=f"answer-{item.id}",
-        role="question",
-        text=asked,
-        answer=answer_lines(item.response_schema, decision.payload),
-        note=decided_by.get(item.id, "Answered"),
+        id=f"answer-{item.id}", role="question", text=asked, answer=answer, note=note
     )
 
 
