@@ -13,14 +13,15 @@ import asyncio
 import itertools
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Container, Mapping
+from collections.abc import AsyncIterator, Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
 
 from chat_app.client import (
+    AnsweredQuestion,
     ChatClient,
     ChatMessage,
     ClientState,
@@ -218,45 +219,70 @@ class PageRunConnection(Connection):
 
 
 class StateJson:
-    """`ClientState.to_json()`, text for text, with each message's JSON kept between calls.
+    """`ClientState.to_json()`, text for text, with each message's and answered question's
+    JSON kept between calls.
 
     The page saves the client's state (the Reflex state's `_client_json`) at every refresh; at
-    2,000 messages dumping it whole took 3–8 ms each time, on the event loop. A message is a
-    frozen value, so its JSON is kept by identity, and the state is dumped without its
-    messages and the kept texts spliced into its `"messages":[]`.
+    2,000 messages dumping it whole took 3–8 ms each time, on the event loop (and a tenth of a
+    backend's work on an Approve click more with the hundreds of questions such a
+    conversation answered). Messages and answered questions are frozen values, so their JSON
+    is kept by identity, and the state is dumped without them and the kept texts spliced in.
     """
 
-    _EMPTY = '"messages":[]'
-
     def __init__(self) -> None:
-        self._kept: dict[int, tuple[ChatMessage, str]] = {}
+        self._messages = _KeptJson[ChatMessage](_message_json)
+        self._answered = _KeptJson[AnsweredQuestion](_answered_json)
 
     def dump(self, state: ClientState) -> str:
+        messages = ",".join(self._messages.texts(state.messages))
+        answered = ",".join(self._answered.texts(state.answered))
+        rest = _state_json(replace(state, messages=(), answered=()))
+        # `messages` is the second field (only `thread_id`, a JSON string, comes before it, in
+        # which a quote is escaped) and `answered` the last.
+        at = rest.index('"messages":[]') + len('"messages":[')
+        assert rest.endswith('"answered":[]}'), rest[-40:]
+        return f"{rest[:at]}{messages}{rest[at:-2]}{answered}]}}"
+
+
+T = TypeVar("T")
+
+
+class _KeptJson(Generic[T]):
+    """Each value's JSON by its identity, kept while the value is in the state."""
+
+    def __init__(self, dump: Callable[[T], str]) -> None:
+        self._dump = dump
+        self._kept: dict[int, tuple[T, str]] = {}
+
+    def texts(self, values: Sequence[T]) -> list[str]:
         texts = []
-        for message in state.messages:
-            kept = self._kept.get(id(message))
-            if kept is None or kept[0] is not message:
-                kept = self._kept[id(message)] = (message, _message_json(message))
+        for value in values:
+            kept = self._kept.get(id(value))
+            if kept is None or kept[0] is not value:
+                kept = self._kept[id(value)] = (value, self._dump(value))
             texts.append(kept[1])
-        if len(self._kept) > 2 * len(state.messages) + 64:  # forget those no longer shown
-            self._kept = {id(message): self._kept[id(message)] for message in state.messages}
-        rest = _state_json(replace(state, messages=()))
-        # The first: only `thread_id` comes before, a JSON string, where a quote is escaped.
-        at = rest.index(self._EMPTY)
-        return f'{rest[:at]}"messages":[{",".join(texts)}]{rest[at + len(self._EMPTY) :]}'
+        if len(self._kept) > 2 * len(values) + 64:  # forget those no longer in the state
+            self._kept = {id(value): self._kept[id(value)] for value in values}
+        return texts
 
 
 @cache
-def _adapters() -> tuple[TypeAdapter[ChatMessage], TypeAdapter[ClientState]]:
-    return TypeAdapter(ChatMessage), TypeAdapter(ClientState)
+def _adapters() -> tuple[
+    TypeAdapter[ChatMessage], TypeAdapter[AnsweredQuestion], TypeAdapter[ClientState]
+]:
+    return TypeAdapter(ChatMessage), TypeAdapter(AnsweredQuestion), TypeAdapter(ClientState)
 
 
 def _message_json(message: ChatMessage) -> str:
     return _adapters()[0].dump_json(message).decode()
 
 
+def _answered_json(question: AnsweredQuestion) -> str:
+    return _adapters()[1].dump_json(question).decode()
+
+
 def _state_json(state: ClientState) -> str:
-    return _adapters()[1].dump_json(state).decode()
+    return _adapters()[2].dump_json(state).decode()
 
 
 @dataclass

@@ -13,7 +13,13 @@ from typing import Any
 import pytest
 
 from chat_app.agent import event_to_wire
-from chat_app.client import ChatClient, ClientTool, InProcessConnection, ToolApprovalInterrupt
+from chat_app.client import (
+    ChatClient,
+    ClientState,
+    ClientTool,
+    InProcessConnection,
+    ToolApprovalInterrupt,
+)
 from chat_app.demo import build_demo_agent
 from chat_app.desk import InboxItem, Vote
 from chat_app.ui.session import StateJson
@@ -205,6 +211,18 @@ def test_the_saved_state_is_the_clients_json_text_for_text() -> None:
         await client.resolve_interrupt(item.id, approved=False, payload={"reason": "no"})
         assert saved.dump(client.state) == client.state.to_json()
 
+        asked = await shipped_42("express", True)  # an answered question, its JSON kept
+        assert saved.dump(asked.state) == asked.state.to_json()
+        await asked.send("ship order 7")
+        assert saved.dump(asked.state) == asked.state.to_json()
+        await asked.cancel(asked.interrupts[0].id)
+        await asked.send("hello")
+        assert len(asked.state.answered) == 2
+        assert saved.dump(asked.state) == asked.state.to_json()
+        # Whatever the agent's state holds, the texts go where the state's own fields are.
+        odd = replace(asked.state, agent_state={"messages": [], "answered": []})
+        assert saved.dump(odd) == odd.to_json()
+
     run_on_own_loop(scenario())
 
 
@@ -357,6 +375,38 @@ def test_an_answered_question_shows_where_it_was_asked_with_its_answer() -> None
         # Someone else answered it at the desk: it says who.
         decided = build_views(client.state, memory(), decided_by={first.item.id: "Answered by Sam"})
         assert [m.note for m in decided.messages if m.role == "question"][0] == "Answered by Sam"
+
+    run_on_own_loop(scenario())
+
+
+def test_answered_questions_rows_are_kept_until_who_answered_changes() -> None:
+    async def scenario() -> None:
+        client = await shipped_42("express", False)
+        await client.send("ship order 7")
+        await client.resolve_interrupt(
+            client.interrupts[0].id, response={"speed": "standard", "giftWrap": True}
+        )
+        cache = ViewCache()
+        first = build_views(client.state, memory(), cache=cache).messages
+        assert first == build_views(client.state, memory()).messages
+        again = build_views(client.state, memory(), cache=cache).messages
+        rows = [m for m in again if m.role == "question"]
+        assert len(rows) == 2
+        assert all(a is b for a, b in zip(again, first, strict=True))  # not built again
+
+        # Someone else answered the second: its row changes, the first stays as it was.
+        second = client.state.answered[1].item.id
+        decided = {second: "Answered by Sam"}
+        changed = build_views(client.state, memory(), cache=cache, decided_by=decided).messages
+        assert changed == build_views(client.state, memory(), decided_by=decided).messages
+        kept, redone = [m for m in changed if m.role == "question"]
+        assert kept is rows[0] and redone is not rows[1] and redone.note == "Answered by Sam"
+
+        # A state read back from its JSON holds equal questions, not the same objects.
+        restored = ClientState.from_json(client.state.to_json())
+        assert restored.answered[0] is not client.state.answered[0]
+        back = build_views(restored, memory(), cache=cache, decided_by=decided).messages
+        assert [m for m in back if m.role == "question"][0] is rows[0]
 
     run_on_own_loop(scenario())
 
