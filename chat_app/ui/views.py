@@ -523,6 +523,9 @@ class ViewCache:
     The messages a refresh finds as they were at the last one (the same objects, in the same
     places: the history before the turn) are not looked up one by one: `reusable` finds how
     many lead the list, and their views are taken as they were.
+
+    Answered questions' rows are kept too (`question`), by item id, while the question and
+    who answered it stay the same.
     """
 
     def __init__(self) -> None:
@@ -587,6 +590,8 @@ class ViewCache:
         by = decided_by.get(item_id)
         kept = self._questions.get(item_id)
         if kept is not None and kept[1] == by and (kept[0] is question or kept[0] == question):
+            if kept[0] is not question:  # read back from JSON: the next refresh finds it by `is`
+                self._questions[item_id] = (question, by, kept[2])
             return kept[2]
         view = question_view(question, decided_by)
         self._questions[item_id] = (question, by, view)
@@ -671,8 +676,9 @@ def build_views(
             rows = [question_view(question, answered) for question in state.answered]
         else:
             rows = [cache.question(question, answered) for question in state.answered]
-            cache.forget_questions(state.answered)
         messages = _with_answers(messages, state, rows)
+    if cache is not None:
+        cache.forget_questions(state.answered)
     if focus:
         first = next((d for d in cards if d.id in open_ids), None)
         if first is not None:

@@ -408,6 +408,23 @@ def test_answered_questions_rows_are_kept_until_who_answered_changes() -> None:
         back = build_views(restored, memory(), cache=cache, decided_by=decided).messages
         assert [m for m in back if m.role == "question"][0] is rows[0]
 
+        # The same question answered otherwise, or closed by its expiry: built again.
+        first = restored.answered[0]
+        otherwise = replace(
+            first, resolution={**first.resolution, "payload": {"speed": "standard"}}
+        )
+        expired = replace(
+            first,
+            item=replace(first.item, expiry_note="Expired: nobody answered within 1 day."),
+            resolution={"interruptId": first.item.id, "status": "cancelled"},
+        )
+        for changed_question in (otherwise, expired):
+            state = replace(restored, answered=(changed_question, *restored.answered[1:]))
+            fresh = build_views(state, memory(), decided_by=decided).messages
+            cached = build_views(state, memory(), cache=cache, decided_by=decided).messages
+            assert cached == fresh
+            assert [m for m in cached if m.role == "question"][0] is not rows[0]
+
     run_on_own_loop(scenario())
 
 
