@@ -438,6 +438,15 @@ def test_answered_questions_rows_are_kept_until_who_answered_changes() -> None:
             assert cached == fresh
             assert [m for m in cached if m.role == "question"][0] is not rows[0]
 
+        # A message gone from the middle, then from the start: the views after it (and the
+        # questions after those) move up, and the cache places them as a fresh build does.
+        messages = restored.messages
+        for fewer in (messages[:2] + messages[3:], messages[1:]):
+            state = replace(restored, messages=fewer)
+            cached = build_views(state, memory(), cache=cache, decided_by=decided).messages
+            assert cached == build_views(state, memory(), decided_by=decided).messages
+            assert [m.role for m in cached].count("question") == 2
+
     run_on_own_loop(scenario())
 
 
