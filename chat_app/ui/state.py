@@ -896,7 +896,9 @@ class ChatState(IdentityState):
         if self._through_desk(session, item, form):
             await self._desk_answer(session, interrupt_id, form, value)
             return None
-        self._refresh(session)
+        # Not refreshed here: the answer's own run refreshes the page as it starts (the form's
+        # cleared errors with it), and a refresh here stood between the click and that run
+        # (3.3 ms at 2,000 messages, 0.7 at 10).
         return ChatState.resolve(interrupt_id, form, value)
 
     @rx.event
