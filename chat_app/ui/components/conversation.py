@@ -55,6 +55,10 @@ def conversation_bar(
                 justify="between",
                 align="center",
                 width="100%",
+                # The log scrolls under this line: without it the soft button and the user's
+                # bubble beneath it (both accent, both on the right) read as one shape.
+                padding_bottom="0.5em",
+                border_bottom=f"1px solid {rx.color('gray', 5)}",
             ),
         ),
         spacing="2",
