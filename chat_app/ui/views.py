@@ -629,11 +629,17 @@ class ViewCache:
         """A message the cache does not keep (a decision is attached to it), and its view."""
         self._next.add(None, view)
 
-    def rotate(self, messages: Sequence[ChatMessage]) -> None:
-        """Remember this refresh's messages; forget, now and then, those it did not show."""
+    def rotate(
+        self, messages: Sequence[ChatMessage], answered: Sequence[AnsweredQuestion]
+    ) -> None:
+        """Remember this refresh's messages; forget, now and then, the messages it did not
+        show and the questions no longer `answered` in it."""
         self._shown, self._last, self._next = messages, self._next, _Entries()
         if len(self._views) > 2 * len(messages) + 64:
             self._views = {e.message.id: e for e in self._last.entries if e is not None}
+        if len(self._questions) > 2 * len(answered) + 64:
+            kept = {question.item.id for question in answered}
+            self._questions = {k: v for k, v in self._questions.items() if k in kept}
 
     def positions(self) -> Mapping[str, int]:
         """Where each view of the last refresh (`rotate`d) is in its list of views, by
@@ -655,12 +661,6 @@ class ViewCache:
         view = question_view(question, decided_by)
         self._questions[item_id] = (question, by, view)
         return view
-
-    def forget_questions(self, answered: Sequence[AnsweredQuestion]) -> None:
-        """Forget, now and then, the questions no longer in the conversation."""
-        if len(self._questions) > 2 * len(answered) + 64:
-            kept = {question.item.id for question in answered}
-            self._questions = {k: v for k, v in self._questions.items() if k in kept}
 
 
 def _shown_alike(one: ChatMessage, other: ChatMessage) -> bool:
@@ -717,7 +717,7 @@ def build_views(
         if view is not None:
             messages.append(view)
     if cache is not None:
-        cache.rotate(state.messages)
+        cache.rotate(state.messages, state.answered)
     loose = [known.decision(item) for item in state.interrupts if item.id not in known.attached]
     answerable = [
         item
@@ -729,16 +729,12 @@ def build_views(
     bulk_ok = bool(answerable) and state.can_approve_all and state.can_reject_all
     open_ids = {item.id for item in answerable if item.status in ("pending", "error")}
     cards = [t.decision for m in messages[fresh:] for t in m.tools if t.has_decision] + loose
-    if state.answered:
-        answered = decided_by or {}
-        if cache is None:
-            rows = [question_view(question, answered) for question in state.answered]
-        else:
-            rows = [cache.question(question, answered) for question in state.answered]
-        positions = cache.positions() if cache is not None else None
-        messages = _with_answers(messages, state, rows, positions)
-    if cache is not None:
-        cache.forget_questions(state.answered)
+    if state.answered and cache is None:
+        rows = [question_view(question, known.decided_by) for question in state.answered]
+        messages = _with_answers(messages, state, rows)
+    elif state.answered and cache is not None:
+        rows = [cache.question(question, known.decided_by) for question in state.answered]
+        messages = _with_answers(messages, state, rows, cache.positions())
     if focus:
         first = next((d for d in cards if d.id in open_ids), None)
         if first is not None:
