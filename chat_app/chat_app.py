@@ -45,7 +45,7 @@ from chat_app.observe import configure_logging, configure_tracing
 from chat_app.server import create_app
 from chat_app.server.collector import tune_collector
 from chat_app.server.metrics import MetricsSource
-from chat_app.server.run_input import read_run_input
+from chat_app.server.run_input import KeptRunInputReader, read_run_input
 from chat_app.trust import Identity, PolicyError, audit_report
 from chat_app.trust.store import DatabaseUnavailable
 from chat_app.ui import session
@@ -124,7 +124,8 @@ def _connection(identity: Callable[[], Identity]) -> Connection:
     def run(run_input: Any) -> Any:
         return agent.run(run_input, identity=identity())
 
-    return InProcessConnection(run, encode=event_to_wire, read=read_run_input)
+    # The tab's client sends its kept message dicts again with each request.
+    return InProcessConnection(run, encode=event_to_wire, read=KeptRunInputReader())
 
 
 def _remote_json(url: str) -> Mapping[str, Any] | None:

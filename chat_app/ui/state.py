@@ -265,8 +265,9 @@ class ChatState(IdentityState):
             running=self._desk_running,
         )  # fmt: skip
 
-    def _refresh(self, session: sessions.Session) -> None:
-        """Copy the client's state into the page's vars.
+    def _refresh(self, session: sessions.Session, *, save: bool = True) -> None:
+        """Copy the client's state into the page's vars, and save it (`_save`) unless `save`
+        is false (then the caller saves it soon after).
 
         Reflex sends every var assigned to, so each part of the transcript is assigned only
         when it differs: answering a decision sends the turn, not the history.
@@ -315,13 +316,19 @@ class ChatState(IdentityState):
         # A refused continuation is shown on its decisions, not again as a run error.
         self.run_error = "" if state.refused else state.error or ""
         self._refresh_streaming(client)
-        self._client_json = session.state_json.dump(state)
-        # The session holds what was just saved: the next event need not compare the two.
-        session.saved = self._client_json
+        if save:
+            self._save(session)
         fresh = [notice for notice in session.take_notices() if notice not in self._noticed]
         if fresh:
             self._noticed = [*self._noticed, *fresh]
             self.notices = [*self.notices, *fresh]
+
+    def _save(self, session: sessions.Session) -> None:
+        """Save the client's state in the tab's (`_client_json`): what a page or worker
+        taking the conversation over starts from."""
+        self._client_json = session.state_json.dump(session.client.state)
+        # The session holds what was just saved: the next event need not compare the two.
+        session.saved = self._client_json
 
     def _show_failure(self, message: str) -> bool:
         """A handler failed (`chat_app.ui.guard`): the chat's status row says so."""
@@ -1195,6 +1202,7 @@ class ChatState(IdentityState):
             elif time.monotonic() - last_flush < FLUSH_SECONDS and not task.done():
                 continue
             last_flush = time.monotonic()
+            save_after = False
             async with self:
                 if self._stop:
                     task.cancel()
@@ -1216,12 +1224,19 @@ class ChatState(IdentityState):
                     grew = len(client.messages) != shown
                     shown = len(client.messages)
                     if self._refresh_streaming(client) or flipped or grew:
-                        self._refresh(session)
+                        # A message's first words go out before the save (at 2,000 messages
+                        # it took ~2 ms), which follows at once, below.
+                        self._refresh(session, save=not first)
+                        save_after = first
                     # Stored at the next flush (an interval on, past the first words), and
                     # without holding the page: the write (544 KB and a commit at 2,000
                     # messages) ran alongside the continuation's start (its lease, its
                     # reading of the history) and held its first words back.
                     record_due = record_due or flipped
+            if save_after:
+                async with self:
+                    if self._shows(session):
+                        self._save(session)
             if address is not None:
                 yield address
 

@@ -24,7 +24,12 @@ from chat_app.agent.messages import History
 from chat_app.interrupts import message_views as _views
 from chat_app.interrupts.strict_json import MAX_NESTING, too_deep
 from chat_app.server import run_input
-from chat_app.server.run_input import TooDeep, read_run_input, read_run_input_json
+from chat_app.server.run_input import (
+    KeptRunInputReader,
+    TooDeep,
+    read_run_input,
+    read_run_input_json,
+)
 from tests.agent.references import assert_same_fields_given
 from tests.fixtures.loader import load_fixture
 
@@ -49,20 +54,27 @@ def _body(messages: Any, **extra: Any) -> dict[str, Any]:
 
 
 def _agree(data: dict[str, Any], depth_limit: int | None = None) -> RunAgentInput | str:
-    """Both readers on `data` (and the one-pass reader on its JSON text); asserts they agree
-    with the reference, returns the verdict."""
+    """Every reader on `data` (the one-pass reader on its JSON text, the kept reader twice:
+    the second time from what it kept); asserts they agree with the reference, returns the
+    verdict."""
     expected = _verdict(partial(_reference, depth_limit=depth_limit), data)
     got = _verdict(partial(read_run_input, depth_limit=depth_limit), data)
     text = json.dumps(data).encode()
     fast = read_run_input_json(text, depth_limit=depth_limit or MAX_NESTING)
+    kept_reader = KeptRunInputReader(depth_limit=depth_limit)
+    kept = [_verdict(kept_reader, data) for _ in range(2)]
     if isinstance(expected, str):
         assert got == expected
+        assert kept == [expected, expected]
         assert fast is None  # it never refuses: it leaves the body to the long way
         return expected
     assert isinstance(got, RunAgentInput)
     _assert_same(got, expected)
     if fast is not None:
         _assert_same(fast, expected)
+    for again in kept:
+        assert isinstance(again, RunAgentInput)
+        _assert_same(again, expected)
     return got
 
 
@@ -278,3 +290,40 @@ def test_messages_in_the_usual_shapes_are_not_walked_for_depth(
     with_extra = _body([{"id": "u", "role": "user", "content": "x", "extra": 1}])
     read_run_input(with_extra, depth_limit=200)
     assert walked[-1] == with_extra  # an unknown field: the whole body is walked
+
+
+def test_the_kept_reader_checks_only_the_dicts_it_has_not_seen() -> None:
+    """An in-process client sends its kept dicts again with each request: their views are
+    reused, a new dict is checked, and a dict that replaced one at the same place is too."""
+    first = [{"id": "u", "role": "user", "content": "delete project apollo"},
+             {"id": "a", "role": "assistant", "toolCalls": [_CALL]}]  # fmt: skip
+    reader = KeptRunInputReader()
+    before = reader(_body(first))
+    assert isinstance(before.messages, History)
+    result = {"id": "r", "role": "tool", "toolCallId": "c", "content": "done"}
+    changed = {**first[1], "content": "Deleting it."}
+    after = reader(_body([first[0], changed, result]))
+    assert isinstance(after.messages, History)
+    assert after.messages.views()[0] is before.messages.views()[0]
+    assert after.messages.views()[1] is not before.messages.views()[1]
+    _assert_same(after, RunAgentInput.model_validate(_body([first[0], changed, result])))
+    assert list(before.messages) == RunAgentInput.model_validate(_body(first)).messages
+
+
+def test_the_kept_reader_leaves_a_new_dict_it_cannot_check_to_pydantic() -> None:
+    reader = KeptRunInputReader()
+    good = {"id": "u", "role": "user", "content": "hello"}
+    reader(_body([good]))
+    bad = {"id": "x", "role": "robot", "content": "beep"}
+    with pytest.raises(ValidationError) as refused:
+        reader(_body([good, bad]))
+    with pytest.raises(ValidationError) as expected:
+        RunAgentInput.model_validate(_body([good, bad]))
+    assert str(refused.value) == str(expected.value)
+
+
+def test_the_kept_reader_forgets_dicts_no_longer_sent() -> None:
+    reader = KeptRunInputReader()
+    for n in range(200):
+        reader(_body([{"id": f"m{n}", "role": "user", "content": "x"}]))
+    assert len(reader._kept) <= 2 * 1 + 64 + 1
