@@ -66,6 +66,45 @@ from .views import (
 )
 
 FLUSH_SECONDS = 0.05
+#: How long an answer's continuation may go without words before the answer in flight is
+#: stored anyway (`InFlightRecord`).
+RECORD_WAIT_SECONDS = 0.5
+
+
+@dataclass
+class InFlightRecord:
+    """When a run's page stores the answer in flight on the desk (`ChatState._follow`).
+
+    Stored so that a page taking the conversation over after this worker died shows the
+    answer applied or failed, not open; but not before the continuation's first words nor
+    beside them: at 2,000 messages the write (its JSON, then a commit in a thread: 15-35 ms)
+    started by a flush between the answer and the first words held up the flush carrying
+    them (its start by 4-6 ms, its refresh by ~1.5). So it is due a flush after the first
+    words went out, or `RECORD_WAIT_SECONDS` after the answer left if none came.
+    """
+
+    due: bool = False
+    #: The continuation's first words went out since the answer left.
+    spoke: bool = False
+    #: When it is stored even without words (`time.monotonic()`).
+    by: float = 0.0
+
+    def answer_left(self, now: float) -> None:
+        """An answer left. Words in the same flush do not count: they may be the paused
+        run's own (its message is the one streamed as the continuation starts)."""
+        if not self.due:
+            self.due, self.spoke, self.by = True, False, now + RECORD_WAIT_SECONDS
+
+    def words_out(self) -> None:
+        """A message's first words went out in this flush."""
+        self.spoke = self.due
+
+    def take(self, now: float, *, first_words: bool) -> bool:
+        """Whether to start the write in this flush (then it is no longer due)."""
+        if self.due and not first_words and (self.spoke or now >= self.by):
+            self.due = False
+            return True
+        return False
 SUGGESTIONS = [
     "transfer 25 to Ada",
     "transfer 5000 to Ada",
@@ -1173,7 +1212,7 @@ class ChatState(IdentityState):
         client = session.client
         last_flush = 0.0
         first_words_of = ""  # the streamed message whose first words were flushed at once
-        record_due = False  # the answer in flight is still to be stored
+        record = InFlightRecord()
         # The messages the page shows: a message sent shows at once, before any reply (a
         # model may take seconds to its first word, or a remote agent say nothing for long).
         shown = len(client.messages)
@@ -1199,6 +1238,7 @@ class ChatState(IdentityState):
             first = streamed_id not in ("", first_words_of)
             if first:
                 first_words_of = streamed_id
+                record.words_out()
             elif time.monotonic() - last_flush < FLUSH_SECONDS and not task.done():
                 continue
             last_flush = time.monotonic()
@@ -1210,9 +1250,11 @@ class ChatState(IdentityState):
                     continue  # its person signed out: `_forget_person` stopped it
                 # The conversation's own address, when this write was its first stored.
                 address = self._take_recorded(session)
-                # Not beside the first words, nor after the run (`_work` stores it then).
-                if record_due and not first and not task.done() and session.recording is None:
-                    record_due = False
+                # Not after the run (`_work` stores it then), nor over a write under way.
+                if (
+                    not task.done() and session.recording is None
+                    and record.take(time.monotonic(), first_words=first)
+                ):  # fmt: skip
                     self._start_record(session)
                 if session.changed.is_set():
                     session.changed.clear()
@@ -1228,11 +1270,10 @@ class ChatState(IdentityState):
                         # it took ~2 ms), which follows at once, below.
                         self._refresh(session, save=not first)
                         save_after = first
-                    # Stored at the next flush (an interval on, past the first words), and
-                    # without holding the page: the write (544 KB and a commit at 2,000
-                    # messages) ran alongside the continuation's start (its lease, its
-                    # reading of the history) and held its first words back.
-                    record_due = record_due or flipped
+                    # Stored on the desk at a later flush (`InFlightRecord`), without
+                    # holding the page.
+                    if flipped:
+                        record.answer_left(time.monotonic())
             if save_after:
                 async with self:
                     if self._shows(session):

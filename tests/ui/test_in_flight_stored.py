@@ -4,9 +4,9 @@ The page stores its conversation on the desk after each run and once more as an 
 leaves (`ChatState._follow`): a worker that dies mid-continuation leaves the stored
 conversation with the answer in flight, which a page or `Desk.recover` taking it over shows
 applied or failed, with Retry, rather than open as if nobody had answered. That write goes on
-without holding the page (the continuation's first words do not wait for it); this checks it
-still lands early: words stream every 300 ms here, and the stored state is read while the
-reply is still streaming.
+without holding the page, after the continuation's first words (which do not wait for it);
+this checks it still lands early: words stream every 300 ms here, and the stored state shows
+the answer in flight while the reply is still streaming.
 """
 
 from __future__ import annotations
@@ -67,8 +67,13 @@ def test_the_answer_is_stored_in_flight_before_the_reply_ends(
         streaming = page.locator(".chat-message.streaming")
         expect(streaming).to_contain_text("Project", timeout=10_000)
 
-        (stored,) = stored_states(database, thread_of(page))
-        # Read while the reply still streams: not the run's last write.
+        thread = thread_of(page)
+        # Written a flush after the first words: read until it is there, while the reply
+        # still streams (so not the run's last write).
+        (stored,) = stored_states(database, thread)
+        while not stored.resuming and streaming.count():
+            page.wait_for_timeout(20)
+            (stored,) = stored_states(database, thread)
         expect(streaming).to_be_visible()
         assert stored.resuming, "the answer in flight was not stored"
         assert stored.manager.active_submission is not None
