@@ -12,7 +12,7 @@ reads exactly as pydantic words it for `RunAgentInput`, and what msgspec is stri
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 from ag_ui.core import Message, RunAgentInput
@@ -72,16 +72,18 @@ class KeptRunInputReader:
 
     Such a client sends the same dicts again with every request (`WireMessages` keeps each
     message's; a connection never changes a body), and every request carries the whole
-    history: checking 2,000 messages again took ~2 ms of each Approve click at that length.
-    Only dicts not seen before are checked now; the views are shared between requests'
-    histories, which build their models from them and never change them. A request whose
-    new messages the shallow views refuse, or that nests too deep around them, is read by
-    `read_run_input`, which decides as always.
+    history: checking 2,000 messages took ~2 ms of each Approve click at that length. So a
+    dict is checked the first time it comes, and its view reused while it keeps coming; the
+    views are shared between requests' histories, which build their models from them and
+    never change them. A request with a new message neither view takes, or that nests too
+    deep around its messages, is read by `read_run_input`, which decides as always.
     """
 
     def __init__(self, *, depth_limit: int | None = None) -> None:
         self._depth_limit = depth_limit
-        self._kept: dict[int, tuple[Mapping[str, Any], Any]] = {}
+        #: By `id()` of a message dict: the dict (held, so its id is not reused), its view,
+        #: and whether the history needs the dict too (a lenient view does not hold it all).
+        self._kept: dict[int, tuple[Mapping[str, Any], Any, bool]] = {}
 
     def __call__(self, data: Mapping[str, Any]) -> RunAgentInput:
         raw = data.get("messages")
@@ -89,26 +91,50 @@ class KeptRunInputReader:
         if type(raw) is not list or (limit is not None and not _fits_around_messages(data, limit)):
             return read_run_input(data, depth_limit=limit)
         kept = self._kept
-        views: list[Any] = []
+        entries: list[tuple[Mapping[str, Any], Any, bool] | None] = []
         new: list[int] = []
         for index, message in enumerate(raw):
             found = kept.get(id(message))
             if found is not None and found[0] is message:
-                views.append(found[1])
+                entries.append(found)
             else:
                 new.append(index)
-                views.append(None)
-        if new:
-            checked = _views_of([raw[index] for index in new], SHALLOW)
-            if checked is None:
-                return read_run_input(data, depth_limit=limit)
-            for index, view in zip(new, checked, strict=True):
-                views[index] = view
-                kept[id(raw[index])] = (raw[index], view)
+                entries.append(None)
+        if new and not self._check([raw[index] for index in new], new, entries):
+            return read_run_input(data, depth_limit=limit)
+        for index in new:
+            entry = entries[index]
+            assert entry is not None  # `_check` filled it
+            kept[id(raw[index])] = entry
         if len(kept) > 2 * len(raw) + 64:  # forget those no longer in the history
             self._kept = {id(message): kept[id(message)] for message in raw}
-        lazy = _lazy(data, History.checked(views))
+        checked = cast(list[tuple[Mapping[str, Any], Any, bool]], entries)
+        views = [view for _, view, _ in checked]
+        if any(needs for _, _, needs in checked):
+            history = History.checked(views, [m if needs else None for m, _, needs in checked])
+        else:
+            history = History.checked(views)
+        lazy = _lazy(data, history)
         return lazy if lazy is not None else read_run_input(data, depth_limit=limit)
+
+    def _check(
+        self,
+        messages: list[Any],
+        at: list[int],
+        entries: list[tuple[Mapping[str, Any], Any, bool] | None],
+    ) -> bool:
+        """Check new `messages` (at `at` in the request) into `entries`: shallow views, else
+        lenient ones, which keep their dict (only where no depth limit applies: the lenient
+        path of `read_run_input` walks the whole body first)."""
+        views = _views_of(messages, SHALLOW)
+        needs = False
+        if views is None and self._depth_limit is None:
+            views, needs = _views_of(messages, LENIENT), True
+        if views is None:
+            return False
+        for index, message, view in zip(at, messages, views, strict=True):
+            entries[index] = (message, view, needs)
+        return True
 
 
 def read_run_input_json(body: bytes, *, depth_limit: int) -> RunAgentInput | None:

@@ -71,40 +71,6 @@ FLUSH_SECONDS = 0.05
 RECORD_WAIT_SECONDS = 0.5
 
 
-@dataclass
-class InFlightRecord:
-    """When a run's page stores the answer in flight on the desk (`ChatState._follow`).
-
-    Stored so that a page taking the conversation over after this worker died shows the
-    answer applied or failed, not open; but not before the continuation's first words nor
-    beside them: at 2,000 messages the write (its JSON, then a commit in a thread: 15-35 ms)
-    started by a flush between the answer and the first words held up the flush carrying
-    them (its start by 4-6 ms, its refresh by ~1.5). So it is due a flush after the first
-    words went out, or `RECORD_WAIT_SECONDS` after the answer left if none came.
-    """
-
-    due: bool = False
-    #: The continuation's first words went out since the answer left.
-    spoke: bool = False
-    #: When it is stored even without words (`time.monotonic()`).
-    by: float = 0.0
-
-    def answer_left(self, now: float) -> None:
-        """An answer left. Words in the same flush do not count: they may be the paused
-        run's own (its message is the one streamed as the continuation starts)."""
-        if not self.due:
-            self.due, self.spoke, self.by = True, False, now + RECORD_WAIT_SECONDS
-
-    def words_out(self) -> None:
-        """A message's first words went out in this flush."""
-        self.spoke = self.due
-
-    def take(self, now: float, *, first_words: bool) -> bool:
-        """Whether to start the write in this flush (then it is no longer due)."""
-        if self.due and not first_words and (self.spoke or now >= self.by):
-            self.due = False
-            return True
-        return False
 SUGGESTIONS = [
     "transfer 25 to Ada",
     "transfer 5000 to Ada",
@@ -150,6 +116,48 @@ setTimeout(() => {
   if (control) { control.focus({preventScroll: true}); field.scrollIntoView({block: 'center'}); }
 }, 50)
 """
+
+
+@dataclass
+class InFlightRecord:
+    """When a run's page stores the answer in flight on the desk (`ChatState._follow`).
+
+    Stored so that a page taking the conversation over after this worker died shows the
+    answer applied or failed, not open. The write (its JSON, then a commit in a thread:
+    15-35 ms at 2,000 messages) holds up a flush it runs beside, so it waits for the
+    continuation's first words to go out, and starts a flush after them, or
+    `RECORD_WAIT_SECONDS` after the answer left if none came. A worker that dies before
+    that leaves the answer open in the stored conversation; answering it again is refused by
+    the ledger ("already answered; nothing ran"), so nothing runs twice.
+    """
+
+    due: bool = False
+    #: The message streamed when the answer left: the paused run's own, whose words are not
+    #: the continuation's.
+    shown: str = ""
+    #: The continuation's first words went out since the answer left.
+    spoke: bool = False
+    #: When it is stored even without words (`time.monotonic()`).
+    by: float = 0.0
+
+    def resuming_changed(self, now: float, *, shown: str) -> None:
+        """An answer left (or its continuation settled) while `shown` was the message
+        streamed."""
+        if not self.due:
+            self.due, self.shown, self.spoke = True, shown, False
+            self.by = now + RECORD_WAIT_SECONDS
+
+    def words_out(self, message_id: str) -> None:
+        """The first words of `message_id` went out in this flush."""
+        if self.due and message_id != self.shown:
+            self.spoke = True
+
+    def take(self, now: float, *, first_words: bool) -> bool:
+        """Whether to start the write in this flush (then it is no longer due)."""
+        if self.due and not first_words and (self.spoke or now >= self.by):
+            self.due = False
+            return True
+        return False
 
 
 def remember_click(
@@ -356,16 +364,18 @@ class ChatState(IdentityState):
         self.run_error = "" if state.refused else state.error or ""
         self._refresh_streaming(client)
         if save:
-            self._save(session)
+            self._save(session, state)
         fresh = [notice for notice in session.take_notices() if notice not in self._noticed]
         if fresh:
             self._noticed = [*self._noticed, *fresh]
             self.notices = [*self.notices, *fresh]
 
-    def _save(self, session: sessions.Session) -> None:
-        """Save the client's state in the tab's (`_client_json`): what a page or worker
-        taking the conversation over starts from."""
-        self._client_json = session.state_json.dump(session.client.state)
+    def _save(self, session: sessions.Session, state: ClientState | None = None) -> None:
+        """Save the client's state (`state`, read from it when not given) in the tab's
+        (`_client_json`): what a page or worker taking the conversation over starts from."""
+        if state is None:
+            state = session.client.state
+        self._client_json = session.state_json.dump(state)
         # The session holds what was just saved: the next event need not compare the two.
         session.saved = self._client_json
 
@@ -1238,7 +1248,7 @@ class ChatState(IdentityState):
             first = streamed_id not in ("", first_words_of)
             if first:
                 first_words_of = streamed_id
-                record.words_out()
+                record.words_out(streamed_id)
             elif time.monotonic() - last_flush < FLUSH_SECONDS and not task.done():
                 continue
             last_flush = time.monotonic()
@@ -1266,14 +1276,16 @@ class ChatState(IdentityState):
                     grew = len(client.messages) != shown
                     shown = len(client.messages)
                     if self._refresh_streaming(client) or flipped or grew:
-                        # A message's first words go out before the save (at 2,000 messages
-                        # it took ~2 ms), which follows at once, below.
+                        # A message's first words go out before the save (the client's
+                        # whole state as JSON: milliseconds at 2,000 messages), which
+                        # follows at once, below.
                         self._refresh(session, save=not first)
                         save_after = first
                     # Stored on the desk at a later flush (`InFlightRecord`), without
                     # holding the page.
                     if flipped:
-                        record.answer_left(time.monotonic())
+                        last = client.messages[-1].id if client.messages else ""
+                        record.resuming_changed(time.monotonic(), shown=last)
             if save_after:
                 async with self:
                     if self._shows(session):

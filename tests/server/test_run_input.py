@@ -322,8 +322,28 @@ def test_the_kept_reader_leaves_a_new_dict_it_cannot_check_to_pydantic() -> None
     assert str(refused.value) == str(expected.value)
 
 
-def test_the_kept_reader_forgets_dicts_no_longer_sent() -> None:
+def test_the_kept_reader_keeps_what_only_the_lenient_views_take() -> None:
+    """A field the schema does not name: pydantic ignores it, the shallow views refuse it."""
+    odd = {"id": "t", "role": "tool", "content": "done", "toolCallId": "c", "x": 1}
+    assert run_input._views_of([odd], _views.SHALLOW) is None
+    reader = KeptRunInputReader()
+    body = _body([_USER, {"id": "a", "role": "assistant", "toolCalls": [_CALL]}, odd])
+    first, again = reader(body), reader(body)
+    assert isinstance(first.messages, History) and isinstance(again.messages, History)
+    assert again.messages.views()[2] is first.messages.views()[2]
+    _assert_same(again, RunAgentInput.model_validate(body))
+
+
+def test_the_kept_reader_forgets_dicts_no_longer_sent_and_keeps_those_still_sent() -> None:
     reader = KeptRunInputReader()
     for n in range(200):
-        reader(_body([{"id": f"m{n}", "role": "user", "content": "x"}]))
-    assert len(reader._kept) <= 2 * 1 + 64 + 1
+        reader(_body([_USER, {"id": f"m{n}", "role": "user", "content": "x"}]))
+    assert len(reader._kept) <= 2 * 2 + 64 + 1
+    last = _body([_USER, {"id": "m199", "role": "user", "content": "x"}])
+    before = reader(_body([_USER]))
+    after = reader(last)
+    assert isinstance(before.messages, History) and isinstance(after.messages, History)
+    assert after.messages.views()[0] is before.messages.views()[0]
+
+
+_USER = {"id": "u", "role": "user", "content": "hello"}

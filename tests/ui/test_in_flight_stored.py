@@ -74,9 +74,9 @@ def test_the_answer_is_stored_in_flight_before_the_reply_ends(
         while not stored.resuming and streaming.count():
             page.wait_for_timeout(20)
             (stored,) = stored_states(database, thread)
-        expect(streaming).to_be_visible()
-        assert stored.resuming, "the answer in flight was not stored"
+        assert stored.resuming, "the answer in flight was not stored while the reply streamed"
         assert stored.manager.active_submission is not None
+        expect(streaming).to_be_visible()
 
         expect(page.get_by_text("Project apollo is deleted.")).to_be_visible(timeout=20_000)
         expect(streaming).to_have_count(0)
