@@ -12,7 +12,7 @@ reads exactly as pydantic words it for `RunAgentInput`, and what msgspec is stri
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 from ag_ui.core import Message, RunAgentInput
@@ -66,6 +66,10 @@ def read_run_input(data: Mapping[str, Any], *, depth_limit: int | None = None) -
     return RunAgentInput.model_validate(data)  # pydantic decides, in its own words
 
 
+#: What `KeptRunInputReader` finds for a dict it has not kept (no request item is this).
+_UNSEEN = (object(),)
+
+
 class KeptRunInputReader:
     """`read_run_input` for the requests of one in-process client, each message's check
     kept by the identity of its dict.
@@ -91,50 +95,34 @@ class KeptRunInputReader:
         if type(raw) is not list or (limit is not None and not _fits_around_messages(data, limit)):
             return read_run_input(data, depth_limit=limit)
         kept = self._kept
-        entries: list[tuple[Mapping[str, Any], Any, bool] | None] = []
-        new: list[int] = []
-        for index, message in enumerate(raw):
-            found = kept.get(id(message))
-            if found is not None and found[0] is message:
-                entries.append(found)
-            else:
-                new.append(index)
-                entries.append(None)
-        if new and not self._check([raw[index] for index in new], new, entries):
-            return read_run_input(data, depth_limit=limit)
-        for index in new:
-            entry = entries[index]
-            assert entry is not None  # `_check` filled it
-            kept[id(raw[index])] = entry
+        new = [message for message in raw if kept.get(id(message), _UNSEEN)[0] is not message]
+        if new:
+            checked = self._check(new)
+            if checked is None:
+                return read_run_input(data, depth_limit=limit)
+            kept.update((id(entry[0]), entry) for entry in checked)
+        entries = [kept[id(message)] for message in raw]
         if len(kept) > 2 * len(raw) + 64:  # forget those no longer in the history
-            self._kept = {id(message): kept[id(message)] for message in raw}
-        checked = cast(list[tuple[Mapping[str, Any], Any, bool]], entries)
-        views = [view for _, view, _ in checked]
-        if any(needs for _, _, needs in checked):
-            history = History.checked(views, [m if needs else None for m, _, needs in checked])
+            self._kept = {id(entry[0]): entry for entry in entries}
+        views = [view for _, view, _ in entries]
+        if any(needs for _, _, needs in entries):
+            history = History.checked(views, [m if needs else None for m, _, needs in entries])
         else:
             history = History.checked(views)
         lazy = _lazy(data, history)
         return lazy if lazy is not None else read_run_input(data, depth_limit=limit)
 
-    def _check(
-        self,
-        messages: list[Any],
-        at: list[int],
-        entries: list[tuple[Mapping[str, Any], Any, bool] | None],
-    ) -> bool:
-        """Check new `messages` (at `at` in the request) into `entries`: shallow views, else
-        lenient ones, which keep their dict (only where no depth limit applies: the lenient
-        path of `read_run_input` walks the whole body first)."""
+    def _check(self, messages: list[Any]) -> list[tuple[Mapping[str, Any], Any, bool]] | None:
+        """New `messages` checked: shallow views, else lenient ones, which keep their dict
+        (only where no depth limit applies: the lenient path of `read_run_input` walks the
+        whole body first); `None` when neither takes them all."""
         views = _views_of(messages, SHALLOW)
         needs = False
         if views is None and self._depth_limit is None:
             views, needs = _views_of(messages, LENIENT), True
         if views is None:
-            return False
-        for index, message, view in zip(at, messages, views, strict=True):
-            entries[index] = (message, view, needs)
-        return True
+            return None
+        return [(message, view, needs) for message, view in zip(messages, views, strict=True)]
 
 
 def read_run_input_json(body: bytes, *, depth_limit: int) -> RunAgentInput | None:

@@ -132,25 +132,19 @@ class InFlightRecord:
     """
 
     due: bool = False
-    #: The message streamed when the answer left: the paused run's own, whose words are not
-    #: the continuation's.
-    shown: str = ""
     #: The continuation's first words went out since the answer left.
     spoke: bool = False
     #: When it is stored even without words (`time.monotonic()`).
     by: float = 0.0
 
-    def resuming_changed(self, now: float, *, shown: str) -> None:
-        """An answer left (or its continuation settled) while `shown` was the message
-        streamed."""
+    def resuming_changed(self, now: float) -> None:
+        """An answer left (or its continuation settled)."""
         if not self.due:
-            self.due, self.shown, self.spoke = True, shown, False
-            self.by = now + RECORD_WAIT_SECONDS
+            self.due, self.spoke, self.by = True, False, now + RECORD_WAIT_SECONDS
 
-    def words_out(self, message_id: str) -> None:
-        """The first words of `message_id` went out in this flush."""
-        if self.due and message_id != self.shown:
-            self.spoke = True
+    def words_out(self) -> None:
+        """A new message's first words went out in this flush."""
+        self.spoke = self.due
 
     def take(self, now: float, *, first_words: bool) -> bool:
         """Whether to start the write in this flush (then it is no longer due)."""
@@ -1221,7 +1215,10 @@ class ChatState(IdentityState):
         """Stream the task's progress into the page until it is done (Stop cancels it)."""
         client = session.client
         last_flush = 0.0
-        first_words_of = ""  # the streamed message whose first words were flushed at once
+        # The streamed message whose first words were flushed at once: to begin with, the
+        # page's last reply, whose words it shows already (a continuation's first flush is
+        # not its words).
+        first_words_of = streaming_preview(client.messages)[0]
         record = InFlightRecord()
         # The messages the page shows: a message sent shows at once, before any reply (a
         # model may take seconds to its first word, or a remote agent say nothing for long).
@@ -1248,7 +1245,7 @@ class ChatState(IdentityState):
             first = streamed_id not in ("", first_words_of)
             if first:
                 first_words_of = streamed_id
-                record.words_out(streamed_id)
+                record.words_out()
             elif time.monotonic() - last_flush < FLUSH_SECONDS and not task.done():
                 continue
             last_flush = time.monotonic()
@@ -1276,16 +1273,15 @@ class ChatState(IdentityState):
                     grew = len(client.messages) != shown
                     shown = len(client.messages)
                     if self._refresh_streaming(client) or flipped or grew:
-                        # A message's first words go out before the save (the client's
-                        # whole state as JSON: milliseconds at 2,000 messages), which
-                        # follows at once, below.
-                        self._refresh(session, save=not first)
-                        save_after = first
+                        # An answer leaving and a message's first words go out before the
+                        # save (the client's whole state as JSON: milliseconds at 2,000
+                        # messages), which follows at once, below.
+                        save_after = first or flipped
+                        self._refresh(session, save=not save_after)
                     # Stored on the desk at a later flush (`InFlightRecord`), without
                     # holding the page.
                     if flipped:
-                        last = client.messages[-1].id if client.messages else ""
-                        record.resuming_changed(time.monotonic(), shown=last)
+                        record.resuming_changed(time.monotonic())
             if save_after:
                 async with self:
                     if self._shows(session):

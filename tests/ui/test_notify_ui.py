@@ -558,7 +558,11 @@ def test_a_requester_not_looking_is_emailed_how_it_ended(
         assert "Rejected: transfer (recipient=Ada, amount=5000)" in text
         assert "Rejected by Ada: Not this quarter." in text
         assert f"Open the conversation: {app.url}/c/{thread}" in text
-        [ended] = [body for body in app.webhooks(thread) if body["event"] == "decided"]
+        # The webhook is a delivery of its own: it may land after the email.
+        [ended] = eventually(
+            lambda: [body for body in app.webhooks(thread) if body["event"] == "decided"],
+            "the webhook telling the decision",
+        )
         assert (ended["outcome"], ended["reason"]) == ("rejected", "Not this quarter.")
 
 
