@@ -120,8 +120,10 @@ def hydrated(page: Page) -> None:
 
 
 def ask(page: Page, text: str) -> None:
-    """Type `text` in the composer and send it."""
+    """Type `text` in the composer and send it once Send is there to press, as a person
+    does: a run's reply shows before its last write, and Enter does nothing until then."""
     page.locator("#composer-input").fill(text)
+    run_ended(page)
     page.locator("#composer-input").press("Enter")
 
 
