@@ -98,3 +98,29 @@ def test_a_reader_who_scrolled_up_keeps_their_place(page: Page, screenshot_dir: 
     expect(page.locator('.tool-card[data-tool="refund"]')).to_be_in_viewport()
     run_ended(page)
     expect(page.locator(".chat-message").last).to_be_in_viewport()
+
+
+def test_the_browser_moving_the_log_down_does_not_stop_it_following(
+    page: Page, screenshot_dir: Path
+) -> None:
+    """A card that arrives can make the browser move the log down by itself (scroll
+    anchoring: something above the anchored line changed), to short of the end. That is no
+    reader scrolling: the log follows on, to the card. These steps did it reliably."""
+    page.set_viewport_size({"width": 1200, "height": 700})
+    log = page.locator("#transcript")
+    ask(page, "delete project apollo")
+    page.locator(".approval-card button.approve").click()
+    expect(page.get_by_text("Project apollo is deleted.")).to_be_visible()
+    ask(page, "transfer 32 to Ada")
+    page.locator(".approval-card button.reject").click()
+    page.locator('.form-reject input[name="reason"]').fill("Wrong account")
+    page.locator(".form-reject button[type=submit]").click()
+    expect(page.get_by_text("Reason: Wrong account.")).to_be_visible()
+    ask(page, "transfer 5000 to Ada")  # finance's to decide: the card waits
+    waiting = page.locator('.tool-card[data-tool="transfer"]').last.locator(".waiting-label")
+    expect(waiting).to_be_visible()
+    run_ended(page)
+    expect(log).to_have_attribute("data-following", "true")
+    expect(waiting).to_be_in_viewport()
+    expect(page.locator(f"#{JUMP_ID}")).to_be_hidden()
+    page.screenshot(path=str(screenshot_dir / "following-card-waits.png"))

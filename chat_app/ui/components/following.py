@@ -38,11 +38,14 @@ JUMP_ID = "jump-to-newest"
 #: log's own scrolling is told from the reader's by the position it left: the first scroll
 #: event after it, at that position, is its own. The reader stops it following by moving up
 #: (a wheel, a key or a finger, seen as it starts, before a frame of the reply could pull
-#: them back down) or by scrolling further than `NEAR_END_PX` from the end, and starts it
-#: again by scrolling down to there. A position moving up by itself is the browser keeping
-#: the view steady while a block above is measured (`content-visibility`): it changes
-#: nothing. A submit of the form holding `data-sent-from`, Newest, and `data-thread`
-#: changing (another conversation shown) follow again.
+#: them back down) or by scrolling up further than `NEAR_END_PX` from the end (a scroll bar
+#: dragged), and starts it again by scrolling down to there. A position moving up by itself
+#: is the browser keeping the view steady while a block above is measured
+#: (`content-visibility`): it changes nothing. Nor does one moving down by itself, short of
+#: the end: a following reader is at the end and cannot scroll further down, so that is the
+#: browser's scroll anchoring as what arrives changes a line above the anchored one (the log
+#: then follows on to the end). A submit of the form holding `data-sent-from`, Newest, and
+#: `data-thread` changing (another conversation shown) follow again.
 _FOLLOW = Template("""
 useLayoutEffect(() => {
   const log = $ref.current;
@@ -67,7 +70,8 @@ useLayoutEffect(() => {
     if (placed !== null && Math.abs(top - placed) < 1) { placed = null; return; }
     placed = null;
     const left = log.scrollHeight - top - log.clientHeight;
-    const now = left > $near ? false : top > lastTop ? true : following;
+    const down = top > lastTop;
+    const now = down ? following || left <= $near : left > $near ? false : following;
     lastTop = top;
     if (now !== following) { following = now; mark(); }
   };
