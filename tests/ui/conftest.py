@@ -17,9 +17,9 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
@@ -117,6 +117,22 @@ def fresh_page(browser: Browser, base_url: str, **options: Any) -> Iterator[Page
 def hydrated(page: Page) -> None:
     """Wait until Reflex has hydrated the page (the tests' signal that it is live)."""
     page.wait_for_selector('#app-root[data-hydrated="true"]')
+
+
+T = TypeVar("T")
+
+
+def eventually(found: Callable[[], T | None], what: str, timeout: float = 30.0) -> T:
+    """Poll `found` until it gives something (not a fixed sleep: it returns as soon as it
+    does); fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = found()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: nothing within {timeout:.0f} s")
+        time.sleep(0.1)
 
 
 def ask(page: Page, text: str) -> None:

@@ -21,7 +21,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from chat_app.client import ClientState
-from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, sign_in_as_demo
+from tests.ui.conftest import app_copy, ask, eventually, fresh_page, hydrated, sign_in_as_demo
 
 pytestmark = pytest.mark.browser
 
@@ -82,11 +82,11 @@ def test_the_answer_is_stored_in_flight_before_the_reply_ends(
         expect(streaming).to_have_count(0)
         # The run's last write follows the reply's end on the page (after the write in
         # flight, if that one is still going).
-        for _ in range(200):
-            (done,) = stored_states(database, thread)
-            if not done.resuming:
-                break
-            page.wait_for_timeout(50)
+        def finished() -> ClientState | None:
+            (state,) = stored_states(database, thread)
+            return None if state.resuming else state
+
+        done = eventually(finished, "the run's last write")
         assert not done.resuming and done.status == "ready"
 
 

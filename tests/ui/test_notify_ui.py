@@ -17,12 +17,12 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import unquote
 
 import pytest
@@ -45,7 +45,7 @@ from tests.live_server import free_port
 from tests.notify.servers import Mail, SmtpReceiver, WebhookReceiver, smtp_server, webhook_receiver
 from tests.ui import app_server
 from tests.ui.app_server import REPO_ROOT, app_env
-from tests.ui.conftest import app_copy, ask, fresh_page, hydrated
+from tests.ui.conftest import app_copy, ask, eventually, fresh_page, hydrated
 
 pytestmark = pytest.mark.browser
 
@@ -58,8 +58,6 @@ WAITING_FOR_FINANCE = "Waiting for finance — you asked for this, so someone el
 ESCALATED = "escalated to admin after 4 s"
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
-T = TypeVar("T")
-
 
 @pytest.fixture(autouse=True, scope="module")
 def _patient_expect() -> Iterator[None]:
@@ -67,19 +65,6 @@ def _patient_expect() -> Iterator[None]:
     expect.set_options(timeout=20_000)
     yield
     expect.set_options(timeout=None)
-
-
-def eventually(found: Callable[[], T | None], what: str, timeout: float = 30.0) -> T:
-    """Poll `found` until it gives something (not a fixed sleep: it returns as soon as it
-    does); fail with `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = found()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: nothing within {timeout:.0f} s")
-        time.sleep(0.1)
 
 
 # --- the words, in-process --------------------------------------------------------------------

@@ -71,7 +71,8 @@ useLayoutEffect(() => {
     placed = null;
     const left = log.scrollHeight - top - log.clientHeight;
     const down = top > lastTop;
-    const now = down ? following || left <= $near : left > $near ? false : following;
+    const near = left <= $near;
+    const now = down ? following || near : following && near;
     lastTop = top;
     if (now !== following) { following = now; mark(); }
   };
