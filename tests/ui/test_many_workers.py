@@ -199,6 +199,30 @@ class Tab:
     console: list[str] = field(default_factory=list)
     receipt: str = ""
     tokens: list[str] = field(default_factory=list)  # Reflex's client token: paused, done
+    #: The tab's sockets as they opened and closed, and the events it sent on them: what a
+    #: failure report needs to say where a click went.
+    sockets: list[str] = field(default_factory=list)
+    #: Frames each of those sockets received.
+    received: list[int] = field(default_factory=list)
+
+    def watch(self, socket: Any) -> None:
+        number = len(self.received)
+        self.received.append(0)
+        self.sockets.append(f"{time.monotonic():.2f} open {number} {socket.url}")
+        socket.on("framesent", lambda payload: self._sent(number, payload))
+        socket.on("framereceived", lambda _: self._received(number))
+        socket.on("close", lambda _: self.sockets.append(f"{time.monotonic():.2f} close {number}"))
+
+    def _received(self, number: int) -> None:
+        self.received[number] += 1
+
+    def _sent(self, number: int, payload: str | bytes) -> None:
+        text = payload if isinstance(payload, str) else payload.decode(errors="replace")
+        if '"name"' in text:  # an event, not the transport's pings
+            event = re.search(r'"name":\s*"([^"]+)"', text)
+            self.sockets.append(
+                f"{time.monotonic():.2f} sent {number} {event.group(1) if event else text[:120]}"
+            )
 
     @property
     def amount(self) -> int:
@@ -254,6 +278,7 @@ def test_fifty_tabs_pause_and_resume_across_a_killed_worker(
                         tab.context.set_default_timeout(WAIT_MS)
                         tab.page = page = await tab.context.new_page()
                         page.on("pageerror", lambda exc: tab.errors.append(str(exc)))
+                        page.on("websocket", tab.watch)
                         page.on(
                             "console",
                             lambda msg: tab.console.append(f"{time.monotonic():.1f} {msg.text}"),
@@ -275,15 +300,21 @@ def test_fifty_tabs_pause_and_resume_across_a_killed_worker(
                         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
                         await tab.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
                         text = await tab.page.locator("body").inner_text()
+                        storage = await tab.page.evaluate("JSON.stringify(sessionStorage)")
                         (SCREENSHOTS / f"{name}.txt").write_text(
                             f"{error}\n--- page ---\n{text}\n--- console ---\n"
                             + "\n".join(tab.console)
+                            + "\n--- sockets ---\n"
+                            + "\n".join(tab.sockets)
+                            + f"\nframes received per socket: {tab.received}"
+                            + f"\n--- killed ---\n{killed}\n--- sessionStorage ---\n{storage}"
                         )
                         raise
 
                 async def _approve(tab: Tab) -> None:
                     page = tab.page
                     async with busy:
+                        tab.sockets.append(f"{time.monotonic():.2f} click")
                         await page.locator(".approval-card button.approve").click()
                         done = page.locator('.tool-card[data-tool="transfer"] .tool-status')
                         await expect(done).to_have_text("Done", timeout=WAIT_MS)
@@ -311,7 +342,9 @@ def test_fifty_tabs_pause_and_resume_across_a_killed_worker(
                 # Kill the worker that holds the most connections, during the pause.
                 per_worker = _connections_per_worker(app.workers(), app.port)
                 victim = max(per_worker, key=lambda pid: per_worker[pid])
-                killed.update(pid=victim, connections=dict(per_worker))
+                killed.update(
+                    pid=victim, connections=dict(per_worker), at=f"{time.monotonic():.2f}"
+                )
                 os.kill(victim, signal.SIGKILL)
                 deadline = time.monotonic() + 60
                 while Path(f"/proc/{victim}").exists() and time.monotonic() < deadline:
@@ -372,7 +405,8 @@ def test_fifty_tabs_pause_and_resume_across_a_killed_worker(
     # conversation over from the old token (ChatState.shown_under).
     new_tokens = sum(1 for tab in tabs if tab.tokens[0] != tab.tokens[-1])
     sys.stderr.write(
-        f"\n[many-workers] {new_tokens} tabs came back under a new token; "
+        f"\n[many-workers] {new_tokens} tabs came back under a new token; sockets a tab "
+        f"opened: {dict(Counter(len(tab.received) for tab in tabs))}; "
         f"workers {workers}; killed {victim} holding "
         f"{killed['connections'][victim]} of {sum(killed['connections'].values())} "
         f"connections {killed['connections']}; now {app.workers()}; "
