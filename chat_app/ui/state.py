@@ -100,6 +100,8 @@ WATCH_SECONDS = 10.0
 #: view: a tab put in the background stops holding their notices back within this.
 LOOK_SECONDS = 5.0
 IN_VIEW = "document.visibilityState"
+#: How `remember_click` notes an answer in the tab (`UNCONFIRMED_KEY`), unless it is a draft.
+STORE_NOTE = "((key, note, draft) => draft === '1' ? undefined : sessionStorage.setItem(key, note))"
 
 _log = logging.getLogger(__name__)
 
@@ -154,6 +156,11 @@ class InFlightRecord:
         return False
 
 
+def browser_call(script: str, call_id: str) -> str:
+    """The JavaScript that runs a browser tool's `script` and answers `{id, value}`."""
+    return f"Promise.resolve({script}).then(v => ({{id: {json.dumps(call_id)}, value: v}}))"
+
+
 def remember_click(
     answer: str,
     interrupt_id: rx.Var[str] | str = "",
@@ -176,9 +183,7 @@ def remember_click(
     one the server has not received.
     """
     note = rx.Var.create({"answer": answer, "id": interrupt_id, "form": form_data}).to_string()
-    store: FunctionStringVar[Any] = FunctionStringVar.create(
-        "((key, note, draft) => draft === '1' ? undefined : sessionStorage.setItem(key, note))"
-    )
+    store: FunctionStringVar[Any] = FunctionStringVar.create(STORE_NOTE)
     return rx.run_script(store.call(UNCONFIRMED_KEY, note, draft if draft is not None else ""))
 
 
@@ -628,7 +633,7 @@ class ChatState(IdentityState):
         self.owner_name = self.owner_name or recorded.owner.name
         if first and self._route_thread() != thread:
             return rx.call_script(
-                f"window.history.replaceState(null, '', {address(thread)!r})"
+                f"window.history.replaceState(null, '', {json.dumps(address(thread))})"
             )
         return None
 
@@ -1226,10 +1231,8 @@ class ChatState(IdentityState):
         while True:
             for call in session.bridge.take_unsent():
                 # A JavaScript client tool: the page evaluates it and posts the value back.
-                yield rx.call_script(
-                    f"Promise.resolve({call.script}).then(v => ({{id: {call.id!r}, value: v}}))",
-                    callback=ChatState.browser_result,
-                )
+                yield rx.call_script(browser_call(call.script, call.id),
+                                     callback=ChatState.browser_result)  # fmt: skip
             if task.done():
                 break
             changed = asyncio.ensure_future(session.changed.wait())

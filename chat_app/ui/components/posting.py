@@ -27,6 +27,18 @@ def post_and_follow(
     -> parameter; read as the click happens, so a click before the page's state has loaded
     sends them too) and, as the field `here_as`, the page's own path (to come back to), then
     go where the server redirects."""
+    return rx.call_script(post_script(action, fields, values, here_as=here_as, query=query))
+
+
+def post_script(
+    action: str,
+    fields: dict[str, str],
+    values: dict[str, str],
+    *,
+    here_as: str = "",
+    query: dict[str, str] | None = None,
+) -> str:
+    """The JavaScript of `post_and_follow`."""
     reads = [
         f"{json.dumps(name)}: (document.getElementById({json.dumps(element)}) || {{}}).value"
         " || ''"
@@ -39,9 +51,8 @@ def post_and_follow(
     if here_as:
         reads.append(f"{json.dumps(here_as)}: window.location.pathname + window.location.search")
     body = ", ".join([f"...{json.dumps(values)}", *reads])
-    script = (
+    return (
         f"fetch({json.dumps(action)}, {{method: 'POST', credentials: 'same-origin', "
         f"body: new URLSearchParams({{{body}}})}})"
         ".then(r => window.location.assign(r.url))"
     )
-    return rx.call_script(script)
