@@ -9,25 +9,13 @@ password included, goes straight to the route; it never passes through the page'
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import ParamSpec
 
 import reflex as rx
 from reflex.event import EventSpec
 
-
-def post_and_follow(
-    action: str,
-    fields: dict[str, str],
-    values: dict[str, str],
-    *,
-    here_as: str = "",
-    query: dict[str, str] | None = None,
-) -> EventSpec:
-    """POST `action` with the current values of the inputs `fields` names (form field ->
-    element id), the fixed `values`, the page's address parameters `query` names (form field
-    -> parameter; read as the click happens, so a click before the page's state has loaded
-    sends them too) and, as the field `here_as`, the page's own path (to come back to), then
-    go where the server redirects."""
-    return rx.call_script(post_script(action, fields, values, here_as=here_as, query=query))
+_P = ParamSpec("_P")
 
 
 def post_script(
@@ -38,7 +26,11 @@ def post_script(
     here_as: str = "",
     query: dict[str, str] | None = None,
 ) -> str:
-    """The JavaScript of `post_and_follow`."""
+    """POST `action` with the current values of the inputs `fields` names (form field ->
+    element id), the fixed `values`, the page's address parameters `query` names (form field
+    -> parameter; read as the click happens, so a click before the page's state has loaded
+    sends them too) and, as the field `here_as`, the page's own path (to come back to), then
+    go where the server redirects: the JavaScript (`post_and_follow` is the event)."""
     reads = [
         f"{json.dumps(name)}: (document.getElementById({json.dumps(element)}) || {{}}).value"
         " || ''"
@@ -56,3 +48,14 @@ def post_script(
         f"body: new URLSearchParams({{{body}}})}})"
         ".then(r => window.location.assign(r.url))"
     )
+
+
+def _run(script: Callable[_P, str]) -> Callable[_P, EventSpec]:
+    def event(*args: _P.args, **kwargs: _P.kwargs) -> EventSpec:
+        return rx.call_script(script(*args, **kwargs))
+
+    return event
+
+
+#: `post_script` as the event that runs it.
+post_and_follow = _run(post_script)
