@@ -85,6 +85,22 @@ def test_reject_needs_a_reason_and_the_model_reads_it(page: Page, screenshot_dir
     shot(page, screenshot_dir, "transfer-rejected")
 
 
+def test_markup_typed_in_a_reason_reaches_the_reply_as_text(page: Page) -> None:
+    """The model's reply carries the reason as typed; HTML in it is shown, never rendered
+    (one person's reason is read on another's page: it must not be able to cover it)."""
+    ask(page, "transfer 25 to Ada")
+    page.locator(".approval-card button.reject").click()
+    typed = '<div id="typed-markup" style="position:fixed;inset:0">Session expired</div>'
+    page.locator('.form-reject input[name="reason"]').fill(typed)
+    page.locator(".form-reject button[type=submit]").click()
+    reply = page.locator('.chat-message[data-role="assistant"]').filter(has_text="Reason:")
+    expect(reply).to_contain_text(f"Reason: {typed}")
+    expect(page.locator("#typed-markup")).to_have_count(0)
+    # The reply's own Markdown still renders: the demo's help has bold tool names.
+    ask(page, "hello")
+    expect(page.locator('.chat-message[data-role="assistant"] strong').first).to_be_visible()
+
+
 def test_cancel_runs_nothing(page: Page, screenshot_dir: Path) -> None:
     ask(page, "delete project apollo")
     assert_one_row(page.locator(".approval-card"), "approve", "cancel")

@@ -43,6 +43,13 @@ _MESSAGE_GAP = "3"
 _SETTLED_STYLE = {"content-visibility": "auto", "contain-intrinsic-size": "auto 4000px"}
 
 
+def _reply(text: Prop[str]) -> rx.Component:
+    """A model's words as Markdown, any HTML in them shown as the text it is: the words carry
+    what people typed (a reason, a note), and one person's markup must not become another's
+    page (a covering `<div>`, a link styled as the app's)."""
+    return rx.markdown(text, use_raw=False)
+
+
 @rx.memo
 def tool_fold(label: rx.Var[str], text: rx.Var[str], rest: rx.RestProp) -> rx.Component:
     """`text` (JSON) folded under `label`, unfolded by a click, in the page alone.
@@ -232,7 +239,7 @@ def message_rows(events: DecisionEvents) -> MessageRow:
                         rx.cond(
                             is_user,
                             rx.text(message.text, white_space="pre-wrap", size="3"),
-                            rx.markdown(message.text),
+                            _reply(message.text),
                         ),
                         class_name="chat-message",
                         data_role=message.role,
@@ -292,7 +299,7 @@ def streaming_row(
         message_id != "",
         rx.vstack(
             rx.box(
-                rx.markdown(text),
+                _reply(text),
                 class_name="chat-message streaming",
                 data_role="assistant",
                 aria_live="polite",
