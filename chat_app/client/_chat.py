@@ -549,8 +549,9 @@ class ChatClient:
         notes = {question.item.id: question for question in self._answered}
         entries = {str(entry.get("interruptId", "")): entry for entry in submission.resolutions}
         here = self._stream.messages[-1].id if self._stream.messages else ""
+        tools = self._manager.client_tool_item_ids()  # their output is shown at the call
         for item in self._manager.items_of(entries):
-            if isinstance(item, GenericInterrupt):
+            if isinstance(item, GenericInterrupt) and item.id not in tools:
                 before = notes.get(item.id)
                 notes[item.id] = AnsweredQuestion(
                     item=item,

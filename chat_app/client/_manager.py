@@ -360,19 +360,14 @@ class InterruptManager:
     ) -> tuple[bool, Submission | None]:
         """Stage a client tool's output for its (hidden) item; `(found, submission)`."""
         for item in self._items:
-            binding = item.binding or {}
-            hidden = (
-                item.kind == "client-tool-execution" and binding.get("toolCallId") == tool_call_id
-            )
-            degraded = (
-                item.kind == "generic"
-                and item.descriptor.get("reason") in (CLIENT_TOOL_REASON, LEGACY_CLIENT_TOOL_REASON)
-                and item.descriptor.get("toolCallId") == tool_call_id
-                and legacy_kind(item.descriptor) == "client_tool"
-            )
-            if hidden or degraded:
+            if _runs_a_client_tool(item) and _call_id_of(item) == tool_call_id:
                 return True, self._resolve_item(item, Decision.answer(item.id, output), None)
         return False, None
+
+    def client_tool_item_ids(self) -> set[str]:
+        """The items that carry a client tool's output: what answers them is the tool call's
+        result, not a person's answer."""
+        return {item.id for item in self._items if _runs_a_client_tool(item)}
 
     # --- root operations ----------------------------------------------------------------
 
@@ -782,3 +777,21 @@ def _unsent(item: Record) -> ItemStatus:
     """What an item of a batch that was not taken becomes: still expired (its expiry goes
     again with the batch, and nobody can answer it), else in error until answered again."""
     return "expired" if item.expiry_note is not None else "error"
+
+
+def _runs_a_client_tool(item: Record) -> bool:
+    """A client tool's item: bound as one (hidden), or TanStack's legacy marker on a generic
+    one (degraded)."""
+    if item.kind == "client-tool-execution":
+        return True
+    return (
+        item.kind == "generic"
+        and item.descriptor.get("reason") in (CLIENT_TOOL_REASON, LEGACY_CLIENT_TOOL_REASON)
+        and legacy_kind(item.descriptor) == "client_tool"
+    )
+
+
+def _call_id_of(item: Record) -> object:
+    if item.kind == "client-tool-execution":
+        return (item.binding or {}).get("toolCallId")
+    return item.descriptor.get("toolCallId")

@@ -115,6 +115,7 @@ async def test_a_client_tool_runs_by_itself_and_its_result_goes_into_history(
     assert backend.executed == ["get_local_time"]
     part = only(client, "get_local_time")
     assert (part.status, part.output, client.interrupts) == ("done", CLOCK, ())
+    assert client.state.answered == ()  # the output is the call's result, not an answer
     body = connection.requests[1]
     tool_message = [m for m in body["messages"] if m["role"] == "tool"]
     assert tool_message == [
@@ -138,6 +139,7 @@ async def test_an_approved_client_tool_runs_after_approval(backend: Backend) -> 
     await client.resolve_interrupt(approval(client).id, approved=True)
     assert backend.executed == ["get_location"]
     assert only(client, "get_location").output == HOME
+    assert client.state.answered == ()
     assert len(connection.requests) == 3
     assert connection.requests[2]["parentRunId"] == connection.requests[1]["runId"]
 

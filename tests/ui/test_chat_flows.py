@@ -295,6 +295,9 @@ def test_local_time_runs_in_the_browser_without_a_decision(page: Page) -> None:
     zone = page.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone")
     expect(page.get_by_text(f"({zone})")).to_be_visible()
     expect(page.locator(".decision")).to_have_count(0)
+    # Its output is the call's result, on its card: not also a question someone answered.
+    expect(page.locator('.tool-card[data-tool="get_local_time"] .tool-status')).to_have_text("Done")
+    expect(page.locator(".answered-question")).to_have_count(0)
 
 
 LOCATION_CARD = '.tool-card[data-tool="get_location"]'
@@ -320,6 +323,7 @@ def test_location_is_read_in_the_browser_only_after_its_approval(
         page.locator(".approval-card button.approve").click()
         expect(page.get_by_text("Got it: you're at 52.5200, 13.4050 (±25 m).")).to_be_visible()
         expect(page.locator(f"{LOCATION_CARD} .tool-status")).to_have_text("Done")
+        expect(page.locator(".answered-question")).to_have_count(0)
         shot(page, screenshot_dir, "location")
 
 
