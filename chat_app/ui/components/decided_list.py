@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import reflex as rx
 
 from ._types import Prop
-from .listing import decision_name, listing, listing_row, moment
+from .listing import decision_name, listing, listing_row, moment, open_link
 
 
 @dataclass
@@ -55,12 +55,7 @@ def _row(row: PastRow) -> rx.Component:
                     color=rx.color("gray", 11),
                     aria_hidden="true",
                 ),
-                rx.link(
-                    decision_name(row.kind, row.name),
-                    href=row.href,
-                    class_name="decided-open",
-                    aria_label="Open " + row.name + " from " + row.requester,
-                ),
+                decision_name(row.kind, row.name),
                 rx.cond(
                     row.summary != "",
                     rx.text(
@@ -98,6 +93,7 @@ def _row(row: PastRow) -> rx.Component:
                 white_space="normal",
             ),
             moment(row.acted, iso=row.acted_iso, title=row.acted_title, class_name="decided-when"),
+            open_link(row.href, "Open " + row.name + " from " + row.requester, "decided-open"),
         ],
         basis="18em",
         class_name="decided-item",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import reflex as rx
 
 from ._types import Handler, Prop
-from .listing import decision_name, listing
+from .listing import decision_name, listing, open_link
 
 
 @dataclass
@@ -212,17 +212,7 @@ def _item(row: InboxRow) -> rx.Component:
                     spacing="2",
                     wrap="wrap",
                 ),
-                rx.link(
-                    "Open",
-                    rx.icon("arrow_right", size=14),
-                    href=row.href,
-                    class_name="inbox-open",
-                    aria_label="Open " + row.name + " from " + row.requester,
-                    display="inline-flex",
-                    align_items="center",
-                    gap="0.25em",
-                    font_weight="500",
-                ),
+                open_link(row.href, "Open " + row.name + " from " + row.requester, "inbox-open"),
                 justify="between",
                 align="center",
                 gap="0.5em",

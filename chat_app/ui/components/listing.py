@@ -102,6 +102,21 @@ def moment(text: Any, *, iso: Any, title: Any, class_name: str) -> rx.Component:
     )
 
 
+def open_link(href: Any, label: Any, class_name: str) -> rx.Component:
+    """A row's "Open →": where the decision is, its conversation; `label` for screen readers."""
+    return rx.link(
+        "Open",
+        rx.icon("arrow_right", size=14),
+        href=href,
+        class_name=class_name,
+        aria_label=label,
+        display="inline-flex",
+        align_items="center",
+        gap="0.25em",
+        font_weight="500",
+    )
+
+
 def decision_name(kind: Any, name: Any, **props: Any) -> rx.Component:
     """A decision's name in a list: a tool's in code (it is an identifier), a question's as
     the sentence it is."""
