@@ -433,6 +433,7 @@ def decision_view(
 
     if isinstance(item, ToolApprovalInterrupt):
         tool = item.tool_name.replace("_", " ")
+        edit_fields = fields("edit")
         return DecisionView(
             id=item.id,
             kind="approval",
@@ -444,8 +445,9 @@ def decision_view(
             arguments=_argument_rows(item.original_args),
             approve_fields=fields("approve"),
             reject_fields=fields("reject"),
-            edit_fields=fields("edit"),
-            can_edit=item.input_schema is not None and item.id not in quorum,
+            edit_fields=edit_fields,
+            # A tool that takes no arguments has nothing to edit.
+            can_edit=bool(edit_fields) and item.id not in quorum,
             panel=memory.panel,
             staged=staged,
             staged_tone=staged_tone,

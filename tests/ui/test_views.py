@@ -369,6 +369,17 @@ def test_a_quorums_card_says_how_far_it_has_got_and_offers_no_edit() -> None:
     run_on_own_loop(scenario())
 
 
+def test_a_tool_without_arguments_offers_no_edit() -> None:
+    async def scenario() -> None:
+        client = demo_client()
+        await client.send("share my location")  # get_location takes no arguments
+        card = build_views(client.state, memory()).messages[-1].tools[0]
+        assert card.name == "get_location"
+        assert (card.decision.can_edit, card.decision.edit_fields) == (False, [])
+
+    run_on_own_loop(scenario())
+
+
 def test_an_answered_question_shows_where_it_was_asked_with_its_answer() -> None:
     async def scenario() -> None:
         client = await shipped_42("express", False)
