@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,7 +10,7 @@ import reflex as rx
 
 from chat_app.trust import Policy
 from chat_app.trust.identity import AUDIT_ROLES
-from chat_app.trust.policy import either_of
+from chat_app.trust.policy import all_of, either_of
 
 from . import session as sessions
 from .guard import guarded
@@ -49,12 +50,28 @@ def _approvers(data: dict[str, Any], policy: Policy | None) -> str:
     return either_of(told) or "the approvers"
 
 
-def summarize(record: dict[str, Any], policy: Policy | None = None) -> str:
+def questions_asked(records: Iterable[dict[str, Any]]) -> dict[str, str]:
+    """What each question of the trail's pauses asked, by interrupt id ("How should order 42
+    ship?"): the decisions about them name only the id."""
+    return {
+        str(item["interruptId"]): str(item["message"])
+        for record in records
+        if record.get("kind") == "pause"
+        for item in (record.get("data") or {}).get("interrupts") or []
+        if isinstance(item, dict) and item.get("message") and "toolName" not in item
+    }
+
+
+def summarize(
+    record: dict[str, Any], policy: Policy | None = None, asked: Mapping[str, str] | None = None
+) -> str:
     """One line a reviewer can scan: what was shown, decided, run, or what the desk's timers
-    and the notices did. `policy` names whom a rule's reminder went to ("finance")."""
+    and the notices did. `policy` names whom a rule's reminder went to ("finance"); `asked`
+    (`questions_asked`) what a question answered asked."""
     data = record.get("data") or {}
     kind = record.get("kind")
-    what = data.get("toolName") or data.get("interruptId")
+    interrupt_id = data.get("interruptId")
+    what = data.get("toolName") or (asked or {}).get(str(interrupt_id)) or interrupt_id
     if kind == "reminded":
         return f"Reminded {_approvers(data, policy)} about {what} after {data.get('after')}"
     if kind == "escalated":
@@ -83,6 +100,9 @@ def summarize(record: dict[str, Any], policy: Policy | None = None) -> str:
             text += " with edited arguments"
         if data.get("decidedBy") == "policy":
             text += f" by policy {data.get('rule')}"
+        earlier = [str(person.get("actor")) for person in data.get("cosigners") or []]
+        if earlier:  # a quorum: who approved before the person who completed it
+            text += f", after {all_of(earlier)} approved"
         return text
     if kind == "refusal":
         return f"Refused {what}: {data.get('reason')}"
@@ -131,6 +151,7 @@ class AuditState(IdentityState):
         chain = trail.get("chain") or {}
         self.chain_ok = bool(chain.get("ok", True))
         records = list(trail.get("records") or [])
+        asked = questions_asked(records)
         self.chain_message = (
             f"Intact: {len(records)} records, each linked to the one before by its SHA-256."
             if self.chain_ok
@@ -145,7 +166,7 @@ class AuditState(IdentityState):
                 verified=_verified(record),
                 rule=str((record.get("data") or {}).get("rule") or ""),
                 thread=str(record.get("thread_id", "")),
-                summary=summarize(record, sessions.policy()),
+                summary=summarize(record, sessions.policy(), asked),
                 detail=pretty(record.get("data")),
                 hash=str(record.get("hash", ""))[7:19],
             )

@@ -38,7 +38,7 @@ from chat_app.trust import DEMO_PEOPLE, Policy
 from chat_app.trust.store import database_url, open_database
 from chat_app.trust.tables import conversations, decisions
 from chat_app.ui import session
-from chat_app.ui.audit_state import summarize
+from chat_app.ui.audit_state import questions_asked, summarize
 from chat_app.ui.deliveries_state import NOTHING_CONFIGURED, channels_line, delivery_row
 from chat_app.ui.inbox_state import inbox_row
 from tests.live_server import free_port
@@ -50,6 +50,7 @@ from tests.ui.conftest import app_copy, ask, eventually, fresh_page, hydrated
 pytestmark = pytest.mark.browser
 
 RITA, ADA, OLIVE = "rita@example.com", "ada@example.com", "olive@example.com"
+SAM = "sam@example.com"
 PASSWORD = "correct horse battery staple"
 SECRET = "notify-ui-test-webhook-secret"
 #: How long after the pause the copy's `large-transfers` escalates to admin.
@@ -126,6 +127,20 @@ def test_the_audit_trail_says_what_the_timers_and_the_notices_did() -> None:
     approved = {"kind": "decision", "data": {"toolName": "transfer", "status": "resolved",
                                              "decision": "approved"}}  # fmt: skip
     assert summarize(approved) == "Approved transfer"
+    counted = {"kind": "decision", "data": {"toolName": "rotate_keys", "status": "resolved",
+                                            "decision": "approved",
+                                            "cosigners": [{"actor": SAM}]}}  # fmt: skip
+    assert summarize(counted) == f"Approved rotate_keys, after {SAM} approved"
+    pause = {"kind": "pause", "data": {"interrupts": [
+        {"interruptId": "interrupt-1", "message": "How should order 42 ship?"},
+        {"interruptId": "approval_c2", "message": "Approve?", "toolName": "transfer"},
+    ]}}  # fmt: skip
+    answered = {"kind": "decision",
+                "data": {"interruptId": "interrupt-1", "decision": "answered"}}  # fmt: skip
+    asked = questions_asked([pause, answered])
+    assert asked == {"interrupt-1": "How should order 42 ship?"}
+    assert summarize(answered, None, asked) == "Answered How should order 42 ship?"
+    assert summarize(answered) == "Answered interrupt-1"  # its pause not in the trail read
 
 
 def test_the_card_of_an_escalated_item_names_the_escalation_and_lets_admins_decide() -> None:
