@@ -437,16 +437,18 @@ def who_decides(
     viewer: Identity,
     votes: Mapping[str, list[str]] | None = None,
     escalated: Mapping[str, str] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> WhoDecides:
     """For the page: who decides an item when it is not `viewer` (the server enforces it).
     `votes` are quorum approvals given so far (item id -> [progress, voter emails...]): one
     who approved already waits for the others, who read how far it has got. `escalated` are
     the items the desk escalated (item id -> "escalated to admin after 2 h"): their rule's
     `escalate_to` may decide too, as the desk and the engine allow, and the sentence says
-    so."""
+    so. `names` gives people's names by email (whoever asked is named by them)."""
     policy = _backend.policy
     votes = votes or {}
     escalated = escalated or {}
+    names = names or {}
 
     def check(item: InterruptItem) -> str:
         given = votes.get(item.id)
@@ -461,7 +463,8 @@ def who_decides(
         if policy is None or rule is None:
             if asked:
                 return ""
-            return f"Waiting for {requester or 'the person who asked'}, who decides this"
+            who = names.get(requester) or requester or "the person who asked"
+            return f"Waiting for {who}, who decides this"
         note = escalated.get(item.id, "")
         if policy.check(rule, viewer, decider_is_requester=asked, escalated=bool(note)) is None:
             return ""

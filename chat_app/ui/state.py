@@ -326,7 +326,9 @@ class ChatState(IdentityState):
             self._memory,
             focus=not self.held,
             cache=session.views,
-            who_decides=sessions.who_decides(session.identity, self._votes, self._escalated),
+            who_decides=sessions.who_decides(
+                session.identity, self._votes, self._escalated, {self._owner: self.owner_name}
+            ),
             asked_by=sessions.asked_by(session.identity),
             decided_by=self._deciders,
             quorum={item: given[0] for item, given in self._votes.items()},

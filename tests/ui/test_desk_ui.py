@@ -539,6 +539,22 @@ def test_a_quorum_is_collected_from_the_inbox(
         expect(tool_card(sam, "rotate_keys").locator(".tool-status")).to_have_text("Done")
 
 
+def test_an_admin_reading_a_conversation_sees_whoever_asked_named(
+    browser: Browser, app_url: str
+) -> None:
+    """No rule governs deleting a project: Rita, who asked, decides; Olive (admin) may read
+    the conversation and is told whose it is, by name."""
+    with people(browser, app_url, RITA, OLIVE) as (rita, olive):
+        ask(rita, "delete project apollo")
+        expect(tool_card(rita, "delete_project").locator("button.approve")).to_be_visible()
+        thread = thread_of(rita)
+        olive.goto("/c/" + quote(thread, safe=""))
+        hydrated(olive)
+        card = tool_card(olive, "delete_project")
+        expect(card.locator(".waiting-label")).to_have_text("Waiting for Rita, who decides this")
+        expect(card.locator("button.approve")).to_have_count(0)
+
+
 def test_the_inbox_filters_by_tool_and_requester_and_an_admin_sees_everything(
     browser: Browser, app_url: str, screenshot_dir: Path
 ) -> None:
@@ -571,7 +587,8 @@ def test_the_inbox_filters_by_tool_and_requester_and_an_admin_sees_everything(
         switch.click()
         transfer = inbox_item(olive, rita_transfer)
         expect(transfer).to_be_visible()
-        expect(transfer.locator(".inbox-not-yours")).to_contain_text("waiting for finance")
+        not_yours = transfer.locator(".inbox-not-yours")
+        expect(not_yours).to_have_text("Not yours to decide. Waiting for finance.")
         expect(inbox_item(olive, rita_keys).locator(".inbox-not-yours")).to_have_count(0)
         olive.locator(".inbox-filter-tool").select_option("transfer")
         expect(transfer).to_be_visible()

@@ -86,6 +86,8 @@ def test_without_a_rule_the_person_who_asked_decides() -> None:
     assert session.who_decides(ADA)(item(shown, amount=500)) == (
         "Waiting for rita@example.com, who decides this"
     )
+    named = session.who_decides(ADA, names={RITA.email: "Rita"})
+    assert named(item(shown, amount=500)) == "Waiting for Rita, who decides this"
     assert session.who_decides(ADA)(item(None)) == ""
 
 

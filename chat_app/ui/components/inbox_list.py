@@ -298,7 +298,7 @@ def _item(row: InboxRow) -> rx.Component:
             rx.cond(
                 ~row.yours,
                 rx.callout(
-                    "Not yours to decide: " + row.waiting_for.lower() + ".",
+                    "Not yours to decide. " + row.waiting_for + ".",
                     icon="eye",
                     size="1",
                     color_scheme="gray",
