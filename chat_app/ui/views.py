@@ -214,7 +214,10 @@ def staged_answer(item: InterruptItem) -> tuple[str, str]:
     its icon); ("", "") when nothing is staged."""
     if item.status != "staged" or item.resolution is None:
         return "", ""
-    return _answer_label(item, item.resolution)
+    label, outcome = _answer_label(item, item.resolution)
+    # The card still shows the arguments proposed: the answer says what it changes.
+    changed = answered_edits([item]).get(item.id)
+    return (f"{label} ({'; '.join(changed)})" if changed else label), outcome
 
 
 def _answer_label(item: InterruptItem, entry: Mapping[str, Any]) -> tuple[str, str]:

@@ -253,8 +253,13 @@ def test_the_saved_state_is_the_clients_json_text_for_text() -> None:
         ("staged", {"status": "resolved", "payload": True}, ("Approved", "approved")),
         (
             "staged",
-            {"status": "resolved", "payload": {"approved": True, "editedArgs": {}}},
+            {"status": "resolved", "payload": {"approved": True, "editedArgs": {"amount": 980}}},
             ("Approved with changes", "approved"),
+        ),  # fmt: skip
+        (
+            "staged",
+            {"status": "resolved", "payload": {"approved": True, "editedArgs": {"amount": 900}}},
+            ("Approved with changes (amount: 980 → 900)", "approved"),
         ),  # fmt: skip
     ],
 )
@@ -263,7 +268,8 @@ def test_a_staged_answer_reads_as_what_it_is_and_says_which_icon(
 ) -> None:
     item = ToolApprovalInterrupt(
         id="approval_c1", reason="tool_approval", thread_id="t", interrupted_run_id="r",
-        binding={}, tool_name="delete", tool_call_id="c1", status=status, resolution=resolution,
+        binding={}, tool_name="pay_invoice", tool_call_id="c1", status=status,
+        resolution=resolution, original_args={"amount": 980},
     )  # fmt: skip
     assert staged_answer(item) == answer
 
