@@ -183,12 +183,19 @@ class InboxItem:
     @property
     def progress(self) -> str:
         """Quorum progress for a person: "1 of 2: Sam approved"; "" without a quorum."""
+        return self.progress_for("")
+
+    def progress_for(self, viewer_email: str) -> str:
+        """`progress` as `viewer_email` reads it: once they approved, the tally and who else
+        did, "1 of 2" or "2 of 3, with Sam" (they know they approved)."""
         if self.quorum <= 1:
             return ""
         approvals = self.approvals
-        names = ", ".join(vote.name or vote.email for vote in approvals)
-        told = f": {names} approved" if names else ""
-        return f"{len(approvals)} of {self.quorum}{told}"
+        tally = f"{len(approvals)} of {self.quorum}"
+        others = [vote.name or vote.email for vote in approvals if vote.email != viewer_email]
+        if viewer_email and len(others) < len(approvals):
+            return f"{tally}, with {', '.join(others)}" if others else tally
+        return f"{tally}: {', '.join(others)} approved" if others else tally
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -63,7 +63,7 @@ def inbox_row(item: InboxItem, viewer: Identity, now: datetime, *, yours: bool) 
         requester_email=item.requester_email,
         rule=item.rule or "",
         waiting_for=_waiting_for(item, viewer, yours=yours, approved=approved),
-        progress=item.progress,
+        progress=item.progress_for(viewer.email),
         you_approved=approved,
         yours=yours,
         waiting_since=how_long(max(0.0, (now - item.created_at).total_seconds())),

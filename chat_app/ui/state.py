@@ -680,7 +680,7 @@ class ChatState(IdentityState):
         memory.message = ""
         item = result.item
         if result.status == "waiting":
-            self._votes = {**self._votes, **_votes_of([item])}
+            self._votes = {**self._votes, **_votes_of([item], session.identity.email)}
         self._refresh(session)
 
     @rx.event(background=True)
@@ -760,7 +760,7 @@ class ChatState(IdentityState):
         reads it). True when that changed; no decisions forget it all."""
         marks = (
             _escalations(decisions),
-            _votes_of(decisions),
+            _votes_of(decisions, viewer_email),
             answered_by(decisions, viewer_email),
             edits(decisions),
         )
@@ -1340,10 +1340,11 @@ def _answer_of(form: str, value: Any) -> Answer:
     return Answer(kind="reject", payload=value, has_payload=value is not None)
 
 
-def _votes_of(items: Iterable[InboxItem]) -> dict[str, list[str]]:
-    """The pending quorum items' approvals so far: item id -> [progress, voter emails...]."""
+def _votes_of(items: Iterable[InboxItem], viewer_email: str) -> dict[str, list[str]]:
+    """The pending quorum items' approvals so far: item id -> [progress as `viewer_email`
+    reads it, voter emails...]."""
     return {
-        item.item_id: [item.progress, *(vote.email for vote in item.approvals)]
+        item.item_id: [item.progress_for(viewer_email), *(vote.email for vote in item.approvals)]
         for item in items
         if item.status == "pending" and item.quorum > 1
     }

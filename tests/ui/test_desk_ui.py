@@ -224,7 +224,11 @@ def test_an_inbox_row_says_who_asked_since_when_until_when_and_the_quorum() -> N
         "/c/t1", "1 of 2: Sam approved", "5 min", "in 23 h", False
     )  # fmt: skip
     assert not row.you_approved
-    assert inbox_row(voted, sam, NOW, yours=True).you_approved
+    mine = inbox_row(voted, sam, NOW, yours=True)
+    assert (mine.you_approved, mine.progress) == (True, "1 of 2")  # not "Sam approved" to Sam
+    three = item(quorum=3, votes=(Vote(SAM, "Sam", True, NOW), Vote(OLIVE, "Olive", True, NOW)))
+    assert three.progress_for(OLIVE) == "2 of 3, with Sam"
+    assert three.progress_for(RITA) == three.progress == "2 of 3: Sam, Olive approved"
     assert inbox_row(item(), olive, NOW, yours=True).progress == "0 of 2"
     # A question no rule governs waits for whoever asked: to them, for "you".
     question = item(kind="question", rule=None, requester_email=OLIVE, requester_name="Olive",
@@ -491,7 +495,7 @@ def test_a_quorum_is_collected_from_the_inbox(
         expect(card.locator("button.edit")).to_have_count(0)
         card.locator("button.approve").click()
         expect(card.locator(".waiting-label")).to_have_text(
-            "You approved (1 of 2: Sam approved); waiting for another approver"
+            "You approved (1 of 2); waiting for another approver"
         )
 
         second = inbox_item(olive, thread)  # Olive's inbox, open all along

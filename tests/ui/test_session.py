@@ -251,6 +251,7 @@ def test_whoever_waits_on_a_quorum_reads_how_far_it_has_got() -> None:
     assert session.who_decides(RITA, one, escalated)(rotation) == (
         f"{waiting}; 1 of 2: Sam approved; escalated to admin after 2 h"
     )
-    assert session.who_decides(SAM, one)(rotation) == (
-        "You approved (1 of 2: Sam approved); waiting for another approver"
+    as_sam_reads_it = {"approval_k1": ["1 of 2", SAM.email]}  # `InboxItem.progress_for`
+    assert session.who_decides(SAM, as_sam_reads_it)(rotation) == (
+        "You approved (1 of 2); waiting for another approver"
     )

@@ -118,7 +118,7 @@ def test_without_a_rule_the_requester_decides_and_a_refused_answer_stays_answera
     rotate = tool_card(page, "rotate_keys")
     rotate.locator("button.approve").click()
     expect(rotate.locator(".waiting-label")).to_have_text(
-        "You approved (1 of 2: Sam approved); waiting for another approver"
+        "You approved (1 of 2); waiting for another approver"
     )
     expect(rotate.locator("button.approve")).to_have_count(0)
     expect(page.get_by_text("Rotated the production keys")).to_have_count(0)
