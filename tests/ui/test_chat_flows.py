@@ -185,6 +185,11 @@ def test_generic_form_invalid_then_valid(page: Page, screenshot_dir: Path) -> No
     generic = page.locator(".generic-card")
     expect(generic.get_by_text("Release 2026.12")).to_be_visible()
     expect(generic.get_by_text("Audit export as JSON lines")).to_be_visible()
+    # The plan's points are a list a reader sees as one: each with its marker.
+    markers = generic.locator(".payload-items li").evaluate_all(
+        "items => items.map(li => getComputedStyle(li).listStyleType)"
+    )
+    assert markers == ["disc", "disc", "disc"]
     generic.locator('[name="note"]').fill("x" * 501)
     generic.locator("button[type=submit]").click()
     expect(generic.locator('[data-field="note"] .field-error')).to_have_text(

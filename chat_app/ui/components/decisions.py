@@ -355,6 +355,9 @@ def generic_card(decision: DecisionView, events: DecisionEvents) -> rx.Component
             decision.payload_items.length() > 0,
             rx.el.ul(
                 rx.foreach(decision.payload_items, lambda item: rx.el.li(item)),
+                class_name="payload-items",
+                # The theme's reset takes list markers off; a plan's points read as a list.
+                list_style_type="disc",
                 margin="0",
                 padding_left="1.25em",
                 font_size="0.875rem",

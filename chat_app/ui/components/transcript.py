@@ -112,6 +112,7 @@ def _changes(card: ToolCardView) -> rx.Component:
                     class_name="tool-change",
                 ),
             ),
+            list_style_type="disc",
             margin="0",
             padding_left="1.1em",
         ),
