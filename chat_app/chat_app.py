@@ -45,6 +45,7 @@ from chat_app.observe import configure_logging, configure_tracing
 from chat_app.server import create_app
 from chat_app.server.collector import tune_collector
 from chat_app.server.metrics import MetricsSource
+from chat_app.server.origin import same_host
 from chat_app.server.run_input import KeptRunInputReader, read_run_input
 from chat_app.trust import Identity, PolicyError, audit_report
 from chat_app.trust.store import DatabaseUnavailable
@@ -198,6 +199,14 @@ session.configure(
     agent_reads_policy=not AGENT_URL,
 )
 
+def _opened_by_our_page(origin: str | None, environ: Mapping[str, Any]) -> bool:
+    """Engine.IO's origin check: a page of the host it reached (or, in development, of the
+    frontend's own server, on a port of its own); no `Origin` is no browser page."""
+    hosts = [environ.get(key, "") for key in ("HTTP_HOST", "HTTP_X_FORWARDED_HOST")]
+    frontend = rx.config.get_config().deploy_url or ""
+    return origin is None or same_host(origin, hosts) or origin == frontend.rstrip("/")
+
+
 app = rx.App(
     # POST /api/chat, GET /api/tools, the audit routes, sign-in and the desk's routes
     # (/api/conversations, /api/inbox) on the app's own port.
@@ -219,6 +228,10 @@ app = rx.App(
     ],
     stylesheets=["/forms.css"],
 )
+# The app's websocket carries the visitor's session as any request does, and acts with it:
+# only this site's pages may open it (`server/origin.py`). Reflex would let any origin.
+assert app.sio is not None
+app.sio.eio.cors_allowed_origins = _opened_by_our_page
 app.add_page(
     index, route="/", title="Ops desk · chat_app", image="/logo.svg", on_load=ChatState.on_load
 )

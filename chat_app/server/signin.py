@@ -15,7 +15,7 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Protocol, runtime_checkable
-from urllib.parse import parse_qs, quote, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, urlencode
 
 import orjson
 from starlette.requests import Request
@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from chat_app.server._body import read_body
+from chat_app.server.origin import CROSS_SITE, from_elsewhere
 from chat_app.trust.accounts import SignInWait
 from chat_app.trust.authn import Authenticator, AuthFailure
 from chat_app.trust.identity import Directory, Identity
@@ -45,6 +46,9 @@ _hold = asyncio.sleep
 MAX_FORM_BYTES = 64 * 1024
 
 RolesOf = Callable[[Identity], frozenset[str]]
+#: Identities any page may use: an API token is sent by the script that holds it, and
+#: nobody is signed in when sign-in is off.
+_ANY_PAGE = frozenset({"token", "none"})
 
 
 @runtime_checkable
@@ -60,32 +64,19 @@ class SignInAccounts(Directory, Protocol):
     def clear_failures(self, email: str) -> None: ...
 
 
-CROSS_SITE = "Sign-in requests must come from this site's own pages."
+CROSS_SITE_SIGN_IN = "Sign-in requests must come from this site's own pages."
 
 
 def same_site_only(
     route: Callable[[Request], Awaitable[Response]],
 ) -> Callable[[Request], Awaitable[Response]]:
-    """Refuse a browser's cross-site post: another site must not sign a visitor in (as the
-    attacker, whose decisions would then be the visitor's) or out.
-
-    A browser names the page a post comes from in `Origin` (or `Referer`); one that names
-    another host than the one asked is refused with 403. Scripts, which send neither, pass:
-    they can only sign themselves in.
-    """
+    """Refuse a browser's post from another host's page: it must not sign a visitor in (as
+    the attacker, whose decisions would then be the visitor's) or out (`origin.py`). Scripts,
+    which send no `Origin`, pass: they can only sign themselves in."""
 
     async def checked(request: Request) -> Response:
-        source = request.headers.get("origin") or request.headers.get("referer")
-        if source and source != "null":
-            host = urlsplit(source).netloc.lower()
-            # Behind a reverse proxy the page's host may be in X-Forwarded-Host; a cross-site
-            # form or fetch cannot set that header, so it cannot lie with it.
-            served_as = {request.headers.get(name, "").lower()
-                         for name in ("host", "x-forwarded-host")}  # fmt: skip
-            if not host or host not in served_as:
-                return JSONResponse({"error": CROSS_SITE}, status_code=403)
-        elif source == "null":
-            return JSONResponse({"error": CROSS_SITE}, status_code=403)
+        if from_elsewhere(request):
+            return JSONResponse({"error": CROSS_SITE_SIGN_IN}, status_code=403)
         return await route(request)
 
     return checked
@@ -101,15 +92,18 @@ async def identify(authenticator: Authenticator, request: Request) -> Identity |
     password session's account), in a thread: the event loop does not wait on the database."""
     host = client_host(request)
     if authenticator.mode == "password" or "authorization" in request.headers:
-        return await asyncio.to_thread(authenticator.authenticate, request.headers, host)
-    return authenticator.authenticate(request.headers, host)
+        found = await asyncio.to_thread(authenticator.authenticate, request.headers, host)
+    else:
+        found = authenticator.authenticate(request.headers, host)
+    if isinstance(found, Identity) and found.method not in _ANY_PAGE and from_elsewhere(request):
+        return AuthFailure(CROSS_SITE, status=403)
+    return found
 
 
 def unauthorized(failure: AuthFailure) -> Response:
-    """401 with the failure's message as `{"error": ...}`."""
-    return JSONResponse(
-        {"error": failure.message}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
-    )
+    """The failure's status (401, or 403) with its message as `{"error": ...}`."""
+    challenge = {"WWW-Authenticate": "Bearer"} if failure.status == 401 else None
+    return JSONResponse({"error": failure.message}, status_code=failure.status, headers=challenge)
 
 
 def identity_json(identity: Identity, roles: frozenset[str]) -> dict[str, object]:

@@ -28,7 +28,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import ColumnElement, Connection, Engine, func, insert, literal, or_, select
 from sqlalchemy.exc import IntegrityError
 
-from .identity import API_TOKEN_PREFIX, Identity
+from .identity import API_TOKEN_PREFIX, MAX_EMAIL, Identity, is_email
 from .store import write_transaction
 from .tables import api_tokens, sign_in_failures, user_roles, users
 
@@ -57,9 +57,7 @@ MAX_DELAY = 30.0
 #: A token's last use is written at most this often (a write per request would cost a commit).
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
-_EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
 _ROLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-_MAX_EMAIL = 320
 #: A failure's email once `clear_failures` took it off that email's count ("" is no email).
 _CLEARED = ""
 _MAX_CLIENT = 100
@@ -533,7 +531,7 @@ def _unknown_user(email: str) -> AccountError:
 
 def _check_email(email: str) -> str:
     email = _normal_email(email)
-    if len(email) > _MAX_EMAIL or not _EMAIL.fullmatch(email):
+    if not is_email(email):
         raise AccountError("invalid-email", f"{email!r} is not an email address.")
     return email
 
@@ -566,4 +564,4 @@ def _check_password(password: str) -> None:
 
 
 def _failure_key(email: str, client: str) -> tuple[str, str]:
-    return _normal_email(email)[:_MAX_EMAIL], client.strip().replace(_NUL, " ")[:_MAX_CLIENT]
+    return _normal_email(email)[:MAX_EMAIL], client.strip().replace(_NUL, " ")[:_MAX_CLIENT]

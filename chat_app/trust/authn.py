@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias, get_args
 
-from .identity import ANONYMOUS, API_TOKEN_PREFIX, DEMO_PEOPLE, Directory, Identity
+from .identity import ANONYMOUS, API_TOKEN_PREFIX, DEMO_PEOPLE, Directory, Identity, is_email
 from .sessions import SESSION_COOKIE, SessionSigner
 
 __all__ = [
@@ -72,9 +72,11 @@ _IAP_PREFIX = "accounts.google.com:"
 
 @dataclass(frozen=True, slots=True)
 class AuthFailure:
-    """Why a request has no identity; `message` is what the person reads (HTTP 401)."""
+    """Why a request has no identity; `message` is what the person reads, with `status`
+    (401: who it is was not shown; 403: it was, but not in a way this request may use)."""
 
     message: str
+    status: int = 401
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -156,7 +158,8 @@ class Authenticator:
         if (credentials or scheme).startswith(API_TOKEN_PREFIX):  # ours, without "Bearer"
             return AuthFailure(TOKEN_SCHEME)
         if mode == "proxy":
-            return self._proxy(lowered, client_host)
+            sent = sum(1 for name, _ in headers.items() if name.lower() == self._user_header)
+            return self._proxy(lowered, client_host, sent)
         value = cookie_value(lowered.get("cookie", ""), SESSION_COOKIE)
         if value is None and bearer:
             # A bearer alone was meant for us: it is refused saying what our tokens look
@@ -193,12 +196,21 @@ class Authenticator:
             return AuthFailure(TOKEN_INVALID)
         return owner if owner.method == "token" else replace(owner, method="token")
 
-    def _proxy(self, headers: Mapping[str, str], client_host: str | None) -> Identity | AuthFailure:
+    def _proxy(
+        self, headers: Mapping[str, str], client_host: str | None, sent: int
+    ) -> Identity | AuthFailure:
+        """`sent`: how many times the user header came (a proxy that appends its header to
+        one the client sent, rather than replacing it, must not make the last one win)."""
         if not self.trusts(client_host):
             return AuthFailure(NOT_FROM_PROXY)
+        header = self.config.user_header
         email = headers.get(self._user_header, "").strip().lower().removeprefix(_IAP_PREFIX)
         if not email:
-            return AuthFailure(f"The sign-in proxy sent no {self.config.user_header} header.")
+            return AuthFailure(f"The sign-in proxy sent no {header} header.")
+        if sent > 1:
+            return AuthFailure(f"The sign-in proxy sent {header} {sent} times; it must send one.")
+        if not is_email(email):
+            return AuthFailure(f"The sign-in proxy's {header} is not one email address.")
         roles: frozenset[str] = frozenset()
         if self._groups_header:
             roles = frozenset(_split_groups(headers.get(self._groups_header, "")))

@@ -8,6 +8,7 @@ records it with every decision (who, and how they were verified).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias
 
@@ -16,14 +17,27 @@ __all__ = [
     "API_TOKEN_PREFIX",
     "AUDIT_ROLES",
     "DEMO_PEOPLE",
+    "MAX_EMAIL",
     "AuthMethod",
     "Directory",
     "Identity",
+    "is_email",
 ]
 
 #: How this app's API tokens begin: a bearer token without it is someone else's (a sign-in
 #: proxy's own), not ours to read.
 API_TOKEN_PREFIX = "cat_"
+
+#: One address: something, "@", something, no spaces (a list, "a@x, b@y", is not one).
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
+#: The longest address accepted (RFC 3696's bound).
+MAX_EMAIL = 320
+
+
+def is_email(value: str) -> bool:
+    """Whether `value` is one email address (as accounts and a sign-in proxy's header must be)."""
+    return len(value) <= MAX_EMAIL and _EMAIL.fullmatch(value) is not None
+
 
 #: The roles that may read the audit trail (`auditor` read-only, as the trail is).
 AUDIT_ROLES = frozenset({"admin", "auditor"})

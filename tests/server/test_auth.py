@@ -20,6 +20,7 @@ from chat_app.config import authenticator_from_env
 from chat_app.demo import build_demo_agent
 from chat_app.server import create_app
 from chat_app.server import signin as signin_module
+from chat_app.server.origin import CROSS_SITE
 from chat_app.trust import Identity, Sealer, SQLiteLedger
 from chat_app.trust.authn import AuthConfig, Authenticator
 from chat_app.trust.sessions import SessionSigner
@@ -144,6 +145,29 @@ def test_a_request_through_the_proxy_without_the_header_is_refused(
         assert served.http.get("/api/audit").status_code == 401
         assert served.http.get("/api/tools").status_code == 200  # the manifest stays open
         assert served.actors() == []
+
+
+@pytest.mark.parametrize(
+    ("sent", "says"),
+    [
+        ([("X-Forwarded-Email", "not-an-email")], "is not one email address"),
+        ([("X-Forwarded-Email", "sam@corp, olive@corp")], "is not one email address"),
+        ([("X-Forwarded-Email", "sam@corp"), ("X-Forwarded-Email", "olive@corp")], "2 times"),
+    ],
+)
+def test_a_proxy_header_that_is_not_one_address_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sent: list[tuple[str, str]], says: str
+) -> None:
+    """A proxy that appends its header to the client's, or passes a list, must not make
+    whichever address came last (or the whole list) the actor."""
+    with serve(tmp_path, monkeypatch, CHAT_APP_AUTH="proxy") as served:
+        response = served.http.post("/api/chat", json=pause_body(), headers=sent)
+        assert response.status_code == 401
+        assert says in response.json()["error"]
+        assert served.http.get("/api/me", headers=sent).status_code == 401
+        assert served.actors() == []
+        one = served.http.get("/api/me", headers={"X-Forwarded-Email": "sam@corp"})
+        assert one.json()["email"] == "sam@corp"
 
 
 # -- password -------------------------------------------------------------------------------
@@ -546,3 +570,40 @@ def test_another_site_cannot_sign_a_visitor_in_or_out(password_server: Served) -
         headers=here,
     )  # fmt: skip
     assert same.status_code == 303 and "set-cookie" in same.headers
+
+
+def test_a_page_elsewhere_cannot_act_with_a_visitors_session(password_server: Served) -> None:
+    """A page on another port or a sibling subdomain is the same site to a browser, which
+    sends it the session cookie: the browser's `Origin` (or, for a post, `Referer`) is what
+    says the request is not this site's own page."""
+    ada = session_for(password_server, "ada@example.com")
+    host = password_server.base.removeprefix("http://")
+    elsewhere = "http://" + host.rsplit(":", 1)[0] + ":9998"  # the same host, another port
+    for sent in ({"Origin": elsewhere}, {"Origin": "null"}, {"Referer": elsewhere + "/page"}):
+        response = password_server.http.post("/api/chat", json=pause_body(), headers=ada | sent)
+        assert response.status_code == 403, sent
+        assert response.json() == {"error": CROSS_SITE}
+        assert "www-authenticate" not in response.headers
+    assert password_server.actors() == []  # nothing ran
+    # A script reading what Ada may read is refused too; a link she follows is not.
+    assert (
+        password_server.http.get("/api/me", headers=ada | {"Origin": elsewhere}).status_code == 403
+    )
+    assert (
+        password_server.http.get("/api/audit", headers=ada | {"Origin": elsewhere}).status_code
+        == 403
+    )
+    followed = password_server.http.get("/api/me", headers=ada | {"Referer": elsewhere})
+    assert followed.status_code == 200
+    # This site's own pages, also as a reverse proxy names them, act as Ada.
+    here = {"Origin": password_server.base}
+    assert password_server.http.get("/api/me", headers=ada | here).json()["email"] == (
+        "ada@example.com"
+    )
+    proxied = {"Origin": "https://desk.corp.example", "X-Forwarded-Host": "desk.corp.example"}
+    assert password_server.http.get("/api/me", headers=ada | proxied).status_code == 200
+    # An API token is sent by the script holding it, from wherever it runs.
+    token = password_server.accounts.create_token("ada@example.com", "dashboard")
+    bearer = {"Authorization": f"Bearer {token}", "Origin": elsewhere}
+    transfer_approved(password_server, bearer)
+    assert password_server.verified_by() == ["token"]

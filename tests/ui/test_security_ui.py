@@ -3,16 +3,22 @@ Chromium."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.ui.conftest import app_copy, ask, sign_in_as_demo
+from chat_app.server.origin import CROSS_SITE
+from tests.live_server import free_port
+from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, sign_in_as_demo
 
 pytestmark = pytest.mark.browser
 TTL_SECONDS = 4
@@ -101,3 +107,93 @@ def test_the_audit_page_shows_the_chain_and_exports_json_lines(
     assert any(line["kind"] == "execution" and line["data"]["toolName"] == "delete_project"
                for line in lines)  # fmt: skip
     assert all(line["hash"].startswith("sha256:") for line in lines)
+
+
+@contextlib.contextmanager
+def page_elsewhere() -> Iterator[str]:
+    """An empty page on another port of 127.0.0.1: to a browser the same site as the app
+    (SameSite cookies go with its requests), another origin."""
+
+    class Blank(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"<!doctype html><title>elsewhere</title>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Blank)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+#: What a page elsewhere tries with the visitor's session: read her inbox, approve the
+#: decision it names (as a form could post it: text/plain needs no preflight), start a
+#: conversation, and open the app's websocket. Each step's outcome, as the page sees it.
+ATTEMPTS = """async ([app, decisionId]) => {
+  const outcome = async (request) => {
+    try { const r = await request; return r.status + " " + await r.text(); }
+    catch (error) { return "blocked: " + error.name; }
+  };
+  const post = (path, body) => fetch(app + path, {
+    method: "POST", credentials: "include", headers: {"Content-Type": "text/plain"},
+    body: JSON.stringify(body)});
+  const socket = await new Promise((resolve) => {
+    const ws = new WebSocket(app.replace("http", "ws") + "/_event/?EIO=4&transport=websocket");
+    ws.onopen = () => { ws.close(); resolve("opened"); };
+    ws.onerror = () => resolve("refused");
+  });
+  return {
+    inbox: await outcome(fetch(app + "/api/inbox", {credentials: "include"})),
+    decide: await outcome(post("/api/inbox/" + decisionId, {approved: true})),
+    start: await outcome(post("/api/conversations", {message: "delete project apollo"})),
+    socket,
+  };
+}"""
+
+
+def test_a_page_elsewhere_cannot_act_with_a_signed_in_visitor(
+    browser: Browser, app_url: str, screenshot_dir: Path
+) -> None:
+    """Ada, signed in, visits a page on another port of the same host while Rita's transfer
+    waits for her: the page can neither read her inbox, nor approve, nor start anything, nor
+    open the app's websocket with her session."""
+    with fresh_page(browser, app_url) as rita, fresh_page(browser, app_url) as ada:
+        rita.goto("/")
+        hydrated(rita)
+        ask(rita, "transfer 5000 to Ada")
+        expect(rita.get_by_text("Waiting for finance")).to_be_visible()
+        ada.goto("/")
+        hydrated(ada)
+        sign_in_as_demo(ada, "ada@example.com")
+        # Ada's own browser, from no page (as a script would): her inbox holds the transfer.
+        mine = ada.request.get(f"{app_url}/api/inbox").json()["items"]
+        [waiting] = [item for item in mine if item["requester"]["email"] == "rita@example.com"
+                     and item["status"] == "pending"]  # fmt: skip
+        with page_elsewhere() as elsewhere:
+            ada.goto(elsewhere)
+            tried = ada.evaluate(ATTEMPTS, [app_url, waiting["decisionId"]])
+        cross_site = json.dumps({"error": CROSS_SITE}, separators=(",", ":"), ensure_ascii=False)
+        assert tried == {
+            "inbox": f"403 {cross_site}",
+            "decide": f"403 {cross_site}",
+            "start": f"403 {cross_site}",
+            "socket": "refused",
+        }
+        # Nothing was decided: the transfer still waits, and Ada's own page still works.
+        still = ada.request.get(f"{app_url}/api/inbox").json()["items"]
+        assert waiting["decisionId"] in {item["decisionId"] for item in still}
+        expect(rita.get_by_text("Waiting for finance")).to_be_visible()
+        ada.goto("/inbox")
+        hydrated(ada)
+        expect(ada.locator(".inbox-name").first).to_be_visible()
+        ada.screenshot(path=str(screenshot_dir / "elsewhere-refused.png"))
