@@ -97,6 +97,7 @@ def _desk_connection(run_as: RunAs) -> Connection:
             identity=run_as.identity,
             cosigners=run_as.cosigners,
             deciders=run_as.deciders,
+            kept_by_desk=True,
         )
 
     return InProcessConnection(run, encode=event_to_wire, read=read_run_input)
@@ -123,7 +124,8 @@ def _connection(identity: Callable[[], Identity]) -> Connection:
         return SSEConnection(AGENT_URL, timeout=120)
 
     def run(run_input: Any) -> Any:
-        return agent.run(run_input, identity=identity())
+        # The desk stores the tab's conversation: its pauses are the desk's to decide.
+        return agent.run(run_input, identity=identity(), kept_by_desk=True)
 
     # The tab's client sends its kept message dicts again with each request.
     return InProcessConnection(run, encode=event_to_wire, read=KeptRunInputReader())

@@ -521,6 +521,8 @@ def _generic_records(
                 interrupt_id=entry.interrupt_id,
                 fields=fields,
             )
+            if check == "desk":
+                raise _stale(errors, _kept_by_desk(f"Interrupt {entry.interrupt_id}"))
             if check != "ok":
                 raise _stale(
                     errors,
@@ -569,23 +571,34 @@ def _check_seals(
         result = sealer.check_tool_call(thread_id, call.id, call.name, call.args)
         if result != "ok" and pending.kind == "plain":
             # A call that would run without any approval: refuse the whole continuation.
+            message = (
+                _kept_by_desk(f"Tool call {call.id}")
+                if result == "desk"
+                else f"Tool call {call.id} in the history was not proposed by this server"
+                + (" or has expired." if result == "expired" else ".")
+            )
+            code = "stale" if result == "desk" else result
             raise InterruptResumeValidationError(
-                [
-                    _Errors(thread_id, run_id).batch(
-                        result,
-                        f"Tool call {call.id} in the history was not proposed by this server"
-                        + (" or has expired." if result == "expired" else "."),
-                        [],
-                        "server",
-                    )
-                ]
+                [_Errors(thread_id, run_id).batch(code, message, [], "server")]
             )
         results[call.id] = result
     return results
 
 
+def _kept_by_desk(what: str) -> str:
+    """Why a client may not answer a pause the desk keeps (`Sealer.for_desk`)."""
+    return (
+        f"{what} belongs to a conversation the approval desk keeps: decide it there (the "
+        "app's Inbox, or POST /api/inbox/{decisionId}), where it is decided once for everyone."
+    )
+
+
 def _seal_error(errors: _Errors, interrupt_id: str, call_id: str, result: SealCheck) -> None:
-    if result == "expired":
+    if result == "desk":
+        errors.item(
+            interrupt_id, "stale", _kept_by_desk(f"Interrupt {interrupt_id}"), source="server"
+        )
+    elif result == "expired":
         errors.item(
             interrupt_id, "expired", f"Interrupt {interrupt_id} has expired.", source="server"
         )

@@ -148,6 +148,7 @@ class Agent:
         identity: Identity = ANONYMOUS,
         cosigners: Mapping[str, Sequence[Identity]] | None = None,
         deciders: Mapping[str, Identity] | None = None,
+        kept_by_desk: bool = False,
     ) -> AsyncIterator[BaseEvent]:
         """Stream one run's AG-UI events, for `identity` (verified by the caller: a session,
         a trusted proxy or a token; never the request body).
@@ -162,8 +163,12 @@ class Agent:
         `deciders`, from the same trusted caller, names by interrupt id the verified person
         who gave that item's answer when it is not `identity` (a batch decided by several
         people): each answer is checked, and recorded, as theirs.
+
+        `kept_by_desk`, from the same kind of caller: the conversation is one the approval
+        desk keeps, so its pauses are sealed for the desk (`Sealer.for_desk`) and only the
+        desk decides them; the HTTP route, a client's, is refused them.
         """
-        run = _Run(self, input, identity, cosigners or {}, deciders or {})
+        run = _Run(self, input, identity, cosigners or {}, deciders or {}, kept_by_desk)
         try:
             async for event in run.events():
                 yield event
@@ -185,16 +190,19 @@ class _Run:
         identity: Identity,
         cosigners: Mapping[str, Sequence[Identity]],
         deciders: Mapping[str, Identity],
+        kept_by_desk: bool,
     ) -> None:
         self.agent = agent
         self.input = input
         self.identity = identity
+        sealer = agent.sealer
+        self.sealer = sealer.for_desk() if sealer is not None and kept_by_desk else sealer
         # Without a policy no rule names anyone: the person who asked decides (the gate says
         # so, from the sealed ids); the page is told nothing it needs no telling of. The
         # cosigners are copied: the caller's mapping may change while the run streams.
         self.gate = Gate(
             agent.policy or _NO_RULES,
-            agent.sealer,
+            self.sealer,
             identity,
             {item: tuple(people) for item, people in cosigners.items()},
             dict(deciders),
@@ -202,7 +210,7 @@ class _Run:
         #: For whom new items are sealed: the person running a new request; on a continuation,
         #: whoever the resumed batch was for (set once it is checked).
         self.requester = Requester(
-            tag=agent.sealer.requester_tag(identity.email) if agent.sealer else None,
+            tag=self.sealer.requester_tag(identity.email) if self.sealer else None,
             email=identity.email,
         )
         # Read only where needed: a long history's messages are mostly never built.
@@ -327,7 +335,7 @@ class _Run:
     def _requester_of(self, plan: ResumePlan) -> Requester:
         """Who asked, for what this continuation proposes next: whoever the resumed batch was
         proposed for (an approver moves the request on; they do not become its requester)."""
-        sealer = self.agent.sealer
+        sealer = self.sealer
         tag = next(
             (found for sealed in plan.sealed if (found := Sealer.tag_of(sealed)) is not None),
             None,
@@ -344,7 +352,7 @@ class _Run:
             descriptor["metadata"][POLICY_METADATA_KEY] = self.gate.describe(rule, self.requester)
 
     def _call_expiry(self, call_id: str) -> str | None:
-        return self.agent.sealer.tool_call_expiry(call_id) if self.agent.sealer else None
+        return self.sealer.tool_call_expiry(call_id) if self.sealer else None
 
     async def events(self) -> AsyncIterator[BaseEvent]:
         thread_id, run_id = self.input.thread_id, self.input.run_id
@@ -359,7 +367,7 @@ class _Run:
                     tools=self.agent.tools,
                     definitions=self.agent.definitions,
                     now_ms=self.agent.clock() * 1000,
-                    sealer=self.agent.sealer,
+                    sealer=self.sealer,
                     gate=self.gate,
                 )
                 await self._commit(plan)
@@ -550,7 +558,7 @@ class _Run:
             self.agent.middleware, phase, self.ctx
         )
         items = list(tool_items or [])
-        sealer = self.agent.sealer
+        sealer = self.sealer
         for request in requests:
             interrupt_id, batch_index = new_generic_interrupt_id(), len(items)
             rule = self.gate.policy.rule_for_interrupt(request.definition.id, request.payload)
@@ -701,7 +709,7 @@ class _Run:
                 yield TextMessageContentEvent(
                     message_id=message_id, delta=delta.text, timestamp=self.now()
                 )
-            elif isinstance(delta, ToolCallDelta) and self.agent.sealer is not None:
+            elif isinstance(delta, ToolCallDelta) and self.sealer is not None:
                 # Sealed: the id covers name and arguments, so a call is announced whole.
                 if not buffered or buffered[-1][0] != delta.id:
                     buffered.append((delta.id, delta.name or "", []))
@@ -738,11 +746,11 @@ class _Run:
             yield ToolCallEndEvent(tool_call_id=open_call, timestamp=self.now())
         for _, name, parts in buffered:
             arguments = "".join(parts)
-            assert self.agent.sealer is not None
+            assert self.sealer is not None
             args = parse_arguments(arguments)
             # The rule that will govern the approval says how long it may wait.
             rule = self.gate.policy.rule_for_tool(name, args)
-            sealed = self.agent.sealer.seal_tool_call(
+            sealed = self.sealer.seal_tool_call(
                 self.input.thread_id,
                 name,
                 args,

@@ -163,6 +163,7 @@ def connection_for(agent: Agent) -> Callable[[RunAs], Connection]:
                 identity=run_as.identity,
                 cosigners=run_as.cosigners,
                 deciders=run_as.deciders,
+                kept_by_desk=True,
             )
 
         return InProcessConnection(run, encode=event_to_wire, read=read_run_input)

@@ -19,6 +19,13 @@ The requester tag is a keyed hash of the email of whoever the run that paused wa
 bits: two people share one with odds of one in 2^36), so a stateless server can tell, from
 the echoed id alone and unforgeably, whether the person answering is the one who asked.
 
+A conversation the approval desk keeps (its own runs, and the app's tabs, whose conversations
+it stores) is sealed apart (`Sealer.for_desk`): the same secret, with the desk named in every
+tool and generic seal. The stateless `POST /api/chat` checks seals as a client's, so the
+desk's pauses fail there (`"desk"`): they are decided through the desk, which records who
+decided and shows it to everyone, not by whoever replays the history elsewhere. Requester tags
+are the same for both.
+
 What it does not protect: replays (the same sealed answer sent twice) need the ledger; the
 secret must stay on the server; a person who can read the page can of course answer it.
 """
@@ -26,6 +33,7 @@ secret must stay on the server; a person who can read the page can of course ans
 from __future__ import annotations
 
 import base64
+import copy
 import functools
 import hashlib
 import hmac
@@ -42,7 +50,11 @@ from typing import Literal
 
 from chat_app.interrupts import canonical_interrupt_json
 
-SealCheck = Literal["ok", "stale", "expired"]
+#: "desk": not this sealer's, but sealed for a conversation the desk keeps (the stateless
+#: route must send it there); "stale": not sealed here at all, or changed.
+SealCheck = Literal["ok", "stale", "expired", "desk"]
+#: What a seal for a conversation the desk keeps names besides the usual parts.
+_DESK = ("desk",)
 
 DEFAULT_TTL_SECONDS = 24 * 3600
 SECRET_ENV = "CHAT_APP_SECRET"
@@ -116,6 +128,24 @@ class Sealer:
         self._tags: dict[str, str] = {}
         self.ttl_seconds = ttl_seconds
         self._clock = clock
+        #: The parts a tool or generic seal names besides the usual (`_DESK`, or none).
+        self._domain: tuple[str, ...] = ()
+        #: The parts a seal of the other kind names, checked when ours fails: for the desk,
+        #: a client's seal (made before conversations were sealed apart: still decided);
+        #: for a client, the desk's (refused, saying where it is decided).
+        self._other: tuple[str, ...] = _DESK
+        self._for_desk: Sealer | None = None
+
+    def for_desk(self) -> Sealer:
+        """This sealer for a conversation the approval desk keeps (the same secret, TTL,
+        clock and requester tags; its seals are the desk's)."""
+        if self._domain:
+            return self
+        if self._for_desk is None:
+            view = copy.copy(self)
+            view._domain, view._other, view._for_desk = _DESK, (), view
+            self._for_desk = view
+        return self._for_desk
 
     def _mac(self, parts: list[object], length: int) -> str:
         mac = self._keyed.copy()
@@ -181,7 +211,7 @@ class Sealer:
         nonce = secrets.token_hex(4)
         expires = self.expiry(ttl_seconds)
         tag = self.requester_tag("") if tag is None else tag
-        mac = self._mac(["tool", thread_id, nonce, expires, tag, name, args], 16)
+        mac = self._mac(["tool", *self._domain, thread_id, nonce, expires, tag, name, args], 16)
         return SealedCall(
             id=f"tc{nonce}{expires:08x}{tag}{mac}", expires_at=iso_from_epoch(expires)
         )
@@ -192,10 +222,21 @@ class Sealer:
             return "stale"
         nonce, expires_hex, tag, mac = match.groups()
         expires = int(expires_hex, 16)
-        expected = self._mac(["tool", thread_id, nonce, expires, tag, name, args], 16)
-        if not hmac.compare_digest(mac, expected):
-            return "stale"
+
+        def sealed_as(domain: tuple[str, ...]) -> bool:
+            expected = self._mac(["tool", *domain, thread_id, nonce, expires, tag, name, args], 16)
+            return hmac.compare_digest(mac, expected)
+
+        if not sealed_as(self._domain):
+            return self._other_kind(sealed_as(self._other))
         return "expired" if expires <= self._clock() else "ok"
+
+    def _other_kind(self, sealed_as_other: bool) -> SealCheck:
+        """The check of a seal that is not ours: the desk decides a client's seal; a client
+        is told that the desk's is decided there; anything else is stale."""
+        if not sealed_as_other:
+            return "stale"
+        return "ok" if self._domain else "desk"
 
     def tool_call_expires(self, call_id: str) -> int | None:
         """When a call sealed by any sealer expires, in unix seconds (read from its id)."""
@@ -211,9 +252,14 @@ class Sealer:
 
     @staticmethod
     def _generic_parts(
-        tag: str, thread_id: str, run_id: str, interrupt_id: str, fields: dict[str, object]
+        domain: tuple[str, ...],
+        tag: str,
+        thread_id: str,
+        run_id: str,
+        interrupt_id: str,
+        fields: dict[str, object],
     ) -> list[object]:
-        return ["generic", tag, thread_id, run_id, interrupt_id, fields]
+        return ["generic", *domain, tag, thread_id, run_id, interrupt_id, fields]
 
     def seal_key(
         self,
@@ -228,8 +274,8 @@ class Sealer:
         """`key` with a seal over everything the continuation metadata will carry, and the
         requester `tag` (`None`: the anonymous visitor's)."""
         tag = self.requester_tag("") if tag is None else tag
-        mac = self._mac(self._generic_parts(tag, thread_id, run_id, interrupt_id, fields), 22)
-        return f"{key}.{tag}{mac}"
+        parts = self._generic_parts(self._domain, tag, thread_id, run_id, interrupt_id, fields)
+        return f"{key}.{tag}{self._mac(parts, 22)}"
 
     def check_key(
         self,
@@ -243,8 +289,13 @@ class Sealer:
         match = _KEY_SEAL.fullmatch(sealed_key)
         if match is None:
             return "stale"
-        parts = self._generic_parts(match.group(2), thread_id, run_id, interrupt_id, fields)
-        return "ok" if hmac.compare_digest(match.group(3), self._mac(parts, 22)) else "stale"
+
+        def sealed_as(domain: tuple[str, ...]) -> bool:
+            parts = self._generic_parts(domain, match.group(2), thread_id, run_id, interrupt_id,
+                                        fields)  # fmt: skip
+            return hmac.compare_digest(match.group(3), self._mac(parts, 22))
+
+        return "ok" if sealed_as(self._domain) else self._other_kind(sealed_as(self._other))
 
     @staticmethod
     def unsealed_key(sealed_key: str) -> str:
