@@ -2,9 +2,9 @@
 
 Owns `strict_loads` (the standard library's reader with number hooks: NaN, Infinity and
 numbers JavaScript reads as Infinity are refused with a `ValueError`), `has_long_digit_run`
-(when a faster reader may read a number otherwise) and `too_deep` (the nesting limit,
-`MAX_NESTING`). The HTTP layer reads request bodies with them; `resume` reads
-the tool arguments a history carries back. Imports only the stdlib.
+(when a faster reader may read a number otherwise), `is_text` (no lone surrogates) and
+`too_deep` (the nesting limit, `MAX_NESTING`). The HTTP layer reads request bodies with them;
+`resume` reads the tool arguments a history carries back. Imports only the stdlib.
 """
 
 from __future__ import annotations
@@ -17,12 +17,39 @@ from typing import Any
 MAX_NESTING = 200
 
 
-def strict_loads(text: str | bytes) -> object:
+def strict_loads(text: str | bytes, *, unique_keys: bool = False) -> object:
     """`json.loads`, refusing non-finite numbers (`ValueError`); deep nesting may raise
-    `RecursionError`."""
+    `RecursionError`. With `unique_keys`, an object naming a key twice is refused too: where
+    a person's answer is read, `{"approved": false, "approved": true}` must not mean
+    whichever a reader happens to keep (JavaScript keeps the last)."""
     return json.loads(
-        text, parse_int=_finite_int, parse_float=_finite_float, parse_constant=_no_constant
+        text,
+        parse_int=_finite_int,
+        parse_float=_finite_float,
+        parse_constant=_no_constant,
+        object_pairs_hook=_unique if unique_keys else None,
     )
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"the key {json.dumps(key)} is given twice")
+            seen.add(key)
+    return found
+
+
+def is_text(value: object) -> bool:
+    """Whether every string in `value` (parsed JSON) can be written as UTF-8: JSON's escapes
+    can spell a lone surrogate ("\\ud800"), which no database or page can hold."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 # A number JavaScript reads as Infinity, and NaN/Infinity (not JSON at all), could not be put

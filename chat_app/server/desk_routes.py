@@ -44,7 +44,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from chat_app.desk import ADMIN_ROLE, Answer, Desk, DeskError, thread_topic
-from chat_app.interrupts.strict_json import strict_loads, too_deep
+from chat_app.interrupts.strict_json import is_text, strict_loads, too_deep
 from chat_app.server._body import read_body
 from chat_app.server.signin import unauthorized
 from chat_app.trust import Identity
@@ -243,13 +243,16 @@ async def _json_body(request: Request, limit: int) -> Any:
     if not body.strip():
         raise DeskError("invalid", "The request has no body: send a JSON object.")
     try:
-        data = strict_loads(body)
+        data = strict_loads(body, unique_keys=True)
     except RecursionError:
         raise DeskError("invalid", "The body is nested too deeply.") from None
-    except ValueError as error:  # also UnicodeDecodeError and the numbers refused
+    except ValueError as error:  # also UnicodeDecodeError, the numbers and keys refused
         raise DeskError("invalid", f"The body is not valid JSON: {error}.") from None
     if isinstance(data, dict | list) and too_deep(data):
         raise DeskError("invalid", "The body is nested too deeply.")
+    if not is_text(data):
+        raise DeskError("invalid", "The body holds text that is not Unicode (a lone "
+                                   "surrogate escape such as \\ud800).")  # fmt: skip
     return data
 
 

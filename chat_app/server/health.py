@@ -60,6 +60,11 @@ def _ask(database: Engine) -> None:
         connection.execute(text("SELECT 1"))
 
 
+#: The fallback answers whatever is asked (Starlette's own 405 for a method no route takes
+#: would be plain text, naming the fallback's methods).
+_EVERY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+
 def api_fallback(routes: list[BaseRoute]) -> Route:
     """The last of `routes`: every `/api/…` request none of them took."""
 
@@ -83,4 +88,4 @@ def api_fallback(routes: list[BaseRoute]) -> Route:
             {"error": f"There is nothing at {path}.", "code": "unknown"}, status_code=404
         )
 
-    return Route("/api/{rest:path}", fallback)
+    return Route("/api/{rest:path}", fallback, methods=_EVERY_METHOD)

@@ -7,6 +7,7 @@ database that goes away. Who acts is a demo person's cookie or an API token, nev
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -29,7 +30,7 @@ from chat_app.server.__main__ import connection_for
 from chat_app.trust import Policy, Sealer
 from chat_app.trust.store import open_database
 from tests.pg_server import PostgresServer
-from tests.server.served import DeskServed, serve_desk
+from tests.server.served import DeskServed, events_of, serve_desk
 
 DEMO_POLICY = Policy.load(POLICY_PATH)
 RITA, ADA, SAM, OLIVE = (f"{name}@example.com" for name in ("rita", "ada", "sam", "olive"))
@@ -165,6 +166,51 @@ def test_finance_decides_a_large_transfer_from_the_inbox(served: DeskServed) -> 
     ]  # fmt: skip
 
 
+def history_of(conversation: dict[str, Any]) -> list[dict[str, Any]]:
+    """The conversation's messages as a client of `POST /api/chat` would send them back."""
+    return [
+        {"id": m["id"], "role": "user", "content": m["text"]}
+        if m["role"] == "user"
+        else {"id": m["id"], "role": "assistant", "content": m["text"], "toolCalls": [
+            {"id": c["id"], "type": "function",
+             "function": {"name": c["name"], "arguments": json.dumps(c["args"])}}
+            for c in m["toolCalls"]
+        ]}
+        for m in conversation["messages"]
+    ]  # fmt: skip
+
+
+def test_a_pause_the_desk_keeps_is_not_answered_through_the_stateless_route(
+    served: DeskServed,
+) -> None:
+    """Ada may approve Rita's transfer, but through the desk, which decides it once for
+    everyone: the same history and answer sent to `POST /api/chat` (as any client may send
+    one) is refused, nothing runs, and the desk's decision still waits for her."""
+    rita, ada = served.cookie_of(RITA), served.cookie_of(ADA)
+    thread_id = start(served, rita, "transfer 5000 to Ada")
+    paused = wait(served, thread_id, rita, waiting_for_decision)
+    [call] = paused["messages"][-1]["toolCalls"]
+    replayed = {
+        "threadId": thread_id, "runId": "run-elsewhere", "parentRunId": "run-0",
+        "messages": history_of(paused), "tools": [], "context": [], "state": {},
+        "forwardedProps": {},
+        "resume": [{"interruptId": call["interruptId"], "status": "resolved",
+                    "payload": {"approved": True}}],
+    }  # fmt: skip
+    streamed = events_of(served.http.post("/api/chat", json=replayed, headers=ada))
+    [refusal] = [event for event in streamed if event["type"] == "RUN_ERROR"]
+    assert "belongs to a conversation the approval desk keeps" in refusal["message"]
+    assert not [event for event in streamed if event["type"] == "TOOL_CALL_RESULT"]
+    assert executions(served) == []
+    [item] = inbox(served, ada)["items"]
+    assert item["threadId"] == thread_id
+    # Where it belongs, Ada's approval runs it, once.
+    assert decide(served, item["decisionId"], ada, {"approved": True}).status_code == 200
+    done = wait(served, thread_id, rita)
+    assert done["status"] == "done" and "Sent 5,000 to Ada" in last_text(done)
+    assert executions(served) == ["transfer"]
+
+
 def test_answers_are_checked_against_the_item_and_the_body_is_read_strictly(
     served: DeskServed,
 ) -> None:
@@ -203,6 +249,14 @@ def test_answers_are_checked_against_the_item_and_the_body_is_read_strictly(
     assert "Unknown field(s): extra" in refused(b'{"approved": true, "extra": 1}')
     assert "larger than" in refused(b'{"value": "' + b"x" * (1024 * 1024) + b'"}', 413)
     assert "[" * 10 and "nested too deeply" in refused(b"[" * 300 + b"]" * 300)
+    # An answer a reader could take two ways, or text no database can hold, is refused.
+    assert 'the key "value" is given twice' in refused(b'{"value": 1, "value": 2}')
+    assert "not Unicode" in refused(b'{"value": {"speed": "\\ud800"}}')
+    surrogate = served.http.post(
+        "/api/conversations", content=b'{"message": "hi \\ud800"}',
+        headers=rita | {"Content-Type": "application/json"},
+    )  # fmt: skip
+    assert (surrogate.status_code, surrogate.json()["code"]) == (400, "invalid")
     extra = served.http.post("/api/conversations", json={"message": "hi", "to": "x"}, headers=rita)
     assert (extra.status_code, extra.json()["error"]) == (
         400, 'Unknown field(s): to; send {"message": "…"} and nothing else.'
@@ -242,6 +296,19 @@ def test_health_and_addresses_the_api_does_not_serve_answer_in_json(served: Desk
         "error": "/api/inbox/d-1 takes POST, not GET.", "code": "method"
     }  # fmt: skip
     assert wrong_method.headers["allow"] == "POST"
+    # Every method gets JSON: a known route's 405 names its own methods; elsewhere, 404.
+    for method, path, allow in [
+        ("PUT", "/api/chat", "POST"),
+        ("DELETE", "/api/inbox", "GET, HEAD"),
+        ("PATCH", "/api/me", "GET, HEAD"),
+        ("POST", "/api/health", "GET, HEAD"),
+    ]:
+        answer = served.http.request(method, path, headers=served.cookie_of(ADA))
+        assert answer.status_code == 405, (method, path)
+        assert answer.json()["code"] == "method" and answer.headers["allow"] == allow
+    for method in ("POST", "PUT", "DELETE"):
+        unknown = served.http.request(method, "/api/nope", headers=served.cookie_of(ADA))
+        assert (unknown.status_code, unknown.json()["code"]) == (404, "unknown")
 
 
 def test_an_expired_decision_is_gone(served: DeskServed) -> None:
