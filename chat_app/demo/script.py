@@ -148,6 +148,12 @@ def _results_since_user(request: ModelRequest) -> list[tuple[str, Any, str]]:
     return results
 
 
+def _sentence(text: str) -> str:
+    """`text` as the end of a sentence: trimmed, with a full stop unless it has its own."""
+    text = " ".join(text.split())
+    return text if text.endswith((".", "!", "?", "…")) else text + "."
+
+
 def _describe(name: str, content: Any, outcome: str) -> str:
     data = content if isinstance(content, dict) else {}
     if outcome == "failed":  # it ran, in the client, and has no answer: no decision was refused
@@ -161,8 +167,8 @@ def _describe(name: str, content: Any, outcome: str) -> str:
     if data.get("error") == "Tool execution cancelled":
         return f"Cancelled: {name.replace('_', ' ')} did not run."
     if outcome == "error" or "error" in data:
-        reason = data.get("reason") or data.get("error") or "no reason given"
-        return f"Understood — {name.replace('_', ' ')} was not run. Reason: {reason}."
+        reason = _sentence(str(data.get("reason") or data.get("error") or "no reason given"))
+        return f"Understood — {name.replace('_', ' ')} was not run. Reason: {reason}"
     if name == "transfer":
         amount = _money(float(data["amount"]))
         return f"Sent {amount} to {data['recipient']}. Receipt id: {data['receipt']}."

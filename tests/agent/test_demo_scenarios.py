@@ -77,8 +77,25 @@ async def test_transfer_reject_requires_a_reason_the_model_reads() -> None:
             }
         ],
     )
-    assert "Reason: Wrong account" in text_of(done)
+    assert "Reason: Wrong account." in text_of(done)
     assert not any(e["type"] == "TOOL_CALL_RESULT" and "receipt" in e["content"] for e in done)
+
+
+async def test_a_reason_reads_as_one_sentence_however_it_ends() -> None:
+    for reason, said in [
+        (
+            "Refunds this large go through the bank.",
+            "Reason: Refunds this large go through the bank.",
+        ),
+        ("Why now?", "Reason: Why now?"),
+        ("more words  ", "Reason: more words."),
+    ]:
+        events, items = await pause("transfer 25 to Ada")
+        rejected = {"approved": False, "payload": {"reason": reason}}
+        done = await resume(
+            events, [{"interruptId": items[0]["id"], "status": "resolved", "payload": rejected}]
+        )
+        assert text_of(done).endswith(said) and ".." not in text_of(done), text_of(done)
 
 
 async def test_cancel_runs_nothing() -> None:
