@@ -41,6 +41,15 @@ def _verified(record: dict[str, Any]) -> str:
     return str(data.get("verifiedBy") or "")
 
 
+def who(record: dict[str, Any]) -> str:
+    """The Who column: the verified actor, or for a decision a policy rule made on its own,
+    the policy, on behalf of whoever asked (the record's actor decided nothing)."""
+    actor = str(record.get("actor") or "")
+    if _verified(record) == "policy":
+        return f"policy (asked by {actor})" if actor else "policy"
+    return actor or "—"
+
+
 def _approvers(data: dict[str, Any], policy: Policy | None) -> str:
     """Who a reminder went to, as the rule names them ("finance"), else by the emails told."""
     rule = policy.rule_named(data.get("rule")) if policy is not None else None
@@ -162,7 +171,7 @@ class AuditState(IdentityState):
                 seq=int(record.get("seq", 0)),
                 at=str(record.get("at", "")),
                 kind=str(record.get("kind", "")),
-                actor=str(record.get("actor") or "—"),
+                actor=who(record),
                 verified=_verified(record),
                 rule=str((record.get("data") or {}).get("rule") or ""),
                 thread=str(record.get("thread_id", "")),
