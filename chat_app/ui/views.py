@@ -264,15 +264,20 @@ def _under_policy(item: InterruptItem) -> bool:
 def answered_by(items: Iterable[InboxItem], viewer_email: str) -> dict[str, str]:
     """Who answered each tool call or question of `items` decided at the desk, for its card
     or line: item id -> "Approved by Sam and Olive" (a quorum's approvers, then whoever
-    decided), the person looking named "you"; for a tool call, none when they alone answered
-    (they know), nor for a policy's decision (its card names the rule)."""
+    decided), the person looking named "you"; for a tool call in their own conversation, none
+    when they alone answered (they know), nor for a policy's decision (its card names the
+    rule). In someone else's conversation "Approved by you" says the approver's part, as a
+    quorum's "Approved by Sam and you" does."""
     found: dict[str, str] = {}
     for item in items:
         if item.status == "pending" or not item.decided_by:
             continue
         answer = how_answered(item, viewer_email)
+        if answer is None:
+            continue
         # A question's line always says how it ended, "by you" too, as the lists do.
-        if answer is not None and (answer.people != ("you",) or item.kind == "question"):
+        own = item.requester_email == viewer_email and item.kind != "question"
+        if answer.people != ("you",) or not own:
             found[item.item_id] = answer.text
     return found
 

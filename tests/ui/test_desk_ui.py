@@ -427,12 +427,12 @@ def test_an_edit_only_the_requester_could_run_is_refused_on_the_card_with_the_dr
         receipt = rita.get_by_text(re.compile(r"Sent 5,000 to Ada\. Receipt id: rcpt-"))
         expect(receipt).to_be_visible()
         expect(rita.get_by_text(re.compile(r"Sent 500 to Ada"))).to_have_count(0)
-        # Rita's card names who approved; Ada, who did, is not told her own name.
+        # Rita's card names who approved; Ada's, in Rita's conversation, names her part.
         expect(tool_card(rita, "transfer").locator(".tool-decided-by")).to_have_text(
             "Approved by Ada"
         )
         expect(card.locator(".tool-status")).to_have_text("Done")
-        expect(card.locator(".tool-decided-by")).to_have_count(0)
+        expect(card.locator(".tool-decided-by")).to_have_text("Approved by you")
 
         # The trail holds the refused edit, as Ada's, with what she was told.
         sign_in_as_demo(ada, OLIVE)

@@ -322,7 +322,7 @@ def test_a_continuation_in_flight_says_what_its_edits_change() -> None:
     assert submitted_edits(None, messages) == {}
 
 
-def test_a_card_or_question_names_who_answered_it_unless_the_person_looking_did_alone() -> None:
+def test_a_card_or_question_names_who_answered_it_but_not_the_asker_who_did_alone() -> None:
     sam, olive = ("sam@example.com", "Sam"), ("olive@example.com", "Olive")
     quorum = _decided("approved", olive[0], sam, olive)
     rejected = _decided("rejected", "ada@example.com")
@@ -338,7 +338,12 @@ def test_a_card_or_question_names_who_answered_it_unless_the_person_looking_did_
         "approval_answered": "Answered by Ada",  # a question, for its line
     }
     assert answered_by(items, sam[0])["approval_approved"] == "Approved by you and Olive"
-    assert "approval_rejected" not in answered_by(items, "ada@example.com")
+    # Ada, in Rita's conversation, reads her own part in it.
+    assert answered_by(items, "ada@example.com")["approval_rejected"] == "Rejected by you"
+    # Rita, who decided her own request alone, needs no telling.
+    own = replace(_decided("approved", "rita@example.com"), decided_by_name="Rita")
+    assert answered_by([own], "rita@example.com") == {}
+    assert answered_by([own], "ada@example.com") == {"approval_approved": "Approved by Rita"}
     # A question's line says how it ended whoever looks, "by you" included.
     assert answered_by(items, "ada@example.com")["approval_answered"] == "Answered by you"
     # Cancelled by whoever asked is a withdrawal; by an approver, a cancellation.
