@@ -369,7 +369,7 @@ class Policy:
         """A short sentence for the page, e.g. "Waiting for finance"."""
         if rule.decide is not None:
             return f"{'Approved' if rule.decide == 'approve' else 'Rejected'} by policy {rule.name}"
-        who = either_of([a.removeprefix(_ROLE_PREFIX) for a in rule.approvers]) or "someone"
+        who = any_of_approvers(rule.approvers) or "someone"
         if not rule.approvers and rule.not_requester:
             who = "someone else"
         sentence = f"Waiting for {who}"
@@ -426,8 +426,13 @@ def escalation_note(escalate_to: Sequence[str], after: datetime.timedelta) -> st
     to admin or boss@example.com after 2 h" (roles bare); "" when it names nobody."""
     if not escalate_to:
         return ""
-    who = either_of([person.removeprefix(_ROLE_PREFIX) for person in escalate_to])
-    return f"escalated to {who} after {describe_duration(after)}"
+    return f"escalated to {any_of_approvers(escalate_to)} after {describe_duration(after)}"
+
+
+def any_of_approvers(approvers: Sequence[str]) -> str:
+    """Approvers as a rule names them ("role:finance", "boss@example.com"), said as people
+    read them: "finance or boss@example.com" (roles bare); "" for none."""
+    return either_of([str(approver).removeprefix(_ROLE_PREFIX) for approver in approvers])
 
 
 def either_of(names: list[str]) -> str:

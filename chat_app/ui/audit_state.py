@@ -10,7 +10,7 @@ import reflex as rx
 
 from chat_app.trust import Policy
 from chat_app.trust.identity import AUDIT_ROLES
-from chat_app.trust.policy import all_of, either_of
+from chat_app.trust.policy import all_of, any_of_approvers, either_of
 
 from . import session as sessions
 from .guard import guarded
@@ -54,7 +54,7 @@ def _approvers(data: dict[str, Any], policy: Policy | None) -> str:
     """Who a reminder went to, as the rule names them ("finance"), else by the emails told."""
     rule = policy.rule_named(data.get("rule")) if policy is not None else None
     if rule is not None and rule.approvers:
-        return either_of([approver.removeprefix("role:") for approver in rule.approvers])
+        return any_of_approvers(rule.approvers)
     told = [str(email) for email in data.get("told") or []]
     return either_of(told) or "the approvers"
 
@@ -84,7 +84,7 @@ def summarize(
     if kind == "reminded":
         return f"Reminded {_approvers(data, policy)} about {what} after {data.get('after')}"
     if kind == "escalated":
-        to = either_of([str(person).removeprefix("role:") for person in data.get("to") or []])
+        to = any_of_approvers(data.get("to") or [])
         return f"Escalated {what} to {to or 'more people'} after {data.get('after')}"
     if kind == "delivery-failed":
         channel = data.get("channel")

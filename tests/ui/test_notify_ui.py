@@ -95,6 +95,12 @@ def test_an_inbox_row_says_when_it_was_reminded_and_escalated() -> None:
     )
     row = inbox_row(later, olive, NOW, yours=True)
     assert row.escalation == "escalated to admin after 2 h"
+    # Who may decide now names the escalation, as the card does.
+    assert plain.waiting_for == "Waiting for finance: you may decide"
+    assert row.waiting_for == "Waiting for finance; escalated to admin: you may decide"
+    assert inbox_row(later, DEMO_PEOPLE[0], NOW, yours=False).waiting_for == (
+        "Waiting for finance; escalated to admin"
+    )
     assert row.reminded == "09:29 UTC"
     assert row.reminded_title == "Reminder sent 2025-06-01 09:29:53 UTC"
     assert row.reminded_iso == "2025-06-01T09:29:53Z"
