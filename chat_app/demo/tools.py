@@ -66,6 +66,7 @@ TRANSFER = tool(
                 "reason": {
                     "type": "string",
                     "minLength": 1,
+                    "maxLength": 500,
                     "title": "Reason",
                     "description": "Why the transfer is refused; the agent reads this.",
                 }

@@ -26,7 +26,9 @@ DRAFT_FIELD = "__draft"
 #: Keywords that make a value one of several shapes.
 _COMBINED = frozenset({"anyOf", "oneOf", "allOf"})
 # Free-text fields people write several lines in, whatever their schema says.
-_LONG_TEXT_NAMES = frozenset({"body", "description", "message", "comment", "notes"})
+_LONG_TEXT_NAMES = frozenset(
+    {"body", "description", "message", "comment", "notes", "note", "reason"}
+)
 
 
 @dataclass

@@ -78,7 +78,7 @@ def test_reject_needs_a_reason_and_the_model_reads_it(page: Page, screenshot_dir
     expect(form.locator(".field-error")).to_have_text("This field is required.")
     expect(page.locator(".approval-card")).to_be_visible()  # nothing was sent
     shot(page, screenshot_dir, "reject-without-reason")
-    form.locator('input[name="reason"]').fill("Wrong account")
+    form.locator('[name="reason"]').fill("Wrong account")
     form.locator("button[type=submit]").click()
     expect(page.get_by_text("Reason: Wrong account.")).to_be_visible()
     expect(page.locator('.tool-card[data-tool="transfer"] .tool-status')).to_have_text("Rejected")
@@ -91,7 +91,7 @@ def test_markup_typed_in_a_reason_reaches_the_reply_as_text(page: Page) -> None:
     ask(page, "transfer 25 to Ada")
     page.locator(".approval-card button.reject").click()
     typed = '<div id="typed-markup" style="position:fixed;inset:0">Session expired</div>'
-    page.locator('.form-reject input[name="reason"]').fill(typed)
+    page.locator('.form-reject [name="reason"]').fill(typed)
     page.locator(".form-reject button[type=submit]").click()
     reply = page.locator('.chat-message[data-role="assistant"]').filter(has_text="Reason:")
     expect(reply).to_contain_text(f"Reason: {typed}")

@@ -113,7 +113,7 @@ def test_the_browser_moving_the_log_down_does_not_stop_it_following(
     expect(page.get_by_text("Project apollo is deleted.")).to_be_visible()
     ask(page, "transfer 32 to Ada")
     page.locator(".approval-card button.reject").click()
-    page.locator('.form-reject input[name="reason"]').fill("Wrong account")
+    page.locator('.form-reject [name="reason"]').fill("Wrong account")
     page.locator(".form-reject button[type=submit]").click()
     expect(page.get_by_text("Reason: Wrong account.")).to_be_visible()
     ask(page, "transfer 5000 to Ada")  # finance's to decide: the card waits

@@ -166,6 +166,9 @@ def test_the_demo_forms() -> None:
     assert reject is not None
     rows = form_fields(reject)
     assert read_form(reject, rows, {"reason": ""}).errors == {"reason": "This field is required."}
+    # A reason is written, not typed in a line: a box of lines, with its limit said.
+    [reason] = rows
+    assert (reason.kind, reason.max_length) == ("textarea", "500")
 
 
 def test_enum_options_give_back_the_schemas_own_values() -> None:

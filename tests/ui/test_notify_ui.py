@@ -550,7 +550,7 @@ def test_a_requester_not_looking_is_emailed_how_it_ended(
             ada.goto(f"{app.url}/c/{thread}")
             card = tool_card(ada, "transfer")
             card.locator("button.reject").click()
-            card.locator('.form-reject input[name="reason"]').fill("Not this quarter.")
+            card.locator('.form-reject [name="reason"]').fill("Not this quarter.")
             card.locator(".form-reject button[type=submit]").click()
             expect(card.locator(".tool-status")).to_have_text("Rejected")
 

@@ -256,7 +256,7 @@ def test_clicks_swallowed_as_the_worker_dies_are_given_again_once_the_page_is_ba
     expect(approve.page.locator(".approval-card button.approve")).to_be_enabled()
     expect(approve_all.page.locator("#approve-all")).to_be_enabled()
     reject.page.locator(".approval-card button.reject").click()
-    reject.page.locator('.form-reject input[name="reason"]').fill("Wrong account")
+    reject.page.locator('.form-reject [name="reason"]').fill("Wrong account")
     tokens = [tab.token() for tab in tabs]
     paid_before = len(executions(app.records(), "pay_invoice"))
 
