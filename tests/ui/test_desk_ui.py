@@ -401,6 +401,27 @@ def test_opening_a_conversation_from_the_inbox_never_shows_the_one_before(
         expect(tool_card(ada, "refund")).to_be_visible()
 
 
+def test_a_decision_opened_from_the_inbox_by_keyboard_takes_the_focus(
+    browser: Browser, app_url: str
+) -> None:
+    """Ada works from her Inbox with the keyboard: Enter on a row's Open puts her on the
+    decision's Approve (the card mounts while the conversation loads hidden, when it could
+    not take the focus), and Enter there approves it."""
+    with people(browser, app_url, ADA, RITA) as (ada, rita):
+        ask(rita, "transfer 5000 to Ada")
+        expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
+        thread = thread_of(rita)
+        open_inbox(ada)
+        inbox_item(ada, thread).locator(".inbox-open").focus()
+        ada.keyboard.press("Enter")
+        approve = tool_card(ada, "transfer").locator("button.approve")
+        expect(approve).to_be_focused()
+        ada.keyboard.press("Enter")
+        expect(tool_card(rita, "transfer").locator(".tool-decided-by")).to_have_text(
+            "Approved by Ada"
+        )
+
+
 def test_an_edit_only_the_requester_could_run_is_refused_on_the_card_with_the_draft_kept(
     browser: Browser, app_url: str, screenshot_dir: Path
 ) -> None:

@@ -83,6 +83,13 @@ def _panel(
     )
 
 
+def takes_focus(decision: DecisionView) -> dict[str, Any]:
+    """The props of the control the first open decision gives the focus: React's autofocus
+    when it mounts, and a mark the log's opening effect finds (a control mounted while the
+    log is hidden, a conversation opened from the Inbox, cannot take the focus then)."""
+    return {"auto_focus": decision.focus, "data_autofocus": decision.focus}
+
+
 def _answer_button(
     decision: DecisionView,
     events: DecisionEvents,
@@ -114,7 +121,7 @@ def approval_controls(decision: DecisionView, events: DecisionEvents) -> rx.Comp
         decision.approve_fields,
         events.approve,
         color_scheme="green",
-        auto_focus=decision.focus,
+        **takes_focus(decision),
     )
     reject_button = _answer_button(
         decision,
@@ -377,7 +384,7 @@ def generic_card(decision: DecisionView, events: DecisionEvents) -> rx.Component
                 "Submit",
                 type="submit",
                 class_name="submit",
-                auto_focus=decision.focus,
+                **takes_focus(decision),
             ),
             rx.button(
                 "Cancel",

@@ -139,15 +139,24 @@ useLayoutEffect(() => {
 #: (`data-thread`): the page was opened on it (from the Inbox, say) and the tab's state,
 #: still the conversation shown before, has not caught up. It goes when
 #: `data-thread` changes, or when the page's load is over (`data-loaded` true after having
-#: not been), whatever the load brought (a notice that it cannot be shown, say). Moving
-#: back and forth in the history between two conversations asks again.
+#: not been), whatever the load brought (a notice that it cannot be shown, say); then the
+#: first open decision's control (`data-autofocus`) takes the focus it could not take while
+#: hidden. Moving back and forth in the history between two conversations asks again.
 _OPENING = Template("""
 useLayoutEffect(() => {
   const log = $ref.current;
   if (!log) return;
   const frame = log.parentElement;
   let loading = false;
-  const opened = () => { loading = false; delete frame.dataset.opening; };
+  const opened = () => {
+    loading = false;
+    if (!frame.dataset.opening) return;
+    delete frame.dataset.opening;
+    // A decision's control that mounted hidden could not take the focus: it takes it now,
+    // unless the person has put it somewhere already.
+    const first = frame.querySelector('[data-autofocus="true"]');
+    if (first && document.activeElement === document.body) first.focus({preventScroll: true});
+  };
   const ask = () => {
     const prefix = log.dataset.addresses;
     const path = window.location.pathname;
