@@ -394,11 +394,19 @@ def test_opening_a_conversation_from_the_inbox_never_shows_the_one_before(
         expect(ada.locator("#read-only-note")).to_contain_text("Rita's conversation")
         assert ada.evaluate("window.__own_card_shown") is False
         assert ada.evaluate("window.__own_bar_shown") is False
+        # Whose it is is said in the message box before anything is typed, and Send is off.
+        box, send = ada.locator("#composer-input"), ada.locator("#composer-send")
+        expect(box).to_have_attribute(
+            "placeholder", "Rita's conversation: New conversation starts your own"
+        )
+        expect(send).to_be_disabled()
 
-        # Her own conversation, opened by its address, shows again.
+        # Her own conversation, opened by its address, shows again, hers to write in.
         open_conversations(ada)
         ada.locator(".conversation-title", has_text="refund 20 to order 42").first.click()
         expect(tool_card(ada, "refund")).to_be_visible()
+        expect(box).to_have_attribute("placeholder", "Ask the ops desk…")
+        expect(send).to_be_enabled()
 
 
 def test_a_decision_opened_from_the_inbox_by_keyboard_takes_the_focus(

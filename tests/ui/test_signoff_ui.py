@@ -178,11 +178,15 @@ def test_whoever_asked_can_withdraw_what_only_someone_else_may_approve(
     expect(page.locator("#desk-notice")).to_contain_text("someone else's")
     expect(page.locator(".tool-card")).to_have_count(0)
     expect(page.locator(".suggestion")).to_have_count(0)  # not a new chat of his own
+    # The box says whose it is before anything is typed; what is typed stays, unsent.
+    expect(page.locator("#composer-input")).to_have_attribute(
+        "placeholder", "Someone else's conversation: New conversation starts your own"
+    )
+    expect(page.locator("#composer-send")).to_be_disabled()
     page.locator("#composer-input").fill("hello")
     page.locator("#composer-input").press("Enter")
-    expect(page.locator("#desk-notice")).to_contain_text("your message is kept in the box")
-    expect(page.locator("#desk-notice")).not_to_contain_text("decide what is yours")
     expect(page.locator("#composer-input")).to_have_value("hello")
+    expect(page.locator('.chat-message[data-role="user"]', has_text="hello")).to_have_count(0)
     page.locator("#composer-input").fill("")
     # An admin sees it, read-only: whose it is, and who decides.
     sign_in_as_demo(page, "olive@example.com")

@@ -18,6 +18,8 @@ def composer(
     open_count: Prop[int],
     running: Prop[bool],
     resuming: Prop[bool],
+    read_only: Prop[bool],
+    owner_name: Prop[str],
     on_draft: Handler,
     on_send: Handler,
     on_stop: Handler,
@@ -25,8 +27,15 @@ def composer(
     """The message box with Send, or Stop while a reply streams (not while resuming).
 
     `held` says why a message sent was kept rather than sent (decisions are pending), "" when
-    it was not; the placeholder points at the decisions while `open_count` is above 0.
+    it was not; the placeholder points at the decisions while `open_count` is above 0. In
+    someone else's conversation (`read_only`, theirs: `owner_name`) the placeholder says so
+    before anything is typed, and Send is off; what is typed stays a draft.
     """
+    elsewhere = rx.cond(
+        owner_name != "",
+        owner_name + "'s conversation: New conversation starts your own",
+        "Someone else's conversation: New conversation starts your own",
+    )
     return rx.vstack(
         rx.cond(
             held != "",
@@ -38,9 +47,11 @@ def composer(
                     value=draft,
                     on_change=on_draft,
                     placeholder=rx.cond(
-                        open_count > 0,
-                        "Decisions are pending above…",
-                        "Ask the ops desk…",
+                        read_only,
+                        elsewhere,
+                        rx.cond(
+                            open_count > 0, "Decisions are pending above…", "Ask the ops desk…"
+                        ),
                     ),
                     size="3",
                     flex="1",
@@ -65,7 +76,7 @@ def composer(
                         type="submit",
                         size="3",
                         id="composer-send",
-                        disabled=running,
+                        disabled=running | read_only,
                     ),
                 ),
                 spacing="2",

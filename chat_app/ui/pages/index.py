@@ -127,6 +127,8 @@ def _composer() -> rx.Component:
         open_count=ChatState.open_count,
         running=ChatState.running,
         resuming=ChatState.resuming,
+        read_only=ChatState.read_only,
+        owner_name=ChatState.owner_name,
         on_draft=ChatState.set_draft,
         on_send=ChatState.send,
         on_stop=ChatState.stop,
