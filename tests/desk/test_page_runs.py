@@ -149,9 +149,11 @@ async def test_a_page_run_longer_than_a_lease_keeps_it(world: World) -> None:
     """A reply can take longer than a lease: the page renews it while it runs, so no other
     worker takes the conversation, and tabs watching it still read it as running."""
     thread = await world.start(RITA, "transfer 5000 to Ada")
-    desk = world.new_desk(worker="worker-2", lease_seconds=0.3)
+    # Renewed every third of a lease: a second leaves a renewal 0.67 s to reach the database
+    # (0.3 s, 0.2 s of slack, lapsed once in CI with the machine busy).
+    desk = world.new_desk(worker="worker-2", lease_seconds=1.0)
     async with desk.page_run(thread, [], RITA):
-        await asyncio.sleep(1.0)  # over three leases
+        await asyncio.sleep(2.5)  # over two leases
         assert (await desk.view(thread, RITA)).running
         now = desk.clock()
         assert not world.store.claim(thread, "worker-3", now=now, until=now.replace(year=2100))
