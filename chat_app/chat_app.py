@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import reflex as rx
+from reflex.utils.exec import is_prod_mode
 
 from chat_app.agent import event_to_wire
 from chat_app.client import (
@@ -45,7 +46,7 @@ from chat_app.observe import configure_logging, configure_tracing
 from chat_app.server import create_app
 from chat_app.server.collector import tune_collector
 from chat_app.server.metrics import MetricsSource
-from chat_app.server.origin import same_host
+from chat_app.server.origin import from_elsewhere
 from chat_app.server.run_input import KeptRunInputReader, read_run_input
 from chat_app.trust import Identity, PolicyError, audit_report
 from chat_app.trust.store import DatabaseUnavailable
@@ -202,11 +203,16 @@ session.configure(
 )
 
 def _opened_by_our_page(origin: str | None, environ: Mapping[str, Any]) -> bool:
-    """Engine.IO's origin check: a page of the host it reached (or, in development, of the
-    frontend's own server, on a port of its own); no `Origin` is no browser page."""
-    hosts = [environ.get(key, "") for key in ("HTTP_HOST", "HTTP_X_FORWARDED_HOST")]
-    frontend = rx.config.get_config().deploy_url or ""
-    return origin is None or same_host(origin, hosts) or origin == frontend.rstrip("/")
+    """Engine.IO's origin check: the handshake came from this site's page (`origin.py`: a
+    page cannot set a handshake's headers, so a proxy's `X-Forwarded-Host` is believed), or
+    in development from the frontend's own server, on a port of its own."""
+    if not is_prod_mode() and origin == (rx.config.get_config().deploy_url or "").rstrip("/"):
+        return True
+    headers = {
+        name: str(environ.get("HTTP_" + name.upper().replace("-", "_"), ""))
+        for name in ("sec-fetch-site", "origin", "host", "x-forwarded-host")
+    }
+    return not from_elsewhere({k: v for k, v in headers.items() if v}, "GET", via_proxy=True)
 
 
 app = rx.App(

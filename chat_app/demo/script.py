@@ -149,7 +149,8 @@ def _results_since_user(request: ModelRequest) -> list[tuple[str, Any, str]]:
 
 
 def _sentence(text: str) -> str:
-    """`text` as the end of a sentence: trimmed, with a full stop unless it has its own."""
+    """`text` as the end of a one-line sentence: its spaces and line breaks made single
+    spaces, with a full stop unless it has its own."""
     text = " ".join(text.split())
     return text if text.endswith((".", "!", "?", "…")) else text + "."
 

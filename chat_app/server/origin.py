@@ -3,10 +3,21 @@
 A session cookie (or a sign-in proxy's, which rides on one) goes with every request the
 visitor's browser makes to this host, including those a page on another port or a sibling
 subdomain makes: SameSite counts those as the same site. So whatever a session may do, a
-request that a browser says came from a page of another host may not: sign in or out, start
-or answer a conversation, read the inbox, open the app's websocket. A script that uses an API
-token carries its credential itself and may come from anywhere; scripts that send no
-`Origin` (curl, a server) are not browsers acting for someone else.
+request that a browser says came from another page than this site's may not: sign in or out,
+start or answer a conversation, read the inbox, open the app's websocket. A script that uses
+an API token carries its credential itself and may come from anywhere; scripts that send none
+of these headers (curl, a server) are not browsers acting for someone else.
+
+What the browser says, most reliable first:
+
+* `Sec-Fetch-Site`, which every current browser sends and no page's script can set or
+  change: only `same-origin` (this site's pages) and `none` (an address typed, a bookmark)
+  are ours. It needs no knowledge of the names the site is served by, so a reverse proxy
+  that rewrites `Host` changes nothing.
+* Without it (an older browser): `Origin`, or for a method that changes things, `Referer`,
+  compared with the host the request reached (`Host`, and `X-Forwarded-Host` only from a
+  trusted proxy: a page's script may send that header to this server itself, and the app's
+  CORS lets it).
 """
 
 from __future__ import annotations
@@ -14,16 +25,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
-from starlette.requests import Request
+__all__ = ["CROSS_SITE", "from_elsewhere", "same_host"]
 
-__all__ = ["CROSS_SITE", "from_elsewhere", "same_host", "served_as"]
-
-#: What a request a browser sent from another host's page reads (HTTP 403).
+#: What a request a browser sent from another page reads (HTTP 403).
 CROSS_SITE = (
     "Requests signed in with this site's session must come from its own pages; a script "
     "elsewhere signs in with an API token (Authorization: Bearer …)."
 )
 
+#: `Sec-Fetch-Site` values of requests this site's pages (or the person, typing an address)
+#: made.
+_OURS = frozenset({"same-origin", "none"})
 #: Methods a browser may send from any page without changing anything (links, images): only
 #: their `Origin` counts, which a browser sends when a script reads the answer.
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -38,20 +50,19 @@ def same_host(source: str, hosts: Iterable[str]) -> bool:
     return bool(host) and host in {name.lower() for name in hosts if name}
 
 
-def served_as(headers: Mapping[str, str]) -> set[str]:
-    """The names this request reached the server by: `Host`, and behind a reverse proxy
-    `X-Forwarded-Host` (a page's script cannot set either on a cross-site request, so it
-    cannot lie with them)."""
-    return {headers.get(name, "") for name in ("host", "x-forwarded-host")} - {""}
-
-
-def from_elsewhere(request: Request) -> bool:
-    """Whether the browser that sent `request` says a page of another host made it: its
-    `Origin`, or for a method that changes things without one, its `Referer`."""
-    headers = request.headers
+def from_elsewhere(headers: Mapping[str, str], method: str, *, via_proxy: bool) -> bool:
+    """Whether the browser that sent a request with `headers` (lower-case names) says a page
+    other than this site's made it. `via_proxy`: the request came from a trusted proxy, whose
+    `X-Forwarded-Host` names the host the browser asked for."""
+    site = headers.get("sec-fetch-site")
+    if site:
+        return site not in _OURS
     source = headers.get("origin")
-    if source is None and request.method not in _SAFE:
+    if source is None and method not in _SAFE:
         source = headers.get("referer")
     if not source:
         return False
-    return not same_host(source, served_as(headers))
+    names = [headers.get("host", "")]
+    if via_proxy:
+        names.append(headers.get("x-forwarded-host", ""))
+    return not same_host(source, names)

@@ -68,18 +68,25 @@ CROSS_SITE_SIGN_IN = "Sign-in requests must come from this site's own pages."
 
 
 def same_site_only(
-    route: Callable[[Request], Awaitable[Response]],
+    route: Callable[[Request], Awaitable[Response]], authenticator: Authenticator
 ) -> Callable[[Request], Awaitable[Response]]:
-    """Refuse a browser's post from another host's page: it must not sign a visitor in (as
-    the attacker, whose decisions would then be the visitor's) or out (`origin.py`). Scripts,
-    which send no `Origin`, pass: they can only sign themselves in."""
+    """Refuse a browser's post from another page than this site's: it must not sign a visitor
+    in (as the attacker, whose decisions would then be the visitor's) or out (`origin.py`).
+    Scripts, which send none of a browser's headers, pass: they can only sign themselves in."""
 
     async def checked(request: Request) -> Response:
-        if from_elsewhere(request):
+        if elsewhere(authenticator, request):
             return JSONResponse({"error": CROSS_SITE_SIGN_IN}, status_code=403)
         return await route(request)
 
     return checked
+
+
+def elsewhere(authenticator: Authenticator, request: Request) -> bool:
+    """`origin.from_elsewhere` for `request`, a proxy's `X-Forwarded-Host` believed only
+    from an address `authenticator` trusts."""
+    via_proxy = authenticator.trusts(client_host(request))
+    return from_elsewhere(request.headers, request.method, via_proxy=via_proxy)
 
 
 def client_host(request: Request) -> str | None:
@@ -95,7 +102,11 @@ async def identify(authenticator: Authenticator, request: Request) -> Identity |
         found = await asyncio.to_thread(authenticator.authenticate, request.headers, host)
     else:
         found = authenticator.authenticate(request.headers, host)
-    if isinstance(found, Identity) and found.method not in _ANY_PAGE and from_elsewhere(request):
+    if (
+        isinstance(found, Identity)
+        and found.method not in _ANY_PAGE
+        and elsewhere(authenticator, request)
+    ):
         return AuthFailure(CROSS_SITE, status=403)
     return found
 
@@ -190,9 +201,9 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         return JSONResponse(identity_json(who, roles(who)))
 
     return [
-        Route("/api/signin", same_site_only(signin), methods=["POST"]),
-        Route("/api/signin/demo", same_site_only(signin_demo), methods=["POST"]),
-        Route("/api/signout", same_site_only(signout), methods=["POST"]),
+        Route("/api/signin", same_site_only(signin, authenticator), methods=["POST"]),
+        Route("/api/signin/demo", same_site_only(signin_demo, authenticator), methods=["POST"]),
+        Route("/api/signout", same_site_only(signout, authenticator), methods=["POST"]),
         Route("/api/me", me, methods=["GET"]),
     ]
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias, get_args
@@ -158,8 +159,7 @@ class Authenticator:
         if (credentials or scheme).startswith(API_TOKEN_PREFIX):  # ours, without "Bearer"
             return AuthFailure(TOKEN_SCHEME)
         if mode == "proxy":
-            sent = sum(1 for name, _ in headers.items() if name.lower() == self._user_header)
-            return self._proxy(lowered, client_host, sent)
+            return self._proxy(lowered, client_host, Counter(n.lower() for n, _ in headers.items()))
         value = cookie_value(lowered.get("cookie", ""), SESSION_COOKIE)
         if value is None and bearer:
             # A bearer alone was meant for us: it is refused saying what our tokens look
@@ -197,18 +197,24 @@ class Authenticator:
         return owner if owner.method == "token" else replace(owner, method="token")
 
     def _proxy(
-        self, headers: Mapping[str, str], client_host: str | None, sent: int
+        self, headers: Mapping[str, str], client_host: str | None, sent: Mapping[str, int]
     ) -> Identity | AuthFailure:
-        """`sent`: how many times the user header came (a proxy that appends its header to
-        one the client sent, rather than replacing it, must not make the last one win)."""
+        """`sent`: how many times each header came. A proxy that appends its headers to those
+        the client sent, rather than replacing them, must not make the last one win (an
+        identity, or the groups that are its roles). Where headers arrive joined (the app's
+        websocket), a joined user header is no one email; the proxy must drop the client's
+        copies, as sign-in proxies do."""
         if not self.trusts(client_host):
             return AuthFailure(NOT_FROM_PROXY)
         header = self.config.user_header
         email = headers.get(self._user_header, "").strip().lower().removeprefix(_IAP_PREFIX)
         if not email:
             return AuthFailure(f"The sign-in proxy sent no {header} header.")
-        if sent > 1:
-            return AuthFailure(f"The sign-in proxy sent {header} {sent} times; it must send one.")
+        for name in (header, self.config.groups_header, self.config.name_header):
+            if name and (times := sent.get(name.lower(), 0)) > 1:
+                return AuthFailure(
+                    f"The sign-in proxy sent {name} {times} times; it must send one."
+                )
         if not is_email(email):
             return AuthFailure(f"The sign-in proxy's {header} is not one email address.")
         roles: frozenset[str] = frozenset()

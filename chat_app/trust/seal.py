@@ -227,13 +227,15 @@ class Sealer:
             expected = self._mac(["tool", *domain, thread_id, nonce, expires, tag, name, args], 16)
             return hmac.compare_digest(mac, expected)
 
-        if not sealed_as(self._domain):
-            return self._other_kind(sealed_as(self._other))
+        kind = "ok" if sealed_as(self._domain) else self._other_kind(sealed_as(self._other))
+        if kind != "ok":
+            return kind
         return "expired" if expires <= self._clock() else "ok"
 
     def _other_kind(self, sealed_as_other: bool) -> SealCheck:
-        """The check of a seal that is not ours: the desk decides a client's seal; a client
-        is told that the desk's is decided there; anything else is stale."""
+        """The check of a seal that is not ours: the desk decides a client's seal (as its
+        own, expiry and all); a client is told that the desk's is decided there; anything
+        else is stale."""
         if not sealed_as_other:
             return "stale"
         return "ok" if self._domain else "desk"

@@ -48,7 +48,7 @@ def _waiting_for(item: InboxItem, viewer: Identity, *, yours: bool, approved: bo
     if item.rule is None:
         return "Waiting for you" if asked else item.waiting_for
     waiting = item.waiting_for
-    if item.escalated_at is not None:  # who else may decide now, as the card says it
+    if item.escalated_at is not None and item.escalated_to:  # who else may decide now
         waiting += f"; escalated to {any_of_approvers(item.escalated_to)}"
     return f"{waiting}: you may decide" if yours and not approved else waiting
 

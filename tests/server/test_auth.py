@@ -170,6 +170,24 @@ def test_a_proxy_header_that_is_not_one_address_is_refused(
         assert one.json()["email"] == "sam@corp"
 
 
+def test_a_proxy_group_header_sent_twice_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client's own groups header, appended to by the proxy, must not make it an admin."""
+    with serve(
+        tmp_path, monkeypatch, CHAT_APP_AUTH="proxy", CHAT_APP_GROUPS_HEADER="X-Forwarded-Groups"
+    ) as served:
+        sent = [("X-Forwarded-Email", "sam@corp"), ("X-Forwarded-Groups", "admin"),
+                ("X-Forwarded-Groups", "ops")]  # fmt: skip
+        response = served.http.get("/api/me", headers=sent)
+        assert response.status_code == 401
+        assert response.json()["error"] == (
+            "The sign-in proxy sent X-Forwarded-Groups 2 times; it must send one."
+        )
+        once = served.http.get("/api/me", headers=sent[::2]).json()
+        assert (once["email"], once["roles"]) == ("sam@corp", ["ops"])
+
+
 # -- password -------------------------------------------------------------------------------
 
 
@@ -602,6 +620,14 @@ def test_a_page_elsewhere_cannot_act_with_a_visitors_session(password_server: Se
     )
     proxied = {"Origin": "https://desk.corp.example", "X-Forwarded-Host": "desk.corp.example"}
     assert password_server.http.get("/api/me", headers=ada | proxied).status_code == 200
+    # What a current browser says of the page decides, whatever else a script sends; a
+    # proxy that rewrites Host changes nothing for this site's own pages.
+    spoofed = {"Sec-Fetch-Site": "same-site", "Origin": password_server.base,
+               "X-Forwarded-Host": host}  # fmt: skip
+    response = password_server.http.post("/api/chat", json=pause_body(), headers=ada | spoofed)
+    assert response.status_code == 403
+    own = {"Sec-Fetch-Site": "same-origin", "Origin": "https://desk.corp.example"}
+    assert password_server.http.get("/api/me", headers=ada | own).status_code == 200
     # An API token is sent by the script holding it, from wherever it runs.
     token = password_server.accounts.create_token("ada@example.com", "dashboard")
     bearer = {"Authorization": f"Bearer {token}", "Origin": elsewhere}

@@ -29,6 +29,12 @@ def test_a_tool_call_the_desk_sealed_is_the_desks_to_decide() -> None:
     # decides; another secret's, nobody.
     plain = client.seal_tool_call("t-1", "transfer", ARGS)
     assert desk.check_tool_call("t-1", plain.id, "transfer", ARGS) == "ok"
+    # Expired is expired, whoever's seal it is.
+    lapsed = client.seal_tool_call("t-1", "transfer", ARGS, ttl_seconds=-1)
+    assert client.check_tool_call("t-1", lapsed.id, "transfer", ARGS) == "expired"
+    assert desk.check_tool_call("t-1", lapsed.id, "transfer", ARGS) == "expired"
+    gone = desk.seal_tool_call("t-1", "transfer", ARGS, ttl_seconds=-1)
+    assert desk.check_tool_call("t-1", gone.id, "transfer", ARGS) == "expired"
     assert Sealer(b"j" * 32).for_desk().check_tool_call("t-1", sealed.id, "transfer", ARGS) == (
         "stale"
     )

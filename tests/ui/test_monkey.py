@@ -6,8 +6,9 @@ stop; a decision expires after `TTL_SECONDS`, so Start over has something to sta
 At every step the walk looks at what the page offers right now (the elements that exist, are
 visible and enabled), picks one action among them by weight, does it, and waits only for the
 app to settle: the DOM has changed (when the action talks to the server) and stays quiet, and
-no run is going on (no Stop, no "Resuming", no streamed bubble, Send enabled), each wait with
-a short cap. Answering decisions weighs more than reloading, so the walk gets deep.
+no run is going on (no Stop, no "Resuming", no streamed bubble, Send enabled unless the
+conversation is someone else's), each wait with a short cap. Answering decisions weighs more
+than reloading, so the walk gets deep.
 
 The actions: the suggestion chips; typing in the composer, sending a demo phrase or free text
 (also while decisions are pending, so it is held, or refused), Stop during a stream; on a
@@ -216,7 +217,7 @@ SETTLED_JS = """
   if (now - m.last < quiet) return false;
   if (document.querySelector('#composer-stop, #resuming, .chat-message.streaming')) return false;
   const send = document.querySelector('#composer-send');
-  return !(send && send.disabled);
+  return !(send && send.disabled && send.dataset.readOnly !== 'true');
 }
 """
 #: Every decision card on the page and what it offers.

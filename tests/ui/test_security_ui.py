@@ -17,6 +17,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from chat_app.server.origin import CROSS_SITE
+from chat_app.trust.sessions import SESSION_COOKIE
 from tests.live_server import free_port
 from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, sign_in_as_demo
 
@@ -154,6 +155,8 @@ ATTEMPTS = """async ([app, decisionId]) => {
   });
   return {
     inbox: await outcome(fetch(app + "/api/inbox", {credentials: "include"})),
+    spoofed: await outcome(fetch(app + "/api/inbox", {
+      credentials: "include", headers: {"X-Forwarded-Host": location.host}})),
     decide: await outcome(post("/api/inbox/" + decisionId, {approved: true})),
     start: await outcome(post("/api/conversations", {message: "delete project apollo"})),
     socket,
@@ -180,11 +183,14 @@ def test_a_page_elsewhere_cannot_act_with_a_signed_in_visitor(
         [waiting] = [item for item in mine if item["requester"]["email"] == "rita@example.com"
                      and item["status"] == "pending"]  # fmt: skip
         with page_elsewhere() as elsewhere:
+            # Ada's session goes with the page's requests: the same host is the same site.
+            assert SESSION_COOKIE in {cookie["name"] for cookie in ada.context.cookies(elsewhere)}
             ada.goto(elsewhere)
             tried = ada.evaluate(ATTEMPTS, [app_url, waiting["decisionId"]])
         cross_site = json.dumps({"error": CROSS_SITE}, separators=(",", ":"), ensure_ascii=False)
         assert tried == {
             "inbox": f"403 {cross_site}",
+            "spoofed": f"403 {cross_site}",
             "decide": f"403 {cross_site}",
             "start": f"403 {cross_site}",
             "socket": "refused",

@@ -77,6 +77,8 @@ def composer(
                         size="3",
                         id="composer-send",
                         disabled=running | read_only,
+                        # Off because the conversation is someone else's, not for a run.
+                        data_read_only=read_only,
                     ),
                 ),
                 spacing="2",
