@@ -22,7 +22,7 @@ What the browser says, most reliable first:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from urllib.parse import urlsplit
 
 __all__ = ["CROSS_SITE", "from_elsewhere", "same_host"]
@@ -50,10 +50,13 @@ def same_host(source: str, hosts: Iterable[str]) -> bool:
     return bool(host) and host in {name.lower() for name in hosts if name}
 
 
-def from_elsewhere(headers: Mapping[str, str], method: str, *, via_proxy: bool) -> bool:
+def from_elsewhere(
+    headers: Mapping[str, str], method: str, *, via_proxy: Callable[[], bool]
+) -> bool:
     """Whether the browser that sent a request with `headers` (lower-case names) says a page
-    other than this site's made it. `via_proxy`: the request came from a trusted proxy, whose
-    `X-Forwarded-Host` names the host the browser asked for."""
+    other than this site's made it. `via_proxy()`: the request came from a trusted proxy,
+    whose `X-Forwarded-Host` names the host the browser asked for (asked only when it
+    matters: most requests say `Sec-Fetch-Site`, or nothing)."""
     site = headers.get("sec-fetch-site")
     if site:
         return site not in _OURS
@@ -63,6 +66,6 @@ def from_elsewhere(headers: Mapping[str, str], method: str, *, via_proxy: bool) 
     if not source:
         return False
     names = [headers.get("host", "")]
-    if via_proxy:
+    if "x-forwarded-host" in headers and via_proxy():
         names.append(headers.get("x-forwarded-host", ""))
     return not same_host(source, names)

@@ -85,8 +85,11 @@ def same_site_only(
 def elsewhere(authenticator: Authenticator, request: Request) -> bool:
     """`origin.from_elsewhere` for `request`, a proxy's `X-Forwarded-Host` believed only
     from an address `authenticator` trusts."""
-    via_proxy = authenticator.trusts(client_host(request))
-    return from_elsewhere(request.headers, request.method, via_proxy=via_proxy)
+    return from_elsewhere(
+        request.headers,
+        request.method,
+        via_proxy=lambda: authenticator.trusts(client_host(request)),
+    )
 
 
 def client_host(request: Request) -> str | None:

@@ -159,7 +159,10 @@ class Authenticator:
         if (credentials or scheme).startswith(API_TOKEN_PREFIX):  # ours, without "Bearer"
             return AuthFailure(TOKEN_SCHEME)
         if mode == "proxy":
-            return self._proxy(lowered, client_host, Counter(n.lower() for n, _ in headers.items()))
+            # Counted only when some name came twice (the mapping has fewer names than pairs).
+            twice = len(lowered) != len(headers.keys())
+            sent = Counter(n.lower() for n, _ in headers.items()) if twice else Counter()
+            return self._proxy(lowered, client_host, sent)
         value = cookie_value(lowered.get("cookie", ""), SESSION_COOKIE)
         if value is None and bearer:
             # A bearer alone was meant for us: it is refused saying what our tokens look
