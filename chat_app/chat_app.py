@@ -46,7 +46,7 @@ from chat_app.observe import configure_logging, configure_tracing
 from chat_app.server import create_app
 from chat_app.server.collector import tune_collector
 from chat_app.server.metrics import MetricsSource
-from chat_app.server.origin import from_elsewhere
+from chat_app.server.origin import handshake_from_elsewhere
 from chat_app.server.run_input import KeptRunInputReader, read_run_input
 from chat_app.trust import Identity, PolicyError, audit_report
 from chat_app.trust.store import DatabaseUnavailable
@@ -203,17 +203,11 @@ session.configure(
 )
 
 def _opened_by_our_page(origin: str | None, environ: Mapping[str, Any]) -> bool:
-    """Engine.IO's origin check: the handshake came from this site's page (`origin.py`: a
-    page cannot set a handshake's headers, so a proxy's `X-Forwarded-Host` is believed), or
+    """Engine.IO's origin check: the handshake came from this site's page (`origin.py`), or
     in development from the frontend's own server, on a port of its own."""
     if not is_prod_mode() and origin == (rx.config.get_config().deploy_url or "").rstrip("/"):
         return True
-    headers = {
-        name: str(environ.get("HTTP_" + name.upper().replace("-", "_"), ""))
-        for name in ("sec-fetch-site", "origin", "host", "x-forwarded-host")
-    }
-    present = {name: value for name, value in headers.items() if value}
-    return not from_elsewhere(present, "GET", via_proxy=lambda: True)
+    return not handshake_from_elsewhere(environ)
 
 
 app = rx.App(

@@ -23,9 +23,10 @@ What the browser says, most reliable first:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["CROSS_SITE", "from_elsewhere", "same_host"]
+__all__ = ["CROSS_SITE", "from_elsewhere", "handshake_from_elsewhere"]
 
 #: What a request a browser sent from another page reads (HTTP 403).
 CROSS_SITE = (
@@ -41,7 +42,7 @@ _OURS = frozenset({"same-origin", "none"})
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def same_host(source: str, hosts: Iterable[str]) -> bool:
+def _same_host(source: str, hosts: Iterable[str]) -> bool:
     """Whether `source` (an `Origin` or `Referer` value) names one of `hosts` (`host:port`,
     any case). The opaque origin "null" (a sandboxed frame, a file) names none."""
     if source == "null":
@@ -68,4 +69,20 @@ def from_elsewhere(
     names = [headers.get("host", "")]
     if "x-forwarded-host" in headers and via_proxy():
         names.append(headers.get("x-forwarded-host", ""))
-    return not same_host(source, names)
+    return not _same_host(source, names)
+
+
+#: The handshake headers `from_elsewhere` reads, by their WSGI-style environ keys.
+_HANDSHAKE = {
+    "sec-fetch-site": "HTTP_SEC_FETCH_SITE",
+    "origin": "HTTP_ORIGIN",
+    "host": "HTTP_HOST",
+    "x-forwarded-host": "HTTP_X_FORWARDED_HOST",
+}
+
+
+def handshake_from_elsewhere(environ: Mapping[str, Any]) -> bool:
+    """`from_elsewhere` for a websocket handshake (Engine.IO's environ). No page's script
+    can set a handshake's headers, so a proxy's `X-Forwarded-Host` is believed."""
+    headers = {name: str(environ[key]) for name, key in _HANDSHAKE.items() if environ.get(key)}
+    return from_elsewhere(headers, "GET", via_proxy=lambda: True)

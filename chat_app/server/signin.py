@@ -25,7 +25,7 @@ from starlette.routing import Route
 from chat_app.server._body import read_body
 from chat_app.server.origin import CROSS_SITE, from_elsewhere
 from chat_app.trust.accounts import SignInWait
-from chat_app.trust.authn import Authenticator, AuthFailure
+from chat_app.trust.authn import BROWSER_CARRIED, Authenticator, AuthFailure
 from chat_app.trust.identity import Directory, Identity
 from chat_app.trust.sessions import SESSION_COOKIE
 
@@ -46,9 +46,6 @@ _hold = asyncio.sleep
 MAX_FORM_BYTES = 64 * 1024
 
 RolesOf = Callable[[Identity], frozenset[str]]
-#: Identities any page may use: an API token is sent by the script that holds it, and
-#: nobody is signed in when sign-in is off.
-_ANY_PAGE = frozenset({"token", "none"})
 
 
 @runtime_checkable
@@ -107,7 +104,7 @@ async def identify(authenticator: Authenticator, request: Request) -> Identity |
         found = authenticator.authenticate(request.headers, host)
     if (
         isinstance(found, Identity)
-        and found.method not in _ANY_PAGE
+        and found.method in BROWSER_CARRIED
         and elsewhere(authenticator, request)
     ):
         return AuthFailure(CROSS_SITE, status=403)

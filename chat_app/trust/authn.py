@@ -25,11 +25,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias, get_args
 
-from .identity import ANONYMOUS, API_TOKEN_PREFIX, DEMO_PEOPLE, Directory, Identity, is_email
+from .identity import (
+    ANONYMOUS,
+    API_TOKEN_PREFIX,
+    DEMO_PEOPLE,
+    AuthMethod,
+    Directory,
+    Identity,
+    is_email,
+)
 from .sessions import SESSION_COOKIE, SessionSigner
 
 __all__ = [
     "AUTH_MODES",
+    "BROWSER_CARRIED",
     "DEFAULT_TRUSTED_PROXIES",
     "DEFAULT_USER_HEADER",
     "AuthConfig",
@@ -66,7 +75,10 @@ NOT_OUR_TOKEN = (
 )
 NOT_FROM_PROXY = "Requests must come through the sign-in proxy."
 
-#: A session cookie is one of these methods; an API token never is.
+#: Identities that ride on what a browser sends by itself with every request to this host
+#: (a session cookie; a sign-in proxy's, on its own cookie): only this site's pages may use
+#: them (`server/origin.py`). An API token is sent by the script that holds it.
+BROWSER_CARRIED: frozenset[AuthMethod] = frozenset({"demo", "password", "proxy"})
 #: Google IAP prefixes the email it vouches for with its issuer.
 _IAP_PREFIX = "accounts.google.com:"
 

@@ -130,10 +130,6 @@ class Sealer:
         self._clock = clock
         #: The parts a tool or generic seal names besides the usual (`_DESK`, or none).
         self._domain: tuple[str, ...] = ()
-        #: The parts a seal of the other kind names, checked when ours fails: for the desk,
-        #: a client's seal (made before conversations were sealed apart: still decided);
-        #: for a client, the desk's (refused, saying where it is decided).
-        self._other: tuple[str, ...] = _DESK
         self._for_desk: Sealer | None = None
 
     def for_desk(self) -> Sealer:
@@ -143,7 +139,7 @@ class Sealer:
             return self
         if self._for_desk is None:
             view = copy.copy(self)
-            view._domain, view._other, view._for_desk = _DESK, (), view
+            view._domain, view._for_desk = _DESK, view
             self._for_desk = view
         return self._for_desk
 
@@ -227,16 +223,19 @@ class Sealer:
             expected = self._mac(["tool", *domain, thread_id, nonce, expires, tag, name, args], 16)
             return hmac.compare_digest(mac, expected)
 
-        kind = "ok" if sealed_as(self._domain) else self._other_kind(sealed_as(self._other))
+        kind = self._whose(sealed_as)
         if kind != "ok":
             return kind
         return "expired" if expires <= self._clock() else "ok"
 
-    def _other_kind(self, sealed_as_other: bool) -> SealCheck:
-        """The check of a seal that is not ours: the desk decides a client's seal (as its
-        own, expiry and all); a client is told that the desk's is decided there; anything
-        else is stale."""
-        if not sealed_as_other:
+    def _whose(self, sealed_as: Callable[[tuple[str, ...]], bool]) -> SealCheck:
+        """Whether a seal is ours to decide, given `sealed_as(domain)` (its MAC matches with
+        `domain` named): ours; a client's, which the desk decides too (made before
+        conversations were sealed apart); the desk's, which a client is told to decide there
+        ("desk"); or nobody's ("stale")."""
+        if sealed_as(self._domain):
+            return "ok"
+        if not sealed_as(() if self._domain else _DESK):
             return "stale"
         return "ok" if self._domain else "desk"
 
@@ -297,7 +296,7 @@ class Sealer:
                                         fields)  # fmt: skip
             return hmac.compare_digest(match.group(3), self._mac(parts, 22))
 
-        return "ok" if sealed_as(self._domain) else self._other_kind(sealed_as(self._other))
+        return self._whose(sealed_as)
 
     @staticmethod
     def unsealed_key(sealed_key: str) -> str:

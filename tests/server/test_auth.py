@@ -97,28 +97,35 @@ def with_session(value: str) -> dict[str, str]:
 # -- proxy ----------------------------------------------------------------------------------
 
 
-def test_the_proxy_header_is_the_actor_and_a_spoofed_forwarded_actor_is_ignored(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The issue's opening scenario: the header says mallory, the body says ceo."""
+@pytest.fixture
+def proxy_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
+    """Sign-in through a proxy on 127.0.0.1, roles from X-Forwarded-Groups."""
     with serve(
         tmp_path, monkeypatch, CHAT_APP_AUTH="proxy", CHAT_APP_GROUPS_HEADER="X-Forwarded-Groups"
     ) as served:
-        mallory = {"X-Forwarded-Email": "mallory@corp"}
-        transfer_approved(served, mallory, forwardedProps={"actor": "ceo@corp"})
-        assert served.actors() == [
-            ("pause", "mallory@corp"),
-            ("decision", "mallory@corp"),
-            ("execution", "mallory@corp"),
-        ]
-        assert served.verified_by() == ["proxy"]
-        auditor = {"X-Forwarded-Email": "audit@corp", "X-Forwarded-Groups": "Auditor, staff"}
-        trail = served.http.get("/api/audit", headers=auditor)
-        assert trail.status_code == 200
-        assert "ceo@corp" not in trail.text
-        me = served.http.get("/api/me", headers=auditor).json()
-        assert me == {"email": "audit@corp", "name": "", "roles": ["auditor", "staff"],
-                      "method": "proxy", "demo": False}  # fmt: skip
+        yield served
+
+
+def test_the_proxy_header_is_the_actor_and_a_spoofed_forwarded_actor_is_ignored(
+    proxy_server: Served,
+) -> None:
+    """The issue's opening scenario: the header says mallory, the body says ceo."""
+    served = proxy_server
+    mallory = {"X-Forwarded-Email": "mallory@corp"}
+    transfer_approved(served, mallory, forwardedProps={"actor": "ceo@corp"})
+    assert served.actors() == [
+        ("pause", "mallory@corp"),
+        ("decision", "mallory@corp"),
+        ("execution", "mallory@corp"),
+    ]
+    assert served.verified_by() == ["proxy"]
+    auditor = {"X-Forwarded-Email": "audit@corp", "X-Forwarded-Groups": "Auditor, staff"}
+    trail = served.http.get("/api/audit", headers=auditor)
+    assert trail.status_code == 200
+    assert "ceo@corp" not in trail.text
+    me = served.http.get("/api/me", headers=auditor).json()
+    assert me == {"email": "audit@corp", "name": "", "roles": ["auditor", "staff"],
+                  "method": "proxy", "demo": False}  # fmt: skip
 
 
 def test_the_proxy_header_from_an_untrusted_address_is_refused_and_nothing_runs(
@@ -170,22 +177,18 @@ def test_a_proxy_header_that_is_not_one_address_is_refused(
         assert one.json()["email"] == "sam@corp"
 
 
-def test_a_proxy_group_header_sent_twice_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_proxy_group_header_sent_twice_is_refused(proxy_server: Served) -> None:
     """A client's own groups header, appended to by the proxy, must not make it an admin."""
-    with serve(
-        tmp_path, monkeypatch, CHAT_APP_AUTH="proxy", CHAT_APP_GROUPS_HEADER="X-Forwarded-Groups"
-    ) as served:
-        sent = [("X-Forwarded-Email", "sam@corp"), ("X-Forwarded-Groups", "admin"),
-                ("X-Forwarded-Groups", "ops")]  # fmt: skip
-        response = served.http.get("/api/me", headers=sent)
-        assert response.status_code == 401
-        assert response.json()["error"] == (
-            "The sign-in proxy sent X-Forwarded-Groups 2 times; it must send one."
-        )
-        once = served.http.get("/api/me", headers=sent[::2]).json()
-        assert (once["email"], once["roles"]) == ("sam@corp", ["ops"])
+    served = proxy_server
+    sent = [("X-Forwarded-Email", "sam@corp"), ("X-Forwarded-Groups", "admin"),
+            ("X-Forwarded-Groups", "ops")]  # fmt: skip
+    response = served.http.get("/api/me", headers=sent)
+    assert response.status_code == 401
+    assert response.json()["error"] == (
+        "The sign-in proxy sent X-Forwarded-Groups 2 times; it must send one."
+    )
+    once = served.http.get("/api/me", headers=sent[::2]).json()
+    assert (once["email"], once["roles"]) == ("sam@corp", ["ops"])
 
 
 # -- password -------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat_app.server.origin import from_elsewhere
+from chat_app.server.origin import from_elsewhere, handshake_from_elsewhere
 
 HERE = {"host": "desk.example:8000"}
 
@@ -37,3 +37,16 @@ def test_whose_page_a_request_came_from(
 ) -> None:
     found = from_elsewhere(HERE | headers, method, via_proxy=lambda: via_proxy)
     assert found is elsewhere
+
+
+def test_a_websocket_handshake_is_read_from_its_environ() -> None:
+    """Engine.IO hands the handshake's headers over as an environ; a proxy's
+    X-Forwarded-Host is believed there (no page can set a handshake's headers)."""
+    here = {"HTTP_HOST": "127.0.0.1:8000", "HTTP_ORIGIN": "http://127.0.0.1:8000"}
+    assert not handshake_from_elsewhere(here)
+    assert handshake_from_elsewhere(here | {"HTTP_ORIGIN": "http://127.0.0.1:9998"})
+    assert handshake_from_elsewhere(here | {"HTTP_SEC_FETCH_SITE": "same-site"})
+    proxied = {"HTTP_HOST": "app:8000", "HTTP_X_FORWARDED_HOST": "desk.example",
+               "HTTP_ORIGIN": "https://desk.example"}  # fmt: skip
+    assert not handshake_from_elsewhere(proxied)
+    assert not handshake_from_elsewhere({"HTTP_HOST": "app:8000"})  # no browser's headers
