@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, WebSocket, expect
 
 from chat_app.ui.state import SUGGESTIONS
-from tests.ui.conftest import ask, fresh_page, hydrated, run_ended
+from tests.ui.conftest import ask, eventually, fresh_page, hydrated, run_ended
 
 pytestmark = pytest.mark.browser
 
@@ -234,6 +234,35 @@ def test_what_is_typed_in_a_form_survives_a_reload(page: Page, screenshot_dir: P
     generic.locator('button[role="checkbox"]').click()
     generic.locator("button[type=submit]").click()
     expect(page.get_by_text("Release plan approved. Note: Ship it")).to_be_visible()
+
+
+def test_text_typed_just_before_a_reload_comes_back_and_is_kept(
+    page: Page, screenshot_dir: Path
+) -> None:
+    """Reloaded at once, before typing has paused long enough to send a draft: the edit comes
+    back, and is then kept as the tab's draft on the server."""
+    ask(page, "email ada@example.com about Launch")
+    page.locator(".approval-card button.edit").click()
+    form = page.locator(".form-edit")
+    subject = form.locator('input[name="subject"]')
+    expect(subject).to_have_value("Launch")
+    subject.fill("Launch day, moved to Friday")
+    page.reload()  # at once: no pause for the draft to be sent
+    hydrated(page)
+    expect(subject).to_have_value("Launch day, moved to Friday")
+    expect(form.locator('[data-field="subject"] .proposed-value')).to_have_text("Proposed: Launch")
+    # Given back, it is sent as the draft, and the tab holds nothing more.
+    eventually(
+        lambda: not page.evaluate("sessionStorage.getItem('chat_app_unsent_drafts')"),
+        "the given-back text to be sent as the draft",
+    )
+    page.reload()  # the tab holds nothing now: what comes back is the server's draft
+    hydrated(page)
+    expect(subject).to_have_value("Launch day, moved to Friday")
+    shot(page, screenshot_dir, "edit-kept-across-reload")
+    form.locator("button[type=submit]").click()
+    sent = 'Email "Launch day, moved to Friday" sent to ada@example.com'
+    expect(page.get_by_text(sent)).to_be_visible()
 
 
 def test_shipping_form_ships_with_the_answer(page: Page, screenshot_dir: Path) -> None:

@@ -149,21 +149,59 @@ PROPOSED_SCRIPT = """
 
 #: Keeps what is typed in a decision form as its draft on the server, so a reload or a
 #: reconnect shows it again: once typing pauses (or a field is left, a box ticked, an option
-#: chosen), the form
-#: is submitted with `__draft` set, which stores the values and sends nothing (the one path
-#: that reads a whole form, lists of ticked boxes included). Delegated, once per page.
+#: chosen), the form is submitted with `__draft` set, which stores the values and sends
+#: nothing (the one path that reads a whole form, lists of ticked boxes included). Delegated,
+#: once per page.
+#:
+#: Text typed within the pause before a reload would miss the server, and an unloading page
+#: cannot count on a message reaching it: so until the draft is sent, typed text is also held
+#: in the tab's own storage, and a form that comes back in this tab with text still held takes
+#: it back (and sends it as its draft). Boxes and options are sent at once and need no such
+#: copy. The storage is read once per page load; with nothing held, nothing watches the page.
 DRAFT_SCRIPT = """
 (() => {
   const timers = new WeakMap();
+  const HELD = 'chat_app_unsent_drafts';
+  const read = () => {
+    try { return JSON.parse(sessionStorage.getItem(HELD) || '{}') || {}; } catch (e) { return {}; }
+  };
+  const write = (held) => {
+    try {
+      if (Object.keys(held).length) sessionStorage.setItem(HELD, JSON.stringify(held));
+      else sessionStorage.removeItem(HELD);
+    } catch (e) { /* storage full or refused: the server's draft still comes */ }
+  };
+  const hidden = (form, name) => form.querySelector('input[name="' + name + '"]');
+  const whose = (form) => {
+    const interrupt = hidden(form, '__interrupt'), kind = hidden(form, '__form');
+    return interrupt && kind && interrupt.value ? interrupt.value + ' ' + kind.value : '';
+  };
+  const typed = (control) => Boolean(control && control.name) && (
+    control.tagName === 'TEXTAREA' ||
+    (control.tagName === 'INPUT' && !['hidden', 'checkbox', 'radio'].includes(control.type))
+  );
+  const hold = (form, control) => {
+    const key = whose(form);
+    if (!key) return;
+    const held = read();
+    (held[key] = held[key] || {})[control.name] = control.value;
+    write(held);
+  };
+  const release = (form) => {
+    const held = read(), key = whose(form);
+    if (key in held) { delete held[key]; write(held); }
+  };
   const keep = (form) => {
     const flag = form.querySelector('input[name="__draft"]');
     if (!flag || !form.isConnected) return;
     flag.value = '1';
     try { form.requestSubmit(); } finally { flag.value = ''; }
+    release(form);
   };
   const soon = (event, wait) => {
     const form = event.target && event.target.closest && event.target.closest('.decision-form');
     if (!form) return;
+    if (event.type === 'input' && typed(event.target)) hold(form, event.target);
     clearTimeout(timers.get(form));
     timers.set(form, setTimeout(() => keep(form), wait));
   };
@@ -179,8 +217,28 @@ DRAFT_SCRIPT = """
   document.addEventListener('submit', (event) => {
     const form = event.target;
     const flag = form && form.querySelector && form.querySelector('input[name="__draft"]');
-    if (flag && flag.value !== '1') clearTimeout(timers.get(form));
+    if (flag && flag.value !== '1') { clearTimeout(timers.get(form)); release(form); }
   }, true);
+  // Held from before this page loaded: given back to each form as it appears, once.
+  const waiting = read();
+  if (!Object.keys(waiting).length) return;
+  const giveBack = () => {
+    for (const form of document.querySelectorAll('form.decision-form')) {
+      const key = whose(form), values = waiting[key];
+      if (!values) continue;
+      delete waiting[key];
+      for (const [name, value] of Object.entries(values)) {
+        const control = form.elements.namedItem(name);
+        if (!typed(control) || control.value === value) continue;
+        control.value = value;
+        control.dispatchEvent(new Event('input', { bubbles: true }));  // held, then kept
+      }
+    }
+    if (!Object.keys(waiting).length) watcher.disconnect();
+  };
+  const watcher = new MutationObserver(giveBack);
+  watcher.observe(document.documentElement, { childList: true, subtree: true });
+  giveBack();
 })();
 """
 
