@@ -23,6 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Route
+from starlette.types import Receive, Scope, Send
 
 __all__ = ["HEALTH_SECONDS", "api_fallback", "health_routes"]
 
@@ -60,17 +61,26 @@ def _ask(database: Engine) -> None:
         connection.execute(text("SELECT 1"))
 
 
-#: The fallback answers whatever is asked (Starlette's own 405 for a method no route takes
-#: would be plain text, naming the fallback's methods).
-_EVERY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-
-
 def api_fallback(routes: list[BaseRoute]) -> Route:
-    """The last of `routes`: every `/api/…` request none of them took."""
+    """The last of `routes`: every `/api/…` request none of them took, whatever its method
+    (TRACE and WebDAV's too: Starlette routes any method to an ASGI app given no methods,
+    where a handler given a list would leave its own plain-text 405 for the rest)."""
+    return Route("/api/{rest:path}", _Fallback(routes))
 
-    async def fallback(request: Request) -> Response:
+
+class _Fallback:
+    """An ASGI app, not a handler function, so that Starlette leaves its methods open."""
+
+    def __init__(self, routes: list[BaseRoute]) -> None:
+        self._routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = self._answer(Request(scope, receive))
+        await response(scope, receive, send)
+
+    def _answer(self, request: Request) -> Response:
         allowed: set[str] = set()
-        for route in routes:  # the path matched with any method: one it takes is a 405
+        for route in self._routes:  # the path matched with any method: one it takes is a 405
             match, _ = route.matches({**request.scope, "method": "GET"})
             methods = getattr(route, "methods", None)
             if match is not Match.NONE and methods:
@@ -87,5 +97,3 @@ def api_fallback(routes: list[BaseRoute]) -> Route:
         return JSONResponse(
             {"error": f"There is nothing at {path}.", "code": "unknown"}, status_code=404
         )
-
-    return Route("/api/{rest:path}", fallback, methods=_EVERY_METHOD)

@@ -302,11 +302,13 @@ def test_health_and_addresses_the_api_does_not_serve_answer_in_json(served: Desk
         ("DELETE", "/api/inbox", "GET, HEAD"),
         ("PATCH", "/api/me", "GET, HEAD"),
         ("POST", "/api/health", "GET, HEAD"),
+        ("TRACE", "/api/chat", "POST"),
+        ("PROPFIND", "/api/me", "GET, HEAD"),
     ]:
         answer = served.http.request(method, path, headers=served.cookie_of(ADA))
         assert answer.status_code == 405, (method, path)
         assert answer.json()["code"] == "method" and answer.headers["allow"] == allow
-    for method in ("POST", "PUT", "DELETE"):
+    for method in ("POST", "PUT", "DELETE", "TRACE", "MKCOL"):
         unknown = served.http.request(method, "/api/nope", headers=served.cookie_of(ADA))
         assert (unknown.status_code, unknown.json()["code"]) == (404, "unknown")
 
