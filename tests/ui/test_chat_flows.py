@@ -16,7 +16,14 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, WebSocket, expect
 
 from chat_app.ui.state import SUGGESTIONS
-from tests.ui.conftest import ask, eventually, fresh_page, hydrated, run_ended
+from tests.ui.conftest import (
+    ask,
+    eventually,
+    fresh_page,
+    hydrated,
+    run_ended,
+    sign_in_as_demo,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -263,6 +270,20 @@ def test_text_typed_just_before_a_reload_comes_back_and_is_kept(
     form.locator("button[type=submit]").click()
     sent = 'Email "Launch day, moved to Friday" sent to ada@example.com'
     expect(page.get_by_text(sent)).to_be_visible()
+
+
+def test_text_held_for_a_reload_is_not_given_to_the_next_person(page: Page) -> None:
+    """Switched to another person at once after typing: the tab holds nothing of it, and
+    the form shows the proposal when the first person comes back and opens it again."""
+    ask(page, "email ada@example.com about Launch")
+    page.locator(".approval-card button.edit").click()
+    subject = page.locator('.form-edit input[name="subject"]')
+    subject.fill("Not for Ada")
+    sign_in_as_demo(page, "ada@example.com")
+    assert page.evaluate("sessionStorage.getItem('chat_app_unsent_drafts')") is None
+    sign_in_as_demo(page, "rita@example.com")
+    page.locator(".approval-card button.edit").click()
+    expect(subject).to_have_value("Launch")
 
 
 def test_shipping_form_ships_with_the_answer(page: Page, screenshot_dir: Path) -> None:

@@ -158,6 +158,7 @@ PROPOSED_SCRIPT = """
 #: in the tab's own storage, and a form that comes back in this tab with text still held takes
 #: it back (and sends it as its draft). Boxes and options are sent at once and need no such
 #: copy. The storage is read once per page load; with nothing held, nothing watches the page.
+#: Signing out or switching person empties it.
 DRAFT_SCRIPT = """
 (() => {
   const timers = new WeakMap();
@@ -218,6 +219,15 @@ DRAFT_SCRIPT = """
     const form = event.target;
     const flag = form && form.querySelector && form.querySelector('input[name="__draft"]');
     if (flag && flag.value !== '1') { clearTimeout(timers.get(form)); release(form); }
+  }, true);
+  // Whoever signs out, or switches to another demo person, leaves nothing held for the next
+  // person in this tab (as the server forgets their drafts).
+  const leave = () => write({});
+  document.addEventListener('click', (event) => {
+    if (event.target.closest && event.target.closest('#sign-out')) leave();
+  }, true);
+  document.addEventListener('change', (event) => {
+    if (event.target && event.target.id === 'demo-person') leave();
   }, true);
   // Held from before this page loaded: given back to each form as it appears, once.
   const waiting = read();
