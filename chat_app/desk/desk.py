@@ -97,6 +97,7 @@ __all__ = [
     "RunAs",
     "ToolSource",
     "inbox_topic",
+    "looked_after",
     "owner_topic",
     "thread_topic",
 ]
@@ -120,9 +121,10 @@ SAVE_EVERY_SECONDS = 0.1
 #: a continuation's reply growing at this pace.
 STREAM_SAVE_SECONDS = 0.5
 ADMIN_ROLE = "admin"
-#: How long after a page last said its owner is looking at a conversation they count as
-#: looking (pages say so every `WATCH_SECONDS`).
+#: How often a page says its owner is looking at a conversation.
 WATCH_SECONDS = 20.0
+#: How long such a word holds: they count as looking until then (slack for a late one).
+LOOK_HOLDS = timedelta(seconds=WATCH_SECONDS * 1.5)
 #: How many pending decisions `Desk.refile` files again in one transaction.
 REFILE_PAGE = 500
 #: How often a worker files pending decisions again after its start: during a rolling
@@ -137,6 +139,14 @@ ANSWERED_BEFORE = (
 
 def thread_topic(thread_id: str) -> str:
     return f"thread:{thread_id}"
+
+
+def looked_after(watched_until: datetime | None, moment: datetime | None) -> bool:
+    """Whether the owner's page said they were looking at the conversation at or after
+    `moment`: their word holds `LOOK_HOLDS` (`watched_until` is when the last one lapses)."""
+    if watched_until is None or moment is None:
+        return False
+    return watched_until - LOOK_HOLDS >= moment
 
 
 def inbox_topic() -> str:
@@ -500,7 +510,7 @@ class Desk:
         once the page has stopped saying it is open."""
         if viewer.anonymous:
             return
-        until = self.clock() + timedelta(seconds=WATCH_SECONDS * 1.5 if looking else 0)
+        until = self.clock() + (LOOK_HOLDS if looking else timedelta(0))
         await self._db(self.store.watching, thread_id, viewer.email, until)
 
     async def expire(self, item: InboxItem) -> bool:

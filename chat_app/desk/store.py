@@ -1087,6 +1087,15 @@ class DeskStore:
             for row in rows
         ]
 
+    def postpone_telling(self, decision_id: str, until: datetime) -> None:
+        """Whoever asked is told how it ended no sooner than `until` (still to be told)."""
+        with write_transaction(self.engine) as connection:
+            connection.execute(
+                update(decisions)
+                .where(decisions.c.id == decision_id, decisions.c.tell_at.is_not(None))
+                .values(tell_at=until)
+            )
+
     def told(self, decision_id: str) -> bool:
         """Mark the requester told of a decision (a conditional UPDATE: one worker wins)."""
         with write_transaction(self.engine) as connection:

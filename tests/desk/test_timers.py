@@ -758,6 +758,44 @@ async def test_nobody_is_told_of_what_they_decided_or_watched_happen(timed: Time
     assert told(timed) == []
 
 
+async def test_whoever_asked_and_left_just_before_the_decision_is_told(timed: Timed) -> None:
+    """Her page said it showed the conversation, then she left (closed it, went to another
+    page): a decision within that word's 30 s is told once the word lapses unrenewed."""
+    world = timed.world
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    await world.desk.watching(thread, RITA)  # her page's last word: she leaves after it
+    timed.clock.advance(3)
+    await world.desk.decide(item.decision_id, ADA, Answer("approve"))
+    await world.desk.wait_idle()
+    await _tick_all(timed, world.desk)
+    assert told(timed) == []  # her page's word still holds: she may be looking
+    timed.clock.advance(28)  # it lapsed, and her page said nothing since
+    await _tick_all(timed, world.desk)
+    [(_, _, notice), _] = sorted(told(timed), key=lambda sent: sent[0])
+    assert notice["note"] == "Approved by Ada."
+
+
+async def test_whoever_asked_whose_page_stays_on_the_decision_is_not_told(timed: Timed) -> None:
+    world = timed.world
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    await world.desk.watching(thread, RITA)
+    timed.clock.advance(3)
+    await world.desk.decide(item.decision_id, ADA, Answer("approve"))
+    await world.desk.wait_idle()
+    await _tick_all(timed, world.desk)
+    timed.clock.advance(17)
+    await world.desk.watching(thread, RITA)  # still open, after the decision: she saw it
+    timed.clock.advance(11)
+    await _tick_all(timed, world.desk)
+    timed.clock.advance(120)  # she leaves later
+    await _tick_all(timed, world.desk)
+    assert told(timed) == []
+    with world.engine.connect() as connection:
+        assert connection.execute(select(decisions.c.tell_at)).scalars().all() == [None]
+
+
 async def test_an_expiry_is_told_to_whoever_asked(timed: Timed) -> None:
     world = timed.world
     await world.start(RITA, "transfer 5000 to Ada")
