@@ -8,6 +8,7 @@ the HTTP desk API answers with (`docs/protocol.md` §10).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias
@@ -71,12 +72,15 @@ class DeskError(Exception):
 
 
 def _rounded(span: timedelta) -> timedelta:
-    """A pause's time to live as its rule or TTL said it: the decision is stored a moment
-    after the pause, so beyond two minutes the span is rounded to whole minutes."""
+    """A pause's time to live as its rule or TTL said it, from its expiry and the moment it
+    was stored. The expiry is sealed in whole seconds, cut down, and the decision is stored a
+    moment after the pause: so the span falls short by under a second, and is rounded up
+    (beyond two minutes, to whole minutes). The engine's own note ("within 1 min 30 s")
+    names the lifetime itself; this one says the same."""
     seconds = span.total_seconds()
     if seconds > 120:
         return timedelta(minutes=round(seconds / 60))
-    return timedelta(seconds=round(seconds))
+    return timedelta(seconds=math.ceil(seconds))
 
 
 def waiting_for_requester(name: str) -> str:

@@ -21,6 +21,7 @@ from sqlalchemy import select, update
 from chat_app.client import ClientState, ToolCallPart, read_manifest
 from chat_app.demo import POLICY_PATH, build_demo_agent
 from chat_app.desk import Answer, Desk, DeskError, DeskStore, InboxItem, Timers
+from chat_app.desk.records import expiry_note
 from chat_app.notify import Deliverer, NotifySettings, Outbox, Recipient
 from chat_app.trust import Policy, Sealer, SQLiteLedger
 from chat_app.trust.store import open_database
@@ -794,6 +795,18 @@ async def test_whoever_asked_whose_page_stays_on_the_decision_is_not_told(timed:
     assert told(timed) == []
     with world.engine.connect() as connection:
         assert connection.execute(select(decisions.c.tell_at)).scalars().all() == [None]
+
+
+@pytest.mark.parametrize(
+    ("lifetime", "said"), [(90, "1 min 30 s"), (120, "2 min"), (45, "45 s"), (86400, "1 day")]
+)
+def test_an_expiry_names_the_lifetime_the_engine_names(lifetime: int, said: str) -> None:
+    """The seal's expiry is whole seconds, cut down, and the decision is stored a moment
+    after the pause: the note still names the rule's lifetime, as the card does."""
+    paused = datetime(2026, 12, 5, 12, 0, 0, 700_000, tzinfo=UTC)
+    sealed_expiry = datetime.fromtimestamp(int(paused.timestamp() + lifetime), UTC)
+    stored = paused + timedelta(milliseconds=60)
+    assert expiry_note(stored, sealed_expiry) == f"Expired: nobody decided within {said}."
 
 
 async def test_an_expiry_is_told_to_whoever_asked(timed: Timed) -> None:
