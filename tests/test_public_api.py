@@ -132,6 +132,7 @@ TRUST = [
     "cancel_refusal",
     "decision_record",
     "describe_duration",
+    "edited_refusal",
     "escalation_note",
     "iso_from_epoch",
     "load_secret",

@@ -37,6 +37,7 @@ from chat_app.trust import (
     Sealer,
     asking_a_person,
     cancel_refusal,
+    edited_refusal,
     rule_lifetime,
 )
 
@@ -146,7 +147,9 @@ class Gate:
             if rule is None:
                 # No rule: the person who asked decides, as without a policy.
                 if self.sealer is not None and not asked:
-                    return _forbidden("Only the person who asked decides this.")
+                    if index == 0:
+                        return _forbidden("Only the person who asked decides this.")
+                    return _forbidden(edited_refusal(None, "only the person who asked runs it so."))
                 continue
             if rule.decide is not None:
                 continue
@@ -155,7 +158,7 @@ class Gate:
                 rule, self.decider, decider_is_requester=asked, escalated=escalated
             )
             if message is not None:
-                return _forbidden(message)
+                return _forbidden(message if index == 0 else edited_refusal(rule, message))
             if rule.quorum > 1 and decision.kind in ("approve", "answer"):
                 message = self._quorum_problem(decision, rule, sealed, escalated)
                 if message is not None:

@@ -60,6 +60,7 @@ from chat_app.trust import (
     Rule,
     asking_a_person,
     cancel_refusal,
+    edited_refusal,
     refusal_record,
 )
 
@@ -1148,8 +1149,7 @@ class Desk:
             if viewer.email == item.requester_email:
                 return None
             who = item.requester_name or item.requester_email
-            return (f"Edited, the call falls under no rule: only the person who asked ({who}) "
-                    "runs it so.")  # fmt: skip
+            return edited_refusal(None, f"only the person who asked ({who}) runs it so.")
         if ran.quorum > 1:
             return (f"Edited, the call falls under rule {ran.name}, which needs {ran.quorum} "
                     "approvals: approve the arguments as shown, or reject.")  # fmt: skip
@@ -1161,7 +1161,7 @@ class Desk:
                                     escalated=escalated)  # fmt: skip
         if refusal is None:
             return None
-        return f"Edited, the call falls under rule {ran.name}: {refusal}"
+        return edited_refusal(ran, refusal)
 
     async def _audited_refusal(
         self, item: InboxItem, decider: Identity, reason: str

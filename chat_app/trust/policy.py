@@ -40,6 +40,7 @@ __all__ = [
     "PolicyError",
     "Rule",
     "describe_duration",
+    "edited_refusal",
     "escalation_note",
     "parse_duration",
     "rule_lifetime",
@@ -397,6 +398,15 @@ def cancel_refusal(*, approval: bool, asked: bool | None) -> str | None:
     if not approval or asked is None or asked:
         return None
     return WITHDRAWAL_ONLY
+
+
+def edited_refusal(rule: Rule | None, refusal: str) -> str:
+    """Why edited arguments may not run, when their own rule (`rule`; `None`: none) refuses
+    what that of the call as shown allowed: "Edited, the call falls under rule
+    large-transfers: Needs approval from role finance, not the requester." The engine's gate
+    and the desk both say it so."""
+    under = f"rule {rule.name}" if rule is not None else "no rule"
+    return f"Edited, the call falls under {under}: {refusal}"
 
 
 _Fail = Callable[[str], PolicyError]

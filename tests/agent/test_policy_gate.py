@@ -214,8 +214,19 @@ async def test_editing_arguments_cannot_move_a_call_out_of_its_rule(
     bigger = decide(item, True, editedArgs={"recipient": "Ada", "amount": 5000})
     events = await answer(agent, paused, bigger, RITA, "r2")
     assert refusal(events) == (
-        "forbidden", "Needs approval from role finance, not the requester."
+        "forbidden",
+        "Edited, the call falls under rule large-transfers: Needs approval from role finance, "
+        "not the requester.",
+    )
+    # Nor into no rule's, where only whoever asked runs it: not finance.
+    paused = await ask(agent, "transfer 5000 to Ada")
+    item = the_item(paused)
+    smaller = decide(item, True, editedArgs={"recipient": "Ada", "amount": 25})
+    events = await answer(agent, paused, smaller, ADA, "r3")
+    assert refusal(events) == (
+        "forbidden", "Edited, the call falls under no rule: only the person who asked runs it so."
     )  # fmt: skip
+    assert not [r for r in ledger.records() if r.kind == "execution"]
 
 
 async def test_the_requester_may_withdraw_but_not_approve(ledger: SQLiteLedger) -> None:

@@ -106,7 +106,10 @@ async def test_an_answer_the_agent_refuses_waits_again_with_its_reason(
     assert view.summary.status == "waiting"
     [card] = state_of(view).interrupts
     assert card.error is not None
-    assert card.error.message == "Needs approval from role finance, not the requester."
+    assert card.error.message == (
+        "Edited, the call falls under rule large-transfers: Needs approval from role finance, "
+        "not the requester."
+    )
     assert [r.actor for r in world.records("refusal")] == [RITA.email]
     assert [name for id_, name in steps if id_ == item.decision_id] == [
         "paused", "decided", "refused"
