@@ -189,6 +189,12 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         return signed_in(person, safe_next(form.get("next", "")), request)
 
     async def signout(request: Request) -> Response:
+        # Ends the person's sessions on the server too: a tab still open elsewhere, or a
+        # copy of the cookie, no longer acts as them.
+        found = await asyncio.to_thread(
+            authenticator.authenticate, request.headers, client_host(request)
+        )
+        await asyncio.to_thread(authenticator.sign_out, found)
         target = "/signin" if config.mode == "password" else "/"
         return Response(
             status_code=303, headers={"Location": target, "Set-Cookie": cookie("", 0, request)}

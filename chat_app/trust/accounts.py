@@ -28,7 +28,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import ColumnElement, Connection, Engine, func, insert, literal, or_, select
 from sqlalchemy.exc import IntegrityError
 
-from .identity import API_TOKEN_PREFIX, MAX_EMAIL, Identity, is_email
+from .identity import API_TOKEN_PREFIX, MAX_EMAIL, Identity, SessionEnd, is_email
 from .store import write_transaction
 from .tables import api_tokens, sign_in_failures, user_roles, users
 
@@ -121,6 +121,7 @@ class _StoredUser:
     email: str
     name: str
     password_hash: str
+    signed_out_at: datetime | None
 
 
 def _utc_now() -> datetime:
@@ -260,6 +261,26 @@ class Accounts:
             if row is None:
                 return None
             return self._identity(connection, row)
+
+    def session_account(self, email: str, issued: float) -> Identity | SessionEnd:
+        """The account of a session issued at `issued` (unix seconds), as it is now; or why
+        that session no longer counts: the account is gone, or its person signed out since."""
+        with self.engine.connect() as connection:
+            row = self._user(connection, _normal_email(email))
+            if row is None:
+                return "removed"
+            if row.signed_out_at is not None and issued <= row.signed_out_at.timestamp():
+                return "signed-out"
+            return self._identity(connection, row)
+
+    def sign_out(self, email: str) -> None:
+        """End every session of the account issued until now, in every tab and browser."""
+        with write_transaction(self.engine) as connection:
+            connection.execute(
+                users.update()
+                .where(users.c.email == _normal_email(email))
+                .values(signed_out_at=self._now())
+            )
 
     def check_password(self, email: str, password: str) -> Identity | None:
         """The account's identity when `password` is its password; `None` for a wrong
@@ -487,9 +508,10 @@ class Accounts:
     @staticmethod
     def _user(connection: Connection, email: str) -> _StoredUser | None:
         row = connection.execute(
-            select(users.c.id, users.c.email, users.c.name, users.c.password_hash).where(
-                users.c.email == email
-            )
+            select(
+                users.c.id, users.c.email, users.c.name, users.c.password_hash,
+                users.c.signed_out_at,
+            ).where(users.c.email == email)  # fmt: skip
         ).one_or_none()
         return None if row is None else _StoredUser(*row)
 

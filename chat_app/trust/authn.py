@@ -66,6 +66,7 @@ DEFAULT_USER_HEADER = "X-Forwarded-Email"
 SIGN_IN_FIRST = "Sign in first."
 SESSION_EXPIRED = "Your session expired; sign in again."
 SESSION_INVALID = "This session is not valid; sign in again."
+SIGNED_OUT = "You signed out (in this tab or another); sign in again."
 ACCOUNT_REMOVED = "This account no longer exists; ask an admin."
 TOKEN_INVALID = "The API token is not valid or was revoked."
 TOKEN_SCHEME = "Send the API token as Authorization: Bearer <token>."
@@ -242,16 +243,26 @@ class Authenticator:
         checked = self.signer.check(value)
         if checked == "expired":
             return AuthFailure(SESSION_EXPIRED)
-        if isinstance(checked, str) or checked[1] != self.config.mode:
+        if isinstance(checked, str) or checked.method != self.config.mode:
             return AuthFailure(SESSION_INVALID)
-        email, method = checked
-        if method == "demo":
-            person = self._demo.get(email)
+        if checked.method == "demo":
+            person = self._demo.get(checked.email)
             return person if person is not None else AuthFailure(SESSION_INVALID)
-        account = self.directory.account(email) if self.directory is not None else None
-        if account is None:
+        if self.directory is None:
+            return AuthFailure(ACCOUNT_REMOVED)
+        account = self.directory.session_account(checked.email, checked.issued)
+        if account == "signed-out":
+            return AuthFailure(SIGNED_OUT)
+        if account == "removed":
             return AuthFailure(ACCOUNT_REMOVED)
         return account if account.method == "password" else replace(account, method="password")
+
+    def sign_out(self, found: Identity | AuthFailure) -> None:
+        """End the sessions of whoever `found` is, when they signed in with a password: every
+        tab and browser holding one is signed out too, not only the one that asked (a demo
+        person, a proxy's or a token's identity has no session of ours to end)."""
+        if isinstance(found, Identity) and found.method == "password" and self.directory:
+            self.directory.sign_out(found.email)
 
 
 def cookie_value(header: str, name: str) -> str | None:

@@ -21,6 +21,7 @@ __all__ = [
     "AuthMethod",
     "Directory",
     "Identity",
+    "SessionEnd",
     "is_email",
 ]
 
@@ -94,6 +95,10 @@ DEMO_PEOPLE: tuple[Identity, ...] = (
 )
 
 
+#: Why a session of an account no longer counts.
+SessionEnd: TypeAlias = Literal["removed", "signed-out"]
+
+
 class Directory(Protocol):
     """Where password accounts and API tokens are kept (`chat_app.trust.accounts`)."""
 
@@ -104,6 +109,16 @@ class Directory(Protocol):
 
     def account(self, email: str) -> Identity | None:
         """The account as it is now (its roles), or `None` once it is removed."""
+        ...
+
+    def session_account(self, email: str, issued: float) -> Identity | SessionEnd:
+        """The account of a session issued at `issued` (unix seconds), as it is now; why the
+        session no longer counts otherwise: the account was removed, or its person signed
+        out since."""
+        ...
+
+    def sign_out(self, email: str) -> None:
+        """End every session of the account issued until now (signing out, in any tab)."""
         ...
 
     def identity_for_token(self, token: str) -> Identity | None:

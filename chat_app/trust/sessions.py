@@ -14,13 +14,13 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
-from typing import Literal, get_args
+from typing import Literal, NamedTuple, get_args
 
 from itsdangerous import BadData, URLSafeSerializer
 
 from .identity import AuthMethod, Identity
 
-__all__ = ["SESSION_COOKIE", "SessionProblem", "SessionSigner"]
+__all__ = ["SESSION_COOKIE", "Session", "SessionProblem", "SessionSigner"]
 
 #: The cookie's name.
 SESSION_COOKIE = "chat_app_session"
@@ -35,12 +35,22 @@ _METHODS: frozenset[str] = frozenset(get_args(AuthMethod))
 _CLOCK_SKEW_SECONDS = 60.0
 
 
+class Session(NamedTuple):
+    """What a valid cookie says: who, how they were verified, and when it was issued."""
+
+    email: str
+    method: AuthMethod
+    #: Unix seconds.
+    issued: float
+
+
 class SessionSigner:
     """Issues and reads session cookie values.
 
     signer = SessionSigner(load_secret(data_dir), ttl_seconds=12 * 3600)
     value = signer.issue(identity)       # the cookie's value
     signer.read(value)                   # ("ada@example.com", "password"), or None
+    signer.check(value)                  # Session(email, method, issued), or why not
     """
 
     def __init__(
@@ -53,19 +63,21 @@ class SessionSigner:
         )
 
     def issue(self, identity: Identity) -> str:
-        """A cookie value naming `identity` (its email and method), issued now."""
+        """A cookie value naming `identity` (its email and method), issued now (to the
+        millisecond: a sign-in right after a sign-out is told from the sessions it ended)."""
         if identity.anonymous:
             raise ValueError("An anonymous visitor has no session.")
-        return self._serializer.dumps([identity.email, identity.method, int(self._clock())])
+        issued = round(self._clock(), 3)
+        return self._serializer.dumps([identity.email, identity.method, issued])
 
     def read(self, value: str) -> tuple[str, AuthMethod] | None:
         """`(email, method)` from a cookie this server issued and that has not expired;
         `None` for an expired, forged or malformed one."""
         checked = self.check(value)
-        return None if isinstance(checked, str) else checked
+        return None if isinstance(checked, str) else (checked.email, checked.method)
 
-    def check(self, value: str) -> tuple[str, AuthMethod] | SessionProblem:
-        """Like `read`, but says why a cookie was refused (`"expired"` or `"invalid"`)."""
+    def check(self, value: str) -> Session | SessionProblem:
+        """The session a cookie holds, or why it was refused (`"expired"` or `"invalid"`)."""
         try:
             payload = self._serializer.loads(value)
         except BadData:
@@ -76,7 +88,7 @@ class SessionSigner:
             and isinstance(payload[0], str)
             and payload[0]
             and payload[1] in _METHODS
-            and isinstance(payload[2], int)
+            and isinstance(payload[2], int | float)
             and not isinstance(payload[2], bool)
         ):
             return "invalid"
@@ -86,4 +98,4 @@ class SessionSigner:
             return "invalid"
         if now - issued >= self.ttl_seconds:
             return "expired"
-        return email, method
+        return Session(email, method, float(issued))

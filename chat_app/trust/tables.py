@@ -84,6 +84,8 @@ users = Table(
     Column("name", String(200), nullable=False),
     Column("password_hash", String(255), nullable=False),  # argon2id, PHC string
     Column("created_at", UTCDateTime, nullable=False),
+    # Sessions issued before it no longer count (set when the person signs out).
+    Column("signed_out_at", UTCDateTime, nullable=True),
 )
 
 #: An account's roles (a policy's `[roles]` table may add more).

@@ -344,6 +344,28 @@ def test_signing_out_clears_the_cookie(password_server: Served) -> None:
     assert me.status_code == 401 and me.json() == {"error": "Sign in first."}
 
 
+def test_signing_out_ends_the_session_in_every_tab(password_server: Served) -> None:
+    """The cookie another tab holds (or a copy of it) no longer acts as her: reads and
+    decisions are refused saying she signed out; signing in again works at once."""
+    this_tab = session_for(password_server, "ada@example.com")
+    other_tab = session_for(password_server, "ada@example.com")
+    assert password_server.http.get("/api/me", headers=other_tab).status_code == 200
+    assert password_server.http.post("/api/signout", headers=this_tab).status_code == 303
+    for answer in (
+        password_server.http.get("/api/me", headers=other_tab),
+        password_server.http.get("/api/audit", headers=other_tab),
+        password_server.http.post("/api/chat", headers=other_tab, json={}),
+    ):
+        assert answer.status_code == 401
+        assert answer.json()["error"] == "You signed out (in this tab or another); sign in again."
+    again = session_for(password_server, "ada@example.com")
+    assert password_server.http.get("/api/me", headers=again).json()["email"] == "ada@example.com"
+    # Olive's sessions are hers: Ada signing out ends none of them.
+    olive = session_for(password_server, "olive@example.com")
+    password_server.http.post("/api/signout", headers=again)
+    assert password_server.http.get("/api/me", headers=olive).status_code == 200
+
+
 def test_a_forged_session_is_refused(password_server: Served) -> None:
     value = session_for(password_server, "ada@example.com")["Cookie"].split("=", 1)[1]
     forged_as_olive = SessionSigner(b"a guessed secret", 3600).issue(

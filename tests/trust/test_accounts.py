@@ -213,6 +213,22 @@ def test_account_is_the_account_as_it_is_now(accounts: Accounts) -> None:
     assert accounts.account("ada@example.com") is None
 
 
+def test_signing_out_ends_the_sessions_issued_before_it(accounts: Accounts, clock: Clock) -> None:
+    accounts.add_user("ada@example.com", PASSWORD, name="Ada")
+    issued = clock.now.timestamp()
+    assert isinstance(accounts.session_account("ada@example.com", issued), Identity)
+    clock.advance(seconds=0.5)
+    accounts.sign_out("ADA@example.com")
+    assert accounts.session_account("ada@example.com", issued) == "signed-out"
+    assert accounts.session_account("ada@example.com", issued + 0.5) == "signed-out"
+    signed_in_again = issued + 0.501  # the same second, a moment later
+    assert accounts.session_account("ada@example.com", signed_in_again) == Identity(
+        email="ada@example.com", method="password", name="Ada"
+    )
+    accounts.remove_user("ada@example.com")
+    assert accounts.session_account("ada@example.com", signed_in_again) == "removed"
+
+
 def test_remove_user_removes_the_account_and_refuses_an_unknown_one(accounts: Accounts) -> None:
     accounts.add_user("ada@example.com", PASSWORD, roles=["finance"])
     accounts.remove_user("ADA@example.com")

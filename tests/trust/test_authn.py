@@ -19,6 +19,7 @@ from chat_app.trust.authn import (
     cookie_value,
     parse_networks,
 )
+from chat_app.trust.identity import SessionEnd
 from chat_app.trust.sessions import SESSION_COOKIE, SessionSigner
 
 SECRET = b"s" * 32
@@ -37,7 +38,9 @@ class Clock:
 class FakeDirectory:
     """Accounts and tokens in memory, as `chat_app.trust.accounts.Accounts` answers."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock = clock or Clock()
+        self.signed_out: dict[str, float] = {}
         self.accounts: dict[str, Identity] = {ADA.email: ADA}
         self.tokens: dict[str, Identity] = {
             "cat_good": Identity(email="bot@example.com", method="token", token_name="nightly")
@@ -48,6 +51,14 @@ class FakeDirectory:
 
     def account(self, email: str) -> Identity | None:
         return self.accounts.get(email)
+
+    def session_account(self, email: str, issued: float) -> Identity | SessionEnd:
+        if email not in self.accounts:
+            return "removed"
+        return "signed-out" if issued <= self.signed_out.get(email, -1.0) else self.accounts[email]
+
+    def sign_out(self, email: str) -> None:
+        self.signed_out[email] = self.clock()
 
     def identity_for_token(self, token: str) -> Identity | None:
         return self.tokens.get(token)
@@ -310,6 +321,30 @@ def test_a_password_session_reads_the_account_again_on_every_request() -> None:
     assert failure(auth.authenticate(headers, "192.0.2.1")) == (
         "This account no longer exists; ask an admin."
     )
+
+
+def test_signing_out_ends_every_session_issued_before_it() -> None:
+    """Another tab's cookie, or a copy of it, stops counting; a later sign-in counts, even
+    within the same second (sessions are issued to the millisecond)."""
+    clock = Clock()
+    directory = FakeDirectory(clock)
+    auth = authenticator("password", clock=clock, directory=directory)
+    this_tab, other_tab = cookie(auth, ADA), cookie(auth, ADA)
+    clock.now += 0.25
+    auth.sign_out(auth.authenticate(this_tab, None))
+    assert failure(auth.authenticate(other_tab, None)) == (
+        "You signed out (in this tab or another); sign in again."
+    )
+    clock.now += 0.25
+    assert auth.authenticate(cookie(auth, ADA), None) == ADA
+    # Nobody's sessions end for a failure, a demo person or a token's owner.
+    for found in (
+        AuthFailure("Sign in first."),
+        DEMO_PEOPLE[0],
+        Identity(email=ADA.email, method="token"),
+    ):
+        auth.sign_out(found)
+    assert directory.signed_out == {ADA.email: clock.now - 0.25}
 
 
 def test_an_expired_password_session_says_so() -> None:

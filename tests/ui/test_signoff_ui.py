@@ -170,9 +170,7 @@ def test_whoever_asked_can_withdraw_what_only_someone_else_may_approve(
     tool_card(page, "delete_project").locator("button.cancel").click()
     expect(page.get_by_text("Cancelled: delete project did not run.")).to_be_visible()
     ask(page, "transfer 5000 to Bob")
-    expect(tool_card(page, "transfer").locator(".waiting-label")).to_have_text(
-        WAITING_FOR_FINANCE
-    )
+    expect(tool_card(page, "transfer").locator(".waiting-label")).to_have_text(WAITING_FOR_FINANCE)
     # Someone with no decision in it does not see another person's conversation at all.
     sign_in_as_demo(page, "sam@example.com")
     expect(page.locator("#desk-notice")).to_contain_text("someone else's")
@@ -367,6 +365,30 @@ def test_password_sign_in_and_sign_out(
         page.goto("/")
         expect(page).to_have_url(re.compile(r"/signin\b"))
         expect(page.locator("#signin-form")).to_be_visible()
+
+
+def test_signing_out_in_one_tab_signs_out_the_others(
+    browser: Browser, password_app_url: str, screenshot_dir: Path
+) -> None:
+    """Ada's other tab, open on her own decision, cannot act as her once she signed out:
+    its Approve is refused, nothing runs, and the page says why."""
+    with fresh_page(browser, password_app_url) as page:
+        sign_in(page, "ada@example.com", "Ada")
+        ask(page, "transfer 25 to Ada")
+        card = page.locator(".approval-card")
+        expect(card.locator("button.approve")).to_be_visible()
+        other = page.context.new_page()
+        other.goto("/")
+        hydrated(other)
+        other.locator("#sign-out").click()
+        expect(other).to_have_url(re.compile(r"/signin\b"))
+
+        card.locator("button.approve").click()
+        expect(
+            page.get_by_text("You signed out (in this tab or another); sign in again.").first
+        ).to_be_visible()
+        shot(page, screenshot_dir, "signed-out-in-another-tab")
+        expect(page.get_by_text("Sent 25 to Ada")).to_have_count(0)
 
 
 # --- no sign-in, an app copy -----------------------------------------------------------------
