@@ -675,6 +675,13 @@ class ChatState(IdentityState):
             )
         except DeskError as error:
             memory.message = error.message
+            if error.code in _CLOSED_MEANWHILE:
+                # Decided or closed a moment before this click landed: the card turns to how
+                # it ended at the next sync, and would not say that this answer went nowhere.
+                what = _ANSWER_WORDS.get(form, "answer")
+                notice = f"{error.message} Your {what} was not used."
+                if notice not in self.notices:  # shown until dismissed, as each loss is
+                    self.notices = [*self.notices, notice]
             self._refresh(session)
             return
         memory.message = ""
@@ -1293,6 +1300,15 @@ class ChatState(IdentityState):
                         self._save(session)
             if address is not None:
                 yield address
+
+
+#: Desk refusals that mean someone else settled the item first (or its time ran out).
+_CLOSED_MEANWHILE = frozenset({"already-decided", "expired"})
+#: A decision form's answer, as a sentence names it.
+_ANSWER_WORDS = {
+    "approve": "approval", "edit": "approval with changes", "reject": "rejection",
+    "cancel": "cancellation", "response": "answer",
+}  # fmt: skip
 
 
 def _kept(text: str) -> str:

@@ -10,7 +10,9 @@ each test finds its own items by their conversation's id and counts relative to 
 
 from __future__ import annotations
 
+import json
 import re
+import sqlite3
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
@@ -21,11 +23,12 @@ from urllib.parse import quote, unquote
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from chat_app.desk import ConversationSummary, InboxItem, Vote
+from chat_app.desk import ConversationSummary, DeskStore, InboxItem, Vote
 from chat_app.trust import Identity
+from chat_app.trust.store import open_database
 from chat_app.ui.conversations_state import ago, conversation_row, expiry, how_long
 from chat_app.ui.inbox_state import inbox_row, requester_choices, tool_choices
-from tests.ui.conftest import ask, fresh_page, hydrated, sign_in_as_demo
+from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, sign_in_as_demo
 
 pytestmark = pytest.mark.browser
 
@@ -747,3 +750,63 @@ def test_a_withdrawal_reaches_the_approvers_open_card(browser: Browser, app_url:
         expect(card.locator(".tool-status")).to_have_text("Cancelled")
         expect(card.locator(".tool-decided-by")).to_have_text("Withdrawn by Rita")
         assert ada.evaluate("window.__not_reloaded") is True
+
+
+# --- a click that lost to someone else's, on an app whose database the test reads ------------
+
+
+@pytest.fixture(scope="module")
+def race_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    data = tmp_path_factory.mktemp("race-data")
+    with app_copy(tmp_path_factory.mktemp("race-app"), {"CHAT_APP_DATA_DIR": str(data)}) as url:
+        yield url, data / "chat_app.sqlite3"
+
+
+def test_an_answer_someone_else_beat_says_it_was_not_used(
+    browser: Browser, race_app: tuple[str, Path], screenshot_dir: Path
+) -> None:
+    """Rita withdraws her transfer a moment before Ada's Approve lands (the withdrawal is
+    written as the desk writes a decision, so no page hears of it first): Ada is told whose
+    answer stands and that hers went nowhere, where she looks; nothing ran."""
+    url, database = race_app
+    with people(browser, url, RITA, ADA) as (rita, ada):
+        card = asked_and_opened(rita, ada, "transfer 5000 to Ada")
+        approve = card.locator("button.approve")
+        expect(approve).to_be_visible()
+        thread = thread_of(rita)
+        with sqlite3.connect(database) as connection:
+            [(decision_id, item_id)] = connection.execute(
+                "SELECT id, item_id FROM decisions WHERE thread_id = ? AND status = 'pending'",
+                (thread,),
+            ).fetchall()
+        store = DeskStore(open_database(f"sqlite:///{database}"))
+        withdrawn = {"interruptId": item_id, "status": "cancelled"}
+        assert store.decide(
+            decision_id, email=RITA, name="Rita", outcome="cancelled", answer=withdrawn,
+            now=datetime.now(UTC),
+        )  # fmt: skip
+        store.engine.dispose()
+
+        approve.click()
+        # Above the conversation, apart from the card: the card turns to how it ended once
+        # the withdrawal is carried, and its own message goes with its buttons.
+        notices = ada.locator("#agent-notices")
+        expect(notices).to_contain_text(
+            "Already decided by Rita (cancelled). Your approval was not used."
+        )
+        shot(ada, screenshot_dir, "lost-to-another")
+        assert "transfer" not in executions(database)
+        notices.get_by_role("button", name="Dismiss").click()
+        expect(notices).to_have_count(0)
+
+
+def executions(database: Path) -> list[str]:
+    """The tools the app's ledger says ran (its audit trail's execution records)."""
+    ledger = database.with_name("ledger.db")
+    with sqlite3.connect(ledger) as connection:
+        rows = connection.execute("SELECT record FROM audit").fetchall()
+    return [
+        json.loads(record)["data"].get("toolName", "")
+        for (record,) in rows
+        if json.loads(record)["kind"] == "execution"
+    ]
