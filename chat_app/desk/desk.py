@@ -98,7 +98,6 @@ __all__ = [
     "RunAs",
     "ToolSource",
     "inbox_topic",
-    "looked_after",
     "owner_topic",
     "thread_topic",
 ]
@@ -140,14 +139,6 @@ ANSWERED_BEFORE = (
 
 def thread_topic(thread_id: str) -> str:
     return f"thread:{thread_id}"
-
-
-def looked_after(watched_until: datetime | None, moment: datetime | None) -> bool:
-    """Whether the owner's page said they were looking at the conversation at or after
-    `moment`: their word holds `LOOK_HOLDS` (`watched_until` is when the last one lapses)."""
-    if watched_until is None or moment is None:
-        return False
-    return watched_until - LOOK_HOLDS >= moment
 
 
 def inbox_topic() -> str:
@@ -511,8 +502,11 @@ class Desk:
         once the page has stopped saying it is open."""
         if viewer.anonymous:
             return
-        until = self.clock() + (LOOK_HOLDS if looking else timedelta(0))
-        await self._db(self.store.watching, thread_id, viewer.email, until)
+        now = self.clock()
+        # Out of view now, it showed the conversation until about now (the page is asked
+        # every few seconds): what was decided before then, they saw.
+        until = now + (LOOK_HOLDS if looking else timedelta(0))
+        await self._db(partial(self.store.watching, thread_id, viewer.email, until, looked_at=now))
 
     async def expire(self, item: InboxItem) -> bool:
         """Resolve a pending decision whose expiry passed, as expired, and go on: the agent

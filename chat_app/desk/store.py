@@ -981,7 +981,7 @@ class DeskStore:
             conditions.append(fired.is_(None))
         with self.engine.connect() as connection:
             rows = connection.execute(
-                select(decisions, conversations.c.watched_until)
+                select(decisions, conversations.c.watched_until, conversations.c.looked_at)
                 .join(conversations, conversations.c.thread_id == decisions.c.thread_id)
                 .where(*conditions)
                 .order_by(due_at)
@@ -1076,7 +1076,7 @@ class DeskStore:
         empty: it goes to whoever asked)."""
         with self.engine.connect() as connection:
             rows = connection.execute(
-                select(decisions, conversations.c.watched_until)
+                select(decisions, conversations.c.watched_until, conversations.c.looked_at)
                 .join(conversations, conversations.c.thread_id == decisions.c.thread_id)
                 .where(decisions.c.tell_at <= now, decisions.c.status != "pending")
                 .order_by(decisions.c.tell_at)
@@ -1106,14 +1106,17 @@ class DeskStore:
             ).rowcount
         return bool(changed)
 
-    def watching(self, thread_id: str, owner_email: str, until: datetime) -> None:
-        """The owner's page is open on the conversation until `until` (renewed while it is)."""
+    def watching(
+        self, thread_id: str, owner_email: str, until: datetime, *, looked_at: datetime
+    ) -> None:
+        """The owner's page is open on the conversation until `until` (renewed while it is),
+        and showed it at `looked_at`."""
         with write_transaction(self.engine) as connection:
             connection.execute(
                 update(conversations)
                 .where(conversations.c.thread_id == thread_id,
                        conversations.c.owner_email == owner_email)
-                .values(watched_until=until)
+                .values(watched_until=until, looked_at=looked_at)
             )  # fmt: skip
 
 

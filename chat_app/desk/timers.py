@@ -22,7 +22,7 @@ the clock jumps: it is a state, not a sleeping task.
 - **Expiry**: `Desk.expire` resolves it as expired and the conversation goes on.
 - **Outcome**: once someone other than whoever asked settled it, or it expired, whoever asked
   is told how it ended (`decided`: "Rejected by Ada: not this quarter."), unless their page
-  said it showed the conversation after it was settled (they saw it there). A page whose
+  showed the conversation after it was settled (they saw it there: `looked_at`). A page whose
   last word came before is waited for until that word lapses: a page that has closed or
   moved on meanwhile says nothing more, and they are told then.
 """
@@ -47,7 +47,7 @@ from chat_app.trust import describe_duration, escalation_note
 from chat_app.trust.ledger import AuditEntry
 from chat_app.trust.policy import all_of
 
-from .desk import Desk, inbox_topic, looked_after, thread_topic
+from .desk import Desk, inbox_topic, thread_topic
 from .records import DeskError, expiry_note
 from .store import Due, route_of
 
@@ -177,14 +177,17 @@ class Timers:
 
     async def _outcome(self, due: Due, now: datetime) -> None:
         row = due.decision
-        # Seen if their page said it showed the conversation once it was settled (it showed
-        # it live). Still open by an earlier word, it is not known yet: the page says so
-        # again within its word's time, or has gone, and they are told then.
-        seen = looked_after(row.watched_until, row.decided_at)
-        if due.watched and not seen:
+        # Seen if their page showed the conversation after it was settled (it shows it
+        # live). Still open by an earlier word, it is not known yet: the page says so again
+        # within its word's time, or has gone, and they are told then.
+        seen = row.looked_at is not None and row.decided_at is not None and (
+            row.looked_at >= row.decided_at
+        )
+        telling = self.outbox is not None and self.settings is not None
+        if telling and due.watched and not seen:
             await self._db(self.desk.store.postpone_telling, row.id, row.watched_until)
             return
-        if not seen and self.outbox is not None and self.settings is not None:
+        if telling and not seen:
             requester = Recipient(email=row.requester_email, name=row.requester_name)
             people = [requester] if requester.email else []
             # An expiry was nobody's decision, though someone had approved in time.

@@ -152,6 +152,9 @@ conversations = Table(
     # Until when its owner's page was last known open on it (a requester who is looking at
     # it is not sent a notice for a decision that is theirs).
     Column("watched_until", UTCDateTime, nullable=True),
+    # When that page last said it showed it (in view, or until it went to the background):
+    # whoever asked saw what was decided before then.
+    Column("looked_at", UTCDateTime, nullable=True),
     Index(None, "owner_email", "updated_at"),
     Index(None, "status"),
 )

@@ -797,6 +797,24 @@ async def test_whoever_asked_whose_page_stays_on_the_decision_is_not_told(timed:
         assert connection.execute(select(decisions.c.tell_at)).scalars().all() == [None]
 
 
+async def test_whoever_asked_who_saw_it_then_looked_away_is_not_told(timed: Timed) -> None:
+    """Her page showed the decision live; she then put the tab in the background before
+    its next word: she saw it, and no email follows."""
+    world = timed.world
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    await world.desk.watching(thread, RITA)
+    timed.clock.advance(3)
+    await world.desk.decide(item.decision_id, ADA, Answer("approve"))
+    await world.desk.wait_idle()
+    timed.clock.advance(5)
+    await world.desk.watching(thread, RITA, looking=False)  # the tab went to the background
+    await _tick_all(timed, world.desk)
+    timed.clock.advance(120)
+    await _tick_all(timed, world.desk)
+    assert told(timed) == []
+
+
 @pytest.mark.parametrize(
     ("lifetime", "said"), [(90, "1 min 30 s"), (120, "2 min"), (45, "45 s"), (86400, "1 day")]
 )
