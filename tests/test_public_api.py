@@ -126,6 +126,7 @@ TRUST = [
     "SQLiteLedger",
     "SealCheck",
     "Sealer",
+    "SessionEnd",
     "WITHDRAWAL_ONLY",
     "asking_a_person",
     "audit_report",

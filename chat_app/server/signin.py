@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
@@ -18,6 +19,7 @@ from typing import Protocol, runtime_checkable
 from urllib.parse import parse_qs, quote, urlencode
 
 import orjson
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -46,6 +48,8 @@ _hold = asyncio.sleep
 MAX_FORM_BYTES = 64 * 1024
 
 RolesOf = Callable[[Identity], frozenset[str]]
+
+_log = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -190,11 +194,15 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
 
     async def signout(request: Request) -> Response:
         # Ends the person's sessions on the server too: a tab still open elsewhere, or a
-        # copy of the cookie, no longer acts as them.
-        found = await asyncio.to_thread(
-            authenticator.authenticate, request.headers, client_host(request)
-        )
-        await asyncio.to_thread(authenticator.sign_out, found)
+        # copy of the cookie, no longer acts as them. The cookie goes in any case, the
+        # accounts' database answering or not.
+        try:
+            found = await asyncio.to_thread(
+                authenticator.authenticate, request.headers, client_host(request)
+            )
+            await asyncio.to_thread(authenticator.sign_out, found)
+        except SQLAlchemyError as error:
+            _log.warning("Signing out could not end the sessions on the server: %s", error)
         target = "/signin" if config.mode == "password" else "/"
         return Response(
             status_code=303, headers={"Location": target, "Set-Cookie": cookie("", 0, request)}

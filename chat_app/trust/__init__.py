@@ -16,7 +16,7 @@ from .audit_records import (
     policy_decision_record,
     refusal_record,
 )
-from .identity import ANONYMOUS, DEMO_PEOPLE, AuthMethod, Directory, Identity
+from .identity import ANONYMOUS, DEMO_PEOPLE, AuthMethod, Directory, Identity, SessionEnd
 from .ledger import (
     GENESIS,
     AuditEntry,
@@ -62,6 +62,7 @@ __all__ = [
     "SQLiteLedger",
     "SealCheck",
     "Sealer",
+    "SessionEnd",
     "WITHDRAWAL_ONLY",
     "asking_a_person",
     "audit_report",

@@ -16,6 +16,7 @@ Imports `identity`, `store` and `tables`.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -197,7 +198,9 @@ class Accounts:
             with write_transaction(self.engine) as connection:
                 key = connection.execute(
                     insert(users).values(
-                        email=email, name=name, password_hash=password_hash, created_at=created
+                        email=email, name=name, password_hash=password_hash, created_at=created,
+                        # A session of an earlier account of this email is not this one's.
+                        signed_out_at=created,
                     )
                 ).inserted_primary_key
                 assert key is not None
@@ -224,7 +227,10 @@ class Accounts:
         password_hash = self._hasher.hash(password)
         with write_transaction(self.engine) as connection:
             changed = connection.execute(
-                users.update().where(users.c.email == email).values(password_hash=password_hash)
+                # A new password ends the sessions signed in with the old one.
+                users.update()
+                .where(users.c.email == email)
+                .values(password_hash=password_hash, signed_out_at=self._now())
             ).rowcount
         if not changed:
             raise _unknown_user(email)
@@ -269,12 +275,16 @@ class Accounts:
             row = self._user(connection, _normal_email(email))
             if row is None:
                 return "removed"
-            if row.signed_out_at is not None and issued <= row.signed_out_at.timestamp():
+            # In whole seconds, as sessions are issued: one issued in the second of the
+            # sign-out still counts (signing in again at once must), none before it does.
+            if row.signed_out_at is not None and issued < math.floor(
+                row.signed_out_at.timestamp()
+            ):
                 return "signed-out"
             return self._identity(connection, row)
 
     def sign_out(self, email: str) -> None:
-        """End every session of the account issued until now, in every tab and browser."""
+        """End every session of the account issued before now, in every tab and browser."""
         with write_transaction(self.engine) as connection:
             connection.execute(
                 users.update()

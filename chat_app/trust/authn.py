@@ -66,7 +66,9 @@ DEFAULT_USER_HEADER = "X-Forwarded-Email"
 SIGN_IN_FIRST = "Sign in first."
 SESSION_EXPIRED = "Your session expired; sign in again."
 SESSION_INVALID = "This session is not valid; sign in again."
-SIGNED_OUT = "You signed out (in this tab or another); sign in again."
+SIGNED_OUT = (
+    "You signed out (in this tab or another); sign in again, or reload this page if you have."
+)
 ACCOUNT_REMOVED = "This account no longer exists; ask an admin."
 TOKEN_INVALID = "The API token is not valid or was revoked."
 TOKEN_SCHEME = "Send the API token as Authorization: Bearer <token>."
@@ -261,7 +263,11 @@ class Authenticator:
         """End the sessions of whoever `found` is, when they signed in with a password: every
         tab and browser holding one is signed out too, not only the one that asked (a demo
         person, a proxy's or a token's identity has no session of ours to end)."""
-        if isinstance(found, Identity) and found.method == "password" and self.directory:
+        if (
+            isinstance(found, Identity)
+            and found.method == "password"
+            and self.directory is not None
+        ):
             self.directory.sign_out(found.email)
 
 

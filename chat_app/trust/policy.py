@@ -404,7 +404,7 @@ def edited_refusal(rule: Rule | None, refusal: str) -> str:
     """Why edited arguments may not run, when their own rule (`rule`; `None`: none) refuses
     what that of the call as shown allowed: "Edited, the call falls under rule
     large-transfers: Needs approval from role finance, not the requester." The engine's gate
-    and the desk both say it so."""
+    and the desk both say a refusal by who may decide so (a quorum's they word themselves)."""
     under = f"rule {rule.name}" if rule is not None else "no rule"
     return f"Edited, the call falls under {under}: {refusal}"
 

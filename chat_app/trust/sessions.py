@@ -63,12 +63,11 @@ class SessionSigner:
         )
 
     def issue(self, identity: Identity) -> str:
-        """A cookie value naming `identity` (its email and method), issued now (to the
-        millisecond: a sign-in right after a sign-out is told from the sessions it ended)."""
+        """A cookie value naming `identity` (its email and method), issued now (in whole
+        seconds, which every version of this server reads)."""
         if identity.anonymous:
             raise ValueError("An anonymous visitor has no session.")
-        issued = round(self._clock(), 3)
-        return self._serializer.dumps([identity.email, identity.method, issued])
+        return self._serializer.dumps([identity.email, identity.method, int(self._clock())])
 
     def read(self, value: str) -> tuple[str, AuthMethod] | None:
         """`(email, method)` from a cookie this server issued and that has not expired;

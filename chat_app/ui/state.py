@@ -675,9 +675,11 @@ class ChatState(IdentityState):
             )
         except DeskError as error:
             memory.message = error.message
-            if error.code in _CLOSED_MEANWHILE:
-                # Decided or closed a moment before this click landed: the card turns to how
-                # it ended at the next sync, and would not say that this answer went nowhere.
+            by = error.details.get("decidedBy")
+            if error.code == "already-decided" and by and by != session.identity.email:
+                # Someone else decided it a moment before this click landed (not this
+                # person's own vote, counted already, nor their other tab): the card turns to
+                # how it ended at the next sync, and would not say this answer went nowhere.
                 what = _ANSWER_WORDS.get(form, "answer")
                 notice = f"{error.message} Your {what} was not used."
                 if notice not in self.notices:  # shown until dismissed, as each loss is
@@ -1302,8 +1304,6 @@ class ChatState(IdentityState):
                 yield address
 
 
-#: Desk refusals that mean someone else settled the item first (or its time ran out).
-_CLOSED_MEANWHILE = frozenset({"already-decided", "expired"})
 #: A decision form's answer, as a sentence names it.
 _ANSWER_WORDS = {
     "approve": "approval", "edit": "approval with changes", "reject": "rejection",

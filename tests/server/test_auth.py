@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from chat_app.config import authenticator_from_env
 from chat_app.demo import build_demo_agent
@@ -22,7 +24,7 @@ from chat_app.server import create_app
 from chat_app.server import signin as signin_module
 from chat_app.server.origin import CROSS_SITE
 from chat_app.trust import Identity, Sealer, SQLiteLedger
-from chat_app.trust.authn import AuthConfig, Authenticator
+from chat_app.trust.authn import SIGNED_OUT, AuthConfig, Authenticator
 from chat_app.trust.sessions import SessionSigner
 from tests.live_server import free_port, serve_asgi
 from tests.server.served import Served, events_of, serve
@@ -350,6 +352,8 @@ def test_signing_out_ends_the_session_in_every_tab(password_server: Served) -> N
     this_tab = session_for(password_server, "ada@example.com")
     other_tab = session_for(password_server, "ada@example.com")
     assert password_server.http.get("/api/me", headers=other_tab).status_code == 200
+    # Sessions are issued in whole seconds, and those of the sign-out's own second count.
+    time.sleep(1.1)
     assert password_server.http.post("/api/signout", headers=this_tab).status_code == 303
     for answer in (
         password_server.http.get("/api/me", headers=other_tab),
@@ -357,13 +361,27 @@ def test_signing_out_ends_the_session_in_every_tab(password_server: Served) -> N
         password_server.http.post("/api/chat", headers=other_tab, json={}),
     ):
         assert answer.status_code == 401
-        assert answer.json()["error"] == "You signed out (in this tab or another); sign in again."
+        assert answer.json()["error"] == SIGNED_OUT
     again = session_for(password_server, "ada@example.com")
     assert password_server.http.get("/api/me", headers=again).json()["email"] == "ada@example.com"
     # Olive's sessions are hers: Ada signing out ends none of them.
     olive = session_for(password_server, "olive@example.com")
     password_server.http.post("/api/signout", headers=again)
     assert password_server.http.get("/api/me", headers=olive).status_code == 200
+
+
+def test_signing_out_clears_the_cookie_when_the_database_does_not_answer(
+    password_server: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def away(email: str) -> None:
+        raise OperationalError("UPDATE users", {}, Exception("database is locked"))
+
+    # The app's directory: the accounts object its authenticator holds.
+    monkeypatch.setattr(type(password_server.accounts), "sign_out", lambda self, email: away(email))
+    headers = session_for(password_server, "ada@example.com")
+    response = password_server.http.post("/api/signout", headers=headers)
+    assert response.status_code == 303 and response.headers["location"] == "/signin"
+    assert session_cookie(response)[0] == ""
 
 
 def test_a_forged_session_is_refused(password_server: Served) -> None:

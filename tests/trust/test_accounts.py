@@ -215,18 +215,26 @@ def test_account_is_the_account_as_it_is_now(accounts: Accounts) -> None:
 
 def test_signing_out_ends_the_sessions_issued_before_it(accounts: Accounts, clock: Clock) -> None:
     accounts.add_user("ada@example.com", PASSWORD, name="Ada")
-    issued = clock.now.timestamp()
+    clock.advance(seconds=1)
+    issued = int(clock.now.timestamp())  # as sessions are issued: whole seconds
     assert isinstance(accounts.session_account("ada@example.com", issued), Identity)
-    clock.advance(seconds=0.5)
+    clock.advance(seconds=1.5)
     accounts.sign_out("ADA@example.com")
     assert accounts.session_account("ada@example.com", issued) == "signed-out"
-    assert accounts.session_account("ada@example.com", issued + 0.5) == "signed-out"
-    signed_in_again = issued + 0.501  # the same second, a moment later
+    signed_in_again = int(clock.now.timestamp())  # the sign-out's own second
     assert accounts.session_account("ada@example.com", signed_in_again) == Identity(
         email="ada@example.com", method="password", name="Ada"
     )
+    # A new password ends the sessions of the old one.
+    clock.advance(seconds=1)
+    accounts.set_password("ada@example.com", "battery staple")
+    assert accounts.session_account("ada@example.com", signed_in_again) == "signed-out"
+    # Removed, then added again: a session of the account before is not the new one's.
     accounts.remove_user("ada@example.com")
     assert accounts.session_account("ada@example.com", signed_in_again) == "removed"
+    clock.advance(seconds=1)
+    accounts.add_user("ada@example.com", PASSWORD, name="Ada")
+    assert accounts.session_account("ada@example.com", signed_in_again) == "signed-out"
 
 
 def test_remove_user_removes_the_account_and_refuses_an_unknown_one(accounts: Accounts) -> None:

@@ -6,12 +6,14 @@ from __future__ import annotations
 import base64
 import ipaddress
 import json
+import math
 
 import pytest
 
 from chat_app.config import auth_from_env
 from chat_app.trust import ANONYMOUS, DEMO_PEOPLE, Identity
 from chat_app.trust.authn import (
+    SIGNED_OUT,
     AuthConfig,
     Authenticator,
     AuthFailure,
@@ -55,7 +57,8 @@ class FakeDirectory:
     def session_account(self, email: str, issued: float) -> Identity | SessionEnd:
         if email not in self.accounts:
             return "removed"
-        return "signed-out" if issued <= self.signed_out.get(email, -1.0) else self.accounts[email]
+        ended = math.floor(self.signed_out.get(email, 0.0))
+        return "signed-out" if issued < ended else self.accounts[email]
 
     def sign_out(self, email: str) -> None:
         self.signed_out[email] = self.clock()
@@ -324,27 +327,21 @@ def test_a_password_session_reads_the_account_again_on_every_request() -> None:
 
 
 def test_signing_out_ends_every_session_issued_before_it() -> None:
-    """Another tab's cookie, or a copy of it, stops counting; a later sign-in counts, even
-    within the same second (sessions are issued to the millisecond)."""
+    """Another tab's cookie, or a copy of it, stops counting; a sign-in right after counts
+    (sessions are issued in whole seconds: those of the sign-out's own second count too)."""
     clock = Clock()
     directory = FakeDirectory(clock)
     auth = authenticator("password", clock=clock, directory=directory)
     this_tab, other_tab = cookie(auth, ADA), cookie(auth, ADA)
-    clock.now += 0.25
+    clock.now += 1.5
     auth.sign_out(auth.authenticate(this_tab, None))
-    assert failure(auth.authenticate(other_tab, None)) == (
-        "You signed out (in this tab or another); sign in again."
-    )
-    clock.now += 0.25
-    assert auth.authenticate(cookie(auth, ADA), None) == ADA
+    assert failure(auth.authenticate(other_tab, None)) == SIGNED_OUT
+    assert auth.authenticate(cookie(auth, ADA), None) == ADA  # the same second
     # Nobody's sessions end for a failure, a demo person or a token's owner.
-    for found in (
-        AuthFailure("Sign in first."),
-        DEMO_PEOPLE[0],
-        Identity(email=ADA.email, method="token"),
-    ):
+    token_owner = Identity(email=ADA.email, method="token")
+    for found in (AuthFailure("Sign in first."), DEMO_PEOPLE[0], token_owner):
         auth.sign_out(found)
-    assert directory.signed_out == {ADA.email: clock.now - 0.25}
+    assert directory.signed_out == {ADA.email: clock.now}
 
 
 def test_an_expired_password_session_says_so() -> None:

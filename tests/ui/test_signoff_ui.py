@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
+from chat_app.trust.authn import SIGNED_OUT
 from tests.ui.app_server import REPO_ROOT, app_env
 from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, sign_in_as_demo
 
@@ -384,9 +385,7 @@ def test_signing_out_in_one_tab_signs_out_the_others(
         expect(other).to_have_url(re.compile(r"/signin\b"))
 
         card.locator("button.approve").click()
-        expect(
-            page.get_by_text("You signed out (in this tab or another); sign in again.").first
-        ).to_be_visible()
+        expect(page.get_by_text(SIGNED_OUT).first).to_be_visible()
         shot(page, screenshot_dir, "signed-out-in-another-tab")
         expect(page.get_by_text("Sent 25 to Ada")).to_have_count(0)
 

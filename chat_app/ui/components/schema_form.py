@@ -157,12 +157,14 @@ PROPOSED_SCRIPT = """
 #: cannot count on a message reaching it: so until the draft is sent, typed text is also held
 #: in the tab's own storage, and a form that comes back in this tab with text still held takes
 #: it back (and sends it as its draft). Boxes and options are sent at once and need no such
-#: copy. The storage is read once per page load; with nothing held, nothing watches the page.
-#: Signing out or switching person empties it.
+#: copy. The storage is read once per page load; with nothing held, nothing watches the page,
+#: and a page watches for a minute at most. Signing out, switching person or the sign-in page
+#: empties it, and text held for ten minutes is dropped.
 DRAFT_SCRIPT = """
 (() => {
   const timers = new WeakMap();
   const HELD = 'chat_app_unsent_drafts';
+  const HOLD_MS = 10 * 60 * 1000;  // a reload comes back well within it
   const read = () => {
     try { return JSON.parse(sessionStorage.getItem(HELD) || '{}') || {}; } catch (e) { return {}; }
   };
@@ -185,7 +187,9 @@ DRAFT_SCRIPT = """
     const key = whose(form);
     if (!key) return;
     const held = read();
-    (held[key] = held[key] || {})[control.name] = control.value;
+    const entry = held[key] = held[key] || { at: 0, values: {} };
+    entry.values[control.name] = control.value;
+    entry.at = Date.now();
     write(held);
   };
   const release = (form) => {
@@ -229,15 +233,23 @@ DRAFT_SCRIPT = """
   document.addEventListener('change', (event) => {
     if (event.target && event.target.id === 'demo-person') leave();
   }, true);
-  // Held from before this page loaded: given back to each form as it appears, once.
-  const waiting = read();
+  // Held from before this page loaded: given back to each form as it appears, once, while
+  // the page comes up (a minute). The sign-in page is a new person's: nothing is given, and
+  // text held for longer than that page would show it is dropped.
+  const held = read(), waiting = {};
+  const fresh = !location.pathname.startsWith('/signin');
+  for (const [key, entry] of Object.entries(held)) {
+    if (fresh && entry && entry.values && Date.now() - entry.at < HOLD_MS) waiting[key] = entry;
+    else delete held[key];
+  }
+  write(held);
   if (!Object.keys(waiting).length) return;
   const giveBack = () => {
     for (const form of document.querySelectorAll('form.decision-form')) {
-      const key = whose(form), values = waiting[key];
-      if (!values) continue;
+      const key = whose(form), entry = waiting[key];
+      if (!entry) continue;
       delete waiting[key];
-      for (const [name, value] of Object.entries(values)) {
+      for (const [name, value] of Object.entries(entry.values)) {
         const control = form.elements.namedItem(name);
         if (!typed(control) || control.value === value) continue;
         control.value = value;
@@ -248,6 +260,7 @@ DRAFT_SCRIPT = """
   };
   const watcher = new MutationObserver(giveBack);
   watcher.observe(document.documentElement, { childList: true, subtree: true });
+  setTimeout(() => watcher.disconnect(), 60000);
   giveBack();
 })();
 """
