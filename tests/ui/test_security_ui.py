@@ -12,6 +12,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
@@ -175,13 +176,15 @@ def test_a_page_elsewhere_cannot_act_with_a_signed_in_visitor(
         hydrated(rita)
         ask(rita, "transfer 5000 to Ada")
         expect(rita.get_by_text("Waiting for finance")).to_be_visible()
+        rita.wait_for_url(lambda url: "/c/" in url)
+        thread = unquote(rita.url.rsplit("/c/", 1)[1])
         ada.goto("/")
         hydrated(ada)
         sign_in_as_demo(ada, "ada@example.com")
-        # Ada's own browser, from no page (as a script would): her inbox holds the transfer.
+        # Ada's own browser, from no page (as a script would): her inbox holds the transfer
+        # (found by its conversation: other tests share the app).
         mine = ada.request.get(f"{app_url}/api/inbox").json()["items"]
-        [waiting] = [item for item in mine if item["requester"]["email"] == "rita@example.com"
-                     and item["status"] == "pending"]  # fmt: skip
+        [waiting] = [item for item in mine if item["threadId"] == thread]
         with page_elsewhere() as elsewhere:
             # Ada's session goes with the page's requests: the same host is the same site.
             assert SESSION_COOKIE in {cookie["name"] for cookie in ada.context.cookies(elsewhere)}
