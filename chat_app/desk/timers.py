@@ -183,11 +183,10 @@ class Timers:
         seen = row.looked_at is not None and row.decided_at is not None and (
             row.looked_at >= row.decided_at
         )
-        telling = self.outbox is not None and self.settings is not None
-        if telling and due.watched and not seen:
-            await self._db(self.desk.store.postpone_telling, row.id, row.watched_until)
-            return
-        if telling and not seen:
+        if not seen and self.outbox is not None and self.settings is not None:
+            if due.watched:
+                await self._db(self.desk.store.postpone_telling, row.id, row.watched_until)
+                return
             requester = Recipient(email=row.requester_email, name=row.requester_name)
             people = [requester] if requester.email else []
             # An expiry was nobody's decision, though someone had approved in time.

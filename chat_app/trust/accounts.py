@@ -262,11 +262,8 @@ class Accounts:
 
     def account(self, email: str) -> Identity | None:
         """The account as it is now (`method="password"`), or `None` when there is none."""
-        with self.engine.connect() as connection:
-            row = self._user(connection, _normal_email(email))
-            if row is None:
-                return None
-            return self._identity(connection, row)
+        found = self.session_account(email, math.inf)  # a session no sign-out ended
+        return found if isinstance(found, Identity) else None
 
     def session_account(self, email: str, issued: float) -> Identity | SessionEnd:
         """The account of a session issued at `issued` (unix seconds), as it is now; or why

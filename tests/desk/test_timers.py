@@ -759,16 +759,23 @@ async def test_nobody_is_told_of_what_they_decided_or_watched_happen(timed: Time
     assert told(timed) == []
 
 
+async def _approved_after_her_page_looked(timed: Timed) -> str:
+    """Rita's transfer, approved by Ada 3 s after Rita's page said it showed it: its thread."""
+    world = timed.world
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    await world.desk.watching(thread, RITA)
+    timed.clock.advance(3)
+    await world.desk.decide(item.decision_id, ADA, Answer("approve"))
+    await world.desk.wait_idle()
+    return thread
+
+
 async def test_whoever_asked_and_left_just_before_the_decision_is_told(timed: Timed) -> None:
     """Her page said it showed the conversation, then she left (closed it, went to another
     page): a decision within that word's 30 s is told once the word lapses unrenewed."""
     world = timed.world
-    thread = await world.start(RITA, "transfer 5000 to Ada")
-    item = await world.only_item(ADA)
-    await world.desk.watching(thread, RITA)  # her page's last word: she leaves after it
-    timed.clock.advance(3)
-    await world.desk.decide(item.decision_id, ADA, Answer("approve"))
-    await world.desk.wait_idle()
+    await _approved_after_her_page_looked(timed)  # her page's last word: she leaves after it
     await _tick_all(timed, world.desk)
     assert told(timed) == []  # her page's word still holds: she may be looking
     timed.clock.advance(28)  # it lapsed, and her page said nothing since
@@ -779,12 +786,7 @@ async def test_whoever_asked_and_left_just_before_the_decision_is_told(timed: Ti
 
 async def test_whoever_asked_whose_page_stays_on_the_decision_is_not_told(timed: Timed) -> None:
     world = timed.world
-    thread = await world.start(RITA, "transfer 5000 to Ada")
-    item = await world.only_item(ADA)
-    await world.desk.watching(thread, RITA)
-    timed.clock.advance(3)
-    await world.desk.decide(item.decision_id, ADA, Answer("approve"))
-    await world.desk.wait_idle()
+    thread = await _approved_after_her_page_looked(timed)
     await _tick_all(timed, world.desk)
     timed.clock.advance(17)
     await world.desk.watching(thread, RITA)  # still open, after the decision: she saw it
@@ -801,12 +803,7 @@ async def test_whoever_asked_who_saw_it_then_looked_away_is_not_told(timed: Time
     """Her page showed the decision live; she then put the tab in the background before
     its next word: she saw it, and no email follows."""
     world = timed.world
-    thread = await world.start(RITA, "transfer 5000 to Ada")
-    item = await world.only_item(ADA)
-    await world.desk.watching(thread, RITA)
-    timed.clock.advance(3)
-    await world.desk.decide(item.decision_id, ADA, Answer("approve"))
-    await world.desk.wait_idle()
+    thread = await _approved_after_her_page_looked(timed)
     timed.clock.advance(5)
     await world.desk.watching(thread, RITA, looking=False)  # the tab went to the background
     await _tick_all(timed, world.desk)

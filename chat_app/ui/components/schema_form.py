@@ -210,28 +210,24 @@ DRAFT_SCRIPT = """
     clearTimeout(timers.get(form));
     timers.set(form, setTimeout(() => keep(form), wait));
   };
+  // Whoever signs out, or switches to another demo person, leaves nothing held for the next
+  // person in this tab (as the server forgets their drafts).
   document.addEventListener('input', (event) => soon(event, 700), true);
-  document.addEventListener('change', (event) => soon(event, 0), true);
-  // Radix's boxes and options are buttons: their form input changes a render later.
+  document.addEventListener('change', (event) => {
+    if (event.target && event.target.id === 'demo-person') write({});
+    else soon(event, 0);
+  }, true);
   document.addEventListener('click', (event) => {
-    if (event.target.closest && event.target.closest('[role=checkbox], [role=radio]')) {
-      soon(event, 150);
-    }
+    const target = event.target.closest ? event.target : null;
+    if (target && target.closest('#sign-out')) write({});
+    // Radix's boxes and options are buttons: their form input changes a render later.
+    else if (target && target.closest('[role=checkbox], [role=radio]')) soon(event, 150);
   }, true);
   // A Submit sends the values itself: no draft of them after it.
   document.addEventListener('submit', (event) => {
     const form = event.target;
     const flag = form && form.querySelector && form.querySelector('input[name="__draft"]');
     if (flag && flag.value !== '1') { clearTimeout(timers.get(form)); release(form); }
-  }, true);
-  // Whoever signs out, or switches to another demo person, leaves nothing held for the next
-  // person in this tab (as the server forgets their drafts).
-  const leave = () => write({});
-  document.addEventListener('click', (event) => {
-    if (event.target.closest && event.target.closest('#sign-out')) leave();
-  }, true);
-  document.addEventListener('change', (event) => {
-    if (event.target && event.target.id === 'demo-person') leave();
   }, true);
   // Held from before this page loaded: given back to each form as it appears, once, while
   // the page comes up (a minute). The sign-in page is a new person's: nothing is given, and
