@@ -23,6 +23,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Literal, TypeAlias, get_args
 
 from .identity import (
@@ -150,6 +151,9 @@ class Authenticator:
         self._groups_header = (config.groups_header or "").lower()
         self._name_header = (config.name_header or "").lower()
         self._demo = {person.email: person for person in DEMO_PEOPLE}
+        # Each request asks about its peer; parsing the address is a third of `authenticate`'s
+        # cost, and a deployment's peers are a few proxies (the bound only caps a flood).
+        self._trusted_host = lru_cache(maxsize=1024)(self._host_trusted)
 
     @property
     def mode(self) -> AuthMode:
@@ -162,7 +166,8 @@ class Authenticator:
         mode = self.config.mode
         if mode == "none":
             return ANONYMOUS
-        lowered = {name.lower(): value for name, value in headers.items()}
+        pairs = list(headers.items())
+        lowered = {name.lower(): value for name, value in pairs}
         authorization = lowered.get("authorization", "")
         scheme, _, credentials = authorization.strip().partition(" ")
         # Only our own tokens: a sign-in proxy may pass its own bearer token (a JWT) along,
@@ -175,8 +180,8 @@ class Authenticator:
             return AuthFailure(TOKEN_SCHEME)
         if mode == "proxy":
             # Counted only when some name came twice (the mapping has fewer names than pairs).
-            twice = len(lowered) != len(headers.keys())
-            sent = Counter(n.lower() for n, _ in headers.items()) if twice else Counter()
+            twice = len(lowered) != len(pairs)
+            sent = Counter(n.lower() for n, _ in pairs) if twice else Counter()
             return self._proxy(lowered, client_host, sent)
         value = cookie_value(lowered.get("cookie", ""), SESSION_COOKIE)
         if value is None and bearer:
@@ -192,6 +197,9 @@ class Authenticator:
         """Whether `client_host` is one of the trusted proxies."""
         if not client_host:
             return False
+        return self._trusted_host(client_host)
+
+    def _host_trusted(self, client_host: str) -> bool:
         try:
             address = ipaddress.ip_address(client_host.strip("[]"))
         except ValueError:  # a Unix socket's path, a test client's name
