@@ -105,6 +105,12 @@ function textOf(message) {
 // what chat_app's demo says, one delta per word as its scripted model streams, so both
 // servers send the same events.
 const WORDS = process.env.TANSTACK_MOCK_WORDS === '1'
+// And with `TANSTACK_MOCK_TURNS=1`, each word in a turn of node's event loop of its own, as
+// chat_app's scripted model hands over each word and as a model's stream arrives (a read per
+// token): node then writes each word to the socket as it comes, where words yielded in one
+// turn go out together.
+const TURNS = process.env.TANSTACK_MOCK_TURNS === '1'
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
 
 function plan(messages, notes) {
   let lastUser = -1
@@ -173,6 +179,7 @@ function mockAdapter(notes) {
       yield { type: 'RUN_STARTED', runId, threadId, timestamp: Date.now() }
       yield { type: 'TEXT_MESSAGE_START', messageId, role: 'assistant', timestamp: Date.now() }
       for (const delta of WORDS ? step.text.match(/\s*\S+|\s+/g) ?? [] : [step.text]) {
+        if (TURNS) await nextTurn()
         yield { type: 'TEXT_MESSAGE_CONTENT', messageId, delta, timestamp: Date.now() }
       }
       yield { type: 'TEXT_MESSAGE_END', messageId, timestamp: Date.now() }
