@@ -42,6 +42,21 @@ def reuse_port_available() -> bool:
     return hasattr(socket, "SO_REUSEPORT")
 
 
+def claim_port(host: str, port: int) -> None:
+    """Raise `OSError` (address in use) when another server listens on (host, port).
+
+    `SO_REUSEPORT` lets any process of the same user bind a port whose sockets all set it:
+    a second deployment started on the same port would quietly join this one's workers, and
+    the kernel would spread connections over both (their sign-in, database and ledger
+    differing). So the port is first bound as any server binds it, without `SO_REUSEPORT`,
+    which a listening socket refuses whether or not it set it; a port closed moments ago
+    (its connections in TIME_WAIT) stays usable, as it is for uvicorn (`SO_REUSEADDR`)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host, port))
+
+
 def port_socket(host: str, port: int, *, listen: bool) -> socket.socket:
     """A TCP socket bound to (host, port) with `SO_REUSEPORT`: the parent's only holds the
     port (it never listens, so the kernel gives it no connection); each worker's listens."""
@@ -85,8 +100,15 @@ class Workers:
     _stopping: bool = False
 
     def run(self) -> int:
-        """Serve until SIGINT or SIGTERM; the exit code (1 when workers kept dying)."""
-        holder = port_socket(self.host, self.port, listen=False)
+        """Serve until SIGINT or SIGTERM; the exit code (1 when workers kept dying, 3 when
+        the port is taken, as uvicorn's)."""
+        try:
+            if self.port:  # port 0: the system picks a free one
+                claim_port(self.host, self.port)
+            holder = port_socket(self.host, self.port, listen=False)
+        except OSError as error:
+            logger.error("cannot serve on %s:%d: %s", self.host, self.port, error.strerror)
+            return 3
         self.port = holder.getsockname()[1]  # port 0: the one the system chose
         context = multiprocessing.get_context("spawn")
         for signum in (signal.SIGINT, signal.SIGTERM):

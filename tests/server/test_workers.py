@@ -164,3 +164,24 @@ def test_workers_die_with_a_parent_that_was_killed(served: Served) -> None:
     served.proc.wait(30)
     _wait(lambda: all(_gone(pid) for pid in workers), "the workers outlived their parent", 30)
     assert not served.answers()
+
+
+def test_a_second_server_on_the_same_port_does_not_join_the_first(
+    served: Served, tmp_path: Path
+) -> None:
+    """`SO_REUSEPORT` would let a second deployment (another sign-in, database and ledger)
+    bind the port beside the first, the kernel then sharing connections between them: it is
+    refused at start, as a single-worker server on a busy port is, and the first keeps
+    every connection."""
+    env = server_env(CHAT_APP_AUTH="password", CHAT_APP_DATA_DIR=str(tmp_path / "other"))
+    for workers in ("2", "1"):
+        second = subprocess.run(
+            [sys.executable, "-m", "chat_app.server", "--port", str(served.port),
+             "--workers", workers],
+            cwd=ROOT, env=env, capture_output=True, timeout=START_TIMEOUT,
+        )  # fmt: skip
+        assert second.returncode == 3, (workers, second.stderr[-2000:])
+        assert b"address already in use" in second.stderr.lower(), second.stderr[-2000:]
+    for _ in range(8):  # every connection still the first server's (sign-in: none)
+        with httpx.Client(base_url=served.base, timeout=10) as client:
+            assert client.get("/api/me").json()["method"] == "none"
