@@ -30,6 +30,7 @@ from chat_app.trust.accounts import SignInWait
 from chat_app.trust.authn import BROWSER_CARRIED, Authenticator, AuthFailure
 from chat_app.trust.identity import Directory, Identity
 from chat_app.trust.sessions import SESSION_COOKIE
+from chat_app.trust.store import not_answering
 
 __all__ = [
     "SignInAccounts",
@@ -102,10 +103,14 @@ async def identify(authenticator: Authenticator, request: Request) -> Identity |
     """Who `request` is from. When that means asking the accounts database (an API token, or a
     password session's account), in a thread: the event loop does not wait on the database."""
     host = client_host(request)
-    if authenticator.mode == "password" or "authorization" in request.headers:
-        found = await asyncio.to_thread(authenticator.authenticate, request.headers, host)
-    else:
-        found = authenticator.authenticate(request.headers, host)
+    try:
+        if authenticator.mode == "password" or "authorization" in request.headers:
+            found = await asyncio.to_thread(authenticator.authenticate, request.headers, host)
+        else:
+            found = authenticator.authenticate(request.headers, host)
+    except SQLAlchemyError as error:  # a client can tell this from a refusal, and try again
+        _log.warning("Could not check who a request is from: %s", error)
+        return AuthFailure(not_answering(error), status=503, code="unavailable")
     if (
         isinstance(found, Identity)
         and found.method in BROWSER_CARRIED
@@ -118,7 +123,8 @@ async def identify(authenticator: Authenticator, request: Request) -> Identity |
 def unauthorized(failure: AuthFailure) -> Response:
     """The failure's status (401, or 403) with its message as `{"error": ...}`."""
     challenge = {"WWW-Authenticate": "Bearer"} if failure.status == 401 else None
-    return JSONResponse({"error": failure.message}, status_code=failure.status, headers=challenge)
+    body = {"error": failure.message} | ({"code": failure.code} if failure.code else {})
+    return JSONResponse(body, status_code=failure.status, headers=challenge)
 
 
 def identity_json(identity: Identity, roles: frozenset[str]) -> dict[str, object]:

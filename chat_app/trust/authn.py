@@ -90,10 +90,12 @@ _IAP_PREFIX = "accounts.google.com:"
 @dataclass(frozen=True, slots=True)
 class AuthFailure:
     """Why a request has no identity; `message` is what the person reads, with `status`
-    (401: who it is was not shown; 403: it was, but not in a way this request may use)."""
+    (401: who it is was not shown; 403: it was, but not in a way this request may use; 503:
+    the accounts database did not answer, so nobody could tell, `code` "unavailable")."""
 
     message: str
     status: int = 401
+    code: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
