@@ -12,18 +12,24 @@ from pathlib import Path
 
 from tests.live_server import free_port
 
+#: What the ledger needs of a Redis (it refuses one without): every write on disk before the
+#: answer to it, and no key evicted.
+DURABLE = ("--appendonly", "yes", "--appendfsync", "always")
+
 
 @contextmanager
-def redis_server(workdir: Path) -> Iterator[str]:
+def redis_server(workdir: Path, *settings: str, port: int = 0, kill: bool = False) -> Iterator[str]:
+    """A redis-server keeping its files in `workdir`, with `settings` (default `DURABLE`), on
+    `port` (0: a free one). `kill`: stopped with SIGKILL, as a crash stops it, not SIGTERM."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise RuntimeError(
             "These tests need redis-server: `apt-get install -y redis-server` (make test does)."
         )
-    port = free_port()
+    port = port or free_port()
     proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(workdir)],
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(workdir),
+         *(settings or DURABLE)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -41,5 +47,8 @@ def redis_server(workdir: Path) -> Iterator[str]:
             time.sleep(0.05)
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        proc.terminate()
+        if kill:
+            proc.kill()
+        else:
+            proc.terminate()
         proc.wait(timeout=10)

@@ -137,7 +137,7 @@ def create_app(
         *account_routes,
         *(desk_routes(desk, who) if desk is not None else ()),
         *(metrics_routes(metrics, who, roles_of, unguarded=not guarded) if metrics else ()),
-        *health_routes(desk.store.engine if desk is not None else None),
+        *health_routes(desk.store.engine if desk is not None else None, agent.ledger),
     ]
     return Starlette(
         routes=[*routes, api_fallback(routes)],

@@ -2,9 +2,9 @@
 answer for an `/api/…` address nothing here serves.
 
 `GET /api/health` needs no identity (a load balancer has none) and says nothing about anyone:
-`{"status": "ok"}` with 200 when the app's database answers, `{"status": "unavailable",
-"error": …}` with 503 when it does not (nothing can be decided then). Without a desk there is
-no database to ask, and it is `ok` once the server answers at all.
+`{"status": "ok"}` with 200 when the app's database and its ledger answer, `{"status":
+"unavailable", "error": …}` with 503 when one does not (nothing can be decided then). Without
+a desk there is no database to ask; the ledger is asked when it is a server (Redis).
 
 An unknown `/api/…` path is a 404 `{"error": …, "code": "unknown"}`, and a known one asked with
 another method a 405 naming the methods it takes, as JSON like every other answer of the API
@@ -25,6 +25,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Receive, Scope, Send
 
+from chat_app.trust.ledger import Ledger
+
 __all__ = ["HEALTH_SECONDS", "api_fallback", "health_routes"]
 
 #: How long a health check waits for the database (a load balancer's own timeout is ~5 s).
@@ -33,10 +35,18 @@ HEALTH_SECONDS = 3.0
 _log = logging.getLogger(__name__)
 
 
-def health_routes(database: Engine | None) -> list[Route]:
-    """`GET /api/health`, asking `database` (the desk's) whether it answers."""
+def health_routes(database: Engine | None, ledger: Ledger | None = None) -> list[Route]:
+    """`GET /api/health`, asking `database` (the desk's) and `ledger` whether they answer."""
 
     async def health(_: Request) -> Response:
+        if ledger is not None:
+            try:
+                await asyncio.wait_for(asyncio.to_thread(ledger.check), HEALTH_SECONDS)
+            except TimeoutError:
+                return _unavailable(f"The ledger did not answer within {HEALTH_SECONDS:g} s.")
+            except Exception as error:  # the store's own error (Redis's), or its settings
+                _log.warning("Health check: the ledger cannot be used: %s", error)
+                return _unavailable(f"The ledger cannot be used: {error}")
         if database is not None:
             try:
                 await asyncio.wait_for(asyncio.to_thread(_ask, database), HEALTH_SECONDS)

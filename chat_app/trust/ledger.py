@@ -144,6 +144,9 @@ class Ledger(Protocol):
     def records(self) -> list[AuditRecord]:
         """The whole audit trail, oldest first."""
 
+    def check(self) -> None:
+        """Raise when the ledger cannot keep its promise now (a store that does not answer)."""
+
 
 def now_iso() -> str:
     """A record's time: now, in ISO 8601 UTC with milliseconds."""
@@ -235,6 +238,9 @@ class SQLiteLedger:
         rows = self._writer.submit(_read_records).result()
         return [AuditRecord(**json.loads(row[0])) for row in rows]
 
+    def check(self) -> None:
+        """A file this process opened at its start: nothing to reach since."""
+
 
 def _open(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=30, isolation_level=None)
@@ -308,7 +314,9 @@ def open_ledger(url: str | None, data_dir: Path) -> Ledger:
     if url and url.startswith(("redis://", "rediss://", "unix://")):
         from .redis_ledger import RedisLedger  # redis is imported only for it
 
-        return RedisLedger(url)
+        ledger = RedisLedger(url)
+        ledger.check_durable()
+        return ledger
     if url and url.startswith("sqlite:///"):
         return SQLiteLedger(Path(url.removeprefix("sqlite:///")))
     if url:

@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .ledger import GENESIS, AuditEntry, AuditRecord, chain_records, now_iso
+
+_log = logging.getLogger(__name__)
+_NAMED = "The ledger's Redis (CHAT_APP_LEDGER_URL)"
 
 #: How long a chainer may hold the lease without renewing it (each batch renews it); after
 #: that, one that died is replaced.
@@ -118,6 +122,11 @@ def _pairs(records: Sequence[AuditRecord]) -> list[str]:
     return [part for record in records for part in (record.to_json(), record.hash)]
 
 
+class LedgerUnusable(ValueError):
+    """The ledger's store cannot keep the exactly-once promise (the message says why and
+    what to change)."""
+
+
 class RedisLedger:
     """The ledger in Redis, for several workers or machines (`redis://…`)."""
 
@@ -135,6 +144,58 @@ class RedisLedger:
         self._keys = [f"{chain}:tail", chain, f"{chain}:pending", f"{chain}:lease"]
         # The chain's tail as this process last linked it: (hash, length).
         self._tail: tuple[str, int] = (GENESIS, 0)
+
+    def check(self) -> None:
+        """Raise `LedgerUnusable` when this Redis does not answer."""
+        import redis
+
+        try:
+            self._redis.ping()
+        except redis.RedisError as error:
+            raise LedgerUnusable(f"{_NAMED} at {self._place()} does not answer: {error}") from None
+
+    def check_durable(self) -> None:
+        """`check`, and raise `LedgerUnusable` when this Redis keeps answers where a restart
+        or a full memory could lose them: an approval carried out could then be carried out
+        again. A Redis that will not show its settings (`CONFIG` renamed or refused, as
+        managed services do) is trusted, with a warning in the log."""
+        import redis
+
+        self.check()
+        try:
+            settings = self._redis.config_get("appendonly")
+            settings |= self._redis.config_get("appendfsync")
+            settings |= self._redis.config_get("maxmemory*")
+        except redis.ResponseError as error:
+            _log.warning(
+                "Could not read the ledger's Redis settings (%s): make sure it writes every "
+                "command to disk before answering (appendonly yes, appendfsync always) and "
+                "never evicts keys (maxmemory-policy noeviction), or an approval could run "
+                "twice after a restart.", error,
+            )  # fmt: skip
+            return
+        problems = []
+        if (settings.get("appendonly"), settings.get("appendfsync")) != ("yes", "always"):
+            problems.append(
+                f"it has appendonly {settings.get('appendonly')}, appendfsync "
+                f"{settings.get('appendfsync')}: a restart would forget the answers not yet on "
+                "disk; set appendonly yes and appendfsync always"
+            )
+        policy = settings.get("maxmemory-policy", "noeviction")
+        if settings.get("maxmemory", "0") != "0" and policy.startswith("allkeys"):
+            problems.append(
+                f"it evicts any key when its memory is full (maxmemory-policy {policy}); set "
+                "maxmemory-policy noeviction"
+            )
+        if problems:
+            raise LedgerUnusable(
+                f"{_NAMED} at {self._place()} could lose answers, and an approval already "
+                f"carried out could then be carried out again: {'; and '.join(problems)}."
+            )
+
+    def _place(self) -> str:
+        where = self._redis.get_connection_kwargs()
+        return str(where.get("path") or f"{where.get('host')}:{where.get('port')}")
 
     def _run(self, resolved: Sequence[str], entries: Sequence[AuditEntry]) -> list[str]:
         at = now_iso()

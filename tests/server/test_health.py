@@ -12,12 +12,14 @@ from starlette.applications import Starlette
 
 import chat_app.server.health as health_module
 from chat_app.server.health import health_routes
+from chat_app.trust.ledger import Ledger, open_ledger
 from chat_app.trust.store import create_database_engine, open_database
 from tests.live_server import free_port
+from tests.redis_server import redis_server
 
 
-async def health(engine: Engine | None) -> httpx.Response:
-    transport = httpx.ASGITransport(app=Starlette(routes=health_routes(engine)))
+async def health(engine: Engine | None, ledger: Ledger | None = None) -> httpx.Response:
+    transport = httpx.ASGITransport(app=Starlette(routes=health_routes(engine, ledger)))
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
         return await http.get("/api/health")
 
@@ -71,3 +73,20 @@ async def test_a_database_that_takes_no_calls_is_a_503_in_time(
     assert answer.json() == {
         "status": "unavailable", "error": "The app's database did not answer within 0.5 s."
     }  # fmt: skip
+
+
+async def test_a_ledger_that_stops_answering_is_a_503(tmp_path: Path) -> None:
+    """The Redis ledger gone (the database still answering): nothing can be decided, and the
+    load balancer hears it."""
+    with redis_server(tmp_path) as url:
+        ledger = open_ledger(url, tmp_path)
+        answer = await health(None, ledger)
+        assert (answer.status_code, answer.json()) == (200, {"status": "ok"})
+    answer = await health(None, ledger)
+    assert answer.status_code == 503
+    body = answer.json()
+    assert body["status"] == "unavailable"
+    assert body["error"].startswith(
+        "The ledger cannot be used: The ledger's Redis (CHAT_APP_LEDGER_URL) at 127.0.0.1:"
+    ), body
+    assert "does not answer" in body["error"]

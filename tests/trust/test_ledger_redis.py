@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from chat_app.trust.ledger import AuditEntry, open_ledger, verify_chain
-from chat_app.trust.redis_ledger import RedisLedger
+from chat_app.trust.redis_ledger import LedgerUnusable, RedisLedger
 from tests.agent.test_security import Clock, answer, approve, pause, ran, sealed_agent
-from tests.redis_server import redis_server
+from tests.live_server import free_port
+from tests.redis_server import DURABLE, redis_server
 
 
 @pytest.fixture(scope="module")
@@ -163,3 +164,44 @@ def test_a_reader_links_what_a_dead_chainer_left_pending(redis_url: str) -> None
     assert [r.data["n"] for r in records] == [0, 1, 2]
     assert verify_chain(records).ok
     assert client.llen("dead:audit:pending") == 0
+
+
+def test_an_answer_survives_a_redis_crash(tmp_path: Path) -> None:
+    """The promise a durable Redis keeps: an answer claimed before the crash (SIGKILL, no
+    chance to save) is still claimed after the restart, so it cannot be carried out twice."""
+    port = free_port()
+    with redis_server(tmp_path, port=port, kill=True) as url:
+        ledger = open_ledger(url, tmp_path)
+        assert ledger.commit_batch(thread_id="t", interrupt_ids=["i1"], entries=[entry(1)]) == []
+    with redis_server(tmp_path, port=port) as url:
+        again = open_ledger(url, tmp_path)
+        assert again.commit_batch(thread_id="t", interrupt_ids=["i1"], entries=[entry(2)]) == ["i1"]
+        assert [r.data for r in again.records()] == [{"n": 1}]
+
+
+@pytest.mark.parametrize(
+    ("settings", "said"),
+    [
+        (("--appendonly", "no"), "appendonly no, appendfsync everysec"),
+        (("--appendonly", "yes", "--appendfsync", "everysec"), "appendfsync everysec"),
+        (
+            (*DURABLE, "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru"),
+            "maxmemory-policy allkeys-lru",
+        ),
+    ],
+)
+def test_a_redis_that_could_lose_answers_is_refused_at_start(
+    tmp_path: Path, settings: tuple[str, ...], said: str
+) -> None:
+    with redis_server(tmp_path, *settings) as url:
+        with pytest.raises(LedgerUnusable) as refused:
+            open_ledger(url, tmp_path)
+    message = str(refused.value)
+    assert message.startswith("The ledger's Redis (CHAT_APP_LEDGER_URL) at 127.0.0.1:"), message
+    assert "an approval already carried out could then be carried out again" in message
+    assert said in message
+
+
+def test_a_redis_that_does_not_answer_is_refused_at_start(tmp_path: Path) -> None:
+    with pytest.raises(LedgerUnusable, match=r"at 127\.0\.0\.1:\d+ does not answer"):
+        open_ledger(f"redis://127.0.0.1:{free_port()}/0", tmp_path)
