@@ -2,9 +2,9 @@
 
 | variable | default | what |
 | --- | --- | --- |
-| `CHAT_APP_DATA_DIR` | `.chat_app_data` | the app's data folder (secret, SQLite ledger) |
+| `CHAT_APP_DATA_DIR` | `.chat_app_data` | the app's data folder (secret, SQLite); new: mode 0700 |
 | `CHAT_APP_SECRET` | generated once in the data folder | the HMAC key that seals interrupts |
-| `CHAT_APP_INTERRUPT_TTL_SECONDS` | `86400` | how long any interrupt can be answered |
+| `CHAT_APP_INTERRUPT_TTL_SECONDS` | `86400` | how long any interrupt can be answered (≤ 100 y) |
 | `CHAT_APP_LEDGER_URL` | SQLite in the data folder | `redis://…` for many workers or machines |
 | `CHAT_APP_SECURE` | `1` | `0` turns sealing and the ledger off (a bare TanStack-like server) |
 | `CHAT_APP_DATABASE_URL` | SQLite in the data folder | the app's database (accounts, API tokens) |
@@ -99,14 +99,34 @@ class Security:
 
 
 def data_dir() -> Path:
-    return Path(os.environ.get("CHAT_APP_DATA_DIR", ".chat_app_data"))
+    """The app's data folder (`CHAT_APP_DATA_DIR`), made now if it is missing, readable by
+    this user alone."""
+    folder = Path(os.environ.get("CHAT_APP_DATA_DIR", ".chat_app_data"))
+    # It holds the secret, the accounts and the ledger, and SQLite creates its files with the
+    # umask's permissions (often readable by anyone): a folder only its owner may enter keeps
+    # them private. One that exists keeps the permissions its operator chose.
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        pass  # e.g. a read-only disk: what writes there says why, if anything needs to
+    return folder
+
+
+TTL_ENV = "CHAT_APP_INTERRUPT_TTL_SECONDS"
+#: A hundred years: an interrupt must still be able to say when it expires (before 9999).
+MAX_TTL_SECONDS = 36525 * 24 * 3600.0
 
 
 def security_from_env() -> Security:
-    """Sealing and the ledger, on unless `CHAT_APP_SECURE=0`."""
+    """Sealing and the ledger, on unless `CHAT_APP_SECURE=0`.
+
+    Raises:
+        ValueError: `CHAT_APP_INTERRUPT_TTL_SECONDS` is not a number of seconds above 0 and at
+            most `MAX_TTL_SECONDS`; the message names it.
+    """
     if os.environ.get("CHAT_APP_SECURE", "1").strip().lower() in ("0", "false", "no", "off"):
         return Security(sealer=None, ledger=None)
-    ttl = float(os.environ.get("CHAT_APP_INTERRUPT_TTL_SECONDS", DEFAULT_TTL_SECONDS))
+    ttl = _seconds(TTL_ENV, DEFAULT_TTL_SECONDS, at_most=MAX_TTL_SECONDS)
     folder = data_dir()
     return Security(
         sealer=Sealer(load_secret(folder), ttl_seconds=ttl),
@@ -314,7 +334,7 @@ def notifications_from_env(
     return Notifications(timers=timers, deliverer=deliverer, settings=settings, queued=queued)
 
 
-TTL_SOURCE = "the interrupt TTL, CHAT_APP_INTERRUPT_TTL_SECONDS"
+TTL_SOURCE = f"the interrupt TTL, {TTL_ENV}"
 
 
 def policy_time_problems(policy: Policy | None, security: Security) -> list[str]:
@@ -365,12 +385,22 @@ def metrics_token() -> str | None:
     return os.environ.get(METRICS_TOKEN_ENV, "").strip() or None
 
 
-def _seconds(variable: str, default: float) -> float:
+def _seconds(variable: str, default: float, *, at_most: float = math.inf) -> float:
+    """`variable`'s number of seconds (else `default`); a `ValueError` naming it when it is
+    not a finite number above 0, or is above `at_most`."""
     text = os.environ.get(variable, "").strip()
     try:
         value = float(text) if text else default
     except ValueError:
         value = math.nan
     if not (0 < value < math.inf):
-        raise ValueError(f"{variable}={text!r} is not a number of seconds above 0.")
+        raise ValueError(
+            f"{variable}={text!r} is not a finite number of seconds above 0 (default {default:g})."
+        )
+    if value > at_most:
+        longest = describe_duration(timedelta(seconds=at_most))
+        raise ValueError(
+            f"{variable}={text!r} is more than {at_most:.0f} seconds ({longest}); give at most "
+            f"that (default {default:g})."
+        )
     return value

@@ -118,7 +118,13 @@ class InterruptResumeValidationError(Exception):
 
     def __init__(self, errors: Sequence[InterruptError]) -> None:
         self.errors: tuple[InterruptError, ...] = tuple(errors)
-        super().__init__(" ".join(error.message for error in self.errors))
+        # One sentence each: a schema's own words ("-5 is less than the minimum of 0") end bare.
+        super().__init__(
+            " ".join(
+                m if m.endswith((".", "?", "!")) else f"{m}."
+                for m in (error.message for error in self.errors)
+            )
+        )
 
     @property
     def code(self) -> str:

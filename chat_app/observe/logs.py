@@ -32,6 +32,7 @@ __all__ = [
     "LOG_FORMATS",
     "LOG_FORMAT_ENV",
     "LOG_LEVEL_ENV",
+    "QUIET_LOGGERS",
     "SERVER_LOGGERS",
     "JsonLines",
     "LogFormat",
@@ -45,6 +46,9 @@ LOG_FORMAT_ENV = "CHAT_APP_LOG_FORMAT"
 LOG_LEVEL_ENV = "CHAT_APP_LOG_LEVEL"
 #: The loggers uvicorn and granian give handlers of their own.
 SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "_granian", "granian.access")
+#: Libraries whose INFO lines are chatter to an operator: Alembic names each plugin it sets up
+#: and each step of the migrations at every start, before the app's own first line.
+QUIET_LOGGERS = ("alembic",)
 
 #: uvicorn passes its message again with ANSI colours as an extra; the line has it once.
 _NOT_EXTRAS = [*RESERVED_ATTRS, "color_message"]
@@ -118,11 +122,13 @@ def configure_logging(environ: Mapping[str, str]) -> None:
     `text` changes nothing but the level, and that only when it is given. `json` gives the
     root one handler on stderr writing `JsonLines` (console handlers already there would
     write each line a second time, as text: they go; others, such as files, stay) and sends
-    the servers' loggers to it.
+    the servers' loggers to it. In both, `QUIET_LOGGERS` write their warnings and errors
+    only, unless the level is DEBUG.
     """
     log_format = _read_format(environ)
     level = _read_level(environ)
     root = logging.getLogger()
+    _quieten(level)
     if log_format == "text":
         if level is not None:
             root.setLevel(level)
@@ -137,6 +143,13 @@ def configure_logging(environ: Mapping[str, str]) -> None:
         for own in list(server_logger.handlers):
             server_logger.removeHandler(own)
         server_logger.propagate = True
+
+
+def _quieten(level: int | None) -> None:
+    """`QUIET_LOGGERS` at WARNING, or as the root says when DEBUG was asked for."""
+    debugging = level is not None and level <= logging.DEBUG
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if debugging else logging.WARNING)
 
 
 def _writes_to_console(handler: logging.Handler) -> bool:

@@ -52,7 +52,9 @@ FACTORY = "chat_app.server.__main__:app_from_env"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Serve the chat_app agent over AG-UI (SSE).")
+    parser = argparse.ArgumentParser(
+        prog="python -m chat_app.server", description="Serve the chat_app agent over AG-UI (SSE)."
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8001)
     parser.add_argument(

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from chat_app.observe import configure_logging, server_log_config
+from tests.live_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -166,3 +167,54 @@ def test_a_format_or_level_that_is_neither_is_refused_naming_the_variable() -> N
     with pytest.raises(ValueError, match="CHAT_APP_LOG_FORMAT"):
         server_log_config({"CHAT_APP_LOG_FORMAT": "yaml"})
     assert (list(root.handlers), root.level) == before  # a refusal changes nothing
+
+
+#: Alembic's lines at every start, under a root that writes INFO (as a host app's may).
+ALEMBIC_AT_START = """
+    import logging, os
+    from chat_app.observe import configure_logging
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    configure_logging(os.environ)
+    migration = logging.getLogger("alembic.runtime.migration")
+    migration.info("Context impl SQLiteImpl.")
+    migration.warning("Revision x is present more than once.")
+    logging.getLogger("chat_app").info("ours")
+    """
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_alembics_info_lines_are_left_out_and_its_warnings_kept(log_format: str) -> None:
+    lines = stderr_of(ALEMBIC_AT_START, CHAT_APP_LOG_FORMAT=log_format)
+    messages = [json.loads(line)["message"] for line in lines] if log_format == "json" else lines
+    assert messages == ["Revision x is present more than once.", "ours"]
+
+
+def test_at_debug_alembics_info_lines_are_written() -> None:
+    lines = json_lines(ALEMBIC_AT_START, CHAT_APP_LOG_FORMAT="json", CHAT_APP_LOG_LEVEL="debug")
+    assert [line["message"] for line in lines] == [
+        "Context impl SQLiteImpl.", "Revision x is present more than once.", "ours"
+    ]  # fmt: skip
+
+
+def test_the_servers_first_json_line_says_which_sign_in_is_on(tmp_path: Path) -> None:
+    """Its first start migrates a new database: Alembic's lines do not come before it."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CHAT_APP_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chat_app.server", "--port", str(free_port())],
+        cwd=ROOT,
+        env={**clean, "CHAT_APP_DATA_DIR": str(tmp_path / "data"), "CHAT_APP_LOG_FORMAT": "json"},
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stderr is not None
+    try:
+        first = json.loads(process.stderr.readline())
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        process.stderr.close()
+    assert (first["level"], first["logger"], first["message"]) == (
+        "INFO", "chat_app.server", "sign-in: none \u2014 anyone who can reach this port can "
+        "answer any pause"
+    )  # fmt: skip

@@ -1,0 +1,121 @@
+"""Deployment settings (`chat_app.config`): a number of seconds that is not one stops the
+start naming its variable, and the data folder the app makes is its owner's alone."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chat_app.config import Security, security_from_env
+from chat_app.trust import SQLiteLedger
+from tests.live_server import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+TTL = "CHAT_APP_INTERRUPT_TTL_SECONDS"
+
+
+@pytest.fixture(autouse=True)
+def _environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in (TTL, "CHAT_APP_SECURE", "CHAT_APP_SECRET", "CHAT_APP_LEDGER_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CHAT_APP_DATA_DIR", str(tmp_path / "data"))
+
+
+@pytest.fixture
+def opened() -> Iterator[list[Security]]:
+    """What a test opened with `security_from_env`, closed after it."""
+    opened: list[Security] = []
+    yield opened
+    for security in opened:
+        if isinstance(security.ledger, SQLiteLedger):
+            security.ledger.close()
+
+
+def mode_of(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("abc", "='abc' is not a finite number of seconds above 0 (default 86400)."),
+        ("nan", "='nan' is not a finite number of seconds above 0 (default 86400)."),
+        ("inf", "='inf' is not a finite number of seconds above 0 (default 86400)."),
+        ("-5", "='-5' is not a finite number of seconds above 0 (default 86400)."),
+        ("0", "='0' is not a finite number of seconds above 0 (default 86400)."),
+        # At most a hundred years: far past that, an expiry would be after the year 9999.
+        ("1e12", "='1e12' is more than 3155760000 seconds (36525 days); give at most that "
+                 "(default 86400)."),
+    ],
+)  # fmt: skip
+def test_an_interrupt_ttl_that_is_not_usable_is_refused_naming_it(
+    monkeypatch: pytest.MonkeyPatch, value: str, message: str
+) -> None:
+    monkeypatch.setenv(TTL, value)
+    with pytest.raises(ValueError) as refused:
+        security_from_env()
+    assert str(refused.value) == TTL + message
+
+
+def test_the_interrupt_ttl_is_read_and_has_a_default(
+    monkeypatch: pytest.MonkeyPatch, opened: list[Security]
+) -> None:
+    opened.append(security_from_env())
+    monkeypatch.setenv(TTL, " 90.5 ")
+    opened.append(security_from_env())
+    monkeypatch.setenv(TTL, "")  # set but empty: the default, as for the other seconds
+    opened.append(security_from_env())
+    assert [security.sealer.ttl_seconds for security in opened if security.sealer] == [
+        86400, 90.5, 86400
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        (TTL, "abc"),
+        ("CHAT_APP_DESK_LEASE_SECONDS", "inf"),
+        ("CHAT_APP_TIMER_SECONDS", "-1"),
+        ("CHAT_APP_NOTIFY_IDLE_SECONDS", "nan"),
+    ],
+)
+def test_the_standalone_server_stops_on_seconds_it_cannot_use(
+    tmp_path: Path, variable: str, value: str
+) -> None:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("CHAT_APP_")}
+    environment.update(CHAT_APP_DATA_DIR=str(tmp_path / "data"), **{variable: value})
+    finished = subprocess.run(
+        [sys.executable, "-m", "chat_app.server", "--port", str(free_port())],
+        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert finished.returncode == 1
+    assert finished.stderr.strip().startswith(
+        f"chat_app.server: {variable}={value!r} is not a finite number of seconds above 0"
+    ), finished.stderr  # one line naming the variable, no traceback
+
+
+def test_the_data_folder_the_app_makes_is_its_owners_alone(
+    tmp_path: Path, opened: list[Security]
+) -> None:
+    opened.append(security_from_env())  # makes the folder, the secret and the ledger in it
+    folder = tmp_path / "data"
+    assert {path.name for path in folder.iterdir()} >= {"secret", "ledger.db"}
+    assert mode_of(folder) == 0o700  # others may not list it, nor open what is in it
+    assert mode_of(folder / "secret") == 0o600
+
+
+def test_a_data_folder_that_exists_keeps_its_permissions(
+    tmp_path: Path, opened: list[Security]
+) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    folder.chmod(0o750)  # the operator's choice: a group that backs it up, say
+    opened.append(security_from_env())
+    assert (folder / "ledger.db").exists()
+    assert mode_of(folder) == 0o750
