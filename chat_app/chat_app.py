@@ -74,8 +74,8 @@ except ValueError as problem:
     sys.exit(f"chat_app: {problem}")
 configure_tracing(os.environ)
 tune_collector()  # before Reflex forks its workers: they inherit it
-security = security_from_env()
 try:
+    security = security_from_env()  # the TTL's value, the ledger's Redis
     authenticator = authenticator_from_env("demo")
     policy = policy_from_env(POLICY_PATH)
     agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger, policy=policy)
