@@ -2,6 +2,7 @@
 
     python -m chat_app users add EMAIL [--role ROLE]… [--name NAME] [--password-stdin]
     python -m chat_app users list
+    python -m chat_app users set-roles EMAIL (--role ROLE… | --no-roles)
     python -m chat_app users remove EMAIL
     python -m chat_app users set-password EMAIL [--password-stdin]
     python -m chat_app tokens create --user EMAIL --name NAME
@@ -9,8 +10,10 @@
     python -m chat_app tokens revoke NAME [--user EMAIL]
 
 The database is `CHAT_APP_DATABASE_URL`, else SQLite in `CHAT_APP_DATA_DIR` (as the app
-reads them), migrated first. A refused command prints why and exits with status 1.
-An entry point: imports `config` and `trust`.
+reads them), migrated first; every command names it on stderr. Roles are stored in lower case,
+as a sign-in proxy's groups are, and one the policy in force (`CHAT_APP_POLICY`, as the app
+reads it) does not name draws a warning. A refused command prints why and exits with status 1.
+An entry point: imports `config`, `demo` (the default policy's path), `desk` and `trust`.
 """
 
 from __future__ import annotations
@@ -19,12 +22,25 @@ import argparse
 import getpass
 import os
 import sys
-from collections.abc import Callable, Sequence
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
-from chat_app.config import data_dir
+from sqlalchemy import Engine
+
+from chat_app.config import POLICY_ENV, data_dir, policy_from_env
+from chat_app.demo import POLICY_PATH
+from chat_app.desk import ADMIN_ROLE
+from chat_app.trust import Policy, PolicyError
 from chat_app.trust.accounts import MIN_PASSWORD_LENGTH, AccountError, Accounts
-from chat_app.trust.store import DATABASE_URL_ENV, DatabaseUnavailable, database_url, open_database
+from chat_app.trust.identity import AUDIT_ROLES
+from chat_app.trust.store import (
+    DATABASE_URL_ENV,
+    DatabaseUnavailable,
+    database_url,
+    open_database,
+    shown_url,
+)
 
 __all__ = ["main"]
 
@@ -42,6 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         engine = open_database(database_url(os.environ.get(DATABASE_URL_ENV), data_dir()))
         try:
+            # Run from another folder, the default SQLite file is another, empty database: say
+            # which one this is (on stderr, so what scripts read from stdout stays the same).
+            print(f"database: {_shown_database(engine)}", file=sys.stderr)
             command(Accounts(engine), options)
         finally:
             engine.dispose()
@@ -72,6 +91,19 @@ def _parser() -> argparse.ArgumentParser:
     add.set_defaults(run=_users_add)
     listing = user_commands.add_parser("list", help="list the accounts")
     listing.set_defaults(run=_users_list)
+    set_roles = user_commands.add_parser(
+        "set-roles",
+        help="replace an account's roles",
+        description="Give an account exactly the roles named (--role, repeated), or none "
+        "(--no-roles); its API tokens and signed-in sessions have them from their next request.",
+    )
+    set_roles.add_argument("email")
+    roles = set_roles.add_mutually_exclusive_group(required=True)
+    roles.add_argument(
+        "--role", action="append", default=[], help="a role it is to have (repeat for more)"
+    )
+    roles.add_argument("--no-roles", action="store_true", help="take all its roles away")
+    set_roles.set_defaults(run=_users_set_roles)
     remove = user_commands.add_parser("remove", help="remove an account and its API tokens")
     remove.add_argument("email")
     remove.set_defaults(run=_users_remove)
@@ -106,21 +138,127 @@ def _password_stdin(parser: argparse.ArgumentParser) -> None:
 def _read_password(email: str, from_stdin: bool) -> str:
     if from_stdin:
         line = sys.stdin.readline()
+        if not line:
+            raise CommandError(
+                "--password-stdin read no password: standard input was empty. "
+                "Give the password as its first line."
+            )
         return line.removesuffix("\n").removesuffix("\r")
-    first = getpass.getpass(f"Password for {email} (at least {MIN_PASSWORD_LENGTH} characters): ")
-    if getpass.getpass("Repeat it: ") != first:
+    if not _has_terminal():
+        # getpass would read stdin instead, echoing, and end in EOFError at its end.
+        raise CommandError(
+            "There is no terminal to ask for the password on: "
+            "give it as the first line of standard input, with --password-stdin."
+        )
+    try:
+        first = getpass.getpass(
+            f"Password for {email} (at least {MIN_PASSWORD_LENGTH} characters): "
+        )
+        again = getpass.getpass("Repeat it: ")
+    except EOFError:  # Ctrl-D at the prompt
+        print(file=sys.stderr)  # after the prompt, which ends no line
+        raise CommandError("No password was given (input ended); nothing was changed.") from None
+    if again != first:
         raise CommandError("The two passwords differ; nothing was changed.")
     return first
 
 
+def _has_terminal() -> bool:
+    """Whether getpass can ask without echoing: standard input is a terminal, or this process
+    has one (getpass asks on `/dev/tty` first)."""
+    if sys.stdin.isatty():
+        return True
+    try:
+        os.close(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY))
+    except OSError:
+        return False
+    return True
+
+
 def _users_add(accounts: Accounts, options: argparse.Namespace) -> None:
     email = options.email.strip().lower()
+    name = _plain("A name", options.name.strip())
+    roles = _role_names(options.role)
     if accounts.account(email) is not None:  # before asking for a password it cannot use
         raise CommandError(f"{email} already has an account.")
     password = _read_password(email, options.password_stdin)
-    account = accounts.add_user(options.email, password, roles=options.role, name=options.name)
-    roles = ", ".join(account.roles) or "none"
-    print(f"Added {account.email} (roles: {roles}).")
+    account = accounts.add_user(options.email, password, roles=roles, name=name)
+    print(f"Added {account.email} (roles: {', '.join(account.roles) or 'none'}).")
+    _warn_of_unknown_roles(account.roles)
+
+
+def _users_set_roles(accounts: Accounts, options: argparse.Namespace) -> None:
+    email = options.email.strip().lower()
+    before = accounts.account(email)
+    if before is None:
+        raise CommandError(f"There is no account {email}.")
+    account = accounts.set_roles(email, _role_names(options.role))
+    now = ", ".join(account.roles) or "none"
+    print(
+        f"Changed the roles of {account.email} to {now} "
+        f"(they were: {', '.join(sorted(before.roles)) or 'none'})."
+    )
+    _warn_of_unknown_roles(account.roles)
+
+
+def _role_names(given: Iterable[str]) -> list[str]:
+    """Roles as they are stored: in lower case, once each. The policy compares role names
+    exactly, and a sign-in proxy's groups arrive in lower case, so `--role Finance` is the
+    `finance` the policy's rules and the proxy's people have."""
+    return sorted({role.strip().lower() for role in given})
+
+
+def _warn_of_unknown_roles(roles: Sequence[str]) -> None:
+    """Warns on stderr of roles that grant nothing: neither the app itself nor the policy in
+    force names them (a typo, or a policy yet to be written). The command has succeeded:
+    a role may be given before the policy that uses it."""
+    if not roles:
+        return
+    try:
+        policy = policy_from_env(POLICY_PATH)
+    except PolicyError as error:
+        print(
+            f"{PROG}: warning: the role names were not checked against the policy, which "
+            f"cannot be read: {error}",
+            file=sys.stderr,
+        )
+        return
+    own = AUDIT_ROLES | {ADMIN_ROLE}
+    named = _policy_roles(policy) if policy is not None else frozenset()
+    unknown = [role for role in roles if role not in own | named]
+    if not unknown:
+        return
+    if policy is None:
+        where = f"No policy is in force ({POLICY_ENV}=none)"
+    else:
+        where = f"The policy in force ({policy.source}) names {_names(named)}"
+    which = (
+        f"the role {unknown[0]} grants"
+        if len(unknown) == 1
+        else f"the roles {_names(unknown)} grant"
+    )
+    print(
+        f"{PROG}: warning: {which} nothing yet. {where}; the app itself knows "
+        f"{_names(own)}. Change the account's roles with `{PROG} users set-roles`.",
+        file=sys.stderr,
+    )
+
+
+def _policy_roles(policy: Policy) -> frozenset[str]:
+    """The roles a policy names: in `[roles]`, or in a rule's `approvers` or `escalate_to`
+    (which a policy's `known_roles` must list)."""
+    in_rules = {
+        who.removeprefix("role:")
+        for rule in policy.rules
+        for who in (*rule.approvers, *rule.escalate_to)
+        if who.startswith("role:")
+    }
+    return frozenset(policy.roles) | in_rules
+
+
+def _names(roles: Iterable[str]) -> str:
+    found = sorted(roles)
+    return ", ".join(found) if found else "no roles"
 
 
 def _users_list(accounts: Accounts, options: argparse.Namespace) -> None:
@@ -149,6 +287,12 @@ def _users_set_password(accounts: Accounts, options: argparse.Namespace) -> None
 
 def _tokens_create(accounts: Accounts, options: argparse.Namespace) -> None:
     email = options.user.strip().lower()
+    if not options.name.strip():
+        raise CommandError(
+            "A token's name cannot be blank: give one that says what the token is for, "
+            "e.g. --name ci."
+        )
+    _plain("A token's name", options.name.strip())
     if accounts.account(email) is None:
         # Behind a sign-in proxy too: a token acts as an account of the app's own.
         raise CommandError(
@@ -194,7 +338,39 @@ def _when(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
+def _shown_database(engine: Engine) -> str:
+    """The database's URL with its password hidden, and a relative SQLite path made absolute
+    (it is relative to the folder the command ran in)."""
+    url = engine.url
+    path = url.database or ""
+    if url.get_backend_name() == "sqlite" and path not in ("", ":memory:"):
+        if not path.startswith("file:") and not os.path.isabs(path):
+            url = url.set(database=os.path.abspath(path))
+    return shown_url(url)
+
+
+def _is_control(character: str) -> bool:
+    return unicodedata.category(character) == "Cc"
+
+
+def _escaped(text: str) -> str:
+    """`text` with its control characters written as Python escapes (`\\x1b`, `\\n`), so a
+    name cannot move the cursor, recolour the terminal or break a table's line."""
+    return "".join(repr(c)[1:-1] if _is_control(c) else c for c in text)
+
+
+def _plain(what: str, text: str) -> str:
+    """`text`, refused when it holds a control character (`what` names it in the message)."""
+    if any(_is_control(c) for c in text):
+        raise CommandError(
+            f"{what} cannot hold control characters (a tab, a line break, a terminal escape); "
+            f"'{_escaped(text)}' has one. Give it as plain text."
+        )
+    return text
+
+
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    rows = [tuple(_escaped(cell) for cell in row) for row in rows]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         print(

@@ -235,6 +235,25 @@ class Accounts:
         if not changed:
             raise _unknown_user(email)
 
+    def set_roles(self, email: str, roles: Iterable[str]) -> Account:
+        """Replaces the account's roles with `roles` (none: it has no roles left). Sessions
+        and API tokens read roles on every request, so the change holds from their next one.
+        Refuses a bad role name and an unknown email (`AccountError`)."""
+        email = _normal_email(email)
+        wanted = _check_roles(roles)
+        with write_transaction(self.engine) as connection:
+            row = connection.execute(
+                select(users.c.id, users.c.name, users.c.created_at).where(users.c.email == email)
+            ).one_or_none()
+            if row is None:
+                raise _unknown_user(email)
+            connection.execute(user_roles.delete().where(user_roles.c.user_id == row.id))
+            if wanted:
+                connection.execute(
+                    insert(user_roles), [{"user_id": row.id, "role": r} for r in wanted]
+                )
+        return Account(email=email, name=row.name, roles=wanted, created=row.created_at)
+
     def list_users(self) -> list[Account]:
         """Every account, by email."""
         with self.engine.connect() as connection:

@@ -7,6 +7,7 @@ import io
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,32 +37,50 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
+@pytest.fixture
+def database(data_dir: Path) -> str:
+    """The line every command writes first on stderr, naming the database it uses."""
+    return f"database: {database_url(None, data_dir)}\n"
+
+
 class Cli(Protocol):
     def __call__(
-        self, *args: str, stdin: str = "", env: dict[str, str] | None = None
+        self, *args: str, stdin: str = "", env: dict[str, str] | None = None, cwd: Path = ROOT
     ) -> Result: ...
 
 
 @pytest.fixture
 def cli(data_dir: Path) -> Cli:
     """Runs `python -m chat_app ARGS` with the data folder in `data_dir` and no other
-    `CHAT_APP_` setting of the shell."""
+    `CHAT_APP_` setting of the shell; in a session of its own, so with no terminal (as in a
+    script or CI), even when pytest has one."""
     base = {key: value for key, value in os.environ.items() if not key.startswith("CHAT_APP_")}
     base["CHAT_APP_DATA_DIR"] = str(data_dir)
+    base["PYTHONPATH"] = str(ROOT)  # for a `cwd` other than the repository
 
-    def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> Result:
+    def run(
+        *args: str, stdin: str = "", env: dict[str, str] | None = None, cwd: Path = ROOT
+    ) -> Result:
         done = subprocess.run(
             [sys.executable, "-m", "chat_app", *args],
             input=stdin,
             capture_output=True,
             text=True,
-            cwd=ROOT,
+            cwd=cwd,
             env={**base, **(env or {})},
             timeout=60,
+            start_new_session=True,
         )
         return Result(done.returncode, done.stdout, done.stderr)
 
     return run
+
+
+class _Terminal(io.StringIO):
+    """Standard input that is a terminal, so the CLI asks (tests replace `getpass.getpass`)."""
+
+    def isatty(self) -> bool:
+        return True
 
 
 class InProcess(Protocol):
@@ -80,7 +99,7 @@ def in_process(
 
     def run(*args: str, stdin: str = "", prompt: bool = False) -> Result:
         capsys.readouterr()
-        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+        monkeypatch.setattr("sys.stdin", _Terminal(stdin) if prompt else io.StringIO(stdin))
         wants_password = args[:2] in (("users", "add"), ("users", "set-password"))
         status = main([*args, *(["--password-stdin"] if wants_password and not prompt else [])])
         captured = capsys.readouterr()
@@ -97,15 +116,16 @@ def engine(data_dir: Path) -> Iterator[Engine]:
 
 
 def test_users_add_reads_the_password_from_stdin_and_list_shows_roles(
-    cli: Cli, engine: Engine
+    cli: Cli, engine: Engine, database: str
 ) -> None:
     added = cli(
         "users", "add", "Ada@Example.com", "--role", "finance", "--role", "ops",
         "--name", "Ada", "--password-stdin", stdin=PASSWORD + "\n",
     )  # fmt: skip
-    assert added == Result(0, "Added ada@example.com (roles: finance, ops).\n", "")
+    assert added == Result(0, "Added ada@example.com (roles: finance, ops).\n", database)
     listed = cli("users", "list")
     assert listed.status == 0
+    assert listed.err == database
     header, row = listed.out.splitlines()
     assert header.split() == ["EMAIL", "NAME", "ROLES", "CREATED"]
     assert row.split()[:3] == ["ada@example.com", "Ada", "finance,ops"]
@@ -123,7 +143,8 @@ def test_a_postgresql_url_without_a_driver_is_used_as_given(
             "users", "add", "ada@example.com", "--role", "finance", "--password-stdin",
             stdin=PASSWORD + "\n", env={"CHAT_APP_DATABASE_URL": bare},
         )  # fmt: skip
-        assert added == Result(0, "Added ada@example.com (roles: finance).\n", "")
+        assert added.status == 0
+        assert added.out == "Added ada@example.com (roles: finance).\n"
         engine = open_database(url)
         try:
             identity = Accounts(engine).check_password("ada@example.com", PASSWORD)
@@ -134,11 +155,40 @@ def test_a_postgresql_url_without_a_driver_is_used_as_given(
         postgres_server.drop_database(url)
 
 
-def test_a_duplicate_user_exits_1_with_a_message_and_no_traceback(cli: Cli) -> None:
+def test_a_postgresql_password_is_never_shown(cli: Cli, postgres_server: PostgresServer) -> None:
+    url = postgres_server.create_database()
+    # The test server trusts every connection, so any password is let in, and must stay hidden.
+    with_password = url.replace("postgresql+psycopg://postgres@", "postgresql://postgres:hunter2@")
+    assert with_password != url
+    try:
+        listed = cli("users", "list", env={"CHAT_APP_DATABASE_URL": with_password})
+    finally:
+        postgres_server.drop_database(url)
+    assert listed.status == 0
+    shown = url.replace("postgres@", "postgres:***@")
+    assert listed.err == f"database: {shown}\n"
+    assert "hunter2" not in listed.out + listed.err
+
+
+def test_run_from_another_folder_the_lists_name_the_database_they_read(
+    cli: Cli, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    relative = {"CHAT_APP_DATA_DIR": "data"}
+    file = (elsewhere.resolve() / "data" / "chat_app.sqlite3").as_posix()
+    for command in (("users", "list"), ("tokens", "list")):
+        listed = cli(*command, env=relative, cwd=elsewhere)
+        assert listed.status == 0
+        assert listed.err == f"database: sqlite:///{file}\n"  # absolute: four slashes
+        assert listed.out.startswith("No ")  # stdout as before, for scripts
+
+
+def test_a_duplicate_user_exits_1_with_a_message_and_no_traceback(cli: Cli, database: str) -> None:
     assert cli("users", "add", "ada@example.com", "--password-stdin", stdin=PASSWORD).status == 0
     again = cli("users", "add", "ADA@example.com", "--password-stdin", stdin=PASSWORD)
     assert again == Result(
-        1, "", "python -m chat_app: error: ada@example.com already has an account.\n"
+        1, "", database + "python -m chat_app: error: ada@example.com already has an account.\n"
     )
 
 
@@ -148,23 +198,52 @@ def test_a_duplicate_user_exits_1_with_a_message_and_no_traceback(cli: Cli) -> N
         (("users", "add", "bob@example.com"), "A password is at least 8 characters."),
         (("users", "add", "bob"), "'bob' is not an email address."),
         (("users", "add", "bob@example.com", "--role", "a b"), "'a b' is not a role name"),
+        (
+            ("users", "add", "bob@example.com", "--name", "Bob\x1b[31m"),
+            "A name cannot hold control characters (a tab, a line break, a terminal escape); "
+            "'Bob\\x1b[31m' has one.",
+        ),
         (("users", "remove", "bob@example.com"), "There is no account bob@example.com."),
         (("users", "set-password", "bob@example.com"), "There is no account bob@example.com."),
-        (("tokens", "create", "--user", "bob@example.com", "--name", "ci"),
-         "add it first with `python -m chat_app users add bob@example.com`"),
+        (
+            ("users", "set-roles", "bob@example.com", "--no-roles"),
+            "There is no account bob@example.com.",
+        ),
+        (("users", "set-roles", "ada@example.com", "--role", "a b"), "'a b' is not a role name"),
+        (
+            ("tokens", "create", "--user", "bob@example.com", "--name", "ci"),
+            "add it first with `python -m chat_app users add bob@example.com`",
+        ),
+        (
+            ("tokens", "create", "--user", "ada@example.com", "--name", "   "),
+            "A token's name cannot be blank: give one that says what the token is for, e.g. "
+            "--name ci.",
+        ),
+        (
+            ("tokens", "create", "--user", "ada@example.com", "--name", "x" * 101),
+            "A token's name is 1 to 100 characters, none of them NUL.",
+        ),
+        (
+            ("tokens", "create", "--user", "ada@example.com", "--name", "ci\x1b[2J"),
+            "A token's name cannot hold control characters",
+        ),
         (("tokens", "revoke", "ci"), "No active token named 'ci'."),
         (("tokens", "revoke", "ci", "--user", "ADA@example.com"), "named 'ci' of ada@"),
     ],
 )
 def test_a_refused_command_exits_1_and_says_why(
-    in_process: InProcess, args: tuple[str, ...], message: str
+    in_process: InProcess, engine: Engine, database: str, args: tuple[str, ...], message: str
 ) -> None:
     assert in_process("users", "add", "ada@example.com", stdin=PASSWORD).status == 0
     refused = in_process(*args, stdin="short\n")
     assert refused.status == 1
     assert refused.out == ""
-    assert refused.err.startswith("python -m chat_app: error: ")
+    assert refused.err.startswith(database + "python -m chat_app: error: ")
     assert message in refused.err
+    assert refused.err.count("\n") == 2  # the database, and one line saying why
+    accounts = Accounts(engine)
+    assert [a.email for a in accounts.list_users()] == ["ada@example.com"]
+    assert accounts.list_tokens() == []
 
 
 def test_a_token_name_two_owners_share_needs_the_owner(in_process: InProcess) -> None:
@@ -178,7 +257,7 @@ def test_a_token_name_two_owners_share_needs_the_owner(in_process: InProcess) ->
 
 
 def test_the_prompt_asks_twice_and_refuses_two_different_passwords(
-    in_process: InProcess, monkeypatch: pytest.MonkeyPatch, engine: Engine
+    in_process: InProcess, monkeypatch: pytest.MonkeyPatch, engine: Engine, database: str
 ) -> None:
     answers = iter([PASSWORD, "something else", PASSWORD, PASSWORD])
     prompts: list[str] = []
@@ -190,7 +269,9 @@ def test_the_prompt_asks_twice_and_refuses_two_different_passwords(
     monkeypatch.setattr("getpass.getpass", getpass)
     refused = in_process("users", "add", "ada@example.com", prompt=True)
     assert refused == Result(
-        1, "", "python -m chat_app: error: The two passwords differ; nothing was changed.\n"
+        1,
+        "",
+        database + "python -m chat_app: error: The two passwords differ; nothing was changed.\n",
     )
     assert in_process("users", "add", "ada@example.com", prompt=True).status == 0
     assert prompts[:2] == [
@@ -205,17 +286,63 @@ def test_empty_lists_say_how_to_add_the_first(in_process: InProcess) -> None:
     assert in_process("tokens", "list").out.startswith("No API tokens. Create one with:")
 
 
-def test_set_password_changes_the_password(in_process: InProcess, engine: Engine) -> None:
+@pytest.mark.parametrize("command", ["add", "set-password"])
+def test_without_a_terminal_or_password_stdin_the_password_is_refused_in_one_line(
+    cli: Cli, engine: Engine, database: str, command: str
+) -> None:
+    if command == "set-password":
+        cli("users", "add", "ada@example.com", "--password-stdin", stdin=PASSWORD)
+    refused = cli("users", command, "ada@example.com", stdin="")  # as `</dev/null` gives
+    assert refused == Result(
+        1,
+        "",
+        database + "python -m chat_app: error: There is no terminal to ask for the password on: "
+        "give it as the first line of standard input, with --password-stdin.\n",
+    )
+    accounts = Accounts(engine)
+    assert [a.email for a in accounts.list_users()] == (
+        ["ada@example.com"] if command == "set-password" else []
+    )
+    if command == "set-password":
+        assert accounts.check_password("ada@example.com", PASSWORD) is not None
+
+
+def test_input_ending_at_the_prompt_or_an_empty_stdin_is_no_password(
+    in_process: InProcess, monkeypatch: pytest.MonkeyPatch, engine: Engine, database: str
+) -> None:
+    def getpass(prompt: str = "") -> str:
+        raise EOFError  # what Ctrl-D at the prompt raises
+
+    monkeypatch.setattr("getpass.getpass", getpass)
+    ended = in_process("users", "add", "ada@example.com", prompt=True)
+    assert ended == Result(
+        1,
+        "",
+        database + "\npython -m chat_app: error: No password was given (input ended); "
+        "nothing was changed.\n",
+    )
+    empty = in_process("users", "add", "ada@example.com", stdin="")
+    assert empty.status == 1
+    assert empty.err.endswith(
+        "error: --password-stdin read no password: standard input was empty. "
+        "Give the password as its first line.\n"
+    )
+    assert Accounts(engine).list_users() == []
+
+
+def test_set_password_changes_the_password(
+    in_process: InProcess, engine: Engine, database: str
+) -> None:
     in_process("users", "add", "ada@example.com", stdin=PASSWORD)
     changed = in_process("users", "set-password", "ada@example.com", stdin="battery staple\n")
-    assert changed == Result(0, "Changed the password of ada@example.com.\n", "")
+    assert changed == Result(0, "Changed the password of ada@example.com.\n", database)
     accounts = Accounts(engine)
     assert accounts.check_password("ada@example.com", "battery staple") is not None
     assert accounts.check_password("ada@example.com", PASSWORD) is None
 
 
 def test_a_created_token_is_printed_once_works_and_stops_working_once_revoked(
-    cli: Cli, engine: Engine
+    cli: Cli, engine: Engine, database: str
 ) -> None:
     cli("users", "add", "ada@example.com", "--role", "finance", "--password-stdin", stdin=PASSWORD)
     created = cli("tokens", "create", "--user", "ada@example.com", "--name", "ci")
@@ -236,18 +363,18 @@ def test_a_created_token_is_printed_once_works_and_stops_working_once_revoked(
     assert listed.out.splitlines()[1].endswith("UTC  active")
 
     revoked = cli("tokens", "revoke", "ci", "--user", "ada@example.com")
-    assert revoked == Result(0, "Revoked the API token 'ci' of ada@example.com.\n", "")
+    assert revoked == Result(0, "Revoked the API token 'ci' of ada@example.com.\n", database)
     assert accounts.identity_for_token(token) is None
     assert [t.active for t in accounts.list_tokens()] == [False]
 
 
 def test_users_remove_takes_the_accounts_tokens_with_it(
-    in_process: InProcess, engine: Engine
+    in_process: InProcess, engine: Engine, database: str
 ) -> None:
     in_process("users", "add", "ada@example.com", stdin=PASSWORD)
     token = in_process("tokens", "create", "--user", "ada@example.com", "--name", "ci").out.strip()
     removed = in_process("users", "remove", "ADA@example.com")
-    assert removed == Result(0, "Removed ada@example.com and its API tokens.\n", "")
+    assert removed == Result(0, "Removed ada@example.com and its API tokens.\n", database)
     assert Accounts(engine).identity_for_token(token) is None
     assert in_process("users", "list").out.startswith("No accounts.")
 
@@ -271,3 +398,135 @@ def test_an_unusable_database_url_is_named_without_its_password(cli: Cli) -> Non
     )
     assert "hunter2" not in refused.err
     assert "Traceback" not in refused.err
+
+
+def test_set_roles_replaces_the_roles_for_tokens_and_sessions_at_once(
+    in_process: InProcess, engine: Engine, database: str
+) -> None:
+    in_process("users", "add", "ada@example.com", "--role", "finance", stdin=PASSWORD)
+    token = in_process("tokens", "create", "--user", "ada@example.com", "--name", "ci").out.strip()
+    signed_in = time.time()
+    accounts = Accounts(engine)
+
+    def roles_now() -> tuple[frozenset[str], frozenset[str]]:
+        by_token = accounts.identity_for_token(token)
+        by_session = accounts.session_account("ada@example.com", signed_in)
+        assert by_token is not None and not isinstance(by_session, str)
+        return by_token.roles, by_session.roles
+
+    changed = in_process(
+        "users", "set-roles", "ADA@example.com", "--role", "ops", "--role", "admin"
+    )
+    assert changed == Result(
+        0, "Changed the roles of ada@example.com to admin, ops (they were: finance).\n", database
+    )
+    assert roles_now() == (frozenset({"admin", "ops"}), frozenset({"admin", "ops"}))
+
+    cleared = in_process("users", "set-roles", "ada@example.com", "--no-roles")
+    assert cleared.out == "Changed the roles of ada@example.com to none (they were: admin, ops).\n"
+    assert roles_now() == (frozenset(), frozenset())
+    assert [t.active for t in accounts.list_tokens()] == [True]  # unlike remove, then add
+
+
+def test_set_roles_needs_roles_or_no_roles_and_its_help_says_so(cli: Cli, engine: Engine) -> None:
+    cli("users", "add", "ada@example.com", "--role", "finance", "--password-stdin", stdin=PASSWORD)
+    refused = cli("users", "set-roles", "ada@example.com")
+    assert refused.status == 2
+    assert "one of the arguments --role --no-roles is required" in refused.err
+    assert Accounts(engine).list_users()[0].roles == ("finance",)  # not cleared by a slip
+    helped = cli("users", "set-roles", "--help")
+    assert helped.status == 0
+    assert "--no-roles" in helped.out and "exactly the roles named" in helped.out
+
+
+def test_roles_are_stored_in_lower_case_once_each_as_the_policy_matches_them(
+    in_process: InProcess, engine: Engine, database: str
+) -> None:
+    added = in_process(
+        "users", "add", "rita@example.com", "--role", "FINANCE", "--role", "finance",
+        "--role", " Ops ", "--role", "Auditor", stdin=PASSWORD,
+    )  # fmt: skip
+    # The demo policy names finance and ops; the app itself uses auditor: no warning.
+    assert added == Result(0, "Added rita@example.com (roles: auditor, finance, ops).\n", database)
+    identity = Accounts(engine).account("rita@example.com")
+    assert identity is not None and identity.roles == frozenset({"auditor", "finance", "ops"})
+
+
+POLICY = """
+known_roles = ["treasury"]
+
+[roles]
+finance = ["ada@example.com"]
+
+[[rules]]
+name = "big"
+tool = "transfer"
+approvers = ["role:finance"]
+escalate_after = "1h"
+escalate_to = ["role:treasury"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("policy", "role", "warning"),
+    [
+        (
+            "demo",
+            "nosuchrole",
+            "warning: the role nosuchrole grants nothing yet. The policy in force ({demo}) names "
+            "admin, finance, ops; the app itself knows admin, auditor. Change the account's roles "
+            "with `python -m chat_app users set-roles`.\n",
+        ),
+        ("file", "treasury", None),  # named by escalate_to (and known_roles)
+        ("file", "ops", "The policy in force ({file}) names finance, treasury;"),
+        ("none", "finance", "No policy is in force (CHAT_APP_POLICY=none); the app itself"),
+        (
+            "missing",
+            "finance",
+            "warning: the role names were not checked against the policy, which cannot be read: "
+            "{missing}: cannot be read",
+        ),
+    ],
+)
+def test_a_role_the_policy_does_not_name_is_stored_with_a_warning(
+    in_process: InProcess,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    engine: Engine,
+    database: str,
+    policy: str,
+    role: str,
+    warning: str | None,
+) -> None:
+    paths = {"demo": str(ROOT / "chat_app/demo/policy.toml"), "file": str(tmp_path / "p.toml"),
+             "missing": str(tmp_path / "missing.toml")}  # fmt: skip
+    (tmp_path / "p.toml").write_text(POLICY)
+    if policy != "demo":
+        monkeypatch.setenv("CHAT_APP_POLICY", paths.get(policy, policy))
+    in_process("users", "add", "rita@example.com", stdin=PASSWORD)
+    for args in (("users", "add", "ada@example.com", "--role", role),
+                 ("users", "set-roles", "rita@example.com", "--role", role)):  # fmt: skip
+        done = in_process(*args, stdin=PASSWORD)
+        assert done.status == 0
+        assert done.err.startswith(database)
+        if warning is None:
+            assert done.err == database
+        else:
+            assert warning.format(**paths) in done.err
+            assert done.err.count("\n") == 2  # the database, and one line of warning
+    assert {a.email: a.roles for a in Accounts(engine).list_users()} == {
+        "ada@example.com": (role,), "rita@example.com": (role,),
+    }  # fmt: skip
+
+
+def test_the_lists_show_control_characters_escaped(in_process: InProcess, engine: Engine) -> None:
+    # Stored by other means than this command line, which refuses them.
+    accounts = Accounts(engine)
+    accounts.add_user("eve@example.com", PASSWORD, name="Eve\x1b[31m\tRed")
+    accounts.create_token("eve@example.com", "ci\x1b[2J")
+    users = in_process("users", "list")
+    tokens = in_process("tokens", "list")
+    for listed in (users.out, tokens.out):
+        assert "\x1b" not in listed and "\t" not in listed
+    assert users.out.splitlines()[1].split()[:2] == ["eve@example.com", "Eve\\x1b[31m\\tRed"]
+    assert tokens.out.splitlines()[1].split()[:2] == ["ci\\x1b[2J", "eve@example.com"]
