@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from chat_app.agent import ScriptedModel
 from chat_app.config import Security, security_from_env
+from chat_app.demo import demo_model
 from chat_app.trust import SQLiteLedger
 from tests.live_server import free_port
 
@@ -119,3 +121,28 @@ def test_a_data_folder_that_exists_keeps_its_permissions(
     opened.append(security_from_env())
     assert (folder / "ledger.db").exists()
     assert mode_of(folder) == 0o750
+
+
+@pytest.mark.parametrize("value", ["abc", "nan", "inf", "-1"])
+def test_a_demo_token_delay_that_is_not_usable_is_refused_naming_it(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.delenv("CHAT_APP_MODEL", raising=False)
+    monkeypatch.setenv("CHAT_APP_DEMO_TOKEN_DELAY_MS", value)
+    with pytest.raises(ValueError) as refused:
+        demo_model()
+    assert str(refused.value) == (
+        f"CHAT_APP_DEMO_TOKEN_DELAY_MS={value!r} is not a finite number of milliseconds, "
+        "0 or more (default 25)."
+    )
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("", 0.025), ("0", 0.0), (" 7.5 ", 0.0075)])
+def test_a_demo_token_delay_is_read_in_milliseconds(
+    monkeypatch: pytest.MonkeyPatch, value: str, seconds: float
+) -> None:
+    monkeypatch.delenv("CHAT_APP_MODEL", raising=False)
+    monkeypatch.setenv("CHAT_APP_DEMO_TOKEN_DELAY_MS", value)
+    model = demo_model()
+    assert isinstance(model, ScriptedModel)
+    assert model._token_delay == pytest.approx(seconds)

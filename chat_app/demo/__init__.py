@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from .script import HELP, demo_script
 from .tools import DEMO_TOOLS
 
 DEFAULT_TOKEN_DELAY_MS = 25.0
+TOKEN_DELAY_ENV = "CHAT_APP_DEMO_TOKEN_DELAY_MS"
 
 #: What a real model is told about the ops desk (the scripted model needs no telling).
 INSTRUCTIONS = (
@@ -28,11 +30,24 @@ def demo_model() -> Model:
     """The model `CHAT_APP_MODEL` names (e.g. `openai:gpt-4o-mini`), else the scripted one.
 
     The scripted model paces tokens by `CHAT_APP_DEMO_TOKEN_DELAY_MS` (0 in tests).
+
+    Raises:
+        ValueError: that delay is not a finite number of milliseconds, 0 or more (the message
+            names it).
     """
     chosen = model_from_env(instructions=INSTRUCTIONS)
     if chosen is not None:
         return chosen
-    delay_ms = float(os.environ.get("CHAT_APP_DEMO_TOKEN_DELAY_MS", DEFAULT_TOKEN_DELAY_MS))
+    text = os.environ.get(TOKEN_DELAY_ENV, "").strip()
+    try:
+        delay_ms = float(text) if text else DEFAULT_TOKEN_DELAY_MS
+    except ValueError:
+        delay_ms = math.nan
+    if not 0 <= delay_ms < math.inf:
+        raise ValueError(
+            f"{TOKEN_DELAY_ENV}={text!r} is not a finite number of milliseconds, 0 or more "
+            f"(default {DEFAULT_TOKEN_DELAY_MS:g})."
+        )
     model = ScriptedModel(demo_script, token_delay=delay_ms / 1000)
     model.name = "demo-scripted"
     return model
