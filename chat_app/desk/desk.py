@@ -46,7 +46,9 @@ from chat_app.client import (
     ToolApprovalInterrupt,
 )
 from chat_app.interrupts import (
+    ABSENT,
     POLICY_METADATA_KEY,
+    Decision,
     DecisionProblem,
     parse_js_date,
     read_decision,
@@ -1239,6 +1241,17 @@ class Desk:
             submission = manager.cancel_item(item.item_id)
         elif answer.kind == "answer":
             submission = manager.resolve(item.item_id, response=answer.payload)
+        elif found.kind == "generic":
+            # A tool approval paused before a release changed its tool's schemas: the client,
+            # which knows the tool as it is now, holds it as an item answered with the value
+            # its own (sealed) response schema describes, an approval's resume payload.
+            decision = Decision.approval(
+                item.item_id,
+                answer.kind == "approve",
+                payload=answer.payload if answer.has_payload else ABSENT,
+                edited_args=answer.edited_args if answer.has_edited_args else ABSENT,
+            )
+            submission = manager.resolve(item.item_id, response=decision.envelope())
         else:
             extra: dict[str, Any] = {}
             if answer.has_payload:
