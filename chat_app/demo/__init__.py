@@ -15,7 +15,7 @@ from .script import HELP, demo_script
 from .tools import DEMO_TOOLS
 
 DEFAULT_TOKEN_DELAY_MS = 25.0
-TOKEN_DELAY_ENV = "CHAT_APP_DEMO_TOKEN_DELAY_MS"
+_TOKEN_DELAY_ENV = "CHAT_APP_DEMO_TOKEN_DELAY_MS"
 
 #: What a real model is told about the ops desk (the scripted model needs no telling).
 INSTRUCTIONS = (
@@ -38,14 +38,14 @@ def demo_model() -> Model:
     chosen = model_from_env(instructions=INSTRUCTIONS)
     if chosen is not None:
         return chosen
-    text = os.environ.get(TOKEN_DELAY_ENV, "").strip()
+    text = os.environ.get(_TOKEN_DELAY_ENV, "").strip()
     try:
         delay_ms = float(text) if text else DEFAULT_TOKEN_DELAY_MS
     except ValueError:
         delay_ms = math.nan
     if not 0 <= delay_ms < math.inf:
         raise ValueError(
-            f"{TOKEN_DELAY_ENV}={text!r} is not a finite number of milliseconds, 0 or more "
+            f"{_TOKEN_DELAY_ENV}={text!r} is not a finite number of milliseconds, 0 or more "
             f"(default {DEFAULT_TOKEN_DELAY_MS:g})."
         )
     model = ScriptedModel(demo_script, token_delay=delay_ms / 1000)

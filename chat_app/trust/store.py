@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
@@ -193,6 +193,37 @@ def read_snapshot(engine: Engine) -> Iterator[Connection]:
         yield connection
 
 
+@contextmanager
+def migration_transaction(engine: Engine) -> Iterator[Connection]:
+    """`write_transaction` for migrations. On SQLite, foreign keys are not enforced while it
+    lasts and are checked at its end: SQLite alters a table by copying it and dropping the
+    old one, and with them on, that drop deletes every row that refers to it (`ON DELETE
+    CASCADE`: an account's roles and tokens, a conversation's decisions). The pragma is a
+    no-op inside a transaction, so it is set on the connection before one begins."""
+    with engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            _foreign_keys(connection, "OFF")
+        try:
+            connection.execution_options(**{_WRITE: True})
+            with connection.begin():
+                yield connection
+                if sqlite and (
+                    broken := connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+                ):
+                    raise RuntimeError(f"The migration left rows that refer to none: {broken[:5]}")
+        finally:
+            if sqlite:
+                _foreign_keys(connection, "ON")
+
+
+def _foreign_keys(connection: Connection, state: Literal["ON", "OFF"]) -> None:
+    """SQLite's foreign keys on or off, on the driver's connection (outside a transaction:
+    SQLAlchemy would begin one for a statement of its own)."""
+    driver: Any = connection.connection.driver_connection
+    driver.execute(f"PRAGMA foreign_keys={state}")
+
+
 def migrate(target: str | Engine) -> None:
     """Bring the database at `target` (a URL or an engine) to the newest migration; a
     database already there is left as it is. Concurrent callers take turns (SQLite's write
@@ -205,7 +236,7 @@ def migrate(target: str | Engine) -> None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     try:
-        with write_transaction(engine) as connection:
+        with migration_transaction(engine) as connection:
             if connection.dialect.name == "postgresql":
                 connection.execute(
                     text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK}

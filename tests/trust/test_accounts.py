@@ -5,6 +5,8 @@ SQLite settings, its migrations, and an unusable URL at start. Each test that ta
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -559,6 +561,31 @@ def test_migrations_apply_twice_and_build_what_tables_py_says(database_url: str)
             assert compare_metadata(MigrationContext.configure(connection), metadata) == []
         assert set(inspect(engine).get_table_names()) == {"alembic_version", *metadata.tables}
         assert {"users", "user_roles", "api_tokens", "sign_in_failures"} <= set(metadata.tables)
+    finally:
+        engine.dispose()
+
+
+def test_the_developers_downgrade_and_upgrade_keep_every_row(database_url: str) -> None:
+    """`alembic downgrade` (the way back a release's notes give) and `upgrade head`, as an
+    operator runs them: on SQLite a column is dropped by copying its table and dropping the
+    old one, which with foreign keys on took every account's roles and tokens with it."""
+    engine = open_database(database_url)
+    try:
+        accounts = Accounts(engine, hasher=PasswordHasher(time_cost=1, memory_cost=1024))
+        accounts.add_user("ada@example.com", "a-long-password", ["finance", "admin"])
+        token = accounts.create_token("ada@example.com", "nightly")
+        ini = Path(store.MIGRATIONS) / "alembic.ini"
+        for step in (["downgrade", "users_tokens_sign_in_failures"], ["upgrade", "head"]):
+            done = subprocess.run(
+                [sys.executable, "-m", "alembic", "-c", str(ini), "-x", f"url={database_url}",
+                 *step],
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr[-3000:]
+        account = accounts.account("ada@example.com")
+        assert account is not None and set(account.roles) == {"finance", "admin"}
+        owner = accounts.identity_for_token(token)
+        assert owner is not None and owner.email == "ada@example.com"
     finally:
         engine.dispose()
 

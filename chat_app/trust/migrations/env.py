@@ -22,7 +22,7 @@ from chat_app.trust.store import (
     DATABASE_URL_ENV,
     create_database_engine,
     database_url,
-    write_transaction,
+    migration_transaction,
 )
 from chat_app.trust.tables import metadata
 
@@ -60,7 +60,7 @@ def _main() -> None:
         return
     engine = create_database_engine(url)
     try:
-        with write_transaction(engine) as connection:
+        with migration_transaction(engine) as connection:
             _run(connection)
     finally:
         engine.dispose()
