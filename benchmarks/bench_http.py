@@ -3,9 +3,9 @@
 Servers: `python -m chat_app.server` (uvicorn, one process) as shipped — sealing and the
 SQLite ledger on, sign-in and policy at the server's defaults — and with `CHAT_APP_SECURE=0` (a
 bare server, like TanStack's); and `tests/interop/js/tanstack_server.mjs` (`chat()` with a
-scripted mock adapter, same phrases), twice: handing over each word in a turn of node's event
-loop of its own, as our scripted model does (the goals' reference), and the whole reply in one
-turn (the earlier reports' reference). Scripted models, no token delay.
+scripted mock adapter, same phrases: the whole reply in one turn of node's event loop, the
+goals' reference), and the same server with its mock handing over each word in a turn of its
+own, as our scripted model does. Scripted models, no token delay.
 
 Issue 16's check, in the same run and interleaved with the rest: the as-shipped server twice
 more, with identity and policy (`CHAT_APP_AUTH=proxy`, every request carrying
@@ -126,7 +126,7 @@ def server(kind: str, *, workers: int = 0, redis_url: str = "") -> Iterator[Runn
         log_path = os.path.join(tmp, "server.log")
         if kind in TANSTACK:
             env["TANSTACK_MOCK_WORDS"] = "1"  # our demo's words, one delta each, as ours sends
-            env["TANSTACK_MOCK_TURNS"] = "1" if kind == "tanstack" else "0"
+            env["TANSTACK_MOCK_TURNS"] = "1" if kind == "tanstack-turns" else "0"
             cmd = ["node", str(INTEROP_JS / "tanstack_server.mjs"), "0"]
             proc = subprocess.Popen(
                 cmd,
@@ -387,14 +387,14 @@ async def load(
 SERVERS = {
     "ours": "ours (as shipped: sealed, ledger)",
     "ours-bare": "ours, CHAT_APP_SECURE=0",
-    "tanstack": "TanStack AI (node), a word a turn",
-    "tanstack-burst": "TanStack AI (node), the reply in one turn",
+    "tanstack": "TanStack AI (node)",
+    "tanstack-turns": "TanStack AI (node), a word a turn",
 }
-#: TanStack's server, as the goals' reference (`tanstack`: its mock hands over each word in a
-#: turn of node's loop of its own, as ours hands its words to our server and as a model's
-#: stream arrives, a read a token) and as the earlier reports had it (the whole reply in one
-#: turn, which node writes to the socket in one go).
-TANSTACK = ("tanstack", "tanstack-burst")
+#: TanStack's server: `tanstack`, the goals' reference, its mock yielding the whole reply in
+#: one turn of node's loop; `tanstack-turns`, its mock handing over each word in a turn of its
+#: own, as our scripted model hands its words to our server (the table's note says what that
+#: row shows).
+TANSTACK = ("tanstack", "tanstack-turns")
 
 
 # Per round and server. Enough cycles at C=1 that its p99 is not the single slowest cycle.
@@ -526,9 +526,10 @@ def _section(
         ref = results["tanstack"][c]
         for kind, label in SERVERS.items():
             got = results[kind][c]
-            ratio = "" if kind == "tanstack" else f"**{_med(got, 'cps') / _med(ref, 'cps'):.2f}×**"
-            p99 = "" if kind == "tanstack" else f"{_med(got, 'p99') / _med(ref, 'p99'):.2f}"
-            cpu = "" if kind == "tanstack" else f"{_med(got, 'cpu_ms') / _med(ref, 'cpu_ms'):.2f}"
+            theirs = kind in TANSTACK  # ratios are ours against the reference
+            ratio = "" if theirs else f"**{_med(got, 'cps') / _med(ref, 'cps'):.2f}×**"
+            p99 = "" if theirs else f"{_med(got, 'p99') / _med(ref, 'p99'):.2f}"
+            cpu = "" if theirs else f"{_med(got, 'cpu_ms') / _med(ref, 'cpu_ms'):.2f}"
             rows.append(
                 [
                     c,
@@ -570,8 +571,7 @@ def _section(
             "the machine disturbs least. The servers "
             "run one process each, scripted models, no token delay (`CHAT_APP_DEMO_TOKEN_DELAY"
             f"_MS=0`). Per round and server: {per_round}; medians of {rounds} interleaved "
-            "rounds. TanStack's figures in the ratio columns are those of its server with its "
-            "mock handing over a word a turn (the next note says why). "
+            "rounds. The ratio columns are ours against TanStack's first row. "
             "Goals: like for like, at least TanStack's throughput with a p99 no worse "
             f"(p99 ratio ≤ 1); as shipped, at least {SHIPPED_GOAL[0]}× TanStack's throughput "
             f"with a p99 at most {SHIPPED_GOAL[1]}× theirs (issue 19), at every C."
@@ -598,16 +598,18 @@ def _section(
             "none of these. Both mock models say the same words, one delta per word "
             f"(`TANSTACK_MOCK_WORDS=1` for TanStack's): {_event_counts(results)} "
             "Warm-up: 320 cycles per server at C=16 before the first round (node's JIT).",
-            "Two TanStack rows, the same server and words. **A word a turn** "
-            "(`TANSTACK_MOCK_TURNS=1`, the reference): its mock waits for a turn of node's "
-            "event loop (`setImmediate`) before each word, as our scripted model hands each "
-            "word over in a turn of its own (`asyncio.sleep(0)`) and as a model's stream "
-            "arrives, a read a token. **The reply in one turn**: its mock yields every word "
-            "at once, as the reports before 2026-12-05 measured it, while ours still took a "
-            "turn a word. Node writes what one turn produced in one go: 2 `writev` calls a "
-            "cycle in one turn against 18 a word a turn (strace, C=1); ours gathers the "
-            "words of back-to-back turns into one write (`chat_app/server/_coalesce.py`): 7 "
-            "writes a cycle.",
+            "Two TanStack rows, the same server and words. The first, the goals' reference: "
+            "its mock yields the whole reply in one turn of node's event loop, which node "
+            "writes in one go (2 `writev` calls a cycle, strace at C=1), while our scripted "
+            "model hands each word over in a turn of its own (`asyncio.sleep(0)`), which our "
+            "server gathers into fewer writes (`chat_app/server/_coalesce.py`: 7 a cycle). "
+            "**A word a turn** (`TANSTACK_MOCK_TURNS=1`): its mock waits a turn "
+            "(`setImmediate`) before each word, as ours does; node then writes each word as "
+            "it comes (18 `writev` a cycle). Neither is what a deployment gets: a real "
+            "model's tokens come after real waits, and then both servers write once per "
+            "token. The second row shows what gathering back-to-back turns is worth, and "
+            "every goal's figures give ours against it too; the verdicts stay against the "
+            "reference the goals were set with.",
             "As shipped means the standalone server's defaults (no `CHAT_APP_*` variable set "
             f"but the data folder and the token delay); this run's server said: `{shipped}`. "
             "No request carries an identity header.",
@@ -626,8 +628,8 @@ def _against_tanstack(
     source: str,
     which: str,
 ) -> Goal:
-    """Throughput ≥ `at_least` × TanStack's and p99 ≤ `p99_at_most` × theirs at every C, its
-    mock handing over a word a turn; the figures against the reply in one turn follow."""
+    """Throughput ≥ `at_least` × TanStack's and p99 ≤ `p99_at_most` × theirs at every C (its
+    mock yielding the reply in one turn); the figures against it a word a turn follow."""
 
     def against(reference: str) -> tuple[dict[int, float], dict[int, float]]:
         ours, theirs = results[kind], results[reference]
@@ -644,8 +646,8 @@ def _against_tanstack(
         f"{which}: ≥ {at_least:g}× TanStack's cycles/s and p99 ≤ {p99_at_most:g}× theirs at "
         + ", ".join(f"C={c}" for c in CONCURRENCY),
         all(ratio[c] >= at_least and p99[c] <= p99_at_most for c in CONCURRENCY),
-        f"{said(ratio, p99)} (against TanStack with the reply in one turn, as the earlier "
-        f"reports measured it: {said(*against('tanstack-burst'))})",
+        f"{said(ratio, p99)} (against TanStack's mock handing over a word a turn, as ours "
+        f"does: {said(*against('tanstack-turns'))})",
     )
 
 
@@ -793,7 +795,9 @@ def _scale_table(
             "The same cycles against our server as shipped but with the ledger and the desk's "
             "fan-out in Redis (`CHAT_APP_LEDGER_URL=redis://…`, `CHAT_APP_FANOUT_URL=redis://…`"
             "; each server its own `redis-server`, started as the tests start it: no "
-            "snapshots, no append-only file) and the app's database in its data folder "
+            "snapshots, and the append-only file written and fsynced for every command "
+            "(`appendfsync always`), which the ledger requires since 2026-12-05: the earlier "
+            "reports ran it without) and the app's database in its data folder "
             "(SQLite; plain `/api/chat` cycles do not touch the desk's tables), started with "
             "`python -m chat_app.server --workers 1` and with `--workers 2`, the same "
             "environment otherwise. Per round and server: "
@@ -836,10 +840,11 @@ def _scale_table(
                 for c in CONCURRENCY
             )
             + ".",
-            "Redis commands per cycle beyond the count at C=1 are the ledger's retries: it "
-            "appends to its audit trail optimistically (read the trail's tail, then a script "
-            "writes if the tail is unchanged, else answers with the tail it moved to and the "
-            "writer tries again: one more command a try; one writer at a time per process).",
+            "Redis commands per cycle beyond the count at C=1 are the audit trail's linking: a "
+            "writer that finds the chain's tail moved, or someone else linking, leaves its "
+            "records on a pending list in the same script call, and whoever holds the "
+            "chain's lease links everything pending in turn (`chat_app/trust/redis_ledger.py`"
+            ").",
             "A cycle that fails is counted (last column) and left out of every other figure: "
             "cycles/s, latency and CPU are per cycle that ended with its answer. "
             + (
