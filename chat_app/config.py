@@ -57,6 +57,7 @@ from chat_app.trust import (
     DEFAULT_TTL_SECONDS,
     DEMO_PEOPLE,
     Ledger,
+    LedgerUnusable,
     Policy,
     Sealer,
     describe_duration,
@@ -113,6 +114,7 @@ def data_dir() -> Path:
 
 
 TTL_ENV = "CHAT_APP_INTERRUPT_TTL_SECONDS"
+LEDGER_URL_ENV = "CHAT_APP_LEDGER_URL"
 #: A hundred years: an interrupt must still be able to say when it expires (before 9999).
 MAX_TTL_SECONDS = 36525 * 24 * 3600.0
 
@@ -123,15 +125,18 @@ def security_from_env() -> Security:
     Raises:
         ValueError: `CHAT_APP_INTERRUPT_TTL_SECONDS` is not a number of seconds above 0 and at
             most `MAX_TTL_SECONDS`; the message names it.
+        LedgerUnusable: the ledger's Redis does not answer or could lose answers (a
+            `ValueError` too), named by its variable.
     """
     if os.environ.get("CHAT_APP_SECURE", "1").strip().lower() in ("0", "false", "no", "off"):
         return Security(sealer=None, ledger=None)
     ttl = _seconds(TTL_ENV, DEFAULT_TTL_SECONDS, at_most=MAX_TTL_SECONDS)
     folder = data_dir()
-    return Security(
-        sealer=Sealer(load_secret(folder), ttl_seconds=ttl),
-        ledger=open_ledger(os.environ.get("CHAT_APP_LEDGER_URL"), folder),
-    )
+    try:
+        ledger = open_ledger(os.environ.get(LEDGER_URL_ENV), folder)
+    except LedgerUnusable as error:
+        raise LedgerUnusable(f"{LEDGER_URL_ENV}: {error}") from None
+    return Security(sealer=Sealer(load_secret(folder), ttl_seconds=ttl), ledger=ledger)
 
 
 POLICY_ENV = "CHAT_APP_POLICY"

@@ -38,7 +38,7 @@ def redis_server(workdir: Path, *settings: str, port: int = 0, kill: bool = Fals
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
                     conn.sendall(b"PING\r\n")
-                    if conn.recv(16).startswith(b"+PONG"):
+                    if conn.recv(16).startswith((b"+PONG", b"-NOAUTH")):  # up, with ACLs too
                         break
             except OSError:
                 pass

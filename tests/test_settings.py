@@ -146,3 +146,13 @@ def test_a_demo_token_delay_is_read_in_milliseconds(
     model = demo_model()
     assert isinstance(model, ScriptedModel)
     assert model._token_delay == pytest.approx(seconds)
+
+
+def test_a_ledger_redis_that_does_not_answer_stops_the_start_naming_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CHAT_APP_LEDGER_URL", f"redis://127.0.0.1:{free_port()}/0")
+    with pytest.raises(
+        ValueError, match=r"^CHAT_APP_LEDGER_URL: The Redis at 127\.0\.0\.1:\d+ does"
+    ):
+        security_from_env()

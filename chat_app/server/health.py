@@ -3,8 +3,8 @@ answer for an `/api/…` address nothing here serves.
 
 `GET /api/health` needs no identity (a load balancer has none) and says nothing about anyone:
 `{"status": "ok"}` with 200 when the app's database and its ledger answer, `{"status":
-"unavailable", "error": …}` with 503 when one does not (nothing can be decided then). Without
-a desk there is no database to ask; the ledger is asked when it is a server (Redis).
+"unavailable", "error": …}` with 503 when one does not (nothing can be decided then), naming
+only the kind of error (the log has its words). Without a desk there is no database to ask.
 
 An unknown `/api/…` path is a 404 `{"error": …, "code": "unknown"}`, and a known one asked with
 another method a 405 naming the methods it takes, as JSON like every other answer of the API
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from functools import partial
 
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
@@ -37,19 +39,21 @@ _log = logging.getLogger(__name__)
 
 def health_routes(database: Engine | None, ledger: Ledger | None = None) -> list[Route]:
     """`GET /api/health`, asking `database` (the desk's) and `ledger` whether they answer."""
+    ask_ledger = _OneAtATime(ledger.check) if ledger is not None else None
+    ask_database = _OneAtATime(partial(_ask, database)) if database is not None else None
 
     async def health(_: Request) -> Response:
-        if ledger is not None:
+        if ask_ledger is not None:
             try:
-                await asyncio.wait_for(asyncio.to_thread(ledger.check), HEALTH_SECONDS)
+                await ask_ledger()
             except TimeoutError:
                 return _unavailable(f"The ledger did not answer within {HEALTH_SECONDS:g} s.")
-            except Exception as error:  # the store's own error (Redis's), or its settings
-                _log.warning("Health check: the ledger cannot be used: %s", error)
-                return _unavailable(f"The ledger cannot be used: {error}")
-        if database is not None:
+            except Exception as error:  # the store's own words, which name its address: logged
+                _log.warning("Health check: the ledger did not answer: %s", error)
+                return _unavailable("The ledger did not answer.")
+        if ask_database is not None:
             try:
-                await asyncio.wait_for(asyncio.to_thread(_ask, database), HEALTH_SECONDS)
+                await ask_database()
             except SQLAlchemyError as error:
                 _log.warning("Health check: the database did not answer: %s", error)
                 return _unavailable(f"The app's database did not answer ({type(error).__name__}).")
@@ -60,6 +64,25 @@ def health_routes(database: Engine | None, ledger: Ledger | None = None) -> list
         return JSONResponse({"status": "ok"})
 
     return [Route("/api/health", health, methods=["GET"])]
+
+
+class _OneAtATime:
+    """`check` in a worker thread, waited for at most `HEALTH_SECONDS`; while one is still
+    running (a store that has gone silent), later callers wait for that one rather than
+    start another: a load balancer asking every few seconds would otherwise hold a thread
+    each time, and the threads are the app's (token sign-in, the desk, the ledger)."""
+
+    def __init__(self, check: Callable[[], object]) -> None:
+        self._check = check
+        self._running: asyncio.Future[object] | None = None
+
+    async def __call__(self) -> None:
+        if self._running is None or self._running.done():
+            self._running = asyncio.ensure_future(asyncio.to_thread(self._check))
+            # Its error is read by whoever waits in time; one that comes later is not lost
+            # to asyncio's "never retrieved" warning.
+            self._running.add_done_callback(lambda done: done.cancelled() or done.exception())
+        await asyncio.wait_for(asyncio.shield(self._running), HEALTH_SECONDS)
 
 
 def _unavailable(reason: str) -> Response:

@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 from urllib.parse import parse_qs, quote, urlencode
 
 import orjson
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -108,7 +108,7 @@ async def identify(authenticator: Authenticator, request: Request) -> Identity |
             found = await asyncio.to_thread(authenticator.authenticate, request.headers, host)
         else:
             found = authenticator.authenticate(request.headers, host)
-    except SQLAlchemyError as error:  # a client can tell this from a refusal, and try again
+    except OperationalError as error:  # not reached: a client can tell it from a refusal
         _log.warning("Could not check who a request is from: %s", error)
         return AuthFailure(not_answering(error), status=503, code="unavailable")
     if (

@@ -309,8 +309,17 @@ def _read_records(db: sqlite3.Connection) -> list[tuple[str]]:
     return db.execute("SELECT record FROM audit ORDER BY seq").fetchall()
 
 
+class LedgerUnusable(ValueError):
+    """The ledger's store cannot keep the exactly-once promise (the message says why and
+    what to change)."""
+
+
 def open_ledger(url: str | None, data_dir: Path) -> Ledger:
-    """`redis://…` for Redis, else SQLite (`sqlite:///path` or the data folder's ledger.db)."""
+    """`redis://…` for Redis, else SQLite (`sqlite:///path` or the data folder's ledger.db).
+
+    Raises:
+        LedgerUnusable: the Redis does not answer, or could lose an answer.
+    """
     if url and url.startswith(("redis://", "rediss://", "unix://")):
         from .redis_ledger import RedisLedger  # redis is imported only for it
 

@@ -25,10 +25,14 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .ledger import GENESIS, AuditEntry, AuditRecord, chain_records, now_iso
+from .ledger import GENESIS, AuditEntry, AuditRecord, LedgerUnusable, chain_records, now_iso
 
 _log = logging.getLogger(__name__)
-_NAMED = "The ledger's Redis (CHAT_APP_LEDGER_URL)"
+#: How long a connection may take to open, and a command to answer, before the caller hears
+#: the Redis does not answer (redis-py waits for ever by default: a Redis gone silent would hold
+#: a thread each time someone asks).
+CONNECT_SECONDS = 5.0
+COMMAND_SECONDS = 10.0
 
 #: How long a chainer may hold the lease without renewing it (each batch renews it); after
 #: that, one that died is replaced.
@@ -122,11 +126,6 @@ def _pairs(records: Sequence[AuditRecord]) -> list[str]:
     return [part for record in records for part in (record.to_json(), record.hash)]
 
 
-class LedgerUnusable(ValueError):
-    """The ledger's store cannot keep the exactly-once promise (the message says why and
-    what to change)."""
-
-
 class RedisLedger:
     """The ledger in Redis, for several workers or machines (`redis://…`)."""
 
@@ -134,7 +133,12 @@ class RedisLedger:
         import redis
 
         # The synchronous client (typed as sync-or-async by redis-py).
-        self._redis: Any = redis.Redis.from_url(url, decode_responses=True)
+        self._redis: Any = redis.Redis.from_url(
+            url,
+            decode_responses=True,
+            socket_connect_timeout=CONNECT_SECONDS,
+            socket_timeout=COMMAND_SECONDS,
+        )
         self._prefix = prefix
         self._write: Any = self._redis.register_script(_WRITE)
         self._link: Any = self._redis.register_script(_LINK)
@@ -146,13 +150,16 @@ class RedisLedger:
         self._tail: tuple[str, int] = (GENESIS, 0)
 
     def check(self) -> None:
-        """Raise `LedgerUnusable` when this Redis does not answer."""
+        """Raise `LedgerUnusable` when this Redis does not answer. One that refuses the
+        question (an ACL without PING) has answered."""
         import redis
 
         try:
             self._redis.ping()
+        except redis.ResponseError:
+            return
         except redis.RedisError as error:
-            raise LedgerUnusable(f"{_NAMED} at {self._place()} does not answer: {error}") from None
+            raise LedgerUnusable(f"The Redis at {self._place()} does not answer: {error}") from None
 
     def check_durable(self) -> None:
         """`check`, and raise `LedgerUnusable` when this Redis keeps answers where a restart
@@ -189,7 +196,7 @@ class RedisLedger:
             )
         if problems:
             raise LedgerUnusable(
-                f"{_NAMED} at {self._place()} could lose answers, and an approval already "
+                f"The Redis at {self._place()} could lose answers, and an approval already "
                 f"carried out could then be carried out again: {'; and '.join(problems)}."
             )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -166,16 +166,18 @@ def test_a_reader_links_what_a_dead_chainer_left_pending(redis_url: str) -> None
     assert client.llen("dead:audit:pending") == 0
 
 
-def test_an_answer_survives_a_redis_crash(tmp_path: Path) -> None:
-    """The promise a durable Redis keeps: an answer claimed before the crash (SIGKILL, no
-    chance to save) is still claimed after the restart, so it cannot be carried out twice."""
-    port = free_port()
-    with redis_server(tmp_path, port=port, kill=True) as url:
+def test_an_answer_survives_a_redis_killed_and_started_again(tmp_path: Path) -> None:
+    """An answer claimed before Redis was killed (SIGKILL, no chance to save) is still claimed
+    when it comes back on the same files, so it cannot be carried out twice: the append-only
+    file holds it. (What `appendfsync always` adds, an answer that outlives the machine's own
+    crash, a test cannot show short of crashing the machine.)"""
+    with redis_server(tmp_path, kill=True) as url:
         ledger = open_ledger(url, tmp_path)
         assert ledger.commit_batch(thread_id="t", interrupt_ids=["i1"], entries=[entry(1)]) == []
-    with redis_server(tmp_path, port=port) as url:
+    with redis_server(tmp_path) as url:  # the same files, on a port free now
         again = open_ledger(url, tmp_path)
-        assert again.commit_batch(thread_id="t", interrupt_ids=["i1"], entries=[entry(2)]) == ["i1"]
+        taken = again.commit_batch(thread_id="t", interrupt_ids=["i1"], entries=[entry(2)])
+        assert taken == ["i1"]
         assert [r.data for r in again.records()] == [{"n": 1}]
 
 
@@ -197,11 +199,35 @@ def test_a_redis_that_could_lose_answers_is_refused_at_start(
         with pytest.raises(LedgerUnusable) as refused:
             open_ledger(url, tmp_path)
     message = str(refused.value)
-    assert message.startswith("The ledger's Redis (CHAT_APP_LEDGER_URL) at 127.0.0.1:"), message
+    assert message.startswith("The Redis at 127.0.0.1:"), message
     assert "an approval already carried out could then be carried out again" in message
     assert said in message
 
 
 def test_a_redis_that_does_not_answer_is_refused_at_start(tmp_path: Path) -> None:
-    with pytest.raises(LedgerUnusable, match=r"at 127\.0\.0\.1:\d+ does not answer"):
+    with pytest.raises(LedgerUnusable, match=r"^The Redis at 127\.0\.0\.1:\d+ does not answer"):
         open_ledger(f"redis://127.0.0.1:{free_port()}/0", tmp_path)
+
+
+def test_what_keeps_answers_is_used(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Evicting only keys that expire (the ledger's never do) is safe; a Redis that will not
+    show its settings (CONFIG renamed away, as managed services do) is used, with a warning;
+    an account that may not PING (a least-privilege ACL) has been answered all the same."""
+    ledger_user = ["--user", "default", "off", "--user", "ledger", "on", ">pw", "~*", "&*",
+                   "+@all", "-ping", "-config"]  # fmt: skip
+    cases: list[tuple[tuple[str, ...], Callable[[str], str]]] = [
+        ((*DURABLE, "--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru"), str),
+        ((*DURABLE, "--rename-command", "CONFIG", ""), str),
+        ((*DURABLE, *ledger_user), lambda url: url.replace("redis://", "redis://ledger:pw@")),
+    ]
+    for n, (settings, url_of) in enumerate(cases):
+        caplog.clear()
+        (folder := tmp_path / f"redis-{n}").mkdir()
+        with redis_server(folder, *settings) as url:
+            ledger = open_ledger(url_of(url), tmp_path)
+            assert ledger.commit_batch(thread_id="t", interrupt_ids=["i"], entries=[]) == []
+        warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        if "volatile-lru" in settings:
+            assert warned == []
+        else:
+            assert len(warned) == 1 and "appendfsync always" in warned[0], warned
