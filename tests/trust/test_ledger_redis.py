@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from chat_app.trust.ledger import AuditEntry, open_ledger, verify_chain
-from chat_app.trust.redis_ledger import LedgerUnusable, RedisLedger
+from chat_app.trust.ledger import AuditEntry, LedgerUnusable, open_ledger, verify_chain
+from chat_app.trust.redis_ledger import RedisLedger
 from tests.agent.test_security import Clock, answer, approve, pause, ran, sealed_agent
 from tests.live_server import free_port
 from tests.redis_server import DURABLE, redis_server
