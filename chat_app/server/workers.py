@@ -14,6 +14,7 @@ or SIGTERM.
 from __future__ import annotations
 
 import ctypes
+import errno
 import logging
 import multiprocessing
 import os
@@ -42,26 +43,41 @@ def reuse_port_available() -> bool:
     return hasattr(socket, "SO_REUSEPORT")
 
 
-def claim_port(host: str, port: int) -> None:
-    """Raise `OSError` (address in use) when another server listens on (host, port).
+def claim_port(host: str, port: int) -> socket.socket | None:
+    """Raise `OSError` (address in use) when another server serves (host, port), or another
+    `--workers` parent is starting on it; else a claim to hold while serving (Linux).
 
     `SO_REUSEPORT` lets any process of the same user bind a port whose sockets all set it:
     a second deployment started on the same port would quietly join this one's workers, and
     the kernel would spread connections over both (their sign-in, database and ledger
     differing). So the port is first bound as any server binds it, without `SO_REUSEPORT`,
     which a listening socket refuses whether or not it set it; a port closed moments ago
-    (its connections in TIME_WAIT) stays usable, as it is for uvicorn (`SO_REUSEADDR`)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
+    (its connections in TIME_WAIT) stays usable, as it is for uvicorn (`SO_REUSEADDR`). A
+    parent whose workers are still starting has no listening socket yet: each parent also
+    holds a name of its own in Linux's abstract socket namespace, which the kernel lets go
+    when the process ends, however it ends."""
+    with socket.socket(_family(host), socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind((host, port))
+    if not sys.platform.startswith("linux"):
+        return None
+    claim = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        claim.bind(f"\0chat_app.server {host}:{port}")
+    except OSError:
+        claim.close()
+        raise OSError(errno.EADDRINUSE, "address already in use (by chat_app starting)") from None
+    return claim
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
 
 
 def port_socket(host: str, port: int, *, listen: bool) -> socket.socket:
     """A TCP socket bound to (host, port) with `SO_REUSEPORT`: the parent's only holds the
     port (it never listens, so the kernel gives it no connection); each worker's listens."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(_family(host), socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((host, port))
@@ -103,8 +119,8 @@ class Workers:
         """Serve until SIGINT or SIGTERM; the exit code (1 when workers kept dying, 3 when
         the port is taken, as uvicorn's)."""
         try:
-            if self.port:  # port 0: the system picks a free one
-                claim_port(self.host, self.port)
+            # Port 0: the system picks a free one, nobody else's.
+            claim = claim_port(self.host, self.port) if self.port else None
             holder = port_socket(self.host, self.port, listen=False)
         except OSError as error:
             logger.error("cannot serve on %s:%d: %s", self.host, self.port, error.strerror)
@@ -147,6 +163,8 @@ class Workers:
         finally:
             self._stop_all()
             holder.close()
+            if claim is not None:
+                claim.close()
         return code
 
     def _start(self, context: Any) -> BaseProcess:

@@ -185,3 +185,36 @@ def test_a_second_server_on_the_same_port_does_not_join_the_first(
     for _ in range(8):  # every connection still the first server's (sign-in: none)
         with httpx.Client(base_url=served.base, timeout=10) as client:
             assert client.get("/api/me").json()["method"] == "none"
+
+
+def test_a_second_server_is_refused_while_the_first_is_still_starting(tmp_path: Path) -> None:
+    """A parent whose workers have not yet bound the port (they import the app first, for
+    seconds) holds it already: a second started meanwhile is refused, whoever wins."""
+    port = free_port()
+    command = [sys.executable, "-m", "chat_app.server", "--port", str(port), "--workers", "2"]
+    env = server_env(CHAT_APP_AUTH="none", CHAT_APP_DATA_DIR=str(tmp_path / "first"))
+    first = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)  # fmt: skip
+    server = Served(first, port, tmp_path / "unused")
+    try:
+        # Its workers held before they bind the port: the window, made as long as it takes.
+        _wait(lambda: len(_workers(first.pid)) == 2, "the first server started no workers")
+        workers = _workers(first.pid)
+        for pid in workers:
+            os.kill(pid, signal.SIGSTOP)
+        assert not server.answers()  # nothing listens on the port yet
+        other = server_env(CHAT_APP_AUTH="none", CHAT_APP_DATA_DIR=str(tmp_path / "second"))
+        second = subprocess.run(command, cwd=ROOT, env=other, capture_output=True,
+                                timeout=START_TIMEOUT)  # fmt: skip
+        assert second.returncode == 3, second.stderr[-2000:]
+        assert b"address already in use" in second.stderr.lower(), second.stderr[-2000:]
+        for pid in workers:
+            os.kill(pid, signal.SIGCONT)
+        _wait(server.answers, "the first server did not come up")
+    finally:
+        seen = _children(first.pid)
+        first.kill()
+        first.wait(30)
+        for pid in seen:
+            if not _gone(pid):
+                os.kill(pid, signal.SIGKILL)
