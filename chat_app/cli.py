@@ -178,7 +178,7 @@ def _has_terminal() -> bool:
 def _users_add(accounts: Accounts, options: argparse.Namespace) -> None:
     email = options.email.strip().lower()
     name = _plain("A name", options.name.strip())
-    roles = _role_names(options.role)
+    roles = options.role
     if accounts.account(email) is not None:  # before asking for a password it cannot use
         raise CommandError(f"{email} already has an account.")
     password = _read_password(email, options.password_stdin)
@@ -192,20 +192,13 @@ def _users_set_roles(accounts: Accounts, options: argparse.Namespace) -> None:
     before = accounts.account(email)
     if before is None:
         raise CommandError(f"There is no account {email}.")
-    account = accounts.set_roles(email, _role_names(options.role))
+    account = accounts.set_roles(email, options.role)
     now = ", ".join(account.roles) or "none"
     print(
         f"Changed the roles of {account.email} to {now} "
         f"(they were: {', '.join(sorted(before.roles)) or 'none'})."
     )
     _warn_of_unknown_roles(account.roles)
-
-
-def _role_names(given: Iterable[str]) -> list[str]:
-    """Roles as they are stored: in lower case, once each. The policy compares role names
-    exactly, and a sign-in proxy's groups arrive in lower case, so `--role Finance` is the
-    `finance` the policy's rules and the proxy's people have."""
-    return sorted({role.strip().lower() for role in given})
 
 
 def _warn_of_unknown_roles(roles: Sequence[str]) -> None:

@@ -100,17 +100,9 @@ class Security:
 
 
 def data_dir() -> Path:
-    """The app's data folder (`CHAT_APP_DATA_DIR`), made now if it is missing, readable by
-    this user alone."""
-    folder = Path(os.environ.get("CHAT_APP_DATA_DIR", ".chat_app_data"))
-    # It holds the secret, the accounts and the ledger, and SQLite creates its files with the
-    # umask's permissions (often readable by anyone): a folder only its owner may enter keeps
-    # them private. One that exists keeps the permissions its operator chose.
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError:
-        pass  # e.g. a read-only disk: what writes there says why, if anything needs to
-    return folder
+    """The app's data folder (`CHAT_APP_DATA_DIR`); whatever writes there first makes it,
+    readable by this user alone (`PRIVATE_FOLDER`)."""
+    return Path(os.environ.get("CHAT_APP_DATA_DIR", ".chat_app_data"))
 
 
 TTL_ENV = "CHAT_APP_INTERRUPT_TTL_SECONDS"

@@ -594,7 +594,9 @@ def _check_name(name: str) -> str:
 
 
 def _check_roles(roles: Iterable[str]) -> tuple[str, ...]:
-    wanted = sorted({role.strip() for role in roles})
+    """Roles as they are stored: in lower case, once each. The policy compares role names
+    exactly, and a sign-in proxy's groups arrive in lower case, so `Finance` is `finance`."""
+    wanted = sorted({role.strip().lower() for role in roles})
     for role in wanted:
         if len(role) > _MAX_ROLE or not _ROLE.fullmatch(role):
             raise AccountError(

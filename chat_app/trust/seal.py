@@ -57,6 +57,10 @@ SealCheck = Literal["ok", "stale", "expired", "desk"]
 _DESK = ("desk",)
 
 DEFAULT_TTL_SECONDS = 24 * 3600
+#: A folder the app makes for its secret, database or ledger: its owner's alone, as files in
+#: it are made with the umask's permissions (SQLite's often readable by anyone). A folder that
+#: exists keeps the permissions its operator gave it.
+PRIVATE_FOLDER = 0o700
 SECRET_ENV = "CHAT_APP_SECRET"
 _TOOL_CALL_ID = re.compile(r"tc([0-9a-f]{8})([0-9a-f]{8})([A-Za-z0-9_-]{6})([A-Za-z0-9_-]{16})")
 _KEY_SEAL = re.compile(r"(.+)\.([A-Za-z0-9_-]{6})([A-Za-z0-9_-]{22})")
@@ -70,7 +74,7 @@ def load_secret(data_dir: Path) -> bytes:
     path = data_dir / "secret"
     if path.exists():
         return path.read_bytes().strip()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(mode=PRIVATE_FOLDER, parents=True, exist_ok=True)
     secret = secrets.token_urlsafe(32).encode()
     # Created exclusively and private: a second worker starting at the same moment reads it.
     try:

@@ -105,7 +105,9 @@ def stored_hash(accounts: Accounts, email: str) -> str:
 def test_a_new_account_is_listed_with_its_lower_case_email_name_and_roles(
     accounts: Accounts,
 ) -> None:
-    added = accounts.add_user(" Ada@Example.COM ", PASSWORD, roles=["ops", "finance"], name="Ada")
+    added = accounts.add_user(
+        " Ada@Example.COM ", PASSWORD, roles=["ops", "Finance", "finance "], name="Ada"
+    )  # roles as the policy and a proxy's groups name them: lower case, once each
     accounts.add_user("rita@example.com", PASSWORD)
     expected = Account(email="ada@example.com", name="Ada", roles=("finance", "ops"), created=START)
     assert added == expected
