@@ -119,6 +119,7 @@ TRUST = [
     "GENESIS",
     "Identity",
     "Ledger",
+    "LedgerUnusable",
     "Policy",
     "PolicyError",
     "RedisLedger",
