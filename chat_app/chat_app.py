@@ -65,6 +65,7 @@ from chat_app.ui.pages.deliveries import deliveries
 from chat_app.ui.pages.inbox import inbox
 from chat_app.ui.pages.index import index
 from chat_app.ui.pages.signin import signin
+from chat_app.ui.signin_state import ROUTE as SIGN_IN_ROUTE
 from chat_app.ui.signin_state import SignInState
 from chat_app.ui.state import ChatState
 
@@ -246,7 +247,7 @@ app.add_page(
     on_load=ChatState.on_load,
 )
 app.add_page(audit, route="/audit", title="Audit · chat_app", on_load=AuditState.load)
-app.add_page(signin, route="/signin", title="Sign in · chat_app", on_load=SignInState.load)
+app.add_page(signin, route=SIGN_IN_ROUTE, title="Sign in · chat_app", on_load=SignInState.load)
 # Conversations a worker that died left running are shown failed (with Retry); answers
 # decided but never carried are carried.
 app.register_lifespan_task(desk.keep_recovering)

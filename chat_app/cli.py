@@ -13,7 +13,7 @@ The database is `CHAT_APP_DATABASE_URL`, else SQLite in `CHAT_APP_DATA_DIR` (as 
 reads them), migrated first; every command names it on stderr. Roles are stored in lower case,
 as a sign-in proxy's groups are, and one the policy in force (`CHAT_APP_POLICY`, as the app
 reads it) does not name draws a warning. A refused command prints why and exits with status 1.
-An entry point: imports `config`, `demo` (the default policy's path), `desk` and `trust`.
+An entry point: imports `config`, `demo` (the default policy's path) and `trust`.
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ from sqlalchemy import Engine
 
 from chat_app.config import POLICY_ENV, data_dir, policy_from_env
 from chat_app.demo import POLICY_PATH
-from chat_app.desk import ADMIN_ROLE
-from chat_app.trust import Policy, PolicyError
+from chat_app.trust import PolicyError
 from chat_app.trust.accounts import MIN_PASSWORD_LENGTH, AccountError, Accounts
 from chat_app.trust.identity import AUDIT_ROLES
 from chat_app.trust.store import (
@@ -178,11 +177,10 @@ def _has_terminal() -> bool:
 def _users_add(accounts: Accounts, options: argparse.Namespace) -> None:
     email = options.email.strip().lower()
     name = _plain("A name", options.name.strip())
-    roles = options.role
     if accounts.account(email) is not None:  # before asking for a password it cannot use
         raise CommandError(f"{email} already has an account.")
     password = _read_password(email, options.password_stdin)
-    account = accounts.add_user(options.email, password, roles=roles, name=name)
+    account = accounts.add_user(options.email, password, roles=options.role, name=name)
     print(f"Added {account.email} (roles: {', '.join(account.roles) or 'none'}).")
     _warn_of_unknown_roles(account.roles)
 
@@ -216,8 +214,8 @@ def _warn_of_unknown_roles(roles: Sequence[str]) -> None:
             file=sys.stderr,
         )
         return
-    own = AUDIT_ROLES | {ADMIN_ROLE}
-    named = _policy_roles(policy) if policy is not None else frozenset()
+    own = AUDIT_ROLES
+    named = policy.role_names if policy is not None else frozenset()
     unknown = [role for role in roles if role not in own | named]
     if not unknown:
         return
@@ -235,18 +233,6 @@ def _warn_of_unknown_roles(roles: Sequence[str]) -> None:
         f"{_names(own)}. Change the account's roles with `{PROG} users set-roles`.",
         file=sys.stderr,
     )
-
-
-def _policy_roles(policy: Policy) -> frozenset[str]:
-    """The roles a policy names: in `[roles]`, or in a rule's `approvers` or `escalate_to`
-    (which a policy's `known_roles` must list)."""
-    in_rules = {
-        who.removeprefix("role:")
-        for rule in policy.rules
-        for who in (*rule.approvers, *rule.escalate_to)
-        if who.startswith("role:")
-    }
-    return frozenset(policy.roles) | in_rules
 
 
 def _names(roles: Iterable[str]) -> str:

@@ -101,7 +101,7 @@ class Security:
 
 def data_dir() -> Path:
     """The app's data folder (`CHAT_APP_DATA_DIR`); whatever writes there first makes it,
-    readable by this user alone (`PRIVATE_FOLDER`)."""
+    readable by this user alone (`trust.seal.make_private_folder`)."""
     return Path(os.environ.get("CHAT_APP_DATA_DIR", ".chat_app_data"))
 
 

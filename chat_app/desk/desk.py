@@ -1241,24 +1241,25 @@ class Desk:
             submission = manager.cancel_item(item.item_id)
         elif answer.kind == "answer":
             submission = manager.resolve(item.item_id, response=answer.payload)
-        elif found.kind == "generic":
-            # A tool approval paused before a release changed its tool's schemas: the client,
-            # which knows the tool as it is now, holds it as an item answered with the value
-            # its own (sealed) response schema describes, an approval's resume payload.
+        else:
             decision = Decision.approval(
                 item.item_id,
                 answer.kind == "approve",
                 payload=answer.payload if answer.has_payload else ABSENT,
                 edited_args=answer.edited_args if answer.has_edited_args else ABSENT,
             )
-            submission = manager.resolve(item.item_id, response=decision.envelope())
-        else:
-            extra: dict[str, Any] = {}
-            if answer.has_payload:
-                extra["payload"] = answer.payload
-            if answer.has_edited_args:
-                extra["edited_args"] = answer.edited_args
-            submission = manager.resolve(item.item_id, approved=answer.kind == "approve", **extra)
+            if found.kind == "generic":
+                # A tool approval paused before a release changed its tool's schemas: the
+                # client, which knows the tool as it is now, holds it as an item answered with
+                # the value its own (sealed) response schema describes, an approval's payload.
+                submission = manager.resolve(item.item_id, response=decision.envelope())
+            else:
+                submission = manager.resolve(
+                    item.item_id,
+                    approved=decision.kind == "approve",
+                    payload=decision.payload,
+                    edited_args=decision.edited_args,
+                )
         if submission is not None:  # the whole batch is answered: the entry is in it
             return next(
                 dict(entry)

@@ -981,7 +981,7 @@ class DeskStore:
             conditions.append(fired.is_(None))
         with self.engine.connect() as connection:
             rows = connection.execute(
-                select(decisions, conversations.c.watched_until, conversations.c.looked_at)
+                select(decisions, conversations.c.watched_until)
                 .join(conversations, conversations.c.thread_id == decisions.c.thread_id)
                 .where(*conditions)
                 .order_by(due_at)

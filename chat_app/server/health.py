@@ -37,30 +37,28 @@ HEALTH_SECONDS = 3.0
 _log = logging.getLogger(__name__)
 
 
-def health_routes(database: Engine | None, ledger: Ledger | None = None) -> list[Route]:
+def health_routes(database: Engine | None, ledger: Ledger | None) -> list[Route]:
     """`GET /api/health`, asking `database` (the desk's) and `ledger` whether they answer."""
-    ask_ledger = _OneAtATime(ledger.check) if ledger is not None else None
-    ask_database = _OneAtATime(partial(_ask, database)) if database is not None else None
+    # (what is asked, how it is named, the errors that mean it did not answer, whether the
+    # answer names the error's kind: the ledger's are its store's, which say little more)
+    probes: list[tuple[_OneAtATime, str, tuple[type[Exception], ...], bool]] = []
+    if ledger is not None:
+        probes.append((_OneAtATime(ledger.check), "The ledger", (Exception,), False))
+    if database is not None:
+        probes.append(
+            (_OneAtATime(partial(_ask, database)), "The app's database", (SQLAlchemyError,), True)
+        )
 
     async def health(_: Request) -> Response:
-        if ask_ledger is not None:
+        for ask, what, errors, named in probes:
             try:
-                await ask_ledger()
-            except TimeoutError:
-                return _unavailable(f"The ledger did not answer within {HEALTH_SECONDS:g} s.")
-            except Exception as error:  # the store's own words, which name its address: logged
-                _log.warning("Health check: the ledger did not answer: %s", error)
-                return _unavailable("The ledger did not answer.")
-        if ask_database is not None:
-            try:
-                await ask_database()
-            except SQLAlchemyError as error:
-                _log.warning("Health check: the database did not answer: %s", error)
-                return _unavailable(f"The app's database did not answer ({type(error).__name__}).")
-            except TimeoutError:  # a database that takes no calls: the checker hears it now
-                return _unavailable(
-                    f"The app's database did not answer within {HEALTH_SECONDS:g} s."
-                )
+                await ask()
+            except TimeoutError:  # a store that takes no calls: the checker hears it now
+                return _unavailable(f"{what} did not answer within {HEALTH_SECONDS:g} s.")
+            except errors as error:  # its words, which may name its address: logged only
+                _log.warning("Health check: %s did not answer: %s", what, error)
+                kind = f" ({type(error).__name__})" if named else ""
+                return _unavailable(f"{what} did not answer{kind}.")
         return JSONResponse({"status": "ok"})
 
     return [Route("/api/health", health, methods=["GET"])]

@@ -202,14 +202,12 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         # Ends the person's sessions on the server too: a tab still open elsewhere, or a
         # copy of the cookie, no longer acts as them. The cookie goes in any case, the
         # accounts' database answering or not.
-        def end_sessions() -> None:
-            found = authenticator.authenticate(request.headers, client_host(request))
-            authenticator.sign_out(found)
-
-        try:
-            await asyncio.to_thread(end_sessions)
-        except SQLAlchemyError as error:
-            _log.warning("Signing out could not end the sessions on the server: %s", error)
+        who = await identify(authenticator, request)
+        if isinstance(who, Identity):
+            try:
+                await asyncio.to_thread(authenticator.sign_out, who)
+            except SQLAlchemyError as error:
+                _log.warning("Signing out could not end the sessions on the server: %s", error)
         target = "/signin" if config.mode == "password" else "/"
         return Response(
             status_code=303, headers={"Location": target, "Set-Cookie": cookie("", 0, request)}

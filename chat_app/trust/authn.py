@@ -155,7 +155,7 @@ class Authenticator:
         self._demo = {person.email: person for person in DEMO_PEOPLE}
         # Each request asks about its peer; parsing the address is a third of `authenticate`'s
         # cost, and a deployment's peers are a few proxies (the bound only caps a flood).
-        self._trusted_host = lru_cache(maxsize=1024)(self._host_trusted)
+        self._trusted = lru_cache(maxsize=1024)(self._parses_as_trusted)
 
     @property
     def mode(self) -> AuthMode:
@@ -199,9 +199,9 @@ class Authenticator:
         """Whether `client_host` is one of the trusted proxies."""
         if not client_host:
             return False
-        return self._trusted_host(client_host)
+        return self._trusted(client_host)
 
-    def _host_trusted(self, client_host: str) -> bool:
+    def _parses_as_trusted(self, client_host: str) -> bool:
         try:
             address = ipaddress.ip_address(client_host.strip("[]"))
         except ValueError:  # a Unix socket's path, a test client's name
@@ -269,15 +269,11 @@ class Authenticator:
             return AuthFailure(ACCOUNT_REMOVED)
         return account if account.method == "password" else replace(account, method="password")
 
-    def sign_out(self, found: Identity | AuthFailure) -> None:
-        """End the sessions of whoever `found` is, when they signed in with a password: every
-        tab and browser holding one is signed out too, not only the one that asked (a demo
-        person, a proxy's or a token's identity has no session of ours to end)."""
-        if (
-            isinstance(found, Identity)
-            and found.method == "password"
-            and self.directory is not None
-        ):
+    def sign_out(self, found: Identity) -> None:
+        """End the sessions of `found` when they signed in with a password: every tab and
+        browser holding one is signed out too, not only the one that asked (a demo person, a
+        proxy's or a token's identity has no session of ours to end)."""
+        if found.method == "password" and self.directory is not None:
             self.directory.sign_out(found.email)
 
 

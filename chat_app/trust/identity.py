@@ -107,10 +107,6 @@ class Directory(Protocol):
         answer for an unknown email and a wrong password)."""
         ...
 
-    def account(self, email: str) -> Identity | None:
-        """The account as it is now (its roles), or `None` once it is removed."""
-        ...
-
     def session_account(self, email: str, issued: float) -> Identity | SessionEnd:
         """The account of a session issued at `issued` (unix seconds), as it is now; why the
         session no longer counts otherwise: the account was removed, or its person signed

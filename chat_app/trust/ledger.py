@@ -34,7 +34,7 @@ import orjson
 from chat_app.interrupts import canonical_interrupt_json
 
 from ._group_commit import GroupWriter
-from .seal import PRIVATE_FOLDER, iso_from_epoch
+from .seal import iso_from_epoch, make_private_folder
 
 GENESIS = "sha256:" + "0" * 64
 
@@ -193,7 +193,7 @@ class SQLiteLedger:
 
     def __init__(self, path: Path) -> None:
         if str(path) != ":memory:":
-            path.parent.mkdir(mode=PRIVATE_FOLDER, parents=True, exist_ok=True)
+            make_private_folder(path.parent)
         self.path = path
         # Pause and execution records commit inline when the writer is idle (no fsync to wait
         # for); a `:memory:` database exists on one connection only, so it never does.

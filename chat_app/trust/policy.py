@@ -302,6 +302,18 @@ class Policy:
         """No rules: the person who asked decides everything."""
         return cls(source="<empty>", roles=MappingProxyType({}), rules=())
 
+    @property
+    def role_names(self) -> frozenset[str]:
+        """The roles this policy names: in `[roles]`, or among a rule's `approvers` or
+        `escalate_to` (a role that grants nothing here is named nowhere)."""
+        in_rules = {
+            who.removeprefix(_ROLE_PREFIX)
+            for rule in self.rules
+            for who in (*rule.approvers, *rule.escalate_to)
+            if who.startswith(_ROLE_PREFIX)
+        }
+        return frozenset(self.roles) | in_rules
+
     def rule_named(self, name: object) -> Rule | None:
         """The rule called `name` (what a pause's metadata names), if there is one."""
         return next((rule for rule in self.rules if rule.name == name), None)

@@ -61,6 +61,11 @@ DEFAULT_TTL_SECONDS = 24 * 3600
 #: it are made with the umask's permissions (SQLite's often readable by anyone). A folder that
 #: exists keeps the permissions its operator gave it.
 PRIVATE_FOLDER = 0o700
+
+
+def make_private_folder(path: Path) -> None:
+    """`path` made (with its parents) if missing, the last as a `PRIVATE_FOLDER`."""
+    path.mkdir(mode=PRIVATE_FOLDER, parents=True, exist_ok=True)
 SECRET_ENV = "CHAT_APP_SECRET"
 _TOOL_CALL_ID = re.compile(r"tc([0-9a-f]{8})([0-9a-f]{8})([A-Za-z0-9_-]{6})([A-Za-z0-9_-]{16})")
 _KEY_SEAL = re.compile(r"(.+)\.([A-Za-z0-9_-]{6})([A-Za-z0-9_-]{22})")
@@ -74,7 +79,7 @@ def load_secret(data_dir: Path) -> bytes:
     path = data_dir / "secret"
     if path.exists():
         return path.read_bytes().strip()
-    data_dir.mkdir(mode=PRIVATE_FOLDER, parents=True, exist_ok=True)
+    make_private_folder(data_dir)
     secret = secrets.token_urlsafe(32).encode()
     # Created exclusively and private: a second worker starting at the same moment reads it.
     try:

@@ -34,7 +34,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
-from .seal import PRIVATE_FOLDER
+from .seal import make_private_folder
 
 __all__ = [
     "DATABASE_URL_ENV",
@@ -118,7 +118,7 @@ def create_database_engine(url: str | URL) -> Engine:
         and parsed.database != ":memory:"
         and not parsed.database.startswith("file:")
     ):
-        Path(parsed.database).parent.mkdir(mode=PRIVATE_FOLDER, parents=True, exist_ok=True)
+        make_private_folder(Path(parsed.database).parent)
     engine = create_engine(parsed)
     event.listen(engine, "connect", _sqlite_connect)
     event.listen(engine, "begin", _sqlite_begin)

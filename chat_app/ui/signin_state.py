@@ -11,6 +11,9 @@ from reflex.event import EventSpec
 from .guard import guarded
 from .identity_state import IdentityState
 
+#: The sign-in page.
+ROUTE = "/signin"
+
 
 class SignInState(IdentityState):
     #: Why the last sign-in was refused, or why signing in is needed ("" for none).
@@ -31,5 +34,5 @@ class SignInState(IdentityState):
         # "try again in 1 second" long after), and the email would stay in the history.
         # Where to go next stays: the form reads it from the address.
         wanted = str(params.get("next", ""))
-        address = "/signin" + (f"?{urlencode({'next': wanted}, safe='/')}" if wanted else "")
+        address = ROUTE + (f"?{urlencode({'next': wanted}, safe='/')}" if wanted else "")
         return rx.call_script(f"history.replaceState(null, '', {json.dumps(address)})")

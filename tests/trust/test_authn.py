@@ -51,9 +51,6 @@ class FakeDirectory:
     def check_password(self, email: str, password: str) -> Identity | None:
         return self.accounts.get(email) if password == "right" else None
 
-    def account(self, email: str) -> Identity | None:
-        return self.accounts.get(email)
-
     def session_account(self, email: str, issued: float) -> Identity | SessionEnd:
         if email not in self.accounts:
             return "removed"
@@ -334,12 +331,14 @@ def test_signing_out_ends_every_session_issued_before_it() -> None:
     auth = authenticator("password", clock=clock, directory=directory)
     this_tab, other_tab = cookie(auth, ADA), cookie(auth, ADA)
     clock.now += 1.5
-    auth.sign_out(auth.authenticate(this_tab, None))
+    signed_in = auth.authenticate(this_tab, None)
+    assert isinstance(signed_in, Identity)
+    auth.sign_out(signed_in)
     assert failure(auth.authenticate(other_tab, None)) == SIGNED_OUT
     assert auth.authenticate(cookie(auth, ADA), None) == ADA  # the same second
-    # Nobody's sessions end for a failure, a demo person or a token's owner.
+    # Nobody's sessions end for a demo person or a token's owner.
     token_owner = Identity(email=ADA.email, method="token")
-    for found in (AuthFailure("Sign in first."), DEMO_PEOPLE[0], token_owner):
+    for found in (DEMO_PEOPLE[0], token_owner):
         auth.sign_out(found)
     assert directory.signed_out == {ADA.email: clock.now}
 

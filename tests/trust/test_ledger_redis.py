@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -209,25 +209,34 @@ def test_a_redis_that_does_not_answer_is_refused_at_start(tmp_path: Path) -> Non
         open_ledger(f"redis://127.0.0.1:{free_port()}/0", tmp_path)
 
 
-def test_what_keeps_answers_is_used(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+#: An account that may neither PING nor read the settings (a least-privilege ACL).
+LEDGER_USER = ("--user", "default", "off", "--user", "ledger", "on", ">pw", "~*", "&*",
+               "+@all", "-ping", "-config")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("settings", "user", "warns"),
+    [
+        ((*DURABLE, "--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru"), "", False),
+        ((*DURABLE, "--rename-command", "CONFIG", ""), "", True),
+        ((*DURABLE, *LEDGER_USER), "ledger:pw@", True),
+    ],
+)
+def test_what_keeps_answers_is_used(
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    settings: tuple[str, ...],
+    user: str,
+    warns: bool,
+) -> None:
     """Evicting only keys that expire (the ledger's never do) is safe; a Redis that will not
     show its settings (CONFIG renamed away, as managed services do) is used, with a warning;
     an account that may not PING (a least-privilege ACL) has been answered all the same."""
-    ledger_user = ["--user", "default", "off", "--user", "ledger", "on", ">pw", "~*", "&*",
-                   "+@all", "-ping", "-config"]  # fmt: skip
-    cases: list[tuple[tuple[str, ...], Callable[[str], str]]] = [
-        ((*DURABLE, "--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru"), str),
-        ((*DURABLE, "--rename-command", "CONFIG", ""), str),
-        ((*DURABLE, *ledger_user), lambda url: url.replace("redis://", "redis://ledger:pw@")),
-    ]
-    for n, (settings, url_of) in enumerate(cases):
-        caplog.clear()
-        (folder := tmp_path / f"redis-{n}").mkdir()
-        with redis_server(folder, *settings) as url:
-            ledger = open_ledger(url_of(url), tmp_path)
-            assert ledger.commit_batch(thread_id="t", interrupt_ids=["i"], entries=[]) == []
-        warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-        if "volatile-lru" in settings:
-            assert warned == []
-        else:
-            assert len(warned) == 1 and "appendfsync always" in warned[0], warned
+    with redis_server(tmp_path, *settings) as url:
+        ledger = open_ledger(url.replace("redis://", f"redis://{user}"), tmp_path)
+        assert ledger.commit_batch(thread_id="t", interrupt_ids=["i"], entries=[]) == []
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    if warns:
+        assert len(warned) == 1 and "appendfsync always" in warned[0], warned
+    else:
+        assert warned == []

@@ -10,7 +10,6 @@ each test finds its own items by their conversation's id and counts relative to 
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from chat_app.desk import ConversationSummary, DeskStore, InboxItem, Vote
-from chat_app.trust import Identity
+from chat_app.trust import Identity, SQLiteLedger
 from chat_app.trust.store import open_database
 from chat_app.ui.conversations_state import ago, conversation_row, expiry, how_long
 from chat_app.ui.inbox_state import inbox_row, requester_choices, tool_choices
@@ -802,11 +801,9 @@ def test_an_answer_someone_else_beat_says_it_was_not_used(
 
 def executions(database: Path) -> list[str]:
     """The tools the app's ledger says ran (its audit trail's execution records)."""
-    ledger = database.with_name("ledger.db")
-    with sqlite3.connect(ledger) as connection:
-        rows = connection.execute("SELECT record FROM audit").fetchall()
-    return [
-        json.loads(record)["data"].get("toolName", "")
-        for (record,) in rows
-        if json.loads(record)["kind"] == "execution"
-    ]
+    ledger = SQLiteLedger(database.with_name("ledger.db"))
+    try:
+        records = ledger.records()
+    finally:
+        ledger.close()
+    return [r.data.get("toolName", "") for r in records if r.kind == "execution"]

@@ -7,11 +7,13 @@ and the form, because a per-item `on_submit` inside `rx.foreach` breaks in Refle
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import reflex as rx
 
 from chat_app.ui.forms import DRAFT_FIELD, FormField
+from chat_app.ui.signin_state import ROUTE as SIGN_IN_ROUTE
 
 from ._types import Handler
 
@@ -233,7 +235,7 @@ DRAFT_SCRIPT = """
   // the page comes up (a minute). The sign-in page is a new person's: nothing is given, and
   // text held for longer than that page would show it is dropped.
   const held = read(), waiting = {};
-  const fresh = !location.pathname.startsWith('/signin');
+  const fresh = !location.pathname.startsWith(SIGN_IN_ROUTE);
   for (const [key, entry] of Object.entries(held)) {
     if (fresh && entry && entry.values && Date.now() - entry.at < HOLD_MS) waiting[key] = entry;
     else delete held[key];
@@ -259,7 +261,7 @@ DRAFT_SCRIPT = """
   setTimeout(() => watcher.disconnect(), 60000);
   giveBack();
 })();
-"""
+""".replace("SIGN_IN_ROUTE", json.dumps(SIGN_IN_ROUTE))
 
 
 def _proposed(row: FormField) -> rx.Component:
