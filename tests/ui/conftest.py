@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote, unquote
 
 import pytest
 
@@ -120,6 +121,15 @@ def hydrated(page: Page) -> None:
 
 
 T = TypeVar("T")
+
+
+def thread_of(page: Page, other_than: str = "") -> str:
+    """The conversation the chat shows, from its address (`/c/<thread id>`), once it is not
+    `other_than` (the chat's New conversation leaves the old address until the next message
+    is stored)."""
+    old = "/c/" + quote(other_than, safe="")
+    page.wait_for_url(lambda url: "/c/" in url and not (other_than and url.endswith(old)))
+    return unquote(page.url.rsplit("/c/", 1)[1])
 
 
 def eventually(found: Callable[[], T | None], what: str, timeout: float = 30.0) -> T:

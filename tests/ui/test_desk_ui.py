@@ -17,7 +17,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
@@ -27,7 +27,7 @@ from chat_app.trust import Identity, SQLiteLedger
 from chat_app.trust.store import open_database
 from chat_app.ui.conversations_state import ago, conversation_row, expiry, how_long
 from chat_app.ui.inbox_state import inbox_row, requester_choices, tool_choices
-from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, sign_in_as_demo
+from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, sign_in_as_demo, thread_of
 
 pytestmark = pytest.mark.browser
 
@@ -88,15 +88,6 @@ def expect_count(page: Page, count: int) -> None:
         expect(page.locator("#inbox-count")).to_have_text(str(count))
     else:
         expect(page.locator("#inbox-count")).to_have_count(0)
-
-
-def thread_of(page: Page, other_than: str = "") -> str:
-    """The conversation the chat shows, from its address (`/c/<thread id>`), once it is not
-    `other_than` (the chat's New conversation leaves the old address until the next message
-    is stored)."""
-    old = "/c/" + quote(other_than, safe="")
-    page.wait_for_url(lambda url: "/c/" in url and not (other_than and url.endswith(old)))
-    return unquote(page.url.rsplit("/c/", 1)[1])
 
 
 def inbox_item(page: Page, thread: str) -> Locator:

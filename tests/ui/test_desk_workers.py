@@ -49,7 +49,7 @@ from chat_app.trust.redis_ledger import RedisLedger
 from tests.pg_server import PostgresServer
 from tests.redis_server import redis_server
 from tests.ui.app_server import AppDidNotStart, app_env, copy_app, served_app
-from tests.ui.conftest import ask, hydrated
+from tests.ui.conftest import ask, hydrated, thread_of
 from tests.ui.test_desk_ui import (
     ADA,
     RITA,
@@ -59,7 +59,6 @@ from tests.ui.test_desk_ui import (
     inbox_item,
     open_inbox,
     people,
-    thread_of,
     tool_card,
 )
 from tests.ui.test_many_workers import (

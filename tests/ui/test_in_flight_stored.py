@@ -15,13 +15,20 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import unquote
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from chat_app.client import ClientState
-from tests.ui.conftest import app_copy, ask, eventually, fresh_page, hydrated, sign_in_as_demo
+from tests.ui.conftest import (
+    app_copy,
+    ask,
+    eventually,
+    fresh_page,
+    hydrated,
+    sign_in_as_demo,
+    thread_of,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -43,11 +50,6 @@ def stored_states(database: Path, thread: str = "") -> list[ClientState]:
         else:
             rows = connection.execute(query).fetchall()
     return [ClientState.from_json(state) for (state,) in rows]
-
-
-def thread_of(page: Page) -> str:
-    page.wait_for_url(lambda address: "/c/" in address)
-    return unquote(page.url.rsplit("/c/", 1)[1])
 
 
 def delete_approved(page: Page) -> None:
@@ -80,6 +82,7 @@ def test_the_answer_is_stored_in_flight_before_the_reply_ends(
 
         expect(page.get_by_text("Project apollo is deleted.")).to_be_visible(timeout=20_000)
         expect(streaming).to_have_count(0)
+
         # The run's last write follows the reply's end on the page (after the write in
         # flight, if that one is still going).
         def finished() -> ClientState | None:

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
@@ -45,7 +44,7 @@ from tests.live_server import free_port
 from tests.notify.servers import Mail, SmtpReceiver, WebhookReceiver, smtp_server, webhook_receiver
 from tests.ui import app_server
 from tests.ui.app_server import REPO_ROOT, app_env
-from tests.ui.conftest import app_copy, ask, eventually, fresh_page, hydrated
+from tests.ui.conftest import app_copy, ask, eventually, fresh_page, hydrated, thread_of
 
 pytestmark = pytest.mark.browser
 
@@ -365,12 +364,6 @@ def sign_in(page: Page, email: str, name: str) -> None:
 
 def tool_card(page: Page, tool: str) -> Locator:
     return page.locator(f'.tool-card[data-tool="{tool}"]').last
-
-
-def thread_of(page: Page) -> str:
-    """The conversation's id, once the address is its own."""
-    expect(page).to_have_url(re.compile(r"/c/[^/?#]+$"))
-    return unquote(page.url.rsplit("/c/", 1)[1])
 
 
 def shot(page: Page, directory: Path, name: str) -> None:

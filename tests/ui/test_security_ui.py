@@ -12,7 +12,6 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
@@ -20,7 +19,7 @@ from playwright.sync_api import Browser, Page, expect
 from chat_app.server.origin import CROSS_SITE
 from chat_app.trust.sessions import SESSION_COOKIE
 from tests.live_server import free_port
-from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, sign_in_as_demo
+from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, sign_in_as_demo, thread_of
 
 pytestmark = pytest.mark.browser
 TTL_SECONDS = 4
@@ -176,8 +175,7 @@ def test_a_page_elsewhere_cannot_act_with_a_signed_in_visitor(
         hydrated(rita)
         ask(rita, "transfer 5000 to Ada")
         expect(rita.get_by_text("Waiting for finance")).to_be_visible()
-        rita.wait_for_url(lambda url: "/c/" in url)
-        thread = unquote(rita.url.rsplit("/c/", 1)[1])
+        thread = thread_of(rita)
         ada.goto("/")
         hydrated(ada)
         sign_in_as_demo(ada, "ada@example.com")
