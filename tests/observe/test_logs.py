@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from chat_app.observe import configure_logging, server_log_config
-from tests.live_server import free_port
+from tests.server.process_app import first_log_line
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -198,22 +198,7 @@ def test_at_debug_alembics_info_lines_are_written() -> None:
 
 def test_the_servers_first_json_line_says_which_sign_in_is_on(tmp_path: Path) -> None:
     """Its first start migrates a new database: Alembic's lines do not come before it."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("CHAT_APP_")}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "chat_app.server", "--port", str(free_port())],
-        cwd=ROOT,
-        env={**clean, "CHAT_APP_DATA_DIR": str(tmp_path / "data"), "CHAT_APP_LOG_FORMAT": "json"},
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    assert process.stderr is not None
-    try:
-        first = json.loads(process.stderr.readline())
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        process.stderr.close()
+    first = json.loads(first_log_line(tmp_path / "data", CHAT_APP_LOG_FORMAT="json"))
     assert (first["level"], first["logger"], first["message"]) == (
         "INFO", "chat_app.server", "sign-in: none \u2014 anyone who can reach this port can "
         "answer any pause"

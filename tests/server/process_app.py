@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from chat_app.client import DeskClient
 from chat_app.demo import POLICY_PATH
 from tests.desk.test_kill_restart import Server, poll
+from tests.live_server import free_port
 
 __all__ = [
     "ADA",
@@ -51,6 +54,9 @@ ASK = "transfer 5000 to Ada"
 Labels = frozenset[tuple[str, str]]
 #: Every sample of a scrape, by name and labels.
 Figures = dict[tuple[str, Labels], float]
+
+#: The repository, where `python -m chat_app.server` runs.
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def server_env(**values: str) -> dict[str, str]:
@@ -200,3 +206,30 @@ class Worker:
         """What the process wrote, every start of it, but the launcher's own markers."""
         text = self.server.log.read_text(errors="replace")
         return [line for line in text.splitlines() if not line.startswith("--- start ")]
+
+
+def server_environment(data_dir: Path, **env: str) -> dict[str, str]:
+    """The environment of `python -m chat_app.server` at its defaults: no `CHAT_APP_*`
+    variable of the developer's shell, the data folder, and `env`."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("CHAT_APP_")}
+    environment.update(CHAT_APP_DATA_DIR=str(data_dir), **env)
+    return environment
+
+
+def first_log_line(data_dir: Path, **env: str) -> str:
+    """The standalone server's first line on stderr (then it is stopped)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chat_app.server", "--port", str(free_port())],
+        cwd=ROOT,
+        env=server_environment(data_dir, **env),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stderr is not None
+    try:
+        return process.stderr.readline().strip()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        process.stderr.close()

@@ -4,7 +4,6 @@ line. The trail always records the verified identity; `forwardedProps.actor` is 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -27,9 +26,9 @@ from chat_app.trust import Identity, Sealer, SQLiteLedger
 from chat_app.trust.authn import SIGNED_OUT, AuthConfig, Authenticator
 from chat_app.trust.sessions import SessionSigner
 from tests.live_server import free_port, serve_asgi
+from tests.server.process_app import ROOT, first_log_line, server_environment
 from tests.server.served import Served, events_of, serve
 
-ROOT = Path(__file__).resolve().parents[2]
 AUTH_VARIABLES = (
     "CHAT_APP_AUTH",
     "CHAT_APP_USER_HEADER",
@@ -544,31 +543,6 @@ def test_without_sign_in_everything_stays_open(
 
 
 # -- python -m chat_app.server ------------------------------------------------------------------
-
-
-def server_environment(tmp_path: Path, **env: str) -> dict[str, str]:
-    environment = {key: value for key, value in os.environ.items() if key not in AUTH_VARIABLES}
-    environment.update(CHAT_APP_DATA_DIR=str(tmp_path), **env)
-    return environment
-
-
-def first_log_line(tmp_path: Path, **env: str) -> str:
-    """The standalone server's first line on stderr (then it is stopped)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "chat_app.server", "--port", str(free_port())],
-        cwd=ROOT,
-        env=server_environment(tmp_path, **env),
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    assert process.stderr is not None
-    try:
-        return process.stderr.readline().strip()
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        process.stderr.close()
 
 
 def test_the_standalone_server_says_which_sign_in_is_on(tmp_path: Path) -> None:
