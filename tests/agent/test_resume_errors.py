@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat_app.agent import Agent, Middleware, RunContext, define_interrupt, tool
+from chat_app.agent import (
+    Agent,
+    InterruptDefinition,
+    Middleware,
+    RunContext,
+    define_interrupt,
+    tool,
+)
 from chat_app.agent.middleware import HookResult
 from chat_app.interrupts import generic_continuation_from_descriptor, wrap_generic_continuation
 from tests.agent.builders import collect, obj, say, turns
@@ -16,14 +23,20 @@ REVIEW = define_interrupt(
 
 
 class AskReview(Middleware):
-    def __init__(self, expires_at: str | None = None) -> None:
-        self.expires_at = expires_at
+    """Asks `interrupt` (REVIEW) once, on the first run."""
+
+    def __init__(
+        self, expires_at: str | None = None, interrupt: InterruptDefinition = REVIEW
+    ) -> None:
+        self.expires_at, self.interrupt = expires_at, interrupt
 
     async def before_model(self, ctx: RunContext) -> HookResult:
         if ctx.is_continuation:
             return None
         return [
-            REVIEW.request(key="k", reason="review", message="Review?", expires_at=self.expires_at)
+            self.interrupt.request(
+                key="k", reason="review", message="Review?", expires_at=self.expires_at
+            )
         ]
 
 
@@ -188,8 +201,12 @@ async def test_a_plain_ag_ui_resume_without_parent_run_id_is_accepted_when_ids_n
     assert any(e["type"] == "TOOL_CALL_RESULT" and e["toolCallId"] == "c1" for e in events)
 
 
-def generic_agent(expires_at: str | None = None) -> Agent:
-    return Agent(model=turns(say("ok")), interrupts=[REVIEW], middleware=[AskReview(expires_at)])
+def generic_agent(expires_at: str | None = None, interrupt: InterruptDefinition = REVIEW) -> Agent:
+    return Agent(
+        model=turns(say("ok")),
+        interrupts=[interrupt],
+        middleware=[AskReview(expires_at, interrupt)],
+    )
 
 
 def generic_entry(pause: list[dict[str, Any]], **overrides: Any) -> dict[str, Any]:

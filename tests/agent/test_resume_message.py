@@ -3,10 +3,9 @@ in a full stop, added when its own words (a JSON Schema's) end in none, never do
 
 from __future__ import annotations
 
-from chat_app.agent import Agent, Middleware, RunContext, define_interrupt
-from chat_app.agent.middleware import HookResult
-from tests.agent.builders import obj, say, turns
-from tests.agent.test_resume_errors import answer, generic_entry, paused
+from chat_app.agent import define_interrupt
+from tests.agent.builders import obj
+from tests.agent.test_resume_errors import answer, generic_agent, generic_entry, paused
 
 PAY = define_interrupt(
     "pay",
@@ -14,22 +13,8 @@ PAY = define_interrupt(
 )
 
 
-class AskAmount(Middleware):
-    def __init__(self, expires_at: str | None = None) -> None:
-        self.expires_at = expires_at
-
-    async def before_model(self, ctx: RunContext) -> HookResult:
-        if ctx.is_continuation:
-            return None
-        return [PAY.request(key="k", reason="pay", message="How much?", expires_at=self.expires_at)]
-
-
-def pay_agent(expires_at: str | None = None) -> Agent:
-    return Agent(model=turns(say("ok")), interrupts=[PAY], middleware=[AskAmount(expires_at)])
-
-
 async def test_a_schemas_bare_words_get_a_full_stop_before_the_next_sentence() -> None:
-    agent = pay_agent()
+    agent = generic_agent(interrupt=PAY)
     pause = await paused(agent)
     entry = {**generic_entry(pause), "payload": {"amount": -5}}
     error = await answer(agent, pause, [entry])
@@ -44,7 +29,7 @@ async def test_a_schemas_bare_words_get_a_full_stop_before_the_next_sentence() -
 
 
 async def test_a_message_that_ends_in_a_full_stop_gets_no_second_one() -> None:
-    agent = pay_agent("2001-01-01T00:00:00.000Z")
+    agent = generic_agent("2001-01-01T00:00:00.000Z", interrupt=PAY)
     pause = await paused(agent)
     entry = {**generic_entry(pause), "payload": {"amount": 5}}
     error = await answer(agent, pause, [entry])
