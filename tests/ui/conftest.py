@@ -24,6 +24,7 @@ from urllib.parse import quote, unquote
 
 import pytest
 
+from chat_app.trust.store import DATABASE_FILE
 from tests.ui.app_server import (
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -198,6 +199,18 @@ def app_copy(root: Path, extra_env: dict[str, str]) -> Iterator[str]:
     with _failing_if_it_does_not_start():
         with served_app(root, env, root / "reflex-run.log") as (base, _):
             yield base
+
+
+@contextlib.contextmanager
+def app_with_database(
+    factory: pytest.TempPathFactory, name: str, **extra_env: str
+) -> Iterator[tuple[str, Path]]:
+    """A second app (`app_copy`) with a data folder of its own: its address, and the SQLite
+    database the test may read."""
+    data = factory.mktemp(f"{name}-data")
+    env = {"CHAT_APP_DATA_DIR": str(data), **extra_env}
+    with app_copy(factory.mktemp(f"{name}-app"), env) as url:
+        yield url, data / DATABASE_FILE
 
 
 def sign_in_as_demo(page: Page, email: str) -> None:

@@ -11,7 +11,6 @@ each test finds its own items by their conversation's id and counts relative to 
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
@@ -27,7 +26,14 @@ from chat_app.trust import Identity, SQLiteLedger
 from chat_app.trust.store import open_database
 from chat_app.ui.conversations_state import ago, conversation_row, expiry, how_long
 from chat_app.ui.inbox_state import inbox_row, requester_choices, tool_choices
-from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, sign_in_as_demo, thread_of
+from tests.ui.conftest import (
+    app_with_database,
+    ask,
+    fresh_page,
+    hydrated,
+    sign_in_as_demo,
+    thread_of,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -747,9 +753,8 @@ def test_a_withdrawal_reaches_the_approvers_open_card(browser: Browser, app_url:
 
 @pytest.fixture(scope="module")
 def race_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    data = tmp_path_factory.mktemp("race-data")
-    with app_copy(tmp_path_factory.mktemp("race-app"), {"CHAT_APP_DATA_DIR": str(data)}) as url:
-        yield url, data / "chat_app.sqlite3"
+    with app_with_database(tmp_path_factory, "race") as served:
+        yield served
 
 
 def test_an_answer_someone_else_beat_says_it_was_not_used(
@@ -764,15 +769,11 @@ def test_an_answer_someone_else_beat_says_it_was_not_used(
         approve = card.locator("button.approve")
         expect(approve).to_be_visible()
         thread = thread_of(rita)
-        with sqlite3.connect(database) as connection:
-            [(decision_id, item_id)] = connection.execute(
-                "SELECT id, item_id FROM decisions WHERE thread_id = ? AND status = 'pending'",
-                (thread,),
-            ).fetchall()
         store = DeskStore(open_database(f"sqlite:///{database}"))
-        withdrawn = {"interruptId": item_id, "status": "cancelled"}
+        [pending] = [item for item in store.decisions_of(thread) if item.status == "pending"]
+        withdrawn = {"interruptId": pending.item_id, "status": "cancelled"}
         assert store.decide(
-            decision_id, email=RITA, name="Rita", outcome="cancelled", answer=withdrawn,
+            pending.decision_id, email=RITA, name="Rita", outcome="cancelled", answer=withdrawn,
             now=datetime.now(UTC),
         )  # fmt: skip
         store.engine.dispose()

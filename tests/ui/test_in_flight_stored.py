@@ -21,7 +21,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from chat_app.client import ClientState
 from tests.ui.conftest import (
-    app_copy,
+    app_with_database,
     ask,
     eventually,
     fresh_page,
@@ -35,10 +35,9 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def slow_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    data = tmp_path_factory.mktemp("in-flight-data")
-    extra = {"CHAT_APP_DATA_DIR": str(data), "CHAT_APP_DEMO_TOKEN_DELAY_MS": "300"}
-    with app_copy(tmp_path_factory.mktemp("in-flight-app"), extra) as url:
-        yield url, data / "chat_app.sqlite3"
+    slow = {"CHAT_APP_DEMO_TOKEN_DELAY_MS": "300"}
+    with app_with_database(tmp_path_factory, "in-flight", **slow) as served:
+        yield served
 
 
 def stored_states(database: Path, thread: str = "") -> list[ClientState]:
