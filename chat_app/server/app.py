@@ -223,9 +223,9 @@ class EventStream(StreamingResponse):
             await self.background()
 
     async def stream_response(self, send: Send) -> None:
-        await send({"type": "http.response.start", "status": self.status_code,
-                    "headers": self.raw_headers})  # fmt: skip
-        await send_coalesced(self.body_iterator, send, self.charset)
+        start = {"type": "http.response.start", "status": self.status_code,
+                 "headers": self.raw_headers}  # fmt: skip
+        await send_coalesced(start, self.body_iterator, send, self.charset)
 
 
 async def _stream(agent: Agent, run_input: RunAgentInput, identity: Identity) -> AsyncIterator[str]:

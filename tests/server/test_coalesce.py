@@ -1,4 +1,5 @@
-"""`send_coalesced`: one write per burst, nothing held back across a real wait."""
+"""`send_coalesced`: one write per burst, nothing held back across a real wait, and the
+response's start sent with its first body."""
 
 from __future__ import annotations
 
@@ -10,14 +11,17 @@ import pytest
 
 from chat_app.server._coalesce import MAX_BURST_TURNS, send_coalesced
 
+START = {"type": "http.response.start", "status": 200, "headers": []}
+
 
 async def _collect(chunks: AsyncIterator[str]) -> list[tuple[bytes, bool]]:
     sent: list[tuple[bytes, bool]] = []
 
     async def send(message: Any) -> None:
-        sent.append((message["body"], message["more_body"]))
+        if message["type"] == "http.response.body":
+            sent.append((message["body"], message["more_body"]))
 
-    await send_coalesced(chunks, send, "utf-8")
+    await send_coalesced(START, chunks, send, "utf-8")
     return sent
 
 
@@ -36,7 +40,8 @@ async def test_what_follows_a_real_wait_is_sent_after_what_came_before() -> None
     sent: list[tuple[bytes, bool]] = []
 
     async def send(message: Any) -> None:
-        sent.append((message["body"], message["more_body"]))
+        if message["type"] == "http.response.body":
+            sent.append((message["body"], message["more_body"]))
 
     async def chunks() -> AsyncIterator[str]:
         yield "start"
@@ -44,7 +49,7 @@ async def test_what_follows_a_real_wait_is_sent_after_what_came_before() -> None
         sent_before_wait.append(len(sent))
         yield "end"
 
-    await send_coalesced(chunks(), send, "utf-8")
+    await send_coalesced(START, chunks(), send, "utf-8")
     assert sent_before_wait == [1]  # "start" went out while the stream waited
     assert sent == [(b"start", True), (b"end", False)]
 
@@ -57,10 +62,11 @@ async def test_a_stream_that_raises_sends_what_it_made_then_raises() -> None:
     sent: list[tuple[bytes, bool]] = []
 
     async def send(message: Any) -> None:
-        sent.append((message["body"], message["more_body"]))
+        if message["type"] == "http.response.body":
+            sent.append((message["body"], message["more_body"]))
 
     with pytest.raises(ValueError, match="broken"):
-        await send_coalesced(chunks(), send, "utf-8")
+        await send_coalesced(START, chunks(), send, "utf-8")
     assert sent == [(b"a", True)]  # not ended: the client sees a broken stream
 
 
@@ -78,7 +84,7 @@ async def test_a_cancel_closes_the_stream_before_it_returns() -> None:
     async def send(message: Any) -> None:
         pass
 
-    task = asyncio.ensure_future(send_coalesced(chunks(), send, "utf-8"))
+    task = asyncio.ensure_future(send_coalesced(START, chunks(), send, "utf-8"))
     await asyncio.sleep(0.05)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -102,3 +108,63 @@ async def test_a_stream_that_never_waits_still_goes_out_as_it_goes() -> None:
         == "".join(f"{n}," for n in range(3 * MAX_BURST_TURNS)).encode()
     )
     assert [more for _, more in sent] == [True] * (len(sent) - 1) + [False]
+
+
+async def test_the_start_waits_for_the_first_body_and_goes_out_in_its_turn() -> None:
+    """Status and headers are held while the stream works towards its first event, then sent
+    with nothing between them and that event's write: not a turn of the loop."""
+    sent: list[str] = []
+    turns = 0  # callbacks run of those each send schedules: one per turn of the loop
+
+    def turned() -> None:
+        nonlocal turns
+        turns += 1
+
+    async def send(message: Any) -> None:
+        sent.append(f"{message['type']} after {turns}")
+        asyncio.get_running_loop().call_soon(turned)
+
+    async def chunks() -> AsyncIterator[str]:
+        await asyncio.sleep(0.05)  # checks before the run's first event
+        assert sent == []
+        yield "first"
+        await asyncio.sleep(0.05)
+        yield "last"
+
+    await send_coalesced(START, chunks(), send, "utf-8")
+    assert sent == [
+        "http.response.start after 0",
+        "http.response.body after 0",  # the start's callback had not run: the same turn
+        "http.response.body after 2",
+    ]
+
+
+async def test_a_stream_that_raises_before_its_first_chunk_sends_nothing() -> None:
+    """Nothing started, so the server can still answer the error with a status of its own."""
+
+    async def chunks() -> AsyncIterator[str]:
+        raise ValueError("broken")
+        yield "never"
+
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    with pytest.raises(ValueError, match="broken"):
+        await send_coalesced(START, chunks(), send, "utf-8")
+    assert sent == []
+
+
+async def test_an_empty_stream_still_starts_and_ends_the_response() -> None:
+    async def chunks() -> AsyncIterator[str]:
+        return
+        yield "never"
+
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    await send_coalesced(START, chunks(), send, "utf-8")
+    assert sent == [START, {"type": "http.response.body", "body": b"", "more_body": False}]
