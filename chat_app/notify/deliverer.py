@@ -3,8 +3,11 @@
 One runs in every worker (`run`, a task for the life of the process). Nothing it meets
 stops it: a receiver that refuses, hangs or is gone is a failed attempt, recorded with its
 reason and tried again after the backoff; a database that is unreachable is logged and tried
-again next round. Sends to different receivers run concurrently, each under the timeout, so
-one slow receiver delays no other.
+again next round. Each send is a task of its own under the timeout, and a round does not wait
+for the sends it started: a receiver that hangs holds up only its own notices, not the next
+round's (another person's email, a reminder). A worker that stops gives back the claims of
+the sends it had under way, unsent, so they go out at once after a restart or from another
+worker, not when their lease lapses.
 
 A notice that asks for a decision (`Notice.asks_for_decision`) is checked just before it is
 sent: one can wait long in the outbox (a receiver down, its retries), and telling someone to
@@ -15,6 +18,7 @@ decide what was approved or expired meanwhile only misleads them. Such a deliver
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
@@ -73,10 +77,29 @@ class Deliverer:
         self._lease_seconds = max(_MIN_LEASE_SECONDS, 3 * settings.timeout_seconds)
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._sending: dict[int, asyncio.Task[bool]] = {}  # `run`'s sends under way, by row
 
     async def deliver_due(self) -> int:
-        """Claim what is due and try each once; returns how many were sent. Never raises
-        for a receiver's or the database's failure."""
+        """Claim what is due and try each once, waiting for every send; returns how many
+        were sent. Never raises for a receiver's or the database's failure."""
+        rows = await self._claim()
+        if not rows:
+            return 0
+        sent = await asyncio.gather(*(self._deliver(row) for row in rows))
+        return sum(sent)
+
+    async def _start_due(self) -> None:
+        """Claim what is due and start a send for each, without waiting for them."""
+        for row in await self._claim():
+            task = asyncio.create_task(self._deliver(row))
+            self._sending[row.id] = task
+            task.add_done_callback(functools.partial(self._forget, row.id))
+
+    def _forget(self, key: int, _: asyncio.Task[bool]) -> None:
+        self._sending.pop(key, None)
+
+    async def _claim(self) -> list[Delivery]:
+        """The due deliveries this worker now holds, less those settled without sending."""
         try:
             rows = await asyncio.to_thread(
                 self.outbox.claim_due,
@@ -86,16 +109,14 @@ class Deliverer:
             )
         except OutboxError:
             _log.exception("notify: could not claim deliveries; trying again next round")
-            return 0
-        rows = await self._skip_settled(rows)
-        if not rows:
-            return 0
-        sent = await asyncio.gather(*(self._deliver(row) for row in rows))
-        return sum(sent)
+            return []
+        return await self._skip_settled(rows)
 
     async def run(self, wake: asyncio.Event | None = None, *, poll_seconds: float = 1.0) -> None:
-        """`deliver_due` until cancelled: again after `poll_seconds`, or as soon as `wake`
-        is set or `wake()` called (after queueing, so a notice does not wait for the poll)."""
+        """Rounds until cancelled, each starting a send for every due delivery: again after
+        `poll_seconds`, or as soon as `wake` is set or `wake()` called (after queueing, so a
+        notice does not wait for the poll). Cancelled, it stops its sends under way and gives
+        their claims back."""
         if wake is not None:
             self._wake = wake
         wake = self._wake
@@ -104,13 +125,33 @@ class Deliverer:
             while True:
                 wake.clear()  # before the round: a wake during it starts the next
                 try:
-                    await self.deliver_due()
+                    await self._start_due()
                 except Exception:  # a bug here must not end delivery for the process
                     _log.exception("notify: a delivery round failed")
                 await self._pause(wake, poll_seconds)
         finally:
             self._loop = None
+            await self._stop_sending()
             await self.aclose()
+
+    async def _stop_sending(self) -> None:
+        """Cancel the sends under way and give their rows back to the outbox, unsent (one
+        that reached its receiver before the cancel may arrive twice, as after a crash)."""
+        sending = dict(self._sending)
+        if not sending:
+            return
+        for task in sending.values():
+            task.cancel()
+        await asyncio.wait(sending.values())
+        unsent = [key for key, task in sending.items() if task.cancelled()]
+        try:
+            released = await asyncio.to_thread(self.outbox.release, unsent, self.worker)
+        except OutboxError:
+            _log.exception("notify: could not give back %d deliveries; they wait for their lease",
+                           len(unsent))  # fmt: skip
+            return
+        if released:
+            _log.info("notify: stopping; %d deliveries under way given back, unsent", released)
 
     def wake(self) -> None:
         """Start the next round of `run` now rather than at the poll. Safe from any thread;

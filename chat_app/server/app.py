@@ -155,26 +155,32 @@ def _background(
     if not tasks:
         return None
 
-    @asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        running = [asyncio.ensure_future(task()) for task in tasks]
-
-        def failed(task: asyncio.Task[None]) -> None:
-            if not task.cancelled() and task.exception() is not None:
-                _log.error("A background task of the app stopped", exc_info=task.exception())
-
-        for task in running:
-            task.add_done_callback(failed)
-        try:
-            yield
-        finally:
-            for task in running:
-                task.cancel()
-            for task in running:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+    def lifespan(_: Starlette) -> contextlib.AbstractAsyncContextManager[None]:
+        return in_background(tasks)
 
     return lifespan
+
+
+@asynccontextmanager
+async def in_background(tasks: Sequence[Callable[[], Awaitable[None]]]) -> AsyncIterator[None]:
+    """Run `tasks` while inside; on leaving, cancel each and wait for it, so what it does as
+    it stops (the deliverer giving back its sends) is done before the server is."""
+    running = [asyncio.ensure_future(task()) for task in tasks]
+
+    def failed(task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            _log.error("A background task of the app stopped", exc_info=task.exception())
+
+    for task in running:
+        task.add_done_callback(failed)
+    try:
+        yield
+    finally:
+        for task in running:
+            task.cancel()
+        for task in running:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 def _own_roles(identity: Identity) -> frozenset[str]:

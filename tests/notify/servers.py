@@ -58,13 +58,21 @@ class Received:
 
 @dataclass
 class WebhookReceiver:
-    """Answers `fail_status` to the first `fail_first` requests, 200 after."""
+    """Answers `fail_status` to the first `fail_first` requests, 200 after; while `hold()`
+    is in force it takes each request and answers nothing until `let_go()`."""
 
     url: str
     fail_first: int = 0
     fail_status: int = 500
     received: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    answering: threading.Event = field(default_factory=threading.Event)
+
+    def hold(self) -> None:
+        self.answering.clear()
+
+    def let_go(self) -> None:
+        self.answering.set()
 
     @property
     def accepted(self) -> list[Received]:
@@ -92,6 +100,7 @@ def webhook_receiver(fail_first: int = 0, *, fail_status: int = 500) -> Iterator
                 receiver.received.append(
                     Received("POST", self.path, dict(self.headers.items()), body, status)
                 )
+            receiver.answering.wait(timeout=60)
             answer = b"ok" if status == 200 else b"receiver says no\n(on purpose)"
             self.send_response(status)
             self.send_header("Content-Length", str(len(answer)))
@@ -102,11 +111,13 @@ def webhook_receiver(fail_first: int = 0, *, fail_status: int = 500) -> Iterator
             pass  # the test's output is not the place for access logs
 
     server.RequestHandlerClass = Handler
+    receiver.let_go()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         yield receiver
     finally:
+        receiver.let_go()
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)

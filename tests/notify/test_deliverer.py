@@ -364,3 +364,59 @@ async def test_notices_are_sent_when_the_decisions_cannot_be_read(engine: Engine
         deliverer = Deliverer(outbox, settings, worker="w1", settled=unreadable)
         assert await deliverer.deliver_due() == 1  # a stale notice misleads less than none
     assert [mail.rcpt_tos for mail in smtp.messages] == [("ada@example.com",)]
+
+
+async def test_a_hanging_receiver_holds_up_no_later_notice(engine: Engine) -> None:
+    """A webhook that never answers delays only its own notice: an email queued while it
+    hangs goes out at once, well inside the hanging send's timeout."""
+    with webhook_receiver() as receiver, smtp_server() as smtp:
+        settings = replace(
+            webhook(receiver.url), smtp=smtp.server, mail_from="approvals@example.com",
+            timeout_seconds=60,
+        )  # fmt: skip
+        outbox = Outbox(engine, settings, clock=Clock())
+        deliverer = Deliverer(outbox, settings, worker="w1")
+        receiver.hold()
+        task = asyncio.create_task(deliverer.run(poll_seconds=3600))
+        try:
+            outbox.enqueue(make_notice(decision_id="d-first"), [])  # the webhook alone
+            deliverer.wake()
+            await until(lambda: len(receiver.received) == 1)  # taken, not answered
+            outbox.enqueue(make_notice(decision_id="d-later", event="decided"), [ADA])
+            deliverer.wake()
+            await until(lambda: len(smtp.messages) == 1)
+            assert [mail.rcpt_tos for mail in smtp.messages] == [("ada@example.com",)]
+            first = next(row for row in outbox.recent() if row.decision_id == "d-first")
+            assert first.status == "pending" and first.attempts == 0  # still hanging
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+
+async def test_a_stopping_worker_gives_back_what_it_was_sending(engine: Engine) -> None:
+    """Stopped mid-send (a restart), the worker lets go of its claim at once, no attempt
+    counted: the next worker sends it without waiting for the lease to lapse."""
+    clock = Clock()
+    with webhook_receiver() as receiver:
+        settings = webhook(receiver.url)
+        outbox = Outbox(engine, settings, clock=clock)
+        receiver.hold()
+        task = asyncio.create_task(Deliverer(outbox, settings, worker="w1").run(poll_seconds=3600))
+        outbox.enqueue(make_notice(), [])
+        try:
+            await until(lambda: len(receiver.received) == 1)
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        [row] = outbox.recent()
+        assert (row.status, row.attempts) == ("pending", 0)
+        receiver.let_go()
+        after = Deliverer(outbox, settings, worker="w2")
+        try:
+            assert await after.deliver_due() == 1  # the clock has not moved: no lease lapsed
+        finally:
+            await after.aclose()
+    [row] = outbox.recent()
+    assert row.status == "sent"
