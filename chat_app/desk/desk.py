@@ -1456,7 +1456,7 @@ def _summary(args: Any) -> str:
 
 def _short(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = text.replace("\x00", " ")
+    text = " ".join(text.replace("\x00", " ").split())  # one line: a body's newlines too
     return text if len(text) <= 60 else text[:59] + "…"
 
 

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias
 
 from chat_app.trust import AuthMethod, describe_duration, escalation_note
+from chat_app.trust.policy import any_of_approvers
 from chat_app.trust.store import not_answering
 
 __all__ = [
@@ -154,6 +155,14 @@ class InboxItem:
     edited_args: Any = None
 
     @property
+    def waiting_now(self) -> str:
+        """`waiting_for` as it stands: once escalated, with who else may decide now
+        ("Waiting for finance; escalated to admin")."""
+        if self.escalated_at is None or not self.escalated_to:
+            return self.waiting_for
+        return f"{self.waiting_for}; escalated to {any_of_approvers(self.escalated_to)}"
+
+    @property
     def escalation(self) -> str:
         """ "escalated to admin after 2 h" once it was; "" before."""
         if self.escalated_at is None:
@@ -212,7 +221,7 @@ class InboxItem:
             "args": self.args,
             "requester": {"email": self.requester_email, "name": self.requester_name},
             "rule": self.rule,
-            "waitingFor": self.waiting_for,
+            "waitingFor": self.waiting_now,
             "quorum": {
                 "needed": self.quorum,
                 "approvals": [v.to_json() for v in self.approvals],

@@ -161,7 +161,8 @@ class Timers:
         added = [route_of(person) for person in to]
         after = row.escalate_at - row.created_at
         note = escalation_note(to, after)
-        note = note[:1].upper() + note[1:]  # a notice's note is a sentence of its own
+        # A sentence of its own, to the people it now lets in.
+        note = f"{note[:1].upper()}{note[1:]}: you may decide it now."
         told = await self._tell(row, "escalated", added, note=note)
         fire = partial(self.desk.store.fire, "escalate", row.id, now, routes=added, as_read=row)
         if await self._db(fire):

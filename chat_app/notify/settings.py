@@ -142,6 +142,12 @@ class NotifySettings:
         mail_from = get(MAIL_FROM)
         if mail_from is not None:
             _mail_from(mail_from)
+            if smtp is None:  # email half set up is a mistake to say, not a silence
+                raise NotifyConfigError(
+                    f"{MAIL_FROM} is set but {SMTP_URL} is not: email goes out through an SMTP "
+                    f"server; set {SMTP_URL} (e.g. smtp://user:pass@mail.example.com:587), or "
+                    f"unset {MAIL_FROM} to send no email."
+                )
         elif smtp is not None:
             raise NotifyConfigError(
                 f"{MAIL_FROM} is required with {SMTP_URL}: use an address such as "
@@ -175,12 +181,20 @@ def _hidden(value: str) -> str:
     return f"{head[: colon + 1]}***@{tail}"
 
 
-def _split(name: str, value: str, problem: str) -> SplitResult:
+def _split(name: str, value: str, problem: str, *, shown: str | None = None) -> SplitResult:
+    """`value` split as a URL; one that is not, or whose port is not a port, refused with a
+    message showing `shown` (`value` by default)."""
+    quoted = repr(_hidden(value if shown is None else shown))
     try:
         parts = urlsplit(value)
+    except ValueError:
+        raise NotifyConfigError(f"{name}={quoted} {problem}") from None
+    try:
         parts.port  # noqa: B018 - a port that is not a number raises only when read
     except ValueError:
-        raise NotifyConfigError(f"{name}={_hidden(value)!r} {problem}") from None
+        raise NotifyConfigError(
+            f"{name}={quoted} has a port that is not a number from 1 to 65535."
+        ) from None
     return parts
 
 
@@ -189,10 +203,7 @@ def _http_url(name: str, value: str, *, example: str, secret_path: bool = False)
     URL's path is its key) a message shows only what comes before the path."""
     problem = f"is not an http(s) URL with a host: use e.g. {example}."
     shown = _pathless(value) if secret_path else value
-    try:
-        parts = _split(name, value, problem)
-    except NotifyConfigError:
-        raise NotifyConfigError(f"{name}={_hidden(shown)!r} {problem}") from None
+    parts = _split(name, value, problem, shown=shown)
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise NotifyConfigError(f"{name}={_hidden(shown)!r} {problem}")
 

@@ -34,6 +34,7 @@ from chat_app.config import (
 )
 from chat_app.demo import POLICY_PATH, build_demo_agent
 from chat_app.desk import DeskStats, RunAs
+from chat_app.notify.settings import PUBLIC_URL
 from chat_app.notify.stats import DeliveryStats
 from chat_app.observe import configure_logging, configure_tracing, server_log_config
 from chat_app.trust import PolicyError
@@ -138,7 +139,15 @@ def _build(*, announce: bool) -> Starlette:
         logger.info("policy: %s", policy.source if policy is not None else "none")
         for problem in policy_time_problems(policy, security):
             logger.warning("%s", problem)
-        logger.info("notifications: %s", ", ".join(notifications.settings.channels) or "none")
+        settings = notifications.settings
+        logger.info("notifications: %s", ", ".join(settings.channels) or "none")
+        if settings.channels and not os.environ.get(PUBLIC_URL, "").strip():
+            # This server is the HTTP API alone: a notice's link must lead to the app's pages.
+            logger.warning(
+                "notifications: %s is not set, so links in notices lead to %s, where this "
+                "server has no pages: set it to the address people open the app at.",
+                PUBLIC_URL, settings.public_url,
+            )  # fmt: skip
     engine = desk.store.engine
     app = create_app(
         agent,

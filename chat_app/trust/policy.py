@@ -360,16 +360,31 @@ class Policy:
             return f"Needs approval from {who}, not the requester."
         if not rule.approvers:
             return None
-        if not decider.anonymous:
-            email = decider.email.lower()
-            roles = self.roles_of(decider)
-            for approver in _deciders(rule, escalated):
-                if approver.startswith(_ROLE_PREFIX):
-                    if approver[len(_ROLE_PREFIX) :] in roles:
-                        return None
-                elif approver == email:
-                    return None
-        return f"Needs approval from {who}{not_you}."
+        if self._names(_deciders(rule, escalated), decider):
+            return None
+        refusal = f"Needs approval from {who}{not_you}."
+        later = rule.escalate_after
+        if not escalated and later is not None and self._names(rule.escalate_to, decider):
+            # Someone the escalation will let in reads when, rather than a flat no.
+            refusal += (
+                f" Escalation lets {any_of_approvers(rule.escalate_to)} decide too once it has "
+                f"waited {describe_duration(later)}."
+            )
+        return refusal
+
+    def _names(self, approvers: Sequence[str], person: Identity) -> bool:
+        """Whether `approvers` ("role:finance", "ada@example.com") take in `person`."""
+        if person.anonymous:
+            return False
+        email = person.email.lower()
+        roles = self.roles_of(person)
+        for approver in approvers:
+            if approver.startswith(_ROLE_PREFIX):
+                if approver[len(_ROLE_PREFIX) :] in roles:
+                    return True
+            elif approver == email:
+                return True
+        return False
 
     def describe_approvers(self, rule: Rule, *, escalated: bool = False) -> str:
         """Who may decide, for a message: "role finance", "ada@example.com or role finance";

@@ -12,7 +12,6 @@ import reflex as rx
 
 from chat_app.desk import ADMIN_ROLE, INBOX_COUNT_CAP, DeskError, InboxItem, inbox_topic
 from chat_app.trust import Identity
-from chat_app.trust.policy import any_of_approvers
 
 from . import session as sessions
 from .components.inbox_list import InboxRow
@@ -47,9 +46,7 @@ def _waiting_for(item: InboxItem, viewer: Identity, *, yours: bool, approved: bo
     asked = bool(viewer.email) and viewer.email.lower() == item.requester_email.lower()
     if item.rule is None:
         return "Waiting for you" if asked else item.waiting_for
-    waiting = item.waiting_for
-    if item.escalated_at is not None and item.escalated_to:  # who else may decide now
-        waiting += f"; escalated to {any_of_approvers(item.escalated_to)}"
+    waiting = item.waiting_now
     return f"{waiting}: you may decide" if yours and not approved else waiting
 
 

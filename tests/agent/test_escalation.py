@@ -21,6 +21,8 @@ RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
 NOW = 1_900_000_000.0
 HOUR = 3600.0
 BEFORE = "Needs approval from role finance, not the requester."
+#: Olive (admin) before the escalation reads when it lets her in.
+BEFORE_FOR_ADMIN = f"{BEFORE} Escalation lets admin decide too once it has waited 2 h."
 AFTER = "Needs approval from role finance or role admin, not the requester."
 
 
@@ -76,7 +78,7 @@ async def test_admin_is_refused_before_escalate_after_and_allowed_from_then(
     agent = agent_with(ledger, clock)
     paused = await ask(agent, "transfer 5000 to Ada")
     clock.now = NOW + 2 * HOUR - 1
-    assert refusal(await approve(agent, paused, OLIVE, "r2")) == ("forbidden", BEFORE)
+    assert refusal(await approve(agent, paused, OLIVE, "r2")) == ("forbidden", BEFORE_FOR_ADMIN)
     clock.now = NOW + 2 * HOUR
     events = await approve(agent, paused, OLIVE, "r3")
     assert "Sent 5,000 to Ada" in text_of(events)
@@ -116,7 +118,7 @@ async def test_the_pause_is_read_from_the_lifetime_the_rule_gave_the_seal(
     agent = agent_with(ledger, clock, Policy.parse(text))
     paused = await ask(agent, "transfer 5000 to Ada")
     clock.now = NOW + HOUR
-    assert refusal(await approve(agent, paused, OLIVE, "r2")) == ("forbidden", BEFORE)
+    assert refusal(await approve(agent, paused, OLIVE, "r2")) == ("forbidden", BEFORE_FOR_ADMIN)
     clock.now = NOW + 2 * HOUR
     assert "Sent 5,000 to Ada" in text_of(await approve(agent, paused, OLIVE, "r3"))
 
@@ -143,6 +145,10 @@ async def test_a_question_escalates_by_its_sealed_expiry(ledger: SQLiteLedger) -
         return await collect(agent, body, OLIVE)
 
     clock.now = NOW + HOUR - 1
-    assert refusal(await answer("r2")) == ("forbidden", "Needs approval from ada@example.com.")
+    assert refusal(await answer("r2")) == (
+        "forbidden",
+        "Needs approval from ada@example.com. Escalation lets admin decide too once it has "
+        "waited 1 h.",
+    )
     clock.now = NOW + HOUR
     assert "Shipping order 42 express" in text_of(await answer("r3"))

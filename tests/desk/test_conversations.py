@@ -161,3 +161,12 @@ async def test_each_listed_conversation_says_how_its_latest_decision_ended(world
     auto = by_id[refunded].last_decision
     assert auto is not None and (auto.outcome, auto.rule) == ("auto", "small-refunds")
 
+
+async def test_a_summary_is_one_line_whatever_the_arguments_hold(world: World) -> None:
+    """The demo's email has a body of several lines; the inbox's and the notices' summary
+    of it runs on one."""
+    thread = await world.start(RITA, "email ada@example.com about Launch")
+    [item] = [item for item in (await world.desk.inbox(RITA))[0] if item.thread_id == thread]
+    assert "\n" in item.args["body"]
+    assert "\n" not in item.summary
+    assert item.summary.startswith("to=ada@example.com, subject=Launch, body=Hi, A quick")

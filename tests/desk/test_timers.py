@@ -199,9 +199,9 @@ async def test_reminder_and_escalation_fire_once_with_two_workers(timed: Timed) 
     shown = await world.only_item(OLIVE)
     assert shown.escalation == "escalated to admin after 2 h"
     assert shown.to_json()["note"] == "escalated to admin after 2 h"
-    # The notice says it in the same words, as a sentence of its own.
+    # The notice says it in the same words, as a sentence of its own, to those it lets in.
     notes = {json.loads(row.notice)["note"] for row in timed.deliveries("escalated")}
-    assert notes == {"Escalated to admin after 2 h"}
+    assert notes == {"Escalated to admin after 2 h: you may decide it now."}
     result = await world.desk.decide(shown.decision_id, OLIVE, Answer("approve"))
     assert result.status == "decided"
     await world.desk.wait_idle()

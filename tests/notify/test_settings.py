@@ -91,10 +91,13 @@ BAD = [
     ({**WEBHOOK, "CHAT_APP_WEBHOOK_FORMAT": "xml"}, "CHAT_APP_WEBHOOK_FORMAT", "json"),
     ({"CHAT_APP_SMTP_URL": "smtp//x"}, "CHAT_APP_SMTP_URL", "smtps://host:465"),
     ({"CHAT_APP_SMTP_URL": "http://mail.example.com"}, "CHAT_APP_SMTP_URL", "not an SMTP URL"),
-    ({"CHAT_APP_SMTP_URL": "smtp://mail.example.com:x1"}, "CHAT_APP_SMTP_URL", "SMTP URL"),
+    ({"CHAT_APP_SMTP_URL": "smtp://mail.example.com:x1"}, "CHAT_APP_SMTP_URL", "1 to 65535"),
+    ({"CHAT_APP_SMTP_URL": "smtp://b:s3cret@m:99999"}, "CHAT_APP_SMTP_URL", "port that is not"),
+    ({"CHAT_APP_WEBHOOK_URL": "https://h:70000/k"}, "CHAT_APP_WEBHOOK_URL", "1 to 65535"),
     ({"CHAT_APP_SMTP_URL": "smtp://mail.example.com:0"}, "CHAT_APP_SMTP_URL", "port 0"),
     ({"CHAT_APP_SMTP_URL": "smtp://u@mail.example.com"}, "CHAT_APP_SMTP_URL", "give both"),
     ({"CHAT_APP_SMTP_URL": "smtp://mail.example.com"}, "CHAT_APP_MAIL_FROM", "is required"),
+    ({"CHAT_APP_MAIL_FROM": "approvals@example.com"}, "CHAT_APP_MAIL_FROM", "SMTP_URL is not"),
     ({**SMTP, "CHAT_APP_MAIL_FROM": "approvals"}, "CHAT_APP_MAIL_FROM", "email address"),
     ({**SMTP, "CHAT_APP_MAIL_FROM": "a@x.com, b@x.com"}, "CHAT_APP_MAIL_FROM", "email address"),
     ({"CHAT_APP_PUBLIC_URL": "chat.example.com"}, "CHAT_APP_PUBLIC_URL", "http(s) URL"),
@@ -164,3 +167,12 @@ def test_a_bad_webhook_url_is_shown_without_its_path() -> None:
     message = str(refused.value)
     assert message.startswith("CHAT_APP_WEBHOOK_URL=")
     assert "s3cr3tkey" not in message and "hooks.slack.com/…" in message
+
+
+def test_a_refused_url_hides_its_password_and_a_webhooks_path() -> None:
+    with pytest.raises(NotifyConfigError) as smtp:
+        NotifySettings.from_env({"CHAT_APP_SMTP_URL": "smtp://bob:s3cret@mail:99999"})
+    assert "s3cret" not in str(smtp.value) and "bob:***@mail:99999" in str(smtp.value)
+    with pytest.raises(NotifyConfigError) as hook:
+        NotifySettings.from_env({"CHAT_APP_WEBHOOK_URL": "https://hooks.example.com:0x/T0/key"})
+    assert "key" not in str(hook.value) and "https://hooks.example.com:0x/…" in str(hook.value)

@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -218,6 +219,15 @@ def server_environment(data_dir: Path, **env: str) -> dict[str, str]:
 
 def first_log_line(data_dir: Path, **env: str) -> str:
     """The standalone server's first line on stderr (then it is stopped)."""
+    return start_log(data_dir, env, until=lambda _: True)[0]
+
+
+def start_log(
+    data_dir: Path, env: Mapping[str, str], *, until: Callable[[str], bool] | None = None
+) -> list[str]:
+    """The standalone server's lines on stderr, under `env`, up to the one `until` holds for
+    (by default uvicorn's "Application startup complete"), then it is stopped."""
+    done = until or (lambda line: "Application startup complete" in line)
     process = subprocess.Popen(
         [sys.executable, "-m", "chat_app.server", "--port", str(free_port())],
         cwd=ROOT,
@@ -227,8 +237,13 @@ def first_log_line(data_dir: Path, **env: str) -> str:
         text=True,
     )
     assert process.stderr is not None
+    lines: list[str] = []
     try:
-        return process.stderr.readline().strip()
+        for line in process.stderr:
+            lines.append(line.strip())
+            if done(line):
+                break
+        return lines
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -78,6 +78,7 @@ from tests.server.process_app import (
     figure,
     poll,
     server_env,
+    start_log,
     timed_policy,
 )
 
@@ -285,6 +286,7 @@ async def test_two_workers_remind_escalate_and_expire_once(pair: Pair) -> None:
     )
     assert shown is not None and shown["decisionId"] == first_id
     assert shown["note"] == "escalated to admin after 4 s"
+    assert shown["waitingFor"] == "Waiting for finance; escalated to admin"
     assert shown["escalatedTo"] == ["role:admin"] and shown["escalatedAt"]
 
     # The second expires; the conversation goes on by itself.
@@ -295,7 +297,7 @@ async def test_two_workers_remind_escalate_and_expire_once(pair: Pair) -> None:
     [escalated] = hooks_for(pair.hooks, first_id, "escalated")
     assert [r["email"] for r in reminder.json()["recipients"]] == [ADA]
     assert [r["email"] for r in escalated.json()["recipients"]] == [OLIVE]
-    assert escalated.json()["note"] == "Escalated to admin after 4 s"
+    assert escalated.json()["note"] == "Escalated to admin after 4 s: you may decide it now."
     assert [m.rcpt_tos for m in mails_for(pair.smtp, first, "reminder")] == [(ADA,)]
     assert [m.rcpt_tos for m in mails_for(pair.smtp, first, "escalated")] == [(OLIVE,)]
     trail = await b.trail()
@@ -551,6 +553,19 @@ async def test_a_bad_url_stops_the_start(tmp_path: Path) -> None:
         assert result.returncode != 0, result.stderr
         last = result.stderr.strip().splitlines()[-1]
         assert last.startswith(f"chat_app.server: {variable}="), result.stderr
+
+
+def test_the_standalone_server_says_where_links_lead_without_a_public_url(
+    tmp_path: Path,
+) -> None:
+    """It serves the HTTP API alone, so a notice's default link leads nowhere useful: the
+    start says so, naming the variable; given the app's address, it says nothing."""
+    hook = {"CHAT_APP_WEBHOOK_URL": "http://127.0.0.1:9/hook", "CHAT_APP_WEBHOOK_SECRET": SECRET}
+    [warning] = [line for line in start_log(tmp_path / "a", hook) if "has no pages" in line]
+    assert "CHAT_APP_PUBLIC_URL is not set" in warning and "http://localhost:" in warning
+    given = start_log(tmp_path / "b", {**hook, "CHAT_APP_PUBLIC_URL": "https://chat.example.com"})
+    assert any("notifications: webhook" in line for line in given)
+    assert not any("has no pages" in line for line in given)
 
 
 async def test_a_receiver_that_is_down_holds_up_nothing(tmp_path: Path) -> None:

@@ -554,10 +554,15 @@ def test_a_rule_that_decides_alone_takes_no_times(key: str) -> None:
 def test_once_escalated_escalate_to_may_decide_too() -> None:
     policy = _timed('escalate_after = "2h"\nescalate_to = ["role:admin"]\n')
     rule = policy.rules[0]
+    refused = "Needs approval from role finance, not the requester."
+    # Before, someone the escalation will let in reads when, rather than a flat no.
     assert policy.check(rule, OLIVE, decider_is_requester=False) == (
-        "Needs approval from role finance, not the requester."
+        f"{refused} Escalation lets admin decide too once it has waited 2 h."
     )
     assert policy.check(rule, OLIVE, decider_is_requester=False, escalated=True) is None
+    sam = _person("sam@example.com", "ops")  # never let in: no word of the escalation
+    assert policy.check(rule, sam, decider_is_requester=False) == refused
+    assert policy.check(rule, OLIVE, decider_is_requester=True) == refused  # whoever asked
     assert policy.check(rule, ADA, decider_is_requester=False, escalated=True) is None
     assert policy.check(rule, SAM, decider_is_requester=False, escalated=True) == (
         "Needs approval from role finance or role admin, not the requester."
