@@ -662,21 +662,29 @@ class ChatState(IdentityState):
     async def _desk_answer(
         self, session: sessions.Session, interrupt_id: str, form: str, value: Any
     ) -> None:
-        """Give an answer to the desk, which runs the continuation; the page follows it
-        through the desk's notices. A refusal shows on the card, the draft kept."""
+        """Give the answer of whoever is signed in now to the desk, which runs the
+        continuation; the page follows it through the desk's notices. A refusal shows on the
+        card, the draft kept."""
         desk = sessions.desk()
         assert desk is not None
         memory = self._memory.setdefault(interrupt_id, FormMemory())
+        # Not the session's person, which it keeps between runs: a tab signed out in another
+        # (or expired) must send nothing as whoever it showed.
+        viewer = self._viewer()
+        if viewer is None:
+            memory.message = f"{self.auth_error} Nothing was sent."
+            self._refresh(session)
+            return
         try:
             result = await desk.decide(
                 decision_id_of(self.thread_shown, interrupt_id),
-                session.identity,
+                viewer,
                 _answer_of(form, value),
             )
         except DeskError as error:
             memory.message = error.message
             by = error.details.get("decidedBy")
-            if error.code == "already-decided" and by and by != session.identity.email:
+            if error.code == "already-decided" and by and by != viewer.email:
                 # Someone else decided it a moment before this click landed (not this
                 # person's own vote, counted already, nor their other tab): the card turns to
                 # how it ended at the next sync, and would not say this answer went nowhere.
@@ -689,7 +697,7 @@ class ChatState(IdentityState):
         memory.message = ""
         item = result.item
         if result.status == "waiting":
-            self._votes = {**self._votes, **_votes_of([item], session.identity.email)}
+            self._votes = {**self._votes, **_votes_of([item], viewer.email)}
         self._refresh(session)
 
     @rx.event(background=True)

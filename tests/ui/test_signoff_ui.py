@@ -390,6 +390,42 @@ def test_signing_out_in_one_tab_signs_out_the_others(
         expect(page.get_by_text("Sent 25 to Ada")).to_have_count(0)
 
 
+def test_a_tab_signed_out_elsewhere_decides_nothing_through_the_desk(
+    browser: Browser, password_app_url: str, screenshot_dir: Path
+) -> None:
+    """Bob's large transfer is Ada's to decide, in his conversation, through the desk. Once
+    she signed out in another tab, her open tab's Reject is refused on the card, the reason
+    she typed stays, and nothing is decided: Bob's transfer still waits for finance."""
+    with fresh_page(browser, password_app_url) as bob:
+        sign_in(bob, "bob@example.com", "Bob")
+        ask(bob, "transfer 5000 to Ada")
+        expect(tool_card(bob, "transfer").locator(".waiting-label")).to_be_visible()
+        expect(bob).to_have_url(re.compile(r"/c/"))
+        with fresh_page(browser, password_app_url) as ada:
+            sign_in(ada, "ada@example.com", "Ada")
+            ada.goto(bob.url)
+            hydrated(ada)
+            card = ada.locator(".approval-card")
+            card.locator("button.reject").click()
+            reason = card.locator('.form-reject [name="reason"]')
+            reason.fill("Not this account")
+            other = ada.context.new_page()
+            other.goto("/")
+            hydrated(other)
+            other.locator("#sign-out").click()
+            expect(other).to_have_url(re.compile(r"/signin\b"))
+
+            card.locator(".form-reject button[type=submit]").click()
+            expect(card.locator(".decision-error")).to_contain_text("Nothing was sent.")
+            expect(reason).to_have_value("Not this account")
+            shot(ada, screenshot_dir, "signed-out-tab-desk-refused")
+        bob.reload()
+        hydrated(bob)
+        expect(tool_card(bob, "transfer").locator(".waiting-label")).to_be_visible()
+        expect(bob.get_by_text("Rejected by Ada")).to_have_count(0)
+        expect(bob.get_by_text("Not this account")).to_have_count(0)
+
+
 # --- no sign-in, an app copy -----------------------------------------------------------------
 
 
