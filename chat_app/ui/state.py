@@ -466,6 +466,7 @@ class ChatState(IdentityState):
         sessions.forget(self.router.session.client_token)
         self._client_json, self._memory, self._owner = "", {}, ""
         self.owner_name, self.read_only, self.desk_notice = "", False, ""
+        self.notices, self._noticed = [], []  # each is about the conversation it came in
         self.thread_shown, self._shown_to, self._desk_version = thread, shown_to, version
         self._desk_running = False
         self._own_changes = {}
@@ -497,7 +498,6 @@ class ChatState(IdentityState):
         self._show_nothing()
         self.draft, self.held, self.run_error = "", "", ""
         self._lost_click = self.unconfirmed = ""
-        self.notices, self._noticed = [], []
 
     # --- the desk: stored conversations -------------------------------------------------
 
@@ -556,6 +556,8 @@ class ChatState(IdentityState):
                 self.read_only, self.desk_notice = True, error.message
                 return True
             return False
+        if wanted != self.thread_shown:  # another conversation: the last one's notices go
+            self.notices, self._noticed = [], []
         self._client_json = view.state
         self._owner = view.summary.owner_email
         self.owner_name = view.summary.owner_name or view.summary.owner_email
