@@ -59,6 +59,9 @@ class FormField:
     #: Edited arguments: the value the model proposed, shown beside a field once changed.
     proposed: str = ""
     has_proposed: bool = False
+    #: The control's element id, unique on the page (two cards' forms may hold the same
+    #: path): its label points at it, and its error (`<control_id>-error`) describes it.
+    control_id: str = ""
 
 
 @dataclass

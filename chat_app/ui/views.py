@@ -433,6 +433,8 @@ def decision_view(
         if not schema:
             return []
         rows = form_fields(schema, initial)
+        for row in rows:
+            row.control_id = f"{item.id}--{form}--{row.path}"
         if form == "edit":  # each field says what was proposed, once changed
             for row in rows:
                 if row.kind not in ("group", "list", "checks"):

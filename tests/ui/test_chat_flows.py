@@ -119,6 +119,32 @@ def test_cancel_runs_nothing(page: Page, screenshot_dir: Path) -> None:
     shot(page, screenshot_dir, "delete-cancelled")
 
 
+def test_two_open_edit_forms_each_label_and_describe_their_own_fields(page: Page) -> None:
+    """Two invoices' Edit forms open at once hold the same fields: each label points at its
+    own card's control (a click on it focuses that one), no id is on the page twice, and a
+    field's error is what describes it to assistive technology."""
+    ask(page, "pay invoices")
+    cards = page.locator(".approval-card")
+    expect(cards).to_have_count(3)
+    cards.nth(0).locator("button.edit").click()
+    cards.nth(1).locator("button.edit").click()
+    second = cards.nth(1).locator(".form-edit")
+    label = second.locator("label.field-label", has_text="Amount")
+    control = second.locator(f'[id="{label.get_attribute("for")}"]')
+    expect(control).to_have_count(1)
+    label.click()
+    expect(control).to_be_focused()
+    ids = page.evaluate("[...document.querySelectorAll('[id]')].map((e) => e.id)")
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+
+    control.fill("")
+    second.locator("button[type=submit]").click()
+    error = second.locator(".field-error")
+    expect(error).to_have_text("This field is required.")
+    expect(control).to_have_attribute("aria-invalid", "true")
+    expect(control).to_have_attribute("aria-describedby", error.get_attribute("id") or "?")
+
+
 def test_edited_arguments_are_validated_then_sent(page: Page, screenshot_dir: Path) -> None:
     ask(page, "email ada@example.com about Launch")
     page.locator(".approval-card button.edit").click()

@@ -22,7 +22,7 @@ def _label(row: FormField) -> rx.Component:
     return rx.el.label(
         row.label,
         rx.cond(row.required, rx.text.span(" *", color=rx.color("red", 10), aria_hidden="true")),
-        html_for=row.path,
+        html_for=row.control_id,
         class_name="field-label",
         font_weight="500",
         font_size="0.875rem",
@@ -50,27 +50,45 @@ def _error(row: FormField) -> rx.Component:
     return rx.cond(
         row.error != "",
         rx.text(
-            row.error, size="1", color=rx.color("red", 11), role="alert", class_name="field-error"
+            row.error,
+            size="1",
+            color=rx.color("red", 11),
+            role="alert",
+            class_name="field-error",
+            id=row.control_id + "-error",
         ),
     )
+
+
+def _described(row: FormField) -> dict[str, Any]:
+    """A control's state for assistive technology: invalid, and described by its error,
+    while it shows one."""
+    failed = row.error != ""
+    return {
+        "aria_invalid": rx.cond(failed, "true", "false"),
+        "aria_describedby": rx.cond(failed, row.control_id + "-error", ""),
+    }
 
 
 def _text_input(row: FormField, **extra: Any) -> rx.Component:
     return rx.input(
         name=row.path,
-        id=row.path,
+        id=row.control_id,
         default_value=row.value,
         type=row.input_type,
         placeholder=row.placeholder,
-        aria_invalid=rx.cond(row.error != "", "true", "false"),
         width="100%",
+        **_described(row),
         **extra,
     )
 
 
 def _lines(row: FormField, **extra: Any) -> rx.Component:
     """Text of several lines: free text, one item a line, or a JSON value."""
-    return rx.text_area(name=row.path, id=row.path, default_value=row.value, width="100%", **extra)
+    return rx.text_area(
+        name=row.path, id=row.control_id, default_value=row.value, width="100%",
+        **_described(row), **extra,
+    )  # fmt: skip
 
 
 def _control(row: FormField) -> rx.Component:
@@ -79,7 +97,7 @@ def _control(row: FormField) -> rx.Component:
         (
             "boolean",
             rx.el.label(
-                rx.checkbox(name=row.path, id=row.path, default_checked=row.value == "true"),
+                rx.checkbox(name=row.path, id=row.control_id, default_checked=row.value == "true"),
                 rx.text(row.label, size="2"),
                 display="flex",
                 gap="0.5em",
