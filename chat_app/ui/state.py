@@ -105,15 +105,20 @@ STORE_NOTE = "((key, note, draft) => draft === '1' ? undefined : sessionStorage.
 
 _log = logging.getLogger(__name__)
 
-#: After a refused Submit, once the errors are drawn: the first field in error of that form
-#: (`%s`: its decision's id and the form's name, as JSON) takes the focus, scrolled into view.
-FOCUS_FIRST_ERROR = """
+#: Once a decision's form is drawn (`%s`: its decision's id, the form's name and which field,
+#: as JSON): the first field of it, or the first in error after a refused Submit, takes the
+#: focus, scrolled into view (a keyboard's next key goes where the person looks). A form just
+#: opened leaves the focus where it is if the person already went into a field.
+FOCUS_IN_FORM = """
 setTimeout(() => {
-  const [id, name] = %s;
+  const [id, name, which] = %s;
+  const typing = document.activeElement;
+  if (which === 'first' && typing && typing.matches('input, textarea, select')) return;
   const form = [...document.querySelectorAll('form.decision-form')].find((f) =>
     f.elements.__interrupt && f.elements.__interrupt.value === id &&
     f.elements.__form && f.elements.__form.value === name);
-  const field = form && form.querySelector('.form-field:has(.field-error)');
+  const field = form && form.querySelector(which === 'error'
+    ? '.form-field:has(.field-error)' : '.form-field');
   const control = field && field.querySelector('input:not([type=hidden]), textarea, button');
   if (control) { control.focus({preventScroll: true}); field.scrollIntoView({block: 'center'}); }
 }, 50)
@@ -902,11 +907,14 @@ class ChatState(IdentityState):
 
     @rx.event
     @guarded
-    async def toggle_panel(self, interrupt_id: str, panel: str) -> None:
+    async def toggle_panel(self, interrupt_id: str, panel: str) -> Any:
         session = await self._loaded_session()
         memory = self._memory.setdefault(interrupt_id, FormMemory())
         memory.panel = "" if memory.panel == panel else panel
         self._refresh(session)
+        if not memory.panel:
+            return None
+        return rx.call_script(FOCUS_IN_FORM % json.dumps([interrupt_id, panel, "first"]))
 
     @rx.event
     @guarded
@@ -966,7 +974,7 @@ class ChatState(IdentityState):
                 # Nothing is sent; the fields show their errors and keep what was typed, and
                 # the first of them takes the focus (on a long form it may be out of view).
                 self._refresh(session)
-                return rx.call_script(FOCUS_FIRST_ERROR % json.dumps([interrupt_id, form]))
+                return rx.call_script(FOCUS_IN_FORM % json.dumps([interrupt_id, form, "error"]))
             value = result.value
         memory.errors.pop(form, None)
         if self._through_desk(session, item, form):

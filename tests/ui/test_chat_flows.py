@@ -79,8 +79,13 @@ def test_transfer_approved_reports_the_receipt(page: Page, screenshot_dir: Path)
 
 def test_reject_needs_a_reason_and_the_model_reads_it(page: Page, screenshot_dir: Path) -> None:
     ask(page, "transfer 25 to Ada")
-    page.locator(".approval-card button.reject").click()
+    toggle = page.locator(".approval-card button.reject")
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    toggle.click()
     form = page.locator(".form-reject")
+    # Opened, the form has the keyboard: the reason is typed at once.
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    expect(form.locator('[name="reason"]')).to_be_focused()
     form.locator("button[type=submit]").click()
     expect(form.locator(".field-error")).to_have_text("This field is required.")
     expect(page.locator(".approval-card")).to_be_visible()  # nothing was sent

@@ -44,7 +44,7 @@ def _scripts() -> dict[str, str]:
         "schema_form.DRAFT_SCRIPT": schema_form.DRAFT_SCRIPT,
         "state.IN_VIEW": state.IN_VIEW,
         "state.STORE_NOTE": state.STORE_NOTE,
-        "state.FOCUS_FIRST_ERROR": state.FOCUS_FIRST_ERROR % json.dumps(["approval_c1", "reject"]),
+        "state.FOCUS_IN_FORM": state.FOCUS_IN_FORM % json.dumps(["approval_c1", "reject", "error"]),
         "state.browser_call": state.browser_call(LOCAL_TIME_SCRIPT, "call_1 'quoted' \"both\""),
         "session.LOCAL_TIME_SCRIPT": LOCAL_TIME_SCRIPT,
         "session.LOCATION_SCRIPT": LOCATION_SCRIPT,

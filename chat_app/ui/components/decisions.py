@@ -106,6 +106,7 @@ def _answer_button(
             label + "…",
             on_click=events.toggle_panel(decision.id, form),
             class_name=form,
+            aria_expanded=rx.cond(decision.panel == form, "true", "false"),
             **style,
         ),
         rx.button(label, on_click=answer(decision.id), class_name=form, **style),
@@ -143,6 +144,7 @@ def approval_controls(decision: DecisionView, events: DecisionEvents) -> rx.Comp
                     on_click=events.toggle_panel(decision.id, "edit"),
                     variant="outline",
                     class_name="edit",
+                    aria_expanded=rx.cond(decision.panel == "edit", "true", "false"),
                 ),
             ),
             rx.cond(
