@@ -273,11 +273,12 @@ class Deliverer:
         if after is None:
             return
         retry = after.status == "pending"
+        recipient = row.recipient or self.settings.webhook_shown  # a webhook's is its address
         _log.warning(
-            "notify: %s delivery %s to %r failed (attempt %d%s): %s",
+            "notify: %s delivery %s to %s failed (attempt %d%s): %s",
             row.channel,
             row.id,
-            row.recipient,
+            recipient,
             after.attempts,
             f", next at {iso_utc(after.next_attempt_at)}" if retry else ", giving up",
             error,
@@ -288,7 +289,7 @@ class Deliverer:
             "decisionId": row.decision_id,
             "event": row.event,
             "channel": row.channel,
-            "recipient": row.recipient,
+            "recipient": recipient,
             "attempt": after.attempts,
             "error": error,
             "willRetry": retry,

@@ -98,6 +98,12 @@ class NotifySettings:
             found.append("email")
         return tuple(found)
 
+    @property
+    def webhook_shown(self) -> str:
+        """The webhook as logs and the trail name it: up to its path (a Slack URL's path
+        is its key), `https://hooks.slack.com/…`; "" without one."""
+        return _pathless(self.webhook_url) if self.webhook_url else ""
+
     def link(self, thread_id: str) -> str:
         """Where a person opens the conversation a notice is about."""
         return f"{self.public_url}/c/{thread_id}"

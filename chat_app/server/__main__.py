@@ -107,12 +107,15 @@ def _configure_logs() -> dict[str, Any] | None:
     except ValueError as error:
         sys.exit(f"chat_app.server: {error}")
     log_config = server_log_config(os.environ)
-    if log_config is None and not logger.handlers:  # text: this module's lines as uvicorn's
+    app_logger = logging.getLogger("chat_app")
+    if log_config is None and not app_logger.handlers:
+        # Text: the app's lines (the deliverer's, the desk's…) as uvicorn writes its own,
+        # each with its level, not bare as Python's last-resort handler writes warnings.
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
-        logger.addHandler(handler)
-        logger.propagate = False
-    logger.setLevel(logging.INFO)
+        app_logger.addHandler(handler)
+        app_logger.propagate = False
+    app_logger.setLevel(logging.INFO)
     configure_tracing(os.environ)
     return log_config
 

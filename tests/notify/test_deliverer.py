@@ -156,10 +156,12 @@ async def test_three_refusals_then_success(engine: Engine) -> None:
     first = audit.entries[0]
     assert (first.thread_id, first.run_id, first.actor) == ("t-transfer", "", None)
     assert first.data["decisionId"] == make_notice().decision_id
+    # A webhook's recipient is its address up to the path (a Slack URL's path is its key).
+    host = receiver.url.rsplit("/", 1)[0]
     assert (first.data["event"], first.data["channel"], first.data["recipient"]) == (
         "decision-needed",
         "webhook",
-        "",
+        f"{host}/…",
     )
     assert [entry.data["attempt"] for entry in audit.entries] == [1, 2, 3]
     assert all(entry.data["willRetry"] for entry in audit.entries)

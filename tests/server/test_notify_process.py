@@ -608,6 +608,11 @@ async def test_a_receiver_that_is_down_holds_up_nothing(tmp_path: Path) -> None:
             # it held nothing up.
             assert (row.channel, row.status) in (("webhook", "pending"), ("webhook", "skipped"))
             assert "could not be reached" in row.last_error, row.last_error
+        # The log says so with its level, naming the webhook up to its path.
+        failed = [line for line in worker.log_lines() if "delivery" in line and "failed" in line]
+        host = env["CHAT_APP_WEBHOOK_URL"].rsplit("/", 1)[0]
+        assert failed and all(line.startswith("WARNING:") for line in failed), failed
+        assert f"to {host}/… failed" in failed[0], failed
     finally:
         await worker.close()
         if engine is not None:
