@@ -40,6 +40,9 @@ CHROMIUM_ARGS = [
 START_TIMEOUT = float(os.environ.get("CHAT_APP_UI_START_TIMEOUT", "600"))
 #: `reflex run`, as the tests and benchmark serve the app (the launcher adds worker respawn).
 REFLEX_RUN = [str(Path(sys.executable).with_name("reflex")), "run"]
+#: As `make run` serves it: `reflex run` with worker respawn and pages' state kept across a
+#: restart (`chat_app.launch`).
+LAUNCHER = [sys.executable, "-m", "chat_app.launch", "run"]
 
 
 class AppDidNotStart(RuntimeError):
@@ -119,11 +122,13 @@ def served_app(
     *,
     command: Sequence[str] = REFLEX_RUN,
     timeout: float = START_TIMEOUT,
+    port: int | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`command … --env prod --single-port` from `cwd` on a free port (a prod build is tied
-    to its port); yield its base URL and process once `/ping` and `/` answer. A build whose
+    """`command … --env prod --single-port` from `cwd` on `port` (a free one by default; a
+    prod build is tied to its port, and a restart keeps the pages' origin only on the same
+    one); yield its base URL and process once `/ping` and `/` answer. A build whose
     prerender timed out is run once more; any other failure is `AppDidNotStart`."""
-    port = free_port()
+    port = port or free_port()
     cmd = [*command, "--env", "prod", "--single-port", "--backend-port", str(port)]
     for attempt in (1, 2):
         proc = _start(cmd, cwd, env, log_path)

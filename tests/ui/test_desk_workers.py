@@ -48,7 +48,7 @@ from chat_app.trust.ledger import AuditRecord, verify_chain
 from chat_app.trust.redis_ledger import RedisLedger
 from tests.pg_server import PostgresServer
 from tests.redis_server import redis_server
-from tests.ui.app_server import AppDidNotStart, app_env, copy_app, served_app
+from tests.ui.app_server import LAUNCHER, AppDidNotStart, app_env, copy_app, served_app
 from tests.ui.conftest import ask, hydrated, thread_of
 from tests.ui.test_desk_ui import (
     ADA,
@@ -62,7 +62,6 @@ from tests.ui.test_desk_ui import (
     tool_card,
 )
 from tests.ui.test_many_workers import (
-    LAUNCHER,
     ManyWorkersApp,
     _connections_per_worker,
     _socket_inodes,

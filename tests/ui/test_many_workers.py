@@ -53,6 +53,7 @@ from tests.redis_server import redis_server
 from tests.ui.app_server import (
     CHROMIUM,
     CHROMIUM_ARGS,
+    LAUNCHER,
     AppDidNotStart,
     app_env,
     copy_app,
@@ -62,8 +63,6 @@ from tests.ui.app_server import (
 )
 
 WORKERS = 3
-#: Served as `make run` serves it: granian respawns a worker that dies.
-LAUNCHER = [sys.executable, "-m", "chat_app.launch", "run"]
 SESSIONS = 50
 #: Tabs loading, asking or approving at the same time (two cores run the browser and app).
 BUSY_TABS = 8

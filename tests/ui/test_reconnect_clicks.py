@@ -35,7 +35,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -49,11 +48,17 @@ from playwright.sync_api import Browser, Page, WebSocketRoute, expect
 from chat_app.trust.ledger import AuditRecord, verify_chain
 from chat_app.trust.redis_ledger import RedisLedger
 from tests.redis_server import redis_server
-from tests.ui.app_server import AppDidNotStart, app_env, copy_app, log_tail, served_app
+from tests.ui.app_server import (
+    LAUNCHER,
+    AppDidNotStart,
+    app_env,
+    copy_app,
+    log_tail,
+    served_app,
+)
 
 pytestmark = pytest.mark.browser
 
-LAUNCHER = [sys.executable, "-m", "chat_app.launch", "run"]
 SPAWNED = re.compile(r"Spawning worker-(\d+) with PID: (\d+)")
 RECEIPT = re.compile(r"Receipt id: (rcpt-[0-9a-f]+)")
 TOKEN_JS = "sessionStorage.getItem('token')"

@@ -1,0 +1,58 @@
+"""A restart of the app, in Chromium: what a person had typed into a decision form is there
+when the page comes back.
+
+The app is served as `make run` serves it (`python -m chat_app.launch`), stopped as an
+operator stops it, and started again on the same port (a tab's state is found by the page's
+origin and the token in its session storage).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, expect
+
+from tests.live_server import free_port
+from tests.ui.app_server import LAUNCHER, AppDidNotStart, app_env, copy_app, served_app
+from tests.ui.conftest import ask, eventually, fresh_page, hydrated
+
+pytestmark = pytest.mark.browser
+
+REASON = "Wrong account: this goes to savings"
+
+
+def test_a_reason_typed_before_a_restart_is_there_after_it(
+    browser: Browser, tmp_path: Path, screenshot_dir: Path
+) -> None:
+    """Rita starts rejecting her transfer and types why; the app is stopped and started
+    again: after a reload the form is open with her reason, and submitting it rejects."""
+    app_root = tmp_path / "app"
+    copy_app(app_root)
+    env = {**app_env(), "CHAT_APP_DATA_DIR": str(tmp_path / "data")}
+    port = free_port()
+    states = app_root / ".states"
+
+    def stored() -> bool:  # the tab's state, on disk, holds the reason
+        return any(REASON.encode() in path.read_bytes() for path in states.glob("*.pkl"))
+
+    with fresh_page(browser, f"http://127.0.0.1:{port}") as page:
+        try:
+            with served_app(app_root, env, tmp_path / "first.log", command=LAUNCHER, port=port):
+                page.goto("/")
+                hydrated(page)
+                ask(page, "transfer 25 to Ada")
+                card = page.locator(".approval-card")
+                card.locator("button.reject").click()
+                card.locator('.form-reject [name="reason"]').fill(REASON)
+                eventually(stored, "the reason to be in the tab's state on disk")
+            with served_app(app_root, env, tmp_path / "again.log", command=LAUNCHER, port=port):
+                page.reload()
+                hydrated(page)
+                reason = page.locator('.approval-card .form-reject [name="reason"]')
+                expect(reason).to_have_value(REASON)
+                page.screenshot(path=str(screenshot_dir / "restart-reason-kept.png"))
+                page.locator(".approval-card .form-reject button[type=submit]").click()
+                expect(page.get_by_text(f"Reason: {REASON}.")).to_be_visible()
+        except AppDidNotStart as error:
+            pytest.fail(str(error), pytrace=False)
