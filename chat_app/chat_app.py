@@ -44,7 +44,6 @@ from chat_app.notify import Outbox
 from chat_app.notify.stats import DeliveryStats
 from chat_app.observe import configure_logging, configure_tracing
 from chat_app.server import create_app
-from chat_app.server.app import in_background
 from chat_app.server.collector import tune_collector
 from chat_app.server.metrics import MetricsSource
 from chat_app.server.origin import handshake_from_elsewhere
@@ -250,10 +249,12 @@ app.add_page(
 app.add_page(audit, route="/audit", title="Audit · chat_app", on_load=AuditState.load)
 app.add_page(signin, route=SIGN_IN_ROUTE, title="Sign in · chat_app", on_load=SignInState.load)
 # Conversations a worker that died left running are shown failed (with Retry); answers
-# decided but never carried are carried. Notices, reminders, escalations and expiries, in
-# every worker (each fires once: see chat_app.desk.timers), and the outbox's deliveries.
-# One context, not plain tasks: Reflex cancels those without waiting for them to stop.
-app.register_lifespan_task(in_background, tasks=[desk.keep_recovering, *notifications.tasks])
+# decided but never carried are carried.
+app.register_lifespan_task(desk.keep_recovering)
+# Notices, reminders, escalations and expiries, in every worker (each fires once: see
+# chat_app.desk.timers), and the outbox's deliveries.
+for task in notifications.tasks:
+    app.register_lifespan_task(task)
 app.add_page(
     conversations,
     route="/conversations",

@@ -5,9 +5,10 @@ stops it: a receiver that refuses, hangs or is gone is a failed attempt, recorde
 reason and tried again after the backoff; a database that is unreachable is logged and tried
 again next round. Each send is a task of its own under the timeout, and a round does not wait
 for the sends it started: a receiver that hangs holds up only its own notices, not the next
-round's (another person's email, a reminder). A worker that stops gives back the claims of
-the sends it had under way, unsent, so they go out at once after a restart or from another
-worker, not when their lease lapses.
+round's (another person's email, a reminder); at most `MAX_SENDING` are under way at once. A
+worker that stops gives back the claims of the sends it had under way and its receiver had
+not taken, so they go out at once after a restart or from another worker, not when their
+lease lapses (rows it was still claiming wait for their lease).
 
 A notice that asks for a decision (`Notice.asks_for_decision`) is checked just before it is
 sent: one can wait long in the outbox (a receiver down, its retries), and telling someone to
@@ -43,6 +44,9 @@ SettledDecisions = Callable[[Collection[str]], Mapping[str, str]]
 #: A claim outlives the slowest send by far: a worker that is alive never loses a row to
 #: another mid-send, one that died gives its rows back within this.
 _MIN_LEASE_SECONDS = 60.0
+#: At most this many of `run`'s sends under way at once (a backlog behind a slow receiver
+#: would otherwise open a connection per row, and SMTP servers refuse that many).
+MAX_SENDING = 20
 
 
 class Deliverer:
@@ -78,6 +82,8 @@ class Deliverer:
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sending: dict[int, asyncio.Task[bool]] = {}  # `run`'s sends under way, by row
+        # Rows whose send reached its receiver, being recorded: never given back.
+        self._delivered: set[int] = set()
 
     async def deliver_due(self) -> int:
         """Claim what is due and try each once, waiting for every send; returns how many
@@ -89,22 +95,34 @@ class Deliverer:
         return sum(sent)
 
     async def _start_due(self) -> None:
-        """Claim what is due and start a send for each, without waiting for them."""
-        for row in await self._claim():
+        """Claim what is due, up to `MAX_SENDING` under way, and start a send for each,
+        without waiting for them."""
+        room = MAX_SENDING - len(self._sending)
+        if room <= 0:
+            return
+        for row in await self._claim(limit=room):
+            if row.id in self._sending:  # its lease lapsed mid-send: the send still runs
+                continue
             task = asyncio.create_task(self._deliver(row))
             self._sending[row.id] = task
             task.add_done_callback(functools.partial(self._forget, row.id))
 
-    def _forget(self, key: int, _: asyncio.Task[bool]) -> None:
-        self._sending.pop(key, None)
+    def _forget(self, key: int, task: asyncio.Task[bool]) -> None:
+        if self._sending.get(key) is task:
+            del self._sending[key]
+        if not task.cancelled() and task.exception() is not None:
+            _log.error("notify: delivery %s failed in the deliverer", key,
+                       exc_info=task.exception())  # fmt: skip
 
-    async def _claim(self) -> list[Delivery]:
-        """The due deliveries this worker now holds, less those settled without sending."""
+    async def _claim(self, limit: int = 20) -> list[Delivery]:
+        """The due deliveries this worker now holds (at most `limit`), less those settled
+        without sending."""
         try:
             rows = await asyncio.to_thread(
                 self.outbox.claim_due,
                 self.worker,
                 now=self.outbox.clock(),
+                limit=limit,
                 lease_seconds=self._lease_seconds,
             )
         except OutboxError:
@@ -135,15 +153,19 @@ class Deliverer:
             await self.aclose()
 
     async def _stop_sending(self) -> None:
-        """Cancel the sends under way and give their rows back to the outbox, unsent (one
-        that reached its receiver before the cancel may arrive twice, as after a crash)."""
+        """Cancel the sends under way and give their rows back to the outbox, unsent. One
+        that its receiver took is not given back: its record (`mark_sent`, in a thread the
+        cancel does not stop) settles it, or its lease lapses. One cut off mid-request may
+        still have arrived, and may arrive twice, as after a crash."""
         sending = dict(self._sending)
         if not sending:
             return
         for task in sending.values():
             task.cancel()
         await asyncio.wait(sending.values())
-        unsent = [key for key, task in sending.items() if task.cancelled()]
+        unsent = [
+            key for key, task in sending.items() if task.cancelled() and key not in self._delivered
+        ]
         try:
             released = await asyncio.to_thread(self.outbox.release, unsent, self.worker)
         except OutboxError:
@@ -226,14 +248,19 @@ class Deliverer:
             _log.exception("notify: delivery %s failed unexpectedly", row.id)
             await self._failed(row, f"{type(error).__name__}: {error}")
             return False
+        # Taken by its receiver: from here a cancel (the worker stopping) leaves it to this
+        # record, which its thread finishes anyway, not to `_stop_sending`'s give-back.
+        self._delivered.add(row.id)
         try:
             done = await asyncio.to_thread(
                 self.outbox.mark_sent, row.id, self.worker, now=self.outbox.clock()
             )
         except OutboxError:
             # Sent, but not recorded: once the claim lapses it is sent again (at least once).
+            self._delivered.discard(row.id)
             _log.exception("notify: delivery %s was sent but could not be recorded", row.id)
             return True
+        self._delivered.discard(row.id)
         if done is None:
             _log.warning("notify: delivery %s was sent after its claim lapsed", row.id)
             return True

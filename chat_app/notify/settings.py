@@ -100,9 +100,14 @@ class NotifySettings:
 
     @property
     def webhook_shown(self) -> str:
-        """The webhook as logs and the trail name it: up to its path (a Slack URL's path
-        is its key), `https://hooks.slack.com/…`; "" without one."""
-        return _pathless(self.webhook_url) if self.webhook_url else ""
+        """The webhook as logs and the trail name it: its scheme, host and port alone,
+        `https://hooks.slack.com/…` (a Slack URL's path is its key; a user, password or query
+        may be one too); "" without one."""
+        if not self.webhook_url:
+            return ""
+        parts = urlsplit(self.webhook_url)
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{parts.hostname}{port}/…"
 
     def link(self, thread_id: str) -> str:
         """Where a person opens the conversation a notice is about."""

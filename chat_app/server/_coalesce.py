@@ -9,9 +9,11 @@ follows a real wait (a token from a model, the ledger's commit) is sent as soon 
 waits again, so nothing is delayed by more than a turn of the event loop.
 
 The response's start (status and headers) goes out in the same turn as its first body, so a
-client reads both at once, as node's `http` sends them: the benchmark's load generator read
-4 times a pause → approve → answer cycle instead of 6 at one client, and spent 6-12 % less CPU
-per cycle at 1, 16 and 64; the server's CPU moved within ±3 % (`benchmarks/FINDINGS.md`).
+client reads both at once, as node's `http` sends them: the benchmark's load generator read 4
+times a pause → approve → answer cycle instead of 6 at one client, and spent 6-12 % less CPU
+per cycle at 1, 16 and 64; the server's CPU moved within ±3 % (`benchmarks/FINDINGS.md`). The
+start waits for the run's first event, which on a continuation comes after the answer's
+durable commit (milliseconds; a ledger that hangs holds the headers too).
 """
 
 from __future__ import annotations

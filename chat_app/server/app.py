@@ -151,36 +151,38 @@ def _background(
     tasks: Sequence[Callable[[], Awaitable[None]]],
 ) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]] | None:
     """A lifespan that runs `tasks` in the background from start to shutdown (the desk's
-    look for interrupted runs, its timers, the outbox's deliverer)."""
+    look for interrupted runs, its timers, the outbox's deliverer). At shutdown each is
+    cancelled and given `STOP_SECONDS` to finish what it does as it stops (the deliverer
+    giving back its sends), as Reflex gives the app's own."""
     if not tasks:
         return None
 
-    def lifespan(_: Starlette) -> contextlib.AbstractAsyncContextManager[None]:
-        return in_background(tasks)
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        running = [asyncio.ensure_future(task()) for task in tasks]
+
+        def failed(task: asyncio.Task[None]) -> None:
+            if not task.cancelled() and task.exception() is not None:
+                _log.error("A background task of the app stopped", exc_info=task.exception())
+
+        for task in running:
+            task.add_done_callback(failed)
+        try:
+            yield
+        finally:
+            for task in running:
+                task.cancel()
+            # Waited for, not awaited: one that failed long ago must not stop the others'.
+            stuck = (await asyncio.wait(running, timeout=STOP_SECONDS))[1]
+            if stuck:
+                _log.warning("%d background tasks did not stop within %g s of shutdown",
+                             len(stuck), STOP_SECONDS)  # fmt: skip
 
     return lifespan
 
 
-@asynccontextmanager
-async def in_background(tasks: Sequence[Callable[[], Awaitable[None]]]) -> AsyncIterator[None]:
-    """Run `tasks` while inside; on leaving, cancel each and wait for it, so what it does as
-    it stops (the deliverer giving back its sends) is done before the server is."""
-    running = [asyncio.ensure_future(task()) for task in tasks]
-
-    def failed(task: asyncio.Task[None]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            _log.error("A background task of the app stopped", exc_info=task.exception())
-
-    for task in running:
-        task.add_done_callback(failed)
-    try:
-        yield
-    finally:
-        for task in running:
-            task.cancel()
-        for task in running:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+#: How long shutdown waits for each background task to stop once cancelled.
+STOP_SECONDS = 5.0
 
 
 def _own_roles(identity: Identity) -> frozenset[str]:

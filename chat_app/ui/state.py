@@ -108,12 +108,12 @@ _log = logging.getLogger(__name__)
 #: Once a decision's form is drawn (`%s`: its decision's id, the form's name and which field,
 #: as JSON): the first field of it, or the first in error after a refused Submit, takes the
 #: focus, scrolled into view (a keyboard's next key goes where the person looks). A form just
-#: opened leaves the focus where it is if the person already went into a field.
+#: opened leaves the focus where it is if the person already went into a decision's field.
 FOCUS_IN_FORM = """
 setTimeout(() => {
   const [id, name, which] = %s;
   const typing = document.activeElement;
-  if (which === 'first' && typing && typing.matches('input, textarea, select')) return;
+  if (which === 'first' && typing && typing.closest('form.decision-form')) return;
   const form = [...document.querySelectorAll('form.decision-form')].find((f) =>
     f.elements.__interrupt && f.elements.__interrupt.value === id &&
     f.elements.__form && f.elements.__form.value === name);
@@ -245,6 +245,8 @@ class ChatState(IdentityState):
     _stop: bool = False
     #: Every notice shown in this tab (a session made again reads the same manifest).
     _noticed: list[str] = []
+    #: Of `notices`, those about the conversation shown (an answer that lost a race).
+    _about_shown: list[str] = []
 
     #: The stored conversation this tab shows ("" until its first message is stored).
     thread_shown: str = ""
@@ -471,11 +473,18 @@ class ChatState(IdentityState):
         sessions.forget(self.router.session.client_token)
         self._client_json, self._memory, self._owner = "", {}, ""
         self.owner_name, self.read_only, self.desk_notice = "", False, ""
-        self.notices, self._noticed = [], []  # each is about the conversation it came in
+        self._drop_conversation_notices()
         self.thread_shown, self._shown_to, self._desk_version = thread, shown_to, version
         self._desk_running = False
         self._own_changes = {}
         self._take_marks((), shown_to)
+
+    def _drop_conversation_notices(self) -> None:
+        """Another conversation is shown: the notices about the last one go (the agent's
+        own, such as an unreadable tool manifest, stay)."""
+        if self._about_shown:
+            self.notices = [n for n in self.notices if n not in self._about_shown]
+            self._about_shown = []
 
     def _shows(self, session: sessions.Session) -> bool:
         """Whether the page still shows `session`'s conversation: not once the person who
@@ -503,6 +512,7 @@ class ChatState(IdentityState):
         self._show_nothing()
         self.draft, self.held, self.run_error = "", "", ""
         self._lost_click = self.unconfirmed = ""
+        self.notices, self._noticed, self._about_shown = [], [], []
 
     # --- the desk: stored conversations -------------------------------------------------
 
@@ -561,8 +571,8 @@ class ChatState(IdentityState):
                 self.read_only, self.desk_notice = True, error.message
                 return True
             return False
-        if wanted != self.thread_shown:  # another conversation: the last one's notices go
-            self.notices, self._noticed = [], []
+        if wanted != self.thread_shown:
+            self._drop_conversation_notices()
         self._client_json = view.state
         self._owner = view.summary.owner_email
         self.owner_name = view.summary.owner_name or view.summary.owner_email
@@ -699,6 +709,7 @@ class ChatState(IdentityState):
                 notice = f"{error.message} Your {what} was not used."
                 if notice not in self.notices:  # shown until dismissed, as each loss is
                     self.notices = [*self.notices, notice]
+                    self._about_shown = [*self._about_shown, notice]
             self._refresh(session)
             return
         memory.message = ""
@@ -1093,7 +1104,14 @@ class ChatState(IdentityState):
         async with self:
             own = self._own_thread()
             token = self.router.session.client_token
-        await _say_presence(token, own, looking=visibility == "visible")
+            live = sessions.current(token)
+            viewer = self._viewer()
+            # Only while its person is still signed in here: a tab signed out elsewhere (or
+            # expired) shows them nothing new, so nothing of theirs is held back for it.
+            signed_in = viewer is not None and live is not None and (
+                viewer.email == live.identity.email
+            )
+        await _say_presence(token, own, looking=visibility == "visible" and signed_in)
         yield
 
     @rx.event

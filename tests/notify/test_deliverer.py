@@ -5,14 +5,17 @@ The outbox's clock is moved by hand; nothing sleeps for a backoff."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
 from chat_app.notify import Deliverer, Delivery, NotifySettings, Outbox, verify
+from chat_app.notify import deliverer as deliverer_module
 from chat_app.trust.ledger import AuditEntry
 from chat_app.trust.store import open_database
 from tests.live_server import free_port
@@ -422,3 +425,66 @@ async def test_a_stopping_worker_gives_back_what_it_was_sending(engine: Engine) 
             await after.aclose()
     [row] = outbox.recent()
     assert row.status == "sent"
+
+
+async def test_a_send_its_receiver_took_is_not_given_back_when_the_worker_stops(
+    engine: Engine,
+) -> None:
+    """Stopped while recording a send its receiver took, the worker does not give the row
+    back: the record, which its thread finishes anyway, settles it as sent, and no other
+    worker sends it again."""
+    with webhook_receiver() as receiver:
+        settings = webhook(receiver.url)
+        outbox = Outbox(engine, settings, clock=Clock())
+        recording, recorded = threading.Event(), threading.Event()
+        mark_sent = outbox.mark_sent
+
+        def slow_mark_sent(*args: Any, **kwargs: Any) -> Delivery | None:
+            recording.set()
+            recorded.wait(timeout=30)
+            return mark_sent(*args, **kwargs)
+
+        outbox.mark_sent = slow_mark_sent  # type: ignore[method-assign]
+        task = asyncio.create_task(Deliverer(outbox, settings, worker="w1").run(poll_seconds=3600))
+        outbox.enqueue(make_notice(), [])
+        try:
+            await until(recording.is_set)
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        recorded.set()
+        await until(lambda: outbox.recent()[0].status == "sent")
+        after = Deliverer(outbox, settings, worker="w2")
+        try:
+            assert await after.deliver_due() == 0
+        finally:
+            await after.aclose()
+    assert len(receiver.received) == 1
+
+
+async def test_run_keeps_at_most_max_sending_sends_under_way(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(deliverer_module, "MAX_SENDING", 2)
+    with webhook_receiver() as receiver:
+        settings = webhook(receiver.url, timeout_seconds=60)
+        outbox = Outbox(engine, settings, clock=Clock())
+        deliverer = Deliverer(outbox, settings, worker="w1")
+        receiver.hold()
+        task = asyncio.create_task(deliverer.run(poll_seconds=0.01))
+        try:
+            for n in range(5):
+                outbox.enqueue(make_notice(decision_id=f"d{n}"), [])
+            await until(lambda: len(receiver.received) == 2)
+            for _ in range(20):  # rounds keep coming; none starts a third send
+                deliverer.wake()
+                await asyncio.sleep(0.01)
+            assert len(receiver.received) == 2
+            receiver.let_go()
+            await until(lambda: len(receiver.accepted) == 5)
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+    assert sorted(r.json()["decisionId"] for r in receiver.accepted) == [f"d{n}" for n in range(5)]

@@ -176,3 +176,19 @@ def test_a_refused_url_hides_its_password_and_a_webhooks_path() -> None:
     with pytest.raises(NotifyConfigError) as hook:
         NotifySettings.from_env({"CHAT_APP_WEBHOOK_URL": "https://hooks.example.com:0x/T0/key"})
     assert "key" not in str(hook.value) and "https://hooks.example.com:0x/…" in str(hook.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://hooks.example.com/T0/B1/key",
+        "https://bot:s3cretTok@hooks.example.com/T0/key",
+        "https://hooks.example.com?token=s3cretTok",
+        "https://hooks.example.com:8443/in#s3cretTok",
+    ],
+)
+def test_a_webhook_is_named_by_its_host_alone(url: str) -> None:
+    """Logs and the audit trail name the webhook without anything that may be its key."""
+    shown = NotifySettings(webhook_url=url).webhook_shown
+    assert shown.startswith("https://hooks.example.com") and shown.endswith("/…")
+    assert "s3cret" not in shown and "key" not in shown and "T0" not in shown
