@@ -555,7 +555,7 @@ async def test_a_bad_url_stops_the_start(tmp_path: Path) -> None:
         assert last.startswith(f"chat_app.server: {variable}="), result.stderr
 
 
-def test_the_standalone_server_says_where_links_lead_without_a_public_url(
+async def test_the_standalone_server_says_where_links_lead_without_a_public_url(
     tmp_path: Path,
 ) -> None:
     """It serves the HTTP API alone, so a notice's default link leads nowhere useful: the
