@@ -53,6 +53,7 @@ from chat_app.interrupts import (
     parse_js_date,
     read_decision,
 )
+from chat_app.notify.notice import one_line
 from chat_app.observe import close_decision, decision_span, run_span
 from chat_app.trust import (
     ANONYMOUS,
@@ -1456,7 +1457,7 @@ def _summary(args: Any) -> str:
 
 def _short(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.replace("\x00", " ").split())  # one line: a body's newlines too
+    text = one_line(text.replace("\x00", " "))  # a body's newlines too
     return text if len(text) <= 60 else text[:59] + "…"
 
 
