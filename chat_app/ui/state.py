@@ -479,6 +479,11 @@ class ChatState(IdentityState):
         self._own_changes = {}
         self._take_marks((), shown_to)
 
+    def _nothing_sent(self) -> str:
+        """What an answer or message refused because nobody is signed in reads (once
+        `_viewer()` found nobody): why, and that nothing went."""
+        return f"{self.auth_error} Nothing was sent."
+
     def _drop_conversation_notices(self) -> None:
         """Another conversation is shown: the notices about the last one go (the agent's
         own, such as an unreadable tool manifest, stay)."""
@@ -689,7 +694,7 @@ class ChatState(IdentityState):
         # (or expired) must send nothing as whoever it showed.
         viewer = self._viewer()
         if viewer is None:
-            memory.message = f"{self.auth_error} Nothing was sent."
+            memory.message = self._nothing_sent()
             self._refresh(session)
             return
         try:
@@ -1188,7 +1193,7 @@ class ChatState(IdentityState):
                 return
             viewer = self._viewer()
             if viewer is None:
-                self.run_error = f"{self.auth_error} Nothing was sent."
+                self.run_error = self._nothing_sent()
                 self._give_back(text)
                 return
             self._owner = self._owner or viewer.email
