@@ -368,6 +368,15 @@ def test_password_sign_in_and_sign_out(
         expect(page.locator("#signin-form")).to_be_visible()
 
 
+def sign_out_in_another_tab(page: Page) -> None:
+    """Sign out from a second tab of `page`'s browser, and wait for its sign-in page."""
+    other = page.context.new_page()
+    other.goto("/")
+    hydrated(other)
+    other.locator("#sign-out").click()
+    expect(other).to_have_url(re.compile(r"/signin\b"))
+
+
 def test_signing_out_in_one_tab_signs_out_the_others(
     browser: Browser, password_app_url: str, screenshot_dir: Path
 ) -> None:
@@ -378,11 +387,7 @@ def test_signing_out_in_one_tab_signs_out_the_others(
         ask(page, "transfer 25 to Ada")
         card = page.locator(".approval-card")
         expect(card.locator("button.approve")).to_be_visible()
-        other = page.context.new_page()
-        other.goto("/")
-        hydrated(other)
-        other.locator("#sign-out").click()
-        expect(other).to_have_url(re.compile(r"/signin\b"))
+        sign_out_in_another_tab(page)
 
         card.locator("button.approve").click()
         expect(page.get_by_text(SIGNED_OUT).first).to_be_visible()
@@ -409,11 +414,7 @@ def test_a_tab_signed_out_elsewhere_decides_nothing_through_the_desk(
             card.locator("button.reject").click()
             reason = card.locator('.form-reject [name="reason"]')
             reason.fill("Not this account")
-            other = ada.context.new_page()
-            other.goto("/")
-            hydrated(other)
-            other.locator("#sign-out").click()
-            expect(other).to_have_url(re.compile(r"/signin\b"))
+            sign_out_in_another_tab(ada)
 
             card.locator(".form-reject button[type=submit]").click()
             expect(card.locator(".decision-error")).to_contain_text("Nothing was sent.")
