@@ -213,10 +213,11 @@ def header(
     `is_admin` whether they are an admin (the admins' pages are linked), `may_audit` whether
     they may read the audit trail (it is linked), `pages` whether the pages are linked at
     all."""
-    return rx.flex(
+    bar = rx.flex(
         rx.hstack(
             rx.image(src="/logo.svg", width="28px", height="28px", alt=""),
-            rx.heading("Ops desk", size="5", weight="bold", white_space="nowrap"),
+            # The product's name, not the page's heading: each page has its own `<h1>`.
+            rx.text("Ops desk", size="5", weight="bold", white_space="nowrap", as_="div"),
             align="center",
             spacing="3",
         ),
@@ -253,3 +254,4 @@ def header(
         background_color=rx.color("gray", 1),
         id="header",
     )
+    return rx.el.header(bar, width="100%")

@@ -69,12 +69,27 @@ ROOT_HAS_SCRIPT = """
 """
 
 
-def page_frame(*children: rx.Component, max_width: str = "860px", **column: object) -> rx.Component:
-    """`children` in a full-height centred column (`column` styles it further, e.g. a fixed
-    height); `#app-root` says when it is hydrated."""
+def page_frame(
+    top: rx.Component, *children: rx.Component, max_width: str = "860px", **column: object
+) -> rx.Component:
+    """`top` (the header) over `children`, the page's `<main>`, in a full-height centred
+    column (`column` styles it further, e.g. a fixed height); `#app-root` says when it is
+    hydrated."""
+    main = rx.el.main(
+        *children,
+        # Lays its children out as the column would without it (a fixed-height page's
+        # transcript still takes the height left).
+        display="flex",
+        flex_direction="column",
+        align_items="flex-start",
+        flex="1",
+        min_height="0",
+        width="100%",
+    )
     return rx.box(
         rx.vstack(
-            *children,
+            top,
+            main,
             spacing="0",
             max_width=max_width,
             margin_x="auto",
@@ -90,10 +105,23 @@ def page_frame(*children: rx.Component, max_width: str = "860px", **column: obje
     )
 
 
-def refusal(text: rx.Var[str] | str, *, id: str) -> rx.Component:
-    """Why the page shows nothing: in the page's margins, not against its header."""
-    return rx.box(
+def refusal(text: rx.Var[str] | str, *, id: str, title: str) -> rx.Component:
+    """Why the page `title` shows nothing: under its heading, in the page's margins."""
+    return rx.vstack(
+        rx.heading(title, size="5", as_="h1"),
         rx.callout(text, icon="lock", color_scheme="red", id=id, role="alert"),
         padding="1.25em",
+        spacing="3",
         width="100%",
     )
+
+
+#: Kept from sight but read by assistive technology (a heading the layout shows otherwise).
+SCREEN_READER_ONLY = {
+    "position": "absolute",
+    "width": "1px",
+    "height": "1px",
+    "overflow": "hidden",
+    "clip": "rect(0 0 0 0)",
+    "white_space": "nowrap",
+}

@@ -406,7 +406,7 @@ def empty_transcript(*, suggestions: Sequence[str], on_suggestion: Handler) -> r
     """What a new conversation shows: a greeting and phrases to try (each sends itself)."""
     return rx.center(
         rx.vstack(
-            rx.heading("What can the ops desk do for you?", size="4", weight="medium"),
+            rx.heading("What can the ops desk do for you?", size="4", weight="medium", as_="h2"),
             rx.text(
                 "The agent pauses for your sign-off before anything that matters. Try one:",
                 size="2",

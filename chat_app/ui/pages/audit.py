@@ -36,7 +36,7 @@ def audit() -> rx.Component:
             AuditState.loaded,
             rx.cond(
                 AuditState.refused != "",
-                refusal(AuditState.refused, id="audit-refused"),
+                refusal(AuditState.refused, id="audit-refused", title="Audit trail"),
                 _trail(),
             ),
         ),
@@ -47,7 +47,7 @@ def audit() -> rx.Component:
 def _trail() -> rx.Component:
     return rx.vstack(
         rx.hstack(
-            rx.heading("Audit trail", size="5"),
+            rx.heading("Audit trail", size="5", as_="h1"),
             rx.spacer(),
             rx.link(
                 rx.button("Export JSON lines", variant="outline", size="2", white_space="nowrap"),

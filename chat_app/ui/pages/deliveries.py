@@ -95,7 +95,7 @@ def deliveries() -> rx.Component:
         signed_in_header(),
         rx.cond(
             DeliveriesState.refused != "",
-            refusal(DeliveriesState.refused, id="deliveries-refused"),
+            refusal(DeliveriesState.refused, id="deliveries-refused", title="Deliveries"),
             rx.vstack(
                 rx.hstack(
                     rx.heading("Deliveries", size="5", as_="h1"),

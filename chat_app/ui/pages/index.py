@@ -8,7 +8,7 @@ from chat_app.ui.components.composer import INPUT_ID, composer
 from chat_app.ui.components.conversation import conversation_bar
 from chat_app.ui.components.decisions import DecisionEvents, batch_bar
 from chat_app.ui.components.header import auth_banner, header, viewer_menu
-from chat_app.ui.components.page import page_frame
+from chat_app.ui.components.page import SCREEN_READER_ONLY, page_frame
 from chat_app.ui.components.transcript import (
     archive_blocks,
     empty_transcript,
@@ -170,6 +170,9 @@ def index() -> rx.Component:
     """Full-height chat shell; works from phone width up."""
     return page_frame(
         signed_in_header(),
+        # The conversation speaks for itself on screen; a screen reader's list of headings
+        # still names the page.
+        rx.heading("Chat", as_="h1", style=SCREEN_READER_ONLY),
         _transcript(),
         _composer(),
         height="100dvh",
