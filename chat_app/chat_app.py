@@ -52,6 +52,7 @@ from chat_app.trust import Identity, PolicyError, audit_report
 from chat_app.trust.store import DatabaseUnavailable
 from chat_app.ui import session
 from chat_app.ui.audit_state import AuditState
+from chat_app.ui.components.decisions import CLOSE_ON_ESCAPE_SCRIPT, FOCUS_NEXT_DECISION_SCRIPT
 from chat_app.ui.components.page import ROOT_HAS_SCRIPT
 from chat_app.ui.components.schema_form import DRAFT_SCRIPT, PROPOSED_SCRIPT
 from chat_app.ui.conversations_state import ConversationsState
@@ -228,6 +229,8 @@ app = rx.App(
         rx.el.link(rel="icon", type="image/svg+xml", href="/favicon.svg"),
         rx.script(PROPOSED_SCRIPT),
         rx.script(DRAFT_SCRIPT),
+        rx.script(CLOSE_ON_ESCAPE_SCRIPT),
+        rx.script(FOCUS_NEXT_DECISION_SCRIPT),
         rx.script(ROOT_HAS_SCRIPT),
     ],
     stylesheets=["/forms.css"],

@@ -113,6 +113,45 @@ def test_markup_typed_in_a_reason_reaches_the_reply_as_text(page: Page) -> None:
     expect(page.locator('.chat-message[data-role="assistant"] strong').first).to_be_visible()
 
 
+def test_escape_closes_a_form_and_keeps_what_was_typed(page: Page) -> None:
+    """Escape in an open form closes it as its button would, the keyboard goes back to that
+    button, and the form opened again holds what was typed (even at once after typing,
+    before the draft's own pause)."""
+    ask(page, "transfer 25 to Ada")
+    toggle = page.locator(".approval-card button.reject")
+    toggle.click()
+    reason = page.locator('.form-reject [name="reason"]')
+    expect(reason).to_be_focused()
+    reason.press_sequentially("Wrong acc")
+    reason.press("Escape")
+    expect(page.locator(".form-reject")).to_have_count(0)
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    expect(toggle).to_be_focused()
+    page.keyboard.press("Enter")  # the button has the keyboard: it opens the form again
+    expect(reason).to_have_value("Wrong acc")
+    expect(reason).to_be_focused()
+    # Escape outside a form closes nothing.
+    page.locator("#composer-input").press("Escape")
+    expect(page.locator(".form-reject")).to_have_count(1)
+
+
+def test_each_page_has_one_heading_and_its_landmarks(page: Page) -> None:
+    """Each page names itself in one `<h1>` (the product's name in the header is not a
+    heading), inside its `<main>`, after the header's `banner`: what a screen reader's
+    lists of headings and landmarks offer."""
+    ask(page, "hello")
+    for path in ("", "/inbox", "/conversations", "/inbox/decided", "/audit"):
+        if path:
+            page.goto(path)
+            hydrated(page)
+        headings = page.locator("h1")
+        expect(headings).to_have_count(1)
+        expect(page.get_by_role("main").locator("h1")).to_have_count(1)
+        expect(page.get_by_role("banner")).to_contain_text("Ops desk")
+        expect(page.get_by_role("main")).to_have_count(1)
+    expect(page.get_by_role("heading", level=1)).to_have_text("Audit trail")
+
+
 def test_cancel_runs_nothing(page: Page, screenshot_dir: Path) -> None:
     ask(page, "delete project apollo")
     assert_one_row(page.locator(".approval-card"), "approve", "cancel")
@@ -216,6 +255,22 @@ def test_batch_answered_item_by_item_sends_once_the_last_is_answered(
     expect(page.get_by_text("Paid INV-1003")).to_be_visible()
     expect(page.get_by_text("pay invoice was not run")).to_be_visible()
     shot(page, screenshot_dir, "batch-item-by-item")
+
+
+def test_the_keyboard_goes_from_decision_to_decision(page: Page) -> None:
+    """Answered from the keyboard, a decision's buttons go: the next open decision's Approve
+    takes the focus, so Enter, Enter, Enter answers a batch of three."""
+    ask(page, "pay invoices")
+    cards = page.locator(".approval-card")
+    expect(cards).to_have_count(3)
+    for at in range(3):
+        expect(cards.nth(at).locator("button.approve")).to_be_focused()
+        page.keyboard.press("Enter")
+        if at < 2:
+            expect(page.locator("#batch-title")).to_have_text(
+                f"{2 - at} decision{'s' if at == 0 else ''} needed"
+            )
+    expect(page.get_by_text("Paid INV-1003")).to_be_visible()
 
 
 def test_generic_form_invalid_then_valid(page: Page, screenshot_dir: Path) -> None:
@@ -323,6 +378,10 @@ def test_shipping_form_ships_with_the_answer(page: Page, screenshot_dir: Path) -
     expect(generic).to_contain_text("How should order 42 ship?")
     assert_one_row(generic, "submit", "cancel")
     # An option chosen and a box ticked are kept as a draft too (Radix's own controls).
+    # The choice says it must be made (and, with a value, is not in error).
+    speed = generic.get_by_role("radiogroup", name="Shipping speed")
+    expect(speed).to_have_attribute("aria-required", "true")
+    expect(speed).to_have_attribute("aria-invalid", "false")
     generic.get_by_role("radio", name="express").click()
     generic.locator('button[role="checkbox"]').click()
     page.wait_for_timeout(1_500)

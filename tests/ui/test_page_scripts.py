@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from chat_app.ui import state
-from chat_app.ui.components import following, page, posting, schema_form
+from chat_app.ui.components import decisions, following, page, posting, schema_form
 from chat_app.ui.session import LOCAL_TIME_SCRIPT, LOCATION_SCRIPT
 
 #: Reads `{name: source}` on stdin; prints `{name: "SyntaxError: ..."}` for each that does not
@@ -42,6 +42,8 @@ def _scripts() -> dict[str, str]:
         "page.ROOT_HAS_SCRIPT": page.ROOT_HAS_SCRIPT,
         "schema_form.PROPOSED_SCRIPT": schema_form.PROPOSED_SCRIPT,
         "schema_form.DRAFT_SCRIPT": schema_form.DRAFT_SCRIPT,
+        "decisions.CLOSE_ON_ESCAPE_SCRIPT": decisions.CLOSE_ON_ESCAPE_SCRIPT,
+        "decisions.FOCUS_NEXT_DECISION_SCRIPT": decisions.FOCUS_NEXT_DECISION_SCRIPT,
         "state.IN_VIEW": state.IN_VIEW,
         "state.STORE_NOTE": state.STORE_NOTE,
         "state.FOCUS_IN_FORM": state.FOCUS_IN_FORM % json.dumps(["approval_c1", "reject", "error"]),

@@ -35,6 +35,43 @@ class DecisionEvents:
     start_over: Handler
 
 
+#: Escape in an open Approve…, Reject… or Edit arguments form closes it, as its button would,
+#: and gives the keyboard back to that button. What was typed is kept as the form's draft
+#: first, and opening the form again shows it: a `change` makes the draft script send it at
+#: once, on a timer set before the close's (the focus moves first, as the field's own
+#: `change` on leaving it would set a later one). Delegated, once per page; a select's open
+#: list takes its own Escape (it is outside the form).
+CLOSE_ON_ESCAPE_SCRIPT = """
+document.addEventListener('keydown', (event) => {
+  if (event.key !== 'Escape' || event.defaultPrevented || event.isComposing) return;
+  const form = event.target.closest && event.target.closest('form.decision-form');
+  const card = form && form.closest('.decision');
+  const toggle = card && card.querySelector('button[aria-expanded="true"]');
+  if (!toggle) return;
+  event.preventDefault();
+  toggle.focus();
+  form.dispatchEvent(new Event('change', { bubbles: true }));
+  setTimeout(() => toggle.click(), 0);
+});
+"""
+
+
+#: When a decision is answered its buttons go, and the keyboard's focus with them (to the
+#: page's body): the next open decision's control, which becomes the one marked to take the
+#: focus (`data-autofocus`, `takes_focus`), takes it then, so the keyboard goes on from
+#: decision to decision. Only a focus so lost moves: one the person put anywhere stays.
+#: Delegated, once per page (a control that mounts marked takes it by React's autofocus).
+FOCUS_NEXT_DECISION_SCRIPT = """
+new MutationObserver((records) => {
+  if (document.activeElement && document.activeElement !== document.body) return;
+  const marked = records.find((record) => record.target.dataset.autofocus === 'true');
+  if (marked && marked.target.isConnected) marked.target.focus({ preventScroll: true });
+}).observe(document.documentElement, {
+  subtree: true, attributes: true, attributeFilter: ['data-autofocus'],
+});
+"""
+
+
 def _error(decision: DecisionView) -> rx.Component:
     return rx.cond(
         decision.error != "",

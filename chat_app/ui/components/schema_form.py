@@ -70,6 +70,12 @@ def _described(row: FormField) -> dict[str, Any]:
     }
 
 
+def _chosen(row: FormField) -> dict[str, Any]:
+    """A choice's state for assistive technology: required, invalid and described as
+    `_described` says (its label names it: a group is not what a `<label>` labels)."""
+    return {"aria_required": rx.cond(row.required, "true", "false"), **_described(row)}
+
+
 def _text_input(row: FormField, **extra: Any) -> rx.Component:
     return rx.input(
         name=row.path,
@@ -97,7 +103,10 @@ def _control(row: FormField) -> rx.Component:
         (
             "boolean",
             rx.el.label(
-                rx.checkbox(name=row.path, id=row.control_id, default_checked=row.value == "true"),
+                rx.checkbox(
+                    name=row.path, id=row.control_id, default_checked=row.value == "true",
+                    **_described(row),
+                ),  # fmt: skip
                 rx.text(row.label, size="2"),
                 display="flex",
                 gap="0.5em",
@@ -112,11 +121,16 @@ def _control(row: FormField) -> rx.Component:
                 default_value=row.value,
                 direction="row",
                 aria_label=row.label,
+                **_chosen(row),
             ),
         ),  # fmt: skip
         (
             "select",
-            rx.select(row.options, name=row.path, default_value=row.value, aria_label=row.label),
+            # The id and the state go to the select's button, which its label names.
+            rx.select(
+                row.options, name=row.path, default_value=row.value, id=row.control_id,
+                custom_attrs={name.replace("_", "-"): v for name, v in _chosen(row).items()},
+            ),  # fmt: skip
         ),
         ("number", _text_input(row, step=row.step, min=row.minimum, max=row.maximum)),
         ("integer", _text_input(row, step=row.step, min=row.minimum, max=row.maximum)),
@@ -143,6 +157,9 @@ def _control(row: FormField) -> rx.Component:
                 ),
                 wrap="wrap",
                 spacing="3",
+                role="group",
+                aria_label=row.label,
+                **_described(row),
             ),
         ),  # fmt: skip
         _text_input(row),
