@@ -58,6 +58,7 @@ from chat_app.ui.components.schema_form import DRAFT_SCRIPT, PROPOSED_SCRIPT
 from chat_app.ui.conversations_state import ConversationsState
 from chat_app.ui.decided_state import DecidedState
 from chat_app.ui.deliveries_state import DeliveriesState
+from chat_app.ui.identity_state import SIGN_IN_ROUTE
 from chat_app.ui.inbox_state import InboxState
 from chat_app.ui.pages.audit import audit
 from chat_app.ui.pages.conversations import conversations
@@ -66,7 +67,6 @@ from chat_app.ui.pages.deliveries import deliveries
 from chat_app.ui.pages.inbox import inbox
 from chat_app.ui.pages.index import index
 from chat_app.ui.pages.signin import signin
-from chat_app.ui.signin_state import ROUTE as SIGN_IN_ROUTE
 from chat_app.ui.signin_state import SignInState
 from chat_app.ui.state import ChatState
 

@@ -182,13 +182,6 @@ async def follow_page(
             sessions.stop_watching(key)
 
 
-def sign_in_first(state: IdentityState, route: str) -> Any:
-    """Password sign-in with nobody signed in: to the sign-in page, back here after."""
-    if state.auth_error and state.auth_mode == "password":
-        return rx.redirect(f"/signin?next={quote(route)}&error={quote(state.auth_error)}")
-    return None
-
-
 # --- the state ------------------------------------------------------------------------------
 
 
@@ -232,7 +225,7 @@ class ConversationsState(IdentityState):
     @guarded
     async def load(self) -> Any:
         viewer = self._viewer()
-        redirect = sign_in_first(self, ROUTE)
+        redirect = self._sign_in_first(ROUTE)
         if redirect is not None:
             return redirect
         await self._reload(viewer)

@@ -14,7 +14,7 @@ from chat_app.trust import Identity
 
 from . import session as sessions
 from .components.decided_list import PastRow
-from .conversations_state import address, ago, follow_page, in_words, iso, sign_in_first
+from .conversations_state import address, ago, follow_page, in_words, iso
 from .guard import guarded, guarded_task
 from .identity_state import IdentityState
 from .inbox_state import NO_DESK
@@ -91,7 +91,7 @@ class DecidedState(IdentityState):
     @guarded
     async def load(self) -> Any:
         viewer = self._viewer()
-        redirect = sign_in_first(self, ROUTE)
+        redirect = self._sign_in_first(ROUTE)
         if redirect is not None:
             return redirect
         await self._reload(viewer)

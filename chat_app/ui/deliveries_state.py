@@ -19,7 +19,7 @@ from chat_app.notify.settings import SMTP_URL, WEBHOOK_URL
 from chat_app.trust import Identity
 
 from . import session as sessions
-from .conversations_state import address, follow_page, in_words, iso, sign_in_first
+from .conversations_state import address, follow_page, in_words, iso
 from .guard import guarded, guarded_task
 from .identity_state import IdentityState
 
@@ -205,7 +205,7 @@ class DeliveriesState(IdentityState):
     @guarded
     async def load(self) -> Any:
         viewer = self._viewer()
-        redirect = sign_in_first(self, ROUTE)
+        redirect = self._sign_in_first(ROUTE)
         if redirect is not None:
             return redirect
         if viewer is not None:

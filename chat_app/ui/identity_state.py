@@ -7,11 +7,14 @@ HTTP routes read it, and again at every event that acts; the page never says who
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Any
+from urllib.parse import quote
 
 import reflex as rx
 
 from chat_app.desk import ADMIN_ROLE, DeskError
 from chat_app.trust import DEMO_PEOPLE, Identity
+from chat_app.trust.authn import SIGN_IN_FIRST
 from chat_app.trust.identity import AUDIT_ROLES
 
 from . import session as sessions
@@ -35,6 +38,10 @@ def signed_out_notice(reason: str, mode: str) -> str:
         "You are not signed in: open this app through your organisation's sign-in page, or "
         f"ask whoever runs it. ({reason})"
     )
+
+
+#: The sign-in page.
+SIGN_IN_ROUTE = "/signin"
 
 
 class IdentityState(rx.State):
@@ -70,6 +77,17 @@ class IdentityState(rx.State):
         self.viewer_email = found.email
         self._set_roles(found.roles)
         return found
+
+    def _sign_in_first(self, route: str) -> Any:
+        """Password sign-in with nobody signed in: to the sign-in page, back to `route` after.
+        Why is said there when there is more to say than that a sign-in is needed (a session
+        expired, or ended in another tab); a first visit is shown the form alone."""
+        if not self.auth_error or self.auth_mode != "password":
+            return None
+        address = f"{SIGN_IN_ROUTE}?next={quote(route)}"
+        if self.auth_error != SIGN_IN_FIRST:
+            address += f"&error={quote(self.auth_error)}"
+        return rx.redirect(address)
 
     def _set_roles(self, roles: Collection[str]) -> None:
         # Assigned only when they change: every assignment is sent, and pages' live loops

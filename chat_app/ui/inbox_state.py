@@ -23,7 +23,6 @@ from .conversations_state import (
     how_long,
     in_words,
     iso,
-    sign_in_first,
 )
 from .guard import guarded, guarded_task
 from .identity_state import IdentityState
@@ -190,7 +189,7 @@ class InboxState(IdentityState):
     @guarded
     async def load(self) -> Any:
         viewer = self._viewer()
-        redirect = sign_in_first(self, ROUTE)
+        redirect = self._sign_in_first(ROUTE)
         if redirect is not None:
             return redirect
         await self._reload(viewer)

@@ -9,10 +9,7 @@ import reflex as rx
 from reflex.event import EventSpec
 
 from .guard import guarded
-from .identity_state import IdentityState
-
-#: The sign-in page.
-ROUTE = "/signin"
+from .identity_state import SIGN_IN_ROUTE, IdentityState
 
 
 class SignInState(IdentityState):
@@ -34,5 +31,5 @@ class SignInState(IdentityState):
         # "try again in 1 second" long after), and the email would stay in the history.
         # Where to go next stays: the form reads it from the address.
         wanted = str(params.get("next", ""))
-        address = ROUTE + (f"?{urlencode({'next': wanted}, safe='/')}" if wanted else "")
+        address = SIGN_IN_ROUTE + (f"?{urlencode({'next': wanted}, safe='/')}" if wanted else "")
         return rx.call_script(f"history.replaceState(null, '', {json.dumps(address)})")

@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 import reflex as rx
 from reflex.event import EventSpec
@@ -860,9 +860,9 @@ class ChatState(IdentityState):
         if self.read_only and not self._client_json:
             self._desk_version = 0  # refused before: asked again (roles change, not versions)
         session = await self._loaded_session()
-        if self.auth_error and self.auth_mode == "password":
-            here = quote(str(self.router.url.path or "/"), safe="/")
-            return rx.redirect(f"/signin?next={here}&error={quote(self.auth_error)}")
+        redirect = self._sign_in_first(str(self.router.url.path or "/"))
+        if redirect is not None:
+            return redirect
         self._refresh(session)
         self.running = session.busy
         viewer = self._viewer()

@@ -319,9 +319,11 @@ def test_password_sign_in_and_sign_out(
 ) -> None:
     with fresh_page(browser, password_app_url) as page:
         page.goto("/")
-        expect(page).to_have_url(re.compile(r"/signin\b"))
+        expect(page).to_have_url(re.compile(r"/signin\?next=/$"))
         hydrated(page)
         expect(page.locator("#signin-form")).to_be_visible()
+        # A first visit is shown the form, not a refusal: there is nothing more to say.
+        expect(page.locator("#signin-error")).to_have_count(0)
         expect(page.locator("#sign-out")).to_have_count(0)  # nobody to sign out yet
         expect(page.locator("#nav-inbox")).to_have_count(0)  # each would send them back here
 
@@ -393,6 +395,20 @@ def test_signing_out_in_one_tab_signs_out_the_others(
         expect(page.get_by_text(SIGNED_OUT).first).to_be_visible()
         shot(page, screenshot_dir, "signed-out-in-another-tab")
         expect(page.get_by_text("Sent 25 to Ada")).to_have_count(0)
+
+        # The notice leads to the sign-in page, which says why and leads back here.
+        conversation = page.url
+        page.locator("#auth-error #auth-sign-in").click()
+        expect(page).to_have_url(re.compile(r"/signin/?\?next=/c/"))
+        hydrated(page)
+        page.locator("#signin-email").fill("ada@example.com")
+        page.locator("#signin-password").fill(ADA_PASSWORD)
+        page.locator("#signin-submit").click()
+        expect(page).to_have_url(conversation)
+        hydrated(page)
+        expect(page.locator("#viewer-name")).to_have_text("Ada")
+        card.locator("button.approve").click()
+        expect(page.get_by_text("Sent 25 to Ada")).to_be_visible()
 
 
 def test_a_tab_signed_out_elsewhere_decides_nothing_through_the_desk(

@@ -3,6 +3,8 @@ the demo switcher)."""
 
 from __future__ import annotations
 
+import json
+
 import reflex as rx
 from reflex.event import EventType
 
@@ -92,12 +94,35 @@ def viewer_menu(
     )
 
 
-def auth_banner(*, auth_mode: Prop[str], auth_error: Prop[str]) -> rx.Component:
+def auth_banner(
+    *, auth_mode: Prop[str], auth_error: Prop[str], sign_in_route: str = ""
+) -> rx.Component:
     """What the page must say plainly about sign-in: demo accounts, none at all, or why
-    nobody is signed in."""
+    nobody is signed in, with password sign-in a link to `sign_in_route` (if given) that
+    comes back to the address the tab shows when it is followed (a chat's address changes
+    without a page load)."""
+    come_back = (
+        f"window.location.assign({json.dumps(sign_in_route)} + '?next=' + "
+        "encodeURIComponent(location.pathname + location.search).replace(/%2F/g, '/'))"
+    )
+    link = rx.link(
+        "Sign in",
+        href=sign_in_route,
+        id="auth-sign-in",
+        on_click=rx.call_script(come_back).prevent_default,
+    )
     return rx.cond(
         auth_error != "",
-        rx.callout(auth_error, icon="lock", color_scheme="red", id="auth-error", role="alert"),
+        rx.callout.root(
+            rx.callout.icon(rx.icon("lock")),
+            rx.callout.text(
+                auth_error,
+                rx.cond((auth_mode == "password") & bool(sign_in_route), rx.fragment(" ", link)),
+            ),
+            color_scheme="red",
+            id="auth-error",
+            role="alert",
+        ),
         rx.match(
             auth_mode,
             (

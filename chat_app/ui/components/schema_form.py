@@ -13,7 +13,7 @@ from typing import Any
 import reflex as rx
 
 from chat_app.ui.forms import DRAFT_FIELD, FormField
-from chat_app.ui.signin_state import ROUTE as SIGN_IN_ROUTE
+from chat_app.ui.identity_state import SIGN_IN_ROUTE
 
 from ._types import Handler
 

@@ -20,7 +20,7 @@ from chat_app.ui.components.transcript import (
 )
 from chat_app.ui.conversations_state import CONVERSATION_PREFIX
 from chat_app.ui.forms import DRAFT_FIELD
-from chat_app.ui.identity_state import DEMO_CHOICES, IdentityState
+from chat_app.ui.identity_state import DEMO_CHOICES, SIGN_IN_ROUTE, IdentityState
 from chat_app.ui.state import SUGGESTIONS, ChatState, remember_click
 
 
@@ -158,7 +158,11 @@ def signed_in_header(*, banner: bool = True, pages: bool = True) -> rx.Component
             pages=True if pages else IdentityState.viewer_email != "",
         ),
         rx.box(
-            auth_banner(auth_mode=IdentityState.auth_mode, auth_error=IdentityState.auth_error)
+            auth_banner(
+                auth_mode=IdentityState.auth_mode,
+                auth_error=IdentityState.auth_error,
+                sign_in_route=SIGN_IN_ROUTE,
+            )
             if banner
             else rx.fragment(),
             width="100%",
