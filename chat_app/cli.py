@@ -30,7 +30,7 @@ from sqlalchemy import Engine
 
 from chat_app.config import POLICY_ENV, data_dir, policy_from_env
 from chat_app.demo import POLICY_PATH
-from chat_app.trust import PolicyError
+from chat_app.trust import Policy, PolicyError
 from chat_app.trust.accounts import MIN_PASSWORD_LENGTH, AccountError, Accounts
 from chat_app.trust.identity import AUDIT_ROLES
 from chat_app.trust.store import (
@@ -182,7 +182,7 @@ def _users_add(accounts: Accounts, options: argparse.Namespace) -> None:
     password = _read_password(email, options.password_stdin)
     account = accounts.add_user(options.email, password, roles=options.role, name=name)
     print(f"Added {account.email} (roles: {', '.join(account.roles) or 'none'}).")
-    _warn_of_unknown_roles(account.roles)
+    _check_roles(account.roles)
 
 
 def _users_set_roles(accounts: Accounts, options: argparse.Namespace) -> None:
@@ -196,23 +196,42 @@ def _users_set_roles(accounts: Accounts, options: argparse.Namespace) -> None:
         f"Changed the roles of {account.email} to {now} "
         f"(they were: {', '.join(sorted(before.roles)) or 'none'})."
     )
-    _warn_of_unknown_roles(account.roles)
+    _check_roles(account.roles, changed=account.email)
 
 
-def _warn_of_unknown_roles(roles: Sequence[str]) -> None:
-    """Warns on stderr of roles that grant nothing: neither the app itself nor the policy in
-    force names them (a typo, or a policy yet to be written). The command has succeeded:
-    a role may be given before the policy that uses it."""
-    if not roles:
-        return
+def _check_roles(roles: Sequence[str], *, changed: str = "") -> None:
+    """Warns on stderr of what the account's `roles` do not settle: roles that grant nothing
+    (neither the app itself nor the policy in force names them: a typo, or a policy yet to be
+    written), and, for the account `changed`, roles it keeps because the policy's `[roles]`
+    gives them to its email. The command has succeeded: a role may be given before the
+    policy that uses it."""
     try:
         policy = policy_from_env(POLICY_PATH)
     except PolicyError as error:
+        if roles:
+            print(
+                f"{PROG}: warning: the role names were not checked against the policy, which "
+                f"cannot be read: {error}",
+                file=sys.stderr,
+            )
+        return
+    given = policy.roles if policy is not None else {}
+    kept = sorted(role for role, members in given.items() if changed in members) if changed else []
+    kept = [role for role in kept if role not in roles]
+    if policy is not None and kept:
+        one = len(kept) == 1
         print(
-            f"{PROG}: warning: the role names were not checked against the policy, which "
-            f"cannot be read: {error}",
+            f"{PROG}: warning: {changed} still has the role{'' if one else 's'} "
+            f"{_names(kept)}: the policy in force ({policy.source}) gives "
+            f"{'it' if one else 'them'} in its [roles], whatever the account holds. "
+            "Change them there.",
             file=sys.stderr,
         )
+    _warn_of_unknown_roles(roles, policy)
+
+
+def _warn_of_unknown_roles(roles: Sequence[str], policy: Policy | None) -> None:
+    if not roles:
         return
     own = AUDIT_ROLES
     named = policy.role_names if policy is not None else frozenset()

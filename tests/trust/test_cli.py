@@ -403,27 +403,28 @@ def test_an_unusable_database_url_is_named_without_its_password(cli: Cli) -> Non
 def test_set_roles_replaces_the_roles_for_tokens_and_sessions_at_once(
     in_process: InProcess, engine: Engine, database: str
 ) -> None:
-    in_process("users", "add", "ada@example.com", "--role", "finance", stdin=PASSWORD)
-    token = in_process("tokens", "create", "--user", "ada@example.com", "--name", "ci").out.strip()
+    # Rita: the demo policy's [roles] give her nothing (`test_roles_taken_from_an_account_…`).
+    in_process("users", "add", "rita@example.com", "--role", "finance", stdin=PASSWORD)
+    token = in_process("tokens", "create", "--user", "rita@example.com", "--name", "ci").out.strip()
     signed_in = time.time()
     accounts = Accounts(engine)
 
     def roles_now() -> tuple[frozenset[str], frozenset[str]]:
         by_token = accounts.identity_for_token(token)
-        by_session = accounts.session_account("ada@example.com", signed_in)
+        by_session = accounts.session_account("rita@example.com", signed_in)
         assert by_token is not None and not isinstance(by_session, str)
         return by_token.roles, by_session.roles
 
     changed = in_process(
-        "users", "set-roles", "ADA@example.com", "--role", "ops", "--role", "admin"
+        "users", "set-roles", "RITA@example.com", "--role", "ops", "--role", "admin"
     )
     assert changed == Result(
-        0, "Changed the roles of ada@example.com to admin, ops (they were: finance).\n", database
+        0, "Changed the roles of rita@example.com to admin, ops (they were: finance).\n", database
     )
     assert roles_now() == (frozenset({"admin", "ops"}), frozenset({"admin", "ops"}))
 
-    cleared = in_process("users", "set-roles", "ada@example.com", "--no-roles")
-    assert cleared.out == "Changed the roles of ada@example.com to none (they were: admin, ops).\n"
+    cleared = in_process("users", "set-roles", "rita@example.com", "--no-roles")
+    assert cleared.out == "Changed the roles of rita@example.com to none (they were: admin, ops).\n"
     assert roles_now() == (frozenset(), frozenset())
     assert [t.active for t in accounts.list_tokens()] == [True]  # unlike remove, then add
 
@@ -530,3 +531,25 @@ def test_the_lists_show_control_characters_escaped(in_process: InProcess, engine
         assert "\x1b" not in listed and "\t" not in listed
     assert users.out.splitlines()[1].split()[:2] == ["eve@example.com", "Eve\\x1b[31m\\tRed"]
     assert tokens.out.splitlines()[1].split()[:2] == ["ci\\x1b[2J", "eve@example.com"]
+
+
+def test_roles_taken_from_an_account_that_the_policy_gives_are_said_to_stay(
+    in_process: InProcess, engine: Engine, database: str
+) -> None:
+    """The demo policy's `[roles]` makes Olive ops and admin: taking the account's roles away
+    leaves her both, and the command says so rather than only "none"."""
+    in_process("users", "add", "olive@example.com", "--role", "ops", stdin=PASSWORD)
+    done = in_process("users", "set-roles", "olive@example.com", "--no-roles")
+    assert done.status == 0
+    assert done.out == "Changed the roles of olive@example.com to none (they were: ops).\n"
+    policy = ROOT / "chat_app" / "demo" / "policy.toml"
+    assert done.err == database + (
+        "python -m chat_app: warning: olive@example.com still has the roles admin, ops: the "
+        f"policy in force ({policy}) gives them in its [roles], whatever the account holds. "
+        "Change them there.\n"
+    )
+    kept = in_process("users", "set-roles", "olive@example.com", "--role", "admin")
+    assert "still has the role ops: " in kept.err and "gives it in its [roles]" in kept.err
+    # Someone the policy gives nothing is told nothing.
+    in_process("users", "add", "rita@example.com", "--role", "ops", stdin=PASSWORD)
+    assert in_process("users", "set-roles", "rita@example.com", "--no-roles").err == database

@@ -582,3 +582,23 @@ def test_escalated_changes_nothing_for_a_rule_without_escalation() -> None:
         "Needs approval from role finance, not the requester."
     )
     assert policy.describe_approvers(rule, escalated=True) == "role finance"
+
+
+def test_the_readme_s_policy_example_loads_and_means_what_it_says(tmp_path: Path) -> None:
+    """The README's example policy, copied as it is into a file, starts a server: every role
+    it names is defined, and its rules read as the text around it explains."""
+    readme = (DEMO_POLICY.parents[2] / "README.md").read_text()
+    section = readme[readme.index("### Who may decide: the policy") :]
+    example = section[section.index("```toml\n") + len("```toml\n") : section.index("```\n", 8)]
+    path = tmp_path / "policy.toml"
+    path.write_text(example)
+    policy = Policy.load(path)
+    assert [rule.name for rule in policy.rules] == ["small-refunds", "large-transfers"]
+    small = policy.rule_for_tool("refund", {"amount": 20})
+    assert small is not None and small.decide == "approve"
+    large = policy.rule_for_tool("transfer", {"recipient": "Bob", "amount": 5000})
+    ada, olive = _person("ada@example.com"), _person("olive@example.com")
+    assert large is not None and policy.check(large, ada, decider_is_requester=False) is None
+    assert policy.check(large, ada, decider_is_requester=True) is not None
+    assert policy.check(large, olive, decider_is_requester=False) is not None
+    assert policy.check(large, olive, decider_is_requester=False, escalated=True) is None
