@@ -35,6 +35,7 @@ from chat_app.config import (
     metrics_token,
     notifications_from_env,
     policy_from_env,
+    policy_sign_in_problems,
     policy_time_problems,
     security_from_env,
 )
@@ -84,8 +85,11 @@ try:
 except (ValueError, DatabaseUnavailable, PolicyError) as problem:  # say which, and stop
     sys.exit(f"chat_app: {problem}")
 AGENT_URL = os.environ.get("CHAT_APP_AGENT_URL", "").strip()
-for never_comes in policy_time_problems(policy, security):
-    logging.getLogger("chat_app").warning("%s", never_comes)
+for warning in [
+    *policy_sign_in_problems(policy, authenticator.mode),
+    *policy_time_problems(policy, security),
+]:
+    logging.getLogger("chat_app").warning("%s", warning)
 
 
 def _desk_connection(run_as: RunAs) -> Connection:

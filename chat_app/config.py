@@ -355,6 +355,25 @@ def policy_time_problems(policy: Policy | None, security: Security) -> list[str]
     return problems
 
 
+def policy_sign_in_problems(policy: Policy | None, auth_mode: AuthMode) -> list[str]:
+    """Without sign-in nobody can be told apart, so a rule that names its approvers or keeps
+    the requester out refuses every answer but the requester's own Cancel: worth a warning
+    at start (the server stays safe, not open)."""
+    if policy is None or auth_mode != "none":
+        return []
+    stuck = [rule.name for rule in policy.rules if rule.decide is None
+             and (rule.approvers or rule.not_requester)]  # fmt: skip
+    if not stuck:
+        return []
+    names = ", ".join(repr(name) for name in stuck)
+    return [
+        f"sign-in is off ({AUTH_ENV}=none), so nobody can be told apart: {policy.source}, "
+        f"rule{'s' if len(stuck) > 1 else ''} {names} refuse{'' if len(stuck) > 1 else 's'} "
+        "every answer but the requester's Cancel. Turn sign-in on "
+        f"({AUTH_ENV}=password or proxy), or the policy off ({POLICY_ENV}=none)."
+    ]
+
+
 def people_for(policy: Policy | None, auth_mode: AuthMode) -> PeopleFor:
     """Who the inbox routes name (`trust.people`), from the sources `auth_mode` has: the
     accounts of the app's database (`password`, `proxy`) or the demo people (`demo`)."""

@@ -29,6 +29,7 @@ from chat_app.config import (
     metrics_token,
     notifications_from_env,
     policy_from_env,
+    policy_sign_in_problems,
     policy_time_problems,
     security_from_env,
 )
@@ -140,7 +141,8 @@ def _build(*, announce: bool) -> Starlette:
     if announce:
         logger.info("sign-in: %s", config.describe())
         logger.info("policy: %s", policy.source if policy is not None else "none")
-        for problem in policy_time_problems(policy, security):
+        problems = policy_sign_in_problems(policy, config.mode)
+        for problem in [*problems, *policy_time_problems(policy, security)]:
             logger.warning("%s", problem)
         settings = notifications.settings
         logger.info("notifications: %s", ", ".join(settings.channels) or "none")

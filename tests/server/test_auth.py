@@ -26,7 +26,7 @@ from chat_app.trust import Identity, Sealer, SQLiteLedger
 from chat_app.trust.authn import SIGNED_OUT, AuthConfig, Authenticator
 from chat_app.trust.sessions import SessionSigner
 from tests.live_server import free_port, serve_asgi
-from tests.server.process_app import ROOT, first_log_line, server_environment
+from tests.server.process_app import ROOT, first_log_line, server_environment, start_log
 from tests.server.served import Served, events_of, serve
 
 AUTH_VARIABLES = (
@@ -552,6 +552,21 @@ def test_the_standalone_server_says_which_sign_in_is_on(tmp_path: Path) -> None:
     assert first_log_line(tmp_path, CHAT_APP_AUTH="proxy") == (
         "INFO:     sign-in: proxy (X-Forwarded-Email from 127.0.0.1/32, ::1/128)"
     )
+
+
+def test_without_sign_in_the_start_names_the_rules_nobody_can_satisfy(tmp_path: Path) -> None:
+    """The demo policy's approvers cannot be told apart without sign-in: the start says
+    which rules refuse every answer, and what to change; with sign-in, or no such rule,
+    it says nothing of it."""
+    warned = [line for line in start_log(tmp_path, {}) if "nobody can be told apart" in line]
+    assert warned == [
+        "WARNING:     sign-in is off (CHAT_APP_AUTH=none), so nobody can be told apart: "
+        f"{ROOT / 'chat_app' / 'demo' / 'policy.toml'}, rules 'large-transfers', 'key-rotation' "
+        "refuse every answer but the requester's Cancel. Turn sign-in on "
+        "(CHAT_APP_AUTH=password or proxy), or the policy off (CHAT_APP_POLICY=none)."
+    ]
+    for env in ({"CHAT_APP_AUTH": "proxy"}, {"CHAT_APP_POLICY": "none"}):
+        assert not [line for line in start_log(tmp_path, env) if "told apart" in line], env
 
 
 def test_the_standalone_server_refuses_a_bad_sign_in_mode(tmp_path: Path) -> None:
