@@ -398,7 +398,10 @@ def _message_from_wire(
     meta = dict(metadata) if isinstance(metadata, Mapping) else None
     if role in ("user", "system", "developer") and isinstance(content, str):
         parts: tuple[MessagePart, ...] = (TextPart(content=content),)
-        return ChatMessage(id=message_id, role=role, parts=parts, name=name, metadata=meta)
+        return ChatMessage(
+            id=message_id, role=role, parts=parts, name=name, metadata=meta,
+            created_at=_created_at(meta),
+        )  # fmt: skip
     if role != "assistant":
         return ChatMessage(id=message_id, role=role, raw=raw)
     built: list[MessagePart] = []
@@ -413,6 +416,14 @@ def _message_from_wire(
         id=message_id, role=role, parts=tuple(built), name=name,
         metadata=meta,
     )  # fmt: skip
+
+
+def _created_at(metadata: Mapping[str, object] | None) -> str | None:
+    """When a message was made, as the client that made it stamped it
+    (`metadata.tanstack.createdAt`, which the server hands back with the message)."""
+    tanstack = metadata.get("tanstack") if metadata is not None else None
+    stamp = tanstack.get("createdAt") if isinstance(tanstack, Mapping) else None
+    return stamp if isinstance(stamp, str) else None
 
 
 def _tool_call_from_wire(

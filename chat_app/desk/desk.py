@@ -452,6 +452,7 @@ class Desk:
                     "already-decided",
                     f"You already approved this ({fresh.progress}); someone else must too.",
                     decidedBy=None,
+                    outcome=None,
                 )
             fresh = await self.decision(decision_id)
             assert fresh is not None
@@ -1219,7 +1220,7 @@ class Desk:
             by = f" by {closer}" if closer else ""
             raise DeskError(
                 "already-decided", f"Already answered in the conversation{by}.",
-                decidedBy=item.decided_by,
+                decidedBy=item.decided_by, outcome=item.outcome,
             )  # fmt: skip
         if item.expires_at is not None and item.expires_at <= self.clock():
             raise DeskError(
@@ -1236,7 +1237,10 @@ class Desk:
         client = self._client(row.state, RunAs(ANONYMOUS))
         found = next((i for i in client.interrupts if i.id == item.item_id), None)
         if found is None or not _answerable(found):
-            raise DeskError("already-decided", "Already answered in the conversation.")
+            raise DeskError(
+                "already-decided", "Already answered in the conversation.",
+                decidedBy=None, outcome=None,
+            )  # fmt: skip
         manager = client.manager
         if answer.kind == "cancel":
             submission = manager.cancel_item(item.item_id)

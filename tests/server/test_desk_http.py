@@ -107,6 +107,8 @@ def test_finance_decides_a_large_transfer_from_the_inbox(served: DeskServed) -> 
     assert paused["waitingFor"].startswith("Waiting for finance")
     user, assistant = paused["messages"]
     assert (user["role"], user["text"], user["toolCalls"]) == ("user", "transfer 5000 to Ada", [])
+    # Stamped when the desk took it, before the conversation was stored.
+    assert paused["createdAt"] <= user["createdAt"] <= paused["updatedAt"]
     [call] = assistant["toolCalls"]
     assert (call["name"], call["status"], call["args"], call["hasResult"]) == (
         "transfer", "awaiting-approval", {"recipient": "Ada", "amount": 5000}, False
@@ -340,6 +342,8 @@ def test_a_quorum_collects_two_ops_approvals_and_runs_once(served: DeskServed) -
     twice = decide(served, item["decisionId"], sam, {"approved": True})
     assert twice.status_code == 409
     assert "You already approved this (1 of 2: Sam approved)" in twice.json()["error"]
+    # The fields every `already-decided` carries: nobody has decided yet.
+    assert (twice.json()["decidedBy"], twice.json()["outcome"]) == (None, None)
     assert decide(served, item["decisionId"], rita, {"approved": True}).status_code == 403
     # Sam has approved: his inbox still lists it (someone else must too), Olive's too.
     assert [i["quorum"]["progress"] for i in inbox(served, olive)["items"]] == [
