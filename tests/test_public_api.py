@@ -231,6 +231,7 @@ CLIENT = [
     "ToolCallStatus",
     "ToolDecision",
     "ToolManifest",
+    "ToolRequest",
     "ToolResultPart",
     "TransactionResolver",
     "TransportError",

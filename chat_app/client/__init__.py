@@ -43,7 +43,13 @@ from ._messages import (
 from ._processor import RunStatus, StreamProcessor, StreamState
 from ._request import build_run_input
 from ._state import ClientState, ClientStatus
-from ._tools import ClientInterruptDefinition, ClientTool, ClientToolFunction, DefinitionLike
+from ._tools import (
+    ClientInterruptDefinition,
+    ClientTool,
+    ClientToolFunction,
+    DefinitionLike,
+    ToolRequest,
+)
 
 __all__ = [
     "ABSENT",
@@ -87,6 +93,7 @@ __all__ = [
     "ToolCallStatus",
     "ToolDecision",
     "ToolManifest",
+    "ToolRequest",
     "ToolResultPart",
     "TransactionResolver",
     "TransportError",

@@ -42,7 +42,7 @@ from ._processor import StreamProcessor, StreamState, new_message_id
 from ._records import client_tool_target, same_batch
 from ._request import build_run_input, new_run_id
 from ._state import ClientState, ClientStatus
-from ._tools import ClientInterruptDefinition, ClientTool, DefinitionLike
+from ._tools import ClientInterruptDefinition, ClientTool, DefinitionLike, ToolRequest
 
 __all__ = ["ChatClient"]
 
@@ -129,6 +129,16 @@ class ChatClient:
     @property
     def interrupts(self) -> tuple[InterruptItem, ...]:
         return self._manager.interrupts
+
+    @property
+    def tool_requests(self) -> tuple[ToolRequest, ...]:
+        """Client tools the agent is waiting for this client to run, and that it does not run
+        by itself (no `execute` registered): each is answered with `add_tool_result`."""
+        return tuple(
+            ToolRequest(call_id, name, dict(args) if isinstance(args, Mapping) else {})
+            for call_id, name, args in self._manager.client_tool_requests()
+            if (tool := self.tools.get(name)) is None or tool.execute is None
+        )
 
     @property
     def interrupt_errors(self) -> tuple[InterruptError, ...]:

@@ -105,6 +105,15 @@ class ClientTool:
         return list(read.tools)
 
 
+@dataclass(frozen=True, slots=True)
+class ToolRequest:
+    """A client tool call the agent waits for this client to answer (`add_tool_result`)."""
+
+    call_id: str
+    name: str
+    args: dict[str, object]
+
+
 def _schema(value: object) -> JSONSchema | None:
     return dict(value) if isinstance(value, Mapping) else None
 

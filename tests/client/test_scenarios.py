@@ -132,6 +132,27 @@ async def test_a_client_tool_runs_by_itself_and_its_result_goes_into_history(
     ]
 
 
+async def test_a_client_tool_without_a_function_waits_in_tool_requests_for_its_result(
+    backend: Backend,
+) -> None:
+    """A client that has no function for the demo's clock does not answer it by itself: the
+    call waits, listed in `tool_requests`, until `add_tool_result` answers it."""
+    client, connection = backend.client()
+    await client.send("what time is it")
+    [request] = client.tool_requests
+    part = only(client, "get_local_time")
+    assert (request.call_id, request.name, request.args) == (part.id, "get_local_time", {})
+    assert (backend.executed, len(connection.requests), client.error) == ([], 1, None)
+    await client.add_tool_result(request.call_id, CLOCK)
+    assert client.tool_requests == ()
+    assert only(client, "get_local_time").status == "done"
+    assert len(connection.requests) == 2 and "10:00" in client.messages[-1].text
+    # A client that runs the tool itself lists nothing.
+    runs, _ = backend.client(get_local_time=lambda args: CLOCK)
+    await runs.send("what time is it")
+    assert runs.tool_requests == ()
+
+
 async def test_an_approved_client_tool_runs_after_approval(backend: Backend) -> None:
     client, connection = backend.client(get_location=lambda args: HOME)
     await client.send("share my location")
