@@ -148,12 +148,14 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         return flags + "; Secure" if _came_over_https(request, authenticator) else flags
 
     def signed_in(identity: Identity, target: str, request: Request) -> Response:
+        """The session's cookie, with who signed in (a JSON request, as `/api/me` says it)
+        or the way to `target` (a form's)."""
         value = authenticator.signer.issue(identity)
-        max_age = int(config.session_ttl_seconds)
-        return Response(
-            status_code=303,
-            headers={"Location": target, "Set-Cookie": cookie(value, max_age, request)},
-        )
+        session = cookie(value, int(config.session_ttl_seconds), request)
+        if _is_json(request):
+            body = identity_json(identity, roles(identity))
+            return JSONResponse(body, headers={"Set-Cookie": session})
+        return Response(status_code=303, headers={"Location": target, "Set-Cookie": session})
 
     async def signin(request: Request) -> Response:
         accounts = authenticator.directory

@@ -230,11 +230,18 @@ def test_signing_in_sets_a_session_cookie_that_identifies_the_account(
     assert password_server.verified_by() == ["password"]
 
 
-def test_a_sign_in_posted_as_json_is_answered_alike(password_server: Served) -> None:
+def test_a_sign_in_posted_as_json_is_answered_in_json(password_server: Served) -> None:
+    """A script's sign-in gets who signed in, as `/api/me` says it, with the cookie; a
+    form's is sent on to where it was going (`test_a_session_…`)."""
     response = password_server.http.post(
         "/api/signin", json={"email": "ada@example.com", "password": "ada-password"}
     )
-    assert response.status_code == 303 and response.headers["location"] == "/"
+    assert response.status_code == 200 and "location" not in response.headers
+    assert response.json() == {"email": "ada@example.com", "name": "Ada", "roles": ["finance"],
+                               "method": "password", "demo": False}  # fmt: skip
+    value, _ = session_cookie(response)
+    me = password_server.http.get("/api/me", headers=with_session(value))
+    assert me.json()["email"] == "ada@example.com"
     failed = password_server.http.post(
         "/api/signin", json={"email": "ada@example.com", "password": "guess-guess"}
     )
