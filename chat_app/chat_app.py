@@ -37,6 +37,7 @@ from chat_app.config import (
     policy_from_env,
     policy_sign_in_problems,
     policy_time_problems,
+    remote_agent_from_env,
     security_from_env,
 )
 from chat_app.demo import POLICY_PATH, build_demo_agent
@@ -50,6 +51,7 @@ from chat_app.server.metrics import MetricsSource
 from chat_app.server.origin import handshake_from_elsewhere
 from chat_app.server.run_input import KeptRunInputReader, read_run_input
 from chat_app.trust import Identity, PolicyError, audit_report
+from chat_app.trust.authn import forwarded_identity
 from chat_app.trust.store import DatabaseUnavailable
 from chat_app.ui import session
 from chat_app.ui.audit_state import AuditState
@@ -82,9 +84,10 @@ try:
     authenticator = authenticator_from_env("demo")
     policy = policy_from_env(POLICY_PATH)
     agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger, policy=policy)
+    remote = remote_agent_from_env()
 except (ValueError, DatabaseUnavailable, PolicyError) as problem:  # say which, and stop
     sys.exit(f"chat_app: {problem}")
-AGENT_URL = os.environ.get("CHAT_APP_AGENT_URL", "").strip()
+AGENT_URL = remote.url if remote is not None else ""
 for warning in [
     *policy_sign_in_problems(policy, authenticator.mode),
     *policy_time_problems(policy, security),
@@ -92,11 +95,21 @@ for warning in [
     logging.getLogger("chat_app").warning("%s", warning)
 
 
+def _remote_headers(identity: Callable[[], Identity]) -> Callable[[], Mapping[str, Any]] | None:
+    """What signs each request in to the remote agent as `identity()` at that moment, when
+    it takes this app as its sign-in proxy (`CHAT_APP_AGENT_SIGN_IN=proxy`)."""
+    if remote is None or not remote.as_proxy:
+        return None
+    return lambda: forwarded_identity(identity())
+
+
 def _desk_connection(run_as: RunAs) -> Connection:
     """A connection for a run the desk does on the server (a continuation an approver's
     answer starts, a conversation started over HTTP), acting for `run_as`."""
     if AGENT_URL:
-        return SSEConnection(AGENT_URL, timeout=120)
+        return SSEConnection(
+            AGENT_URL, timeout=120, headers=_remote_headers(lambda: run_as.identity)
+        )
 
     def run(run_input: Any) -> Any:
         return agent.run(
@@ -126,9 +139,10 @@ API_BASE = AGENT_URL.rsplit("/", 1)[0]
 
 
 def _connection(identity: Callable[[], Identity]) -> Connection:
-    """A tab's connection: the in-process agent runs as whoever is signed in at each run."""
+    """A tab's connection: the agent runs as whoever is signed in at each run (a remote one
+    as the app signs them in to it, if it does)."""
     if AGENT_URL:
-        return SSEConnection(AGENT_URL, timeout=120)
+        return SSEConnection(AGENT_URL, timeout=120, headers=_remote_headers(identity))
 
     def run(run_input: Any) -> Any:
         # The desk stores the tab's conversation: its pauses are the desk's to decide.
@@ -138,10 +152,10 @@ def _connection(identity: Callable[[], Identity]) -> Connection:
     return InProcessConnection(run, encode=event_to_wire, read=KeptRunInputReader())
 
 
-def _remote_json(url: str) -> Mapping[str, Any] | None:
+def _remote_json(url: str, headers: Mapping[str, Any] | None = None) -> Mapping[str, Any] | None:
     """The JSON a GET of `url` answers with 200, else None."""
     try:
-        response = httpx.get(url, timeout=5)
+        response = httpx.get(url, timeout=5, headers=headers)
         if response.status_code == 200:
             data: Mapping[str, Any] = response.json()
             return data
@@ -167,11 +181,13 @@ def _manifest() -> ToolManifest:
     )
 
 
-def _audit() -> Mapping[str, Any] | None:
-    """The audit trail: the remote server's `GET /api/audit`, or this app's own ledger;
-    `None` when there is none to read (the page says so, rather than "intact: 0 records")."""
+def _audit(viewer: Identity) -> Mapping[str, Any] | None:
+    """The audit trail `viewer` reads: the remote server's `GET /api/audit` (as them, when
+    the app signs people in to it), or this app's own ledger; `None` when there is none to
+    read (the page says so, rather than "intact: 0 records")."""
     if AGENT_URL:
-        return _remote_json(API_BASE + "/audit")
+        sign_in = _remote_headers(lambda: viewer)
+        return _remote_json(API_BASE + "/audit", sign_in() if sign_in is not None else None)
     return audit_report(agent.ledger.records()) if agent.ledger is not None else None
 
 

@@ -396,6 +396,39 @@ def _notified(delivery: Delivery) -> None:
         )  # fmt: skip
 
 
+AGENT_URL_ENV = "CHAT_APP_AGENT_URL"
+AGENT_SIGN_IN_ENV = "CHAT_APP_AGENT_SIGN_IN"
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteAgent:
+    """The agent the app talks to over SSE instead of its own (`CHAT_APP_AGENT_URL`), and
+    whether each request signs its person in to it as their sign-in proxy
+    (`CHAT_APP_AGENT_SIGN_IN=proxy`, `trust.authn.forwarded_identity`)."""
+
+    url: str
+    as_proxy: bool
+
+
+def remote_agent_from_env() -> RemoteAgent | None:
+    """`CHAT_APP_AGENT_URL` and `CHAT_APP_AGENT_SIGN_IN`; `None` for the app's own agent. A
+    `ValueError` says what is wrong with them."""
+    url = os.environ.get(AGENT_URL_ENV, "").strip()
+    sign_in = os.environ.get(AGENT_SIGN_IN_ENV, "").strip().lower() or "none"
+    if sign_in not in ("none", "proxy"):
+        raise ValueError(
+            f"{AGENT_SIGN_IN_ENV}={sign_in!r} is not a way to sign in to the agent; use proxy "
+            "(each request names its person, as a sign-in proxy does) or none."
+        )
+    if not url:
+        if sign_in == "proxy":
+            raise ValueError(
+                f"{AGENT_SIGN_IN_ENV}=proxy needs {AGENT_URL_ENV}, the agent to sign in to."
+            )
+        return None
+    return RemoteAgent(url=url, as_proxy=sign_in == "proxy")
+
+
 def metrics_token() -> str | None:
     """`CHAT_APP_METRICS_TOKEN`: a bearer token a Prometheus scraper may read `/metrics` with."""
     return os.environ.get(METRICS_TOKEN_ENV, "").strip() or None

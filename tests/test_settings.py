@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from chat_app.agent import ScriptedModel
-from chat_app.config import Security, security_from_env
+from chat_app.config import RemoteAgent, Security, remote_agent_from_env, security_from_env
 from chat_app.demo import demo_model
 from chat_app.trust import SQLiteLedger
 from tests.live_server import free_port
@@ -156,3 +156,46 @@ def test_a_ledger_redis_that_does_not_answer_stops_the_start_naming_its_variable
         ValueError, match=r"^CHAT_APP_LEDGER_URL: The Redis at 127\.0\.0\.1:\d+ does"
     ):
         security_from_env()
+
+
+@pytest.mark.parametrize(
+    ("url", "sign_in", "read"),
+    [
+        ("", "", None),
+        ("", "none", None),
+        (" http://agent:8001/api/chat ", "", RemoteAgent("http://agent:8001/api/chat", False)),
+        ("http://agent:8001/api/chat", " Proxy ", RemoteAgent("http://agent:8001/api/chat", True)),
+    ],
+)
+def test_the_remote_agent_and_how_the_app_signs_in_to_it_are_read(
+    monkeypatch: pytest.MonkeyPatch, url: str, sign_in: str, read: RemoteAgent | None
+) -> None:
+    monkeypatch.setenv("CHAT_APP_AGENT_URL", url)
+    monkeypatch.setenv("CHAT_APP_AGENT_SIGN_IN", sign_in)
+    assert remote_agent_from_env() == read
+
+
+@pytest.mark.parametrize(
+    ("url", "sign_in", "message"),
+    [
+        (
+            "http://agent:8001/api/chat",
+            "token",
+            "CHAT_APP_AGENT_SIGN_IN='token' is not a way to sign in to the agent; use proxy "
+            "(each request names its person, as a sign-in proxy does) or none.",
+        ),
+        (
+            "",
+            "proxy",
+            "CHAT_APP_AGENT_SIGN_IN=proxy needs CHAT_APP_AGENT_URL, the agent to sign in to.",
+        ),
+    ],
+)
+def test_a_way_to_sign_in_to_the_agent_the_app_cannot_use_is_refused(
+    monkeypatch: pytest.MonkeyPatch, url: str, sign_in: str, message: str
+) -> None:
+    monkeypatch.setenv("CHAT_APP_AGENT_URL", url)
+    monkeypatch.setenv("CHAT_APP_AGENT_SIGN_IN", sign_in)
+    with pytest.raises(ValueError) as refused:
+        remote_agent_from_env()
+    assert str(refused.value) == message

@@ -28,6 +28,9 @@ from ._agui import event_problem
 from ._errors import TransportError
 from ._http import network_reason, seconds, status_words
 
+#: Request headers; a `bytes` value is sent as it is (UTF-8 text).
+Headers = Mapping[str, str | bytes]
+
 __all__ = [
     "Connection",
     "EventEncoder",
@@ -110,6 +113,10 @@ class InProcessConnection(Connection):
             raise TransportError(f"The in-process agent failed: {reason}") from error
 
 
+def _utf8(value: str | bytes) -> bytes:
+    return value if isinstance(value, bytes) else value.encode("utf-8")
+
+
 class SSEConnection(Connection):
     """POSTs the body to an AG-UI endpoint and reads `text/event-stream`.
 
@@ -120,7 +127,8 @@ class SSEConnection(Connection):
     Parameters:
         url: the endpoint.
         timeout: seconds allowed for connecting and for each read (a stalled stream fails).
-        headers: extra request headers.
+        headers: extra request headers, or a function that gives them for each request (who
+            the run acts for, say). A value may be `bytes` (UTF-8 text, as a name).
         token: an API token of the server (`python -m chat_app tokens create`), sent as
             `Authorization: Bearer <token>`: the run acts as the token's owner.
         transport: an `httpx` transport (e.g. `httpx.ASGITransport(app)` in tests).
@@ -131,14 +139,13 @@ class SSEConnection(Connection):
         url: str,
         *,
         timeout: float = 60.0,
-        headers: Mapping[str, str] | None = None,
+        headers: Headers | Callable[[], Headers] | None = None,
         token: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.url = url
-        self._headers = dict(headers or {})
-        if token is not None:
-            self._headers["Authorization"] = f"Bearer {token}"
+        self._headers = headers if callable(headers) else dict(headers or {})
+        self._token = {"Authorization": f"Bearer {token}"} if token is not None else {}
         self._timeout = timeout
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(timeout), transport=transport)
 
@@ -146,15 +153,18 @@ class SSEConnection(Connection):
         await self._client.aclose()
 
     async def stream(self, body: Mapping[str, object]) -> AsyncIterator[WireEvent]:
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        headers: dict[str, str | bytes] = {"Content-Type": "application/json"}
+        headers["Accept"] = "text/event-stream"
         run_id = body.get("runId")
         if isinstance(run_id, str):
             headers[RUN_ID_HEADER] = run_id
-        headers.update(self._headers)
+        headers.update(self._headers() if callable(self._headers) else self._headers)
+        headers.update(self._token)
+        sent = [(name.encode("ascii"), _utf8(value)) for name, value in headers.items()]
         content = js_json_dumps(dict(body)).encode("utf-8")
         url, answered, events = self.url, False, 0
         try:
-            request = self._client.stream("POST", url, content=content, headers=headers)
+            request = self._client.stream("POST", url, content=content, headers=sent)
             async with request as response:
                 answered = True
                 content_type = response.headers.get("content-type", "")

@@ -64,6 +64,10 @@ DEFAULT_TRUSTED_PROXIES: tuple[IPNetwork, ...] = (
 
 DEFAULT_USER_HEADER = "X-Forwarded-Email"
 
+#: The header this app names a person with when it signs them in to another of its servers
+#: as their sign-in proxy (`forwarded_identity`).
+FORWARDED_NAME_HEADER = "X-Forwarded-Name"
+
 SIGN_IN_FIRST = "Sign in first."
 SESSION_EXPIRED = "Your session expired; sign in again."
 SESSION_INVALID = "This session is not valid; sign in again."
@@ -85,6 +89,19 @@ NOT_FROM_PROXY = "Requests must come through the sign-in proxy."
 BROWSER_CARRIED: frozenset[AuthMethod] = frozenset({"demo", "password", "proxy"})
 #: Google IAP prefixes the email it vouches for with its issuer.
 _IAP_PREFIX = "accounts.google.com:"
+
+
+def forwarded_identity(identity: Identity) -> dict[str, str | bytes]:
+    """The headers that sign `identity` in to a server taking this app as its sign-in proxy
+    (`CHAT_APP_AUTH=proxy`, this app's address among its `CHAT_APP_TRUSTED_PROXIES`, and
+    `CHAT_APP_NAME_HEADER=X-Forwarded-Name` for the name, sent as UTF-8); none for nobody,
+    whom that server then refuses. Roles are that server's own to give."""
+    if identity.anonymous or not identity.email:
+        return {}
+    headers: dict[str, str | bytes] = {DEFAULT_USER_HEADER: identity.email}
+    if identity.name:
+        headers[FORWARDED_NAME_HEADER] = identity.name.encode("utf-8")
+    return headers
 
 
 @dataclass(frozen=True, slots=True)

@@ -151,7 +151,7 @@ class AuditState(IdentityState):
             self.rows = []
             return
         self.refused = ""
-        trail = sessions.read_audit()
+        trail = sessions.read_audit(viewer)
         if trail is None:
             self.available = False
             self.rows = []

@@ -336,8 +336,9 @@ class _Backend:
     #: The tools the client knows: a `ToolManifest` (with its problems), or a manifest as
     #: `GET /api/tools` answers it (`{"tools": [...]}` or a bare list).
     manifest: Callable[[], object] | None = None
-    #: The audit trail as `GET /api/audit` answers it (`{"chain": …, "records": […]}`).
-    audit: Callable[[], Mapping[str, Any] | None] | None = None
+    #: The audit trail as `GET /api/audit` answers it (`{"chain": …, "records": […]}`) to
+    #: the person reading it.
+    audit: Callable[[Identity], Mapping[str, Any] | None] | None = None
     #: Who someone is (`None`: no sign-in, everyone is anonymous).
     authenticator: Authenticator | None = None
     #: Who may decide what (`None`: whoever asked).
@@ -366,7 +367,7 @@ _sessions: dict[str, Session] = {}
 def configure(
     connection: ConnectionFactory,
     manifest: Callable[[], object],
-    audit: Callable[[], Mapping[str, Any] | None] | None = None,
+    audit: Callable[[Identity], Mapping[str, Any] | None] | None = None,
     *,
     authenticator: Authenticator | None = None,
     policy: Policy | None = None,
@@ -515,8 +516,8 @@ def _asked(viewer: Identity, requester: str, tag: object) -> bool:
     return sealer is not None and sealer.is_tag_of(tag, viewer.email)
 
 
-def read_audit() -> Mapping[str, Any] | None:
-    return _backend.audit() if _backend.audit is not None else None
+def read_audit(viewer: Identity) -> Mapping[str, Any] | None:
+    return _backend.audit(viewer) if _backend.audit is not None else None
 
 
 def _tools(bridge: BrowserBridge, problems: list[str] | None = None) -> list[ClientTool]:

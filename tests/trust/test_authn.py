@@ -19,6 +19,7 @@ from chat_app.trust.authn import (
     AuthFailure,
     AuthMode,
     cookie_value,
+    forwarded_identity,
     parse_networks,
 )
 from chat_app.trust.identity import SessionEnd
@@ -199,6 +200,27 @@ def test_a_proxy_name_header_names_the_person() -> None:
     assert isinstance(who, Identity) and (who.name, who.label) == ("", "ada@corp")
     who = authenticator("proxy").authenticate(headers, "127.0.0.1")
     assert isinstance(who, Identity) and who.name == ""
+
+
+def test_an_identity_the_app_forwards_is_read_back_by_a_server_taking_it_as_its_proxy() -> None:
+    """The app signs its people in to a remote agent as their proxy: what it sends is what
+    that server, set up as the README says, reads back (a name beyond ASCII too); nobody is
+    sent as nobody, and the remote refuses them."""
+    remote = authenticator("proxy", name_header="X-Forwarded-Name")
+    zoe = Identity(email="zoe@corp", method="demo", name="Zoë Ñúñez", roles=frozenset({"x"}))
+    for person in (ADA, zoe):
+        sent = forwarded_identity(person)
+        # As a server's HTTP layer hands header bytes over: Latin-1 text.
+        received = {
+            name: value.decode("latin-1") if isinstance(value, bytes) else value
+            for name, value in sent.items()
+        }
+        who = remote.authenticate(received, "127.0.0.1")
+        assert isinstance(who, Identity)
+        assert (who.email, who.name, who.method) == (person.email, person.name, "proxy")
+        assert who.roles == frozenset()  # roles are the remote's own to give
+    assert forwarded_identity(ANONYMOUS) == {}
+    assert isinstance(remote.authenticate({}, "127.0.0.1"), AuthFailure)
 
 
 def test_the_proxy_header_from_an_untrusted_address_is_refused() -> None:
