@@ -11,7 +11,8 @@ pytestmark = pytest.mark.browser
 
 
 def test_send_appends_message(page: Page, screenshot_dir: Path) -> None:
-    expect(page.get_by_role("heading", name="Ops desk", exact=True)).to_be_visible()
+    expect(page.get_by_role("banner").get_by_text("Ops desk", exact=True)).to_be_visible()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Chat")
     expect(page.locator("#transcript-empty")).to_be_visible()
 
     message = "Please restart the staging database"
