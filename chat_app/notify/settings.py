@@ -103,11 +103,7 @@ class NotifySettings:
         """The webhook as logs and the trail name it: its scheme, host and port alone,
         `https://hooks.slack.com/…` (a Slack URL's path is its key; a user, password or query
         may be one too); "" without one."""
-        if not self.webhook_url:
-            return ""
-        parts = urlsplit(self.webhook_url)
-        port = f":{parts.port}" if parts.port else ""
-        return f"{parts.scheme}://{parts.hostname}{port}/…"
+        return _host_only(self.webhook_url) if self.webhook_url else ""
 
     def link(self, thread_id: str) -> str:
         """Where a person opens the conversation a notice is about."""
@@ -213,17 +209,21 @@ def _http_url(name: str, value: str, *, example: str, secret_path: bool = False)
     """Refuse what is not an http(s) URL with a host. With `secret_path` (a webhook: a Slack
     URL's path is its key) a message shows only what comes before the path."""
     problem = f"is not an http(s) URL with a host: use e.g. {example}."
-    shown = _pathless(value) if secret_path else value
+    shown = _host_only(value) if secret_path else value
     parts = _split(name, value, problem, shown=shown)
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise NotifyConfigError(f"{name}={_hidden(shown)!r} {problem}")
 
 
-def _pathless(value: str) -> str:
-    """`value` up to its path: `https://hooks.slack.com/…`."""
-    scheme = value.find("//")
-    slash = value.find("/", scheme + 2 if scheme >= 0 else 0)
-    return value if slash < 0 or slash == len(value) - 1 else value[:slash] + "/…"
+def _host_only(value: str) -> str:
+    """`value`'s scheme, host and port, `https://hooks.slack.com/…`: a webhook's path is its
+    key in Slack's, and a user, password, query or fragment may be one too. Read as text, so
+    a value too broken to parse as a URL is shown alike."""
+    start = value.find("//")
+    start = start + 2 if start >= 0 else 0
+    ends = [at for at in (value.find(mark, start) for mark in "/?#") if at >= 0]
+    authority = value[start : min(ends, default=len(value))].rpartition("@")[2]
+    return f"{value[:start]}{authority}/…"
 
 
 def _webhook_format(value: str | None) -> WebhookFormat:

@@ -167,6 +167,12 @@ def test_a_bad_webhook_url_is_shown_without_its_path() -> None:
     message = str(refused.value)
     assert message.startswith("CHAT_APP_WEBHOOK_URL=")
     assert "s3cr3tkey" not in message and "hooks.slack.com/…" in message
+    # A key in the query, with no path before it, or a user's password: not shown either.
+    for url in ("ftp://hooks.example.com?token=s3cr3tkey", "ftp://bot:s3cr3tkey@hooks.example.com"):
+        with pytest.raises(NotifyConfigError) as refused:
+            NotifySettings.from_env({"CHAT_APP_WEBHOOK_URL": url})
+        assert "s3cr3tkey" not in str(refused.value), url
+        assert "'ftp://hooks.example.com/…'" in str(refused.value), url
 
 
 def test_a_refused_url_hides_its_password_and_a_webhooks_path() -> None:
