@@ -81,6 +81,8 @@ class NotifySettings:
     mail_from: str | None = None
     #: Links in notices start here (no trailing slash).
     public_url: str = "http://localhost:8000"
+    #: `public_url` was set (`CHAT_APP_PUBLIC_URL`), not the default.
+    public_url_set: bool = False
     #: Tries per delivery, the first included; after the last it is `failed`.
     attempts: int = 8
     #: The wait after the first failed attempt; it doubles after each further one.
@@ -160,7 +162,8 @@ class NotifySettings:
                 f"{MAIL_FROM} is required with {SMTP_URL}: use an address such as "
                 "approvals@example.com or 'Approvals <approvals@example.com>'."
             )
-        public_url = get(PUBLIC_URL) or default_public_url
+        given = get(PUBLIC_URL)
+        public_url = given or default_public_url
         _http_url(PUBLIC_URL, public_url, example="https://chat.example.com")
         return cls(
             webhook_url=webhook_url,
@@ -169,6 +172,7 @@ class NotifySettings:
             smtp=smtp,
             mail_from=mail_from,
             public_url=public_url.rstrip("/"),
+            public_url_set=bool(given),
             attempts=_attempts(get(ATTEMPTS)),
             backoff_seconds=_positive_seconds(BACKOFF, get(BACKOFF), default=5.0),
             timeout_seconds=_positive_seconds(TIMEOUT, get(TIMEOUT), default=10.0),

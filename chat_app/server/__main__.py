@@ -146,7 +146,7 @@ def _build(*, announce: bool) -> Starlette:
             logger.warning("%s", problem)
         settings = notifications.settings
         logger.info("notifications: %s", ", ".join(settings.channels) or "none")
-        if settings.channels and not os.environ.get(PUBLIC_URL, "").strip():
+        if settings.channels and not settings.public_url_set:
             # This server is the HTTP API alone: a notice's link must lead to the app's pages.
             logger.warning(
                 "notifications: %s is not set, so links in notices lead to %s, where this "
