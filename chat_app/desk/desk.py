@@ -400,7 +400,7 @@ class Desk:
             # policy again), not as whoever clicks Retry.
             rows = await self._db(self.store.decided, thread_id, list(in_flight.interrupt_ids))
             if rows:
-                run_as = await self._db(self._run_as, rows)
+                run_as = await self._db(self._run_as, rows, owner)
         self._spawn(self._run(thread_id, run_as, again))
 
     async def decide(self, decision_id: str, decider: Identity, answer: Answer) -> DecideResult:

@@ -532,6 +532,51 @@ async def test_expiry_closes_the_loop_once(timed: Timed) -> None:
     assert stored is not None and stored.outcome == "expired"
 
 
+async def test_an_expiry_whose_continuation_failed_is_retried_for_whoever_asked(
+    timed: Timed,
+) -> None:
+    """The agent was away when the expiry was carried; Retry carries it again for Rita, who
+    asked (the agent reads her withdrawal as the expiry), as the first time: not for nobody,
+    whom an agent behind sign-in refuses."""
+    world = timed.world
+    cut = [True]
+
+    def away_once(given: Any, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async def run() -> AsyncIterator[Any]:
+            if given.resume and cut[0]:
+                cut[0] = False
+                raise ConnectionError("the agent went away")
+            async for event in events:
+                yield event
+
+        return run()
+
+    desk = world.new_desk(worker="worker-2", clock=timed.clock.utc, wrap=away_once)
+    acting: list[str] = []
+    connect = desk.connection_for
+
+    def recorded(run_as: Any) -> Any:
+        acting.append(run_as.identity.email)
+        return connect(run_as)
+
+    desk.connection_for = recorded
+    thread = await world.start(RITA, "transfer 5000 to Ada", desk=desk)
+    await world.only_item(ADA)
+    timed.clock.advance(24 * 3600 + 1)
+    await _tick_all(timed, desk)
+    view = await desk.view(thread, RITA)
+    assert view.summary.status == "failed" and state_of(view).can_retry
+    assert acting[-1] == RITA.email
+
+    await desk.retry(thread, RITA)
+    await desk.wait_idle()
+    assert acting[-1] == RITA.email
+    view = await desk.view(thread, RITA)
+    assert view.summary.status == "done"
+    assert "expired" in state_of(view).messages[-1].text.lower()
+    assert world.executions("transfer") == []
+
+
 async def test_the_requester_is_told_only_when_not_looking(timed: Timed) -> None:
     world = timed.world
     thread = await world.start(RITA, "transfer 25 to Ada")  # no rule: Rita decides
