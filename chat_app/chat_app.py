@@ -38,6 +38,7 @@ from chat_app.config import (
     policy_sign_in_problems,
     policy_time_problems,
     remote_agent_from_env,
+    remote_agent_problems,
     security_from_env,
 )
 from chat_app.demo import POLICY_PATH, build_demo_agent
@@ -55,7 +56,11 @@ from chat_app.trust.authn import forwarded_identity
 from chat_app.trust.store import DatabaseUnavailable
 from chat_app.ui import session
 from chat_app.ui.audit_state import AuditState
-from chat_app.ui.components.decisions import CLOSE_ON_ESCAPE_SCRIPT, FOCUS_NEXT_DECISION_SCRIPT
+from chat_app.ui.components.decisions import (
+    CLOSE_ON_ESCAPE_SCRIPT,
+    FOCUS_NEXT_DECISION_SCRIPT,
+    TYPING_KEEPS_FOCUS_SCRIPT,
+)
 from chat_app.ui.components.page import ROOT_HAS_SCRIPT
 from chat_app.ui.components.schema_form import DRAFT_SCRIPT, PROPOSED_SCRIPT
 from chat_app.ui.conversations_state import ConversationsState
@@ -84,11 +89,12 @@ try:
     authenticator = authenticator_from_env("demo")
     policy = policy_from_env(POLICY_PATH)
     agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger, policy=policy)
-    remote = remote_agent_from_env()
+    remote = remote_agent_from_env(authenticator.mode)
 except (ValueError, DatabaseUnavailable, PolicyError) as problem:  # say which, and stop
     sys.exit(f"chat_app: {problem}")
 AGENT_URL = remote.url if remote is not None else ""
 for warning in [
+    *remote_agent_problems(remote, authenticator.mode),
     *policy_sign_in_problems(policy, authenticator.mode),
     *policy_time_problems(policy, security),
 ]:
@@ -251,6 +257,7 @@ app = rx.App(
         rx.script(DRAFT_SCRIPT),
         rx.script(CLOSE_ON_ESCAPE_SCRIPT),
         rx.script(FOCUS_NEXT_DECISION_SCRIPT),
+        rx.script(TYPING_KEEPS_FOCUS_SCRIPT),
         rx.script(ROOT_HAS_SCRIPT),
     ],
     stylesheets=["/forms.css"],

@@ -410,9 +410,9 @@ class RemoteAgent:
     as_proxy: bool
 
 
-def remote_agent_from_env() -> RemoteAgent | None:
+def remote_agent_from_env(auth_mode: AuthMode) -> RemoteAgent | None:
     """`CHAT_APP_AGENT_URL` and `CHAT_APP_AGENT_SIGN_IN`; `None` for the app's own agent. A
-    `ValueError` says what is wrong with them."""
+    `ValueError` says what is wrong with them, with the app's sign-in (`auth_mode`) too."""
     url = os.environ.get(AGENT_URL_ENV, "").strip()
     sign_in = os.environ.get(AGENT_SIGN_IN_ENV, "").strip().lower() or "none"
     if sign_in not in ("none", "proxy"):
@@ -426,7 +426,25 @@ def remote_agent_from_env() -> RemoteAgent | None:
                 f"{AGENT_SIGN_IN_ENV}=proxy needs {AGENT_URL_ENV}, the agent to sign in to."
             )
         return None
+    if sign_in == "proxy" and auth_mode == "none":
+        raise ValueError(
+            f"{AGENT_SIGN_IN_ENV}=proxy signs people in to the agent, and with "
+            f"{AUTH_ENV}=none nobody is signed in: the agent would refuse every request. "
+            f"Turn sign-in on ({AUTH_ENV}=password or proxy)."
+        )
     return RemoteAgent(url=url, as_proxy=sign_in == "proxy")
+
+
+def remote_agent_problems(remote: RemoteAgent | None, auth_mode: AuthMode) -> list[str]:
+    """What to warn of at start: demo people passed on to the agent as if they had signed
+    in (anyone may be anyone, and the agent's trail says `proxy`)."""
+    if remote is None or not remote.as_proxy or auth_mode != "demo":
+        return []
+    return [
+        f"{AGENT_SIGN_IN_ENV}=proxy with demo sign-in: the agent at {remote.url} takes each "
+        "demo person as signed in, and anyone may pick any of them. For trying it out; "
+        f"set {AUTH_ENV}=password or proxy for real use."
+    ]
 
 
 def metrics_token() -> str | None:

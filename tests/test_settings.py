@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from chat_app.agent import ScriptedModel
-from chat_app.config import RemoteAgent, Security, remote_agent_from_env, security_from_env
+from chat_app.config import (
+    RemoteAgent,
+    Security,
+    remote_agent_from_env,
+    remote_agent_problems,
+    security_from_env,
+)
 from chat_app.demo import demo_model
 from chat_app.trust import SQLiteLedger
 from tests.live_server import free_port
@@ -172,7 +178,7 @@ def test_the_remote_agent_and_how_the_app_signs_in_to_it_are_read(
 ) -> None:
     monkeypatch.setenv("CHAT_APP_AGENT_URL", url)
     monkeypatch.setenv("CHAT_APP_AGENT_SIGN_IN", sign_in)
-    assert remote_agent_from_env() == read
+    assert remote_agent_from_env("password") == read
 
 
 @pytest.mark.parametrize(
@@ -197,5 +203,23 @@ def test_a_way_to_sign_in_to_the_agent_the_app_cannot_use_is_refused(
     monkeypatch.setenv("CHAT_APP_AGENT_URL", url)
     monkeypatch.setenv("CHAT_APP_AGENT_SIGN_IN", sign_in)
     with pytest.raises(ValueError) as refused:
-        remote_agent_from_env()
+        remote_agent_from_env("password")
     assert str(refused.value) == message
+
+
+def test_the_agent_is_signed_in_to_only_with_someone_signed_in_and_demo_people_are_said_to_be(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without sign-in the app has nobody to name, and the agent would refuse every request:
+    the start stops. Demo people are passed on, with a warning that anyone may be anyone."""
+    monkeypatch.setenv("CHAT_APP_AGENT_URL", "http://agent:8001/api/chat")
+    monkeypatch.setenv("CHAT_APP_AGENT_SIGN_IN", "proxy")
+    with pytest.raises(ValueError) as refused:
+        remote_agent_from_env("none")
+    assert "with CHAT_APP_AUTH=none nobody is signed in" in str(refused.value)
+    demo = remote_agent_from_env("demo")
+    [warning] = remote_agent_problems(demo, "demo")
+    assert warning.startswith("CHAT_APP_AGENT_SIGN_IN=proxy with demo sign-in: the agent at ")
+    assert remote_agent_problems(remote_agent_from_env("password"), "password") == []
+    monkeypatch.setenv("CHAT_APP_AGENT_SIGN_IN", "none")
+    assert remote_agent_problems(remote_agent_from_env("demo"), "demo") == []

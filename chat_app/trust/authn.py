@@ -99,8 +99,8 @@ def forwarded_identity(identity: Identity) -> dict[str, str | bytes]:
     if identity.anonymous or not identity.email:
         return {}
     headers: dict[str, str | bytes] = {DEFAULT_USER_HEADER: identity.email}
-    if identity.name:
-        headers[FORWARDED_NAME_HEADER] = identity.name.encode("utf-8")
+    if name := _one_line(identity.name):
+        headers[FORWARDED_NAME_HEADER] = name.encode("utf-8")
     return headers
 
 
@@ -334,9 +334,14 @@ def _display_name(value: str) -> str:
         value = value.encode("latin-1").decode("utf-8")
     except UnicodeError:  # not UTF-8 (or already text beyond Latin-1): as it came
         pass
-    # Control characters go (a line break would split a log line or a mail header); format
-    # characters such as the zero-width joiner are part of how some names and emoji are written.
-    kept = "".join(" " if unicodedata.category(char) == "Cc" else char for char in value)
+    return _one_line(value)
+
+
+def _one_line(name: str) -> str:
+    """`name` on one line: control characters go (a line break would split a log line, a
+    mail header or a header this app sends); format characters such as the zero-width
+    joiner are part of how some names and emoji are written. Spaces are collapsed."""
+    kept = "".join(" " if unicodedata.category(char) == "Cc" else char for char in name)
     return " ".join(kept.split())[:MAX_NAME].strip()
 
 

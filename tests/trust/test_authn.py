@@ -221,6 +221,10 @@ def test_an_identity_the_app_forwards_is_read_back_by_a_server_taking_it_as_its_
         assert who.roles == frozenset()  # roles are the remote's own to give
     assert forwarded_identity(ANONYMOUS) == {}
     assert isinstance(remote.authenticate({}, "127.0.0.1"), AuthFailure)
+    # A name stored with a line break (accounts refuse only NUL) goes on one line: a header
+    # value may hold no control character, and the person's runs must not fail on it.
+    broken = Identity(email="bo@corp", method="password", name="Bo\nX-Forwarded-Email: x\v")
+    assert forwarded_identity(broken)["X-Forwarded-Name"] == b"Bo X-Forwarded-Email: x"
 
 
 def test_the_proxy_header_from_an_untrusted_address_is_refused() -> None:

@@ -135,12 +135,27 @@ def test_escape_closes_a_form_and_keeps_what_was_typed(page: Page) -> None:
     expect(page.locator(".form-reject")).to_have_count(1)
 
 
+def test_a_decision_that_appears_while_someone_types_leaves_them_typing(page: Page) -> None:
+    """Rita sends with Enter and types on: the card that appears does not take the keyboard
+    from her (a space would press Approve, and run a deletion); her words stay in the box.
+    Opened from a button (a suggestion), the card does take it."""
+    ask(page, "delete project apollo")
+    card = page.locator(".approval-card")
+    expect(card).to_be_visible()
+    box = page.locator("#composer-input")
+    expect(box).to_be_focused()
+    page.keyboard.type(" and after that archive the old repo")
+    expect(box).to_have_value(" and after that archive the old repo")
+    expect(card.locator("button.approve")).to_be_visible()  # nothing was approved
+    expect(page.get_by_text("Project apollo is deleted")).to_have_count(0)
+
+
 def test_each_page_has_one_heading_and_its_landmarks(page: Page) -> None:
     """Each page names itself in one `<h1>` (the product's name in the header is not a
     heading), inside its `<main>`, after the header's `banner`: what a screen reader's
     lists of headings and landmarks offer."""
     ask(page, "hello")
-    for path in ("", "/inbox", "/conversations", "/inbox/decided", "/audit"):
+    for path in ("", "/inbox", "/conversations", "/inbox/decided", "/signin", "/audit"):
         if path:
             page.goto(path)
             hydrated(page)
@@ -259,10 +274,16 @@ def test_batch_answered_item_by_item_sends_once_the_last_is_answered(
 
 def test_the_keyboard_goes_from_decision_to_decision(page: Page) -> None:
     """Answered from the keyboard, a decision's buttons go: the next open decision's Approve
-    takes the focus, so Enter, Enter, Enter answers a batch of three."""
+    takes the focus, so Enter, Enter, Enter answers a batch of three (reached with Shift+Tab
+    from the box the request was typed in, which keeps the keyboard as the cards appear)."""
     ask(page, "pay invoices")
     cards = page.locator(".approval-card")
     expect(cards).to_have_count(3)
+    first = cards.nth(0).locator("button.approve")
+    for _ in range(30):
+        if first.evaluate("(button) => button === document.activeElement"):
+            break
+        page.keyboard.press("Shift+Tab")
     for at in range(3):
         expect(cards.nth(at).locator("button.approve")).to_be_focused()
         page.keyboard.press("Enter")

@@ -102,7 +102,6 @@ def test_without_a_rule_the_requester_decides_and_a_refused_answer_stays_answera
     # No rule matches a small transfer: Rita, who asked, approves it as before the policy.
     ask(page, "transfer 25 to Ada")
     transfer = tool_card(page, "transfer")
-    expect(transfer.locator("button.approve")).to_be_focused()
     transfer.locator("button.approve").click()
     expect(page.get_by_text("Sent 25 to Ada. Receipt id: rcpt-")).to_be_visible()
 
@@ -396,7 +395,7 @@ def test_signing_out_in_one_tab_signs_out_the_others(
         shot(page, screenshot_dir, "signed-out-in-another-tab")
         expect(page.get_by_text("Sent 25 to Ada")).to_have_count(0)
 
-        # The notice leads to the sign-in page, which says why and leads back here.
+        # The notice links to the sign-in page, and signing in there leads back here.
         conversation = page.url
         page.locator("#auth-error #auth-sign-in").click()
         expect(page).to_have_url(re.compile(r"/signin/?\?next=/c/"))

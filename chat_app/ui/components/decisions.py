@@ -43,7 +43,8 @@ class DecisionEvents:
 #: list takes its own Escape (it is outside the form).
 CLOSE_ON_ESCAPE_SCRIPT = """
 document.addEventListener('keydown', (event) => {
-  if (event.key !== 'Escape' || event.defaultPrevented || event.isComposing) return;
+  if (event.key !== 'Escape' || event.defaultPrevented) return;
+  if (event.isComposing || event.keyCode === 229) return;  // an IME's own Escape
   const form = event.target.closest && event.target.closest('form.decision-form');
   const card = form && form.closest('.decision');
   const toggle = card && card.querySelector('button[aria-expanded="true"]');
@@ -59,16 +60,55 @@ document.addEventListener('keydown', (event) => {
 #: When a decision is answered its buttons go, and the keyboard's focus with them (to the
 #: page's body): the next open decision's control, which becomes the one marked to take the
 #: focus (`data-autofocus`, `takes_focus`), takes it then, so the keyboard goes on from
-#: decision to decision. Only a focus so lost moves: one the person put anywhere stays.
-#: Delegated, once per page (a control that mounts marked takes it by React's autofocus).
+#: decision to decision. Only while the person is answering decisions (their last key or
+#: click was on one): a focus they let go by clicking elsewhere stays where it is when
+#: someone else's answer moves the mark. Delegated, once per page (a control that mounts
+#: marked takes it by React's autofocus).
 FOCUS_NEXT_DECISION_SCRIPT = """
-new MutationObserver((records) => {
-  if (document.activeElement && document.activeElement !== document.body) return;
-  const marked = records.find((record) => record.target.dataset.autofocus === 'true');
-  if (marked && marked.target.isConnected) marked.target.focus({ preventScroll: true });
-}).observe(document.documentElement, {
-  subtree: true, attributes: true, attributeFilter: ['data-autofocus'],
-});
+(() => {
+  let answering = false;
+  const note = (event) => {
+    answering = Boolean(event.target.closest && event.target.closest('.decision'));
+  };
+  document.addEventListener('pointerdown', note, true);
+  document.addEventListener('keydown', note, true);
+  new MutationObserver((records) => {
+    if (!answering) return;
+    if (document.activeElement && document.activeElement !== document.body) return;
+    const marked = records.find((record) => record.target.dataset.autofocus === 'true');
+    if (marked && marked.target.isConnected) marked.target.focus({ preventScroll: true });
+  }).observe(document.documentElement, {
+    subtree: true, attributes: true, attributeFilter: ['data-autofocus'],
+  });
+})();
+"""
+
+
+#: A decision that appears takes the keyboard's focus (React's autofocus, `takes_focus`),
+#: but never from someone typing: if it took it from a text field, the field has it back at
+#: once, in the same turn, before another key can land on the decision's button (a space
+#: typed on, after sending, would press Approve). Only that first focus, as the control
+#: mounts, is given back; a focus the person moves there later (Tab, a click, a screen
+#: reader) stays. Delegated, once per page.
+TYPING_KEEPS_FOCUS_SCRIPT = """
+(() => {
+  const focused = new WeakSet();  // controls that have had the focus once
+  let movedAt = -1;
+  const moved = () => { movedAt = performance.now(); };
+  document.addEventListener('pointerdown', moved, true);
+  document.addEventListener('keydown', (event) => { if (event.key === 'Tab') moved(); }, true);
+  const typing = (element) => Boolean(element && element.isConnected && element.matches &&
+    element.matches('textarea, [contenteditable=""], [contenteditable="true"], ' +
+      'input:not([type=checkbox]):not([type=radio]):not([type=button]):not([type=submit])'));
+  document.addEventListener('focusin', (event) => {
+    const to = event.target, from = event.relatedTarget;
+    if (!to.dataset || to.dataset.autofocus !== 'true') return;
+    const first = !focused.has(to);
+    focused.add(to);
+    if (!first || !typing(from) || performance.now() - movedAt < 500) return;
+    from.focus({ preventScroll: true });
+  }, true);
+})();
 """
 
 
