@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Discriminator
@@ -372,6 +373,9 @@ def from_wire_messages(
         before = known.get(message_id)
         if before is not None and message.metadata is None and message.raw is None:
             message = replace(message, metadata=before.metadata, created_at=before.created_at)
+        elif before is not None and message.created_at is None and before.created_at:
+            # Echoed with metadata of the server's own, without the stamp: it stays.
+            message = replace(message, created_at=before.created_at)
         result.append(message)
     # At 2,000 messages the comparisons cost ~5 ms here and save ~16 ms after it: the page's
     # JSON and the next request's wire dicts are then looked up, not made again
@@ -423,7 +427,13 @@ def _created_at(metadata: Mapping[str, object] | None) -> str | None:
     (`metadata.tanstack.createdAt`, which the server hands back with the message)."""
     tanstack = metadata.get("tanstack") if metadata is not None else None
     stamp = tanstack.get("createdAt") if isinstance(tanstack, Mapping) else None
-    return stamp if isinstance(stamp, str) else None
+    if not isinstance(stamp, str):
+        return None
+    try:
+        datetime.fromisoformat(stamp)
+    except ValueError:  # not a time: the API would hand it on as one
+        return None
+    return stamp
 
 
 def _tool_call_from_wire(

@@ -189,7 +189,8 @@ def messages_json(state: str) -> list[dict[str, Any]]:
     `status` is the call's lifecycle (`awaiting-approval`, `approved`, `rejected`,
     `cancelled`, `running`, `done`, `error`, `streaming`); `result` is the parsed result once
     `hasResult`; `error` the failure or the rejection's reason; `decision` what a person
-    decided (`approved`, `rejected`, `cancelled`), `decidedByRule` the policy rule that decided
+    decided (`approved`, `rejected`, `cancelled`; `expired` when nobody did in time),
+    `decidedByRule` the policy rule that decided
     it alone. Tool results are folded into their call; messages the client keeps verbatim
     (reasoning, multimodal) show their role and any plain text content.
     """

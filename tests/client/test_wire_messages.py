@@ -11,6 +11,7 @@ from chat_app.client import (
     TextPart,
     ToolCallPart,
     build_run_input,
+    from_wire_messages,
     to_wire_messages,
 )
 from chat_app.client._messages import ToolResultPart, WireMessages
@@ -79,3 +80,19 @@ def test_a_request_body_carries_the_kept_dicts_as_they_are() -> None:
     assert isinstance(sent, list) and sent is not kept
     assert all(a is b for a, b in zip(sent, kept, strict=False))
     assert type(sent[-1]) is dict and sent[-1] == {"id": "u2"}
+
+
+def test_a_user_message_keeps_the_time_its_client_stamped_on_it() -> None:
+    """The stamp a client sends (`metadata.tanstack.createdAt`) comes back with the server's
+    snapshot and is the message's time; a snapshot whose metadata is the server's own keeps
+    the time known before; text that is no time is not taken for one."""
+    stamp = "2026-12-05T10:00:00.123Z"
+    stamped = {"tanstack": {"createdAt": stamp}}
+    wire = [{"id": "u1", "role": "user", "content": "hi", "metadata": stamped}]
+    [message] = from_wire_messages(wire)
+    assert message.created_at == stamp
+    echoed = [{"id": "u1", "role": "user", "content": "hi", "metadata": {"server": {"seq": 3}}}]
+    assert from_wire_messages(echoed, [message])[0].created_at == stamp
+    nonsense = [{"id": "u2", "role": "user", "content": "hi",
+                 "metadata": {"tanstack": {"createdAt": "x-not-a-date"}}}]  # fmt: skip
+    assert from_wire_messages(nonsense)[0].created_at is None

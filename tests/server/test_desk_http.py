@@ -107,8 +107,13 @@ def test_finance_decides_a_large_transfer_from_the_inbox(served: DeskServed) -> 
     assert paused["waitingFor"].startswith("Waiting for finance")
     user, assistant = paused["messages"]
     assert (user["role"], user["text"], user["toolCalls"]) == ("user", "transfer 5000 to Ada", [])
-    # Stamped when the desk took it, before the conversation was stored.
-    assert paused["createdAt"] <= user["createdAt"] <= paused["updatedAt"]
+    # Stamped by the desk's client as it sent it, after the conversation was stored (to the
+    # millisecond, as TanStack's client stamps: cut, not rounded).
+    created, sent, updated = (
+        datetime.fromisoformat(when)
+        for when in (paused["createdAt"], user["createdAt"], paused["updatedAt"])
+    )
+    assert created - timedelta(milliseconds=1) < sent <= updated
     [call] = assistant["toolCalls"]
     assert (call["name"], call["status"], call["args"], call["hasResult"]) == (
         "transfer", "awaiting-approval", {"recipient": "Ada", "amount": 5000}, False
