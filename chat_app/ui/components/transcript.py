@@ -43,11 +43,23 @@ _MESSAGE_GAP = "3"
 _SETTLED_STYLE = {"content-visibility": "auto", "contain-intrinsic-size": "auto 4000px"}
 
 
+def _heading(level: int, size: str) -> Callable[[object], rx.Component]:
+    return lambda text: rx.heading(text, as_=f"h{level}", size=size, margin_y="0.5em")
+
+
+#: A reply's headings sit one level under the page's own `<h1>`: a model's `#` is an `<h2>`,
+#: so the page keeps one `<h1>` and the outline a screen reader offers stays the page's.
+REPLY_HEADINGS = {
+    f"h{level}": _heading(min(level + 1, 6), size)
+    for level, size in ((1, "5"), (2, "4"), (3, "3"), (4, "2"), (5, "2"), (6, "1"))
+}
+
+
 def _reply(text: Prop[str]) -> rx.Component:
     """A model's words as Markdown, any HTML in them shown as the text it is: the words carry
     what people typed (a reason, a note), and one person's markup must not become another's
     page (a covering `<div>`, a link styled as the app's)."""
-    return rx.markdown(text, use_raw=False)
+    return rx.markdown(text, use_raw=False, component_map=REPLY_HEADINGS)
 
 
 @rx.memo

@@ -14,7 +14,7 @@ def _demo_people() -> rx.Component:
     """The demo's people, each a button that signs in as them and goes where the page was
     asked for (the chat by default)."""
     return rx.vstack(
-        rx.heading("Demo sign-in", size="5"),
+        rx.heading("Demo sign-in", size="5", as_="h1"),
         rx.text(
             "These are demo accounts: anyone may be anyone. Pick who you are.",
             size="2", color_scheme="gray",
@@ -48,7 +48,7 @@ def _form() -> rx.Component:
     )
     return rx.form(
         rx.vstack(
-            rx.heading("Sign in", size="5"),
+            rx.heading("Sign in", size="5", as_="h1"),
             rx.cond(
                 SignInState.error != "",
                 rx.callout(
@@ -98,6 +98,7 @@ def signin() -> rx.Component:
                 rx.cond(
                     SignInState.viewer_email != "",
                     rx.vstack(
+                        rx.heading("Sign in", size="5", as_="h1"),
                         rx.text(
                             "Signed in as ",
                             rx.text.strong(SignInState.viewer_name),
@@ -111,11 +112,15 @@ def signin() -> rx.Component:
                 rx.cond(
                     SignInState.auth_mode == "demo",
                     _demo_people(),
-                    rx.text(
-                        "This app does not sign in with a password (CHAT_APP_AUTH is ",
-                        SignInState.auth_mode,
-                        ").",
-                        id="signin-not-password",
+                    rx.vstack(
+                        rx.heading("Sign in", size="5", as_="h1"),
+                        rx.text(
+                            "This app does not sign in with a password (CHAT_APP_AUTH is ",
+                            SignInState.auth_mode,
+                            ").",
+                            id="signin-not-password",
+                        ),
+                        align="center",
                     ),
                 ),
             ),
