@@ -30,7 +30,7 @@ from sqlalchemy import Engine
 
 from chat_app.config import POLICY_ENV, data_dir, policy_from_env
 from chat_app.demo import POLICY_PATH
-from chat_app.trust import Policy, PolicyError
+from chat_app.trust import Identity, Policy, PolicyError
 from chat_app.trust.accounts import MIN_PASSWORD_LENGTH, AccountError, Accounts
 from chat_app.trust.identity import AUDIT_ROLES
 from chat_app.trust.store import (
@@ -215,18 +215,17 @@ def _check_roles(roles: Sequence[str], *, changed: str = "") -> None:
                 file=sys.stderr,
             )
         return
-    given = policy.roles if policy is not None else {}
-    kept = sorted(role for role, members in given.items() if changed in members) if changed else []
-    kept = [role for role in kept if role not in roles]
-    if policy is not None and kept:
-        one = len(kept) == 1
-        print(
-            f"{PROG}: warning: {changed} still has the role{'' if one else 's'} "
-            f"{_names(kept)}: the policy in force ({policy.source}) gives "
-            f"{'it' if one else 'them'} in its [roles], whatever the account holds. "
-            "Change them there.",
-            file=sys.stderr,
-        )
+    if policy is not None and changed:
+        account = Identity(email=changed, method="password", roles=frozenset(roles))
+        kept = sorted(policy.roles_of(account) - set(roles))
+        if kept:
+            it = "it" if len(kept) == 1 else "them"
+            print(
+                f"{PROG}: warning: {changed} still has the role{'' if it == 'it' else 's'} "
+                f"{_names(kept)}: the policy in force ({policy.source}) gives {it} in its "
+                f"[roles], whatever the account holds. Change {it} there.",
+                file=sys.stderr,
+            )
     _warn_of_unknown_roles(roles, policy)
 
 

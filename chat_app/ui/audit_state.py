@@ -129,6 +129,8 @@ class AuditState(IdentityState):
     refused: str = ""
     #: Whether `load` has run: before it, the page shows neither a badge nor a refusal.
     loaded: bool = False
+    #: The trail shown is this app's own, so its export is the same records.
+    exportable: bool = True
 
     def _show_failure(self, message: str) -> bool:
         """The trail could not be read: the page says it is not available (and a toast why)."""
@@ -151,6 +153,7 @@ class AuditState(IdentityState):
             self.rows = []
             return
         self.refused = ""
+        self.exportable = sessions.agent_here()
         trail = sessions.read_audit(viewer)
         if trail is None:
             self.available = False

@@ -399,6 +399,12 @@ def desk() -> Desk | None:
     return _backend.desk
 
 
+def agent_here() -> bool:
+    """The agent runs in this process: the trail the Audit page shows is this app's own,
+    which `GET /api/audit.jsonl` exports (a remote agent's is read from it, as the viewer)."""
+    return _backend.agent_reads_policy
+
+
 def policy() -> Policy | None:
     return _backend.policy
 

@@ -105,11 +105,14 @@ def auth_banner(
         f"window.location.assign({json.dumps(sign_in_route)} + '?next=' + "
         "encodeURIComponent(location.pathname + location.search).replace(/%2F/g, '/'))"
     )
-    link = rx.link(
-        "Sign in",
-        href=sign_in_route,
-        id="auth-sign-in",
-        on_click=rx.call_script(come_back).prevent_default,
+    link = rx.fragment(
+        " ",
+        rx.link(
+            "Sign in",
+            href=sign_in_route,
+            id="auth-sign-in",
+            on_click=rx.call_script(come_back).prevent_default,
+        ),
     )
     return rx.cond(
         auth_error != "",
@@ -117,7 +120,7 @@ def auth_banner(
             rx.callout.icon(rx.icon("lock")),
             rx.callout.text(
                 auth_error,
-                rx.cond((auth_mode == "password") & bool(sign_in_route), rx.fragment(" ", link)),
+                rx.cond(auth_mode == "password", link) if sign_in_route else rx.fragment(),
             ),
             color_scheme="red",
             id="auth-error",

@@ -49,11 +49,17 @@ def _trail() -> rx.Component:
         rx.hstack(
             rx.heading("Audit trail", size="5", as_="h1"),
             rx.spacer(),
-            rx.link(
-                rx.button("Export JSON lines", variant="outline", size="2", white_space="nowrap"),
-                href="/api/audit.jsonl",
-                is_external=True,
-                id="audit-export",
+            # A remote agent's trail is exported from that agent's server, not this app.
+            rx.cond(
+                AuditState.exportable,
+                rx.link(
+                    rx.button(
+                        "Export JSON lines", variant="outline", size="2", white_space="nowrap"
+                    ),
+                    href="/api/audit.jsonl",
+                    is_external=True,
+                    id="audit-export",
+                ),
             ),
             rx.button(
                 "Refresh", on_click=AuditState.load, size="2", variant="soft", id="audit-refresh"
