@@ -37,7 +37,9 @@ WATCH_SECONDS = 10.0
 LIMIT = 100
 NO_DESK = "This app keeps no conversations: it runs without the approval desk."
 
-_STATUS_COLORS = {"running": "blue", "waiting": "amber", "done": "green", "failed": "red"}
+#: A finished conversation is gray, not green: "Done" says its run ended, not that what was
+#: asked for was granted (its last decision, beside it, may read "Rejected by Ada").
+_STATUS_COLORS = {"running": "blue", "waiting": "amber", "done": "gray", "failed": "red"}
 
 
 # --- when things happened, in words --------------------------------------------------------

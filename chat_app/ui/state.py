@@ -85,12 +85,15 @@ SUGGESTIONS = [
     "share my location",
     "deploy",
 ]
+#: What a message held back is told: it stays in this tab's box (another tab, or one opened
+#: later, starts with an empty box).
 HELD_NOTICE = (
-    "Answer the pending decisions first — your message is kept here and you can send it after."
+    "Answer the pending decisions first — your message stays in the box, in this tab, to "
+    "send after."
 )
 WAITING_NOTICE = (
-    "This conversation waits for a decision someone else makes — your message is kept here "
-    "and you can send it once they have decided, or after you withdraw the request."
+    "This conversation waits for a decision someone else makes — your message stays in the "
+    "box, in this tab, to send once they have decided or after you withdraw the request."
 )
 #: The tab's sessionStorage key of `ChatState.unconfirmed`.
 UNCONFIRMED_KEY = "chat_app_unconfirmed"

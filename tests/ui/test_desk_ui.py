@@ -175,6 +175,8 @@ def test_a_conversation_row_says_its_status_and_last_activity() -> None:
         "Failed", "The agent did not answer.", "red"
     )  # fmt: skip
     assert conversation_row(summary("done"), NOW).status_label == "Done"
+    # Gray, not green: the run ended; whether what was asked ran is its last decision's to say.
+    assert conversation_row(summary("done"), NOW).status_color == "gray"
     assert conversation_row(summary("running"), NOW).status_label == "Running"
     # A decision no rule governs is whoever asked's: to them it waits for "you".
     own = replace(summary("waiting"), waiting_for="Waiting for Rita", owner_name="Rita",
