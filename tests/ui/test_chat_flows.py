@@ -654,6 +654,10 @@ def test_on_a_phone_the_header_and_the_demo_banner_leave_the_chat_the_screen(
     assert said["y"] <= icon["y"] + icon["height"] / 2 <= said["y"] + icon["height"] * 2
     assert icon["x"] + icon["width"] <= said["x"]
     shot(page, screenshot_dir, "phone-waiting-note")
+    # The pages' links and a card's folds are targets a finger can hit: 24 px at least.
+    for target in (page.locator("#nav-inbox"), page.locator(".fold-summary").first):
+        box = target.bounding_box()
+        assert box is not None and box["height"] >= 24, (target, box)
     note.locator("button.withdraw").click()  # nothing left pending for the other tests
     expect(page.locator(".waiting")).to_have_count(0)
     page.set_viewport_size({"width": 1200, "height": 800})  # the long banner again

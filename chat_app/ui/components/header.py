@@ -178,6 +178,7 @@ def _nav_link(
         aria_current=rx.cond(active, "page", "false"),
         display="inline-flex",
         align_items="center",
+        min_height="24px",  # a target a finger can hit (WCAG 2.5.8's minimum)
         gap="0.3em",
         white_space="nowrap",
     )

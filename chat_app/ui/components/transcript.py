@@ -98,6 +98,7 @@ def tool_fold(label: rx.Var[str], text: rx.Var[str], rest: rx.RestProp) -> rx.Co
 _FOLD_SUMMARY: dict[str, Any] = {
     "display": "inline-flex",
     "align_items": "center",
+    "min_height": "24px",  # a target a finger can hit (WCAG 2.5.8's minimum)
     "gap": "0.35em",
     "padding": "0",
     "border": "none",
