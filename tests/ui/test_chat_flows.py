@@ -275,7 +275,8 @@ def test_batch_answered_item_by_item_sends_once_the_last_is_answered(
 def test_the_keyboard_goes_from_decision_to_decision(page: Page) -> None:
     """Answered from the keyboard, a decision's buttons go: the next open decision's Approve
     takes the focus, so Enter, Enter, Enter answers a batch of three (reached with Shift+Tab
-    from the box the request was typed in, which keeps the keyboard as the cards appear)."""
+    from the box the request was typed in, which keeps the keyboard as the cards appear);
+    then the box has it again."""
     ask(page, "pay invoices")
     cards = page.locator(".approval-card")
     expect(cards).to_have_count(3)
@@ -292,6 +293,8 @@ def test_the_keyboard_goes_from_decision_to_decision(page: Page) -> None:
                 f"{2 - at} decision{'s' if at == 0 else ''} needed"
             )
     expect(page.get_by_text("Paid INV-1003")).to_be_visible()
+    # None left: the message box has the keyboard, not the top of the page.
+    expect(page.locator("#composer-input")).to_be_focused()
 
 
 def test_generic_form_invalid_then_valid(page: Page, screenshot_dir: Path) -> None:

@@ -7,6 +7,7 @@ calls the handlers of a `DecisionEvents`, which the page binds to its state.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ import reflex as rx
 from chat_app.ui.views import DecisionView
 
 from ._types import Handler, Prop
+from .composer import INPUT_ID
 from .schema_form import schema_form
 
 
@@ -60,28 +62,45 @@ document.addEventListener('keydown', (event) => {
 #: When a decision is answered its buttons go, and the keyboard's focus with them (to the
 #: page's body): the next open decision's control, which becomes the one marked to take the
 #: focus (`data-autofocus`, `takes_focus`), takes it then, so the keyboard goes on from
-#: decision to decision. Only while the person is answering decisions (their last key or
-#: click was on one): a focus they let go by clicking elsewhere stays where it is when
-#: someone else's answer moves the mark. Delegated, once per page (a control that mounts
-#: marked takes it by React's autofocus).
+#: decision to decision; after the last one, answered from the keyboard, the message box
+#: takes it (the next Tab would otherwise start from the top of the page). Only while the
+#: person is answering decisions (their last key or click was on one): a focus they let go
+#: by clicking elsewhere stays where it is when someone else's answer moves the mark.
+#: Delegated, once per page (a control that mounts marked takes it by React's autofocus).
 FOCUS_NEXT_DECISION_SCRIPT = """
 (() => {
   let answering = false;
+  const lost = () => !document.activeElement || document.activeElement === document.body;
   const note = (event) => {
     answering = Boolean(event.target.closest && event.target.closest('.decision'));
   };
   document.addEventListener('pointerdown', note, true);
-  document.addEventListener('keydown', note, true);
+  document.addEventListener('keydown', (event) => {
+    note(event);
+    if (!answering || (event.key !== 'Enter' && event.key !== ' ')) return;
+    // Answered from the keyboard: once its button goes and no decision is left to take
+    // the focus, the message box takes it (looked at for 10 s, until the focus is placed).
+    const pressed = event.target;
+    let looks = 100;
+    const look = setInterval(() => {
+      const now = document.activeElement;
+      if (--looks < 0 || (!lost() && now !== pressed)) return clearInterval(look);
+      if (!lost() || document.querySelector('[data-autofocus="true"]')) return;
+      const box = document.getElementById(INPUT_ID);
+      if (!box || box.disabled) return;  // looked at again until it can take it
+      clearInterval(look);
+      box.focus({ preventScroll: true });
+    }, 100);
+  }, true);
   new MutationObserver((records) => {
-    if (!answering) return;
-    if (document.activeElement && document.activeElement !== document.body) return;
+    if (!answering || !lost()) return;
     const marked = records.find((record) => record.target.dataset.autofocus === 'true');
     if (marked && marked.target.isConnected) marked.target.focus({ preventScroll: true });
   }).observe(document.documentElement, {
     subtree: true, attributes: true, attributeFilter: ['data-autofocus'],
   });
 })();
-"""
+""".replace("INPUT_ID", json.dumps(INPUT_ID))
 
 
 #: A decision that appears takes the keyboard's focus (React's autofocus, `takes_focus`),
