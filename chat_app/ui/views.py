@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from chat_app.client import (
@@ -36,6 +37,7 @@ from chat_app.interrupts import (
     DecisionProblem,
     InterruptKind,
     edited_args_of,
+    parse_js_date,
     read_decision,
 )
 from chat_app.trust import cancel_refusal
@@ -102,6 +104,10 @@ class DecisionView:
     #: Someone else decides this one: who ("Waiting for finance — you asked for this, so
     #: someone else approves it"); "" when the person looking may decide it.
     waiting: str = ""
+    #: When it expires if nobody decides, for whoever waits on someone else ("Expires 6 Dec,
+    #: 12:04 UTC, if nobody decides."); "" without an expiry or when theirs to decide. A
+    #: date, not "in 23 h": the card is not drawn again as time passes.
+    expires: str = ""
     #: A quorum's approvals so far, for whoever may still approve ("1 of 2: Sam approved");
     #: "" without a quorum.
     progress: str = ""
@@ -427,6 +433,7 @@ def decision_view(
     expired = item.expired(now_ms)
     expired_note = (item.expiry_note or "") if item.status == "expired" else ""
     staged, staged_tone = staged_answer(item)
+    expires = _expires(item) if waiting and not expired else ""
 
     def fields(form: str) -> list[FormField]:
         schema, initial = form_schema(item, form)
@@ -464,6 +471,7 @@ def decision_view(
             expired=expired,
             expired_note=expired_note,
             waiting=waiting,
+            expires=expires,
             progress=quorum.get(item.id, ""),
         )
     if isinstance(item, GenericInterrupt):
@@ -484,6 +492,7 @@ def decision_view(
             expired=expired,
             expired_note=expired_note,
             waiting=waiting,
+            expires=expires,
         )
     assert isinstance(item, UnboundInterrupt)
     return DecisionView(
@@ -492,6 +501,16 @@ def decision_view(
         title="Paused elsewhere",
         message=item.message or item.reason,
     )
+
+
+def _expires(item: InterruptItem) -> str:
+    """When `item` expires, as its card says it: "Expires 6 Dec, 12:04 UTC, if nobody
+    decides."; "" without an expiry."""
+    at_ms = parse_js_date(item.expires_at) if item.expires_at else None
+    if at_ms is None:
+        return ""
+    at = datetime.fromtimestamp(at_ms / 1000, UTC)
+    return f"Expires {at.day} {at:%b}, {at:%H:%M} UTC, if nobody decides."
 
 
 def display_payload(item: GenericInterrupt) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -650,6 +651,11 @@ def test_on_a_phone_the_header_and_the_demo_banner_leave_the_chat_the_screen(
     ask(page, "transfer 5000 to Ada")
     note = page.locator(".waiting").last
     expect(note.locator(".waiting-label")).to_contain_text("Waiting for finance")
+    # Rita reads until when it waits (a day, the demo policy's expiry), as a date.
+    tomorrow = datetime.now(UTC) + timedelta(days=1)
+    expect(note.locator(".waiting-expires")).to_have_text(
+        re.compile(rf"^Expires {tomorrow.day} {tomorrow:%b}, \d\d:\d\d UTC, if nobody decides\.$")
+    )
     icon, label = note.locator("svg").first.bounding_box(), note.locator(".waiting-label")
     said = label.bounding_box()
     assert icon is not None and said is not None

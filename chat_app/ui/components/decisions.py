@@ -307,7 +307,18 @@ def waiting_row(decision: DecisionView, events: DecisionEvents) -> rx.Component:
         # the sentence's first line, however many lines it takes on a phone.
         rx.hstack(
             rx.icon("user_check", size=14, flex_shrink="0", margin_top="0.2em"),
-            rx.text(decision.waiting, size="2", class_name="waiting-label"),
+            rx.vstack(
+                rx.text(decision.waiting, size="2", class_name="waiting-label"),
+                rx.cond(
+                    decision.expires != "",
+                    rx.text(
+                        decision.expires, size="1", color_scheme="gray",
+                        class_name="waiting-expires",
+                    ),  # fmt: skip
+                ),
+                spacing="0",
+                min_width="0",
+            ),
             align="start",
             spacing="2",
             flex="1 1 14em",
