@@ -9,7 +9,7 @@ from typing import Any
 from ag_ui.core import ToolMessage
 
 from chat_app.agent import ModelRequest, ScriptedCall, ScriptedTurn, last_user_text
-from chat_app.interrupts import is_expired_result
+from chat_app.interrupts import DEFAULT_DENIED_RESULT, is_expired_result
 
 HELP = (
     "I'm the ops desk demo agent. Try one of these:\n\n"
@@ -167,6 +167,8 @@ def _describe(name: str, content: Any, outcome: str) -> str:
         )
     if data.get("error") == "Tool execution cancelled":
         return f"Cancelled: {name.replace('_', ' ')} did not run."
+    if data == DEFAULT_DENIED_RESULT:  # rejected with one click: no reason was given
+        return f"Understood — {name.replace('_', ' ')} was not run; no reason was given."
     if outcome == "error" or "error" in data:
         reason = _sentence(str(data.get("reason") or data.get("error") or "no reason given"))
         return f"Understood — {name.replace('_', ' ')} was not run. Reason: {reason}"

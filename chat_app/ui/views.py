@@ -32,6 +32,7 @@ from chat_app.client import (
 )
 from chat_app.desk import InboxItem
 from chat_app.interrupts import (
+    DEFAULT_DENIED_RESULT,
     INTERRUPT_PAYLOAD_METADATA_KEY,
     POLICY_METADATA_KEY,
     DecisionProblem,
@@ -911,7 +912,7 @@ def _tool_card(part: ToolCallPart, cards: _Cards) -> ToolCardView:
         status_label=STATUS_LABELS.get(part.status, part.status),
         status_color=STATUS_COLORS.get(part.status, "gray"),
         result=pretty(part.output) if part.has_output and part.status == "done" else "",
-        reason=part.error or "",
+        reason=_reason(part),
     )
     if part.decided_by_rule:
         verdict = "Approved" if part.decision == "approved" else "Rejected"
@@ -931,6 +932,14 @@ def _tool_card(part: ToolCallPart, cards: _Cards) -> ToolCardView:
             if card.decision.expired_note:
                 card.reason = ""  # the decision card says it, once
     return card
+
+
+def _reason(part: ToolCallPart) -> str:
+    """What the card says after "Reason:" (or as the error): "" for a one-click Reject, whose
+    result is the protocol's stock words, not a reason anyone gave."""
+    if part.status == "rejected" and part.error == DEFAULT_DENIED_RESULT["error"]:
+        return ""
+    return part.error or ""
 
 
 def split_turn(messages: list[MessageView]) -> tuple[list[MessageView], list[MessageView]]:

@@ -182,7 +182,7 @@ async def test_any_rejection_decides_alone(world: World, approved_first: bool) -
 
     view = await world.desk.view(thread, RITA)
     assert view.summary.status == "done"
-    assert texts(view)[-1].startswith("Understood — rotate keys was not run.")
+    assert texts(view)[-1] == "Understood — rotate keys was not run; no reason was given."
     assert world.executions() == []
     with pytest.raises(DeskError) as late:
         await world.desk.decide(item.decision_id, SAM, Answer("approve"))

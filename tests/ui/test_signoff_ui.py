@@ -138,8 +138,11 @@ def test_without_a_rule_the_requester_decides_and_a_refused_answer_stays_answera
     sign_in_as_demo(page, "sam@example.com")
     again = tool_card(page, "rotate_keys").last
     again.locator("button.reject").click()
-    expect(page.get_by_text("Understood — rotate keys was not run.")).to_be_visible()
+    # One click gives no reason: none is shown, nor the protocol's stock words as one.
+    expect(page.get_by_text("rotate keys was not run; no reason was given.")).to_be_visible()
     expect(again.locator(".tool-status")).to_have_text("Rejected")
+    expect(again.locator(".tool-reason")).to_have_count(0)
+    expect(page.get_by_text("User declined tool execution")).to_have_count(0)
 
 
 def test_whoever_asked_can_withdraw_what_only_someone_else_may_approve(
