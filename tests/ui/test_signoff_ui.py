@@ -400,7 +400,10 @@ def test_signing_out_in_one_tab_signs_out_the_others(
 
         # The notice links to the sign-in page, and signing in there leads back here.
         conversation = page.url
-        page.locator("#auth-error #auth-sign-in").click()
+        link = page.locator("#auth-error #auth-sign-in")
+        # Opened in a new tab, it still leads back (to the address the page was loaded at).
+        expect(link).to_have_attribute("href", re.compile(r"^/signin\?next=/"))
+        link.click()
         expect(page).to_have_url(re.compile(r"/signin/?\?next=/c/"))
         hydrated(page)
         page.locator("#signin-email").fill("ada@example.com")

@@ -95,12 +95,16 @@ def viewer_menu(
 
 
 def auth_banner(
-    *, auth_mode: Prop[str], auth_error: Prop[str], sign_in_route: str = ""
+    *,
+    auth_mode: Prop[str],
+    auth_error: Prop[str],
+    sign_in_route: str = "",
+    here: Prop[str] = "/",
 ) -> rx.Component:
     """What the page must say plainly about sign-in: demo accounts, none at all, or why
     nobody is signed in, with password sign-in a link to `sign_in_route` (if given) that
     comes back to the address the tab shows when it is followed (a chat's address changes
-    without a page load)."""
+    without a page load); opened in a new tab, to `here`, the page's address as loaded."""
     come_back = (
         f"window.location.assign({json.dumps(sign_in_route)} + '?next=' + "
         "encodeURIComponent(location.pathname + location.search).replace(/%2F/g, '/'))"
@@ -109,7 +113,7 @@ def auth_banner(
         " ",
         rx.link(
             "Sign in",
-            href=sign_in_route,
+            href=sign_in_route + "?next=" + here,
             id="auth-sign-in",
             on_click=rx.call_script(come_back).prevent_default,
         ),

@@ -162,6 +162,7 @@ def signed_in_header(*, banner: bool = True, pages: bool = True) -> rx.Component
                 auth_mode=IdentityState.auth_mode,
                 auth_error=IdentityState.auth_error,
                 sign_in_route=SIGN_IN_ROUTE,
+                here=IdentityState.router.url.path,
             )
             if banner
             else rx.fragment(),
