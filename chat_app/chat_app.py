@@ -52,7 +52,6 @@ from chat_app.server.metrics import MetricsSource
 from chat_app.server.origin import handshake_from_elsewhere
 from chat_app.server.run_input import KeptRunInputReader, read_run_input
 from chat_app.trust import Identity, PolicyError, audit_report
-from chat_app.trust.authn import forwarded_identity
 from chat_app.trust.store import DatabaseUnavailable
 from chat_app.ui import session
 from chat_app.ui.audit_state import AuditState
@@ -101,21 +100,11 @@ for warning in [
     logging.getLogger("chat_app").warning("%s", warning)
 
 
-def _remote_headers(identity: Callable[[], Identity]) -> Callable[[], Mapping[str, Any]] | None:
-    """What signs each request in to the remote agent as `identity()` at that moment, when
-    it takes this app as its sign-in proxy (`CHAT_APP_AGENT_SIGN_IN=proxy`)."""
-    if remote is None or not remote.as_proxy:
-        return None
-    return lambda: forwarded_identity(identity())
-
-
 def _desk_connection(run_as: RunAs) -> Connection:
     """A connection for a run the desk does on the server (a continuation an approver's
     answer starts, a conversation started over HTTP), acting for `run_as`."""
-    if AGENT_URL:
-        return SSEConnection(
-            AGENT_URL, timeout=120, headers=_remote_headers(lambda: run_as.identity)
-        )
+    if (far := remote) is not None:
+        return SSEConnection(far.url, timeout=120, headers=lambda: far.sign_in(run_as.identity))
 
     def run(run_input: Any) -> Any:
         return agent.run(
@@ -147,8 +136,8 @@ API_BASE = AGENT_URL.rsplit("/", 1)[0]
 def _connection(identity: Callable[[], Identity]) -> Connection:
     """A tab's connection: the agent runs as whoever is signed in at each run (a remote one
     as the app signs them in to it, if it does)."""
-    if AGENT_URL:
-        return SSEConnection(AGENT_URL, timeout=120, headers=_remote_headers(identity))
+    if (far := remote) is not None:
+        return SSEConnection(far.url, timeout=120, headers=lambda: far.sign_in(identity()))
 
     def run(run_input: Any) -> Any:
         # The desk stores the tab's conversation: its pauses are the desk's to decide.
@@ -191,9 +180,8 @@ def _audit(viewer: Identity) -> Mapping[str, Any] | None:
     """The audit trail `viewer` reads: the remote server's `GET /api/audit` (as them, when
     the app signs people in to it), or this app's own ledger; `None` when there is none to
     read (the page says so, rather than "intact: 0 records")."""
-    if AGENT_URL:
-        sign_in = _remote_headers(lambda: viewer)
-        return _remote_json(API_BASE + "/audit", sign_in() if sign_in is not None else None)
+    if remote is not None:
+        return _remote_json(API_BASE + "/audit", remote.sign_in(viewer))
     return audit_report(agent.ledger.records()) if agent.ledger is not None else None
 
 

@@ -56,6 +56,7 @@ from chat_app.observe import decision_span
 from chat_app.trust import (
     DEFAULT_TTL_SECONDS,
     DEMO_PEOPLE,
+    Identity,
     Ledger,
     LedgerUnusable,
     Policy,
@@ -73,6 +74,7 @@ from chat_app.trust.authn import (
     AuthConfig,
     Authenticator,
     AuthMode,
+    forwarded_identity,
     parse_networks,
 )
 from chat_app.trust.people import People
@@ -408,6 +410,11 @@ class RemoteAgent:
 
     url: str
     as_proxy: bool
+
+    def sign_in(self, identity: Identity) -> dict[str, str | bytes]:
+        """The headers of a request to the agent made for `identity` (none unless the agent
+        takes the app as its sign-in proxy)."""
+        return forwarded_identity(identity) if self.as_proxy else {}
 
 
 def remote_agent_from_env(auth_mode: AuthMode) -> RemoteAgent | None:
