@@ -272,6 +272,7 @@ DESK = [
     "PastDecision",
     "PeopleFor",
     "RunAs",
+    "SettledRequest",
     "Timers",
     "ToolSource",
     "Vote",

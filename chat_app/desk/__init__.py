@@ -26,6 +26,7 @@ from .records import (
     DeskErrorCode,
     InboxItem,
     PastDecision,
+    SettledRequest,
     Vote,
 )
 from .stats import DeskStats, Histogram
@@ -56,6 +57,7 @@ __all__ = [
     "PastDecision",
     "PeopleFor",
     "RunAs",
+    "SettledRequest",
     "Timers",
     "ToolSource",
     "Vote",

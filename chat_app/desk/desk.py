@@ -77,6 +77,7 @@ from .records import (
     DeskError,
     InboxItem,
     PastDecision,
+    SettledRequest,
     Vote,
     expiry_note,
     waiting_for_requester,
@@ -301,6 +302,18 @@ class Desk:
             return []
         found: list[PastDecision] = await self._db(
             lambda: self.store.decided_by(viewer.email, limit=limit)
+        )
+        return found
+
+    async def settled_for(
+        self, viewer: Identity, since: datetime, *, limit: int = 50
+    ) -> list[SettledRequest]:
+        """`viewer`'s requests that someone else settled after `since`, or that expired,
+        oldest first (`DeskStore.settled_for`): what their page tells them of."""
+        if viewer.anonymous or not viewer.email:
+            return []
+        found: list[SettledRequest] = await self._db(
+            partial(self.store.settled_for, viewer.email, since, limit=limit)
         )
         return found
 

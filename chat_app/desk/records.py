@@ -26,6 +26,7 @@ __all__ = [
     "DeskError",
     "DeskErrorCode",
     "InboxItem",
+    "SettledRequest",
     "Vote",
     "expiry_note",
     "waiting_for_requester",
@@ -250,6 +251,16 @@ class PastDecision:
 
     def to_json(self) -> dict[str, Any]:
         return self.item.to_json() | {"actedAt": _when(self.acted_at)}
+
+
+@dataclass(frozen=True, slots=True)
+class SettledRequest:
+    """A request someone made that another person settled, or that expired: how it ended
+    (`item`), when, and the title of the conversation it was made in."""
+
+    item: InboxItem
+    settled_at: datetime
+    title: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,14 @@ from chat_app.trust.tables import (
     decisions,
 )
 
-from .records import ConversationStatus, ConversationSummary, InboxItem, PastDecision, Vote
+from .records import (
+    ConversationStatus,
+    ConversationSummary,
+    InboxItem,
+    PastDecision,
+    SettledRequest,
+    Vote,
+)
 
 __all__ = [
     "INBOX_COUNT_CAP",
@@ -750,6 +757,33 @@ class DeskStore:
             rows = newest[:limit]
             items = self._items(connection, rows)
             return [PastDecision(item, row.acted_at) for item, row in zip(items, rows, strict=True)]
+
+    def settled_for(self, email: str, since: datetime, *, limit: int = 50) -> list[SettledRequest]:
+        """`email`'s requests settled after `since` by someone else (or by nobody: expired),
+        oldest first, each with its conversation's title. Read from the index
+        (requester_email, decided_at): a range of that person's newest."""
+        if not email or limit <= 0:
+            return []
+        query = (
+            select(decisions, conversations.c.title.label("thread_title"))
+            .join(conversations, conversations.c.thread_id == decisions.c.thread_id)
+            .where(
+                decisions.c.requester_email == email,
+                decisions.c.decided_at > since,
+                decisions.c.status != "pending",
+                # Their own withdrawal or answer: they know.
+                or_(decisions.c.decided_by.is_(None), decisions.c.decided_by != email),
+            )
+            .order_by(decisions.c.decided_at, decisions.c.id)
+            .limit(limit)
+        )
+        with read_snapshot(self.engine) as connection:
+            rows = connection.execute(query).all()
+            items = self._items(connection, rows)
+        return [
+            SettledRequest(item, row.decided_at, row.thread_title)
+            for item, row in zip(items, rows, strict=True)
+        ]
 
     def inbox_choices(
         self, routes: Sequence[str], *, viewer_email: str, everyone: bool = False,

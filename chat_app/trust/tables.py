@@ -231,6 +231,9 @@ decisions = Table(
     Index(None, "status", "escalate_at"),
     # A person's decisions, newest first (the Inbox's "Decided by you").
     Index(None, "decided_by", "decided_at"),
+    # How a person's requests ended, as they end (the chat page tells them of another
+    # conversation's).
+    Index(None, "requester_email", "decided_at"),
     Index(None, "tell_at"),
 )
 

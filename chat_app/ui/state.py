@@ -16,6 +16,7 @@ import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, cast
 from urllib.parse import unquote
 
@@ -45,6 +46,7 @@ from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.trust import Identity
 
 from . import session as sessions
+from .components.settled import SettledRow
 from .conversations_state import CONVERSATION_PREFIX, address
 from .forms import DRAFT_FIELD, form_fields, read_form
 from .guard import failure_message, guarded, guarded_task
@@ -60,12 +62,16 @@ from .views import (
     build_views,
     edits,
     form_schema,
+    settled_elsewhere,
     split_transcript,
     streaming_preview,
     submitted_edits,
 )
 
 FLUSH_SECONDS = 0.05
+#: How many of the person's requests settled in other conversations the page lists at once
+#: (the newest; the Conversations page has every one).
+SETTLED_SHOWN = 3
 #: How long an answer's continuation may go without words before the answer in flight is
 #: stored anyway (`InFlightRecord`).
 RECORD_WAIT_SECONDS = 0.5
@@ -250,6 +256,13 @@ class ChatState(IdentityState):
     _noticed: list[str] = []
     #: Of `notices`, those about the conversation shown (an answer that lost a race).
     _about_shown: list[str] = []
+    #: The person's requests in other conversations that someone else settled (or that
+    #: expired) while this tab was open, oldest first, each until dismissed or opened.
+    settled: list[SettledRow] = []
+    #: Since when the desk is asked for them (the desk's clock, from when this tab's live
+    #: loop started), and for whom (whoever signs in next in the tab starts afresh).
+    _settled_since: datetime | None = None
+    _settled_for: str = ""
 
     #: The stored conversation this tab shows ("" until its first message is stored).
     thread_shown: str = ""
@@ -521,6 +534,7 @@ class ChatState(IdentityState):
         self.draft, self.held, self.run_error = "", "", ""
         self._lost_click = self.unconfirmed = ""
         self.notices, self._noticed, self._about_shown = [], [], []
+        self.settled, self._settled_for = [], ""
 
     # --- the desk: stored conversations -------------------------------------------------
 
@@ -581,6 +595,7 @@ class ChatState(IdentityState):
             return False
         if wanted != self.thread_shown:
             self._drop_conversation_notices()
+        self._drop_settled(wanted)
         self._client_json = view.state
         self._owner = view.summary.owner_email
         self.owner_name = view.summary.owner_name or view.summary.owner_email
@@ -740,6 +755,8 @@ class ChatState(IdentityState):
             while sessions.connected(token):
                 async with self:
                     thread, own = self.thread_shown, self._own_thread()
+                    if self._settled_since is None:
+                        self._settled_since = desk.clock()
                 if own and time.monotonic() - asked >= LOOK_SECONDS:
                     asked = time.monotonic()
                     yield rx.call_script(IN_VIEW, callback=ChatState.presence)
@@ -762,9 +779,48 @@ class ChatState(IdentityState):
                         self._refresh(self._session(viewer))
                     if viewer is not None and (inbox_topic() in changed or not changed):
                         await self._count_inbox(viewer)
+                        await self._read_settled(viewer)
                 yield
         finally:
             sessions.stop_watching(token)
+
+    async def _read_settled(self, viewer: Identity) -> None:
+        """List the viewer's requests that someone settled since the last look, in
+        conversations other than the one shown (that one's cards say so themselves)."""
+        desk = sessions.desk()
+        if desk is None:
+            return
+        if self._settled_since is None or self._settled_for not in ("", viewer.email):
+            # Someone else at this tab (a demo switch, a sign-in): from now on, for them.
+            self.settled, self._settled_since = [], desk.clock()
+            self._settled_for = viewer.email
+            return
+        self._settled_for = viewer.email
+        try:
+            found = await desk.settled_for(viewer, self._settled_since)
+        except DeskError:  # the next notice or look tries again from the same moment
+            return
+        if not found:
+            return
+        self._settled_since = found[-1].settled_at
+        rows = [
+            SettledRow(
+                decision_id=settled.item.decision_id,
+                text=settled_elsewhere(settled, viewer.email),
+                href=address(settled.item.thread_id),
+                title=settled.title or "Untitled conversation",
+            )
+            for settled in found
+            if settled.item.thread_id != self.thread_shown
+        ]
+        if rows:
+            self.settled = [*self.settled, *rows][-SETTLED_SHOWN:]
+
+    def _drop_settled(self, thread: str) -> None:
+        """The conversation `thread` is shown: what the list said of it, its cards say."""
+        shown = address(thread)
+        if any(row.href == shown for row in self.settled):
+            self.settled = [row for row in self.settled if row.href != shown]
 
     async def _sync_marks(self, thread: str) -> bool:
         """Read what the desk marks on the conversation's items beyond their state: which are
@@ -1101,6 +1157,11 @@ class ChatState(IdentityState):
     @guarded
     def dismiss_notice(self, notice: str) -> None:
         self.notices = [shown for shown in self.notices if shown != notice]
+
+    @rx.event
+    @guarded
+    def dismiss_settled(self, decision_id: str) -> None:
+        self.settled = [row for row in self.settled if row.decision_id != decision_id]
 
     @rx.event(background=True)
     @guarded_task

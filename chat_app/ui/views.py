@@ -30,7 +30,7 @@ from chat_app.client import (
     ToolCallPart,
     UnboundInterrupt,
 )
-from chat_app.desk import InboxItem
+from chat_app.desk import InboxItem, SettledRequest
 from chat_app.interrupts import (
     DEFAULT_DENIED_RESULT,
     INTERRUPT_PAYLOAD_METADATA_KEY,
@@ -395,6 +395,15 @@ def how_it_ended(item: InboxItem, viewer_email: str) -> str:
     if item.outcome == "auto" and item.rule:
         return f"Decided by policy {item.rule}"
     return (item.outcome or "closed").capitalize()  # expired, or closed with nobody named
+
+
+def settled_elsewhere(settled: SettledRequest, viewer_email: str) -> str:
+    """How a request of the viewer's in another conversation ended, in one line: "Your
+    request transfer_funds in “pay acme”: Rejected by Ada." (a question: "The question “How
+    should order 42 ship?” in …: Answered by Sam.")."""
+    item, title = settled.item, settled.title or "Untitled conversation"  # one line already
+    what = f"Your request {item.name}" if item.kind == "tool" else f"The question “{item.name}”"
+    return f"{what} in “{title}”: {how_it_ended(item, viewer_email)}."
 
 
 def form_schema(item: InterruptItem, form: str) -> tuple[Mapping[str, Any] | None, Any]:

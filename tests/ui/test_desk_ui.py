@@ -21,11 +21,12 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from chat_app.desk import ConversationSummary, DeskStore, InboxItem, Vote
+from chat_app.desk import ConversationSummary, DeskStore, InboxItem, SettledRequest, Vote
 from chat_app.trust import Identity, SQLiteLedger
 from chat_app.trust.store import open_database
 from chat_app.ui.conversations_state import ago, conversation_row, expiry, how_long
 from chat_app.ui.inbox_state import inbox_row, requester_choices, tool_choices
+from chat_app.ui.views import settled_elsewhere
 from tests.ui.conftest import (
     app_with_database,
     ask,
@@ -214,6 +215,24 @@ def item(**extra: object) -> InboxItem:
     )  # fmt: skip
     fields.update(extra)
     return InboxItem(**fields)  # type: ignore[arg-type]
+
+
+def test_a_request_settled_elsewhere_says_how_it_ended_and_where_in_one_line() -> None:
+    rejected = item(status="decided", outcome="rejected", decided_by=OLIVE, decided_by_name="Olive")
+    assert settled_elsewhere(SettledRequest(rejected, NOW, "rotate the keys"), RITA) == (
+        "Your request rotate_keys in “rotate the keys”: Rejected by Olive."
+    )
+    expired = item(status="closed", outcome="expired")
+    assert settled_elsewhere(SettledRequest(expired, NOW, ""), RITA) == (
+        "Your request rotate_keys in “Untitled conversation”: Expired."
+    )
+    question = item(
+        status="closed", outcome="answered", kind="question", rule=None,
+        name="How should order 42 ship?", decided_by=SAM, decided_by_name="Sam",
+    )  # fmt: skip
+    assert settled_elsewhere(SettledRequest(question, NOW, "ship order 42"), RITA) == (
+        "The question “How should order 42 ship?” in “ship order 42”: Answered by Sam."
+    )
 
 
 def test_an_inbox_row_says_who_asked_since_when_until_when_and_the_quorum() -> None:
@@ -748,6 +767,46 @@ def test_a_withdrawal_reaches_the_approvers_open_card(browser: Browser, app_url:
         expect(card.locator(".tool-status")).to_have_text("Cancelled")
         expect(card.locator(".tool-decided-by")).to_have_text("Withdrawn by Rita")
         assert ada.evaluate("window.__not_reloaded") is True
+
+
+def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
+    browser: Browser, app_url: str, screenshot_dir: Path
+) -> None:
+    """Rita asks for two transfers, one in each of two conversations. Ada approves the one
+    Rita looks at (its card says so; nothing more), then the other: Rita's page says how that
+    one ended, where, and opens it."""
+    with people(browser, app_url, RITA, ADA) as (rita, ada):
+        ask(rita, "transfer 6100 to Ada")
+        first = thread_of(rita)
+        expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
+        new_conversation(rita)
+        ask(rita, "transfer 6200 to Ada")
+        second = thread_of(rita, other_than=first)
+        expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
+        rita.evaluate("window.__not_reloaded = true")
+
+        for thread in (second, first):
+            open_inbox(ada)
+            inbox_item(ada, thread).locator(".inbox-open").click()
+            tool_card(ada, "transfer").locator("button.approve").click()
+            expect(tool_card(ada, "transfer").locator(".tool-decided-by")).to_be_visible()
+            if thread == second:  # the conversation Rita looks at: its card tells her
+                expect(rita.get_by_text(re.compile(r"Sent 6,200 to Ada\."))).to_be_visible()
+                expect(rita.locator("#settled-requests .settled-request")).to_have_count(0)
+        told = rita.locator("#settled-requests .settled-request")
+        expect(told).to_have_count(1)
+        expect(told).to_have_text(
+            re.compile(
+                re.escape("Your request transfer in “transfer 6100 to Ada”: Approved by Ada.")
+            )
+        )
+        assert rita.evaluate("window.__not_reloaded") is True
+        shot(rita, screenshot_dir, "settled-elsewhere")
+
+        told.get_by_role("link", name="Open transfer 6100 to Ada").click()
+        expect(rita).to_have_url(re.compile(r"/c/" + re.escape(quote(first, safe="")) + "$"))
+        expect(rita.get_by_text(re.compile(r"Sent 6,100 to Ada\."))).to_be_visible()
+        expect(told).to_have_count(0)  # its card says it now
 
 
 # --- a click that lost to someone else's, on an app whose database the test reads ------------

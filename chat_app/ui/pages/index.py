@@ -9,6 +9,7 @@ from chat_app.ui.components.conversation import conversation_bar
 from chat_app.ui.components.decisions import DecisionEvents, batch_bar
 from chat_app.ui.components.header import auth_banner, header, viewer_menu
 from chat_app.ui.components.page import SCREEN_READER_ONLY, page_frame
+from chat_app.ui.components.settled import settled_list
 from chat_app.ui.components.transcript import (
     archive_blocks,
     empty_transcript,
@@ -178,6 +179,7 @@ def index() -> rx.Component:
         # The conversation speaks for itself on screen; a screen reader's list of headings
         # still names the page.
         rx.heading("Chat", as_="h1", style=SCREEN_READER_ONLY),
+        settled_list(rows=ChatState.settled, on_dismiss=ChatState.dismiss_settled),
         _transcript(),
         _composer(),
         height="100dvh",
