@@ -52,10 +52,12 @@ from .forms import DRAFT_FIELD, form_fields, read_form
 from .guard import failure_message, guarded, guarded_task
 from .identity_state import IdentityState
 from .views import (
+    WITHDRAWN,
     ArchiveBlock,
     DecisionView,
     FormMemory,
     MessageView,
+    WhoDecides,
     answered_by,
     answered_edits,
     archive_blocks,
@@ -295,6 +297,8 @@ class ChatState(IdentityState):
     #: The same for this tab's own answers, marked as they go (`_note_own_edits`): the desk's
     #: record of them is read only with the next stored version.
     _own_changes: dict[str, list[str]] = {}
+    #: This tab's own withdrawals: item id -> "Withdrawn by you" (`_note_withdrawals`).
+    _own_withdrawals: dict[str, str] = {}
     #: Pending items of this conversation the desk escalated: item id -> "escalated to admin
     #: after 2 h" (their cards say so, and the people escalated to may decide them).
     _escalated: dict[str, str] = {}
@@ -349,11 +353,9 @@ class ChatState(IdentityState):
             self._memory,
             focus=not self.held,
             cache=session.views,
-            who_decides=sessions.who_decides(
-                session.identity, self._votes, self._escalated, {self._owner: self.owner_name}
-            ),
+            who_decides=self._who_decides(session),
             asked_by=sessions.asked_by(session.identity),
-            decided_by=self._deciders,
+            decided_by=self._own_withdrawals | self._deciders,
             quorum={item: given[0] for item, given in self._votes.items()},
             changes=self._own_changes | self._changes,
             can_retry=not self.read_only,
@@ -492,7 +494,7 @@ class ChatState(IdentityState):
         self._drop_conversation_notices()
         self.thread_shown, self._shown_to, self._desk_version = thread, shown_to, version
         self._desk_running = False
-        self._own_changes = {}
+        self._own_changes, self._own_withdrawals = {}, {}
         self._take_marks((), shown_to)
 
     def _nothing_sent(self) -> str:
@@ -853,6 +855,22 @@ class ChatState(IdentityState):
         if changes != self._own_changes:
             self._own_changes = changes
 
+    def _who_decides(self, session: sessions.Session) -> WhoDecides:
+        return sessions.who_decides(
+            session.identity, self._votes, self._escalated, {self._owner: self.owner_name}
+        )
+
+    def _note_withdrawals(self, session: sessions.Session, items: Sequence[InterruptItem]) -> None:
+        """Of `items`, cancelled in this tab, those its person asked for and someone else
+        decides are withdrawals: their cards say so at once (the desk's record of them, which
+        says the same, is read only with the next stored version)."""
+        who_decides, asked = self._who_decides(session), sessions.asked_by(session.identity)
+        withdrawn = {
+            item.id: f"{WITHDRAWN} by you" for item in items if who_decides(item) and asked(item)
+        }
+        if withdrawn:
+            self._own_withdrawals = self._own_withdrawals | withdrawn
+
     def _take_marks(self, decisions: Sequence[InboxItem], viewer_email: str) -> bool:
         """Keep what the cards say of the conversation's `decisions` beyond the client's
         state: escalations, a quorum's approvals so far, who answered each (as `viewer_email`
@@ -1103,6 +1121,8 @@ class ChatState(IdentityState):
     async def cancel_decision(self, interrupt_id: str) -> Any:
         session = await self._clicked()
         item = next((i for i in session.client.interrupts if i.id == interrupt_id), None)
+        if item is not None:
+            self._note_withdrawals(session, [item])
         if item is not None and self._through_desk(session, item, "cancel"):
             await self._desk_answer(session, interrupt_id, "cancel", None)
             return None
@@ -1131,6 +1151,8 @@ class ChatState(IdentityState):
             for item in session.client.interrupts
             if item.can_resolve and item.status in ("pending", "error")
         ]
+        if how == "cancel":
+            self._note_withdrawals(session, items)
         if items and all(self._through_desk(session, item, how) for item in items):
             for item in items:
                 await self._desk_answer(session, item.id, how, None)

@@ -263,6 +263,11 @@ ANSWER_LABELS = {
 }
 
 
+#: A request cancelled by whoever asked, while someone else was to decide it (their card's
+#: Withdraw): so named everywhere it is shown, the card's status too.
+WITHDRAWN = "Withdrawn"
+
+
 def _under_policy(item: InterruptItem) -> bool:
     """The item paused under a policy, which names who asked for it."""
     return isinstance((item.metadata or {}).get(POLICY_METADATA_KEY), Mapping)
@@ -282,9 +287,10 @@ def answered_by(items: Iterable[InboxItem], viewer_email: str) -> dict[str, str]
         answer = how_answered(item, viewer_email)
         if answer is None:
             continue
-        # A question's line always says how it ended, "by you" too, as the lists do.
+        # A question's line always says how it ended, "by you" too, as the lists do; so does
+        # a withdrawal's (its card's status says what the lists say: `_tool_card`).
         own = item.requester_email == viewer_email and item.kind != "question"
-        if answer.people != ("you",) or not own:
+        if answer.people != ("you",) or not own or answer.label == WITHDRAWN:
             found[item.item_id] = answer.text
     return found
 
@@ -381,7 +387,7 @@ def how_answered(item: InboxItem, viewer_email: str) -> Answered | None:
     if label is None or not item.decided_by or item.status == "pending":
         return None
     if item.outcome == "cancelled" and item.decided_by == item.requester_email:
-        label = "Withdrawn"  # by whoever asked; an approver's cancel is no withdrawal
+        label = WITHDRAWN  # by whoever asked; an approver's cancel is no withdrawal
     deciders = item.deciders.items()
     return Answered(label, tuple("you" if email == viewer_email else n for email, n in deciders))
 
@@ -930,6 +936,8 @@ def _tool_card(part: ToolCallPart, cards: _Cards) -> ToolCardView:
         # Only once the client holds the answer too: the desk's record of it can come first.
         card.decided_by = cards.decided_by.get(part.approval_id, "")
         card.changes = list(cards.changes.get(part.approval_id, ()))
+        if part.status == "cancelled" and card.decided_by.startswith(WITHDRAWN):
+            card.status_label = WITHDRAWN
     if item is not None:
         cards.attached.add(item.id)
         card.decision = cards.decision(item)

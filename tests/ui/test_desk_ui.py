@@ -673,7 +673,7 @@ def test_the_inbox_filters_by_tool_and_requester_and_an_admin_sees_everything(
             page.goto(f"/c/{thread}")
             hydrated(page)
             tool_card(page, tool).locator("button.withdraw").click()
-            expect(tool_card(page, tool).locator(".tool-status")).to_have_text("Cancelled")
+            expect(tool_card(page, tool).locator(".tool-status")).to_have_text("Withdrawn")
 
 
 def test_the_conversations_page_lists_them_newest_first_and_each_has_its_own_address(
@@ -762,9 +762,13 @@ def test_a_withdrawal_reaches_the_approvers_open_card(browser: Browser, app_url:
         ada.evaluate("window.__not_reloaded = true")
 
         tool_card(rita, "transfer").locator("button.withdraw").click()
-        expect(tool_card(rita, "transfer").locator(".tool-status")).to_have_text("Cancelled")
+        # Named as the button and the lists name it, on both cards.
+        expect(tool_card(rita, "transfer").locator(".tool-status")).to_have_text("Withdrawn")
+        expect(tool_card(rita, "transfer").locator(".tool-decided-by")).to_have_text(
+            "Withdrawn by you"
+        )
         expect(card.locator("button.approve")).to_have_count(0)
-        expect(card.locator(".tool-status")).to_have_text("Cancelled")
+        expect(card.locator(".tool-status")).to_have_text("Withdrawn")
         expect(card.locator(".tool-decided-by")).to_have_text("Withdrawn by Rita")
         assert ada.evaluate("window.__not_reloaded") is True
 

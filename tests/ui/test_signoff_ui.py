@@ -163,7 +163,7 @@ def test_whoever_asked_can_withdraw_what_only_someone_else_may_approve(
     shot(page, screenshot_dir, "withdraw-offered")
     card.locator("button.withdraw").click()
     expect(page.get_by_text("Cancelled: transfer did not run.")).to_be_visible()
-    expect(card.locator(".tool-status")).to_have_text("Cancelled")
+    expect(card.locator(".tool-status")).to_have_text("Withdrawn")
     expect(page.locator(".decision")).to_have_count(0)
     expect(page.locator("#held-notice")).to_have_count(0)  # nothing holds it back now
     ask(page, "delete project apollo")  # the conversation goes on

@@ -355,12 +355,37 @@ def test_a_card_or_question_names_who_answered_it_but_not_the_asker_who_did_alon
     assert answered_by([cancelled], "rita@example.com") == {
         "approval_cancelled": "Cancelled by Ada"
     }
+    # Whoever withdrew reads it so too: the card's status, the lists and the line agree.
+    assert answered_by([withdrawn], "rita@example.com") == {
+        "approval_cancelled": "Withdrawn by you"
+    }
     # A quorum's rejection names whoever rejected, not those who had approved.
     vetoed = _decided("rejected", olive[0], sam)
     assert replace(vetoed, decided_by_name="Olive").approvals  # Sam's approval is on record
     assert answered_by([replace(vetoed, decided_by_name="Olive")], "rita@example.com") == {
         "approval_rejected": "Rejected by Olive"
     }
+
+
+def test_a_withdrawn_request_is_withdrawn_on_its_card_and_a_cancelled_one_cancelled() -> None:
+    async def scenario() -> None:
+        client = demo_client()
+        await client.send("transfer 5000 to Ada")
+        (item,) = client.interrupts
+        await client.cancel(item.id)
+
+        def card(line: str) -> Any:
+            views = build_views(client.state, memory(), decided_by={item.id: line})
+            return next(tool for m in views.messages for tool in m.tools if tool.name == "transfer")
+
+        assert (card("Withdrawn by you").status_label, card("Withdrawn by you").decided_by) == (
+            "Withdrawn", "Withdrawn by you"
+        )  # fmt: skip
+        assert card("Withdrawn by Rita").status_label == "Withdrawn"
+        assert card("Cancelled by Ada").status_label == "Cancelled"
+        assert card("").status_label == "Cancelled"
+
+    run_on_own_loop(scenario())
 
 
 def test_a_quorums_card_says_how_far_it_has_got_and_offers_no_edit() -> None:
