@@ -237,7 +237,9 @@ class Desk:
         summary = summary_of(row)
         running = _running(row, self.clock())
         if viewer.email and viewer.email == row.owner_email:
-            return ConversationView(summary, row.state, tuple(items), running=running)
+            return ConversationView(
+                summary, row.state, tuple(items), running=running, held=row.held_message or ""
+            )
         if self._is_admin(viewer) or any(self._may_see_item(item, viewer) for item in items):
             return ConversationView(
                 summary, row.state, tuple(items), read_only=True, running=running
@@ -524,6 +526,14 @@ class Desk:
         # every few seconds): what was decided before then, they saw.
         until = now + (LOOK_HOLDS if looking else timedelta(0))
         await self._db(partial(self.store.watching, thread_id, viewer.email, until, looked_at=now))
+
+    async def hold(self, thread_id: str, owner: Identity, text: str) -> None:
+        """Keep `text` ("": forget it) as the message `owner` sent in their conversation while
+        decisions were pending: `view` gives it back to them, on any device, until they send
+        it or empty their box. Nobody else's message is kept in it."""
+        if owner.anonymous or not owner.email:
+            return
+        await self._db(partial(self.store.hold, thread_id, owner.email, text or None))
 
     async def expire(self, item: InboxItem) -> bool:
         """Resolve a pending decision whose expiry passed, as expired, and go on: the agent

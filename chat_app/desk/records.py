@@ -318,6 +318,9 @@ class ConversationView:
     #: A run is going on in it now (the desk's, or a page's): `state` is as it stood when
     #: last stored, mid-run, and a newer version follows.
     running: bool = False
+    #: The message its owner sent while decisions were pending, kept for them to send
+    #: ("" for none, and to anyone else).
+    held: str = ""
 
     def to_json(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         return {

@@ -212,6 +212,19 @@ class DeskStore:
                 .where(conversations.c.thread_id == thread_id)
             ).first()  # fmt: skip
 
+    def hold(self, thread_id: str, owner_email: str, text: str | None) -> None:
+        """Keep `text` as the message the owner sent while decisions were pending (`None`:
+        none any more). Not a change of the conversation: its version stays."""
+        with write_transaction(self.engine) as connection:
+            connection.execute(
+                update(conversations)
+                .where(
+                    conversations.c.thread_id == thread_id,
+                    conversations.c.owner_email == owner_email,
+                )
+                .values(held_message=text)
+            )
+
     def owner(self, thread_id: str) -> tuple[str, str] | None:
         """The conversation's owner (email, name), or None when it is not stored: `load`
         without its state, which at 2,000 messages is half a megabyte."""

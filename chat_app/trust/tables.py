@@ -155,6 +155,9 @@ conversations = Table(
     # When that page last said it showed it (in view, or until it went to the background):
     # whoever asked saw what was decided before then.
     Column("looked_at", UTCDateTime, nullable=True),
+    # A message the owner sent while decisions were pending (held back, not sent): their box
+    # shows it wherever they open the conversation, until they send it or empty the box.
+    Column("held_message", Text, nullable=True),
     Index(None, "owner_email", "updated_at"),
     Index(None, "status"),
 )

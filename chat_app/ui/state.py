@@ -93,15 +93,15 @@ SUGGESTIONS = [
     "share my location",
     "deploy",
 ]
-#: What a message held back is told: it stays in this tab's box (another tab, or one opened
-#: later, starts with an empty box).
+#: What a message held back is told: it stays in the box, and the desk keeps it for the
+#: conversation's owner (`Desk.hold`), so their box holds it wherever they open it.
 HELD_NOTICE = (
-    "Answer the pending decisions first — your message stays in the box, in this tab, to "
-    "send after."
+    "Answer the pending decisions first — your message stays in the box, to send after."
 )
 WAITING_NOTICE = (
     "This conversation waits for a decision someone else makes — your message stays in the "
-    "box, in this tab, to send once they have decided or after you withdraw the request."
+    "box, here and wherever you open this conversation, to send once they have decided or "
+    "after you withdraw the request."
 )
 #: The tab's sessionStorage key of `ChatState.unconfirmed`.
 UNCONFIRMED_KEY = "chat_app_unconfirmed"
@@ -234,6 +234,9 @@ class ChatState(IdentityState):
     #: Why the message sent was held back rather than sent (the notice shown; "": it was
     #: not): decisions to answer first, or one someone else makes.
     held: str = ""
+    #: The held message the desk keeps for the conversation shown, as this tab last knew it
+    #: ("" for none): see `_keep_held`.
+    _held_kept: str = ""
 
     #: The client token this tab's conversation was last shown under, kept in the tab's
     #: sessionStorage. Reflex gives a reconnecting tab a new token, and so an empty state,
@@ -379,6 +382,8 @@ class ChatState(IdentityState):
             self.held = ""
         elif self.held and not views.open_count:  # the person's own answered: others' remain
             self.held = WAITING_NOTICE
+        elif self.held and views.open_count:  # theirs to answer first (one kept, restored)
+            self.held = HELD_NOTICE
         self.batch_size = views.batch_size
         self.bulk_ok = views.bulk_ok
         self.cancel_all_ok = views.cancel_all_ok
@@ -495,6 +500,7 @@ class ChatState(IdentityState):
         self.thread_shown, self._shown_to, self._desk_version = thread, shown_to, version
         self._desk_running = False
         self._own_changes, self._own_withdrawals = {}, {}
+        self._held_kept = ""
         self._take_marks((), shown_to)
 
     def _nothing_sent(self) -> str:
@@ -606,6 +612,11 @@ class ChatState(IdentityState):
         self._shown_to = viewer.email
         self._desk_version, self._desk_running = view.summary.version, view.running
         self._take_marks(view.decisions, viewer.email)
+        if view.held and not self.draft.strip():  # held back in another tab, or before
+            self.draft, self.held = view.held, WAITING_NOTICE  # `_refresh` words it
+        elif self._held_kept and not view.held and self.draft == self._held_kept:
+            self.draft, self.held = "", ""  # sent (or emptied) in another tab: not twice
+        self._held_kept = view.held
         self.desk_notice = ""
         sessions.forget(token)
         return True
@@ -952,10 +963,27 @@ class ChatState(IdentityState):
 
     @rx.event
     @guarded
-    def set_draft(self, value: str) -> None:
+    async def set_draft(self, value: str) -> None:
         self.draft = value
         if not value.strip():
             self.held = ""
+            await self._keep_held("")  # emptied: nothing kept for later either
+
+    async def _keep_held(self, text: str) -> None:
+        """Have the desk keep `text` ("": nothing) as the message held back in the person's
+        own conversation shown, for their box wherever they open it. Written only when it
+        changes; a desk that does not answer leaves it in this tab's box alone."""
+        desk = sessions.desk()
+        if desk is None or not self.thread_shown or self.read_only or text == self._held_kept:
+            return
+        viewer = self._viewer()
+        if viewer is None:
+            return
+        try:
+            await desk.hold(self.thread_shown, viewer, text)
+        except DeskError:
+            return
+        self._held_kept = text
 
     @rx.event
     @guarded
@@ -976,13 +1004,16 @@ class ChatState(IdentityState):
         if self.open_count:
             # Held back, not lost: the person answers the decisions, then sends.
             self.held = HELD_NOTICE
+            await self._keep_held(text)
             return None
         if session.client.manager.has_open_items:  # someone else's to decide first
             self.held = WAITING_NOTICE
+            await self._keep_held(text)
             return None
         self.held = ""
         self.draft = ""
         self.run_error = ""
+        await self._keep_held("")
         return ChatState.run(text)
 
     @rx.event

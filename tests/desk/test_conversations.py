@@ -170,3 +170,20 @@ async def test_a_summary_is_one_line_whatever_the_arguments_hold(world: World) -
     assert "\n" in item.args["body"]
     assert "\n" not in item.summary
     assert item.summary.startswith("to=ada@example.com, subject=Launch, body=Hi, A quick")
+
+
+async def test_a_held_message_is_kept_for_its_owner_alone_until_forgotten(world: World) -> None:
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    version = await world.desk.version(thread)
+
+    await world.desk.hold(thread, RITA, "and 10 to Sam")
+    assert (await world.desk.view(thread, RITA)).held == "and 10 to Sam"
+    # Ada may look (the transfer is hers to decide) but the message is Rita's to send.
+    assert (await world.desk.view(thread, ADA)).held == ""
+    # Nobody else keeps a message in it, and keeping one is no change of the conversation.
+    await world.desk.hold(thread, ADA, "mine")
+    assert (await world.desk.view(thread, RITA)).held == "and 10 to Sam"
+    assert await world.desk.version(thread) == version
+
+    await world.desk.hold(thread, RITA, "")
+    assert (await world.desk.view(thread, RITA)).held == ""

@@ -32,6 +32,7 @@ from tests.ui.conftest import (
     ask,
     fresh_page,
     hydrated,
+    run_ended,
     sign_in_as_demo,
     thread_of,
 )
@@ -811,6 +812,46 @@ def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
         expect(rita).to_have_url(re.compile(r"/c/" + re.escape(quote(first, safe="")) + "$"))
         expect(rita.get_by_text(re.compile(r"Sent 6,100 to Ada\."))).to_be_visible()
         expect(told).to_have_count(0)  # its card says it now
+
+
+def test_a_held_message_waits_in_the_box_wherever_its_owner_opens_the_conversation(
+    browser: Browser, app_url: str
+) -> None:
+    """Rita's message, sent while her transfer waits for finance, is kept for her: another
+    browser (her laptop, after her phone) opens the conversation with it in the box, saying
+    why. Once Ada has approved, Rita sends it from there, once: the phone's box lets it go."""
+    with people(browser, app_url, RITA, ADA) as (phone, ada):
+        ask(phone, "transfer 6300 to Ada")
+        thread = thread_of(phone)
+        expect(tool_card(phone, "transfer").locator(".waiting-label")).to_be_visible()
+        ask(phone, "and 10 to Sam")
+        expect(phone.locator("#held-notice")).to_contain_text(
+            "wherever you open this conversation"
+        )
+        with signed_in(browser, app_url, RITA) as laptop:
+            laptop.goto("/c/" + quote(thread, safe=""))
+            box = laptop.locator("#composer-input")
+            expect(box).to_have_value("and 10 to Sam")
+            expect(laptop.locator("#held-notice")).to_contain_text("a decision someone else makes")
+
+            open_inbox(ada)
+            inbox_item(ada, thread).locator(".inbox-open").click()
+            tool_card(ada, "transfer").locator("button.approve").click()
+            expect(laptop.get_by_text(re.compile(r"Sent 6,300 to Ada\."))).to_be_visible()
+            expect(laptop.locator("#held-notice")).to_have_count(0)  # nothing holds it back
+            expect(box).to_have_value("and 10 to Sam")
+            run_ended(laptop)
+            box.press("Enter")
+            sent = '.chat-message[data-role="user"]'
+            expect(laptop.locator(sent, has_text="and 10 to Sam")).to_have_count(1)
+            expect(box).to_have_value("")
+
+            expect(phone.locator(sent, has_text="and 10 to Sam")).to_have_count(1)
+            expect(phone.locator("#composer-input")).to_have_value("")  # not to be sent twice
+        with signed_in(browser, app_url, RITA) as later:
+            later.goto("/c/" + quote(thread, safe=""))
+            expect(later.locator(sent, has_text="and 10 to Sam")).to_have_count(1)
+            expect(later.locator("#composer-input")).to_have_value("")
 
 
 # --- a click that lost to someone else's, on an app whose database the test reads ------------
