@@ -164,6 +164,15 @@ class InboxItem:
         return f"{self.waiting_for}; escalated to {any_of_approvers(self.escalated_to)}"
 
     @property
+    def withdrawn(self) -> bool:
+        """Cancelled by whoever asked, when someone else was to decide it (their Withdraw)."""
+        return (
+            self.outcome == "cancelled"
+            and self.decided_by == self.requester_email
+            and self.waiting_for != waiting_for_requester(self.requester_name)
+        )
+
+    @property
     def escalation(self) -> str:
         """ "escalated to admin after 2 h" once it was; "" before."""
         if self.escalated_at is None:
@@ -261,6 +270,8 @@ class SettledRequest:
     item: InboxItem
     settled_at: datetime
     title: str
+    #: A rejection's reason ("" for none, and for any other end).
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from chat_app.interrupts import edited_args_of
+from chat_app.interrupts import Decision, edited_args_of, read_decision
 from chat_app.trust.store import read_snapshot, write_transaction
 from chat_app.trust.tables import (
     conversation_states,
@@ -794,7 +794,10 @@ class DeskStore:
             rows = connection.execute(query).all()
             items = self._items(connection, rows)
         return [
-            SettledRequest(item, row.decided_at, row.thread_title)
+            SettledRequest(
+                item, row.decided_at, row.thread_title,
+                reason=rejection_reason(row.answer) if row.outcome == "rejected" else "",
+            )  # fmt: skip
             for item, row in zip(items, rows, strict=True)
         ]
 
@@ -1441,6 +1444,15 @@ def summary_of(row: Row[Any]) -> ConversationSummary:
         updated_at=row.updated_at, created_at=row.created_at, error=row.error,
         version=row.version,
     )  # fmt: skip
+
+
+def rejection_reason(answer: str | None) -> str:
+    """The reason a rejection gave (its payload's `reason`, read from the stored resume entry
+    as the wire reads one), "" for none."""
+    decision = read_decision(json.loads(answer or "{}"), "approval")
+    payload = decision.payload if isinstance(decision, Decision) else None
+    reason = payload.get("reason") if isinstance(payload, Mapping) else None
+    return reason.strip() if isinstance(reason, str) else ""
 
 
 def _edited_args(row: Row[Any]) -> Any:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -40,7 +40,6 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from chat_app.interrupts import Decision, read_decision
 from chat_app.notify import OUTCOME_HEADINGS, Notice, NotifySettings, Outbox, OutboxError, Recipient
 from chat_app.observe import decision_span
 from chat_app.trust import describe_duration, escalation_note
@@ -49,7 +48,7 @@ from chat_app.trust.policy import all_of
 
 from .desk import Desk, inbox_topic, thread_topic
 from .records import DeskError, expiry_note
-from .store import Due, route_of
+from .store import Due, rejection_reason, route_of
 
 __all__ = ["AuditSink", "PeopleFor", "Timers"]
 
@@ -193,7 +192,7 @@ class Timers:
             # An expiry was nobody's decision, though someone had approved in time.
             expired = row.outcome == "expired"
             decided_by = "" if expired else row.decided_by_name or row.decided_by or ""
-            reason = _reason(row.answer) if row.outcome == "rejected" else ""
+            reason = rejection_reason(row.answer) if row.outcome == "rejected" else ""
             if expired:
                 note = expiry_note(row.created_at, row.expires_at)
             else:
@@ -278,11 +277,3 @@ class Timers:
     async def _db(self, function: Callable[..., Any], *args: Any) -> Any:
         return await self.desk._db(function, *args)
 
-
-def _reason(answer: str | None) -> str:
-    """The reason a rejection gave (its payload's `reason`, read from the stored resume entry
-    as the wire reads one), "" for none."""
-    decision = read_decision(json.loads(answer or "{}"), "approval")
-    payload = decision.payload if isinstance(decision, Decision) else None
-    reason = payload.get("reason") if isinstance(payload, Mapping) else None
-    return reason.strip() if isinstance(reason, str) else ""

@@ -264,6 +264,9 @@ class ChatState(IdentityState):
     #: The person's requests in other conversations that someone else settled (or that
     #: expired) while this tab was open, oldest first, each until dismissed or opened.
     settled: list[SettledRow] = []
+    #: How many more of them came than the list keeps (`SETTLED_SHOWN`): the page points to
+    #: the Conversations page for those.
+    settled_more: int = 0
     #: Since when the desk is asked for them (the desk's clock, from when this tab's live
     #: loop started), and for whom (whoever signs in next in the tab starts afresh).
     _settled_since: datetime | None = None
@@ -542,7 +545,7 @@ class ChatState(IdentityState):
         self.draft, self.held, self.run_error = "", "", ""
         self._lost_click = self.unconfirmed = ""
         self.notices, self._noticed, self._about_shown = [], [], []
-        self.settled, self._settled_for = [], ""
+        self._settled_to(None)
 
     # --- the desk: stored conversations -------------------------------------------------
 
@@ -803,12 +806,9 @@ class ChatState(IdentityState):
         desk = sessions.desk()
         if desk is None:
             return
-        if self._settled_since is None or self._settled_for not in ("", viewer.email):
-            # Someone else at this tab (a demo switch, a sign-in): from now on, for them.
-            self.settled, self._settled_since = [], desk.clock()
-            self._settled_for = viewer.email
+        if not self._settled_to(viewer) or self._settled_since is None:
+            self._settled_since = desk.clock()
             return
-        self._settled_for = viewer.email
         try:
             found = await desk.settled_for(viewer, self._settled_since)
         except DeskError:  # the next notice or look tries again from the same moment
@@ -827,13 +827,33 @@ class ChatState(IdentityState):
             if settled.item.thread_id != self.thread_shown
         ]
         if rows:
-            self.settled = [*self.settled, *rows][-SETTLED_SHOWN:]
+            listed = [*self.settled, *rows]
+            self.settled = listed[-SETTLED_SHOWN:]
+            self.settled_more += len(listed) - len(self.settled)
+
+    def _settled_to(self, viewer: Identity | None) -> bool:
+        """The list is `viewer`'s: False (and it is emptied, to be read afresh from now on)
+        when it was someone else's (a demo switch, a sign-in, nobody now), so that nothing of
+        theirs shows to whoever is at the tab now, even until the next look."""
+        email = viewer.email if viewer is not None else ""
+        if self._settled_for == email:
+            return True
+        if self.settled or self.settled_more:
+            self.settled, self.settled_more = [], 0
+        self._settled_for, self._settled_since = email, None
+        return False
 
     def _drop_settled(self, thread: str) -> None:
         """The conversation `thread` is shown: what the list said of it, its cards say."""
         shown = address(thread)
         if any(row.href == shown for row in self.settled):
-            self.settled = [row for row in self.settled if row.href != shown]
+            self._keep_settled([row for row in self.settled if row.href != shown])
+
+    def _keep_settled(self, rows: list[SettledRow]) -> None:
+        """The list is now `rows`: once it is empty, what it left out is forgotten too."""
+        self.settled = rows
+        if not rows:
+            self.settled_more = 0
 
     async def _sync_marks(self, thread: str) -> bool:
         """Read what the desk marks on the conversation's items beyond their state: which are
@@ -956,6 +976,7 @@ class ChatState(IdentityState):
         viewer = self._viewer()
         if viewer is not None:
             await self._count_inbox(viewer)
+        self._settled_to(viewer)
         lost = self._lost_answer(session.client) if self._lost_click else None
         return [event for event in (lost, ChatState.watch) if event is not None]
 
@@ -1214,7 +1235,7 @@ class ChatState(IdentityState):
     @rx.event
     @guarded
     def dismiss_settled(self, decision_id: str) -> None:
-        self.settled = [row for row in self.settled if row.decision_id != decision_id]
+        self._keep_settled([row for row in self.settled if row.decision_id != decision_id])
 
     @rx.event(background=True)
     @guarded_task

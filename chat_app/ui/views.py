@@ -32,6 +32,7 @@ from chat_app.client import (
 )
 from chat_app.desk import InboxItem, SettledRequest
 from chat_app.interrupts import (
+    CANCELLED_RESULT,
     DEFAULT_DENIED_RESULT,
     INTERRUPT_PAYLOAD_METADATA_KEY,
     POLICY_METADATA_KEY,
@@ -386,8 +387,8 @@ def how_answered(item: InboxItem, viewer_email: str) -> Answered | None:
     label = ANSWER_LABELS.get(item.outcome or "")
     if label is None or not item.decided_by or item.status == "pending":
         return None
-    if item.outcome == "cancelled" and item.decided_by == item.requester_email:
-        label = WITHDRAWN  # by whoever asked; an approver's cancel is no withdrawal
+    if item.withdrawn:  # an approver's cancel, or one of a request of one's own, is none
+        label = WITHDRAWN
     deciders = item.deciders.items()
     return Answered(label, tuple("you" if email == viewer_email else n for email, n in deciders))
 
@@ -409,7 +410,8 @@ def settled_elsewhere(settled: SettledRequest, viewer_email: str) -> str:
     should order 42 ship?” in …: Answered by Sam.")."""
     item, title = settled.item, settled.title or "Untitled conversation"  # one line already
     what = f"Your request {item.name}" if item.kind == "tool" else f"The question “{item.name}”"
-    return f"{what} in “{title}”: {how_it_ended(item, viewer_email)}."
+    ended = how_it_ended(item, viewer_email) + (f": {settled.reason}" if settled.reason else "")
+    return f"{what} in “{title}”: {ended}" + ("" if ended.endswith((".", "!", "?")) else ".")
 
 
 def form_schema(item: InterruptItem, form: str) -> tuple[Mapping[str, Any] | None, Any]:
@@ -952,11 +954,19 @@ def _tool_card(part: ToolCallPart, cards: _Cards) -> ToolCardView:
 
 
 def _reason(part: ToolCallPart) -> str:
-    """What the card says after "Reason:" (or as the error): "" for a one-click Reject, whose
-    result is the protocol's stock words, not a reason anyone gave."""
-    if part.status == "rejected" and part.error == DEFAULT_DENIED_RESULT["error"]:
+    """What the card says after "Reason:" (or as the error): "" for a one-click Reject or a
+    cancellation, whose results are the protocol's stock words, not a reason anyone gave (the
+    card's status says what happened)."""
+    if (part.status, part.error) in _STOCK_RESULTS:
         return ""
     return part.error or ""
+
+
+#: The results the protocol sends for an answer without words of its own.
+_STOCK_RESULTS = {
+    ("rejected", DEFAULT_DENIED_RESULT["error"]),
+    ("cancelled", CANCELLED_RESULT["error"]),
+}
 
 
 def split_turn(messages: list[MessageView]) -> tuple[list[MessageView], list[MessageView]]:

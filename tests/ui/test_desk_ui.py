@@ -223,6 +223,10 @@ def test_a_request_settled_elsewhere_says_how_it_ended_and_where_in_one_line() -
     assert settled_elsewhere(SettledRequest(rejected, NOW, "rotate the keys"), RITA) == (
         "Your request rotate_keys in “rotate the keys”: Rejected by Olive."
     )
+    said = SettledRequest(rejected, NOW, "rotate the keys", reason="not this quarter")
+    assert settled_elsewhere(said, RITA) == (
+        "Your request rotate_keys in “rotate the keys”: Rejected by Olive: not this quarter."
+    )
     expired = item(status="closed", outcome="expired")
     assert settled_elsewhere(SettledRequest(expired, NOW, ""), RITA) == (
         "Your request rotate_keys in “Untitled conversation”: Expired."
@@ -777,41 +781,53 @@ def test_a_withdrawal_reaches_the_approvers_open_card(browser: Browser, app_url:
 def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
     browser: Browser, app_url: str, screenshot_dir: Path
 ) -> None:
-    """Rita asks for two transfers, one in each of two conversations. Ada approves the one
-    Rita looks at (its card says so; nothing more), then the other: Rita's page says how that
-    one ended, where, and opens it."""
+    """Rita asks for three transfers, one in each of three conversations. Ada approves the
+    one Rita looks at (its card says so; nothing more), rejects one with a reason and
+    approves the last: Rita's page says how each ended, where, and opens it. Whoever is at
+    the tab next is shown none of it."""
     with people(browser, app_url, RITA, ADA) as (rita, ada):
-        ask(rita, "transfer 6100 to Ada")
-        first = thread_of(rita)
-        expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
-        new_conversation(rita)
-        ask(rita, "transfer 6200 to Ada")
-        second = thread_of(rita, other_than=first)
-        expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
+        threads: list[str] = []
+        for amount in (6000, 6100, 6200):
+            if threads:
+                new_conversation(rita)
+            ask(rita, f"transfer {amount} to Ada")
+            threads.append(thread_of(rita, other_than=threads[-1] if threads else ""))
+            expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
+        rejected, approved, shown = threads
         rita.evaluate("window.__not_reloaded = true")
+        told = rita.locator("#settled-requests .settled-request")
 
-        for thread in (second, first):
+        for thread in (shown, rejected, approved):
             open_inbox(ada)
             inbox_item(ada, thread).locator(".inbox-open").click()
-            tool_card(ada, "transfer").locator("button.approve").click()
-            expect(tool_card(ada, "transfer").locator(".tool-decided-by")).to_be_visible()
-            if thread == second:  # the conversation Rita looks at: its card tells her
+            card = tool_card(ada, "transfer")
+            if thread == rejected:
+                card.locator("button.reject").click()
+                card.locator('.form-reject [name="reason"]').fill("Not this quarter")
+                card.locator(".form-reject button[type=submit]").click()
+            else:
+                card.locator("button.approve").click()
+            expect(card.locator(".tool-decided-by")).to_be_visible()
+            if thread == shown:  # the conversation Rita looks at: its card tells her
                 expect(rita.get_by_text(re.compile(r"Sent 6,200 to Ada\."))).to_be_visible()
-                expect(rita.locator("#settled-requests .settled-request")).to_have_count(0)
-        told = rita.locator("#settled-requests .settled-request")
-        expect(told).to_have_count(1)
-        expect(told).to_have_text(
-            re.compile(
-                re.escape("Your request transfer in “transfer 6100 to Ada”: Approved by Ada.")
-            )
-        )
+                expect(told).to_have_count(0)
+
+        expect(told.locator(".settled-text")).to_have_text([
+            "Your request transfer in “transfer 6000 to Ada”: Rejected by Ada: Not this quarter.",
+            "Your request transfer in “transfer 6100 to Ada”: Approved by Ada.",
+        ])  # fmt: skip
         assert rita.evaluate("window.__not_reloaded") is True
         shot(rita, screenshot_dir, "settled-elsewhere")
 
         told.get_by_role("link", name="Open transfer 6100 to Ada").click()
-        expect(rita).to_have_url(re.compile(r"/c/" + re.escape(quote(first, safe="")) + "$"))
+        expect(rita).to_have_url(re.compile(r"/c/" + re.escape(quote(approved, safe="")) + "$"))
         expect(rita.get_by_text(re.compile(r"Sent 6,100 to Ada\."))).to_be_visible()
-        expect(told).to_have_count(0)  # its card says it now
+        # Its card says it now; the other stays until dismissed or opened.
+        expect(told).to_have_count(1)
+        expect(told).to_contain_text("transfer 6000 to Ada")
+
+        sign_in_as_demo(rita, SAM)
+        assert told.count() == 0  # gone as the page shows Sam, not at its next look
 
 
 def test_a_held_message_waits_in_the_box_wherever_its_owner_opens_the_conversation(

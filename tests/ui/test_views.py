@@ -34,6 +34,7 @@ from chat_app.ui.views import (
     arguments_changed,
     build_views,
     edits,
+    how_it_ended,
     split_transcript,
     split_turn,
     staged_answer,
@@ -359,6 +360,11 @@ def test_a_card_or_question_names_who_answered_it_but_not_the_asker_who_did_alon
     assert answered_by([withdrawn], "rita@example.com") == {
         "approval_cancelled": "Withdrawn by you"
     }
+    # A request that was hers to decide, she cancelled: no withdrawal, and she knows.
+    own_cancel = replace(withdrawn, rule=None, waiting_for="Waiting for Rita")
+    assert answered_by([own_cancel], "rita@example.com") == {}
+    assert how_it_ended(own_cancel, "rita@example.com") == "Cancelled by you"
+    assert how_it_ended(withdrawn, "rita@example.com") == "Withdrawn by you"
     # A quorum's rejection names whoever rejected, not those who had approved.
     vetoed = _decided("rejected", olive[0], sam)
     assert replace(vetoed, decided_by_name="Olive").approvals  # Sam's approval is on record
@@ -384,6 +390,8 @@ def test_a_withdrawn_request_is_withdrawn_on_its_card_and_a_cancelled_one_cancel
         assert card("Withdrawn by Rita").status_label == "Withdrawn"
         assert card("Cancelled by Ada").status_label == "Cancelled"
         assert card("").status_label == "Cancelled"
+        # The protocol's stock words for a cancellation are nobody's reason: none is shown.
+        assert card("").reason == card("Withdrawn by you").reason == ""
 
     run_on_own_loop(scenario())
 

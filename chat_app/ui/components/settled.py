@@ -19,17 +19,39 @@ class SettledRow:
     """One request of the person's, settled in another conversation."""
 
     decision_id: str
-    #: "Your request transfer_funds in “pay acme”: Rejected by Ada."
+    #: "Your request transfer in “pay acme”: Rejected by Ada: not this quarter."
     text: str
     #: The conversation's own address, and its title (what Open and Dismiss name).
     href: str
     title: str
 
 
-def settled_list(*, rows: Prop[list[SettledRow]], on_dismiss: Handler) -> rx.Component:
-    """The rows, each with Open (its conversation) and Dismiss. A polite live region, there
-    while empty too (a region added with its first words is not always read out): a screen
-    reader says each row as it comes, without interrupting."""
+#: A target a finger can hit (WCAG 2.5.8's minimum), on one line.
+_TARGET = {"display": "inline-flex", "align_items": "center", "min_height": "24px"}
+
+#: On a phone each row is one line, its words cut short ("…"): three rows of two or three
+#: lines each took a third of the screen above the chat. The whole sentence stays in the
+#: page (a screen reader reads it, and Open shows the conversation).
+_ONE_LINE_ON_A_PHONE = {
+    "@media (max-width: 520px)": {
+        "& .settled-text": {
+            "white_space": "nowrap",
+            "overflow": "hidden",
+            "text_overflow": "ellipsis",
+            "min_width": "0",
+        },
+        "& .settled-line": {"flex_wrap": "nowrap"},
+    },
+}
+
+
+def settled_list(
+    *, rows: Prop[list[SettledRow]], more: Prop[int], more_href: str, on_dismiss: Handler
+) -> rx.Component:
+    """The rows, each with Open (its conversation) and Dismiss, then how many more came than
+    the list keeps (`more`), with a link to where they all are (`more_href`). A polite live
+    region, there while empty too (a region added with its first words is not always read
+    out), and not atomic: a screen reader says what was added, not the whole list again."""
     shown = rows.length() > 0  # type: ignore[union-attr]
     return rx.vstack(
         rx.foreach(
@@ -37,7 +59,7 @@ def settled_list(*, rows: Prop[list[SettledRow]], on_dismiss: Handler) -> rx.Com
             lambda row: rx.callout.root(
                 rx.callout.icon(rx.icon("bell")),
                 rx.hstack(
-                    rx.callout.text(row.text, flex="1"),
+                    rx.callout.text(row.text, flex="1", class_name="settled-text"),
                     rx.hstack(
                         rx.link(
                             "Open",
@@ -45,6 +67,7 @@ def settled_list(*, rows: Prop[list[SettledRow]], on_dismiss: Handler) -> rx.Com
                             size="1",
                             weight="medium",
                             aria_label="Open " + row.title,
+                            **_TARGET,
                         ),
                         rx.button(
                             "Dismiss",
@@ -55,11 +78,14 @@ def settled_list(*, rows: Prop[list[SettledRow]], on_dismiss: Handler) -> rx.Com
                         ),
                         align="center",
                         spacing="3",
+                        flex_shrink="0",
                     ),
                     align="center",
                     wrap="wrap",
                     spacing="2",
                     width="100%",
+                    min_width="0",
+                    class_name="settled-line",
                 ),
                 size="1",
                 width="100%",
@@ -67,10 +93,25 @@ def settled_list(*, rows: Prop[list[SettledRow]], on_dismiss: Handler) -> rx.Com
                 data_decision=row.decision_id,
             ),
         ),
+        rx.cond(
+            more > 0,
+            rx.text(
+                more,
+                rx.cond(more == 1, " more was settled: ", " more were settled: "),
+                rx.link("see Conversations", href=more_href, **_TARGET),
+                size="1",
+                color_scheme="gray",
+                id="settled-more",
+            ),
+        ),
         id="settled-requests",
         role="status",
+        aria_label="Your requests, settled elsewhere",
+        aria_atomic="false",
+        aria_relevant="additions",
         width="100%",
         spacing="2",
         padding_x="1.25em",
         padding_top=rx.cond(shown, "0.75em", "0"),
+        style=_ONE_LINE_ON_A_PHONE,
     )

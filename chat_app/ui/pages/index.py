@@ -20,6 +20,7 @@ from chat_app.ui.components.transcript import (
     transcript,
 )
 from chat_app.ui.conversations_state import CONVERSATION_PREFIX
+from chat_app.ui.conversations_state import ROUTE as CONVERSATIONS_ROUTE
 from chat_app.ui.forms import DRAFT_FIELD
 from chat_app.ui.identity_state import DEMO_CHOICES, SIGN_IN_ROUTE, IdentityState
 from chat_app.ui.state import SUGGESTIONS, ChatState, remember_click
@@ -179,7 +180,12 @@ def index() -> rx.Component:
         # The conversation speaks for itself on screen; a screen reader's list of headings
         # still names the page.
         rx.heading("Chat", as_="h1", style=SCREEN_READER_ONLY),
-        settled_list(rows=ChatState.settled, on_dismiss=ChatState.dismiss_settled),
+        settled_list(
+            rows=ChatState.settled,
+            more=ChatState.settled_more,
+            more_href=CONVERSATIONS_ROUTE,
+            on_dismiss=ChatState.dismiss_settled,
+        ),
         _transcript(),
         _composer(),
         height="100dvh",
