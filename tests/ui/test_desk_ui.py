@@ -819,8 +819,9 @@ def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
         assert rita.evaluate("window.__not_reloaded") is True
         shot(rita, screenshot_dir, "settled-elsewhere")
 
-        told.get_by_role("link", name="Open transfer 6100 to Ada").click()
+        told.get_by_role("link", name="Open transfer 6100 to Ada").press("Enter")
         expect(rita).to_have_url(re.compile(r"/c/" + re.escape(quote(approved, safe="")) + "$"))
+        expect(rita.locator("#transcript")).to_be_focused()  # the keyboard goes on there
         expect(rita.get_by_text(re.compile(r"Sent 6,100 to Ada\."))).to_be_visible()
         # Its card says it now; the other stays until dismissed or opened.
         expect(told).to_have_count(1)

@@ -54,7 +54,10 @@ def _scripts() -> dict[str, str]:
         "following._FOLLOW": following._FOLLOW.substitute(
             ref=ref, near=following.NEAR_END_PX, jump=following.JUMP_ID
         ),
-        "following._OPENING": following._OPENING.substitute(ref=ref),
+        "following._OPENING": following._OPENING.substitute(
+            ref=ref, arrive=following._ARRIVE_KEY, arrive_ms=following._ARRIVE_MS
+        ),
+        "following.FOCUS_LOG_SCRIPT": following.FOCUS_LOG_SCRIPT.substitute(id="transcript"),
         "posting.post_script": posting.post_script(
             "/api/signin", {"email": "email"}, {"x": "1"}, here_as="next", query={"next": "n"}
         ),

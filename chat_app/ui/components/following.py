@@ -148,14 +148,20 @@ useLayoutEffect(() => {
   if (!log) return;
   const frame = log.parentElement;
   let loading = false;
+  const asked = Number(sessionStorage.getItem('$arrive') || 0);
+  sessionStorage.removeItem('$arrive');
+  if (Date.now() - asked < $arrive_ms && document.activeElement === document.body) {
+    log.focus({preventScroll: true});
+  }
   const opened = () => {
     loading = false;
     if (!frame.dataset.opening) return;
     delete frame.dataset.opening;
     // A decision's control that mounted hidden could not take the focus: it takes it now,
-    // unless the person has put it somewhere already.
+    // unless the person has put it somewhere already (the log itself is nowhere yet).
     const first = frame.querySelector('[data-autofocus="true"]');
-    if (first && document.activeElement === document.body) first.focus({preventScroll: true});
+    const free = document.activeElement === document.body || document.activeElement === log;
+    if (first && free) first.focus({preventScroll: true});
   };
   const ask = () => {
     const prefix = log.dataset.addresses;
@@ -186,6 +192,19 @@ useLayoutEffect(() => {
 """)
 
 
+#: The sessionStorage key a link into a conversation sets (`FOCUS_LOG_SCRIPT`): the log that
+#: mounts for it, within `_ARRIVE_MS`, takes the keyboard, which would otherwise fall to the
+#: page's start as the page showing the link goes.
+_ARRIVE_KEY = "chat_app_focus_log"
+_ARRIVE_MS = 10_000
+#: A link's click into another conversation: the keyboard goes on to its log ($id: the log's
+#: id), on this page's log at once, on the next page's once it mounts.
+FOCUS_LOG_SCRIPT = Template(
+    "sessionStorage.setItem('" + _ARRIVE_KEY + "', String(Date.now()));"
+    " document.getElementById('$id')?.focus({preventScroll: true})"
+)
+
+
 class _FollowingBox(Box):
     """A box whose effects keep it scrolled to its end while the reader is there, and hide
     another conversation's lines while the one its address names loads."""
@@ -199,7 +218,7 @@ class _FollowingBox(Box):
             raise ValueError("a following log needs a fixed id: its effect finds it by its ref")
         return [
             _FOLLOW.substitute(ref=ref, near=NEAR_END_PX, jump=JUMP_ID),
-            _OPENING.substitute(ref=ref),
+            _OPENING.substitute(ref=ref, arrive=_ARRIVE_KEY, arrive_ms=_ARRIVE_MS),
         ]
 
 

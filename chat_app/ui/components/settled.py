@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import reflex as rx
 
 from ._types import Handler, Prop
+from .following import FOCUS_LOG_SCRIPT
+from .transcript import TRANSCRIPT_ID
 
 
 @dataclass
@@ -25,6 +27,8 @@ class SettledRow:
     href: str
     title: str
 
+
+_FOCUS_LOG = FOCUS_LOG_SCRIPT.substitute(id=TRANSCRIPT_ID)
 
 #: A target a finger can hit (WCAG 2.5.8's minimum), on one line.
 _TARGET = {"display": "inline-flex", "align_items": "center", "min_height": "24px"}
@@ -67,6 +71,9 @@ def settled_list(
                             size="1",
                             weight="medium",
                             aria_label="Open " + row.title,
+                            # The row goes once its conversation shows: the keyboard goes on
+                            # to that conversation, not back to the page's start.
+                            on_click=rx.call_script(_FOCUS_LOG),
                             **_TARGET,
                         ),
                         rx.button(

@@ -381,6 +381,10 @@ def status_row(
     )
 
 
+#: The conversation's log: focusable, so that keys scroll it.
+TRANSCRIPT_ID = "transcript"
+
+
 def notice_list(*, notices: Prop[list[str]], on_dismiss: Handler) -> rx.Component:
     """What the person should know about the agent the page talks to (e.g. its tool manifest
     could not be read), each with Dismiss."""
@@ -513,7 +517,7 @@ def transcript(
                 width="100%",
             ),
         ),
-        log_id="transcript",
+        log_id=TRANSCRIPT_ID,
         thread=thread,
         addresses=addresses,
         loaded=loaded,
