@@ -37,6 +37,7 @@ from chat_app.desk import (
     Answer,
     DeskError,
     InboxItem,
+    SettledRequest,
     decision_id_of,
     inbox_topic,
     thread_topic,
@@ -817,12 +818,7 @@ class ChatState(IdentityState):
             return
         self._settled_since = found[-1].settled_at
         rows = [
-            SettledRow(
-                decision_id=settled.item.decision_id,
-                text=settled_elsewhere(settled, viewer.email),
-                href=address(settled.item.thread_id),
-                title=settled.title or "Untitled conversation",
-            )
+            _settled_row(settled, viewer.email)
             for settled in found
             if settled.item.thread_id != self.thread_shown
         ]
@@ -1533,6 +1529,17 @@ def _answer_of(form: str, value: Any) -> Answer:
     if form == "approve":
         return Answer(kind="approve", payload=value, has_payload=value is not None)
     return Answer(kind="reject", payload=value, has_payload=value is not None)
+
+
+def _settled_row(settled: SettledRequest, viewer_email: str) -> SettledRow:
+    outcome, what = settled_elsewhere(settled, viewer_email)
+    return SettledRow(
+        decision_id=settled.item.decision_id,
+        outcome=outcome,
+        what=what,
+        href=address(settled.item.thread_id),
+        title=settled.title or "Untitled conversation",
+    )
 
 
 def _votes_of(items: Iterable[InboxItem], viewer_email: str) -> dict[str, list[str]]:

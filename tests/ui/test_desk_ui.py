@@ -218,26 +218,26 @@ def item(**extra: object) -> InboxItem:
     return InboxItem(**fields)  # type: ignore[arg-type]
 
 
-def test_a_request_settled_elsewhere_says_how_it_ended_and_where_in_one_line() -> None:
+def test_a_request_settled_elsewhere_says_how_it_ended_then_which_it_was() -> None:
     rejected = item(status="decided", outcome="rejected", decided_by=OLIVE, decided_by_name="Olive")
     assert settled_elsewhere(SettledRequest(rejected, NOW, "rotate the keys"), RITA) == (
-        "Your request rotate_keys in “rotate the keys”: Rejected by Olive."
-    )
+        "Rejected by Olive.", "Your request rotate_keys in “rotate the keys”."
+    )  # fmt: skip
     said = SettledRequest(rejected, NOW, "rotate the keys", reason="not this quarter")
-    assert settled_elsewhere(said, RITA) == (
-        "Your request rotate_keys in “rotate the keys”: Rejected by Olive: not this quarter."
-    )
+    assert settled_elsewhere(said, RITA)[0] == "Rejected by Olive: not this quarter."
+    asked = SettledRequest(rejected, NOW, "rotate the keys", reason="Why now?")
+    assert settled_elsewhere(asked, RITA)[0] == "Rejected by Olive: Why now?"
     expired = item(status="closed", outcome="expired")
     assert settled_elsewhere(SettledRequest(expired, NOW, ""), RITA) == (
-        "Your request rotate_keys in “Untitled conversation”: Expired."
-    )
+        "Expired.", "Your request rotate_keys in “Untitled conversation”."
+    )  # fmt: skip
     question = item(
         status="closed", outcome="answered", kind="question", rule=None,
         name="How should order 42 ship?", decided_by=SAM, decided_by_name="Sam",
     )  # fmt: skip
     assert settled_elsewhere(SettledRequest(question, NOW, "ship order 42"), RITA) == (
-        "The question “How should order 42 ship?” in “ship order 42”: Answered by Sam."
-    )
+        "Answered by Sam.", "The question “How should order 42 ship?” in “ship order 42”."
+    )  # fmt: skip
 
 
 def test_an_inbox_row_says_who_asked_since_when_until_when_and_the_quorum() -> None:
@@ -813,11 +813,18 @@ def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
                 expect(told).to_have_count(0)
 
         expect(told.locator(".settled-text")).to_have_text([
-            "Your request transfer in “transfer 6000 to Ada”: Rejected by Ada: Not this quarter.",
-            "Your request transfer in “transfer 6100 to Ada”: Approved by Ada.",
+            "Rejected by Ada: Not this quarter. Your request transfer in “transfer 6000 to Ada”.",
+            "Approved by Ada. Your request transfer in “transfer 6100 to Ada”.",
         ])  # fmt: skip
         assert rita.evaluate("window.__not_reloaded") is True
         shot(rita, screenshot_dir, "settled-elsewhere")
+        # On a phone each row is at most two lines of words, how it ended first.
+        rita.set_viewport_size({"width": 390, "height": 844})
+        for row in told.locator(".settled-text").all():
+            box, line = row.bounding_box(), row.evaluate("e => getComputedStyle(e).lineHeight")
+            assert box is not None and box["height"] <= 2 * float(line.removesuffix("px")) + 1
+        shot(rita, screenshot_dir, "settled-elsewhere-phone")
+        rita.set_viewport_size({"width": 1200, "height": 800})
 
         told.get_by_role("link", name="Open transfer 6100 to Ada").press("Enter")
         expect(rita).to_have_url(re.compile(r"/c/" + re.escape(quote(approved, safe="")) + "$"))

@@ -21,8 +21,10 @@ class SettledRow:
     """One request of the person's, settled in another conversation."""
 
     decision_id: str
-    #: "Your request transfer in “pay acme”: Rejected by Ada: not this quarter."
-    text: str
+    #: How it ended: "Rejected by Ada: not this quarter."
+    outcome: str
+    #: Which request it was: "Your request transfer in “pay acme”."
+    what: str
     #: The conversation's own address, and its title (what Open and Dismiss name).
     href: str
     title: str
@@ -33,15 +35,16 @@ _FOCUS_LOG = FOCUS_LOG_SCRIPT.substitute(id=TRANSCRIPT_ID)
 #: A target a finger can hit (WCAG 2.5.8's minimum), on one line.
 _TARGET = {"display": "inline-flex", "align_items": "center", "min_height": "24px"}
 
-#: On a phone each row is one line, its words cut short ("…"): three rows of two or three
-#: lines each took a third of the screen above the chat. The whole sentence stays in the
-#: page (a screen reader reads it, and Open shows the conversation).
-_ONE_LINE_ON_A_PHONE = {
+#: On a phone each row's words take at most two lines, cut short ("…") after: three rows of
+#: three or four lines took a third of the screen above the chat. How it ended comes first;
+#: the whole sentence stays in the page (a screen reader reads it; Open shows the rest).
+_SHORT_ON_A_PHONE = {
     "@media (max-width: 520px)": {
         "& .settled-text": {
-            "white_space": "nowrap",
+            "display": "-webkit-box",
+            "-webkit-line-clamp": "2",
+            "-webkit-box-orient": "vertical",
             "overflow": "hidden",
-            "text_overflow": "ellipsis",
             "min_width": "0",
         },
         "& .settled-line": {"flex_wrap": "nowrap"},
@@ -63,7 +66,13 @@ def settled_list(
             lambda row: rx.callout.root(
                 rx.callout.icon(rx.icon("bell")),
                 rx.hstack(
-                    rx.callout.text(row.text, flex="1", class_name="settled-text"),
+                    rx.callout.text(
+                        rx.text.strong(row.outcome),
+                        " ",
+                        row.what,
+                        flex="1",
+                        class_name="settled-text",
+                    ),
                     rx.hstack(
                         rx.link(
                             "Open",
@@ -120,5 +129,5 @@ def settled_list(
         spacing="2",
         padding_x="1.25em",
         padding_top=rx.cond(shown, "0.75em", "0"),
-        style=_ONE_LINE_ON_A_PHONE,
+        style=_SHORT_ON_A_PHONE,
     )
