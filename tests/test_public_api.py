@@ -291,6 +291,7 @@ OBSERVE = [
     "decision_span",
     "decision_trace_id",
     "flush_tracing",
+    "log_level",
     "run_span",
     "server_log_config",
     "tracing_enabled",

@@ -472,6 +472,10 @@ class Desk:
             fresh = await self.decision(decision_id)
             assert fresh is not None
             if len(fresh.approvals) < fresh.quorum:
+                _log.info(
+                    "Decision %s approved by %s (%s), %s", decision_id, decider.email,
+                    decider.method, fresh.progress, extra=_logged(item, decider, "approval"),
+                )  # fmt: skip
                 await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))
                 return DecideResult("waiting", fresh, f"Approved: {fresh.progress}.")
         # Who decided is stored with the decision, in its transaction: of two deciders at
@@ -493,6 +497,10 @@ class Desk:
             )  # fmt: skip
         )
         if won:  # committed: its continuation goes, whatever happens to this answer
+            _log.info(
+                "Decision %s %s by %s (%s)", decision_id, _outcome(answer), decider.email,
+                decider.method, extra=_logged(item, decider, _outcome(answer)),
+            )  # fmt: skip
             decision_span(decision_id, "decided", start=now, attributes={
                 "decision.outcome": _outcome(answer), "decided.by": decider.email,
                 "verified.by": decider.method, "rule": item.rule or ""})  # fmt: skip
@@ -545,6 +553,8 @@ class Desk:
             lambda: self.store.expire(item.decision_id, answer=entry, now=now)
         )
         if won:
+            _log.info("Decision %s expired", item.decision_id,
+                      extra={"decision": item.decision_id, "outcome": "expired"})  # fmt: skip
             decision_span(item.decision_id, "expired", start=now,
                           attributes={"rule": item.rule or ""})  # fmt: skip
             self._spawn(self._continue(item.thread_id))
@@ -1201,6 +1211,10 @@ class Desk:
                 await self.audit([entry])
             except Exception:  # the person is still told why; the log says what was lost
                 _log.exception("Could not audit the refusal of %s", item.decision_id)
+        _log.warning(
+            "Refused %s (%s) on decision %s: %s", decider.email or "someone unnamed",
+            decider.method, item.decision_id, reason, extra=_logged(item, decider, "refused"),
+        )  # fmt: skip
         return DeskError("forbidden", reason)
 
     def _counts(self, item: InboxItem, vote: Vote) -> bool:
@@ -1462,6 +1476,14 @@ def _failure(task: asyncio.Task[None]) -> str | None:
 
 def _last_text_length(state: ClientState) -> int:
     return len(state.messages[-1].text) if state.messages else 0
+
+
+def _logged(item: InboxItem, who: Identity, outcome: str) -> dict[str, str]:
+    """A decision's log line's fields (`CHAT_APP_LOG_FORMAT=json` writes them as keys)."""
+    return {
+        "decision": item.decision_id, "outcome": outcome, "by": who.email,
+        "verified_by": who.method, "rule": item.rule or "",
+    }  # fmt: skip
 
 
 def _title(text: str) -> str:

@@ -125,8 +125,8 @@ class Deliverer:
                 limit=limit,
                 lease_seconds=self._lease_seconds,
             )
-        except OutboxError:
-            _log.exception("notify: could not claim deliveries; trying again next round")
+        except OutboxError as error:  # one line a round while it lasts, not a traceback
+            _log.warning("notify: could not claim deliveries (%s); trying again next round", error)
             return []
         return await self._skip_settled(rows)
 

@@ -29,7 +29,7 @@ from sqlalchemy import Engine, Row, and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
-from chat_app.trust.store import not_answering, write_transaction
+from chat_app.trust.store import database_trouble, write_transaction
 from chat_app.trust.tables import deliveries
 
 from .notice import Event, Notice, Recipient
@@ -63,7 +63,8 @@ def _answering() -> Iterator[None]:
     try:
         yield
     except SQLAlchemyError as error:
-        raise OutboxError(not_answering(error)) from error
+        # For the Deliveries page (admins) and the logs: the driver's own words.
+        raise OutboxError(f"The database is not answering: {database_trouble(error)}") from error
 
 
 def _utc_now() -> datetime:

@@ -4,7 +4,7 @@
 Imports nothing of ours.
 """
 
-from .logs import JsonLines, configure_logging, server_log_config
+from .logs import JsonLines, configure_logging, log_level, server_log_config
 from .tracing import (
     close_decision,
     configure_tracing,
@@ -25,6 +25,7 @@ __all__ = [
     "decision_span",
     "decision_trace_id",
     "flush_tracing",
+    "log_level",
     "run_span",
     "server_log_config",
     "tracing_enabled",

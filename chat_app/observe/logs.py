@@ -34,9 +34,11 @@ __all__ = [
     "LOG_LEVEL_ENV",
     "QUIET_LOGGERS",
     "SERVER_LOGGERS",
+    "URL_LOGGERS",
     "JsonLines",
     "LogFormat",
     "configure_logging",
+    "log_level",
     "server_log_config",
 ]
 
@@ -49,6 +51,10 @@ SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "_granian", "gra
 #: Libraries whose INFO lines are chatter to an operator: Alembic names each plugin it sets up
 #: and each step of the migrations at every start, before the app's own first line.
 QUIET_LOGGERS = ("alembic",)
+#: Libraries whose INFO and DEBUG lines name the URLs they call, whatever the level asked
+#: for: a webhook's URL can be its secret (Slack's is), and the app's own lines say a
+#: delivery's host alone.
+URL_LOGGERS = ("httpx",)
 
 #: uvicorn passes its message again with ANSI colours as an extra; the line has it once.
 _NOT_EXTRAS = [*RESERVED_ATTRS, "color_message"]
@@ -102,6 +108,13 @@ def _read_format(environ: Mapping[str, str]) -> LogFormat:
     )
 
 
+def log_level(environ: Mapping[str, str]) -> int:
+    """The level `CHAT_APP_LOG_LEVEL` asks for (INFO when none); a `ValueError` names a
+    value that is not a level."""
+    level = _read_level(environ)
+    return logging.INFO if level is None else level
+
+
 def _read_level(environ: Mapping[str, str]) -> int | None:
     value = environ.get(LOG_LEVEL_ENV, "").strip().upper()
     if not value:
@@ -140,6 +153,8 @@ def configure_logging(environ: Mapping[str, str]) -> None:
     root.setLevel(level if level is not None else logging.INFO)
     for name in SERVER_LOGGERS:
         server_logger = logging.getLogger(name)
+        if not server_logger.handlers and not server_logger.propagate:
+            continue  # turned off by its server (uvicorn's access log without --access-log)
         for own in list(server_logger.handlers):
             server_logger.removeHandler(own)
         server_logger.propagate = True
@@ -150,6 +165,8 @@ def _quieten(level: int | None) -> None:
     debugging = level is not None and level <= logging.DEBUG
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.NOTSET if debugging else logging.WARNING)
+    for name in URL_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _writes_to_console(handler: logging.Handler) -> bool:

@@ -37,7 +37,7 @@ from chat_app.demo import POLICY_PATH, build_demo_agent
 from chat_app.desk import DeskStats, RunAs
 from chat_app.notify.settings import PUBLIC_URL
 from chat_app.notify.stats import DeliveryStats
-from chat_app.observe import configure_logging, configure_tracing, server_log_config
+from chat_app.observe import configure_logging, configure_tracing, log_level, server_log_config
 from chat_app.trust import PolicyError
 from chat_app.trust.store import DatabaseUnavailable
 
@@ -70,11 +70,12 @@ def main() -> None:
     if options.workers < 1:
         sys.exit("chat_app.server: --workers takes a whole number, 1 or more.")
     log_config = _configure_logs()
+    level = log_level(os.environ)  # read already: a wrong one stopped the start above
     # Built here once in any case: a setting the server cannot use stops the start now, with
     # its message, rather than in each worker.
     app = _build(announce=True)
     served = dict(
-        log_level="info",
+        log_level=logging.getLevelName(level).lower(),
         log_config=log_config if log_config is not None else uvicorn.config.LOGGING_CONFIG,
         access_log=options.access_log,
         # The client address stays the socket's peer: `CHAT_APP_TRUSTED_PROXIES` decides which
@@ -116,7 +117,7 @@ def _configure_logs() -> dict[str, Any] | None:
         handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
         app_logger.addHandler(handler)
         app_logger.propagate = False
-    app_logger.setLevel(logging.INFO)
+    app_logger.setLevel(log_level(os.environ))
     configure_tracing(os.environ)
     return log_config
 

@@ -49,6 +49,7 @@ from chat_app.server._body import read_body
 from chat_app.server.signin import unauthorized
 from chat_app.trust import Identity
 from chat_app.trust.authn import AuthFailure
+from chat_app.trust.store import database_trouble
 
 __all__ = [
     "DEFAULT_INBOX_LIMIT",
@@ -348,9 +349,8 @@ class _TooLarge(DeskError):
 
 
 def _unavailable(error: OperationalError) -> DeskError:
-    refused = DeskError.unavailable(error)
-    _log.warning("%s", refused.message)  # the logger's name says where
-    return refused
+    _log.warning("The database did not answer: %s", database_trouble(error))
+    return DeskError.unavailable(error)
 
 
 def _refused(error: DeskError) -> Response:

@@ -40,6 +40,7 @@ __all__ = [
     "DATABASE_URL_ENV",
     "DatabaseUnavailable",
     "create_database_engine",
+    "database_trouble",
     "database_url",
     "migrate",
     "not_answering",
@@ -72,9 +73,16 @@ class DatabaseUnavailable(RuntimeError):
 
 def not_answering(error: Exception) -> str:
     """What a person reads when a call to the database failed (the desk's `unavailable`, the
-    outbox's error): "The database is not answering: <why>", the driver's own words when
-    SQLAlchemy wrapped them."""
-    return f"The database is not answering: {getattr(error, 'orig', None) or error}"
+    HTTP API's 503): "The database is not answering (OperationalError). Try again in a
+    moment.", the driver's error's kind alone. Its words name the database's address and
+    user: they are for the logs and the admins (`database_trouble`), not for whoever called."""
+    cause = getattr(error, "orig", None) or error
+    return f"The database is not answering ({type(cause).__name__}). Try again in a moment."
+
+
+def database_trouble(error: Exception) -> str:
+    """A failed database call in the driver's own words, for the operator's log."""
+    return str(getattr(error, "orig", None) or error)
 
 
 def database_url(configured: str | None, data_dir: Path) -> str:

@@ -319,3 +319,33 @@ async def test_a_question_answered_by_someone_else_stays_in_the_conversation(
         ["Shipping speed: overnight", "Gift wrap: no"], "Answered by Sam",
     )  # fmt: skip
     assert rows.index(question) == 1  # after "ship order 42", before the reply
+
+
+async def test_each_decision_refusal_approval_and_expiry_is_a_log_line(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """For an operator's alerts: who decided what, who was refused, what expired, each one
+    line with its fields (`CHAT_APP_LOG_FORMAT=json` writes them as keys)."""
+    caplog.set_level("INFO", logger="chat_app.desk")
+    _, transfer = await large_transfer(world)
+    await refused(world.desk, transfer, SAM, {"approved": True})
+    await world.desk.decide(transfer.decision_id, ADA, Answer("approve"))
+    await world.start(RITA, "rotate production keys")
+    rotation = await world.only_item(SAM)
+    await world.desk.decide(rotation.decision_id, SAM, Answer("approve"))
+    assert await world.desk.expire(await world.only_item(OLIVE))
+    await world.desk.wait_idle()
+
+    lines = [
+        (r.levelname, getattr(r, "decision", None), getattr(r, "outcome", None),
+         getattr(r, "by", None))
+        for r in caplog.records if r.name == "chat_app.desk.desk" and hasattr(r, "decision")
+    ]  # fmt: skip
+    assert lines == [
+        ("WARNING", transfer.decision_id, "refused", SAM.email),
+        ("INFO", transfer.decision_id, "approved", ADA.email),
+        ("INFO", rotation.decision_id, "approval", SAM.email),
+        ("INFO", rotation.decision_id, "expired", None),
+    ]
+    said = [r.getMessage() for r in caplog.records if r.name == "chat_app.desk.desk"]
+    assert f"Decision {rotation.decision_id} approved by sam@example.com (demo), 1 of 2" in said[2]

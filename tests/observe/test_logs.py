@@ -203,3 +203,55 @@ def test_the_servers_first_json_line_says_which_sign_in_is_on(tmp_path: Path) ->
         "INFO", "chat_app.server", "sign-in: none \u2014 anyone who can reach this port can "
         "answer any pause"
     )  # fmt: skip
+
+
+#: httpx's line for each request names its whole URL: a webhook's can be its secret.
+HTTPX_REQUEST = """
+    import logging, os
+    from chat_app.observe import configure_logging
+    configure_logging(os.environ)
+    logging.getLogger("httpx").info(
+        'HTTP Request: POST https://hooks.example/services/T0/B0/SECRET "HTTP/1.1 200 OK"'
+    )
+    logging.getLogger("httpx").warning("a warning")
+    logging.getLogger("chat_app").info("ours")
+    """
+
+
+@pytest.mark.parametrize("level", ["info", "debug"])
+def test_httpx_request_lines_with_their_urls_are_left_out_at_every_level(level: str) -> None:
+    lines = json_lines(HTTPX_REQUEST, CHAT_APP_LOG_FORMAT="json", CHAT_APP_LOG_LEVEL=level)
+    assert [line["message"] for line in lines] == ["a warning", "ours"]
+
+
+def test_an_access_log_its_server_turned_off_stays_off() -> None:
+    """A worker of `--workers N` builds the app (and sets up logging) after uvicorn has set
+    up its own without the access log: that log stays off."""
+    lines = json_lines(
+        """
+        import logging, logging.config, os
+        from chat_app.observe import configure_logging, server_log_config
+        logging.config.dictConfig(server_log_config(os.environ))
+        access = logging.getLogger("uvicorn.access")
+        access.handlers, access.propagate = [], False  # uvicorn.Config(access_log=False)
+        configure_logging(os.environ)
+        access.info('127.0.0.1:5 - "GET / HTTP/1.1" 200')
+        logging.getLogger("uvicorn.error").info("Started server process [1]")
+        """,
+        CHAT_APP_LOG_FORMAT="json",
+    )
+    assert [line["logger"] for line in lines] == ["uvicorn.error"]
+
+
+def test_the_standalone_servers_own_lines_follow_the_level_asked_for() -> None:
+    lines = stderr_of(
+        """
+        import logging
+        from chat_app.server.__main__ import _configure_logs
+        _configure_logs()
+        logging.getLogger("chat_app.server").info("starting")
+        logging.getLogger("chat_app.desk").warning("a warning")
+        """,
+        CHAT_APP_LOG_LEVEL="warning",
+    )
+    assert lines == ["WARNING:     a warning"]
