@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from sqlalchemy import Engine, case, func, select
+from sqlalchemy import Engine, case, func, select, union_all
 
-from chat_app.trust.tables import decisions
+from chat_app.trust.tables import decision_reopenings, decisions
 
 __all__ = ["DeskStats", "Histogram"]
 
@@ -59,12 +59,16 @@ class DeskStats:
 
     def outcomes(self) -> list[tuple[str, int]]:
         """Decisions by outcome (approved, rejected, edited, cancelled, answered, expired,
-        auto), over every decision that has one."""
+        auto), over every decision that has one, and every end a decision had before it was
+        opened again (`decision_reopenings`): a count that never goes down."""
+        ended = union_all(
+            select(decisions.c.outcome).where(decisions.c.outcome.is_not(None)),
+            select(decision_reopenings.c.outcome),
+        ).subquery()
         query = (
-            select(decisions.c.outcome, func.count())
-            .where(decisions.c.outcome.is_not(None))
-            .group_by(decisions.c.outcome)
-            .order_by(decisions.c.outcome)
+            select(ended.c.outcome, func.count())
+            .group_by(ended.c.outcome)
+            .order_by(ended.c.outcome)
         )
         with self.engine.connect() as connection:
             return [(outcome, int(count)) for outcome, count in connection.execute(query)]

@@ -40,6 +40,7 @@ from chat_app.trust.store import read_snapshot, write_transaction
 from chat_app.trust.tables import (
     conversation_states,
     conversations,
+    decision_reopenings,
     decision_routes,
     decision_votes,
     decisions,
@@ -423,6 +424,12 @@ class DeskStore:
         if it had paused under it."""
         decision_id = decision_id_of(thread_id, draft.item_id)
         stored = connection.execute(select(decisions).where(decisions.c.id == decision_id)).one()
+        if stored.outcome is not None:  # counted as it had ended, whatever ends it next
+            connection.execute(
+                insert(decision_reopenings).values(
+                    decision_id=decision_id, outcome=stored.outcome, at=now
+                )
+            )
         connection.execute(
             update(decisions)
             .where(decisions.c.id == decision_id)

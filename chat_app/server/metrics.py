@@ -127,7 +127,8 @@ class DeskCollector(Collector):
             ),
             CounterMetricFamily(
                 "chat_app_decisions_total",
-                "Decisions made, by outcome (expired and auto included).",
+                "Decisions made, by outcome (expired and auto included; one the agent refused "
+                "and that waits again stays counted as it was made).",
                 labels=["outcome"],
             ),
             HistogramMetricFamily(

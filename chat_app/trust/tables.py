@@ -36,6 +36,7 @@ __all__ = [
     "UTCDateTime",
     "api_tokens",
     "conversations",
+    "decision_reopenings",
     "decision_routes",
     "decision_votes",
     "decisions",
@@ -267,6 +268,17 @@ decision_votes = Table(
     Column("answer", Text, nullable=False),  # the resume entry this person gave, JSON
     Column("at", UTCDateTime, nullable=False),
     Index(None, "voter_email", "at"),
+)
+
+#: How a decision had ended each time it was opened again (the agent refused the answer:
+#: `DeskStore._reopen`): the count of decisions by outcome adds these, and so never goes down.
+decision_reopenings = Table(
+    "decision_reopenings",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("decision_id", ForeignKey("decisions.id", ondelete="CASCADE"), nullable=False),
+    Column("outcome", String(20), nullable=False),
+    Column("at", UTCDateTime, nullable=False),
 )
 
 #: The notifications outbox: one row per notice, channel and recipient (`key` keeps it so,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from chat_app.demo import POLICY_PATH
-from chat_app.desk import Answer, DeskError
+from chat_app.desk import Answer, DeskError, DeskStats
 from chat_app.desk import desk as desk_module
 from chat_app.observe import decision_span
 from chat_app.trust import Identity, Policy
@@ -115,8 +115,12 @@ async def test_an_answer_the_agent_refuses_waits_again_with_its_reason(
         "paused", "decided", "refused"
     ]  # fmt: skip
 
+    # The metrics' count by outcome keeps the edit it had counted: a counter never goes down.
+    assert dict(DeskStats(world.engine).outcomes()) == {"edited": 1}
+
     assert (await world.desk.decide(item.decision_id, RITA, Answer("approve"))).status == "decided"
     await world.desk.wait_idle()
+    assert dict(DeskStats(world.engine).outcomes()) == {"edited": 1, "approved": 1}
     assert [name for id_, name in steps if id_ == item.decision_id][-2:] == ["decided", "executed"]
     assert [run["args"]["amount"] for run in world.executions("transfer")] == [25]
     assert (await world.desk.view(thread, RITA)).summary.status == "done"
