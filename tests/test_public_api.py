@@ -290,6 +290,7 @@ OBSERVE = [
     "decision_root",
     "decision_span",
     "decision_trace_id",
+    "fail_current_span",
     "flush_tracing",
     "log_level",
     "run_span",

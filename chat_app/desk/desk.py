@@ -54,7 +54,7 @@ from chat_app.interrupts import (
     read_decision,
 )
 from chat_app.notify.notice import one_line
-from chat_app.observe import close_decision, decision_span, run_span
+from chat_app.observe import close_decision, decision_span, fail_current_span, run_span
 from chat_app.trust import (
     ANONYMOUS,
     AuditEntry,
@@ -606,12 +606,45 @@ class Desk:
                 decision_span(decision_id_of(thread_id, item_id), "decided", start=now,
                               attributes={"decided.by": actor.email,
                                           "verified.by": actor.method})  # fmt: skip
-            yield
+            if not answered:
+                yield
+                return
+            started = self.clock()
+            with run_span("continuation", {"thread.id": thread_id, "run.by": "page"}) as run:
+                yield
+            # Carried as a desk continuation carries them: traced and timed alike.
+            await self._page_carried(thread_id, answered, started, run)
         finally:
             done.set()
             await kept  # a renewal under way lands before the release, not after it
             await self._db(self.store.release, thread_id, runner)
             self._spawn(self._continue(thread_id))
+
+    async def _page_carried(
+        self, thread_id: str, item_ids: Sequence[str], started: datetime, run: Any
+    ) -> None:
+        """A page's own run carried these answers: each decision's "executed" step and its
+        whole trace, and the run's time for the figures (`chat_app_continuation_seconds`).
+        One the agent refused waits again, and has neither."""
+        ended = self.clock()
+        ids = {decision_id_of(thread_id, item_id) for item_id in item_ids}
+        carried = [
+            item for item in await self.decisions_of(thread_id)
+            if item.decision_id in ids and item.status != "pending"
+        ]  # fmt: skip
+        if not carried:
+            return
+        seconds = (ended - started).total_seconds()
+        carried_ids = [item.decision_id for item in carried]
+        await self._db(partial(self.store.mark_applied, carried_ids, seconds=seconds))
+        for item in carried:
+            if item.outcome != "expired":
+                decision_span(item.decision_id, "executed", start=started, end=ended,
+                              attributes={"thread.id": thread_id},
+                              links=[run] if run is not None else [])  # fmt: skip
+            close_decision(item.decision_id, start=item.created_at, end=ended, attributes={
+                "decision.name": item.name, "decision.outcome": item.outcome or "",
+                "rule": item.rule or "", "thread.id": thread_id})  # fmt: skip
 
     async def _keep_lease(self, thread_id: str, runner: str, done: asyncio.Event) -> None:
         """Renew a page's lease until `done`: a reply can take longer than a lease, and a
@@ -768,6 +801,9 @@ class Desk:
                 started = self.clock()
                 with run_span("continuation", {"thread.id": thread_id}) as run:
                     ended_with = await self._run_claimed(thread_id, run_as, apply)
+                    failure = ended_with.error or ""
+                    if failure:
+                        fail_current_span(failure)
                 ended = self.clock()
                 refused = _refused(ended_with, set(by_item))
                 # Opened again, they wait for a person. Sent again unchanged they would be
@@ -789,7 +825,7 @@ class Desk:
                                       links=[run] if run is not None else [])  # fmt: skip
                     close_decision(row.id, start=row.created_at, end=ended, attributes={
                         "decision.name": row.name, "decision.outcome": row.outcome or "",
-                        "rule": row.rule or "", "thread.id": thread_id})  # fmt: skip
+                        "rule": row.rule or "", "thread.id": thread_id}, error=failure)  # fmt: skip
             finally:
                 await self._db(self.store.release, thread_id, self.worker)
 

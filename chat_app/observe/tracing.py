@@ -37,12 +37,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import Decision
-from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, TraceFlags
+from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, Status, StatusCode, TraceFlags
 
 __all__ = [
     "AttributeValue",
     "DEFAULT_SERVICE_NAME",
     "close_decision",
+    "fail_current_span",
     "configure_tracing",
     "decision_root",
     "decision_span",
@@ -215,8 +216,10 @@ def close_decision(
     start: datetime,
     end: datetime,
     attributes: Mapping[str, AttributeValue] = _NO_ATTRIBUTES,
+    error: str = "",
 ) -> None:
-    """Record the decision's root span, "decision", from its pause (`start`) to its end.
+    """Record the decision's root span, "decision", from its pause (`start`) to its end;
+    failed, saying why, when the run that carried it failed (`error`).
 
     Call it once, when the decision is over (decided and carried out, expired, closed): the
     root's ids are fixed, so a second call would record a second span with the same id.
@@ -236,7 +239,15 @@ def close_decision(
         )
     finally:
         _forced_ids.reset(token)
+    if error:
+        span.set_status(Status(StatusCode.ERROR, error))
     span.end(end_time=ended)
+
+
+def fail_current_span(description: str) -> None:
+    """Mark the span current now (a continuation's `run_span`) failed, saying why: a run
+    that ended with an error it did not raise (the model's 500, a stream cut short)."""
+    trace.get_current_span().set_status(Status(StatusCode.ERROR, description))
 
 
 @contextmanager

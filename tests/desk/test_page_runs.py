@@ -4,11 +4,14 @@ while it runs, and an answer given in the chat and one given from the inbox cann
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from sqlalchemy import update
 
-from chat_app.desk import Answer, DeskError, inbox_topic
+from chat_app.desk import Answer, DeskError, DeskStats, inbox_topic
+from chat_app.desk import desk as desk_module
 from chat_app.trust.tables import conversations
 from tests.desk.world import ADA, RITA, World
 
@@ -170,3 +173,62 @@ async def test_an_answer_a_page_takes_is_kept_with_what_it_changed(world: World)
     [taken] = await world.desk.decisions_of(thread)
     assert (taken.outcome, taken.decided_by) == ("edited", RITA.email)
     assert (taken.args, taken.edited_args) == ({"name": "apollo"}, {"name": "hermes"})
+
+
+async def test_a_page_runs_answer_is_traced_and_timed_as_a_desk_continuations(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Carried by the page's own run, a decision has its "executed" step and its whole
+    trace, and the run counts in `chat_app_continuation_seconds`, as the desk's runs do."""
+    steps: list[tuple[str, str]] = []
+    closed: list[tuple[str, str, str]] = []
+    monkeypatch.setattr(
+        desk_module, "decision_span", lambda decision, name, **_: steps.append((decision, name))
+    )
+    monkeypatch.setattr(
+        desk_module, "close_decision",
+        lambda decision_id, *, attributes, error="", **_: closed.append(
+            (decision_id, str(attributes["decision.outcome"]), error)
+        ),
+    )  # fmt: skip
+    thread = await world.start(RITA, "delete project apollo")
+    item = await world.only_item(RITA)
+    entry = {"interruptId": item.item_id, "status": "cancelled"}
+    async with world.desk.page_run(thread, [item.item_id], RITA, {item.item_id: entry}):
+        pass  # the page's client runs the continuation here
+
+    assert [name for id_, name in steps if id_ == item.decision_id] == [
+        "paused", "decided", "executed"
+    ]  # fmt: skip
+    assert closed == [(item.decision_id, "cancelled", "")]
+    assert DeskStats(world.engine).histogram("continued_seconds", [60.0]).count == 1
+
+
+async def test_a_continuation_that_fails_marks_its_run_and_its_decision_failed(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    closed: list[tuple[str, str]] = []
+    failed: list[str] = []
+    monkeypatch.setattr(
+        desk_module, "close_decision",
+        lambda decision_id, *, error="", **_: closed.append((decision_id, error)),
+    )  # fmt: skip
+    monkeypatch.setattr(desk_module, "fail_current_span", failed.append)
+
+    def down(given: Any, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async def run() -> AsyncIterator[Any]:
+            if given.resume:
+                raise ConnectionError("the model is down")
+            async for event in events:
+                yield event
+
+        return run()
+
+    world.desk = world.new_desk(worker="worker-down", wrap=down)
+    await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    await world.desk.decide(item.decision_id, ADA, Answer("approve"))
+    await world.desk.wait_idle()
+
+    assert len(failed) == 1 and "the model is down" in failed[0]
+    assert closed == [(item.decision_id, failed[0])]
