@@ -472,6 +472,9 @@ class Desk:
             fresh = await self.decision(decision_id)
             assert fresh is not None
             if len(fresh.approvals) < fresh.quorum:
+                decision_span(decision_id, "approved", start=now, attributes={
+                    "approved.by": decider.email, "verified.by": decider.method,
+                    "quorum.progress": fresh.progress, "rule": item.rule or ""})  # fmt: skip
                 _log.info(
                     "Decision %s approved by %s (%s), %s", decision_id, decider.email,
                     decider.method, fresh.progress, extra=_logged(item, decider, "approval"),
@@ -1060,6 +1063,14 @@ class Desk:
         for decision_id in saved.added:
             decision_span(decision_id, "paused", start=self.clock(),
                           attributes={"thread.id": thread_id})  # fmt: skip
+        for decided in saved.auto_added:  # a trace of one moment: the rule decided at the pause
+            moment, decision_id = self.clock(), decision_id_of(thread_id, decided.call_id)
+            decision_span(decision_id, "decided", start=moment, attributes={
+                "decision.outcome": "auto", "decided.by": f"policy {decided.rule}",
+                "rule": decided.rule})  # fmt: skip
+            close_decision(decision_id, start=moment, end=moment, attributes={
+                "decision.name": decided.name, "decision.outcome": "auto",
+                "rule": decided.rule, "thread.id": thread_id})  # fmt: skip
         if saved.added:
             self._wake_timers()
         topics = [thread_topic(thread_id), owner_topic(owner_email)]
@@ -1247,6 +1258,9 @@ class Desk:
                 await self.audit([entry])
             except Exception:  # the person is still told why; the log says what was lost
                 _log.exception("Could not audit the refusal of %s", item.decision_id)
+        decision_span(item.decision_id, "forbidden", start=self.clock(), attributes={
+            "refused.by": decider.email, "verified.by": decider.method, "reason": reason,
+            "rule": item.rule or ""})  # fmt: skip
         _log.warning(
             "Refused %s (%s) on decision %s: %s", decider.email or "someone unnamed",
             decider.method, item.decision_id, reason, extra=_logged(item, decider, "refused"),

@@ -91,6 +91,8 @@ class Saved(NamedTuple):
     decisions_changed: bool
     #: The ids of the decisions this save added (a new pause's).
     added: tuple[str, ...] = ()
+    #: Those of the calls a rule decided alone that it stored first.
+    auto_added: tuple[AutoDecision, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,14 +323,16 @@ class DeskStore:
                 elif stored == "closed":  # an answer given in the chat was refused: open again
                     self._reopen(connection, thread_id, draft, now)
                     changed = True
+            auto_added = []
             for decided in auto:
                 if decided.call_id not in known:
                     self._add_auto(connection, thread_id, decided, now)
                     known[decided.call_id] = "decided"
+                    auto_added.append(decided)
             found = connection.execute(
                 select(conversations.c.version).where(conversations.c.thread_id == thread_id)
             ).scalar()
-        return Saved(int(found or 0), changed, tuple(added))
+        return Saved(int(found or 0), changed, tuple(added), tuple(auto_added))
 
     @staticmethod
     def _add(connection: Any, thread_id: str, draft: DecisionDraft, now: datetime) -> None:

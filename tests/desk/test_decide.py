@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from chat_app.desk import Answer, DecideResult, Desk, DeskError, InboxItem
+from chat_app.desk import desk as desk_module
 from chat_app.trust import WITHDRAWAL_ONLY, verify_chain
 from chat_app.ui.views import answered_by, build_views
 from tests.desk.world import ADA, OLIVE, RITA, SAM, World, state_of, texts
@@ -349,3 +350,33 @@ async def test_each_decision_refusal_approval_and_expiry_is_a_log_line(
     ]
     said = [r.getMessage() for r in caplog.records if r.name == "chat_app.desk.desk"]
     assert f"Decision {rotation.decision_id} approved by sam@example.com (demo), 1 of 2" in said[2]
+
+
+async def test_a_refusal_a_quorums_approval_and_a_rules_own_decision_are_traced(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps: list[tuple[str, str]] = []
+    closed: list[tuple[str, str]] = []
+    monkeypatch.setattr(
+        desk_module, "decision_span", lambda decision, name, **_: steps.append((decision, name))
+    )
+    monkeypatch.setattr(
+        desk_module, "close_decision",
+        lambda decision, *, attributes, **_: closed.append(
+            (decision, str(attributes["decision.outcome"]))
+        ),
+    )  # fmt: skip
+    _, transfer = await large_transfer(world)
+    await refused(world.desk, transfer, SAM, {"approved": True})
+    await world.start(RITA, "rotate production keys")
+    rotation = await world.only_item(SAM)
+    await world.desk.decide(rotation.decision_id, SAM, Answer("approve"))
+    refund = await world.start(RITA, "refund 20 to order 42")  # the policy approves it alone
+    await world.desk.wait_idle()
+
+    assert [name for id_, name in steps if id_ == transfer.decision_id] == ["paused", "forbidden"]
+    assert [name for id_, name in steps if id_ == rotation.decision_id] == ["paused", "approved"]
+    [auto] = [id_ for id_, name in steps if name == "decided"]
+    assert closed == [(auto, "auto")]  # the rule's is over; the others are still open
+    assert [item.outcome for item in await world.desk.decisions_of(refund)] == ["auto"]
+    assert [item.decision_id for item in await world.desk.decisions_of(refund)] == [auto]
