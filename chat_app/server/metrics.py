@@ -32,6 +32,7 @@ import hmac
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import get_args
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -47,6 +48,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from chat_app.desk import ADMIN_ROLE, DeskStats, Histogram
+from chat_app.notify.settings import Channel
 from chat_app.notify.stats import DeliveryStats
 from chat_app.server.desk_routes import Who
 from chat_app.server.signin import unauthorized
@@ -100,11 +102,16 @@ class DeskCollector(Collector):
             outcomes.add_metric([outcome], count)
         _add_histogram(wait, desk.histogram("wait_seconds", WAIT_BUCKETS))
         _add_histogram(continuation, desk.histogram("continued_seconds", CONTINUATION_BUCKETS))
+        # Every channel's queue, empty ones at 0: a series that vanished at zero reads as
+        # "no data" on a dashboard, and an alert on its absence would fire.
+        waiting = dict.fromkeys(get_args(Channel), 0)
         for channel, status, count in delivery.counts():
             if status == "pending":  # it goes down as they are sent: a gauge, not a counter
-                queued.add_metric([channel], count)
+                waiting[channel] = count
             else:
                 counts.add_metric([channel, status], count)
+        for channel, count in waiting.items():
+            queued.add_metric([channel], count)
         for channel, count in delivery.failed_attempts():
             failures.add_metric([channel], count)
         return [pending, outcomes, wait, continuation, counts, queued, failures]

@@ -246,6 +246,9 @@ async def test_the_figures_follow_the_database(tmp_path: Path, database_url: str
         empty = await app.figures(scraper)
         assert labelled(empty, "chat_app_pending_decisions") == {}
         assert labelled(empty, "chat_app_decisions_total") == {}
+        assert labelled(empty, "chat_app_notifications_pending") == {
+            frozenset({("channel", "email")}): 0, frozenset({("channel", "webhook")}): 0
+        }  # fmt: skip
         buckets, total, count = histogram(empty, "chat_app_decision_wait_seconds")
         assert list(buckets) == WAIT_LE and set(buckets.values()) == {0} and total == count == 0
         buckets, total, count = histogram(empty, "chat_app_continuation_seconds")
@@ -312,6 +315,7 @@ async def test_the_figures_follow_the_database(tmp_path: Path, database_url: str
         # Queued ones go down as they are sent: a gauge of their own.
         assert labelled(figures, "chat_app_notifications_pending") == {
             frozenset({("channel", "email")}): 2,
+            frozenset({("channel", "webhook")}): 0,  # there at 0, not gone
         }
         assert labelled(figures, "chat_app_notification_failures_total") == {
             frozenset({("channel", "webhook")}): 7,
