@@ -8,6 +8,10 @@
     python -m chat_app tokens create --user EMAIL --name NAME
     python -m chat_app tokens list
     python -m chat_app tokens revoke NAME [--user EMAIL]
+    python -m chat_app audit verify FILE
+
+`audit verify` reads an export of the audit trail (the Audit page's Export JSON lines, `GET
+/api/audit.jsonl`; `-` for standard input) and checks its hash chain, with no database.
 
 The database is `CHAT_APP_DATABASE_URL`, else SQLite in `CHAT_APP_DATA_DIR` (as the app
 reads them), migrated first; every command names it on stderr. Roles are stored in lower case,
@@ -20,11 +24,13 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
 import os
 import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from pathlib import Path
 
 from sqlalchemy import Engine
 
@@ -33,6 +39,7 @@ from chat_app.demo import POLICY_PATH
 from chat_app.trust import Identity, Policy, PolicyError
 from chat_app.trust.accounts import MIN_PASSWORD_LENGTH, AccountError, Accounts
 from chat_app.trust.identity import AUDIT_ROLES
+from chat_app.trust.ledger import AuditRecord, verify_chain
 from chat_app.trust.store import (
     DATABASE_URL_ENV,
     DatabaseUnavailable,
@@ -53,6 +60,12 @@ class CommandError(Exception):
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs one command; returns the exit status."""
     options = _parser().parse_args(argv)
+    if options.topic == "audit":
+        try:
+            return _audit_verify(options.file)
+        except CommandError as error:
+            print(f"{PROG}: error: {error}", file=sys.stderr)
+            return 1
     command: Callable[[Accounts, argparse.Namespace], None] = options.run
     try:
         engine = open_database(database_url(os.environ.get(DATABASE_URL_ENV), data_dir()))
@@ -76,7 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Manage the app's password accounts and API tokens."
     )
-    topics = parser.add_subparsers(title="commands", required=True, metavar="{users,tokens}")
+    topics = parser.add_subparsers(
+        title="commands", required=True, metavar="{users,tokens,audit}", dest="topic"
+    )
 
     users = topics.add_parser("users", help="password accounts (CHAT_APP_AUTH=password)")
     user_commands = users.add_subparsers(title="users commands", required=True)
@@ -123,7 +138,45 @@ def _parser() -> argparse.ArgumentParser:
     revoke.add_argument("name")
     revoke.add_argument("--user", help="the token's owner (when several have one by that name)")
     revoke.set_defaults(run=_tokens_revoke)
+
+    audit = topics.add_parser("audit", help="the audit trail's exports")
+    audit_commands = audit.add_subparsers(title="audit commands", required=True)
+    verify = audit_commands.add_parser(
+        "verify",
+        help="check an export's hash chain",
+        description="Check the hash chain of an export of the audit trail (Export JSON lines "
+        "on the Audit page, GET /api/audit.jsonl). Prints the number of records and the last "
+        "one's hash: compare it with the trail's now (GET /api/audit), since records cut off "
+        "the end leave a chain that still holds. Exit status 1 when it does not hold.",
+    )
+    verify.add_argument("file", help="the export, or - for standard input")
     return parser
+
+
+def _audit_verify(path: str) -> int:
+    """Check an export's chain: 0 when it holds (what it holds is printed), 1 when not."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise CommandError(f"Cannot read {path}: {error.strerror or error}.") from None
+    records: list[AuditRecord] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(AuditRecord(**json.loads(line)))
+        except (ValueError, TypeError) as error:
+            raise CommandError(f"Line {number} is not an audit record: {error}.") from None
+    check = verify_chain(records)
+    if not check.ok:
+        print(f"Broken at record {check.broken_at}: {check.reason}.")
+        return 1
+    if not records:
+        print("Intact: no records.")
+    else:
+        last = records[-1]
+        print(f"Intact: {len(records)} records, the last {last.seq} with hash {last.hash}.")
+    return 0
 
 
 def _password_stdin(parser: argparse.ArgumentParser) -> None:

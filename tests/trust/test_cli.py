@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import Engine
 
 from chat_app.cli import main
+from chat_app.trust import AuditEntry, SQLiteLedger
 from chat_app.trust.accounts import Accounts
 from chat_app.trust.store import database_url, open_database
 from tests.pg_server import PostgresServer
@@ -553,3 +554,38 @@ def test_roles_taken_from_an_account_that_the_policy_gives_are_said_to_stay(
     # Someone the policy gives nothing is told nothing.
     in_process("users", "add", "rita@example.com", "--role", "ops", stdin=PASSWORD)
     assert in_process("users", "set-roles", "rita@example.com", "--no-roles").err == database
+
+
+def test_audit_verify_checks_an_exports_chain_with_no_database(
+    cli: Cli, tmp_path: Path, data_dir: Path
+) -> None:
+    """An export as `GET /api/audit.jsonl` writes it, from a real ledger: intact, it says how
+    many and the last hash (to compare with the trail's now); edited, where it breaks."""
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    try:
+        ledger.append(
+            AuditEntry(kind="decision", thread_id=f"t{n}", run_id="r", actor=None, data={"n": n})
+            for n in range(3)
+        )
+        records = ledger.records()
+    finally:
+        ledger.close()
+    export = tmp_path / "audit.jsonl"
+    export.write_text("".join(record.to_json() + "\n" for record in records))
+
+    intact = cli("audit", "verify", str(export))
+    assert (intact.status, intact.out) == (
+        0, f"Intact: 3 records, the last {records[-1].seq} with hash {records[-1].hash}.\n"
+    )  # fmt: skip
+    assert not data_dir.exists()  # no database was opened, nor made
+    assert cli("audit", "verify", "-", stdin=export.read_text()).out == intact.out
+
+    edited = export.read_text().replace('"n":1', '"n":7')
+    broken = cli("audit", "verify", "-", stdin=edited)
+    assert (broken.status, broken.out) == (
+        1, f"Broken at record {records[1].seq}: the record was changed after it was written.\n"
+    )  # fmt: skip
+    garbled = cli("audit", "verify", "-", stdin="not json\n")
+    assert garbled.status == 1 and "Line 1 is not an audit record" in garbled.err
+    missing = cli("audit", "verify", str(tmp_path / "nowhere.jsonl"))
+    assert missing.status == 1 and "Cannot read" in missing.err
