@@ -109,9 +109,10 @@ endif
 
 # --- commands -----------------------------------------------------------------
 
-# This machine only unless HOST says otherwise: the demo sign-in lets anyone be anyone.
+# This machine only unless CHAT_APP_HOST says otherwise: the demo sign-in lets anyone be
+# anyone. (Not HOST: some shells set that to the machine's name.)
 run: setup
-	$(PY) -m chat_app.launch run --env prod --single-port --backend-host $${HOST:-127.0.0.1} \
+	$(PY) -m chat_app.launch run --env prod --single-port --backend-host $${CHAT_APP_HOST:-127.0.0.1} \
 		--backend-port $${PORT:-8000}
 
 # Two test processes: the browser tests mostly wait on the app and Chromium, so the other

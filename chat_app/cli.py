@@ -175,7 +175,8 @@ def _audit_verify(path: str) -> int:
         print("Intact: no records.")
     else:
         last = records[-1]
-        print(f"Intact: {len(records)} records, the last {last.seq} with hash {last.hash}.")
+        count = "1 record" if len(records) == 1 else f"{len(records)} records"
+        print(f"Intact: {count}, the last {last.seq} with hash {last.hash}.")
     return 0
 
 

@@ -154,6 +154,15 @@ def owner_topic(email: str) -> str:
     return f"owner:{email.lower()}"
 
 
+@dataclass(slots=True)
+class PageRunEnd:
+    """How a page's own run ended, as the page tells `Desk.page_run`: with an error event (the
+    agent refused its answers, or the model failed), its answers were not carried, and are
+    not traced or timed as carried (a refused one waits again once the page stores it)."""
+
+    errored: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class RunAs:
     """Whom a run acts for: the verified person, and for a quorum, who approved before."""
@@ -570,13 +579,15 @@ class Desk:
     async def page_run(
         self, thread_id: str, answered: Sequence[str], actor: Identity,
         entries: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> AsyncIterator[None]:  # fmt: skip
+    ) -> AsyncIterator[PageRunEnd]:  # fmt: skip
         """A run a page makes itself on a stored conversation (its tab's own client): it holds
         the conversation's lease meanwhile (`busy` while the desk or another page runs it), and
         a continuation first takes its answers' decisions (`already-decided`, naming who, when
         someone decided one from the inbox: only one of the two answers goes). Answers decided
         meanwhile are carried once it ends. `entries` (the resume entries, by item) say how
-        each was answered, for the figures."""
+        each was answered, for the figures. The page marks the `PageRunEnd` it is given when
+        its run ends with an error."""
+        end = PageRunEnd()
         runner = f"{self.worker}{PAGE_RUNNER}{uuid.uuid4().hex[:8]}"
         now = self.clock()
         until = now + timedelta(seconds=self.lease_seconds)
@@ -589,7 +600,7 @@ class Desk:
             )  # fmt: skip
         )
         if lease == "new":
-            yield  # not stored yet: its first message
+            yield end  # not stored yet: its first message
             return
         if lease == "busy":
             # Someone deciding first sets off the run that holds it: say that, not "wait".
@@ -610,13 +621,13 @@ class Desk:
                               attributes={"decided.by": actor.email,
                                           "verified.by": actor.method})  # fmt: skip
             if not answered:
-                yield
+                yield end
                 return
             started = self.clock()
             with run_span("continuation", {"thread.id": thread_id, "run.by": "page"}) as run:
-                yield
-            # Carried as a desk continuation carries them: traced and timed alike.
-            await self._page_carried(thread_id, answered, started, run)
+                yield end
+            if not end.errored:  # carried as a desk continuation carries them
+                await self._page_carried(thread_id, answered, started, run)
         finally:
             done.set()
             await kept  # a renewal under way lands before the release, not after it
@@ -631,23 +642,21 @@ class Desk:
         One the agent refused waits again, and has neither."""
         ended = self.clock()
         ids = {decision_id_of(thread_id, item_id) for item_id in item_ids}
-        carried = [
-            item for item in await self.decisions_of(thread_id)
-            if item.decision_id in ids and item.status != "pending"
-        ]  # fmt: skip
-        if not carried:
+        try:
+            carried = [
+                item for item in await self.decisions_of(thread_id)
+                if item.decision_id in ids and item.status != "pending"
+            ]  # fmt: skip
+            if carried:
+                seconds = (ended - started).total_seconds()
+                carried_ids = [item.decision_id for item in carried]
+                await self._db(partial(self.store.mark_applied, carried_ids, seconds=seconds))
+        except DeskError as error:  # the run went through: only its figures are lost
+            _log.warning("Could not record a page's run of %s: %s", thread_id, error.message)
             return
-        seconds = (ended - started).total_seconds()
-        carried_ids = [item.decision_id for item in carried]
-        await self._db(partial(self.store.mark_applied, carried_ids, seconds=seconds))
         for item in carried:
-            if item.outcome != "expired":
-                decision_span(item.decision_id, "executed", start=started, end=ended,
-                              attributes={"thread.id": thread_id},
-                              links=[run] if run is not None else [])  # fmt: skip
-            close_decision(item.decision_id, start=item.created_at, end=ended, attributes={
-                "decision.name": item.name, "decision.outcome": item.outcome or "",
-                "rule": item.rule or "", "thread.id": thread_id})  # fmt: skip
+            _trace_carried(item.decision_id, item.name, item.outcome, item.rule, thread_id,
+                           started=item.created_at, ran=(started, ended), run=run)  # fmt: skip
 
     async def _keep_lease(self, thread_id: str, runner: str, done: asyncio.Event) -> None:
         """Renew a page's lease until `done`: a reply can take longer than a lease, and a
@@ -804,11 +813,11 @@ class Desk:
                 started = self.clock()
                 with run_span("continuation", {"thread.id": thread_id}) as run:
                     ended_with = await self._run_claimed(thread_id, run_as, apply)
-                    failure = ended_with.error or ""
-                    if failure:
-                        fail_current_span(failure)
+                    if ended_with.error and not ended_with.refused:  # a refusal is no failure
+                        fail_current_span(ended_with.error)
                 ended = self.clock()
                 refused = _refused(ended_with, set(by_item))
+                failure = "" if ended_with.refused else ended_with.error or ""
                 # Opened again, they wait for a person. Sent again unchanged they would be
                 # refused again, so answers that could not be opened are done with as carried.
                 if refused and await self._open_refused(thread_id, owner, ended_with, refused):
@@ -821,14 +830,9 @@ class Desk:
                 )
                 self._wake_timers()  # whoever asked is told how it ended
                 for row in by_item.values():
-                    # An expired one ran nothing, nor did one refused.
-                    if row.outcome != "expired" and row.item_id not in refused:
-                        decision_span(row.id, "executed", start=started, end=ended,
-                                      attributes={"thread.id": thread_id},
-                                      links=[run] if run is not None else [])  # fmt: skip
-                    close_decision(row.id, start=row.created_at, end=ended, attributes={
-                        "decision.name": row.name, "decision.outcome": row.outcome or "",
-                        "rule": row.rule or "", "thread.id": thread_id}, error=failure)  # fmt: skip
+                    _trace_carried(row.id, row.name, row.outcome, row.rule, thread_id,
+                                   started=row.created_at, ran=(started, ended), run=run,
+                                   ran_nothing=row.item_id in refused, error=failure)  # fmt: skip
             finally:
                 await self._db(self.store.release, thread_id, self.worker)
 
@@ -1526,6 +1530,23 @@ def _failure(task: asyncio.Task[None]) -> str | None:
 
 def _last_text_length(state: ClientState) -> int:
     return len(state.messages[-1].text) if state.messages else 0
+
+
+def _trace_carried(
+    decision_id: str, name: str, outcome: str | None, rule: str | None, thread_id: str, *,
+    started: datetime, ran: tuple[datetime, datetime], run: Any, ran_nothing: bool = False,
+    error: str = "",
+) -> None:  # fmt: skip
+    """A decision's trace once a run (`ran`, linked as `run`) carried its answer: its
+    "executed" step (not for an expiry, nor an answer the agent refused: nothing ran), and
+    its root from the pause (`started`), failed when the run did (`error`)."""
+    if outcome != "expired" and not ran_nothing:
+        decision_span(decision_id, "executed", start=ran[0], end=ran[1],
+                      attributes={"thread.id": thread_id},
+                      links=[run] if run is not None else [])  # fmt: skip
+    close_decision(decision_id, start=started, end=ran[1], attributes={
+        "decision.name": name, "decision.outcome": outcome or "", "rule": rule or "",
+        "thread.id": thread_id}, error=error)  # fmt: skip
 
 
 def _logged(item: InboxItem, who: Identity, outcome: str) -> dict[str, str]:

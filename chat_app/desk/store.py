@@ -795,8 +795,14 @@ class DeskStore:
                 decisions.c.requester_email == email,
                 decisions.c.decided_at > since,
                 decisions.c.status != "pending",
-                # Their own withdrawal or answer: they know.
-                or_(decisions.c.decided_by.is_(None), decisions.c.decided_by != email),
+                # Someone else's decision, or an expiry: not their own withdrawal or answer
+                # (they know), nor a rule's at the pause (the run they watched went on with
+                # it), nor a pause a new message left behind with nobody deciding.
+                or_(
+                    and_(decisions.c.decided_by.is_not(None), decisions.c.decided_by != email),
+                    decisions.c.outcome == "expired",
+                ),
+                decisions.c.outcome != "auto",
             )
             .order_by(decisions.c.decided_at, decisions.c.id)
             .limit(limit)

@@ -75,7 +75,7 @@ def main() -> None:
     # its message, rather than in each worker.
     app = _build(announce=True)
     served = dict(
-        log_level=logging.getLevelName(level).lower(),
+        log_level=level,  # uvicorn takes the number: "notset" it would refuse by name
         log_config=log_config if log_config is not None else uvicorn.config.LOGGING_CONFIG,
         access_log=options.access_log,
         # The client address stays the socket's peer: `CHAT_APP_TRUSTED_PROXIES` decides which

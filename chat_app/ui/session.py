@@ -207,8 +207,10 @@ class PageRunConnection(Connection):
             if isinstance(entry, Mapping)
         }
         try:
-            async with self.desk.page_run(thread, list(entries), self.actor(), entries):
+            async with self.desk.page_run(thread, list(entries), self.actor(), entries) as end:
                 async for event in self.inner.stream(body):
+                    if event.get("type") == "RUN_ERROR":  # refused, or failed: not carried
+                        end.errored = True
                     yield event
         except DeskError as error:
             if error.code == "busy":

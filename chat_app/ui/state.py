@@ -16,7 +16,7 @@ import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, cast
 from urllib.parse import unquote
 
@@ -66,6 +66,7 @@ from .views import (
     edits,
     form_schema,
     settled_elsewhere,
+    settled_news,
     split_transcript,
     streaming_preview,
     submitted_edits,
@@ -75,6 +76,9 @@ FLUSH_SECONDS = 0.05
 #: How many of the person's requests settled in other conversations the page lists at once
 #: (the newest; the Conversations page has every one).
 SETTLED_SHOWN = 3
+#: How far back each read of them looks again: a decision's time is taken before its commit
+#: (and workers' clocks differ), so one committed just after a read may be older than it.
+SETTLED_OVERLAP = timedelta(seconds=30)
 #: How long an answer's continuation may go without words before the answer in flight is
 #: stored anyway (`InFlightRecord`).
 RECORD_WAIT_SECONDS = 0.5
@@ -96,9 +100,7 @@ SUGGESTIONS = [
 ]
 #: What a message held back is told: it stays in the box, and the desk keeps it for the
 #: conversation's owner (`Desk.hold`), so their box holds it wherever they open it.
-HELD_NOTICE = (
-    "Answer the pending decisions first — your message stays in the box, to send after."
-)
+HELD_NOTICE = "Answer the pending decisions first — your message stays in the box, to send after."
 WAITING_NOTICE = (
     "This conversation waits for a decision someone else makes — your message stays in the "
     "box, here and wherever you open this conversation, to send once they have decided or "
@@ -269,9 +271,14 @@ class ChatState(IdentityState):
     #: the Conversations page for those.
     settled_more: int = 0
     #: Since when the desk is asked for them (the desk's clock, from when this tab's live
-    #: loop started), and for whom (whoever signs in next in the tab starts afresh).
+    #: loop started; then the newest read), and for whom (whoever signs in next in the tab
+    #: starts afresh).
     _settled_since: datetime | None = None
     _settled_for: str = ""
+    #: Those read within `SETTLED_OVERLAP` before `_settled_since`, by id, and the floor no
+    #: read goes below (when the tab started): each read looks that far back again.
+    _settled_seen: dict[str, datetime] = {}
+    _settled_from: datetime | None = None
 
     #: The stored conversation this tab shows ("" until its first message is stored).
     thread_shown: str = ""
@@ -773,7 +780,7 @@ class ChatState(IdentityState):
                 async with self:
                     thread, own = self.thread_shown, self._own_thread()
                     if self._settled_since is None:
-                        self._settled_since = desk.clock()
+                        self._settled_since = self._settled_from = desk.clock()
                 if own and time.monotonic() - asked >= LOOK_SECONDS:
                     asked = time.monotonic()
                     yield rx.call_script(IN_VIEW, callback=ChatState.presence)
@@ -807,19 +814,21 @@ class ChatState(IdentityState):
         desk = sessions.desk()
         if desk is None:
             return
-        if not self._settled_to(viewer) or self._settled_since is None:
-            self._settled_since = desk.clock()
+        since, floor = self._settled_since, self._settled_from
+        if not self._settled_to(viewer) or since is None or floor is None:
+            self._settled_since = self._settled_from = desk.clock()
             return
         try:
-            found = await desk.settled_for(viewer, self._settled_since)
+            found = await desk.settled_for(viewer, max(floor, since - SETTLED_OVERLAP))
         except DeskError:  # the next notice or look tries again from the same moment
             return
-        if not found:
+        fresh, newest, seen = settled_news(found, since, self._settled_seen, SETTLED_OVERLAP)
+        if not fresh:
             return
-        self._settled_since = found[-1].settled_at
+        self._settled_since, self._settled_seen = newest, seen
         rows = [
             _settled_row(settled, viewer.email)
-            for settled in found
+            for settled in fresh
             if settled.item.thread_id != self.thread_shown
         ]
         if rows:
@@ -836,7 +845,7 @@ class ChatState(IdentityState):
             return True
         if self.settled or self.settled_more:
             self.settled, self.settled_more = [], 0
-        self._settled_for, self._settled_since = email, None
+        self._settled_for, self._settled_since, self._settled_seen = email, None, {}
         return False
 
     def _drop_settled(self, thread: str) -> None:
@@ -986,12 +995,16 @@ class ChatState(IdentityState):
             self.held = ""
             await self._keep_held("")  # emptied: nothing kept for later either
 
-    async def _keep_held(self, text: str) -> None:
+    async def _keep_held(self, text: str, *, again: bool = False) -> None:
         """Have the desk keep `text` ("": nothing) as the message held back in the person's
-        own conversation shown, for their box wherever they open it. Written only when it
-        changes; a desk that does not answer leaves it in this tab's box alone."""
+        own conversation shown, for their box wherever they open it. Written when it differs
+        from what this tab knows the desk keeps, or `again` (a Send that holds it: another
+        tab may have let it go meanwhile); a desk that does not answer leaves it in this
+        tab's box alone."""
         desk = sessions.desk()
-        if desk is None or not self.thread_shown or self.read_only or text == self._held_kept:
+        if desk is None or not self.thread_shown or self.read_only:
+            return
+        if text == self._held_kept and not again:
             return
         viewer = self._viewer()
         if viewer is None:
@@ -1021,11 +1034,11 @@ class ChatState(IdentityState):
         if self.open_count:
             # Held back, not lost: the person answers the decisions, then sends.
             self.held = HELD_NOTICE
-            await self._keep_held(text)
+            await self._keep_held(text, again=True)
             return None
         if session.client.manager.has_open_items:  # someone else's to decide first
             self.held = WAITING_NOTICE
-            await self._keep_held(text)
+            await self._keep_held(text, again=True)
             return None
         self.held = ""
         self.draft = ""

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from chat_app.client import (
@@ -413,6 +413,19 @@ def settled_elsewhere(settled: SettledRequest, viewer_email: str) -> tuple[str, 
     ended = how_it_ended(item, viewer_email) + (f": {settled.reason}" if settled.reason else "")
     what = f"Your request {item.name}" if item.kind == "tool" else f"The question “{item.name}”"
     return _sentence(ended), f"{what} in “{title}”."
+
+
+def settled_news(
+    found: Sequence[SettledRequest], since: datetime, seen: Mapping[str, datetime],
+    overlap: timedelta,
+) -> tuple[list[SettledRequest], datetime, dict[str, datetime]]:  # fmt: skip
+    """Of `found` (read from `overlap` before `since`, the newest read so far), those not
+    `seen` before; the new newest; and what to remember as seen: those within `overlap` of
+    it, which the next read, looking as far back again, will find again."""
+    fresh = [settled for settled in found if settled.item.decision_id not in seen]
+    newest = max([since, *(settled.settled_at for settled in found)])
+    kept = {**seen, **{settled.item.decision_id: settled.settled_at for settled in found}}
+    return fresh, newest, {key: at for key, at in kept.items() if at >= newest - overlap}
 
 
 def _sentence(text: str) -> str:

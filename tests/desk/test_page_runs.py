@@ -232,3 +232,24 @@ async def test_a_continuation_that_fails_marks_its_run_and_its_decision_failed(
 
     assert len(failed) == 1 and "the model is down" in failed[0]
     assert closed == [(item.decision_id, failed[0])]
+
+
+async def test_a_page_run_that_ended_in_an_error_is_not_traced_as_carried(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent refused the page's answer, or the model failed (the page saw `RUN_ERROR`):
+    nothing ran, so no "executed" step, no closed trace (a refused one waits again and is
+    decided later) and no continuation time."""
+    steps: list[str] = []
+    closed: list[str] = []
+    monkeypatch.setattr(desk_module, "decision_span", lambda _, name, **__: steps.append(name))
+    monkeypatch.setattr(desk_module, "close_decision", lambda given, **_: closed.append(given))
+    thread = await world.start(RITA, "delete project apollo")
+    item = await world.only_item(RITA)
+    entry = {"interruptId": item.item_id, "status": "cancelled"}
+    async with world.desk.page_run(thread, [item.item_id], RITA, {item.item_id: entry}) as end:
+        end.errored = True
+
+    assert steps[-1] == "decided" and "executed" not in steps
+    assert closed == []
+    assert DeskStats(world.engine).histogram("continued_seconds", [60.0]).count == 0

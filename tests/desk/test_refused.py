@@ -91,6 +91,8 @@ async def test_an_answer_the_agent_refuses_waits_again_with_its_reason(
         traced(decision_id, name, **given)
 
     monkeypatch.setattr(desk_module, "decision_span", step)
+    failed: list[str] = []
+    monkeypatch.setattr(desk_module, "fail_current_span", failed.append)
     world.desk.agent_reads_policy = False
     thread = await world.start(RITA, "transfer 25 to Ada")
     item = await world.only_item(RITA)
@@ -114,6 +116,7 @@ async def test_an_answer_the_agent_refuses_waits_again_with_its_reason(
     assert [name for id_, name in steps if id_ == item.decision_id] == [
         "paused", "decided", "refused"
     ]  # fmt: skip
+    assert failed == []  # a refusal is the agent's answer, not a failed run
 
     # The metrics' count by outcome keeps the edit it had counted: a counter never goes down.
     assert dict(DeskStats(world.engine).outcomes()) == {"edited": 1}

@@ -78,3 +78,14 @@ async def test_only_what_was_settled_after_the_moment_is_listed(world: World) ->
     assert settled.item.outcome == "approved"
     assert await world.desk.settled_for(RITA, settled.settled_at) == []
     assert await world.desk.settled_for(RITA, world.desk.clock()) == []
+
+
+async def test_a_rules_own_decision_is_not_told(world: World) -> None:
+    """A refund the policy approves at the pause went on in the run Rita watched: no news
+    from someone else."""
+    since = world.desk.clock()
+    thread = await world.start(RITA, "refund 20 to order 42")
+    await world.desk.wait_idle()
+
+    assert [item.outcome for item in await world.desk.decisions_of(thread)] == ["auto"]
+    assert await world.desk.settled_for(RITA, since) == []

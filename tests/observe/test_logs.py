@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from chat_app.observe import configure_logging, server_log_config
-from tests.server.process_app import first_log_line
+from tests.server.process_app import first_log_line, start_log
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -255,3 +255,13 @@ def test_the_standalone_servers_own_lines_follow_the_level_asked_for() -> None:
         CHAT_APP_LOG_LEVEL="warning",
     )
     assert lines == ["WARNING:     a warning"]
+
+
+def test_the_standalone_server_starts_at_the_lowest_level(tmp_path: Path) -> None:
+    """uvicorn is given the level as a number: by name it refuses "notset" (and stops)."""
+    lines = start_log(tmp_path, {"CHAT_APP_LOG_LEVEL": "notset"}, until=_started_or_stopped)
+    assert any("Application startup complete" in line for line in lines), lines
+
+
+def _started_or_stopped(line: str) -> bool:
+    return "Application startup complete" in line or "Error" in line

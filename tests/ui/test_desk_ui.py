@@ -26,7 +26,7 @@ from chat_app.trust import Identity, SQLiteLedger
 from chat_app.trust.store import open_database
 from chat_app.ui.conversations_state import ago, conversation_row, expiry, how_long
 from chat_app.ui.inbox_state import inbox_row, requester_choices, tool_choices
-from chat_app.ui.views import settled_elsewhere
+from chat_app.ui.views import settled_elsewhere, settled_news
 from tests.ui.conftest import (
     app_with_database,
     ask,
@@ -238,6 +238,27 @@ def test_a_request_settled_elsewhere_says_how_it_ended_then_which_it_was() -> No
     assert settled_elsewhere(SettledRequest(question, NOW, "ship order 42"), RITA) == (
         "Answered by Sam.", "The question “How should order 42 ship?” in “ship order 42”."
     )  # fmt: skip
+
+
+def test_a_decision_committed_late_is_still_news_and_none_is_news_twice() -> None:
+    """Each read looks `overlap` back again: a decision whose time (taken before its commit)
+    is older than the newest read so far still comes, once."""
+    overlap = timedelta(seconds=30)
+
+    def settled(key: str, seconds: int) -> SettledRequest:
+        at = NOW + timedelta(seconds=seconds)
+        return SettledRequest(replace(item(), decision_id=key), at, "t")
+
+    first, newest, seen = settled_news([settled("a", 10)], NOW, {}, overlap)
+    assert ([s.item.decision_id for s in first], newest, set(seen)) == (
+        ["a"], NOW + timedelta(seconds=10), {"a"}
+    )  # fmt: skip
+    # "b" was decided at 5 s but committed after "a" was read: the next read finds it.
+    again, newest, seen = settled_news([settled("b", 5), settled("a", 10)], newest, seen, overlap)
+    assert [s.item.decision_id for s in again] == ["b"] and newest == NOW + timedelta(seconds=10)
+    # Much later, what is older than the overlap is forgotten (no read looks that far back).
+    later, newest, seen = settled_news([settled("c", 100)], newest, seen, overlap)
+    assert [s.item.decision_id for s in later] == ["c"] and set(seen) == {"c"}
 
 
 def test_an_inbox_row_says_who_asked_since_when_until_when_and_the_quorum() -> None:
@@ -781,23 +802,23 @@ def test_a_withdrawal_reaches_the_approvers_open_card(browser: Browser, app_url:
 def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
     browser: Browser, app_url: str, screenshot_dir: Path
 ) -> None:
-    """Rita asks for three transfers, one in each of three conversations. Ada approves the
-    one Rita looks at (its card says so; nothing more), rejects one with a reason and
-    approves the last: Rita's page says how each ended, where, and opens it. Whoever is at
-    the tab next is shown none of it."""
+    """Rita asks for four transfers, one in each of four conversations. Ada approves the one
+    Rita looks at (its card says so; nothing more), rejects one with a reason and approves
+    the other two: Rita's page says how each ended, where; it dismisses one and opens another
+    from the keyboard. Whoever is at the tab next is shown none of it."""
     with people(browser, app_url, RITA, ADA) as (rita, ada):
         threads: list[str] = []
-        for amount in (6000, 6100, 6200):
+        for amount in (6000, 6100, 6300, 6200):
             if threads:
                 new_conversation(rita)
             ask(rita, f"transfer {amount} to Ada")
             threads.append(thread_of(rita, other_than=threads[-1] if threads else ""))
             expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
-        rejected, approved, shown = threads
+        rejected, approved, extra, shown = threads
         rita.evaluate("window.__not_reloaded = true")
         told = rita.locator("#settled-requests .settled-request")
 
-        for thread in (shown, rejected, approved):
+        for thread in (shown, rejected, approved, extra):
             open_inbox(ada)
             inbox_item(ada, thread).locator(".inbox-open").click()
             card = tool_card(ada, "transfer")
@@ -815,6 +836,7 @@ def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
         expect(told.locator(".settled-text")).to_have_text([
             "Rejected by Ada: Not this quarter. Your request transfer in “transfer 6000 to Ada”.",
             "Approved by Ada. Your request transfer in “transfer 6100 to Ada”.",
+            "Approved by Ada. Your request transfer in “transfer 6300 to Ada”.",
         ])  # fmt: skip
         assert rita.evaluate("window.__not_reloaded") is True
         shot(rita, screenshot_dir, "settled-elsewhere")
@@ -826,7 +848,14 @@ def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
         shot(rita, screenshot_dir, "settled-elsewhere-phone")
         rita.set_viewport_size({"width": 1200, "height": 800})
 
-        told.get_by_role("link", name="Open transfer 6100 to Ada").press("Enter")
+        # Dismissed from the keyboard, the keyboard goes on to the conversation shown.
+        dismissing = "Dismiss: Your request transfer in “transfer 6300 to Ada”."
+        told.get_by_role("button", name=dismissing).press("Enter")
+        expect(told).to_have_count(2)
+        expect(rita.locator("#transcript")).to_be_focused()
+
+        opening = "Open: Your request transfer in “transfer 6100 to Ada”."
+        told.get_by_role("link", name=opening).press("Enter")
         expect(rita).to_have_url(re.compile(r"/c/" + re.escape(quote(approved, safe="")) + "$"))
         expect(rita.locator("#transcript")).to_be_focused()  # the keyboard goes on there
         expect(rita.get_by_text(re.compile(r"Sent 6,100 to Ada\."))).to_be_visible()

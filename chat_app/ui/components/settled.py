@@ -31,6 +31,7 @@ class SettledRow:
 
 
 _FOCUS_LOG = FOCUS_LOG_SCRIPT.substitute(id=TRANSCRIPT_ID)
+_FOCUS_HERE = f"document.getElementById('{TRANSCRIPT_ID}')?.focus({{preventScroll: true}})"
 
 #: A target a finger can hit (WCAG 2.5.8's minimum), on one line.
 _TARGET = {"display": "inline-flex", "align_items": "center", "min_height": "24px"}
@@ -79,7 +80,7 @@ def settled_list(
                             href=row.href,
                             size="1",
                             weight="medium",
-                            aria_label="Open " + row.title,
+                            aria_label="Open: " + row.what,
                             # The row goes once its conversation shows: the keyboard goes on
                             # to that conversation, not back to the page's start.
                             on_click=rx.call_script(_FOCUS_LOG),
@@ -87,10 +88,11 @@ def settled_list(
                         ),
                         rx.button(
                             "Dismiss",
-                            on_click=on_dismiss(row.decision_id),
+                            # The row goes: the keyboard goes on to the conversation shown.
+                            on_click=[on_dismiss(row.decision_id), rx.call_script(_FOCUS_HERE)],
                             size="1",
                             variant="ghost",
-                            aria_label="Dismiss the news of " + row.title,
+                            aria_label="Dismiss: " + row.what,
                         ),
                         align="center",
                         spacing="3",
