@@ -799,74 +799,6 @@ def test_a_withdrawal_reaches_the_approvers_open_card(browser: Browser, app_url:
         assert ada.evaluate("window.__not_reloaded") is True
 
 
-def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
-    browser: Browser, app_url: str, screenshot_dir: Path
-) -> None:
-    """Rita asks for four transfers, one in each of four conversations. Ada approves the one
-    Rita looks at (its card says so; nothing more), rejects one with a reason and approves
-    the other two: Rita's page says how each ended, where; it dismisses one and opens another
-    from the keyboard. Whoever is at the tab next is shown none of it."""
-    with people(browser, app_url, RITA, ADA) as (rita, ada):
-        threads: list[str] = []
-        for amount in (6000, 6100, 6300, 6200):
-            if threads:
-                new_conversation(rita)
-            ask(rita, f"transfer {amount} to Ada")
-            threads.append(thread_of(rita, other_than=threads[-1] if threads else ""))
-            expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
-        rejected, approved, extra, shown = threads
-        rita.evaluate("window.__not_reloaded = true")
-        told = rita.locator("#settled-requests .settled-request")
-
-        for thread in (shown, rejected, approved, extra):
-            open_inbox(ada)
-            inbox_item(ada, thread).locator(".inbox-open").click()
-            card = tool_card(ada, "transfer")
-            if thread == rejected:
-                card.locator("button.reject").click()
-                card.locator('.form-reject [name="reason"]').fill("Not this quarter")
-                card.locator(".form-reject button[type=submit]").click()
-            else:
-                card.locator("button.approve").click()
-            expect(card.locator(".tool-decided-by")).to_be_visible()
-            if thread == shown:  # the conversation Rita looks at: its card tells her
-                expect(rita.get_by_text(re.compile(r"Sent 6,200 to Ada\."))).to_be_visible()
-                expect(told).to_have_count(0)
-
-        expect(told.locator(".settled-text")).to_have_text([
-            "Rejected by Ada: Not this quarter. Your request transfer in “transfer 6000 to Ada”.",
-            "Approved by Ada. Your request transfer in “transfer 6100 to Ada”.",
-            "Approved by Ada. Your request transfer in “transfer 6300 to Ada”.",
-        ])  # fmt: skip
-        assert rita.evaluate("window.__not_reloaded") is True
-        shot(rita, screenshot_dir, "settled-elsewhere")
-        # On a phone each row is at most two lines of words, how it ended first.
-        rita.set_viewport_size({"width": 390, "height": 844})
-        for row in told.locator(".settled-text").all():
-            box, line = row.bounding_box(), row.evaluate("e => getComputedStyle(e).lineHeight")
-            assert box is not None and box["height"] <= 2 * float(line.removesuffix("px")) + 1
-        shot(rita, screenshot_dir, "settled-elsewhere-phone")
-        rita.set_viewport_size({"width": 1200, "height": 800})
-
-        # Dismissed from the keyboard, the keyboard goes on to the conversation shown.
-        dismissing = "Dismiss: Your request transfer in “transfer 6300 to Ada”."
-        told.get_by_role("button", name=dismissing).press("Enter")
-        expect(told).to_have_count(2)
-        expect(rita.locator("#transcript")).to_be_focused()
-
-        opening = "Open: Your request transfer in “transfer 6100 to Ada”."
-        told.get_by_role("link", name=opening).press("Enter")
-        expect(rita).to_have_url(re.compile(r"/c/" + re.escape(quote(approved, safe="")) + "$"))
-        expect(rita.locator("#transcript")).to_be_focused()  # the keyboard goes on there
-        expect(rita.get_by_text(re.compile(r"Sent 6,100 to Ada\."))).to_be_visible()
-        # Its card says it now; the other stays until dismissed or opened.
-        expect(told).to_have_count(1)
-        expect(told).to_contain_text("transfer 6000 to Ada")
-
-        sign_in_as_demo(rita, SAM)
-        assert told.count() == 0  # gone as the page shows Sam, not at its next look
-
-
 def test_a_held_message_waits_in_the_box_wherever_its_owner_opens_the_conversation(
     browser: Browser, app_url: str
 ) -> None:
@@ -950,6 +882,76 @@ def test_an_answer_someone_else_beat_says_it_was_not_used(
         ada.locator("#new-conversation").click()
         expect(ada).not_to_have_url(re.compile(re.escape(thread)))
         expect(notices).to_have_count(0)
+
+
+def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
+    browser: Browser, race_app: tuple[str, Path], screenshot_dir: Path
+) -> None:
+    """Rita asks for four transfers, one in each of four conversations. Ada approves the one
+    Rita looks at (its card says so; nothing more), rejects one with a reason and approves
+    the other two: Rita's page says how each ended, where; it dismisses one and opens another
+    from the keyboard. Whoever is at the tab next is shown none of it."""
+    # An app of this module's own: other tests' requests of Rita's, settled meanwhile on the
+    # shared one, would be her news too.
+    with people(browser, race_app[0], RITA, ADA) as (rita, ada):
+        threads: list[str] = []
+        for amount in (6000, 6100, 6300, 6200):
+            if threads:
+                new_conversation(rita)
+            ask(rita, f"transfer {amount} to Ada")
+            threads.append(thread_of(rita, other_than=threads[-1] if threads else ""))
+            expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
+        rejected, approved, extra, shown = threads
+        rita.evaluate("window.__not_reloaded = true")
+        told = rita.locator("#settled-requests .settled-request")
+
+        for thread in (shown, rejected, approved, extra):
+            open_inbox(ada)
+            inbox_item(ada, thread).locator(".inbox-open").click()
+            card = tool_card(ada, "transfer")
+            if thread == rejected:
+                card.locator("button.reject").click()
+                card.locator('.form-reject [name="reason"]').fill("Not this quarter")
+                card.locator(".form-reject button[type=submit]").click()
+            else:
+                card.locator("button.approve").click()
+            expect(card.locator(".tool-decided-by")).to_be_visible()
+            if thread == shown:  # the conversation Rita looks at: its card tells her
+                expect(rita.get_by_text(re.compile(r"Sent 6,200 to Ada\."))).to_be_visible()
+                expect(told).to_have_count(0)
+
+        expect(told.locator(".settled-text")).to_have_text([
+            "Rejected by Ada: Not this quarter. Your request transfer in “transfer 6000 to Ada”.",
+            "Approved by Ada. Your request transfer in “transfer 6100 to Ada”.",
+            "Approved by Ada. Your request transfer in “transfer 6300 to Ada”.",
+        ])  # fmt: skip
+        assert rita.evaluate("window.__not_reloaded") is True
+        shot(rita, screenshot_dir, "settled-elsewhere")
+        # On a phone each row is at most two lines of words, how it ended first.
+        rita.set_viewport_size({"width": 390, "height": 844})
+        for row in told.locator(".settled-text").all():
+            box, line = row.bounding_box(), row.evaluate("e => getComputedStyle(e).lineHeight")
+            assert box is not None and box["height"] <= 2 * float(line.removesuffix("px")) + 1
+        shot(rita, screenshot_dir, "settled-elsewhere-phone")
+        rita.set_viewport_size({"width": 1200, "height": 800})
+
+        # Dismissed from the keyboard, the keyboard goes on to the conversation shown.
+        dismissing = "Dismiss: Your request transfer in “transfer 6300 to Ada”."
+        told.get_by_role("button", name=dismissing).press("Enter")
+        expect(told).to_have_count(2)
+        expect(rita.locator("#transcript")).to_be_focused()
+
+        opening = "Open: Your request transfer in “transfer 6100 to Ada”."
+        told.get_by_role("link", name=opening).press("Enter")
+        expect(rita).to_have_url(re.compile(r"/c/" + re.escape(quote(approved, safe="")) + "$"))
+        expect(rita.locator("#transcript")).to_be_focused()  # the keyboard goes on there
+        expect(rita.get_by_text(re.compile(r"Sent 6,100 to Ada\."))).to_be_visible()
+        # Its card says it now; the other stays until dismissed or opened.
+        expect(told).to_have_count(1)
+        expect(told).to_contain_text("transfer 6000 to Ada")
+
+        sign_in_as_demo(rita, SAM)
+        assert told.count() == 0  # gone as the page shows Sam, not at its next look
 
 
 def executions(database: Path) -> list[str]:
