@@ -641,12 +641,9 @@ class Desk:
         whole trace, and the run's time for the figures (`chat_app_continuation_seconds`).
         One the agent refused waits again, and has neither."""
         ended = self.clock()
-        ids = {decision_id_of(thread_id, item_id) for item_id in item_ids}
         try:
-            carried = [
-                item for item in await self.decisions_of(thread_id)
-                if item.decision_id in ids and item.status != "pending"
-            ]  # fmt: skip
+            found = await self._db(partial(self.store.decisions_of, thread_id, item_ids))
+            carried = [item for item in found if item.status != "pending"]
             if carried:
                 seconds = (ended - started).total_seconds()
                 carried_ids = [item.decision_id for item in carried]

@@ -705,11 +705,18 @@ class DeskStore:
         }
         return ended | {id_: "removed" for id_ in wanted - found.keys()}
 
-    def decisions_of(self, thread_id: str) -> list[InboxItem]:
+    def decisions_of(
+        self, thread_id: str, item_ids: Sequence[str] | None = None
+    ) -> list[InboxItem]:
+        """The conversation's decisions (those of `item_ids` alone, when given: a long
+        conversation has hundreds), in the order they paused."""
+        where = [decisions.c.thread_id == thread_id]
+        if item_ids is not None:
+            where.append(decisions.c.item_id.in_(list(item_ids)))
         with self.engine.connect() as connection:
             rows = connection.execute(
                 select(decisions)
-                .where(decisions.c.thread_id == thread_id)
+                .where(*where)
                 .order_by(decisions.c.created_at, decisions.c.item_id)
             ).all()
             return self._items(connection, rows)
