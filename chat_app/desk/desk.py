@@ -810,11 +810,12 @@ class Desk:
                 started = self.clock()
                 with run_span("continuation", {"thread.id": thread_id}) as run:
                     ended_with = await self._run_claimed(thread_id, run_as, apply)
-                    if ended_with.error and not ended_with.refused:  # a refusal is no failure
-                        fail_current_span(ended_with.error)
+                    # A refusal is the agent's answer, not a failure of the run.
+                    failure = "" if ended_with.refused else ended_with.error or ""
+                    if failure:
+                        fail_current_span(failure)
                 ended = self.clock()
                 refused = _refused(ended_with, set(by_item))
-                failure = "" if ended_with.refused else ended_with.error or ""
                 # Opened again, they wait for a person. Sent again unchanged they would be
                 # refused again, so answers that could not be opened are done with as carried.
                 if refused and await self._open_refused(thread_id, owner, ended_with, refused):
@@ -829,7 +830,7 @@ class Desk:
                 for row in by_item.values():
                     _trace_carried(row.id, row.name, row.outcome, row.rule, thread_id,
                                    started=row.created_at, ran=(started, ended), run=run,
-                                   ran_nothing=row.item_id in refused, error=failure)  # fmt: skip
+                                   executed=row.item_id not in refused, error=failure)  # fmt: skip
             finally:
                 await self._db(self.store.release, thread_id, self.worker)
 
@@ -1069,9 +1070,9 @@ class Desk:
             decision_span(decision_id, "decided", start=moment, attributes={
                 "decision.outcome": "auto", "decided.by": f"policy {decided.rule}",
                 "rule": decided.rule})  # fmt: skip
-            close_decision(decision_id, start=moment, end=moment, attributes={
-                "decision.name": decided.name, "decision.outcome": "auto",
-                "rule": decided.rule, "thread.id": thread_id})  # fmt: skip
+            _trace_carried(decision_id, decided.name, "auto", decided.rule, thread_id,
+                           started=moment, ran=(moment, moment), run=None,
+                           executed=False)  # fmt: skip
         if saved.added:
             self._wake_timers()
         topics = [thread_topic(thread_id), owner_topic(owner_email)]
@@ -1531,13 +1532,14 @@ def _last_text_length(state: ClientState) -> int:
 
 def _trace_carried(
     decision_id: str, name: str, outcome: str | None, rule: str | None, thread_id: str, *,
-    started: datetime, ran: tuple[datetime, datetime], run: Any, ran_nothing: bool = False,
+    started: datetime, ran: tuple[datetime, datetime], run: Any, executed: bool = True,
     error: str = "",
 ) -> None:  # fmt: skip
     """A decision's trace once a run (`ran`, linked as `run`) carried its answer: its
-    "executed" step (not for an expiry, nor an answer the agent refused: nothing ran), and
-    its root from the pause (`started`), failed when the run did (`error`)."""
-    if outcome != "expired" and not ran_nothing:
+    "executed" step (not for an expiry, nor without `executed`: an answer the agent refused,
+    a rule's own decision inside the run the person watched), and its root from the pause
+    (`started`), failed when the run did (`error`)."""
+    if outcome != "expired" and executed:
         decision_span(decision_id, "executed", start=ran[0], end=ran[1],
                       attributes={"thread.id": thread_id},
                       links=[run] if run is not None else [])  # fmt: skip

@@ -24,7 +24,7 @@ from . import session as sessions
 from .components.conversation_list import ConversationRow
 from .guard import guarded, guarded_task
 from .identity_state import IdentityState
-from .views import how_it_ended
+from .views import UNTITLED, how_it_ended
 
 #: The page's address.
 ROUTE = "/conversations"
@@ -121,7 +121,7 @@ def conversation_row(
     return ConversationRow(
         thread_id=summary.thread_id,
         href=address(summary.thread_id),
-        title=summary.title or "Untitled conversation",
+        title=summary.title or UNTITLED,
         status=summary.status,
         status_label=status_label(summary, viewer_email),
         status_color=_STATUS_COLORS.get(summary.status, "gray"),

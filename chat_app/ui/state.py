@@ -1551,7 +1551,6 @@ def _settled_row(settled: SettledRequest, viewer_email: str) -> SettledRow:
         outcome=outcome,
         what=what,
         href=address(settled.item.thread_id),
-        title=settled.title or "Untitled conversation",
     )
 
 

@@ -404,12 +404,16 @@ def how_it_ended(item: InboxItem, viewer_email: str) -> str:
     return (item.outcome or "closed").capitalize()  # expired, or closed with nobody named
 
 
+#: What a conversation is called before its first message gives it a title.
+UNTITLED = "Untitled conversation"
+
+
 def settled_elsewhere(settled: SettledRequest, viewer_email: str) -> tuple[str, str]:
     """How a request of the viewer's in another conversation ended, then which it was, each a
     sentence: ("Rejected by Ada: not this quarter.", "Your request transfer_funds in “pay
     acme”."); a question's: ("Answered by Sam.", "The question “How should order 42 ship?”
     in …"). The end first: on a phone it may be all there is room for."""
-    item, title = settled.item, settled.title or "Untitled conversation"  # one line already
+    item, title = settled.item, settled.title or UNTITLED  # one line already
     ended = how_it_ended(item, viewer_email) + (f": {settled.reason}" if settled.reason else "")
     what = f"Your request {item.name}" if item.kind == "tool" else f"The question “{item.name}”"
     return _sentence(ended), f"{what} in “{title}”."

@@ -58,6 +58,9 @@ def _scripts() -> dict[str, str]:
             ref=ref, arrive=following._ARRIVE_KEY, arrive_ms=following._ARRIVE_MS
         ),
         "following.FOCUS_LOG_SCRIPT": following.FOCUS_LOG_SCRIPT.substitute(id="transcript"),
+        "following.FOCUS_LOG_NOW_SCRIPT": following.FOCUS_LOG_NOW_SCRIPT.substitute(
+            id="transcript"
+        ),
         "posting.post_script": posting.post_script(
             "/api/signin", {"email": "email"}, {"x": "1"}, here_as="next", query={"next": "n"}
         ),

@@ -197,11 +197,13 @@ useLayoutEffect(() => {
 #: page's start as the page showing the link goes.
 _ARRIVE_KEY = "chat_app_focus_log"
 _ARRIVE_MS = 10_000
-#: A link's click into another conversation: the keyboard goes on to its log ($id: the log's
-#: id), on this page's log at once, on the next page's once it mounts.
+#: The keyboard goes to the log ($id: the log's id) now.
+FOCUS_LOG_NOW_SCRIPT = Template("document.getElementById('$id')?.focus({preventScroll: true})")
+#: A link's click into another conversation: the keyboard goes on to its log, on this page's
+#: log at once, on the next page's once it mounts.
 FOCUS_LOG_SCRIPT = Template(
-    "sessionStorage.setItem('" + _ARRIVE_KEY + "', String(Date.now()));"
-    " document.getElementById('$id')?.focus({preventScroll: true})"
+    "sessionStorage.setItem('" + _ARRIVE_KEY + "', String(Date.now())); "
+    + FOCUS_LOG_NOW_SCRIPT.template
 )
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import reflex as rx
 
 from ._types import Handler, Prop
-from .following import FOCUS_LOG_SCRIPT
+from .following import FOCUS_LOG_NOW_SCRIPT, FOCUS_LOG_SCRIPT
 from .transcript import TRANSCRIPT_ID
 
 
@@ -25,13 +25,12 @@ class SettledRow:
     outcome: str
     #: Which request it was: "Your request transfer in “pay acme”."
     what: str
-    #: The conversation's own address, and its title (what Open and Dismiss name).
+    #: The conversation's own address.
     href: str
-    title: str
 
 
 _FOCUS_LOG = FOCUS_LOG_SCRIPT.substitute(id=TRANSCRIPT_ID)
-_FOCUS_HERE = f"document.getElementById('{TRANSCRIPT_ID}')?.focus({{preventScroll: true}})"
+_FOCUS_HERE = FOCUS_LOG_NOW_SCRIPT.substitute(id=TRANSCRIPT_ID)
 
 #: A target a finger can hit (WCAG 2.5.8's minimum), on one line.
 _TARGET = {"display": "inline-flex", "align_items": "center", "min_height": "24px"}

@@ -30,7 +30,7 @@ def upgrade() -> None:
             ["decisions.id"],
             ondelete="CASCADE",
             name="fk_decision_reopenings_decision_id_decisions",
-        ),  # fmt: skip
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_decision_reopenings"),
     )
 
