@@ -59,6 +59,9 @@ class IdentityState(rx.State):
     viewer_admin: bool = False
     #: The viewer may read the audit trail (the header links it).
     viewer_auditor: bool = False
+    #: Nobody could tell who is at the tab at the last look (the accounts database did not
+    #: answer): not a sign-out, so nothing of theirs is forgotten for it.
+    _identity_unknown: bool = False
 
     def _viewer(self) -> Identity | None:
         """The verified identity, with the policy's roles; `None` (and `auth_error` says
@@ -67,6 +70,7 @@ class IdentityState(rx.State):
         found = sessions.identify(headers, self.router.session.client_ip or None)
         authenticator = sessions.authenticator()
         self.auth_mode = authenticator.mode if authenticator is not None else "none"
+        self._identity_unknown = not isinstance(found, Identity) and found.status == 503
         if not isinstance(found, Identity):
             self.auth_error = signed_out_notice(found.message, self.auth_mode)
             self.viewer_name = self.viewer_email = ""

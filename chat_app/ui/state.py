@@ -47,6 +47,7 @@ from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.trust import Identity
 
 from . import session as sessions
+from .components.header import SIGNED_OUT_KEY
 from .components.settled import SettledRow
 from .conversations_state import CONVERSATION_PREFIX, address
 from .forms import DRAFT_FIELD, form_fields, read_form
@@ -105,6 +106,12 @@ WAITING_NOTICE = (
     "This conversation waits for a decision someone else makes — your message stays in the "
     "box, here and wherever you open this conversation, to send once they have decided or "
     "after you withdraw the request."
+)
+#: What a message sent while the agent still answers is told: it waits in this tab's box (the
+#: run may end in decisions, which hold it then, and say so at its next Send).
+RUNNING_NOTICE = (
+    "The agent is still answering — your message stays in the box; send it once the answer "
+    "ends."
 )
 #: The tab's sessionStorage key of `ChatState.unconfirmed`.
 UNCONFIRMED_KEY = "chat_app_unconfirmed"
@@ -291,6 +298,10 @@ class ChatState(IdentityState):
     desk_notice: str = ""
     #: Who used this tab last (their email): whoever signs in next in it starts afresh.
     _person: str = ""
+    #: What was in the box when the tab found its person signed out (`_hide_signed_out`),
+    #: and whose it is: the box gets it back when they sign in here again, nobody else.
+    _draft_kept: str = ""
+    _draft_for: str = ""
     #: The stored version this tab shows, and whom it was last checked for.
     _desk_version: int = 0
     _shown_to: str = ""
@@ -389,7 +400,10 @@ class ChatState(IdentityState):
             self.turn = parts.turn
         self.loose_decisions = views.loose_decisions
         self.open_count = views.open_count
-        if self.held and not client.manager.has_open_items:  # nothing holds it back any more
+        if self.held == RUNNING_NOTICE:  # until the run ends: Send is back then
+            if not self.running:
+                self.held = ""
+        elif self.held and not client.manager.has_open_items:  # nothing holds it back now
             self.held = ""
         elif self.held and not views.open_count:  # the person's own answered: others' remain
             self.held = WAITING_NOTICE
@@ -429,7 +443,8 @@ class ChatState(IdentityState):
     def _may_see(self, owner: str, viewer: Identity | None) -> bool:
         """Whether `viewer` may see the conversation `owner` started in this tab: their own,
         one nobody started yet, or any in the demo (whose point is to switch people in one
-        tab). Nobody signed in keeps the tab as it is: it cannot act, and signs in first."""
+        tab). Nobody signed in keeps the tab as it is (a person's own things went when the
+        tab found them signed out, `_hide_signed_out`): it cannot act, and signs in first."""
         if not owner or viewer is None or self.auth_mode in ("demo", "none"):
             return True
         return viewer.email == owner or (self.read_only and self._shown_to == viewer.email)
@@ -464,7 +479,8 @@ class ChatState(IdentityState):
         """
         token = self.router.session.client_token
         viewer = self._viewer()
-        took_over = not self._loaded and self.shown_under not in ("", token)
+        hidden = self._hide_signed_out(viewer)
+        took_over = hidden or (not self._loaded and self.shown_under not in ("", token))
         if took_over:
             saved, memory, owner = await _saved_conversation(self.shown_under)
             took_over = self._may_see(owner, viewer)
@@ -480,6 +496,7 @@ class ChatState(IdentityState):
             took_over = True
         if viewer is not None:
             self._person = viewer.email
+            self._give_kept_draft(viewer)
         self._loaded = True
         self.shown_under = token
         if self.unconfirmed:
@@ -490,6 +507,43 @@ class ChatState(IdentityState):
         if took_over:
             self._refresh(session)
         return session
+
+    def _hide_signed_out(self, viewer: Identity | None) -> bool:
+        """Nobody is signed in at the tab any more (they signed out in another tab, or their
+        session ended) while something of theirs is still on the page: it goes, as at a
+        sign-out here, so that whoever comes to the screen next reads nothing of it. What was
+        in the box is kept for them (`_give_kept_draft`); the conversation is the desk's, and
+        the address still names it. True when the page was emptied.
+
+        Not when nobody could tell who is here (the accounts database did not answer)."""
+        if viewer is not None or self._identity_unknown or not self._person:
+            return False
+        if not (self._client_json or self.thread_shown or self.draft or self.settled):
+            return False
+        if self.draft.strip():
+            self._draft_kept, self._draft_for = self.draft, self._person
+        self._forget_person()
+        self._route_taken = ""  # their next look here reads the address again
+        return True
+
+    def _give_kept_draft(self, viewer: Identity) -> None:
+        """The box gets back what `viewer` had typed when the tab found them signed out; it
+        is dropped for anyone else, and once given."""
+        text, owner = self._draft_kept, self._draft_for
+        if not text:
+            return
+        self._draft_kept = self._draft_for = ""
+        if owner == viewer.email and not self.draft.strip():
+            self.draft = text
+
+    @rx.event
+    @guarded
+    async def storage_changed(self, key: str, _old: str, _new: str, _url: str) -> None:
+        """Another tab of this browser changed localStorage: when it signed out
+        (`SIGNED_OUT_KEY`), this page looks at who is signed in now, rather than at its live
+        loop's next look."""
+        if key == SIGNED_OUT_KEY:
+            await self._loaded_session()  # hides what was the person's (`_hide_signed_out`)
 
     @rx.event
     @guarded
@@ -794,6 +848,8 @@ class ChatState(IdentityState):
                 mark = desk.fanout.mark(topics)  # before reading: nothing after it is missed
                 async with self:
                     viewer = self._viewer()
+                    if self._hide_signed_out(viewer):
+                        self._refresh(self._session(viewer))
                     synced = await self._sync_from_desk(viewer)
                     if not synced and thread and thread_topic(thread) in changed:
                         # A notice without a new version: a timer escalated an item, or
@@ -1020,7 +1076,10 @@ class ChatState(IdentityState):
     async def send(self, _: dict[str, Any] | None = None) -> Any:
         session = await self._loaded_session()  # its decisions hold a message back
         text = self.draft.strip()
-        if not text or self.running:
+        if not text:
+            return None
+        if self.running:  # Enter while the agent answers: kept, and why it did not go
+            self.held = RUNNING_NOTICE
             return None
         if self.read_only:
             who = self.owner_name or "someone else"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Locator, Page, WebSocket, expect
 
-from chat_app.ui.state import SUGGESTIONS
+from chat_app.ui.state import RUNNING_NOTICE, SUGGESTIONS
 from tests.ui.conftest import (
     ask,
     eventually,
@@ -565,6 +565,28 @@ def test_stop_ends_a_reply_mid_stream(page: Page, screenshot_dir: Path) -> None:
     full_help = "deploy** — an approval next to a pause owned by another system"
     expect(page.get_by_text(full_help)).to_have_count(0)
     shot(page, screenshot_dir, "stopped")
+
+
+def test_enter_while_the_agent_answers_keeps_the_message_and_says_why(
+    page: Page, screenshot_dir: Path
+) -> None:
+    """A message sent while a reply streams does not go, and is not dropped without a word:
+    it stays in the box with a notice, which goes when the reply ends; then it sends."""
+    ask(page, "hello")
+    expect(page.locator(".chat-message.streaming")).to_be_visible()
+    page.locator("#composer-input").fill("what time is it")
+    page.locator("#composer-input").press("Enter")
+    expect(page.locator("#held-notice")).to_have_text(RUNNING_NOTICE)
+    expect(page.locator("#composer-input")).to_have_value("what time is it")
+    shot(page, screenshot_dir, "enter-while-answering")
+    run_ended(page)
+    expect(page.locator("#held-notice")).to_have_count(0)
+    expect(page.locator("#composer-input")).to_have_value("what time is it")
+    sent = page.locator('.chat-message[data-role="user"]').filter(has_text="what time is it")
+    expect(sent).to_have_count(0)
+    page.locator("#composer-input").press("Enter")
+    expect(page.get_by_text("where you are")).to_be_visible(timeout=20_000)
+    expect(sent).to_have_count(1)
 
 
 def test_bytes_per_streamed_token_do_not_grow_with_the_history(page: Page) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from chat_app.ui import state
-from chat_app.ui.components import decisions, following, page, posting, schema_form
+from chat_app.ui.components import decisions, following, header, page, posting, schema_form
 from chat_app.ui.session import LOCAL_TIME_SCRIPT, LOCATION_SCRIPT
 
 #: Reads `{name: source}` on stdin; prints `{name: "SyntaxError: ..."}` for each that does not
@@ -61,6 +61,7 @@ def _scripts() -> dict[str, str]:
         "following.FOCUS_LOG_NOW_SCRIPT": following.FOCUS_LOG_NOW_SCRIPT.substitute(
             id="transcript"
         ),
+        "header.MARK_SIGNED_OUT_SCRIPT": header.MARK_SIGNED_OUT_SCRIPT,
         "posting.post_script": posting.post_script(
             "/api/signin", {"email": "email"}, {"x": "1"}, here_as="next", query={"next": "n"}
         ),

@@ -21,7 +21,7 @@ from playwright.sync_api import Browser, Locator, Page, expect
 
 from chat_app.trust.authn import SIGNED_OUT
 from tests.ui.app_server import REPO_ROOT, app_env
-from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, sign_in_as_demo
+from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, run_ended, sign_in_as_demo
 
 pytestmark = pytest.mark.browser
 
@@ -381,22 +381,31 @@ def sign_out_in_another_tab(page: Page) -> None:
     expect(other).to_have_url(re.compile(r"/signin\b"))
 
 
-def test_signing_out_in_one_tab_signs_out_the_others(
+def test_signing_out_in_one_tab_hides_the_others(
     browser: Browser, password_app_url: str, screenshot_dir: Path
 ) -> None:
-    """Ada's other tab, open on her own decision, cannot act as her once she signed out:
-    its Approve is refused, nothing runs, and the page says why."""
+    """Ada signs out in another tab of her browser. Her tab open on her own decision is told
+    by the browser at once (its `storage` event reaches the server as an event) and hides
+    the conversation and what she had typed, saying why. Signing in again from its link
+    leads back to the conversation, with her text in the box and the decision to make."""
     with fresh_page(browser, password_app_url) as page:
+        sent: list[str] = []
+        page.on("websocket", lambda socket: socket.on("framesent", lambda f: sent.append(str(f))))
         sign_in(page, "ada@example.com", "Ada")
         ask(page, "transfer 25 to Ada")
         card = page.locator(".approval-card")
         expect(card.locator("button.approve")).to_be_visible()
+        run_ended(page)
+        page.locator("#composer-input").fill("and then 10 to Sam")
         sign_out_in_another_tab(page)
 
-        card.locator("button.approve").click()
-        expect(page.get_by_text(SIGNED_OUT).first).to_be_visible()
+        expect(page.locator("#auth-error")).to_contain_text(SIGNED_OUT)
+        expect(card).to_have_count(0)
+        expect(page.get_by_text("transfer 25 to Ada")).to_have_count(0)
+        expect(page.locator("#composer-input")).to_have_value("")
+        # Told by the browser, not found at the live loop's next look.
+        assert any("storage_changed" in frame for frame in sent)
         shot(page, screenshot_dir, "signed-out-in-another-tab")
-        expect(page.get_by_text("Sent 25 to Ada")).to_have_count(0)
 
         # The notice links to the sign-in page, and signing in there leads back here.
         conversation = page.url
@@ -412,16 +421,19 @@ def test_signing_out_in_one_tab_signs_out_the_others(
         expect(page).to_have_url(conversation)
         hydrated(page)
         expect(page.locator("#viewer-name")).to_have_text("Ada")
+        expect(page.locator("#composer-input")).to_have_value("and then 10 to Sam")
         card.locator("button.approve").click()
         expect(page.get_by_text("Sent 25 to Ada")).to_be_visible()
 
 
-def test_a_tab_signed_out_elsewhere_decides_nothing_through_the_desk(
+def test_a_tab_signed_out_on_another_device_hides_what_it_showed(
     browser: Browser, password_app_url: str, screenshot_dir: Path
 ) -> None:
-    """Bob's large transfer is Ada's to decide, in his conversation, through the desk. Once
-    she signed out in another tab, her open tab's Reject is refused on the card, the reason
-    she typed stays, and nothing is decided: Bob's transfer still waits for finance."""
+    """Bob's large transfer is Ada's to decide, in his conversation, through the desk. She
+    starts a rejection on her laptop, then signs out on her phone, which ends her sessions
+    everywhere: the laptop's tab finds it at its next look and hides Bob's conversation,
+    and nothing was decided (Bob's transfer still waits for finance). Bob, signing in
+    at the laptop, is not given what she had typed."""
     with fresh_page(browser, password_app_url) as bob:
         sign_in(bob, "bob@example.com", "Bob")
         ask(bob, "transfer 5000 to Ada")
@@ -433,14 +445,23 @@ def test_a_tab_signed_out_elsewhere_decides_nothing_through_the_desk(
             hydrated(ada)
             card = ada.locator(".approval-card")
             card.locator("button.reject").click()
-            reason = card.locator('.form-reject [name="reason"]')
-            reason.fill("Not this account")
-            sign_out_in_another_tab(ada)
+            card.locator('.form-reject [name="reason"]').fill("Not this account")
+            ada.locator("#composer-input").fill("a note to myself")
+            with fresh_page(browser, password_app_url) as phone:
+                sign_in(phone, "ada@example.com", "Ada")
+                phone.locator("#sign-out").click()
+                expect(phone).to_have_url(re.compile(r"/signin\b"))
 
-            card.locator(".form-reject button[type=submit]").click()
-            expect(card.locator(".decision-error")).to_contain_text("Nothing was sent.")
-            expect(reason).to_have_value("Not this account")
-            shot(ada, screenshot_dir, "signed-out-tab-desk-refused")
+            expect(ada.locator("#auth-error")).to_contain_text(SIGNED_OUT)
+            expect(card).to_have_count(0)
+            expect(ada.get_by_text("transfer 5000 to Ada")).to_have_count(0)
+            expect(ada.get_by_text("Not this account")).to_have_count(0)
+            expect(ada.locator("#composer-input")).to_have_value("")
+            shot(ada, screenshot_dir, "signed-out-on-another-device")
+
+            # Bob signs in at Ada's laptop, in that tab: nothing of hers comes back.
+            sign_in(ada, "bob@example.com", "Bob")
+            expect(ada.locator("#composer-input")).to_have_value("")
         bob.reload()
         hydrated(bob)
         expect(tool_card(bob, "transfer").locator(".waiting-label")).to_be_visible()

@@ -46,14 +46,21 @@ def _demo_switcher(choices: list[list[str]], viewer_email: Prop[str]) -> rx.Comp
     )
 
 
+#: The localStorage key a sign-out writes: the browser tells the app's other tabs at once
+#: (a `storage` event), and a page that listens looks again at who is signed in there.
+SIGNED_OUT_KEY = "chat_app_signed_out"
+MARK_SIGNED_OUT_SCRIPT = f"localStorage.setItem({json.dumps(SIGNED_OUT_KEY)}, String(Date.now()))"
+
+
 def _sign_out(before: EventType[()] | None) -> rx.Component:
     leave = post_and_follow("/api/signout", {}, {})
+    told = rx.call_script(MARK_SIGNED_OUT_SCRIPT)
     return rx.button(
         "Sign out",
         size="1",
         variant="soft",
         id="sign-out",
-        on_click=leave if before is None else [before, leave],
+        on_click=[told, leave] if before is None else [before, told, leave],
     )
 
 

@@ -188,6 +188,7 @@ def index() -> rx.Component:
         ),
         _transcript(),
         _composer(),
+        rx.window_event_listener(on_storage=ChatState.storage_changed),
         height="100dvh",
         border_x=f"1px solid {rx.color('gray', 4)}",
     )
