@@ -18,6 +18,7 @@ from chat_app.trust.authn import SIGN_IN_FIRST
 from chat_app.trust.identity import AUDIT_ROLES
 
 from . import session as sessions
+from .components.header import SIGNED_OUT_KEY
 
 
 def _demo_label(person: Identity) -> str:
@@ -42,6 +43,8 @@ def signed_out_notice(reason: str, mode: str) -> str:
 
 #: The sign-in page.
 SIGN_IN_ROUTE = "/signin"
+#: A page loads again, from the server (what it showed goes with it).
+RELOAD_SCRIPT = "window.location.reload()"
 
 
 class IdentityState(rx.State):
@@ -81,6 +84,20 @@ class IdentityState(rx.State):
         self.viewer_email = found.email
         self._set_roles(found.roles)
         return found
+
+    @rx.event
+    def look_again(self, key: str, _old: str, _new: str, _url: str) -> Any:
+        """Another tab of this browser changed localStorage: when it signed out
+        (`SIGNED_OUT_KEY`) and this page showed someone who is signed in no longer, the page
+        loads again, as a fresh load shows it to nobody (with password sign-in, the sign-in
+        page, which says why and leads back), rather than at its live loop's next look or
+        never. Not when nobody could tell who is here (the accounts database did not
+        answer)."""
+        if key != SIGNED_OUT_KEY or not self.viewer_email:
+            return None
+        if self._viewer() is not None or self._identity_unknown:
+            return None
+        return rx.call_script(RELOAD_SCRIPT)
 
     def _sign_in_first(self, route: str) -> Any:
         """Password sign-in with nobody signed in: to the sign-in page, back to `route` after.

@@ -47,12 +47,11 @@ from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.trust import Identity
 
 from . import session as sessions
-from .components.header import SIGNED_OUT_KEY
 from .components.settled import SettledRow
 from .conversations_state import CONVERSATION_PREFIX, address
 from .forms import DRAFT_FIELD, form_fields, read_form
 from .guard import failure_message, guarded, guarded_task
-from .identity_state import IdentityState
+from .identity_state import RELOAD_SCRIPT, IdentityState
 from .views import (
     WITHDRAWN,
     ArchiveBlock,
@@ -538,15 +537,6 @@ class ChatState(IdentityState):
 
     @rx.event
     @guarded
-    async def storage_changed(self, key: str, _old: str, _new: str, _url: str) -> None:
-        """Another tab of this browser changed localStorage: when it signed out
-        (`SIGNED_OUT_KEY`), this page looks at who is signed in now, rather than at its live
-        loop's next look."""
-        if key == SIGNED_OUT_KEY:
-            await self._loaded_session()  # hides what was the person's (`_hide_signed_out`)
-
-    @rx.event
-    @guarded
     def sign_out(self) -> None:
         """Before the sign-out route: the tab forgets whoever signed out, so that nothing of
         theirs shows, even for a moment, to whoever signs in next. (`_person` stays: a run
@@ -829,6 +819,7 @@ class ChatState(IdentityState):
             return
         try:
             mark: tuple[int, ...] | None = None
+            leave: Any = None  # where the tab goes once its person is found signed out
             asked = -math.inf  # when the page was last asked whether it is in view
             while sessions.connected(token):
                 async with self:
@@ -850,6 +841,9 @@ class ChatState(IdentityState):
                     viewer = self._viewer()
                     if self._hide_signed_out(viewer):
                         self._refresh(self._session(viewer))
+                        # Loaded again as nobody (the address may be one the page set
+                        # itself): password sign-in's page then says why, and leads back.
+                        leave = rx.call_script(RELOAD_SCRIPT)
                     synced = await self._sync_from_desk(viewer)
                     if not synced and thread and thread_topic(thread) in changed:
                         # A notice without a new version: a timer escalated an item, or
@@ -860,6 +854,9 @@ class ChatState(IdentityState):
                     if viewer is not None and (inbox_topic() in changed or not changed):
                         await self._count_inbox(viewer)
                         await self._read_settled(viewer)
+                if leave is not None:
+                    yield leave
+                    return
                 yield
         finally:
             sessions.stop_watching(token)

@@ -53,14 +53,15 @@ MARK_SIGNED_OUT_SCRIPT = f"localStorage.setItem({json.dumps(SIGNED_OUT_KEY)}, St
 
 
 def _sign_out(before: EventType[()] | None) -> rx.Component:
-    leave = post_and_follow("/api/signout", {}, {})
-    told = rx.call_script(MARK_SIGNED_OUT_SCRIPT)
+    # The other tabs are told once the server has ended the sessions and the cookie is gone:
+    # told sooner, they would load again still signed in.
+    leave = post_and_follow("/api/signout", {}, {}, then=MARK_SIGNED_OUT_SCRIPT)
     return rx.button(
         "Sign out",
         size="1",
         variant="soft",
         id="sign-out",
-        on_click=[told, leave] if before is None else [before, told, leave],
+        on_click=leave if before is None else [before, leave],
     )
 
 

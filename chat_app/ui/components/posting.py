@@ -25,12 +25,14 @@ def post_script(
     *,
     here_as: str = "",
     query: dict[str, str] | None = None,
+    then: str = "",
 ) -> str:
     """POST `action` with the current values of the inputs `fields` names (form field ->
     element id), the fixed `values`, the page's address parameters `query` names (form field
     -> parameter; read as the click happens, so a click before the page's state has loaded
     sends them too) and, as the field `here_as`, the page's own path (to come back to), then
-    go where the server redirects: the JavaScript (`post_and_follow` is the event)."""
+    run the statement `then` (the server has answered: a cookie it set or cleared holds),
+    and go where the server redirects: the JavaScript (`post_and_follow` is the event)."""
     reads = [
         f"{json.dumps(name)}: (document.getElementById({json.dumps(element)}) || {{}}).value"
         " || ''"
@@ -46,7 +48,7 @@ def post_script(
     return (
         f"fetch({json.dumps(action)}, {{method: 'POST', credentials: 'same-origin', "
         f"body: new URLSearchParams({{{body}}})}})"
-        ".then(r => window.location.assign(r.url))"
+        f".then(r => {{ {then}; window.location.assign(r.url); }})"
     )
 
 

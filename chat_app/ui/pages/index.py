@@ -170,6 +170,8 @@ def signed_in_header(*, banner: bool = True, pages: bool = True) -> rx.Component
             else rx.fragment(),
             width="100%",
         ),
+        # A sign-out in another tab of this browser: every page of the app looks again.
+        rx.window_event_listener(on_storage=IdentityState.look_again),
     )
 
 
@@ -188,7 +190,6 @@ def index() -> rx.Component:
         ),
         _transcript(),
         _composer(),
-        rx.window_event_listener(on_storage=ChatState.storage_changed),
         height="100dvh",
         border_x=f"1px solid {rx.color('gray', 4)}",
     )
