@@ -1023,6 +1023,10 @@ class ChatState(IdentityState):
         """Show the tab's conversation, pending decisions included (also after a reload);
         send a visitor who must sign in to the sign-in page."""
         self._route_taken = ""  # a page load: its address says which conversation to show
+        if self.read_only and not self._route_thread():
+            # "Chat" (`/`) is the viewer's own: someone else's conversation, opened from the
+            # Inbox or a link, is shown at its address only. What was typed stays.
+            self._show_nothing()
         if self.read_only and not self._client_json:
             self._desk_version = 0  # refused before: asked again (roles change, not versions)
         session = await self._loaded_session()

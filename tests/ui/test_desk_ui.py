@@ -382,6 +382,15 @@ def test_a_decision_reaches_the_approvers_inbox_live_and_leaves_it_once_decided(
         expect(receipt).to_be_visible()  # Rita's chat moved on by itself
         expect_count(ada, before)  # the chat page's own loop keeps the count live
 
+        # "Chat" is Ada's own: not Rita's conversation, which she opened at its address.
+        ada.locator("#nav-chat").click()
+        expect(ada.locator("#composer-input")).to_be_visible()
+        expect(ada.locator("#read-only-note")).to_have_count(0)
+        expect(ada.get_by_text("What can the ops desk do for you?")).to_be_visible()
+        expect(ada).to_have_url(re.compile(r"/$"))
+        ada.go_back()
+        expect(ada.locator("#read-only-note")).to_contain_text("Rita's conversation")
+
         open_inbox(ada)
         expect(inbox_item(ada, thread)).to_have_count(0)
         expect_count(ada, before)
