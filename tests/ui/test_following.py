@@ -83,6 +83,10 @@ def test_a_reader_who_scrolled_up_keeps_their_place(page: Page, screenshot_dir: 
     expect(first).to_be_in_viewport()
     newest = page.locator(f"#{JUMP_ID}")
     expect(newest).to_be_visible()
+    # Below the log, covering none of it (a card's buttons at its end stay pressable).
+    pill, shown = newest.bounding_box(), log.bounding_box()
+    assert pill is not None and shown is not None
+    assert pill["y"] >= shown["y"] + shown["height"]
     page.screenshot(path=str(screenshot_dir / "following-scrolled-up.png"))
 
     newest.click()

@@ -270,14 +270,14 @@ def following_log(
             type="button",
             size="1",
             radius="full",
-            # Solid: over the text it floats on, a translucent one blends in (dark mode).
-            variant="solid",
+            variant="soft",
             title="Go to the newest message",
-            position="absolute",
-            bottom="0.75em",
-            left="50%",
-            transform="translateX(-50%)",
-            box_shadow="0 1px 4px rgba(0, 0, 0, 0.15)",
+            # Below the log, not over it: floating over the end of the log, it covered
+            # whatever was there, a card's Reject on a phone among them. The log gives up
+            # its height while the reader is scrolled up, and takes it back at the end.
+            align_self="center",
+            margin_y="0.4em",
+            flex_shrink="0",
         ),
         style={
             # An id outranks Radix's button class, which sets display itself.
