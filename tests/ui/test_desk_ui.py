@@ -547,6 +547,8 @@ def test_an_approval_with_changes_shows_what_changed_to_everyone(
         mine = tool_card(rita, "transfer")
         expect(mine.locator(".tool-decided-by")).to_have_text("Approved with changes by Ada")
         expect(mine.locator(".tool-change")).to_have_text(["amount: 5000 → 4000"])
+        # The JSON folded below is what was proposed, and says so; what ran is above.
+        expect(mine.locator(".tool-arguments .fold-summary")).to_have_text("Arguments proposed")
         shot(rita, screenshot_dir, "approved-with-changes")
         # Ada is not told her own name, but what ran is no less worth saying.
         expect(card.locator(".tool-status")).to_have_text("Done")

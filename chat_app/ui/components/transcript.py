@@ -160,8 +160,14 @@ def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
                 ),
             ),
             rx.cond(card.changes.length() > 0, _changes(card)),
-            # The decision card lists the arguments itself; the raw JSON stays folded.
-            tool_fold(label="Arguments", text=card.arguments, class_name="tool-arguments"),
+            # The decision card lists the arguments itself; the raw JSON stays folded. After
+            # an edit the tool ran with others (the changes above say which): these were
+            # the proposal.
+            tool_fold(
+                label=rx.cond(card.changes.length() > 0, "Arguments proposed", "Arguments"),
+                text=card.arguments,
+                class_name="tool-arguments",
+            ),
             rx.cond(
                 card.reason != "",
                 rx.text(
