@@ -575,8 +575,11 @@ def test_enter_while_the_agent_answers_keeps_the_message_and_says_why(
     ask(page, "hello")
     expect(page.locator(".chat-message.streaming")).to_be_visible()
     page.locator("#composer-input").fill("what time is it")
+    # The live region is there, empty, before the notice is put into it (read out then).
+    status = page.locator('#composer-status[role="status"]')
+    expect(status).to_have_text("")
     page.locator("#composer-input").press("Enter")
-    expect(page.locator("#held-notice")).to_have_text(RUNNING_NOTICE)
+    expect(status.locator("#held-notice")).to_have_text(RUNNING_NOTICE)
     expect(page.locator("#composer-input")).to_have_value("what time is it")
     shot(page, screenshot_dir, "enter-while-answering")
     run_ended(page)

@@ -20,6 +20,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from chat_app.client import ClientState
+from chat_app.ui.state import RUNNING_NOTICE
 from tests.ui.conftest import (
     app_with_database,
     ask,
@@ -182,3 +183,26 @@ def test_a_message_sent_while_a_run_elsewhere_holds_the_conversation_goes_back_t
         page.locator("#composer-input").press("Enter")  # its run is over: it goes now
         expect(hello).to_have_count(1)
         expect(page.locator("#composer-input")).to_have_value("")
+
+
+def test_enter_during_a_continuation_is_told_why_nothing_went(
+    browser: Browser, slow_app: tuple[str, Path]
+) -> None:
+    """A continuation has no Stop, and Send reads as off while it runs; Enter then (or a
+    click on Send) still reaches the page, which keeps the message and says why."""
+    url, _ = slow_app
+    with fresh_page(browser, url) as page:
+        delete_approved(page)
+        expect(page.locator(".chat-message.streaming")).to_contain_text("Project")
+        send = page.locator("#composer-send")
+        expect(send).to_have_attribute("aria-disabled", "true")
+        page.locator("#composer-input").fill("what time is it")
+        page.locator("#composer-input").press("Enter")
+        expect(page.locator("#held-notice")).to_have_text(RUNNING_NOTICE)
+        expect(page.locator("#composer-input")).to_have_value("what time is it")
+        expect(page.get_by_text("Project apollo is deleted.")).to_be_visible(timeout=20_000)
+        expect(send).to_be_enabled(timeout=20_000)
+        expect(page.locator("#held-notice")).to_have_count(0)
+        sent = page.locator('.chat-message[data-role="user"]', has_text="what time is it")
+        expect(sent).to_have_count(0)
+        expect(page.locator("#composer-input")).to_have_value("what time is it")

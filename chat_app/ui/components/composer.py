@@ -37,9 +37,17 @@ def composer(
         "Someone else's conversation: New conversation starts your own",
     )
     return rx.vstack(
-        rx.cond(
-            held != "",
-            rx.callout(held, icon="info", size="1", id="held-notice", role="status"),
+        # The live region is always on the page, empty until there is something to say:
+        # screen readers announce text put into a region, often not a region put in whole.
+        rx.box(
+            rx.cond(
+                held != "",
+                rx.callout(held, icon="info", size="1", id="held-notice", margin_bottom="0.5em"),
+            ),
+            role="status",
+            aria_label="Message status",
+            id="composer-status",
+            width="100%",
         ),
         rx.form(
             rx.hstack(
@@ -76,9 +84,14 @@ def composer(
                         type="submit",
                         size="3",
                         id="composer-send",
-                        disabled=running | read_only,
+                        disabled=read_only,
                         # Off because the conversation is someone else's, not for a run.
                         data_read_only=read_only,
+                        # While the agent answers (a continuation, which has no Stop) Send
+                        # looks and reads as off, but still submits: a disabled submit
+                        # button would make Enter do nothing, and the person is told why.
+                        aria_disabled=rx.cond(running, "true", "false"),
+                        custom_attrs={"data-disabled": rx.cond(running, "true", None)},
                     ),
                 ),
                 spacing="2",
@@ -89,7 +102,7 @@ def composer(
             width="100%",
         ),
         width="100%",
-        spacing="2",
+        spacing="0",
         padding="1em",
         border_top=f"1px solid {rx.color('gray', 5)}",
         background_color=rx.color("gray", 1),
