@@ -54,6 +54,7 @@ from chat_app.server.run_input import KeptRunInputReader, read_run_input
 from chat_app.trust import Identity, PolicyError, audit_report
 from chat_app.trust.store import DatabaseUnavailable
 from chat_app.ui import session
+from chat_app.ui.audit_state import ROUTE as AUDIT_ROUTE
 from chat_app.ui.audit_state import AuditState
 from chat_app.ui.components.decisions import (
     CLOSE_ON_ESCAPE_SCRIPT,
@@ -264,7 +265,7 @@ app.add_page(
     image="/logo.svg",
     on_load=ChatState.on_load,
 )
-app.add_page(audit, route="/audit", title="Audit · chat_app", on_load=AuditState.load)
+app.add_page(audit, route=AUDIT_ROUTE, title="Audit · chat_app", on_load=AuditState.load)
 app.add_page(signin, route=SIGN_IN_ROUTE, title="Sign in · chat_app", on_load=SignInState.load)
 # Conversations a worker that died left running are shown failed (with Retry); answers
 # decided but never carried are carried.

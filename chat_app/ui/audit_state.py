@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import reflex as rx
 
-from chat_app.trust import Policy
+from chat_app.trust import Identity, Policy
 from chat_app.trust.identity import AUDIT_ROLES
 from chat_app.trust.policy import all_of, any_of_approvers, either_of
 
 from . import session as sessions
-from .guard import guarded
+from .conversations_state import follow_page
+from .guard import guarded, guarded_task
 from .identity_state import IdentityState
 from .views import pretty
+
+#: The page's address.
+ROUTE = "/audit"
 
 
 @dataclass
@@ -138,27 +142,36 @@ class AuditState(IdentityState):
         self.rows = []
         return False
 
+    def _refusal(self, viewer: Identity | None) -> str:
+        """Why `viewer` may not read the trail ("" when they may)."""
+        if viewer is not None and (self.auth_mode == "none" or viewer.roles & AUDIT_ROLES):
+            return ""
+        return self.auth_error or (
+            "The audit trail is for the roles admin and auditor; you are signed in as "
+            f"{viewer.label if viewer else 'nobody'}."
+        )
+
     @rx.event
     @guarded
-    async def load(self) -> None:
+    async def load(self) -> Any:
         viewer = self._viewer()
+        redirect = self._sign_in_first(ROUTE)
+        if redirect is not None:
+            return redirect
         self.loaded = True
         if viewer is not None:
             await self._count_inbox(viewer)  # the header's count on this page too
-        if viewer is None or (self.auth_mode != "none" and not viewer.roles & AUDIT_ROLES):
-            self.refused = self.auth_error or (
-                "The audit trail is for the roles admin and auditor; you are signed in as "
-                f"{viewer.label if viewer else 'nobody'}."
-            )
-            self.rows = []
-            return
+        refused = self._refusal(viewer)
+        if refused or viewer is None:
+            self.refused, self.rows = refused, []
+            return None
         self.refused = ""
         self.exportable = sessions.agent_here()
         trail = sessions.read_audit(viewer)
         if trail is None:
             self.available = False
             self.rows = []
-            return
+            return None
         self.available = True
         chain = trail.get("chain") or {}
         self.chain_ok = bool(chain.get("ok", True))
@@ -184,3 +197,22 @@ class AuditState(IdentityState):
             )
             for record in reversed(records)
         ]
+        return AuditState.watch
+
+    @rx.event(background=True)
+    @guarded_task
+    async def watch(self) -> AsyncIterator[None]:
+        """While the tab shows the trail, look every `WATCH_SECONDS` at who is signed in
+        (the trail is read again only by Refresh): once nobody is (they signed out on
+        another device, their session ran out) or they lost the roles, the trail goes and
+        the page says why. Not while nobody can tell who is here (the accounts database
+        does not answer)."""
+
+        async def look() -> None:
+            viewer = self._viewer()
+            refused = "" if self._identity_unknown else self._refusal(viewer)
+            if refused and self.rows:
+                self.refused, self.rows = refused, []
+
+        async for _ in follow_page(self, ROUTE, set, look):
+            yield

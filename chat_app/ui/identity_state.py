@@ -18,7 +18,8 @@ from chat_app.trust.authn import SIGN_IN_FIRST
 from chat_app.trust.identity import AUDIT_ROLES
 
 from . import session as sessions
-from .components.header import SIGNED_OUT_KEY
+from .components.header import SIGNED_OUT_KEY, go_sign_in_script
+from .guard import guarded
 
 
 def _demo_label(person: Identity) -> str:
@@ -86,6 +87,7 @@ class IdentityState(rx.State):
         return found
 
     @rx.event
+    @guarded
     def look_again(self, key: str, _old: str, _new: str, _url: str) -> Any:
         """Another tab of this browser changed localStorage: when it signed out
         (`SIGNED_OUT_KEY`) and this page showed someone who is signed in no longer, the page
@@ -97,6 +99,16 @@ class IdentityState(rx.State):
             return None
         if self._viewer() is not None or self._identity_unknown:
             return None
+        return rx.call_script(RELOAD_SCRIPT)
+
+    def _leave_signed_out(self) -> Any:
+        """Where a page goes once it has found its person signed out (`auth_error` says
+        why): with password sign-in, straight to the sign-in page, saying why and leading
+        back to the address the tab shows (loaded again, it might say nothing: the browser
+        drops an expired session's cookie, and the page would find nobody rather than an
+        expired session); otherwise it loads again, as nobody."""
+        if self.auth_mode == "password":
+            return rx.call_script(go_sign_in_script(SIGN_IN_ROUTE, self.auth_error))
         return rx.call_script(RELOAD_SCRIPT)
 
     def _sign_in_first(self, route: str) -> Any:

@@ -51,7 +51,7 @@ from .components.settled import SettledRow
 from .conversations_state import CONVERSATION_PREFIX, address
 from .forms import DRAFT_FIELD, form_fields, read_form
 from .guard import failure_message, guarded, guarded_task
-from .identity_state import RELOAD_SCRIPT, IdentityState
+from .identity_state import IdentityState
 from .views import (
     WITHDRAWN,
     ArchiveBlock,
@@ -841,9 +841,7 @@ class ChatState(IdentityState):
                     viewer = self._viewer()
                     if self._hide_signed_out(viewer):
                         self._refresh(self._session(viewer))
-                        # Loaded again as nobody (the address may be one the page set
-                        # itself): password sign-in's page then says why, and leads back.
-                        leave = rx.call_script(RELOAD_SCRIPT)
+                        leave = self._leave_signed_out()
                     synced = await self._sync_from_desk(viewer)
                     if not synced and thread and thread_topic(thread) in changed:
                         # A notice without a new version: a timer escalated an item, or

@@ -10,6 +10,7 @@ no-sign-in banner, each in an app copy of its own.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from chat_app.trust.authn import SIGNED_OUT
+from chat_app.trust.authn import SESSION_EXPIRED, SIGNED_OUT
 from tests.ui.app_server import REPO_ROOT, app_env
 from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, run_ended, sign_in_as_demo
 
@@ -205,28 +206,33 @@ def test_whoever_asked_can_withdraw_what_only_someone_else_may_approve(
 # --- password sign-in, an app copy -----------------------------------------------------------
 
 
+@contextlib.contextmanager
+def password_app(
+    factory: pytest.TempPathFactory, name: str, **more: str
+) -> Iterator[str]:
+    """An app with CHAT_APP_AUTH=password (and the settings `more`) and three accounts, Ada
+    (finance), Bob and Olive (admin), made beforehand with the command line on the same
+    data folder."""
+    data = factory.mktemp(f"{name}-data")
+    extra = {"CHAT_APP_AUTH": "password", "CHAT_APP_DATA_DIR": str(data), **more}
+    env = {**app_env(), **extra}
+    for email, person, roles in (("ada@example.com", "Ada", ["--role", "finance"]),
+                                 ("bob@example.com", "Bob", []),
+                                 ("olive@example.com", "Olive", ["--role", "admin"])):
+        added = subprocess.run(
+            [sys.executable, "-m", "chat_app", "users", "add", email, *roles,
+             "--name", person, "--password-stdin"],
+            input=ADA_PASSWORD + "\n", env=env, cwd=REPO_ROOT, capture_output=True,
+            text=True, timeout=60,
+        )  # fmt: skip
+        assert added.returncode == 0, added.stderr
+    with app_copy(factory.mktemp(f"{name}-app"), extra) as url:
+        yield url
+
+
 @pytest.fixture(scope="module")
 def password_app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """An app with CHAT_APP_AUTH=password and one account, Ada (finance), made beforehand
-    with the command line on the same data folder."""
-    data = tmp_path_factory.mktemp("password-data")
-    extra = {"CHAT_APP_AUTH": "password", "CHAT_APP_DATA_DIR": str(data)}
-    env = {**app_env(), **extra}
-    added = subprocess.run(
-        [sys.executable, "-m", "chat_app", "users", "add", "ada@example.com",
-         "--role", "finance", "--name", "Ada", "--password-stdin"],
-        input=ADA_PASSWORD + "\n", env=env, cwd=REPO_ROOT, capture_output=True, text=True,
-        timeout=60,
-    )  # fmt: skip
-    assert added.returncode == 0, added.stderr
-    bob = subprocess.run(
-        [sys.executable, "-m", "chat_app", "users", "add", "bob@example.com", "--name", "Bob",
-         "--password-stdin"],
-        input=ADA_PASSWORD + "\n", env=env, cwd=REPO_ROOT, capture_output=True, text=True,
-        timeout=60,
-    )  # fmt: skip
-    assert bob.returncode == 0, bob.stderr
-    with app_copy(tmp_path_factory.mktemp("password-app"), extra) as url:
+    with password_app(tmp_path_factory, "password") as url:
         yield url
 
 
@@ -466,6 +472,53 @@ def test_a_tab_signed_out_on_another_device_goes_to_sign_in(
         expect(tool_card(bob, "transfer").locator(".waiting-label")).to_be_visible()
         expect(bob.get_by_text("Rejected by Ada")).to_have_count(0)
         expect(bob.get_by_text("Not this account")).to_have_count(0)
+
+
+def test_the_audit_trail_goes_from_a_tab_signed_out_on_another_device(
+    browser: Browser, password_app_url: str, screenshot_dir: Path
+) -> None:
+    """The trail is read once (and at Refresh); its page still looks at who is signed in
+    every few seconds, and once Olive signed out on her phone it shows nothing of it."""
+    with fresh_page(browser, password_app_url) as laptop:
+        sign_in(laptop, "olive@example.com", "Olive")
+        ask(laptop, "refund 20 to order 42")  # the policy approves it alone: on the trail
+        expect(laptop.get_by_text("Refunded 20")).to_be_visible()
+        laptop.locator("#nav-audit").click()
+        expect(laptop.locator(".audit-row").first).to_be_visible()
+        with fresh_page(browser, password_app_url) as phone:
+            sign_in(phone, "olive@example.com", "Olive")
+            phone.locator("#sign-out").click()
+            expect(phone).to_have_url(re.compile(r"/signin\b"))
+        expect(laptop.locator(".audit-row")).to_have_count(0)
+        expect(laptop.locator("#audit-refused")).to_contain_text(SIGNED_OUT)
+        shot(laptop, screenshot_dir, "audit-signed-out-elsewhere")
+
+
+#: A session that ends while a test watches (its cookie as long: the browser drops it too).
+SHORT_SESSION_SECONDS = 15
+
+
+def test_a_chat_tab_whose_session_ran_out_says_so_on_the_sign_in_page(
+    browser: Browser, tmp_path_factory: pytest.TempPathFactory, screenshot_dir: Path
+) -> None:
+    """Ada's session runs out while her chat is open. By then the browser has dropped its
+    cookie, so a page loaded again would find nobody and say nothing: the tab goes to the
+    sign-in page itself, saying her session expired, and leads back with her text."""
+    hours = str(SHORT_SESSION_SECONDS / 3600)
+    with (
+        password_app(tmp_path_factory, "short", CHAT_APP_SESSION_HOURS=hours) as url,
+        fresh_page(browser, url) as page,
+    ):
+        sign_in(page, "ada@example.com", "Ada")
+        page.locator("#composer-input").fill("before the session ends")
+        expect(page).to_have_url(re.compile(r"/signin/?\?next=/"), timeout=40_000)
+        expect(page.locator("#signin-error")).to_have_text(SESSION_EXPIRED)
+        shot(page, screenshot_dir, "session-expired")
+        page.locator("#signin-email").fill("ada@example.com")
+        page.locator("#signin-password").fill(ADA_PASSWORD)
+        page.locator("#signin-submit").click()
+        expect(page.locator("#viewer-name")).to_have_text("Ada")
+        expect(page.locator("#composer-input")).to_have_value("before the session ends")
 
 
 # --- no sign-in, an app copy -----------------------------------------------------------------

@@ -102,6 +102,17 @@ def viewer_menu(
     )
 
 
+def go_sign_in_script(sign_in_route: str, error: str = "") -> str:
+    """JavaScript: to `sign_in_route`, to come back after to the address the tab shows (a
+    chat's address changes without a page load, so the server's idea of it may be older),
+    with `error` said there ("": nothing)."""
+    said = f" + '&error=' + encodeURIComponent({json.dumps(error)})" if error else ""
+    return (
+        f"window.location.assign({json.dumps(sign_in_route)} + '?next=' + "
+        f"encodeURIComponent(location.pathname + location.search).replace(/%2F/g, '/'){said})"
+    )
+
+
 def auth_banner(
     *,
     auth_mode: Prop[str],
@@ -113,10 +124,7 @@ def auth_banner(
     nobody is signed in, with password sign-in a link to `sign_in_route` (if given) that
     comes back to the address the tab shows when it is followed (a chat's address changes
     without a page load); opened in a new tab, to `here`, the page's address as loaded."""
-    come_back = (
-        f"window.location.assign({json.dumps(sign_in_route)} + '?next=' + "
-        "encodeURIComponent(location.pathname + location.search).replace(/%2F/g, '/'))"
-    )
+    come_back = go_sign_in_script(sign_in_route)
     link = rx.fragment(
         " ",
         rx.link(
