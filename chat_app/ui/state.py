@@ -297,10 +297,12 @@ class ChatState(IdentityState):
     desk_notice: str = ""
     #: Who used this tab last (their email): whoever signs in next in it starts afresh.
     _person: str = ""
-    #: What was in the box when the tab found its person signed out (`_hide_signed_out`),
-    #: and whose it is: the box gets it back when they sign in here again, nobody else.
-    _draft_kept: str = ""
-    _draft_for: str = ""
+    #: What the person had typed when the tab found them signed out (`_hide_signed_out`):
+    #: the box's text and the decision forms' (open panels, drafts), and whose they are.
+    #: They come back when that person signs in here again, for nobody else.
+    _kept_draft: str = ""
+    _kept_forms: dict[str, FormMemory] = {}
+    _kept_for: str = ""
     #: The stored version this tab shows, and whom it was last checked for.
     _desk_version: int = 0
     _shown_to: str = ""
@@ -495,7 +497,7 @@ class ChatState(IdentityState):
             took_over = True
         if viewer is not None:
             self._person = viewer.email
-            self._give_kept_draft(viewer)
+            self._give_back_kept(viewer)
         self._loaded = True
         self.shown_under = token
         if self.unconfirmed:
@@ -510,30 +512,35 @@ class ChatState(IdentityState):
     def _hide_signed_out(self, viewer: Identity | None) -> bool:
         """Nobody is signed in at the tab any more (they signed out in another tab, or their
         session ended) while something of theirs is still on the page: it goes, as at a
-        sign-out here, so that whoever comes to the screen next reads nothing of it. What was
-        in the box is kept for them (`_give_kept_draft`); the conversation is the desk's, and
-        the address still names it. True when the page was emptied.
+        sign-out here, so that whoever comes to the screen next reads nothing of it. What
+        they had typed, in the box and in the decisions' forms, is kept for them
+        (`_give_back_kept`); the conversation is the desk's, and the address still names it.
+        True when the page was emptied.
 
         Not when nobody could tell who is here (the accounts database did not answer)."""
         if viewer is not None or self._identity_unknown or not self._person:
             return False
         if not (self._client_json or self.thread_shown or self.draft or self.settled):
             return False
-        if self.draft.strip():
-            self._draft_kept, self._draft_for = self.draft, self._person
+        self._kept_draft = self.draft if self.draft.strip() else ""
+        self._kept_forms, self._kept_for = dict(self._memory), self._person
         self._forget_person()
         self._route_taken = ""  # their next look here reads the address again
         return True
 
-    def _give_kept_draft(self, viewer: Identity) -> None:
-        """The box gets back what `viewer` had typed when the tab found them signed out; it
-        is dropped for anyone else, and once given."""
-        text, owner = self._draft_kept, self._draft_for
-        if not text:
+    def _give_back_kept(self, viewer: Identity) -> None:
+        """What `viewer` had typed when the tab found them signed out comes back: the box's
+        text (unless they typed anew) and the forms' drafts (those of decisions shown again).
+        It is dropped for anyone else, and given once."""
+        text, forms, owner = self._kept_draft, self._kept_forms, self._kept_for
+        if not owner:
             return
-        self._draft_kept = self._draft_for = ""
-        if owner == viewer.email and not self.draft.strip():
+        self._kept_draft, self._kept_forms, self._kept_for = "", {}, ""
+        if owner != viewer.email:
+            return
+        if text and not self.draft.strip():
             self.draft = text
+        self._memory = {**forms, **self._memory}
 
     @rx.event
     @guarded

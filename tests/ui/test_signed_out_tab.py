@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from chat_app.trust import Identity
 from chat_app.ui.state import ChatState
+from chat_app.ui.views import FormMemory
 
 ADA = Identity(email="ada@example.com", method="password", name="Ada")
 BOB = Identity(email="bob@example.com", method="password", name="Bob")
@@ -26,27 +27,38 @@ def test_a_tab_whose_person_signed_out_forgets_the_page_and_keeps_the_box_for_th
     assert (tab.thread_shown, tab.draft) == ("", "")
     assert tab._hide_signed_out(None) is False  # nothing of hers left to hide
 
-    tab._give_kept_draft(ADA)
+    tab._give_back_kept(ADA)
     assert tab.draft == "and then 10 to Sam"
     tab.draft = ""
-    tab._give_kept_draft(ADA)  # given once
+    tab._give_back_kept(ADA)  # given once
     assert tab.draft == ""
+
+
+def test_a_decisions_form_draft_comes_back_with_the_box() -> None:
+    tab = ada_tab(draft="")
+    typed = FormMemory(panel="reject", drafts={"reject": {"reason": "Not before Friday"}})
+    tab._memory = {"call_1": typed}
+    assert tab._hide_signed_out(None)
+    assert tab._memory == {}
+    tab._give_back_kept(ADA)
+    assert tab._memory == {"call_1": typed}
 
 
 def test_someone_else_signing_in_is_not_given_the_box() -> None:
     tab = ada_tab()
+    tab._memory = {"call_1": FormMemory(panel="reject", drafts={"reject": {"reason": "No"}})}
     assert tab._hide_signed_out(None)
-    tab._give_kept_draft(BOB)
-    assert tab.draft == ""
-    tab._give_kept_draft(ADA)  # dropped for good, not kept for her either
-    assert tab.draft == ""
+    tab._give_back_kept(BOB)
+    assert (tab.draft, tab._memory) == ("", {})
+    tab._give_back_kept(ADA)  # dropped for good, not kept for her either
+    assert (tab.draft, tab._memory) == ("", {})
 
 
 def test_what_the_person_typed_since_is_not_overwritten() -> None:
     tab = ada_tab()
     assert tab._hide_signed_out(None)
     tab.draft = "typed after signing in again"
-    tab._give_kept_draft(ADA)
+    tab._give_back_kept(ADA)
     assert tab.draft == "typed after signing in again"
 
 

@@ -22,7 +22,15 @@ from playwright.sync_api import Browser, Locator, Page, expect
 
 from chat_app.trust.authn import SESSION_EXPIRED, SIGNED_OUT
 from tests.ui.app_server import REPO_ROOT, app_env
-from tests.ui.conftest import app_copy, ask, fresh_page, hydrated, run_ended, sign_in_as_demo
+from tests.ui.conftest import (
+    app_copy,
+    ask,
+    eventually,
+    fresh_page,
+    hydrated,
+    run_ended,
+    sign_in_as_demo,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -393,7 +401,8 @@ def test_signing_out_in_one_tab_sends_the_others_to_sign_in(
     """Ada signs out in one tab of her browser. Her other tabs are told by the browser at
     once (a `storage` event, which each page sends to the server to look again) and load
     again as nobody: the sign-in page. Signing in there leads her back to her
-    conversation, with what she had typed still in the box, and the decision to make."""
+    conversation, with what she had typed still in the box and in the card's rejection,
+    and the decision to make."""
     with fresh_page(browser, password_app_url) as page:
         sent: list[str] = []
         page.on("websocket", lambda socket: socket.on("framesent", lambda f: sent.append(str(f))))
@@ -404,6 +413,15 @@ def test_signing_out_in_one_tab_sends_the_others_to_sign_in(
         run_ended(page)
         conversation = page.url
         page.locator("#composer-input").fill("and then 10 to Sam")
+        card.locator("button.reject").click()
+        card.locator('.form-reject [name="reason"]').fill("Not before Friday")
+        # Once typing pauses the form is sent as its draft (the server keeps it).
+
+        def draft_sent() -> bool:
+            page.wait_for_timeout(100)  # Playwright hands over the frames while it waits
+            return any("Not before Friday" in frame for frame in sent)
+
+        eventually(draft_sent, "the rejection's draft sent")
         inbox = page.context.new_page()
         inbox.goto("/inbox")
         hydrated(inbox)
@@ -428,6 +446,7 @@ def test_signing_out_in_one_tab_sends_the_others_to_sign_in(
         hydrated(page)
         expect(page.locator("#viewer-name")).to_have_text("Ada")
         expect(page.locator("#composer-input")).to_have_value("and then 10 to Sam")
+        expect(card.locator('.form-reject [name="reason"]')).to_have_value("Not before Friday")
         card.locator("button.approve").click()
         expect(page.get_by_text("Sent 25 to Ada")).to_be_visible()
 
