@@ -27,7 +27,7 @@ from starlette.routing import Route
 from chat_app.server._body import read_body
 from chat_app.server.origin import CROSS_SITE, from_elsewhere
 from chat_app.trust.accounts import SignInWait
-from chat_app.trust.authn import BROWSER_CARRIED, Authenticator, AuthFailure
+from chat_app.trust.authn import BROWSER_CARRIED, Authenticator, AuthFailure, safe_next
 from chat_app.trust.identity import Directory, Identity
 from chat_app.trust.sessions import SESSION_COOKIE
 from chat_app.trust.store import not_answering
@@ -227,18 +227,6 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         Route("/api/signout", same_site_only(signout, authenticator), methods=["POST"]),
         Route("/api/me", me, methods=["GET"]),
     ]
-
-
-def safe_next(target: str) -> str:
-    """`target` when it is a path on this site (`/…`, not `//host` or `/\\host`, printable
-    ASCII as a browser sends it); `/` otherwise."""
-    if (
-        not target.startswith("/")
-        or target.startswith("//")
-        or any(not "!" <= char <= "~" or char == "\\" for char in target)
-    ):
-        return "/"
-    return target
 
 
 def _came_over_https(request: Request, authenticator: Authenticator) -> bool:

@@ -49,6 +49,7 @@ __all__ = [
     "IPNetwork",
     "cookie_value",
     "parse_networks",
+    "safe_next",
 ]
 
 #: How people sign in (`CHAT_APP_AUTH`).
@@ -72,7 +73,8 @@ SIGN_IN_FIRST = "Sign in first."
 SESSION_EXPIRED = "Your session expired; sign in again."
 SESSION_INVALID = "This session is not valid; sign in again."
 SIGNED_OUT = (
-    "You signed out (in this tab or another); sign in again, or reload this page if you have."
+    "You signed out (in this tab, another, or on another device); sign in again, or reload "
+    "this page if you already have."
 )
 ACCOUNT_REMOVED = "This account no longer exists; ask an admin."
 TOKEN_INVALID = "The API token is not valid or was revoked."
@@ -349,3 +351,15 @@ def _split_groups(value: str) -> Iterable[str]:
     for group in value.split(","):
         if group := group.strip().lower():
             yield group
+
+
+def safe_next(target: str) -> str:
+    """Where a sign-in may lead back to: `target` when it is a path on this site (`/…`, not
+    `//host` or `/\\host`, printable ASCII as a browser sends it); `/` otherwise."""
+    if (
+        not target.startswith("/")
+        or target.startswith("//")
+        or any(not "!" <= char <= "~" or char == "\\" for char in target)
+    ):
+        return "/"
+    return target

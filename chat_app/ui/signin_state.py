@@ -8,6 +8,8 @@ from urllib.parse import urlencode
 import reflex as rx
 from reflex.event import EventSpec
 
+from chat_app.trust.authn import safe_next
+
 from .guard import guarded
 from .identity_state import SIGN_IN_ROUTE, IdentityState
 
@@ -17,6 +19,9 @@ class SignInState(IdentityState):
     error: str = ""
     #: The email typed before a refused sign-in, so only the password is typed again.
     email: str = ""
+    #: Where the page leads back to (its `next`, when it is this site's), for someone signed
+    #: in already.
+    back: str = "/"
 
     @rx.event
     @guarded
@@ -24,6 +29,7 @@ class SignInState(IdentityState):
         params = self.router.url.query_parameters
         self.error = str(params.get("error", ""))[:200]
         self.email = str(params.get("email", ""))[:254]
+        self.back = safe_next(str(params.get("next", "")))
         self._viewer()
         if "error" not in params and "email" not in params:
             return None

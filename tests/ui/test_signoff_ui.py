@@ -436,7 +436,6 @@ def test_signing_out_in_one_tab_sends_the_others_to_sign_in(
         assert any("look_again" in frame for frame in sent)
         shot(page, screenshot_dir, "signed-out-in-another-tab")
         expect(inbox).to_have_url(re.compile(r"/signin/?\?next=/inbox"))
-        inbox.close()
 
         hydrated(page)
         page.locator("#signin-email").fill("ada@example.com")
@@ -449,6 +448,15 @@ def test_signing_out_in_one_tab_sends_the_others_to_sign_in(
         expect(card.locator('.form-reject [name="reason"]')).to_have_value("Not before Friday")
         card.locator("button.approve").click()
         expect(page.get_by_text("Sent 25 to Ada")).to_be_visible()
+
+        # The Inbox tab, still on the sign-in page, finds her signed in again and leads
+        # back to where it was.
+        inbox.reload()
+        hydrated(inbox)
+        expect(inbox.locator("#signed-in-as")).to_contain_text("Ada")
+        inbox.locator("#signed-in-back").click()
+        expect(inbox).to_have_url(re.compile(r"/inbox/?$"))
+        expect(inbox.locator("#inbox-total")).to_be_visible()
 
 
 def test_a_tab_signed_out_on_another_device_goes_to_sign_in(

@@ -104,7 +104,11 @@ def signin() -> rx.Component:
                             rx.text.strong(SignInState.viewer_name),
                             id="signed-in-as",
                         ),  # fmt: skip
-                        rx.link("Back to the chat", href="/"),
+                        rx.link(
+                            rx.cond(SignInState.back == "/", "Back to the chat", "Go back"),
+                            href=SignInState.back,
+                            id="signed-in-back",
+                        ),
                         align="center",
                     ),
                     _form(),
