@@ -214,5 +214,6 @@ class AuditState(IdentityState):
             if refused and self.rows:
                 self.refused, self.rows = refused, []
 
+        # No desk notice is about the trail (`set`: no topics): each look is the timeout's.
         async for _ in follow_page(self, ROUTE, set, look):
             yield

@@ -44,8 +44,6 @@ def signed_out_notice(reason: str, mode: str) -> str:
 
 #: The sign-in page.
 SIGN_IN_ROUTE = "/signin"
-#: A page loads again, from the server (what it showed goes with it).
-RELOAD_SCRIPT = "window.location.reload()"
 
 
 class IdentityState(rx.State):
@@ -74,7 +72,7 @@ class IdentityState(rx.State):
         found = sessions.identify(headers, self.router.session.client_ip or None)
         authenticator = sessions.authenticator()
         self.auth_mode = authenticator.mode if authenticator is not None else "none"
-        self._identity_unknown = not isinstance(found, Identity) and found.status == 503
+        self._identity_unknown = not isinstance(found, Identity) and found.code == "unavailable"
         if not isinstance(found, Identity):
             self.auth_error = signed_out_notice(found.message, self.auth_mode)
             self.viewer_name = self.viewer_email = ""
@@ -88,28 +86,30 @@ class IdentityState(rx.State):
 
     @rx.event
     @guarded
-    def look_again(self, key: str, _old: str, _new: str, _url: str) -> Any:
+    def look_again(self, key: str, _old: str | None, _new: str | None, _url: str) -> Any:
         """Another tab of this browser changed localStorage: when it signed out
         (`SIGNED_OUT_KEY`) and this page showed someone who is signed in no longer, the page
-        loads again, as a fresh load shows it to nobody (with password sign-in, the sign-in
-        page, which says why and leads back), rather than at its live loop's next look or
-        never. Not when nobody could tell who is here (the accounts database did not
-        answer)."""
+        goes to the sign-in page at once (`_leave_signed_out`), rather than at its live
+        loop's next look or never. This page's socket still carries the ended session, so
+        the page can say why. A chat tab forgets what it showed when it is loaded again as
+        nobody, or as someone else."""
         if key != SIGNED_OUT_KEY or not self.viewer_email:
             return None
-        if self._viewer() is not None or self._identity_unknown:
+        if self._viewer() is not None:
             return None
-        return rx.call_script(RELOAD_SCRIPT)
+        return self._leave_signed_out()
 
     def _leave_signed_out(self) -> Any:
         """Where a page goes once it has found its person signed out (`auth_error` says
         why): with password sign-in, straight to the sign-in page, saying why and leading
-        back to the address the tab shows (loaded again, it might say nothing: the browser
-        drops an expired session's cookie, and the page would find nobody rather than an
-        expired session); otherwise it loads again, as nobody."""
-        if self.auth_mode == "password":
-            return rx.call_script(go_sign_in_script(SIGN_IN_ROUTE, self.auth_error))
-        return rx.call_script(RELOAD_SCRIPT)
+        back to the address the tab shows (loaded again, the page might say nothing: the
+        browser drops an expired session's cookie, and the page would find nobody rather
+        than an expired session). Nowhere otherwise (`None`): the page, emptied where it
+        is, says why itself. Not while nobody can tell who is here (the accounts database
+        does not answer)."""
+        if self.auth_mode != "password" or self._identity_unknown:
+            return None
+        return rx.call_script(go_sign_in_script(SIGN_IN_ROUTE, self.auth_error))
 
     def _sign_in_first(self, route: str) -> Any:
         """Password sign-in with nobody signed in: to the sign-in page, back to `route` after.

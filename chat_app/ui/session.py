@@ -20,6 +20,7 @@ from functools import cache
 from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
+from sqlalchemy.exc import OperationalError
 
 from chat_app.client import (
     AnsweredQuestion,
@@ -40,6 +41,7 @@ from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.notify import NotifySettings, Outbox
 from chat_app.trust import ANONYMOUS, Identity, Policy, Rule, Sealer, asking_a_person
 from chat_app.trust.authn import Authenticator, AuthFailure
+from chat_app.trust.store import not_answering
 
 from .views import ViewCache, WhoDecides
 
@@ -436,7 +438,11 @@ def identify(headers: Mapping[str, str], client_host: str | None) -> Identity | 
     routes read them (never anything the page sends in an event)."""
     if _backend.authenticator is None:
         return ANONYMOUS
-    found = _backend.authenticator.authenticate(headers, client_host)
+    try:
+        found = _backend.authenticator.authenticate(headers, client_host)
+    except OperationalError as error:  # as the HTTP routes answer it: nobody could tell
+        _log.warning("Could not check who is at a page: %s", error)
+        return AuthFailure(not_answering(error), status=503, code="unavailable")
     if isinstance(found, Identity) and _backend.policy is not None:
         return found.with_roles(_backend.policy.roles_of(found))
     return found

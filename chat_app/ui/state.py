@@ -480,8 +480,7 @@ class ChatState(IdentityState):
         """
         token = self.router.session.client_token
         viewer = self._viewer()
-        hidden = self._hide_signed_out(viewer)
-        took_over = hidden or (not self._loaded and self.shown_under not in ("", token))
+        took_over = not self._loaded and self.shown_under not in ("", token)
         if took_over:
             saved, memory, owner = await _saved_conversation(self.shown_under)
             took_over = self._may_see(owner, viewer)
@@ -517,13 +516,25 @@ class ChatState(IdentityState):
         (`_give_back_kept`); the conversation is the desk's, and the address still names it.
         True when the page was emptied.
 
-        Not when nobody could tell who is here (the accounts database did not answer)."""
+        Not when nobody could tell who is here (the accounts database did not answer). Only
+        at a page load and at the live loop's look: a click in between is refused where it
+        was made ("Nothing was sent."), with the page as it was.
+
+        What was kept already for the same person (the page was emptied before, and loaded
+        again since) is added to, never replaced."""
         if viewer is not None or self._identity_unknown or not self._person:
             return False
-        if not (self._client_json or self.thread_shown or self.draft or self.settled):
+        shown = (
+            self.thread_shown or self.archive or self.recent or self.turn or self.settled
+            or self.draft.strip() or self._memory
+        )  # fmt: skip
+        if not shown:
             return False
-        self._kept_draft = self.draft if self.draft.strip() else ""
-        self._kept_forms, self._kept_for = dict(self._memory), self._person
+        if self._kept_for != self._person:
+            self._kept_draft, self._kept_forms = "", {}
+        self._kept_draft = self.draft if self.draft.strip() else self._kept_draft
+        self._kept_forms = {**self._kept_forms, **self._memory}
+        self._kept_for = self._person
         self._forget_person()
         self._route_taken = ""  # their next look here reads the address again
         return True
@@ -819,7 +830,9 @@ class ChatState(IdentityState):
     @rx.event(background=True)
     @guarded_task
     async def watch(self) -> AsyncIterator[Any]:
-        """While the tab is open: follow the stored conversation and the inbox count live."""
+        """While the tab is open: follow the stored conversation and the inbox count live;
+        once its person is found signed out, forget what it showed (`_hide_signed_out`) and
+        go to the sign-in page (`_leave_signed_out`)."""
         desk = sessions.desk()
         token = self.router.session.client_token
         if desk is None or not sessions.start_watching(token):
@@ -846,7 +859,7 @@ class ChatState(IdentityState):
                 mark = desk.fanout.mark(topics)  # before reading: nothing after it is missed
                 async with self:
                     viewer = self._viewer()
-                    if self._hide_signed_out(viewer):
+                    if self._hide_signed_out(viewer):  # signed out elsewhere, or ran out
                         self._refresh(self._session(viewer))
                         leave = self._leave_signed_out()
                     synced = await self._sync_from_desk(viewer)
@@ -1026,12 +1039,17 @@ class ChatState(IdentityState):
     @guarded
     async def on_load(self) -> Any:
         """Show the tab's conversation, pending decisions included (also after a reload);
-        send a visitor who must sign in to the sign-in page."""
+        forget what it showed of someone no longer signed in (`_hide_signed_out`); send a
+        visitor who must sign in to the sign-in page."""
         self._route_taken = ""  # a page load: its address says which conversation to show
+        self._hide_signed_out(self._viewer())
         if self.read_only and not self._route_thread():
             # "Chat" (`/`) is the viewer's own: someone else's conversation, opened from the
-            # Inbox or a link, is shown at its address only. What was typed stays.
+            # Inbox or a link, is shown at its address only. What was typed stays, in the
+            # box and in its forms (for when they go back to it).
+            typed = self._memory
             self._show_nothing()
+            self._memory = typed
         if self.read_only and not self._client_json:
             self._desk_version = 0  # refused before: asked again (roles change, not versions)
         session = await self._loaded_session()

@@ -30,6 +30,7 @@ from chat_app.ui.views import settled_elsewhere, settled_news
 from tests.ui.conftest import (
     app_with_database,
     ask,
+    eventually,
     fresh_page,
     hydrated,
     run_ended,
@@ -462,6 +463,31 @@ def test_opening_a_conversation_from_the_inbox_never_shows_the_one_before(
         expect(tool_card(ada, "refund")).to_be_visible()
         expect(box).to_have_attribute("placeholder", "Ask the ops desk…")
         expect(send).to_be_enabled()
+
+
+def test_a_rejection_typed_in_someone_elses_conversation_survives_going_to_chat_and_back(
+    browser: Browser, app_url: str
+) -> None:
+    """Ada starts rejecting Rita's transfer, goes to her own Chat, and comes back: the
+    reason she typed is still there (Chat empties the page, not what she had typed)."""
+    with people(browser, app_url, ADA, RITA) as (ada, rita):
+        ask(rita, "transfer 5000 to Ada")
+        thread = thread_of(rita)
+        open_inbox(ada)
+        inbox_item(ada, thread).locator(".inbox-open").click()
+        card = tool_card(ada, "transfer")
+        card.locator("button.reject").click()
+        card.locator('.form-reject [name="reason"]').fill("Wrong account")
+        # Sent to the server as the form's draft once typing pauses: the tab's own copy,
+        # which would bring it back by itself, is let go then.
+        held = "sessionStorage.getItem('chat_app_unsent_drafts')"
+        eventually(lambda: ada.evaluate(held) is None, "the draft sent")
+        ada.locator("#nav-chat").click()
+        expect(ada.locator("#read-only-note")).to_have_count(0)
+        ada.go_back()
+        expect(ada.locator("#read-only-note")).to_contain_text("Rita's conversation")
+        reason = tool_card(ada, "transfer").locator('.form-reject [name="reason"]')
+        expect(reason).to_have_value("Wrong account")
 
 
 def test_a_decision_opened_from_the_inbox_by_keyboard_takes_the_focus(

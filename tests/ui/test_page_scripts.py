@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from chat_app.ui import identity_state, state
+from chat_app.ui import state
 from chat_app.ui.components import decisions, following, header, page, posting, schema_form
 from chat_app.ui.session import LOCAL_TIME_SCRIPT, LOCATION_SCRIPT
 
@@ -45,7 +45,6 @@ def _scripts() -> dict[str, str]:
         "decisions.CLOSE_ON_ESCAPE_SCRIPT": decisions.CLOSE_ON_ESCAPE_SCRIPT,
         "decisions.FOCUS_NEXT_DECISION_SCRIPT": decisions.FOCUS_NEXT_DECISION_SCRIPT,
         "decisions.TYPING_KEEPS_FOCUS_SCRIPT": decisions.TYPING_KEEPS_FOCUS_SCRIPT,
-        "identity_state.RELOAD_SCRIPT": identity_state.RELOAD_SCRIPT,
         "state.IN_VIEW": state.IN_VIEW,
         "state.STORE_NOTE": state.STORE_NOTE,
         "state.FOCUS_IN_FORM": state.FOCUS_IN_FORM % json.dumps(["approval_c1", "reject", "error"]),

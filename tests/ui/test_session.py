@@ -13,8 +13,10 @@ from chat_app.client import ClientState, ToolApprovalInterrupt
 from chat_app.demo import POLICY_PATH
 from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.trust import ANONYMOUS, DEMO_PEOPLE, Identity, Policy, Sealer
+from chat_app.trust.accounts import Accounts
 from chat_app.trust.authn import AuthConfig, Authenticator, AuthFailure
 from chat_app.trust.sessions import SESSION_COOKIE, SessionSigner
+from chat_app.trust.store import open_database
 from chat_app.ui import session
 from tests.trust.policies import deciding_alone
 
@@ -255,3 +257,31 @@ def test_whoever_waits_on_a_quorum_reads_how_far_it_has_got() -> None:
     assert session.who_decides(SAM, as_sam_reads_it)(rotation) == (
         "You approved (1 of 2); waiting for another approver"
     )
+
+
+def test_an_accounts_database_that_does_not_answer_is_nobody_known_not_a_sign_out(
+    tmp_path: Path,
+) -> None:
+    """A tab's socket carries a valid session, but the accounts' database is gone: the page
+    is told that nobody could tell who is here (503, `unavailable`, as the HTTP routes say
+    it), not that the person signed out, and the driver's failure does not escape."""
+    database = tmp_path / "accounts.db"
+    engine = open_database(f"sqlite:///{database}")
+    accounts = Accounts(engine)
+    accounts.add_user("ada@example.com", "correct horse battery", name="Ada")
+    authenticator = Authenticator(
+        AuthConfig(mode="password"), signer=SIGNER, directory=accounts
+    )
+    session.configure(lambda _: None, lambda: {"tools": []}, authenticator=authenticator)  # type: ignore[arg-type,return-value]
+    ada = Identity(email="ada@example.com", method="password", name="Ada")
+    cookie = {"cookie": f"{SESSION_COOKIE}={SIGNER.issue(ada)}"}
+    found = session.identify(cookie, "127.0.0.1")
+    assert isinstance(found, Identity) and found.email == ada.email
+
+    engine.dispose()
+    database.unlink()  # opened again, the file is new and empty: no accounts table
+    gone = session.identify(cookie, "127.0.0.1")
+    assert isinstance(gone, AuthFailure)
+    assert (gone.status, gone.code) == (503, "unavailable")
+    assert "not answering" in gone.message
+    engine.dispose()

@@ -44,6 +44,21 @@ def test_a_decisions_form_draft_comes_back_with_the_box() -> None:
     assert tab._memory == {"call_1": typed}
 
 
+def test_emptied_again_before_they_come_back_the_kept_text_stays() -> None:
+    """The page was loaded again meanwhile (the address names the conversation, the state
+    saved as JSON) and emptied again: what was kept the first time is not lost."""
+    tab = ada_tab()
+    tab._memory = {"call_1": FormMemory(panel="reject", drafts={"reject": {"reason": "No"}})}
+    assert tab._hide_signed_out(None)
+    tab._client_json = '{"messages": []}'  # an emptied page's state, as saved
+    assert tab._hide_signed_out(None) is False
+    tab.thread_shown = "thread-1"  # shown again at its address
+    assert tab._hide_signed_out(None) is True
+    tab._give_back_kept(ADA)
+    assert tab.draft == "and then 10 to Sam"
+    assert tab._memory["call_1"].drafts == {"reject": {"reason": "No"}}
+
+
 def test_someone_else_signing_in_is_not_given_the_box() -> None:
     tab = ada_tab()
     tab._memory = {"call_1": FormMemory(panel="reject", drafts={"reject": {"reason": "No"}})}

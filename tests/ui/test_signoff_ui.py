@@ -428,9 +428,8 @@ def test_signing_out_in_one_tab_sends_the_others_to_sign_in(
         expect(inbox.locator("#viewer-name")).to_have_text("Ada")
         sign_out_in_another_tab(page)
 
-        # The browser's cookie went with the sign-out: the form, as to anyone new.
         expect(page).to_have_url(re.compile(r"/signin/?\?next=/c/"))
-        expect(page.locator("#signin-form")).to_be_visible()
+        expect(page.locator("#signin-error")).to_have_text(SIGNED_OUT)
         expect(page.get_by_text("transfer 25 to Ada")).to_have_count(0)
         # Told by the browser, not found at the live loop's next look.
         assert any("look_again" in frame for frame in sent)
@@ -491,8 +490,17 @@ def test_a_tab_signed_out_on_another_device_goes_to_sign_in(
             expect(ada.get_by_text("Not this account")).to_have_count(0)
             shot(ada, screenshot_dir, "signed-out-on-another-device")
 
-            # Bob signs in at Ada's laptop, in that tab: nothing of hers comes back.
-            sign_in(ada, "bob@example.com", "Bob")
+            # Bob signs in at Ada's laptop, in that tab, back to his own conversation (where
+            # her rejection was typed): nothing of hers comes back.
+            ada.locator("#signin-email").fill("bob@example.com")
+            ada.locator("#signin-password").fill(ADA_PASSWORD)
+            ada.locator("#signin-submit").click()
+            expect(ada).to_have_url(bob.url)
+            hydrated(ada)
+            expect(ada.locator("#viewer-name")).to_have_text("Bob")
+            expect(tool_card(ada, "transfer").locator(".waiting-label")).to_be_visible()
+            expect(ada.locator(".form-reject")).to_have_count(0)
+            expect(ada.get_by_text("Not this account")).to_have_count(0)
             expect(ada.locator("#composer-input")).to_have_value("")
         bob.reload()
         hydrated(bob)

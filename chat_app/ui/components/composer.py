@@ -1,5 +1,6 @@
 """The composer: Enter sends; while decisions are pending (the person's own, or someone
-else's) a message is held, not lost."""
+else's), or while the agent still answers, a message is held, not lost, and the person is
+told why."""
 
 from __future__ import annotations
 
@@ -26,10 +27,11 @@ def composer(
 ) -> rx.Component:
     """The message box with Send, or Stop while a reply streams (not while resuming).
 
-    `held` says why a message sent was kept rather than sent (decisions are pending), "" when
-    it was not; the placeholder points at the decisions while `open_count` is above 0. In
-    someone else's conversation (`read_only`, theirs: `owner_name`) the placeholder says so
-    before anything is typed, and Send is off; what is typed stays a draft.
+    `held` says why a message sent was kept rather than sent (decisions are pending, or the
+    agent still answers), "" when it was not; the placeholder points at the decisions while
+    `open_count` is above 0. In someone else's conversation (`read_only`, theirs:
+    `owner_name`) the placeholder says so before anything is typed, and Send is off; what is
+    typed stays a draft.
     """
     elsewhere = rx.cond(
         owner_name != "",
@@ -90,7 +92,7 @@ def composer(
                         # While the agent answers (a continuation, which has no Stop) Send
                         # looks and reads as off, but still submits: a disabled submit
                         # button would make Enter do nothing, and the person is told why.
-                        aria_disabled=rx.cond(running, "true", "false"),
+                        aria_disabled=rx.cond(running | read_only, "true", "false"),
                         custom_attrs={"data-disabled": rx.cond(running, "true", None)},
                     ),
                 ),

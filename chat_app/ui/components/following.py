@@ -287,7 +287,6 @@ def following_log(
             "&[data-opening='true'] > [role='log'] > *": {"visibility": "hidden"},
             f"& > [data-following='false'] + #{JUMP_ID}": {"display": "inline-flex"},
         },
-        position="relative",
         display="flex",
         flex_direction="column",
         flex="1",
