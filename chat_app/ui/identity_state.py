@@ -93,11 +93,14 @@ class IdentityState(rx.State):
         loop's next look or never. This page's socket still carries the ended session, so
         the page can say why. A chat tab forgets what it showed when it is loaded again as
         nobody, or as someone else."""
+        return self._leave_signed_out() if self._signed_out_elsewhere(key) else None
+
+    def _signed_out_elsewhere(self, key: str) -> bool:
+        """Whether the `localStorage` change `key` is a sign-out in another tab that ended
+        the session of the person this page showed."""
         if key != SIGNED_OUT_KEY or not self.viewer_email:
-            return None
-        if self._viewer() is not None:
-            return None
-        return self._leave_signed_out()
+            return False
+        return self._viewer() is None
 
     def _leave_signed_out(self) -> Any:
         """Where a page goes once it has found its person signed out (`auth_error` says

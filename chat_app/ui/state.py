@@ -555,6 +555,18 @@ class ChatState(IdentityState):
 
     @rx.event
     @guarded
+    def storage_changed(self, key: str, _old: str | None, _new: str | None, _url: str) -> Any:
+        """`IdentityState.look_again`, for the chat page: what the tab showed of its person
+        is forgotten here (`_hide_signed_out`) before the page leaves, so that nothing of
+        it goes out again with the tab's next page load, whoever signs in at it."""
+        if not self._signed_out_elsewhere(key):
+            return None
+        if self._hide_signed_out(None):
+            self._refresh(self._session())
+        return self._leave_signed_out()
+
+    @rx.event
+    @guarded
     def sign_out(self) -> None:
         """Before the sign-out route: the tab forgets whoever signed out, so that nothing of
         theirs shows, even for a moment, to whoever signs in next. (`_person` stays: a run
@@ -607,10 +619,7 @@ class ChatState(IdentityState):
         still to give again, what the page told them. A run of theirs stops, as Stop stops
         it, and is stored as it ended without touching the page (`_shows`). The address
         may still name a conversation, which the next person sees if it is theirs to see."""
-        live = sessions.current(self.router.session.client_token)
-        if live is not None and live.task is not None and not live.task.done():
-            live.task.cancel()
-        self.running = False
+        self._stop_live_run()
         self._show_nothing()
         self.draft, self.held, self.run_error = "", "", ""
         self._lost_click = self.unconfirmed = ""
@@ -1237,8 +1246,17 @@ class ChatState(IdentityState):
         await self._loaded_session()
         return self._leave_conversation(draft="")
 
+    def _stop_live_run(self) -> None:
+        """The tab's run, if one goes, stops as Stop stops it, and is stored as it ended
+        without touching the page (`_shows`): the page shows something else now."""
+        live = sessions.current(self.router.session.client_token)
+        if live is not None and live.task is not None and not live.task.done():
+            live.task.cancel()
+        self.running = False
+
     def _leave_conversation(self, *, draft: str) -> Any:
         had_address = bool(self.thread_shown or self._route_thread())
+        self._stop_live_run()  # else the new, empty chat waits on Stop for it
         self._show_nothing()
         self.held = ""
         self.draft = draft

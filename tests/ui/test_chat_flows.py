@@ -592,6 +592,18 @@ def test_enter_while_the_agent_answers_keeps_the_message_and_says_why(
     expect(sent).to_have_count(1)
 
 
+def test_new_conversation_while_a_reply_streams_stops_it(page: Page) -> None:
+    """The reply being written stops, as Stop stops it: the new, empty chat takes a
+    message at once rather than waiting on a Stop that belongs to the old one."""
+    ask(page, "hello")
+    expect(page.locator(".chat-message.streaming")).to_be_visible()
+    page.locator("#new-conversation").click()
+    expect(page.locator("#composer-stop")).to_have_count(0)
+    run_ended(page)
+    ask(page, "what time is it")
+    expect(page.get_by_text("where you are")).to_be_visible(timeout=20_000)
+
+
 def test_bytes_per_streamed_token_do_not_grow_with_the_history(page: Page) -> None:
     """The frames that carry streamed text are as small with a long history as a short one."""
     frames: list[str] = []

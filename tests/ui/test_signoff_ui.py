@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect
+from playwright.sync_api import Browser, Locator, Page, WebSocket, expect
 
 from chat_app.trust.authn import SESSION_EXPIRED, SIGNED_OUT
 from tests.ui.app_server import REPO_ROOT, app_env
@@ -405,7 +405,15 @@ def test_signing_out_in_one_tab_sends_the_others_to_sign_in(
     and the decision to make."""
     with fresh_page(browser, password_app_url) as page:
         sent: list[str] = []
-        page.on("websocket", lambda socket: socket.on("framesent", lambda f: sent.append(str(f))))
+        received: list[list[str]] = []  # per socket, in the order they opened
+
+        def watch(socket: WebSocket) -> None:
+            frames: list[str] = []
+            received.append(frames)
+            socket.on("framesent", lambda f: sent.append(str(f)))
+            socket.on("framereceived", lambda f: frames.append(str(f)))
+
+        page.on("websocket", watch)
         sign_in(page, "ada@example.com", "Ada")
         ask(page, "transfer 25 to Ada")
         card = page.locator(".approval-card")
@@ -426,13 +434,20 @@ def test_signing_out_in_one_tab_sends_the_others_to_sign_in(
         inbox.goto("/inbox")
         hydrated(inbox)
         expect(inbox.locator("#viewer-name")).to_have_text("Ada")
+        sockets_before = len(received)
         sign_out_in_another_tab(page)
 
         expect(page).to_have_url(re.compile(r"/signin/?\?next=/c/"))
         expect(page.locator("#signin-error")).to_have_text(SIGNED_OUT)
         expect(page.get_by_text("transfer 25 to Ada")).to_have_count(0)
         # Told by the browser, not found at the live loop's next look.
-        assert any("look_again" in frame for frame in sent)
+        assert any("storage_changed" in frame for frame in sent)
+        # The sign-in page's load was sent nothing of hers (the tab forgot it first).
+        hydrated(page)
+        after = [frame for frames in received[sockets_before:] for frame in frames]
+        assert after, "the sign-in page's own socket"
+        for hers in ("transfer 25 to Ada", "and then 10 to Sam", "Not before Friday"):
+            assert not any(hers in frame for frame in after), hers
         shot(page, screenshot_dir, "signed-out-in-another-tab")
         expect(inbox).to_have_url(re.compile(r"/signin/?\?next=/inbox"))
 

@@ -137,7 +137,9 @@ def _composer() -> rx.Component:
     )
 
 
-def signed_in_header(*, banner: bool = True, pages: bool = True) -> rx.Component:
+def signed_in_header(
+    *, banner: bool = True, pages: bool = True, on_storage: Any = IdentityState.look_again
+) -> rx.Component:
     """The header with who is signed in, how many decisions wait for them (kept live by the
     pages' own loops), the page shown, and (with `banner`) what to know about sign-in. With
     `pages` False (the sign-in page) the pages are linked only once someone is signed in:
@@ -170,15 +172,16 @@ def signed_in_header(*, banner: bool = True, pages: bool = True) -> rx.Component
             else rx.fragment(),
             width="100%",
         ),
-        # A sign-out in another tab of this browser: every page of the app looks again.
-        rx.window_event_listener(on_storage=IdentityState.look_again),
+        # A sign-out in another tab of this browser: every page of the app looks again
+        # (`on_storage`: the chat's forgets what it showed first).
+        rx.window_event_listener(on_storage=on_storage),
     )
 
 
 def index() -> rx.Component:
     """Full-height chat shell; works from phone width up."""
     return page_frame(
-        signed_in_header(),
+        signed_in_header(on_storage=ChatState.storage_changed),
         # The conversation speaks for itself on screen; a screen reader's list of headings
         # still names the page.
         rx.heading("Chat", as_="h1", style=SCREEN_READER_ONLY),
