@@ -193,6 +193,8 @@ def test_whoever_asked_can_withdraw_what_only_someone_else_may_approve(
         "placeholder", "Someone else's conversation: New conversation starts your own"
     )
     expect(page.locator("#composer-send")).to_be_disabled()
+    # …and looks it (Radix's mark of a disabled button, which gives its gray look).
+    expect(page.locator("#composer-send")).to_have_attribute("data-disabled", "true")
     page.locator("#composer-input").fill("hello")
     page.locator("#composer-input").press("Enter")
     expect(page.locator("#composer-input")).to_have_value("hello")

@@ -93,7 +93,11 @@ def composer(
                         # looks and reads as off, but still submits: a disabled submit
                         # button would make Enter do nothing, and the person is told why.
                         aria_disabled=rx.cond(running | read_only, "true", "false"),
-                        custom_attrs={"data-disabled": rx.cond(running, "true", None)},
+                        # Radix's own mark of a disabled button, which this attribute
+                        # replaces: set for both reasons.
+                        custom_attrs={
+                            "data-disabled": rx.cond(running | read_only, "true", None)
+                        },
                     ),
                 ),
                 spacing="2",
