@@ -162,7 +162,7 @@ class AuditState(IdentityState):
         if viewer is not None:
             await self._count_inbox(viewer)  # the header's count on this page too
         refused = self._refusal(viewer)
-        if refused or viewer is None:
+        if refused or viewer is None:  # nobody is always refused; said for the type checker
             self.refused, self.rows = refused, []
             return None
         self.refused = ""

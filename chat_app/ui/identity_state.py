@@ -91,8 +91,8 @@ class IdentityState(rx.State):
         (`SIGNED_OUT_KEY`) and this page showed someone who is signed in no longer, the page
         goes to the sign-in page at once (`_leave_signed_out`), rather than at its live
         loop's next look or never. This page's socket still carries the ended session, so
-        the page can say why. A chat tab forgets what it showed when it is loaded again as
-        nobody, or as someone else."""
+        the page can say why. The chat page listens with its own handler, which forgets
+        what it showed first (`ChatState.storage_changed`)."""
         return self._leave_signed_out() if self._signed_out_elsewhere(key) else None
 
     def _signed_out_elsewhere(self, key: str) -> bool:
