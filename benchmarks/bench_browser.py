@@ -76,7 +76,7 @@ WATCH = """(token) => {
       }
     }
     const send = document.getElementById('composer-send');
-    if (document.getElementById('composer-stop') || (send && send.disabled)) {
+    if (document.getElementById('composer-stop') || (send && send.ariaDisabled === 'true')) {
       bench.busy = true;
     } else if (bench.busy && send) {
       bench.ended = performance.now();
@@ -84,9 +84,12 @@ WATCH = """(token) => {
     }
   });
   observer.observe(document.body, {
-    childList: true, subtree: true, characterData: true, attributeFilter: ['disabled'],
+    childList: true, subtree: true, characterData: true, attributeFilter: ['aria-disabled'],
   });
 }"""
+#: Send when no run is going on: while the agent answers it reads as off (`aria-disabled`)
+#: but stays a live button, so Enter reaches the page and is told why.
+IDLE_SEND = '#composer-send:not([aria-disabled="true"])'
 #: The text of the last finished message (checked once an exchange has ended, unmeasured).
 LAST_MESSAGE = """() => {
   const rows = document.querySelectorAll('.chat-message:not(.streaming)');
@@ -128,7 +131,7 @@ class Page:
 
     def ask(self, text: str) -> None:
         """Send `text`; Enter again while the box still holds it (a press that reached the page
-        before its last update, whose Send was still disabled, sends nothing)."""
+        while the last run was still ending is refused, and the text stays)."""
         box = self.page.locator("#composer-input")
         box.fill(text)
         box.press("Enter")
@@ -136,7 +139,7 @@ class Page:
             self.page.wait_for_timeout(100)
             if box.input_value() != text:
                 return
-            if self.page.locator("#composer-send:not([disabled])").count():
+            if self.page.locator(IDLE_SEND).count():
                 box.press("Enter")
         raise AssertionError(f"{text!r} was not sent")
 
@@ -206,7 +209,7 @@ class Page:
         button = self.page.locator(".approval-card button.approve")
         button.wait_for()
         self.page.wait_for_function(
-            "document.querySelector('#composer-send:not([disabled])') !== null", polling=50
+            "(idle) => document.querySelector(idle) !== null", arg=IDLE_SEND, polling=50
         )
         button.scroll_into_view_if_needed()
         box = button.bounding_box()

@@ -35,7 +35,7 @@ from typing import Any
 
 from tests.ui.app_server import CHROMIUM, CHROMIUM_ARGS
 
-from .bench_browser import WATCH, Page, app
+from .bench_browser import IDLE_SEND, WATCH, Page, app
 from .report import ROOT, log
 
 CATEGORIES = [
@@ -151,7 +151,7 @@ class Profiled(Page):
         if self.bench_waits:
             self.page.wait_for_function("window.__bench.token !== null", timeout=30_000)
             self.page.get_by_text("Project apollo is deleted.").nth(done).wait_for()
-            self.page.wait_for_selector("#composer-send:not([disabled])")
+            self.page.wait_for_selector(IDLE_SEND)
         else:
             self.ended()
         after = self.costs()
@@ -188,7 +188,7 @@ def grow_or_seed(page: Profiled, target: int, seeds: dict[str, Any] | None) -> N
         thread = seeds[str(target)]
         page.page.goto(f"/c/{thread}")
         page.page.wait_for_selector('#app-root[data-hydrated="true"]')
-        page.page.wait_for_selector("#composer-send:not([disabled])")
+        page.page.wait_for_selector(IDLE_SEND)
         page.page.wait_for_function(
             "(n) => document.querySelectorAll('.chat-message').length >= n",
             arg=target // 2,

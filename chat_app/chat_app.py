@@ -68,6 +68,7 @@ from chat_app.ui.decided_state import DecidedState
 from chat_app.ui.deliveries_state import DeliveriesState
 from chat_app.ui.identity_state import SIGN_IN_ROUTE
 from chat_app.ui.inbox_state import InboxState
+from chat_app.ui.page_load import ForgetWhoLeft
 from chat_app.ui.pages.audit import audit
 from chat_app.ui.pages.conversations import conversations
 from chat_app.ui.pages.decided import decided
@@ -255,6 +256,8 @@ app = rx.App(
 # only this site's pages may open it (`server/origin.py`). Reflex would let any origin.
 assert app.sio is not None
 app.sio.eio.cors_allowed_origins = _opened_by_our_page
+# A page load is sent the tab's whole state: first, the tab forgets whoever left it.
+app.add_middleware(ForgetWhoLeft())
 app.add_page(
     index, route="/", title="Ops desk · chat_app", image="/logo.svg", on_load=ChatState.on_load
 )

@@ -64,6 +64,9 @@ class IdentityState(rx.State):
     #: Nobody could tell who is at the tab at the last look (the accounts database did not
     #: answer): not a sign-out, so nothing of theirs is forgotten for it.
     _identity_unknown: bool = False
+    #: Who was last found signed in at this tab; unlike `viewer_email`, kept once they leave,
+    #: so that a page load can tell whether what the pages hold is someone else's.
+    _last_person: str = ""
 
     def _viewer(self) -> Identity | None:
         """The verified identity, with the policy's roles; `None` (and `auth_error` says
@@ -80,7 +83,7 @@ class IdentityState(rx.State):
             return None
         self.auth_error = ""
         self.viewer_name = found.name or found.email or "Anonymous"
-        self.viewer_email = found.email
+        self.viewer_email = self._last_person = found.email
         self._set_roles(found.roles)
         return found
 
@@ -94,6 +97,34 @@ class IdentityState(rx.State):
         the page can say why. The chat page listens with its own handler, which forgets
         what it showed first (`ChatState.storage_changed`)."""
         return self._leave_signed_out() if self._signed_out_elsewhere(key) else None
+
+    async def forget_who_left(self) -> None:
+        """At a page load, before the page is sent the tab's state: when the person the
+        tab's pages were filled for is signed in no longer, or someone else is (with a
+        sign-in that tells people apart), every page of the tab forgets what it held of them
+        (`_forget_shown`). Otherwise the load would send it all again, shown or not, to
+        whoever is at the tab now: a reload in the moment before a tab notices a sign-out
+        elsewhere, the sign-in page after a sign-out, a tab left open while someone else
+        signed in. Not while nobody can tell who is here (the accounts database does not
+        answer). Run by `chat_app.ui.page_load`."""
+        last = self._last_person
+        viewer = self._viewer()
+        if not last or self._identity_unknown or self.auth_mode not in ("password", "proxy"):
+            return
+        if viewer is not None and viewer.email in ("", last):
+            return
+        if viewer is None:
+            self._last_person = ""  # forgotten once: the next load has nothing of theirs
+        for page in IdentityState.get_substates():
+            state = await self.get_state(page)
+            if isinstance(state, IdentityState):
+                state._forget_shown(last)
+
+    def _forget_shown(self, person: str) -> None:
+        """What this page's state holds of `person`, who is no longer at the tab, goes.
+        A page's state is what it shows, read again at its next load: back to its
+        defaults. The chat's keeps what they had typed, for them (`ChatState`)."""
+        self.reset()  # type: ignore[no-untyped-call]
 
     def _signed_out_elsewhere(self, key: str) -> bool:
         """Whether the `localStorage` change `key` is a sign-out in another tab that ended

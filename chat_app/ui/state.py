@@ -524,11 +524,17 @@ class ChatState(IdentityState):
         again since) is added to, never replaced."""
         if viewer is not None or self._identity_unknown or not self._person:
             return False
+        return self._keep_typed_and_forget()
+
+    def _keep_typed_and_forget(self) -> bool:
+        """`_hide_signed_out` once it is known that the tab's person left: nothing of theirs
+        stays on the page, what they had typed is kept for them. False when nothing of
+        theirs was there."""
         shown = (
             self.thread_shown or self.archive or self.recent or self.turn or self.settled
             or self.draft.strip() or self._memory
         )  # fmt: skip
-        if not shown:
+        if not self._person or not shown:
             return False
         if self._kept_for != self._person:
             self._kept_draft, self._kept_forms = "", {}
@@ -538,6 +544,12 @@ class ChatState(IdentityState):
         self._forget_person()
         self._route_taken = ""  # their next look here reads the address again
         return True
+
+    def _forget_shown(self, person: str) -> None:
+        """`IdentityState.forget_who_left`, for the chat page: as `_hide_signed_out`, and
+        so also when someone else is signed in at the tab now."""
+        if self._keep_typed_and_forget():
+            self._refresh(self._session())
 
     def _give_back_kept(self, viewer: Identity) -> None:
         """What `viewer` had typed when the tab found them signed out comes back: the box's

@@ -475,6 +475,18 @@ def test_signing_out_in_one_tab_sends_the_others_to_sign_in(
         expect(inbox.locator("#inbox-total")).to_be_visible()
 
 
+@contextlib.contextmanager
+def bobs_transfer(browser: Browser, url: str, to: str) -> Iterator[Page]:
+    """Bob's page, signed in, in his conversation where his transfer of 5000 `to` someone
+    waits for finance."""
+    with fresh_page(browser, url) as bob:
+        sign_in(bob, "bob@example.com", "Bob")
+        ask(bob, f"transfer 5000 to {to}")
+        expect(tool_card(bob, "transfer").locator(".waiting-label")).to_be_visible()
+        expect(bob).to_have_url(re.compile(r"/c/"))
+        yield bob
+
+
 def test_a_tab_signed_out_on_another_device_goes_to_sign_in(
     browser: Browser, password_app_url: str, screenshot_dir: Path
 ) -> None:
@@ -483,11 +495,7 @@ def test_a_tab_signed_out_on_another_device_goes_to_sign_in(
     everywhere: the laptop's tab finds it at its live loop's next look and goes to the
     sign-in page, saying why, and nothing was decided (Bob's transfer still waits for
     finance). Bob, signing in at the laptop, is not given what she had typed."""
-    with fresh_page(browser, password_app_url) as bob:
-        sign_in(bob, "bob@example.com", "Bob")
-        ask(bob, "transfer 5000 to Ada")
-        expect(tool_card(bob, "transfer").locator(".waiting-label")).to_be_visible()
-        expect(bob).to_have_url(re.compile(r"/c/"))
+    with bobs_transfer(browser, password_app_url, "Ada") as bob:
         with fresh_page(browser, password_app_url) as ada:
             sign_in(ada, "ada@example.com", "Ada")
             ada.goto(bob.url)
@@ -524,6 +532,67 @@ def test_a_tab_signed_out_on_another_device_goes_to_sign_in(
         expect(tool_card(bob, "transfer").locator(".waiting-label")).to_be_visible()
         expect(bob.get_by_text("Rejected by Ada")).to_have_count(0)
         expect(bob.get_by_text("Not this account")).to_have_count(0)
+
+
+class Frames:
+    """What the server sent a page over its sockets, every one it opens (a page load opens
+    a new one), from the moment the count is marked."""
+
+    def __init__(self, page: Page) -> None:
+        self.received: list[str] = []
+        self.start = 0
+        page.on("websocket", self._watch)
+
+    def _watch(self, socket: WebSocket) -> None:
+        socket.on("framereceived", lambda frame: self.received.append(str(frame)))
+
+    def mark(self) -> None:
+        self.start = len(self.received)
+
+    def since(self, page: Page) -> list[str]:
+        page.wait_for_timeout(300)  # Playwright hands over the frames while it waits
+        return self.received[self.start :]
+
+
+def test_a_page_load_is_sent_nothing_of_whoever_left_the_tab(
+    browser: Browser, password_app_url: str
+) -> None:
+    """A page load is sent the tab's whole state, every page's, before a page can look at
+    who is there. Ada opened Bob's conversation, then her Inbox, where his transfer waits
+    for her: the sign-in page after her sign-out is sent neither, nor a reload of the
+    Inbox tab made right after she signed out on her phone (before the page noticed)."""
+    with bobs_transfer(browser, password_app_url, "Quentin") as bob:
+        with fresh_page(browser, password_app_url) as ada:
+            frames = Frames(ada)
+
+            def open_both() -> None:
+                sign_in(ada, "ada@example.com", "Ada")
+                ada.goto(bob.url)
+                hydrated(ada)
+                expect(ada.locator(".approval-card")).to_be_visible()
+                ada.locator("#nav-inbox").click()
+                expect(ada.locator(".inbox-summary").first).to_contain_text("Quentin")
+
+            open_both()
+            ada.locator("#sign-out").click()
+            frames.mark()
+            expect(ada).to_have_url(re.compile(r"/signin\b"))
+            hydrated(ada)
+            after = frames.since(ada)
+            assert any("signin" in frame for frame in after), "the sign-in page's socket"
+            assert not [frame for frame in after if "Quentin" in frame]
+
+            open_both()
+            with fresh_page(browser, password_app_url) as phone:
+                sign_in(phone, "ada@example.com", "Ada")
+                phone.locator("#sign-out").click()
+                expect(phone).to_have_url(re.compile(r"/signin\b"))
+            frames.mark()
+            ada.reload()
+            expect(ada).to_have_url(re.compile(r"/signin/?\?next=/inbox"))
+            hydrated(ada)
+            expect(ada.locator("#signin-error")).to_have_text(SIGNED_OUT)
+            assert not [frame for frame in frames.since(ada) if "Quentin" in frame]
 
 
 def test_the_audit_trail_goes_from_a_tab_signed_out_on_another_device(
