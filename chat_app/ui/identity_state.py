@@ -108,13 +108,16 @@ class IdentityState(rx.State):
         signed in. Not while nobody can tell who is here (the accounts database does not
         answer). Run by `chat_app.ui.page_load`."""
         last = self._last_person
+        if not last:
+            return  # nobody was ever found here: the pages hold nobody's
         viewer = self._viewer()
-        if not last or self._identity_unknown or self.auth_mode not in ("password", "proxy"):
+        if self._identity_unknown or self.auth_mode not in ("password", "proxy"):
             return
         if viewer is not None and viewer.email in ("", last):
             return
-        if viewer is None:
-            self._last_person = ""  # forgotten once: the next load has nothing of theirs
+        # `_last_person` stays until someone else signs in: a run of theirs on another
+        # worker may still write into the tab, and the next load forgets that too.
+        self.inbox_count = 0
         for page in IdentityState.get_substates():
             state = await self.get_state(page)
             if isinstance(state, IdentityState):

@@ -10,6 +10,7 @@ This middleware has the tab forget it first (`IdentityState.forget_who_left`).
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import TYPE_CHECKING
 
 from reflex.middleware.middleware import Middleware
@@ -22,6 +23,8 @@ from .identity_state import IdentityState
 
 if TYPE_CHECKING:
     from reflex.app import App
+
+_log = logging.getLogger(__name__)
 
 
 def _page_load_events() -> frozenset[str]:
@@ -39,8 +42,15 @@ class ForgetWhoLeft(Middleware):
     names: frozenset[str] = dataclasses.field(default_factory=_page_load_events)
 
     async def preprocess(self, app: App, state: BaseState, event: Event) -> StateUpdate | None:
-        if event.name in self.names:
+        if event.name not in self.names:
+            return None
+        try:
             identity = await state.get_state(IdentityState)
             assert isinstance(identity, IdentityState)
             await identity.forget_who_left()
+        except Exception:
+            # As when nobody can tell who is here: nothing forgotten, and the page still
+            # loads (an exception here would stop every load of the tab before its page
+            # could say what failed).
+            _log.exception("Could not tell whether the tab's person left it")
         return None

@@ -483,7 +483,10 @@ class ChatState(IdentityState):
         took_over = not self._loaded and self.shown_under not in ("", token)
         if took_over:
             saved, memory, owner = await _saved_conversation(self.shown_under)
-            took_over = self._may_see(owner, viewer)
+            # Not someone's conversation for a tab where nobody is signed in: it would go out
+            # with every page load until someone signed in.
+            nobody = viewer is None and self.auth_mode in ("password", "proxy")
+            took_over = self._may_see(owner, viewer) and not (owner and nobody)
             if took_over:
                 self._client_json, self._memory, self._owner = saved, memory, owner
             sessions.forget(token)  # an event may have made an empty session already
@@ -532,7 +535,9 @@ class ChatState(IdentityState):
         theirs was there."""
         shown = (
             self.thread_shown or self.archive or self.recent or self.turn or self.settled
-            or self.draft.strip() or self._memory
+            or self.draft.strip() or self._memory or self.loose_decisions
+            or self.streaming_text or self.notices or self.run_error or self.desk_notice
+            or self.held
         )  # fmt: skip
         if not self._person or not shown:
             return False
