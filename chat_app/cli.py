@@ -27,7 +27,6 @@ import getpass
 import json
 import os
 import sys
-import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -38,7 +37,7 @@ from chat_app.config import POLICY_ENV, data_dir, policy_from_env
 from chat_app.demo import POLICY_PATH
 from chat_app.trust import Identity, Policy, PolicyError
 from chat_app.trust.accounts import MIN_PASSWORD_LENGTH, AccountError, Accounts
-from chat_app.trust.identity import AUDIT_ROLES
+from chat_app.trust.identity import AUDIT_ROLES, is_control
 from chat_app.trust.ledger import AuditRecord, verify_chain
 from chat_app.trust.store import (
     DATABASE_URL_ENV,
@@ -400,21 +399,18 @@ def _shown_database(engine: Engine) -> str:
     return shown_url(url)
 
 
-def _is_control(character: str) -> bool:
-    return unicodedata.category(character) == "Cc"
-
-
 def _escaped(text: str) -> str:
     """`text` with its control characters written as Python escapes (`\\x1b`, `\\n`), so a
     name cannot move the cursor, recolour the terminal or break a table's line."""
-    return "".join(repr(c)[1:-1] if _is_control(c) else c for c in text)
+    return "".join(repr(c)[1:-1] if is_control(c) else c for c in text)
 
 
 def _plain(what: str, text: str) -> str:
     """`text`, refused when it holds a control character (`what` names it in the message)."""
-    if any(_is_control(c) for c in text):
+    if any(is_control(c) for c in text):
         raise CommandError(
-            f"{what} cannot hold control characters (a tab, a line break, a terminal escape); "
+            f"{what} cannot hold control characters (a tab, a line break, a terminal escape, "
+            "a right-to-left override); "
             f"'{_escaped(text)}' has one. Give it as plain text."
         )
     return text

@@ -129,6 +129,7 @@ TRUST = [
     "Sealer",
     "SessionEnd",
     "WITHDRAWAL_ONLY",
+    "approval_record",
     "asking_a_person",
     "audit_report",
     "cancel_refusal",

@@ -61,6 +61,7 @@ from chat_app.trust import (
     Identity,
     Policy,
     Rule,
+    approval_record,
     asking_a_person,
     cancel_refusal,
     edited_refusal,
@@ -481,6 +482,8 @@ class Desk:
             fresh = await self.decision(decision_id)
             assert fresh is not None
             if len(fresh.approvals) < fresh.quorum:
+                await self._audit_act("approval", item, decider, approval_record(
+                    item.item_id, fresh.progress, tool_name=item.name, rule=item.rule))  # fmt: skip
                 decision_span(decision_id, "approved", start=now, attributes={
                     "approved.by": decider.email, "verified.by": decider.method,
                     "quorum.progress": fresh.progress, "rule": item.rule or ""})  # fmt: skip
@@ -1249,17 +1252,8 @@ class Desk:
         """The refusal of `decider`'s answer to `item`, once the audit trail holds it: who
         tried, how they were verified, and what they were told (the trail says who tried to
         decide what was not theirs, wherever they tried)."""
-        if self.audit is not None:
-            refused = refusal_record(item.item_id, reason, tool_name=item.name, rule=item.rule)
-            data = {**refused, "verifiedBy": decider.method, "decisionId": item.decision_id}
-            if decider.token_name:
-                data["tokenName"] = decider.token_name
-            entry = AuditEntry(kind="refusal", thread_id=item.thread_id, run_id="",
-                               actor=decider.email or None, data=data)  # fmt: skip
-            try:
-                await self.audit([entry])
-            except Exception:  # the person is still told why; the log says what was lost
-                _log.exception("Could not audit the refusal of %s", item.decision_id)
+        refused = refusal_record(item.item_id, reason, tool_name=item.name, rule=item.rule)
+        await self._audit_act("refusal", item, decider, refused)
         decision_span(item.decision_id, "forbidden", start=self.clock(), attributes={
             "refused.by": decider.email, "verified.by": decider.method, "reason": reason,
             "rule": item.rule or ""})  # fmt: skip
@@ -1268,6 +1262,25 @@ class Desk:
             decider.method, item.decision_id, reason, extra=_logged(item, decider, "refused"),
         )  # fmt: skip
         return DeskError("forbidden", reason)
+
+    async def _audit_act(
+        self, kind: str, item: InboxItem, decider: Identity, data: dict[str, Any]
+    ) -> None:
+        """Put in the trail what `decider` did to `item` that decided nothing (a refusal, a
+        quorum's approval short of it), with how they were verified. Decisions are recorded
+        by the run that carries them. A trail that cannot be written does not undo the act
+        (the person is told of it either way); the log says what the trail lacks."""
+        if self.audit is None:
+            return
+        data = {**data, "verifiedBy": decider.method, "decisionId": item.decision_id}
+        if decider.token_name:
+            data["tokenName"] = decider.token_name
+        entry = AuditEntry(kind=kind, thread_id=item.thread_id, run_id="",
+                           actor=decider.email or None, data=data)  # fmt: skip
+        try:
+            await self.audit([entry])
+        except Exception:
+            _log.exception("Could not audit the %s of %s", kind, item.decision_id)
 
     def _counts(self, item: InboxItem, vote: Vote) -> bool:
         """Whether `vote` counts towards `item`'s quorum: an approval by someone the rule in

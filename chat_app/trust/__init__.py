@@ -11,6 +11,7 @@ those that need them. Imports the wire layer
 """
 
 from .audit_records import (
+    approval_record,
     decision_record,
     pause_record,
     policy_decision_record,
@@ -66,6 +67,7 @@ __all__ = [
     "Sealer",
     "SessionEnd",
     "WITHDRAWAL_ONLY",
+    "approval_record",
     "asking_a_person",
     "audit_report",
     "cancel_refusal",

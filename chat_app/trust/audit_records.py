@@ -102,14 +102,29 @@ def policy_decision_record(
     return record
 
 
-def refusal_record(
-    interrupt_id: str, reason: str, *, tool_name: str | None = None, rule: str | None = None
+def _about_item(
+    interrupt_id: str, tool_name: str | None, rule: str | None, **fields: str
 ) -> dict[str, Any]:
-    """An answer the policy refused: which item (its tool and rule, when known), and the
-    refusal the person was shown."""
-    record: dict[str, Any] = {"interruptId": interrupt_id, "reason": reason}
+    record: dict[str, Any] = {"interruptId": interrupt_id, **fields}
     if tool_name:
         record["toolName"] = tool_name
     if rule:
         record["rule"] = rule
     return record
+
+
+def refusal_record(
+    interrupt_id: str, reason: str, *, tool_name: str | None = None, rule: str | None = None
+) -> dict[str, Any]:
+    """An answer the policy refused: which item (its tool and rule, when known), and the
+    refusal the person was shown."""
+    return _about_item(interrupt_id, tool_name, rule, reason=reason)
+
+
+def approval_record(
+    interrupt_id: str, progress: str, *, tool_name: str | None = None, rule: str | None = None
+) -> dict[str, Any]:
+    """An approval towards a quorum that did not complete it: which item, and how far the
+    quorum got with it ("1 of 2: Sam approved"). The decision that completes it names every
+    approver again, as its cosigners."""
+    return _about_item(interrupt_id, tool_name, rule, progress=progress)

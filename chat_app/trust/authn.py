@@ -19,7 +19,6 @@ Imports `identity` and `sessions` only.
 from __future__ import annotations
 
 import ipaddress
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -33,6 +32,7 @@ from .identity import (
     AuthMethod,
     Directory,
     Identity,
+    is_control,
     is_email,
 )
 from .sessions import SESSION_COOKIE, SessionSigner
@@ -189,6 +189,11 @@ class Authenticator:
             return ANONYMOUS
         pairs = list(headers.items())
         lowered = {name.lower(): value for name, value in pairs}
+        # Counted only when some name came twice (the mapping has fewer names than pairs).
+        twice = len(lowered) != len(pairs)
+        sent = Counter(n.lower() for n, _ in pairs) if twice else Counter()
+        if (times := sent["authorization"]) > 1:  # the last would win: whose is it?
+            return AuthFailure(f"Authorization came {times} times; send one.")
         authorization = lowered.get("authorization", "")
         scheme, _, credentials = authorization.strip().partition(" ")
         # Only our own tokens: a sign-in proxy may pass its own bearer token (a JWT) along,
@@ -200,9 +205,6 @@ class Authenticator:
         if (credentials or scheme).startswith(API_TOKEN_PREFIX):  # ours, without "Bearer"
             return AuthFailure(TOKEN_SCHEME)
         if mode == "proxy":
-            # Counted only when some name came twice (the mapping has fewer names than pairs).
-            twice = len(lowered) != len(pairs)
-            sent = Counter(n.lower() for n, _ in pairs) if twice else Counter()
             return self._proxy(lowered, client_host, sent)
         value = cookie_value(lowered.get("cookie", ""), SESSION_COOKIE)
         if value is None and bearer:
@@ -340,10 +342,9 @@ def _display_name(value: str) -> str:
 
 
 def _one_line(name: str) -> str:
-    """`name` on one line: control characters go (a line break would split a log line, a
-    mail header or a header this app sends); format characters such as the zero-width
-    joiner are part of how some names and emoji are written. Spaces are collapsed."""
-    kept = "".join(" " if unicodedata.category(char) == "Cc" else char for char in name)
+    """`name` on one line, as a name: control characters and bidirectional overrides go
+    (`is_control`); spaces are collapsed."""
+    kept = "".join(" " if is_control(char) else char for char in name)
     return " ".join(kept.split())[:MAX_NAME].strip()
 
 

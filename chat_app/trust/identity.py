@@ -9,6 +9,7 @@ records it with every decision (who, and how they were verified).
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias
 
@@ -22,8 +23,22 @@ __all__ = [
     "Directory",
     "Identity",
     "SessionEnd",
+    "is_control",
     "is_email",
 ]
+
+#: Bidirectional embeddings, overrides and isolates: in a name they make it display as
+#: another ("Eve\u202eadA" reads "EveAda"). Marks (U+200E, U+200F) and joiners stay: they
+#: are part of how some names and emoji are written.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def is_control(character: str) -> bool:
+    """Whether `character` has no place in a person's name: a control character (a line
+    break would split a log line or a mail header, an escape recolour a terminal) or a
+    bidirectional override."""
+    return character in _BIDI_CONTROLS or unicodedata.category(character) == "Cc"
+
 
 #: How this app's API tokens begin: a bearer token without it is someone else's (a sign-in
 #: proxy's own), not ours to read.

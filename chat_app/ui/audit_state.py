@@ -119,6 +119,8 @@ def summarize(
         return text
     if kind == "refusal":
         return f"Refused {what}: {data.get('reason')}"
+    if kind == "approval":  # towards a quorum, short of it
+        return f"Approved {what} towards rule {data.get('rule')}: {data.get('progress')}"
     if kind == "execution":
         return f"Ran {data.get('toolName')}" + (" (failed)" if data.get("error") else "")
     return str(kind)

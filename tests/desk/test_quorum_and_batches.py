@@ -31,6 +31,13 @@ async def test_two_of_ops_approve_and_the_keys_rotate_once(world: World) -> None
     assert first.item.progress == "1 of 2: Sam approved"
     assert first.message == "Approved: 1 of 2: Sam approved."
     assert [vote.email for vote in first.item.approvals] == ["sam@example.com"]
+    # In the trail at once, though it decided nothing yet: who approved, as verified.
+    [approval] = world.records("approval")
+    assert approval.actor == "sam@example.com"
+    assert approval.data["progress"] == "1 of 2: Sam approved"
+    assert (approval.data["toolName"], approval.data["rule"]) == ("rotate_keys", "key-rotation")
+    assert (approval.data["decisionId"], approval.data["verifiedBy"]) == (
+        item.decision_id, SAM.method)
     await world.desk.wait_idle()
     assert (await world.desk.view(thread, RITA)).summary.status == "waiting"
     assert world.continuations == [] and world.executions() == []
@@ -66,6 +73,7 @@ async def test_two_of_ops_approve_and_the_keys_rotate_once(world: World) -> None
     [decision] = world.records("decision")
     assert decision.actor == "olive@example.com"
     assert [c["actor"] for c in decision.data["cosigners"]] == ["sam@example.com"]
+    assert len(world.records("approval")) == 1  # the approval that completed it decided
     assert await world.desk.inbox(SAM) == ([], 0)
 
 
@@ -184,6 +192,8 @@ async def test_any_rejection_decides_alone(world: World, approved_first: bool) -
     assert view.summary.status == "done"
     assert texts(view)[-1] == "Understood — rotate keys was not run; no reason was given."
     assert world.executions() == []
+    # Sam's approval, rejected after, stays in the trail as what he did.
+    assert [r.actor for r in world.records("approval")] == ["sam@example.com"] * approved_first
     with pytest.raises(DeskError) as late:
         await world.desk.decide(item.decision_id, SAM, Answer("approve"))
     assert late.value.code == "already-decided"

@@ -456,6 +456,26 @@ def test_an_api_token_acts_for_its_owner_until_revoked(password_server: Served) 
     assert response.json() == {"error": "The API token is not valid or was revoked."}
 
 
+def test_two_authorization_headers_are_refused_whichever_comes_last(
+    password_server: Served,
+) -> None:
+    """Two people's tokens in one request: neither is believed (a client that appends its
+    own header to a gateway's would otherwise act as whoever came last)."""
+    accounts = password_server.accounts
+    olive = accounts.create_token("olive@example.com", "admin-script")
+    ada = accounts.create_token("ada@example.com", "nightly")
+    for first, last in ((ada, olive), (olive, ada)):
+        sent = [("Authorization", f"Bearer {first}"), ("Authorization", f"Bearer {last}")]
+        response = password_server.http.get("/api/me", headers=sent)
+        assert response.status_code == 401
+        assert response.json() == {"error": "Authorization came 2 times; send one."}
+        refused = password_server.http.post("/api/chat", json=pause_body(), headers=sent)
+        assert refused.status_code == 401
+    assert password_server.actors() == []
+    alone = password_server.http.get("/api/me", headers={"Authorization": f"Bearer {ada}"})
+    assert alone.json()["email"] == "ada@example.com"
+
+
 def test_a_token_works_in_proxy_mode_from_any_address(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

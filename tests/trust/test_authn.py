@@ -195,6 +195,10 @@ def test_a_proxy_name_header_names_the_person() -> None:
     sent = joined.encode().decode("latin-1")
     who = auth.authenticate({"X-Forwarded-Email": "m@corp", "X-Forwarded-Name": sent}, "::1")
     assert isinstance(who, Identity) and who.name == "مهر\u200cنوش X-Evil: 1"
+    # A right-to-left override would show "Eve\u202eadA" as "EveAda": it goes.
+    sent = "Eve\u202eadA".encode().decode("latin-1")
+    who = auth.authenticate({"X-Forwarded-Email": "e@corp", "X-Forwarded-Name": sent}, "::1")
+    assert isinstance(who, Identity) and who.name == "Eve adA"
     # Without the header (or without the setting) the person is their email.
     who = auth.authenticate({"X-Forwarded-Email": "ada@corp"}, "127.0.0.1")
     assert isinstance(who, Identity) and (who.name, who.label) == ("", "ada@corp")

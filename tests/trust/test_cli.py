@@ -201,8 +201,12 @@ def test_a_duplicate_user_exits_1_with_a_message_and_no_traceback(cli: Cli, data
         (("users", "add", "bob@example.com", "--role", "a b"), "'a b' is not a role name"),
         (
             ("users", "add", "bob@example.com", "--name", "Bob\x1b[31m"),
-            "A name cannot hold control characters (a tab, a line break, a terminal escape); "
-            "'Bob\\x1b[31m' has one.",
+            "A name cannot hold control characters (a tab, a line break, a terminal escape, "
+            "a right-to-left override); 'Bob\\x1b[31m' has one.",
+        ),
+        (  # displayed as "EveAda"
+            ("users", "add", "bob@example.com", "--name", "Eve\u202eadA"),
+            "'Eve\\u202eadA' has one.",
         ),
         (("users", "remove", "bob@example.com"), "There is no account bob@example.com."),
         (("users", "set-password", "bob@example.com"), "There is no account bob@example.com."),

@@ -1,8 +1,8 @@
-"""What the Audit page's Who column says of a record."""
+"""What the Audit page's Who and What columns say of a record."""
 
 from __future__ import annotations
 
-from chat_app.ui.audit_state import who
+from chat_app.ui.audit_state import summarize, who
 
 RITA = "rita@example.com"
 
@@ -17,3 +17,16 @@ def test_a_decision_a_policy_made_is_the_policys_not_the_requesters() -> None:
     by_rita = {"kind": "decision", "actor": RITA, "data": {"verifiedBy": "demo"}}
     assert who(by_rita) == RITA
     assert who({"kind": "execution", "actor": None, "data": {}}) == "—"
+
+
+def test_an_approval_short_of_its_quorum_says_how_far_it_got() -> None:
+    approval = {
+        "kind": "approval",
+        "actor": "sam@example.com",
+        "data": {"interruptId": "approval_c1", "toolName": "rotate_keys", "rule": "key-rotation",
+                 "progress": "1 of 2: Sam approved", "verifiedBy": "password"},
+    }  # fmt: skip
+    assert summarize(approval) == (
+        "Approved rotate_keys towards rule key-rotation: 1 of 2: Sam approved"
+    )
+    assert who(approval) == "sam@example.com"
