@@ -75,3 +75,30 @@ def test_a_schema_that_is_not_a_json_schema_is_unusable() -> None:
         schema_problem({"type": 5}, 1)
     with pytest.raises(UnusableSchemaError):
         schema_problems({"required": "name"}, {})
+
+
+EMAIL = {"type": "string", "format": "email"}
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["ada@example.com", "first.last+tag@mail.example.co.uk", "o'neil@example.io", "ops@localhost"],
+)
+def test_an_email_format_takes_one_address(address: str) -> None:
+    assert schema_problem(EMAIL, address) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "@", "ada@", "not-an-email", "a b@example.com", "ada@@example.com",
+        "ada@example.com, eve@evil.example", "ada@example.com;eve@evil.example",
+        ".ada@example.com", "ada.@example.com", "ada@-example.com", "ada@example..com",
+        "ada@example.com\n", "Ada <ada@example.com>", "a" * 65 + "@example.com",
+    ],
+)  # fmt: skip
+def test_an_email_format_refuses_what_is_not_one_address(text: str) -> None:
+    """jsonschema's own check takes any text with an "@": an approver editing a mail's "To"
+    could add a recipient."""
+    problem = schema_problem(EMAIL, text)
+    assert problem is not None and problem.keyword == "format", text
