@@ -38,7 +38,6 @@ _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _MAILBOX = re.compile(rf"{_ATEXT}(?:\.{_ATEXT})*@{_LABEL}(?:\.{_LABEL})*")
 
 
-@_FORMATS.checks("email")
 def _one_mailbox(value: object) -> bool:
     """`format: email` is one address. jsonschema's own check passes any text with an "@" in
     it: "@", "a b@example.com", and "ada@example.com, eve@example.org", a second recipient
@@ -47,6 +46,9 @@ def _one_mailbox(value: object) -> bool:
         return True  # formats apply to strings only
     local, _, _ = value.partition("@")
     return len(value) <= 254 and len(local) <= 64 and _MAILBOX.fullmatch(value) is not None
+
+
+_FORMATS.checks("email")(_one_mailbox)
 
 
 class UnusableSchemaError(ValueError):

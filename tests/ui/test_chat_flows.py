@@ -229,13 +229,24 @@ def test_edited_arguments_are_validated_then_sent(page: Page, screenshot_dir: Pa
     expect(form.locator('input[name="subject"]')).to_have_value("Launch day")  # draft kept
     expect(subject.locator(".proposed-value")).to_be_visible()  # changed, after the round trip
     shot(page, screenshot_dir, "edit-invalid")
-    form.locator('input[name="to"]').fill("grace@example.com")
+    # One address: a second recipient slipped in after a comma is no email address either.
+    form.locator('input[name="to"]').fill("grace@example.com, eve@evil.example")
     form.locator("button[type=submit]").click()
-    expect(page.get_by_text('Email "Launch day" sent to grace@example.com')).to_be_visible()
-    # The card keeps what the model proposed and says what ran instead.
-    expect(page.locator('.tool-card[data-tool="send_email"] .tool-change')).to_have_text(
-        ["to: ada@example.com → grace@example.com", "subject: Launch → Launch day"]
+    expect(error).to_have_text("Enter a valid email address.")
+    form.locator('input[name="to"]').fill("grace@example.com")
+    subject_text = "Launch-day-" + "x" * 109  # 120 characters, the most, without a space
+    form.locator('input[name="subject"]').fill(subject_text)
+    form.locator("button[type=submit]").click()
+    expect(page.get_by_text("sent to grace@example.com")).to_be_visible()
+    # The card keeps what the model proposed and says what ran instead, inside the card.
+    card = page.locator('.tool-card[data-tool="send_email"]')
+    expect(card.locator(".tool-change")).to_have_text(
+        ["to: ada@example.com → grace@example.com", f"subject: Launch → {subject_text}"]
     )
+    edge = card.bounding_box()
+    line = card.locator(".tool-change").last.bounding_box()
+    assert edge is not None and line is not None
+    assert line["x"] + line["width"] <= edge["x"] + edge["width"], (line, edge)
     shot(page, screenshot_dir, "edit-sent")
 
 

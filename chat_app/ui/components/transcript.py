@@ -121,13 +121,17 @@ def _changes(card: ToolCardView) -> rx.Component:
             rx.foreach(
                 card.changes,
                 lambda line: rx.el.li(
-                    rx.text(line, size="1", font_family="var(--code-font-family)"),
+                    # A long address or subject breaks where it must: on a phone the new
+                    # value, the one that ran, ran out of the card.
+                    rx.text(line, size="1", font_family="var(--code-font-family)",
+                            overflow_wrap="anywhere"),  # fmt: skip
                     class_name="tool-change",
                 ),
             ),
             list_style_type="disc",
             margin="0",
             padding_left="1.1em",
+            max_width="100%",
         ),
         spacing="1",
         class_name="tool-changes",
@@ -135,6 +139,8 @@ def _changes(card: ToolCardView) -> rx.Component:
         border_left=f"2px solid {rx.color('amber', 8)}",
         background_color=rx.color("amber", 2),
         width="100%",
+        box_sizing="border-box",
+        min_width="0",
     )
 
 
