@@ -86,7 +86,13 @@ def test_reject_needs_a_reason_and_the_model_reads_it(page: Page, screenshot_dir
     form = page.locator(".form-reject")
     # Opened, the form has the keyboard: the reason is typed at once.
     expect(toggle).to_have_attribute("aria-expanded", "true")
-    expect(form.locator('[name="reason"]')).to_be_focused()
+    reason = form.locator('[name="reason"]')
+    expect(reason).to_be_focused()
+    # Its hints are what describe it to a screen reader: what it is for, and its limit.
+    hints = (reason.get_attribute("aria-describedby") or "").split()
+    assert [page.locator(f'[id="{i}"]').inner_text() for i in hints] == [
+        "Why the transfer is refused; the agent reads this.", "At most 500 characters."
+    ]
     form.locator("button[type=submit]").click()
     expect(form.locator(".field-error")).to_have_text("This field is required.")
     expect(page.locator(".approval-card")).to_be_visible()  # nothing was sent
@@ -202,7 +208,9 @@ def test_two_open_edit_forms_each_label_and_describe_their_own_fields(page: Page
     error = second.locator(".field-error")
     expect(error).to_have_text("This field is required.")
     expect(control).to_have_attribute("aria-invalid", "true")
-    expect(control).to_have_attribute("aria-describedby", error.get_attribute("id") or "?")
+    expect(control).to_have_attribute("aria-required", "true")  # the label's "*" is hidden
+    error_id = error.get_attribute("id") or "?"
+    expect(control).to_have_attribute("aria-describedby", re.compile(rf"(^| ){error_id}$"))
 
 
 def test_edited_arguments_are_validated_then_sent(page: Page, screenshot_dir: Path) -> None:
@@ -416,6 +424,8 @@ def test_shipping_form_ships_with_the_answer(page: Page, screenshot_dir: Path) -
     # An option chosen and a box ticked are kept as a draft too (Radix's own controls).
     # The choice says it must be made (and, with a value, is not in error).
     speed = generic.get_by_role("radiogroup", name="Shipping speed")
+    label = generic.locator("label.field-label", has_text="Shipping speed")
+    expect(speed).to_have_attribute("id", label.get_attribute("for") or "?")
     expect(speed).to_have_attribute("aria-required", "true")
     expect(speed).to_have_attribute("aria-invalid", "false")
     generic.get_by_role("radio", name="express").click()

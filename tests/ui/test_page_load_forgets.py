@@ -4,7 +4,11 @@ itself: the browser test shows the frames; these show each case of who is there 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import asyncio
+import contextvars
+from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import pytest
 from reflex.state import State
@@ -14,6 +18,17 @@ from chat_app.ui import session
 from chat_app.ui.identity_state import IdentityState
 from chat_app.ui.inbox_state import InboxState
 from chat_app.ui.state import ChatState
+
+T = TypeVar("T")
+
+
+def done(work: Coroutine[Any, Any, T]) -> T:
+    """`work` run to its end on a loop of its own, in a thread (the browser tests' Playwright
+    keeps an event loop running in this one for the whole session), in this thread's
+    context (Reflex keeps its registry of states in a context variable)."""
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(contextvars.copy_context().run, asyncio.run, work).result()
+
 
 ADA = Identity(email="ada@example.com", method="password", name="Ada")
 BOB = Identity(email="bob@example.com", method="password", name="Bob")
@@ -63,11 +78,11 @@ class Tab:
 
 
 @pytest.fixture
-async def tab() -> AsyncIterator[Tab]:
+def tab() -> Iterator[Tab]:
     # The chat's page, emptied, is drawn from a session of the app's (no agent is reached).
     session.configure(lambda _: None, lambda: {"tools": []})  # type: ignore[arg-type,return-value]
     made = Tab()
-    await made.fill()
+    done(made.fill())
     yield made
     session.forget(made.chat.router.session.client_token)
 
@@ -77,11 +92,11 @@ async def tab() -> AsyncIterator[Tab]:
     [(None, "and then 10 to Sam"), (BOB, "")],
     ids=["Ada gone: her text kept for her", "Bob signed in: he gets none of it"],
 )
-async def test_every_page_forgets_her(
+def test_every_page_forgets_her(
     tab: Tab, monkeypatch: pytest.MonkeyPatch, now: Identity | None, kept: str
 ) -> None:
     monkeypatch.setattr(IdentityState, "_viewer", found(now))
-    await tab.identity.forget_who_left()
+    done(tab.identity.forget_who_left())
     assert tab.forgotten()
     assert tab.identity.inbox_count == 0
     tab.chat._give_back_kept(now or ADA)
@@ -97,22 +112,22 @@ async def test_every_page_forgets_her(
         (found(None, mode="none"), "no sign-in"),
     ],
 )
-async def test_nothing_is_forgotten(
+def test_nothing_is_forgotten(
     tab: Tab, monkeypatch: pytest.MonkeyPatch, viewer: Callable[..., object], why: str
 ) -> None:
     monkeypatch.setattr(IdentityState, "_viewer", viewer)
-    await tab.identity.forget_who_left()
+    done(tab.identity.forget_who_left())
     assert not tab.forgotten(), why
     assert tab.identity.inbox_count == 1
 
 
-async def test_gone_again_at_the_next_load_it_is_forgotten_again(
+def test_gone_again_at_the_next_load_it_is_forgotten_again(
     tab: Tab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Whom the tab last found stays until someone else signs in: what a run of theirs on
     another worker wrote into the tab after the first load goes at the next."""
     monkeypatch.setattr(IdentityState, "_viewer", found(None))
-    await tab.identity.forget_who_left()
-    await tab.fill(found_ada=False)  # written since, by no page load of hers
-    await tab.identity.forget_who_left()
+    done(tab.identity.forget_who_left())
+    done(tab.fill(found_ada=False))  # written since, by no page load of hers
+    done(tab.identity.forget_who_left())
     assert tab.forgotten()

@@ -34,13 +34,16 @@ def _help(row: FormField) -> rx.Component:
     not only once Submit refuses it)."""
     return rx.fragment(
         rx.cond(
-            row.description != "", rx.text(row.description, size="1", color_scheme="gray")
+            row.description != "",
+            rx.text(
+                row.description, size="1", color_scheme="gray", id=row.control_id + "-help"
+            ),
         ),
         rx.cond(
             row.max_length != "",
             rx.text(
                 f"At most {row.max_length} characters.", size="1", color_scheme="gray",
-                class_name="field-limit",
+                class_name="field-limit", id=row.control_id + "-limit",
             ),  # fmt: skip
         ),
     )
@@ -61,19 +64,19 @@ def _error(row: FormField) -> rx.Component:
 
 
 def _described(row: FormField) -> dict[str, Any]:
-    """A control's state for assistive technology: invalid, and described by its error,
-    while it shows one."""
+    """A control's state for assistive technology: required (the label's "*" is hidden
+    from it), invalid, and described by its hints (`_help`) and, while it shows one, its
+    error. Not the `required` attribute: the browser's own check would stop the form before
+    the page could say what is wrong in its words."""
     failed = row.error != ""
+    hints = rx.cond(row.description != "", row.control_id + "-help ", "") + rx.cond(
+        row.max_length != "", row.control_id + "-limit ", ""
+    )
     return {
+        "aria_required": rx.cond(row.required, "true", "false"),
         "aria_invalid": rx.cond(failed, "true", "false"),
-        "aria_describedby": rx.cond(failed, row.control_id + "-error", ""),
+        "aria_describedby": hints + rx.cond(failed, row.control_id + "-error", ""),
     }
-
-
-def _chosen(row: FormField) -> dict[str, Any]:
-    """A choice's state for assistive technology: required, invalid and described as
-    `_described` says (its label names it: a group is not what a `<label>` labels)."""
-    return {"aria_required": rx.cond(row.required, "true", "false"), **_described(row)}
 
 
 def _text_input(row: FormField, **extra: Any) -> rx.Component:
@@ -118,10 +121,11 @@ def _control(row: FormField) -> rx.Component:
             rx.radio_group(
                 row.options,
                 name=row.path,
+                id=row.control_id,  # what the label's `for` names
                 default_value=row.value,
                 direction="row",
                 aria_label=row.label,
-                **_chosen(row),
+                **_described(row),
             ),
         ),  # fmt: skip
         (
@@ -129,7 +133,7 @@ def _control(row: FormField) -> rx.Component:
             # The id and the state go to the select's button, which its label names.
             rx.select(
                 row.options, name=row.path, default_value=row.value, id=row.control_id,
-                custom_attrs={name.replace("_", "-"): v for name, v in _chosen(row).items()},
+                custom_attrs={name.replace("_", "-"): v for name, v in _described(row).items()},
             ),  # fmt: skip
         ),
         ("number", _text_input(row, step=row.step, min=row.minimum, max=row.maximum)),
