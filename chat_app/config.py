@@ -103,8 +103,9 @@ class Security:
 
 def data_dir() -> Path:
     """The app's data folder (`CHAT_APP_DATA_DIR`); whatever writes there first makes it,
-    readable by this user alone (`trust.seal.make_private_folder`)."""
-    return Path(os.environ.get("CHAT_APP_DATA_DIR", ".chat_app_data"))
+    readable by this user alone (`trust.seal.make_private_folder`). Set but empty is the
+    default, not the current folder (where `Path("")` would put the databases)."""
+    return Path(os.environ.get("CHAT_APP_DATA_DIR", "").strip() or ".chat_app_data")
 
 
 TTL_ENV = "CHAT_APP_INTERRUPT_TTL_SECONDS"

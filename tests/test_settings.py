@@ -16,6 +16,7 @@ from chat_app.agent import ScriptedModel
 from chat_app.config import (
     RemoteAgent,
     Security,
+    data_dir,
     remote_agent_from_env,
     remote_agent_problems,
     security_from_env,
@@ -116,6 +117,14 @@ def test_the_data_folder_the_app_makes_is_its_owners_alone(
     assert {path.name for path in folder.iterdir()} >= {"secret", "ledger.db"}
     assert mode_of(folder) == 0o700  # others may not list it, nor open what is in it
     assert mode_of(folder / "secret") == 0o600
+
+
+@pytest.mark.parametrize("value", ["", "  "])
+def test_a_data_folder_set_but_empty_is_the_default_not_the_current_folder(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("CHAT_APP_DATA_DIR", value)
+    assert data_dir() == Path(".chat_app_data")
 
 
 def test_a_data_folder_that_exists_keeps_its_permissions(

@@ -40,7 +40,7 @@ def _run(connection: Connection) -> None:
 
 def _developer_url() -> str:
     given = context.get_x_argument(as_dictionary=True).get("url")
-    data_dir = Path(os.environ.get("CHAT_APP_DATA_DIR", ".chat_app_data"))
+    data_dir = Path(os.environ.get("CHAT_APP_DATA_DIR", "").strip() or ".chat_app_data")
     return database_url(given or os.environ.get(DATABASE_URL_ENV), data_dir)
 
 
