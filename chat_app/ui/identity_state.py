@@ -68,6 +68,12 @@ class IdentityState(rx.State):
     #: so that a page load can tell whether what the pages hold is someone else's.
     _last_person: str = ""
 
+    @property
+    def _tells_people_apart(self) -> bool:
+        """Whether this sign-in tells people apart (password, proxy): the demo's point is to
+        switch person in one tab, and without sign-in everyone is the same."""
+        return self.auth_mode in ("password", "proxy")
+
     def _viewer(self) -> Identity | None:
         """The verified identity, with the policy's roles; `None` (and `auth_error` says
         why) when nobody is signed in."""
@@ -111,7 +117,7 @@ class IdentityState(rx.State):
         if not last:
             return  # nobody was ever found here: the pages hold nobody's
         viewer = self._viewer()
-        if self._identity_unknown or self.auth_mode not in ("password", "proxy"):
+        if self._identity_unknown or not self._tells_people_apart:
             return
         if viewer is not None and viewer.email in ("", last):
             return
@@ -121,10 +127,10 @@ class IdentityState(rx.State):
         for page in IdentityState.get_substates():
             state = await self.get_state(page)
             if isinstance(state, IdentityState):
-                state._forget_shown(last)
+                state._forget_shown()
 
-    def _forget_shown(self, person: str) -> None:
-        """What this page's state holds of `person`, who is no longer at the tab, goes.
+    def _forget_shown(self) -> None:
+        """What this page's state holds of the person who is no longer at the tab goes.
         A page's state is what it shows, read again at its next load: back to its
         defaults. The chat's keeps what they had typed, for them (`ChatState`)."""
         self.reset()  # type: ignore[no-untyped-call]

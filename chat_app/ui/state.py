@@ -446,7 +446,7 @@ class ChatState(IdentityState):
         one nobody started yet, or any in the demo (whose point is to switch people in one
         tab). Nobody signed in keeps the tab as it is (a person's own things went when the
         tab found them signed out, `_hide_signed_out`): it cannot act, and signs in first."""
-        if not owner or viewer is None or self.auth_mode in ("demo", "none"):
+        if not owner or viewer is None or not self._tells_people_apart:
             return True
         return viewer.email == owner or (self.read_only and self._shown_to == viewer.email)
 
@@ -485,7 +485,7 @@ class ChatState(IdentityState):
             saved, memory, owner = await _saved_conversation(self.shown_under)
             # Not someone's conversation for a tab where nobody is signed in: it would go out
             # with every page load until someone signed in.
-            nobody = viewer is None and self.auth_mode in ("password", "proxy")
+            nobody = viewer is None and self._tells_people_apart
             took_over = self._may_see(owner, viewer) and not (owner and nobody)
             if took_over:
                 self._client_json, self._memory, self._owner = saved, memory, owner
@@ -550,7 +550,7 @@ class ChatState(IdentityState):
         self._route_taken = ""  # their next look here reads the address again
         return True
 
-    def _forget_shown(self, person: str) -> None:
+    def _forget_shown(self) -> None:
         """`IdentityState.forget_who_left`, for the chat page: as `_hide_signed_out`, and
         so also when someone else is signed in at the tab now."""
         if self._keep_typed_and_forget():
@@ -624,9 +624,8 @@ class ChatState(IdentityState):
 
     def _someone_else(self, viewer: Identity | None) -> bool:
         """Whether `viewer` is not the person this tab was last used by, with a sign-in that
-        tells people apart (the demo's point is to switch person in one tab, and without
-        sign-in everyone is the same)."""
-        if viewer is None or self.auth_mode in ("demo", "none"):
+        tells people apart (`_tells_people_apart`)."""
+        if viewer is None or not self._tells_people_apart:
             return False
         return self._person not in ("", viewer.email)
 

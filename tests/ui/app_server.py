@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextvars
 import os
 import shutil
 import signal
@@ -191,6 +192,7 @@ T = TypeVar("T")
 
 def run_on_own_loop(steps: Coroutine[Any, Any, T]) -> T:
     """Run `steps` on a loop and thread of their own: the session's sync Playwright fixtures
-    own this thread's loop."""
+    own this thread's loop. In this thread's context: Reflex keeps its registry of states in
+    a context variable."""
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, steps).result()
+        return pool.submit(contextvars.copy_context().run, asyncio.run, steps).result()

@@ -4,11 +4,7 @@ itself: the browser test shows the frames; these show each case of who is there 
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-from collections.abc import Callable, Coroutine, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
 
 import pytest
 from reflex.state import State
@@ -18,17 +14,7 @@ from chat_app.ui import session
 from chat_app.ui.identity_state import IdentityState
 from chat_app.ui.inbox_state import InboxState
 from chat_app.ui.state import ChatState
-
-T = TypeVar("T")
-
-
-def done(work: Coroutine[Any, Any, T]) -> T:
-    """`work` run to its end on a loop of its own, in a thread (the browser tests' Playwright
-    keeps an event loop running in this one for the whole session), in this thread's
-    context (Reflex keeps its registry of states in a context variable)."""
-    with ThreadPoolExecutor(1) as thread:
-        return thread.submit(contextvars.copy_context().run, asyncio.run, work).result()
-
+from tests.ui.app_server import run_on_own_loop as done
 
 ADA = Identity(email="ada@example.com", method="password", name="Ada")
 BOB = Identity(email="bob@example.com", method="password", name="Bob")
