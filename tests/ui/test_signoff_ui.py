@@ -421,6 +421,8 @@ def test_signing_out_in_one_tab_sends_the_others_to_sign_in(
         card = page.locator(".approval-card")
         expect(card.locator("button.approve")).to_be_visible()
         run_ended(page)
+        # The address comes once the conversation is stored, a moment after the run ends.
+        page.wait_for_url(re.compile("/c/"))
         conversation = page.url
         page.locator("#composer-input").fill("and then 10 to Sam")
         card.locator("button.reject").click()
