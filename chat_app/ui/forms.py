@@ -4,7 +4,8 @@ Owns `FormField`, `form_fields`, `read_form` and `FormResult`. Pure Python (no R
 components render the flat field list with `rx.foreach`, the browser submits strings, and
 `read_form` turns them back into typed JSON and checks them with `jsonschema`, with one
 readable message per field. Nested objects become indented groups; arrays of scalars become
-one-item-per-line text areas (or checkboxes when their items are an enum).
+one-item-per-line text areas (or checkboxes when their items are an enum); a required yes or
+no without a default is a pair of choices, not a box an untouched form would send as "no".
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from chat_app.interrupts.strict_json import strict_loads
 
 # Enums with at most this many options are radio buttons; longer ones are a select.
 RADIO_LIMIT = 4
+#: The choices of a required boolean that has no default.
+YES_NO = ("Yes", "No")
 FORM_ERROR_KEY = ""  # errors that belong to no single field
 #: The hidden input that marks a form's submission as its draft (kept, not checked or sent).
 DRAFT_FIELD = "__draft"
@@ -164,6 +167,12 @@ def _field(
         row.option_values = [json.dumps(option) for option in schema["enum"]]
         row.kind = "radio" if len(row.options) <= RADIO_LIMIT else "select"
         row.value = _text(value) if value is not None else ""
+    elif kind == "boolean" and required and "default" not in schema:
+        # An unticked box would answer "no" for a person who never chose: a required yes or
+        # no with no default is asked, and Submit waits until one is chosen.
+        row.kind = "radio"
+        row.options, row.option_values = list(YES_NO), ["true", "false"]
+        row.value = YES_NO[0] if value is True else YES_NO[1] if value is False else ""
     elif kind == "boolean":
         row.kind = "boolean"
         row.value = "true" if value is True else ""
@@ -295,14 +304,18 @@ def read_form(
         return FormResult(
             value=result, errors={FORM_ERROR_KEY: f"This form cannot be checked: {error}"}
         )
-    known = {row.path for row in fields}
+    known = {row.path: row for row in fields}
     for problem in problems:
         path = ".".join(str(part) for part in problem.path)
         if not _is_object(schema):
             path = "value"
         while path and path not in known:
             path = path.rpartition(".")[0]
-        errors.setdefault(path or FORM_ERROR_KEY, friendly_message(problem))
+        message = friendly_message(problem)
+        row = known.get(path)
+        if problem.keyword == "required" and row is not None and row.kind in ("radio", "select"):
+            message = f"Choose one of: {', '.join(row.options)}."
+        errors.setdefault(path or FORM_ERROR_KEY, message)
     return FormResult(value=result, errors=errors)
 
 

@@ -332,10 +332,15 @@ def test_generic_form_invalid_then_valid(page: Page, screenshot_dir: Path) -> No
     expect(generic.locator('[data-field="note"] .field-error')).to_have_text(
         "Use at most 500 characters."
     )
-    expect(generic.locator('[name="note"]')).to_be_focused()  # the first field in error
+    # A required yes or no is chosen, not read from a box left unticked.
+    expect(generic.locator('[data-field="approved"] .field-error')).to_have_text(
+        "Choose one of: Yes, No."
+    )
+    yes = generic.get_by_role("radio", name="Yes")
+    expect(yes).to_be_focused()  # the first field in error
     expect(page.locator(".generic-card")).to_have_count(1)  # nothing was sent
     shot(page, screenshot_dir, "plan-invalid")
-    generic.locator('button[role="checkbox"]').click()
+    yes.click()
     generic.locator('[name="note"]').fill("Ship it")
     generic.locator("button[type=submit]").click()
     expect(page.get_by_text("Release plan approved. Note: Ship it")).to_be_visible()
@@ -368,7 +373,7 @@ def test_what_is_typed_in_a_form_survives_a_reload(page: Page, screenshot_dir: P
     expect(note).to_have_value("Ship it")
     expect(error).to_have_count(0)
     shot(page, screenshot_dir, "plan-draft-kept")
-    generic.locator('button[role="checkbox"]').click()
+    generic.get_by_role("radio", name="Yes").click()
     generic.locator("button[type=submit]").click()
     expect(page.get_by_text("Release plan approved. Note: Ship it")).to_be_visible()
 

@@ -121,8 +121,10 @@ def test_invalid_values_are_flagged_on_their_own_fields() -> None:
 
 def test_missing_required_fields_say_so() -> None:
     errors = read_form(PROFILE, form_fields(PROFILE), {"address.zip": "1"}).errors
-    assert errors["name"] == errors["email"] == errors["plan"] == "This field is required."
+    assert errors["name"] == errors["email"] == "This field is required."
     assert errors["address.city"] == "This field is required."
+    # A choice left unmade says what there is to choose from.
+    assert errors["plan"] == "Choose one of: free, pro, team."
 
 
 def test_an_unchecked_box_is_false_and_empty_optional_fields_are_left_out() -> None:
@@ -169,6 +171,31 @@ def test_the_demo_forms() -> None:
     # A reason is written, not typed in a line: a box of lines, with its limit said.
     [reason] = rows
     assert (reason.kind, reason.max_length) == ("textarea", "500")
+
+
+def test_a_required_yes_or_no_without_a_default_is_chosen_not_left_unticked() -> None:
+    """An unticked box reads as "no": for a required boolean with no default that would
+    answer for a person who never chose, so it is a pair of choices, and Submit waits."""
+    assert RELEASE_PLAN.response_schema is not None
+    schema = RELEASE_PLAN.response_schema
+    rows = form_fields(schema)
+    approved = by_path(rows)["approved"]
+    assert (approved.kind, approved.options, approved.value) == ("radio", ["Yes", "No"], "")
+    assert read_form(schema, rows, {"note": "Ship it"}).errors == {
+        "approved": "Choose one of: Yes, No."
+    }
+    assert read_form(schema, rows, {"approved": "Yes"}).value == {"approved": True}
+    assert read_form(schema, rows, {"approved": "No"}).value == {"approved": False}
+    # A value it already has (a proposal, a draft) is chosen; yes is not the same as true.
+    assert by_path(form_fields(schema, {"approved": False}))["approved"].value == "No"
+    assert read_form(schema, rows, {"approved": "true"}).errors == {
+        "approved": "Choose one of: Yes, No."
+    }
+    # With a default, or not required, an unticked box says what it means: a box stays.
+    for flag in ({"type": "boolean", "default": False}, {"type": "boolean"}):
+        required = ["flag"] if "default" in flag else []
+        box = {"type": "object", "properties": {"flag": flag}, "required": required}
+        assert [row.kind for row in form_fields(box)] == ["boolean"]
 
 
 def test_enum_options_give_back_the_schemas_own_values() -> None:
