@@ -312,9 +312,9 @@ def read_form(
         while path and path not in known:
             path = path.rpartition(".")[0]
         message = friendly_message(problem)
-        row = known.get(path)
-        if problem.keyword == "required" and row is not None and row.kind in ("radio", "select"):
-            message = f"Choose one of: {', '.join(row.options)}."
+        choice = known.get(path)
+        if problem.keyword == "required" and choice and choice.kind in ("radio", "select"):
+            message = f"Choose one of: {', '.join(choice.options)}."
         errors.setdefault(path or FORM_ERROR_KEY, message)
     return FormResult(value=result, errors=errors)
 
