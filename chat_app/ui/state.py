@@ -31,6 +31,7 @@ from chat_app.client import (
     ClientError,
     ClientState,
     InterruptItem,
+    ToolApprovalInterrupt,
     UsageError,
 )
 from chat_app.desk import (
@@ -270,6 +271,10 @@ class ChatState(IdentityState):
     _noticed: list[str] = []
     #: Of `notices`, those about the conversation shown (an answer that lost a race).
     _about_shown: list[str] = []
+    #: The decisions the tab showed open when the stored conversation replaced its own, and
+    #: has not answered itself since (id -> how a notice names it): a click on one of them
+    #: that finds it answered says so (`_tell_beaten`).
+    _open_before: dict[str, str] = {}
     #: The person's requests in other conversations that someone else settled (or that
     #: expired) while this tab was open, oldest first, each until dismissed or opened.
     settled: list[SettledRow] = []
@@ -602,7 +607,7 @@ class ChatState(IdentityState):
         self.thread_shown, self._shown_to, self._desk_version = thread, shown_to, version
         self._desk_running = False
         self._own_changes, self._own_withdrawals = {}, {}
-        self._held_kept = ""
+        self._held_kept, self._open_before = "", {}
         self._take_marks((), shown_to)
 
     def _nothing_sent(self) -> str:
@@ -701,6 +706,15 @@ class ChatState(IdentityState):
             return False
         if wanted != self.thread_shown:
             self._drop_conversation_notices()
+            self._open_before = {}
+        elif live is not None:
+            self._open_before = {
+                **self._open_before,
+                **{
+                    item.id: _asked(item) for item in live.client.interrupts
+                    if item.status in ("pending", "error", "staged")
+                },
+            }  # fmt: skip
         self._drop_settled(wanted)
         self._client_json = view.state
         self._owner = view.summary.owner_email
@@ -718,6 +732,35 @@ class ChatState(IdentityState):
         self.desk_notice = ""
         sessions.forget(token)
         return True
+
+    def _tell_beaten(self, interrupt_id: str) -> None:
+        """A click on a decision the tab showed open when the stored conversation replaced
+        its own (`_open_before`), answered since: in another tab of the person's, or by
+        someone else, a moment before. Nothing is sent, and the card turns to how it ended,
+        which would not say this click went nowhere."""
+        asked = self._answering(interrupt_id)
+        if asked is not None:
+            self._note_lost(
+                f"“{asked}” was answered before your answer arrived, in another tab or by"
+                f" someone else. {NOTHING_RAN}"
+            )
+
+    def _answering(self, interrupt_id: str) -> str | None:
+        """A click of this tab's answers `interrupt_id`: it is no longer one the tab saw
+        open (`_open_before`), and how a notice names it if it was."""
+        if interrupt_id not in self._open_before:
+            return None
+        rest = dict(self._open_before)
+        asked = rest.pop(interrupt_id)
+        self._open_before = rest
+        return asked
+
+    def _note_lost(self, notice: str) -> None:
+        """An answer of the person's that went nowhere, shown above the conversation until
+        dismissed (or another conversation is shown), as each loss is."""
+        if notice not in self.notices:
+            self.notices = [*self.notices, notice]
+            self._about_shown = [*self._about_shown, notice]
 
     def _own_thread(self) -> str:
         """The conversation shown, when it is the viewer's own to run ("" otherwise): the desk
@@ -840,10 +883,7 @@ class ChatState(IdentityState):
                 # person's own vote, counted already, nor their other tab): the card turns to
                 # how it ended at the next sync, and would not say this answer went nowhere.
                 what = _ANSWER_WORDS.get(form, "answer")
-                notice = f"{error.message} Your {what} was not used."
-                if notice not in self.notices:  # shown until dismissed, as each loss is
-                    self.notices = [*self.notices, notice]
-                    self._about_shown = [*self._about_shown, notice]
+                self._note_lost(f"{error.message} Your {what} was not used.")
             self._refresh(session)
             return
         memory.message = ""
@@ -1222,8 +1262,11 @@ class ChatState(IdentityState):
         session = await self._clicked()
         client = session.client
         item = next((i for i in client.interrupts if i.id == interrupt_id), None)
+        if item is None:
+            self._tell_beaten(interrupt_id)
         if item is None or self.resuming:
             return None
+        self._answering(interrupt_id)
         memory = self._memory.setdefault(interrupt_id, FormMemory())
         memory.drafts[form] = dict(data)
         memory.message = ""
@@ -1299,7 +1342,11 @@ class ChatState(IdentityState):
     async def cancel_decision(self, interrupt_id: str) -> Any:
         session = await self._clicked()
         item = next((i for i in session.client.interrupts if i.id == interrupt_id), None)
+        if item is None and interrupt_id in self._open_before:
+            self._tell_beaten(interrupt_id)
+            return None
         if item is not None:
+            self._answering(interrupt_id)
             self._note_withdrawals(session, [item])
         if item is not None and self._through_desk(session, item, "cancel"):
             await self._desk_answer(session, interrupt_id, "cancel", None)
@@ -1329,6 +1376,8 @@ class ChatState(IdentityState):
             for item in session.client.interrupts
             if item.can_resolve and item.status in ("pending", "error")
         ]
+        for item in items:
+            self._answering(item.id)
         if how == "cancel":
             self._note_withdrawals(session, items)
         if items and all(self._through_desk(session, item, how) for item in items):
@@ -1529,6 +1578,11 @@ class ChatState(IdentityState):
         self._refresh(self._session())
         self.desk_notice = message + _kept(text)
         self._give_back(text)
+        if not text:  # an answer: the cards turn to the other run's once it is stored
+            self._note_lost(
+                "Your answer arrived while the conversation was running on another, from "
+                f"another tab or someone else. {NOTHING_RAN}"
+            )
 
     async def _follow(
         self, session: sessions.Session, task: asyncio.Task[None]
@@ -1609,11 +1663,23 @@ class ChatState(IdentityState):
                 yield address
 
 
+#: How a notice of an answer that went nowhere ends.
+NOTHING_RAN = "Nothing ran for yours: the card shows the answer that counted."
+
 #: A decision form's answer, as a sentence names it.
 _ANSWER_WORDS = {
     "approve": "approval", "edit": "approval with changes", "reject": "rejection",
     "cancel": "cancellation", "response": "answer",
 }  # fmt: skip
+
+
+def _asked(item: InterruptItem) -> str:
+    """How a notice names a decision: its question, or what it approves."""
+    if item.message:
+        return item.message.rstrip(".")
+    if isinstance(item, ToolApprovalInterrupt):
+        return f"Approve {item.tool_name.replace('_', ' ')}?"
+    return "A question"
 
 
 def _kept(text: str) -> str:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, WebSocket, expect
+from playwright.sync_api import Browser, Locator, Page, WebSocket, WebSocketRoute, expect
 
-from chat_app.ui.state import RUNNING_NOTICE, SUGGESTIONS
+from chat_app.ui.state import NOTHING_RAN, RUNNING_NOTICE, SUGGESTIONS
 from tests.ui.conftest import (
     ask,
     eventually,
@@ -468,6 +468,91 @@ def test_shipping_form_ships_with_the_answer(page: Page, screenshot_dir: Path) -
     order = page.locator(".chat-message, .answered-question").all_inner_texts()
     at = next(i for i, text in enumerate(order) if "How should order 42 ship?" in text)
     assert order[at - 1] == "ship order 42" and order[at + 1] == "Shipping order 42 overnight."
+
+
+def test_two_tabs_answering_one_question_the_one_that_lost_says_so(
+    page: Page, screenshot_dir: Path
+) -> None:
+    """Two tabs of one person answer the same question at the same moment, differently. The
+    ledger takes one answer and refuses the other's run; both tabs then show the answer
+    that counted, and the tab whose answer went nowhere says so (the other does not)."""
+    ask(page, "ship order 88")
+    expect(page.locator(".generic-card")).to_contain_text("How should order 88 ship?")
+    page.wait_for_url(re.compile("/c/"))
+    other = page.context.new_page()
+    other.goto(page.url)
+    hydrated(other)
+    chosen = {"express": page, "overnight": other}
+    for speed, tab in chosen.items():
+        tab.locator(".generic-card").get_by_role("radio", name=speed).click()
+    # Sent one right after the other: neither tab has heard of the other's answer yet.
+    for tab in chosen.values():
+        tab.evaluate("document.querySelector('.generic-card button[type=submit]').click()")
+    ships = re.compile(r"Order 88 ships (express|overnight)\.")
+    expect(page.get_by_text(ships)).to_be_visible()
+    won = ships.search(page.locator("#transcript").inner_text())
+    assert won is not None
+    winner = chosen[won.group(1)]
+    loser = other if winner is page else page
+    for tab in chosen.values():
+        answered = tab.locator(".answered-question .answer-line").first
+        expect(answered).to_have_text(f"Shipping speed: {won.group(1)}")
+    # The later answer found the conversation running on the first, or answered already.
+    expect(loser.locator("#agent-notices")).to_contain_text(NOTHING_RAN)
+    expect(winner.locator("#agent-notices")).to_have_count(0)
+    expect(loser.get_by_text(ships)).to_have_count(1)  # one answer ran, once
+
+
+def test_an_answer_given_on_a_card_already_answered_elsewhere_says_so(
+    page: Page, screenshot_dir: Path
+) -> None:
+    """A tab that has not yet drawn an answer given in another tab (its socket's news held
+    back, as on a slow link) sends its own answer to the same question. The server has the
+    stored conversation by then: nothing is sent, and the tab says whose answer counted
+    rather than dropping the click."""
+    ask(page, "ship order 89")
+    expect(page.locator(".generic-card")).to_contain_text("How should order 89 ship?")
+    page.wait_for_url(re.compile("/c/"))
+    late = page.context.new_page()
+    held: list[tuple[WebSocketRoute, str | bytes]] = []
+    holding = [False]
+
+    def route(socket: WebSocketRoute) -> None:
+        server = socket.connect_to_server()
+
+        def to_page(message: str | bytes) -> None:
+            if holding[0]:
+                held.append((socket, message))
+            else:
+                socket.send(message)
+
+        server.on_message(to_page)
+
+    late.route_web_socket(re.compile(r"/_event"), route)
+    late.goto(page.url)
+    hydrated(late)
+    late.locator(".generic-card").get_by_role("radio", name="overnight").click()
+    late.wait_for_timeout(500)  # its draft kept
+    holding[0] = True
+    page.locator(".generic-card").get_by_role("radio", name="express").click()
+    page.locator(".generic-card button[type=submit]").click()
+    expect(page.get_by_text("Order 89 ships express.")).to_be_visible()
+    late.locator(".generic-card button[type=submit]").click()
+    late.wait_for_timeout(1_500)  # the click reaches the server; its answer is held
+    assert held, "the server's news for the late tab, held"
+    holding[0] = False
+    for socket, message in held:
+        socket.send(message)
+    expect(late.locator("#agent-notices")).to_contain_text(
+        f"“How should order 89 ship?” was answered before your answer arrived, in another "
+        f"tab or by someone else. {NOTHING_RAN}"
+    )
+    shot(late, screenshot_dir, "answer-beaten")
+    expect(late.locator(".answered-question .answer-line").first).to_have_text(
+        "Shipping speed: express"
+    )
+    expect(late.get_by_text("Order 89 ships express.")).to_have_count(1)
+    expect(late.get_by_text("Order 89 ships overnight.")).to_have_count(0)
 
 
 def test_unbound_item_is_visible_and_does_not_block(page: Page, screenshot_dir: Path) -> None:
