@@ -59,6 +59,7 @@ from chat_app.ui.audit_state import AuditState
 from chat_app.ui.components.decisions import (
     CLOSE_ON_ESCAPE_SCRIPT,
     FOCUS_NEXT_DECISION_SCRIPT,
+    SENDING_SCRIPT,
     TYPING_KEEPS_FOCUS_SCRIPT,
 )
 from chat_app.ui.components.page import ROOT_HAS_SCRIPT
@@ -244,6 +245,7 @@ app = rx.App(
     head_components=[
         rx.el.link(rel="icon", type="image/svg+xml", href="/favicon.svg"),
         rx.script(PROPOSED_SCRIPT),
+        rx.script(SENDING_SCRIPT),
         rx.script(DRAFT_SCRIPT),
         rx.script(CLOSE_ON_ESCAPE_SCRIPT),
         rx.script(FOCUS_NEXT_DECISION_SCRIPT),

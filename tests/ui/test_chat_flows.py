@@ -503,6 +503,80 @@ def test_two_tabs_answering_one_question_the_one_that_lost_says_so(
     expect(loser.get_by_text(ships)).to_have_count(1)  # one answer ran, once
 
 
+class HeldNews:
+    """A page's socket, routed: what it sends is counted, and what the server sends it can
+    be held back (as a slow or stalled link would), then let through."""
+
+    def __init__(self, page: Page) -> None:
+        self.sent: list[str] = []
+        self._held: list[tuple[WebSocketRoute, str | bytes]] = []
+        self._holding = False
+        page.route_web_socket(re.compile(r"/_event"), self._route)
+
+    def _route(self, socket: WebSocketRoute) -> None:
+        server = socket.connect_to_server()
+
+        def to_server(message: str | bytes) -> None:
+            self.sent.append(message if isinstance(message, str) else message.decode())
+            server.send(message)
+
+        def to_page(message: str | bytes) -> None:
+            if self._holding:
+                self._held.append((socket, message))
+            else:
+                socket.send(message)
+
+        socket.on_message(to_server)
+        server.on_message(to_page)
+
+    def hold(self) -> None:
+        self._holding = True
+
+    def release(self) -> None:
+        assert self._held, "the server's news for the page, held"
+        self._holding = False
+        for socket, message in self._held:
+            socket.send(message)
+        self._held.clear()
+
+
+#: A decision form's Submit (`submit_form` with its draft flag unset), as the socket sends it.
+SUBMITTED = '["__draft",""]'
+
+
+def test_an_answer_on_its_way_says_so_and_takes_no_other(
+    page: Page, screenshot_dir: Path
+) -> None:
+    """On a slow link (the server's replies held back), a Submit says at once that the answer
+    is on its way, and a corrected answer after it is not sent: the first one counts, and
+    the card turns to it once the reply comes."""
+    news = HeldNews(page)
+    page.reload()
+    hydrated(page)
+    ask(page, "ship order 90")
+    card = page.locator(".generic-card")
+    expect(card).to_contain_text("How should order 90 ship?")
+    card.get_by_role("radio", name="express").click()
+    page.wait_for_timeout(500)  # its draft kept
+    news.hold()
+    card.locator("button[type=submit]").click()
+    expect(card).to_have_attribute("aria-busy", "true")
+    said = card.evaluate("(card) => getComputedStyle(card, '::after').content")
+    assert said == '"Sending…"'
+    shot(page, screenshot_dir, "answer-sending")
+    card.get_by_role("radio", name="overnight").click(force=True)
+    card.locator("button[type=submit]").click(force=True)
+    page.wait_for_timeout(500)
+    assert sum(SUBMITTED in frame for frame in news.sent) == 1
+    news.release()
+    expect(page.get_by_text("Order 90 ships express.")).to_be_visible()
+    expect(page.get_by_text("Order 90 ships overnight.")).to_have_count(0)
+    expect(page.locator(".answered-question .answer-line").first).to_have_text(
+        "Shipping speed: express"
+    )
+    assert sum(SUBMITTED in frame for frame in news.sent) == 1
+
+
 def test_an_answer_given_on_a_card_already_answered_elsewhere_says_so(
     page: Page, screenshot_dir: Path
 ) -> None:
@@ -514,35 +588,18 @@ def test_an_answer_given_on_a_card_already_answered_elsewhere_says_so(
     expect(page.locator(".generic-card")).to_contain_text("How should order 89 ship?")
     page.wait_for_url(re.compile("/c/"))
     late = page.context.new_page()
-    held: list[tuple[WebSocketRoute, str | bytes]] = []
-    holding = [False]
-
-    def route(socket: WebSocketRoute) -> None:
-        server = socket.connect_to_server()
-
-        def to_page(message: str | bytes) -> None:
-            if holding[0]:
-                held.append((socket, message))
-            else:
-                socket.send(message)
-
-        server.on_message(to_page)
-
-    late.route_web_socket(re.compile(r"/_event"), route)
+    news = HeldNews(late)
     late.goto(page.url)
     hydrated(late)
     late.locator(".generic-card").get_by_role("radio", name="overnight").click()
     late.wait_for_timeout(500)  # its draft kept
-    holding[0] = True
+    news.hold()
     page.locator(".generic-card").get_by_role("radio", name="express").click()
     page.locator(".generic-card button[type=submit]").click()
     expect(page.get_by_text("Order 89 ships express.")).to_be_visible()
     late.locator(".generic-card button[type=submit]").click()
     late.wait_for_timeout(1_500)  # the click reaches the server; its answer is held
-    assert held, "the server's news for the late tab, held"
-    holding[0] = False
-    for socket, message in held:
-        socket.send(message)
+    news.release()
     expect(late.locator("#agent-notices")).to_contain_text(
         f"“How should order 89 ship?” was answered before your answer arrived, in another "
         f"tab or by someone else. {NOTHING_RAN}"

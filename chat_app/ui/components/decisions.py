@@ -131,6 +131,51 @@ TYPING_KEEPS_FOCUS_SCRIPT = """
 """
 
 
+#: Once an answer leaves a decision's card (a form's Submit, not its draft, or an Approve,
+#: Reject or Cancel that answers at once), the card says "Sending…" (`aria-busy`, drawn by
+#: assets/forms.css) and takes no other answer until the server's reply changes it: on a slow
+#: link the click would otherwise show nothing, and a corrected answer sent after the first
+#: would go nowhere (the first one counts). A reply changes the card (it goes, turns to the
+#: answer, or shows an error); one that changes nothing (the same refusal again) or never
+#: comes frees it after `SENDING_MS` (the page's own note of the click, `remember_click`,
+#: gives it again on reconnecting). Delegated, once per page; it runs before the draft
+#: script, which a refused Submit then never reaches.
+SENDING_SCRIPT = """
+(() => {
+  const SENDING_MS = 10000;
+  const ANSWERS = 'button.approve:not([aria-expanded]), button.reject:not([aria-expanded]), ' +
+    'button.cancel';
+  const free = (card, watcher, timer) => {
+    card.removeAttribute('aria-busy');
+    watcher.disconnect();
+    clearTimeout(timer);
+  };
+  const sending = (card) => {
+    card.setAttribute('aria-busy', 'true');
+    const watcher = new MutationObserver(() => free(card, watcher, timer));
+    const timer = setTimeout(() => free(card, watcher, timer), SENDING_MS);
+    watcher.observe(card, { childList: true, subtree: true, characterData: true });
+  };
+  const refuse = (event) => { event.preventDefault(); event.stopImmediatePropagation(); };
+  document.addEventListener('submit', (event) => {
+    const form = event.target;
+    const card = form && form.closest && form.closest('.decision');
+    const flag = card && form.querySelector('input[name="__draft"]');
+    if (!flag || flag.value === '1') return;
+    if (card.getAttribute('aria-busy') === 'true') refuse(event);
+    else sending(card);
+  }, true);
+  document.addEventListener('click', (event) => {
+    const button = event.target.closest ? event.target.closest('button') : null;
+    const card = button && button.closest('.decision');
+    if (!card) return;
+    if (card.getAttribute('aria-busy') === 'true') refuse(event);
+    else if (button.matches(ANSWERS)) sending(card);
+  }, true);
+})();
+"""
+
+
 def _error(decision: DecisionView) -> rx.Component:
     return rx.cond(
         decision.error != "",
