@@ -67,6 +67,7 @@ from chat_app.trust import (
     edited_refusal,
     refusal_record,
 )
+from chat_app.trust.identity import spelled_out
 
 from .fanout import Fanout
 from .records import (
@@ -1571,12 +1572,13 @@ def _logged(item: InboxItem, who: Identity, outcome: str) -> dict[str, str]:
 
 def _title(text: str) -> str:
     # PostgreSQL text cannot hold NUL (the state's JSON escapes it; a title does not).
-    line = " ".join(text.replace("\x00", " ").split())
+    line = spelled_out(" ".join(text.replace("\x00", " ").split()))
     return line if len(line) <= 80 else line[:79] + "…"
 
 
 def _summary(args: Any) -> str:
-    """Arguments in one short line: `recipient=Ada, amount=5000`."""
+    """Arguments in one short line: `recipient=Ada, amount=5000`, as they read stored
+    (`spelled_out`: lists and notices show it to the people who decide)."""
     if isinstance(args, Mapping):
         parts = [f"{key}={_short(value)}" for key, value in args.items()]
         line = ", ".join(parts)
@@ -1584,6 +1586,7 @@ def _summary(args: Any) -> str:
         line = ""
     else:
         line = _short(args)
+    line = spelled_out(line)
     return line if len(line) <= 200 else line[:199] + "…"
 
 

@@ -25,12 +25,23 @@ __all__ = [
     "SessionEnd",
     "is_control",
     "is_email",
+    "spelled_out",
 ]
 
 #: Bidirectional embeddings, overrides and isolates: in a name they make it display as
 #: another ("Eve\u202eadA" reads "EveAda"). Marks (U+200E, U+200F) and joiners stay: they
 #: are part of how some names and emoji are written.
 _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def spelled_out(text: str) -> str:
+    """`text` with each bidirectional embedding, override and isolate written out as its
+    code point ("[U+202E]"), so that it reads in the order it is stored. For what a person
+    decides on (a tool's arguments, an answer, an inbox line), where "pay Eve\u202eadA"
+    would read "pay EveAda"."""
+    if _BIDI_CONTROLS.isdisjoint(text):
+        return text
+    return "".join(f"[U+{ord(c):04X}]" if c in _BIDI_CONTROLS else c for c in text)
 
 
 def is_control(character: str) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 
 from chat_app.interrupts import SchemaProblem, UnusableSchemaError, schema_problems
 from chat_app.interrupts.strict_json import strict_loads
+from chat_app.trust.identity import spelled_out
 
 # Enums with at most this many options are radio buttons; longer ones are a select.
 RADIO_LIMIT = 4
@@ -250,7 +251,8 @@ def _answer_lines(schema: Mapping[str, Any], value: Any, label: str, out: list[s
             title = str(child.get("title") or _humanize(str(name)))
             _answer_lines(child, value[name], f"{label} › {title}" if label else title, out)
         return
-    out.append(f"{label}: {_read_back(value)}" if label else _read_back(value))
+    shown = spelled_out(_read_back(value))  # as it is stored, whatever its direction marks
+    out.append(f"{label}: {shown}" if label else shown)
 
 
 def _read_back(value: Any) -> str:

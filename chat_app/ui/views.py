@@ -43,6 +43,7 @@ from chat_app.interrupts import (
     read_decision,
 )
 from chat_app.trust import cancel_refusal
+from chat_app.trust.identity import spelled_out
 from chat_app.trust.policy import all_of
 
 from .forms import FormField, answer_lines, form_fields
@@ -176,19 +177,23 @@ class Views:
 
 
 def pretty(value: Any) -> str:
+    """A value shown whole (a tool's arguments and result, a payload, an audit record's
+    data): text as it is, anything else as indented JSON, as it reads stored (`spelled_out`)."""
     if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, ensure_ascii=False)
+        return spelled_out(value)
+    return spelled_out(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 def _argument_rows(args: Any) -> list[list[str]]:
     if isinstance(args, Mapping):
-        return [[str(key), _short(value)] for key, value in args.items()]
+        return [[spelled_out(str(key)), _short(value)] for key, value in args.items()]
     return [["arguments", _short(args)]] if args is not None else []
 
 
 def _short(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    """A value as a card shows it: text as it is, anything else as JSON; either way as it
+    reads in the order it is stored (`spelled_out`)."""
+    return spelled_out(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
 
 
 def _apply_drafts(
@@ -322,7 +327,7 @@ def arguments_changed(before: Any, after: Any) -> list[str]:
         old, new = before.get(key, missing), after.get(key, missing)
         if old != new:
             shown = ["—" if value is missing else _short(value) for value in (old, new)]
-            lines.append(f"{key}: {shown[0]} → {shown[1]}")
+            lines.append(f"{spelled_out(str(key))}: {shown[0]} → {shown[1]}")
     return lines
 
 
@@ -571,10 +576,10 @@ def _payload_parts(payload: Any) -> tuple[str, list[str], str]:
     for name in ("changes", "items", "steps"):
         value = rest.get(name)
         if isinstance(value, list) and all(isinstance(entry, str) for entry in value):
-            items = list(value)
+            items = [spelled_out(entry) for entry in value]
             rest.pop(name)
             break
-    return str(title), items, pretty(rest) if rest else ""
+    return spelled_out(str(title)), items, pretty(rest) if rest else ""
 
 
 @dataclass

@@ -172,6 +172,20 @@ async def test_a_summary_is_one_line_whatever_the_arguments_hold(world: World) -
     assert item.summary.startswith("to=ada@example.com, subject=Launch, body=Hi, A quick")
 
 
+async def test_direction_overrides_in_a_summary_and_a_title_are_spelled_out(
+    world: World,
+) -> None:
+    """An override makes text read as other text ("Eve\u202eadA" reads "EveAda"): the
+    inbox's line, which its notices carry too, and the conversation's title show it as it
+    is stored."""
+    thread = await world.start(RITA, "email ada@example.com about Pay Eve\u202eadA")
+    [item] = [item for item in (await world.desk.inbox(RITA))[0] if item.thread_id == thread]
+    assert item.args["subject"] == "Pay Eve\u202eadA"  # what runs is what was asked
+    assert "subject=Pay Eve[U+202E]adA" in item.summary
+    [mine] = [c for c in await world.desk.conversations(RITA) if c.thread_id == thread]
+    assert mine.title == "email ada@example.com about Pay Eve[U+202E]adA"
+
+
 async def test_a_held_message_is_kept_for_its_owner_alone_until_forgotten(world: World) -> None:
     thread = await world.start(RITA, "transfer 5000 to Ada")
     version = await world.desk.version(thread)

@@ -198,6 +198,14 @@ def test_a_required_yes_or_no_without_a_default_is_chosen_not_left_unticked() ->
         assert [row.kind for row in form_fields(box)] == ["boolean"]
 
 
+def test_an_answer_reads_back_as_it_is_stored_whatever_its_direction_marks() -> None:
+    """An override in a typed answer ("Eve\u202eadA" reads "EveAda") is written out on the
+    answered card; a mark that only sets a direction (U+200F) is part of the text."""
+    schema = {"type": "object", "properties": {"to": {"type": "string", "title": "To"}}}
+    assert answer_lines(schema, {"to": "Eve\u202eadA"}) == ["To: Eve[U+202E]adA"]
+    assert answer_lines(schema, {"to": "\u05d0\u200fb"}) == ["To: \u05d0\u200fb"]
+
+
 def test_enum_options_give_back_the_schemas_own_values() -> None:
     schema = {"type": "object", "properties": {"n": {"enum": [1, 2, True]}}}
     rows = form_fields(schema)

@@ -413,6 +413,25 @@ def test_a_quorums_card_says_how_far_it_has_got_and_offers_no_edit() -> None:
     run_on_own_loop(scenario())
 
 
+def test_an_approver_reads_arguments_as_they_are_stored_whatever_their_direction_marks() -> None:
+    """An override in a tool's arguments makes them read as others ("Eve\u202eadA" reads
+    "EveAda"): the card an approver decides on, the tool's own arguments and a change
+    line write it out."""
+
+    async def scenario() -> None:
+        client = demo_client()
+        await client.send("email ada@example.com about Pay Eve\u202eadA")
+        card = build_views(client.state, memory()).messages[-1].tools[0]
+        assert card.decision.arguments[1] == ["subject", "Pay Eve[U+202E]adA"]
+        assert '"subject": "Pay Eve[U+202E]adA"' in card.arguments
+        assert "\u202e" not in card.arguments
+
+    run_on_own_loop(scenario())
+    assert arguments_changed({"to": "Ada"}, {"to": "Eve\u2067adA"}) == [
+        "to: Ada → Eve[U+2067]adA"
+    ]
+
+
 def test_a_tool_without_arguments_offers_no_edit() -> None:
     async def scenario() -> None:
         client = demo_client()
