@@ -78,7 +78,7 @@ def same_site_only(
 
     async def checked(request: Request) -> Response:
         if elsewhere(authenticator, request):
-            return JSONResponse({"error": CROSS_SITE_SIGN_IN}, status_code=403)
+            return _error(CROSS_SITE_SIGN_IN, 403, "forbidden")
         return await route(request)
 
     return checked
@@ -169,14 +169,15 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         target = safe_next(form.get("next", ""))
         as_json = _is_json(request)
         if not email or not password:
-            return _refused(MISSING_FIELDS, target, as_json, email)
+            return _refused(MISSING_FIELDS, target, as_json, email, status=400, code="invalid")
         client = client_host(request) or ""
         # One attempt per email at a time in this process: parallel guesses queue up, and
         # each finds the failures before it counted.
         async with locks.hold(email):
             wait = await asyncio.to_thread(accounts.sign_in_wait, email, client)
             if wait.refuse > 0:  # said at once, unchecked: nothing is learned by trying
-                return _refused(_too_many(wait.refuse), target, as_json, email, status=429)
+                too_many = _too_many(wait.refuse)
+                return _refused(too_many, target, as_json, email, status=429, code="too-many")
             if wait.hold > 0:  # failures from elsewhere: slowed down, never locked out
                 await _hold(wait.hold)
             identity = await asyncio.to_thread(accounts.check_password, email, password)
@@ -195,9 +196,7 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         email = form.get("email", "")
         person = authenticator.demo_person(email)
         if person is None:
-            return JSONResponse(
-                {"error": f"{email.strip() or 'Nobody'} is not a demo person."}, status_code=400
-            )
+            return _error(f"{email.strip() or 'Nobody'} is not a demo person.", 400, "invalid")
         return signed_in(person, safe_next(form.get("next", "")), request)
 
     async def signout(request: Request) -> Response:
@@ -248,13 +247,24 @@ def _is_json(request: Request) -> bool:
     )
 
 
+def _error(message: str, status: int, code: str) -> Response:
+    """A refusal as the API words them all: `{"error", "code"}` (`desk_routes.py`)."""
+    return JSONResponse({"error": message, "code": code}, status_code=status)
+
+
 def _refused(
-    message: str, target: str, as_json: bool, email: str = "", *, status: int = 401
+    message: str,
+    target: str,
+    as_json: bool,
+    email: str = "",
+    *,
+    status: int = 401,
+    code: str = "refused",
 ) -> Response:
     """A refused sign-in: the form comes back with the message and the email typed (never the
-    password) so only the password needs typing again."""
+    password) so only the password needs typing again; a script's gets `_error`."""
     if as_json:
-        return JSONResponse({"error": message}, status_code=status)
+        return _error(message, status, code)
     fields = {"error": message, "next": target} | ({"email": email} if email else {})
     query = urlencode(fields, quote_via=quote)
     return Response(status_code=303, headers={"Location": f"/signin?{query}"})
@@ -268,26 +278,26 @@ def _too_many(wait: float) -> str:
 
 
 def _not_here(message: str) -> Response:
-    return JSONResponse({"error": message}, status_code=404)
+    return _error(message, 404, "unknown")
 
 
 async def _read_form(request: Request) -> dict[str, str] | Response:
     """The fields of a URL-encoded form or a JSON object (strings only)."""
     body = await read_body(request, MAX_FORM_BYTES)
     if body is None:
-        return JSONResponse({"error": "The sign-in form is too large."}, status_code=413)
+        return _error("The sign-in form is too large.", 413, "invalid")
     if _is_json(request):
         try:
             data = orjson.loads(body)
         except orjson.JSONDecodeError:
             data = None
         if not isinstance(data, dict):
-            return JSONResponse({"error": "Send a JSON object."}, status_code=400)
+            return _error("Send a JSON object.", 400, "invalid")
         return {key: value for key, value in data.items() if isinstance(value, str)}
     try:
         fields = parse_qs(body.decode(), keep_blank_values=True)
     except UnicodeDecodeError:
-        return JSONResponse({"error": "The form is not UTF-8."}, status_code=400)
+        return _error("The form is not UTF-8.", 400, "invalid")
     return {key: values[0] for key, values in fields.items()}
 
 

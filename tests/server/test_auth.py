@@ -245,7 +245,18 @@ def test_a_sign_in_posted_as_json_is_answered_in_json(password_server: Served) -
     failed = password_server.http.post(
         "/api/signin", json={"email": "ada@example.com", "password": "guess-guess"}
     )
-    assert failed.status_code == 401 and failed.json() == {"error": WRONG}
+    assert failed.status_code == 401 and failed.json() == {"error": WRONG, "code": "refused"}
+    # Every refusal names its kind as the rest of the API does: a missing field is the
+    # request's fault (400), not a wrong password.
+    for partial in ({"email": "ada@example.com"}, {"password": "ada-password"}, {}):
+        missing = password_server.http.post("/api/signin", json=partial)
+        assert (missing.status_code, missing.json()) == (
+            400, {"error": "Enter your email and password.", "code": "invalid"}
+        )  # fmt: skip
+    not_json = password_server.http.post(
+        "/api/signin", content=b"[1]", headers={"Content-Type": "application/json"}
+    )
+    assert (not_json.status_code, not_json.json()["code"]) == (400, "invalid")
 
 
 def test_the_cookie_is_secure_when_a_trusted_proxy_says_the_request_was_https(
@@ -282,7 +293,7 @@ def test_a_wrong_password_and_an_unknown_user_get_the_same_answer(
         response = password_server.http.post(
             "/api/signin", json={"email": email, "password": "not-her-password"}
         )
-        assert response.status_code == 401 and response.json() == {"error": WRONG}
+        assert (response.status_code, response.json()) == (401, {"error": WRONG, "code": "refused"})
 
 
 def test_repeated_failures_make_the_next_attempt_wait_and_say_how_long(
@@ -312,7 +323,7 @@ def test_repeated_failures_make_the_next_attempt_wait_and_say_how_long(
     as_json = password_server.http.post(
         "/api/signin", json={"email": "ada@example.com", "password": "ada-password"}
     )
-    assert as_json.status_code == 429
+    assert (as_json.status_code, as_json.json()["code"]) == (429, "too-many")
     now[0] += timedelta(seconds=1.5)
     assert error_of(sign_in(password_server, "ada@example.com", "x")) == (
         "Too many failed sign-ins: try again in 1 second."
@@ -550,12 +561,12 @@ def test_only_demo_people_can_be_chosen(tmp_path: Path, monkeypatch: pytest.Monk
     with serve(tmp_path, monkeypatch, CHAT_APP_AUTH="demo") as served:
         response = served.http.post("/api/signin/demo", json={"email": "ceo@corp"})
         assert response.status_code == 400
-        assert response.json() == {"error": "ceo@corp is not a demo person."}
+        assert response.json() == {"error": "ceo@corp is not a demo person.", "code": "invalid"}
         assert "set-cookie" not in response.headers
         password = served.http.post(
             "/api/signin", data={"email": "rita@example.com", "password": "whatever1"}
         )
-        assert password.status_code == 404
+        assert (password.status_code, password.json()["code"]) == (404, "unknown")
 
 
 def test_without_sign_in_everything_stays_open(
