@@ -323,6 +323,12 @@ class Session:
     #: What the person should know about how the session was made (a tool manifest that could
     #: not be read, entries left out), not yet shown: see `take_notices`.
     notices: list[str] = field(default_factory=list)
+    #: Set while no action of the page's runs in it (`ChatState._work`): one clicked as the
+    #: last ends waits for it.
+    idle: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.idle.set()
 
     @property
     def busy(self) -> bool:

@@ -10,6 +10,7 @@ is finished, so the bytes sent per token do not grow with the history.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -74,6 +75,10 @@ from .views import (
 )
 
 FLUSH_SECONDS = 0.05
+#: How long an answer clicked while the tab's last action ends waits for that end (storing
+#: the conversation, a moment) before it is refused as made during a run (`STILL_BUSY`).
+ENDING_WAIT_SECONDS = 10.0
+STILL_BUSY = "Your last action had not finished: this one was not sent. Try it again."
 #: How many of the person's requests settled in other conversations the page lists at once
 #: (the newest; the Conversations page has every one).
 SETTLED_SHOWN = 3
@@ -1496,34 +1501,78 @@ class ChatState(IdentityState):
         stays usable; and `text`, a message being sent, goes back into the composer if it
         never reached the client.
         """
-        async with self:
-            if self.running:
-                return
-            if self.read_only:  # someone else's: only the desk acts on it, for its owner
-                who = self.owner_name or "someone else"
-                self.desk_notice = f"This is {who}'s conversation: nothing runs here for you."
-                self._give_back(text)
-                return
-            viewer = self._viewer()
-            if viewer is None:
-                self.run_error = self._nothing_sent()
-                self._give_back(text)
-                return
-            self._owner = self._owner or viewer.email
-            try:
-                session = self._session(viewer)
-            except Exception as error:  # e.g. the client could not be made
-                _log.exception("Starting a run failed")
-                self.run_error = failure_message(error)
-                self._give_back(text)
-                return
-            if session.client.running_elsewhere:  # the next stored version ends it
-                self.desk_notice = RUNNING_ELSEWHERE + _kept(text)
-                self._give_back(text)
-                return
-            self.running = True
-            self._stop = False
-            saved_before = self._client_json
+        # An action clicked while the one before ends (a batch's answers clicked one after
+        # the other: each is staged at once, then the conversation is stored) waits for it,
+        # and for any waiting before it, rather than being lost. Answers cannot be clicked
+        # during an agent's run (nothing is open then): a wait that outlasts that gives up.
+        give_up = time.monotonic() + ENDING_WAIT_SECONDS
+        while True:
+            async with self:
+                ending = self._ending()
+                session = None if self.running else self._begin(text)
+                saved_before = self._client_json
+            left = give_up - time.monotonic()
+            if session is not None or ending is None or left <= 0:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ending.wait(), left)
+        if session is None:
+            if ending is not None:  # waited in vain: said, not dropped unseen
+                _log.warning("An action was not run: the tab's last one had not ended")
+                async with self:
+                    self.run_error = STILL_BUSY
+                    self._give_back(text)
+            return
+        try:
+            async for event in self._run(session, action, text, saved_before):
+                yield event
+        finally:
+            session.idle.set()
+
+    def _ending(self) -> asyncio.Event | None:
+        """Under the state's lock: while an action of the tab's runs, what says it has ended
+        (`None` when none runs)."""
+        live = sessions.current(self.router.session.client_token)
+        return live.idle if self.running and live is not None else None
+
+    def _begin(self, text: str) -> sessions.Session | None:
+        """Under the state's lock: the session an action runs in, marked running; `None` when
+        nothing may run here (the page says why, and `text` goes back into the box)."""
+        if self.read_only:  # someone else's: only the desk acts on it, for its owner
+            who = self.owner_name or "someone else"
+            self.desk_notice = f"This is {who}'s conversation: nothing runs here for you."
+            self._give_back(text)
+            return None
+        viewer = self._viewer()
+        if viewer is None:
+            self.run_error = self._nothing_sent()
+            self._give_back(text)
+            return None
+        self._owner = self._owner or viewer.email
+        try:
+            session = self._session(viewer)
+        except Exception as error:  # e.g. the client could not be made
+            _log.exception("Starting a run failed")
+            self.run_error = failure_message(error)
+            self._give_back(text)
+            return None
+        if session.client.running_elsewhere:  # the next stored version ends it
+            self.desk_notice = RUNNING_ELSEWHERE + _kept(text)
+            self._give_back(text)
+            return None
+        self.running = True
+        self._stop = False
+        session.idle.clear()
+        return session
+
+    async def _run(
+        self,
+        session: sessions.Session,
+        action: Callable[[ChatClient], Awaitable[None]],
+        text: str,
+        saved_before: str,
+    ) -> AsyncIterator[Any]:
+        """`_work`, once it runs: the action, followed into the page, and its end."""
         client = session.client
         before = len(client.messages)
         task: asyncio.Task[None] | None = None
