@@ -47,6 +47,7 @@ from chat_app.desk import (
 from chat_app.desk.desk import WATCH_SECONDS as PRESENCE_SECONDS
 from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.trust import Identity
+from chat_app.trust.identity import spelled_out
 
 from . import session as sessions
 from .components.settled import SettledRow
@@ -78,7 +79,7 @@ FLUSH_SECONDS = 0.05
 #: How long an answer clicked while the tab's last action ends waits for that end (storing
 #: the conversation, a moment) before it is refused as made during a run (`STILL_BUSY`).
 ENDING_WAIT_SECONDS = 10.0
-STILL_BUSY = "Your last action had not finished: this one was not sent. Try it again."
+STILL_BUSY = "Your last action had not finished: the one after it was not sent. Try it again."
 #: How many of the person's requests settled in other conversations the page lists at once
 #: (the newest; the Conversations page has every one).
 SETTLED_SHOWN = 3
@@ -1271,8 +1272,8 @@ class ChatState(IdentityState):
             self._tell_beaten(interrupt_id)
         if item is None or self.resuming:
             return None
-        self._answering(interrupt_id)
         memory = self._memory.setdefault(interrupt_id, FormMemory())
+        memory.replies += 1
         memory.drafts[form] = dict(data)
         memory.message = ""
         schema, initial = form_schema(item, form)
@@ -1287,6 +1288,7 @@ class ChatState(IdentityState):
                 return rx.call_script(FOCUS_IN_FORM % json.dumps([interrupt_id, form, "error"]))
             value = result.value
         memory.errors.pop(form, None)
+        self._answering(interrupt_id)
         if self._through_desk(session, item, form):
             await self._desk_answer(session, interrupt_id, form, value)
             return None
@@ -1352,6 +1354,7 @@ class ChatState(IdentityState):
             return None
         if item is not None:
             self._answering(interrupt_id)
+            self._memory.setdefault(interrupt_id, FormMemory()).replies += 1
             self._note_withdrawals(session, [item])
         if item is not None and self._through_desk(session, item, "cancel"):
             await self._desk_answer(session, interrupt_id, "cancel", None)
@@ -1389,13 +1392,13 @@ class ChatState(IdentityState):
             for item in items:
                 await self._desk_answer(session, item.id, how, None)
             return None
-        return ChatState.resolve_all(how)
+        return ChatState.resolve_all(how, _batch_of(session.client))
 
     @rx.event
     @guarded
     async def retry(self) -> Any:
-        await self._clicked()
-        return ChatState.resolve_all("retry")
+        session = await self._clicked()
+        return ChatState.resolve_all("retry", _batch_of(session.client))
 
     @rx.event
     @guarded
@@ -1473,12 +1476,20 @@ class ChatState(IdentityState):
                 return client.resolve_interrupt(interrupt_id, approved=approved)
             return client.resolve_interrupt(interrupt_id, approved=approved, payload=value)
 
-        async for event in self._work(action):
+        def still(client: ChatClient) -> bool:
+            return any(
+                item.id == interrupt_id and item.status in ("pending", "error")
+                for item in client.interrupts
+            )
+
+        async for event in self._work(action, still=still, answering=True):
             yield event
 
     @rx.event(background=True)
     @guarded_task
-    async def resolve_all(self, how: str) -> AsyncIterator[Any]:
+    async def resolve_all(self, how: str, batch: str = "") -> AsyncIterator[Any]:
+        """The batch bar's `how` for the batch of the paused run `batch` (what the click saw)."""
+
         def action(client: ChatClient) -> Awaitable[None]:
             if how == "cancel":
                 return client.cancel_interrupts()
@@ -1486,11 +1497,19 @@ class ChatState(IdentityState):
                 return client.retry_interrupts()
             return client.resolve_interrupts(how == "approve")
 
-        async for event in self._work(action):
+        def still(client: ChatClient) -> bool:
+            return any(item.interrupted_run_id == batch for item in client.interrupts)
+
+        async for event in self._work(action, still=still, answering=True):
             yield event
 
     async def _work(
-        self, action: Callable[[ChatClient], Awaitable[None]], *, text: str = ""
+        self,
+        action: Callable[[ChatClient], Awaitable[None]],
+        *,
+        text: str = "",
+        still: Callable[[ChatClient], bool] | None = None,
+        answering: bool = False,
     ) -> AsyncIterator[Any]:
         """Run one client action, streaming its progress into the page, as whoever is signed
         in now (nothing runs for a visitor who is not).
@@ -1500,40 +1519,67 @@ class ChatState(IdentityState):
         is logged with its traceback and shown too; `running` is always reset, so the page
         stays usable; and `text`, a message being sent, goes back into the composer if it
         never reached the client.
+
+        An action clicked while the tab's last one ends (a batch's answers tapped one after
+        another: each is staged at once, then the conversation is stored) waits for it, and
+        for any waiting before it, rather than being lost. After a wait it runs only if it
+        still applies (`still`: what it answers is still open; and the same person is at the
+        tab): a double click on Approve all must not approve the next batch, which nobody has
+        seen. Answers cannot be clicked while the agent runs (nothing is open then), so a
+        wait that outlasts `ENDING_WAIT_SECONDS` says the action was not sent.
         """
-        # An action clicked while the one before ends (a batch's answers clicked one after
-        # the other: each is staged at once, then the conversation is stored) waits for it,
-        # and for any waiting before it, rather than being lost. Answers cannot be clicked
-        # during an agent's run (nothing is open then): a wait that outlasts that gives up.
+        waited, who = False, ""
         give_up = time.monotonic() + ENDING_WAIT_SECONDS
         while True:
             async with self:
                 ending = self._ending()
-                session = None if self.running else self._begin(text)
-                saved_before = self._client_json
+                if ending is None:
+                    gone = waited and (self._person != who or not self._applies(still))
+                    session = None if gone or self.running else self._begin(text)
+                    saved_before = self._client_json
+                    break
+                if not waited:
+                    who = self._person
             left = give_up - time.monotonic()
-            if session is not None or ending is None or left <= 0:
-                break
+            if left <= 0:
+                _log.warning("An action was not run: the tab's last one had not ended")
+                async with self:
+                    self._note_lost(STILL_BUSY)
+                    self._give_back(text)
+                return
+            waited = True
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(ending.wait(), left)
         if session is None:
-            if ending is not None:  # waited in vain: said, not dropped unseen
-                _log.warning("An action was not run: the tab's last one had not ended")
-                async with self:
-                    self.run_error = STILL_BUSY
-                    self._give_back(text)
             return
+        done = session.idle
         try:
-            async for event in self._run(session, action, text, saved_before):
+            async for event in self._run(session, action, text, saved_before, done, answering):
                 yield event
         finally:
-            session.idle.set()
+            done.set()
 
     def _ending(self) -> asyncio.Event | None:
         """Under the state's lock: while an action of the tab's runs, what says it has ended
-        (`None` when none runs)."""
+        (`None` when none runs, or none can be waited for). A `running` whose action is over
+        without having said so (its task cancelled with the page's events) is reset here;
+        one whose client task still goes on without it is not waited for."""
+        if not self.running:
+            return None
         live = sessions.current(self.router.session.client_token)
-        return live.idle if self.running and live is not None else None
+        if live is not None and not live.idle.is_set():
+            return live.idle
+        if live is None or not live.busy:
+            self.running = False
+        return None
+
+    def _applies(self, still: Callable[[ChatClient], bool] | None) -> bool:
+        """Under the state's lock: whether an action that waited still applies to the tab's
+        conversation as it is now."""
+        if still is None:
+            return True
+        live = sessions.current(self.router.session.client_token)
+        return live is not None and still(live.client)
 
     def _begin(self, text: str) -> sessions.Session | None:
         """Under the state's lock: the session an action runs in, marked running; `None` when
@@ -1562,7 +1608,7 @@ class ChatState(IdentityState):
             return None
         self.running = True
         self._stop = False
-        session.idle.clear()
+        session.idle = asyncio.Event()  # this action's own: set once it has ended
         return session
 
     async def _run(
@@ -1571,8 +1617,11 @@ class ChatState(IdentityState):
         action: Callable[[ChatClient], Awaitable[None]],
         text: str,
         saved_before: str,
+        done: asyncio.Event,
+        answering: bool,
     ) -> AsyncIterator[Any]:
-        """`_work`, once it runs: the action, followed into the page, and its end."""
+        """`_work`, once it runs: the action, followed into the page, and its end (`done`
+        set as `running` is reset, under the same lock)."""
         client = session.client
         before = len(client.messages)
         task: asyncio.Task[None] | None = None
@@ -1589,11 +1638,13 @@ class ChatState(IdentityState):
             failure = cast(Exception | None, task.exception())
         async with self:
             if not self._shows(session):  # its person signed out: stored for them, unseen
+                done.set()
                 await _store_unseen(session)
                 return
             self.running = False
+            done.set()
             if isinstance(client.error, sessions.ConversationBusy):
-                await self._behind(saved_before, client.error.message, text)
+                await self._behind(saved_before, client.error.message, text, answering)
                 return
             try:
                 self._refresh(session)
@@ -1616,7 +1667,7 @@ class ChatState(IdentityState):
         if address is not None:
             yield address
 
-    async def _behind(self, shown: str, message: str, text: str) -> None:
+    async def _behind(self, shown: str, message: str, text: str, answering: bool) -> None:
         """The tab's run was refused before it started: a run elsewhere holds the
         conversation, which the tab had not seen yet. Nothing of the tab's went, so it shows
         the stored conversation again, not a failed copy of its own (storing that would
@@ -1627,7 +1678,7 @@ class ChatState(IdentityState):
         self._refresh(self._session())
         self.desk_notice = message + _kept(text)
         self._give_back(text)
-        if not text:  # an answer: the cards turn to the other run's once it is stored
+        if answering:  # the cards turn to the other run's once it is stored
             self._note_lost(
                 "Your answer arrived while the conversation was running on another, from "
                 f"another tab or someone else. {NOTHING_RAN}"
@@ -1722,10 +1773,16 @@ _ANSWER_WORDS = {
 }  # fmt: skip
 
 
+def _batch_of(client: ChatClient) -> str:
+    """The paused run whose decisions `client` shows ("" when none): what a batch bar's
+    click was about."""
+    return next((item.interrupted_run_id for item in client.interrupts), "")
+
+
 def _asked(item: InterruptItem) -> str:
     """How a notice names a decision: its question, or what it approves."""
     if item.message:
-        return item.message.rstrip(".")
+        return spelled_out(item.message.rstrip("."))
     if isinstance(item, ToolApprovalInterrupt):
         return f"Approve {item.tool_name.replace('_', ' ')}?"
     return "A question"

@@ -126,6 +126,9 @@ class DecisionView:
     #: The first answerable decision takes the keyboard focus. A field of the view rather
     #: than a page var, so that a memoized message row depends on its own data only.
     focus: bool = False
+    #: How many of the tab's answers to it the server has taken up (`FormMemory.replies`):
+    #: the card redraws on each, and so its "Sending…" ends even when nothing else changed.
+    replies: int = 0
 
 
 @dataclass
@@ -220,6 +223,8 @@ class FormMemory:
     drafts: dict[str, dict[str, Any]] = field(default_factory=dict)  # form -> path -> raw
     errors: dict[str, dict[str, str]] = field(default_factory=dict)  # form -> path -> message
     message: str = ""
+    #: The answers to it the server has taken up from this tab (`DecisionView.replies`).
+    replies: int = 0
 
 
 def staged_answer(item: InterruptItem) -> tuple[str, str]:
@@ -498,10 +503,11 @@ def decision_view(
         edit_fields = fields("edit")
         return DecisionView(
             id=item.id,
+            replies=memory.replies,
             kind="approval",
             # A question only to whoever may answer it; the others read what it waits for.
             title=f"Approval needed: {tool}" if waiting else f"Approve {tool}?",
-            message=item.message or "",
+            message=spelled_out(item.message or ""),
             can_resolve=item.can_resolve,
             error=error,
             arguments=_argument_rows(item.original_args),
@@ -523,9 +529,10 @@ def decision_view(
         title, items, rest = _payload_parts(display_payload(item))
         return DecisionView(
             id=item.id,
+            replies=memory.replies,
             kind="generic",
             title=title or "Your input is needed",
-            message=item.message or "",
+            message=spelled_out(item.message or ""),
             can_resolve=item.can_resolve,
             error=error,
             response_fields=fields("response"),
@@ -542,9 +549,10 @@ def decision_view(
     assert isinstance(item, UnboundInterrupt)
     return DecisionView(
         id=item.id,
+        replies=memory.replies,
         kind="unbound",
         title="Paused elsewhere",
-        message=item.message or item.reason,
+        message=spelled_out(item.message or item.reason),
     )
 
 
@@ -900,7 +908,8 @@ def question_view(question: AnsweredQuestion, decided_by: Mapping[str, str]) -> 
     item = question.item
     title = _payload_parts(display_payload(item))[0]
     # The payload's title tells apart questions asked alike ("Release 2026.12").
-    asked = ": ".join(part for part in (title, item.message) if part) or "A question"
+    asked = ": ".join(part for part in (title, spelled_out(item.message or "")) if part)
+    asked = asked or "A question"
     decision = read_decision(question.resolution, "generic")
     answer: list[str] = []
     if isinstance(decision, DecisionProblem):

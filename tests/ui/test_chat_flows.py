@@ -270,6 +270,22 @@ def test_batch_approved_all_at_once(page: Page, screenshot_dir: Path) -> None:
     shot(page, screenshot_dir, "batch-approved")
 
 
+def test_approve_all_clicked_twice_approves_the_batch_once(page: Page) -> None:
+    """A double click on Approve all: the second click waits for the first's run, then finds
+    the batch it was about answered, and does nothing (it would otherwise act on whatever
+    is open by then: the next batch, which nobody has seen, or nothing, an error)."""
+    ask(page, "pay invoices")
+    expect(page.locator(".approval-card")).to_have_count(3)
+    page.locator("#approve-all").evaluate("(button) => { button.click(); button.click(); }")
+    for invoice in ("INV-1001", "INV-1002", "INV-1003"):
+        expect(page.get_by_text(f"Paid {invoice}")).to_have_count(1)
+    run_ended(page)
+    page.wait_for_timeout(1_000)  # the second click's turn
+    expect(page.locator("#run-error-text")).to_have_count(0)
+    expect(page.locator("#agent-notices")).to_have_count(0)
+    expect(page.get_by_text(re.compile("Paid INV-1001"))).to_have_count(1)
+
+
 def test_batch_answered_item_by_item_sends_once_the_last_is_answered(
     page: Page, screenshot_dir: Path
 ) -> None:
@@ -357,6 +373,10 @@ def test_generic_form_invalid_then_valid(page: Page, screenshot_dir: Path) -> No
     expect(yes).to_be_focused()  # the first field in error
     expect(page.locator(".generic-card")).to_have_count(1)  # nothing was sent
     shot(page, screenshot_dir, "plan-invalid")
+    # The same Submit again gets the same errors: the card is not left "Sending…".
+    generic.locator("button[type=submit]").click()
+    expect(generic.locator(".card-replies")).to_have_text("2")
+    expect(generic).not_to_have_attribute("aria-busy", "true")
     yes.click()
     generic.locator('[name="note"]').fill("Ship it")
     generic.locator("button[type=submit]").click()

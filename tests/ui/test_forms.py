@@ -123,8 +123,11 @@ def test_missing_required_fields_say_so() -> None:
     errors = read_form(PROFILE, form_fields(PROFILE), {"address.zip": "1"}).errors
     assert errors["name"] == errors["email"] == "This field is required."
     assert errors["address.city"] == "This field is required."
-    # A choice left unmade says what there is to choose from.
+    # A choice left unmade says what there is to choose from (a long list: its control does).
     assert errors["plan"] == "Choose one of: free, pro, team."
+    many = {"type": "object", "properties": {"region": {"enum": list("abcdef")}},
+            "required": ["region"]}  # fmt: skip
+    assert read_form(many, form_fields(many), {}).errors == {"region": "Choose one."}
 
 
 def test_an_unchecked_box_is_false_and_empty_optional_fields_are_left_out() -> None:

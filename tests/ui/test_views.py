@@ -18,6 +18,7 @@ from chat_app.client import (
     ChatMessage,
     ClientState,
     ClientTool,
+    GenericInterrupt,
     InProcessConnection,
     ToolApprovalInterrupt,
 )
@@ -33,6 +34,7 @@ from chat_app.ui.views import (
     archive_blocks,
     arguments_changed,
     build_views,
+    decision_view,
     edits,
     how_it_ended,
     split_transcript,
@@ -430,6 +432,14 @@ def test_an_approver_reads_arguments_as_they_are_stored_whatever_their_direction
     assert arguments_changed({"to": "Ada"}, {"to": "Eve\u2067adA"}) == [
         "to: Ada → Eve[U+2067]adA"
     ]
+
+
+def test_a_question_reads_as_it_is_stored_whatever_its_direction_marks() -> None:
+    question = GenericInterrupt(
+        id="ask", reason="question", thread_id="t", interrupted_run_id="r",
+        binding={}, message="Pay Eve\u202eadA?",
+    )  # fmt: skip
+    assert decision_view(question, None, 0).message == "Pay Eve[U+202E]adA?"
 
 
 def test_a_tool_without_arguments_offers_no_edit() -> None:
