@@ -883,6 +883,7 @@ class ChatState(IdentityState):
             )
         except DeskError as error:
             memory.message = error.message
+            memory.replies += 1  # the same refusal again would leave the card as it was
             by = error.details.get("decidedBy")
             if error.code == "already-decided" and by and by != viewer.email:
                 # Someone else decided it a moment before this click landed (not this
@@ -1273,7 +1274,6 @@ class ChatState(IdentityState):
         if item is None or self.resuming:
             return None
         memory = self._memory.setdefault(interrupt_id, FormMemory())
-        memory.replies += 1
         memory.drafts[form] = dict(data)
         memory.message = ""
         schema, initial = form_schema(item, form)
@@ -1282,6 +1282,7 @@ class ChatState(IdentityState):
             result = read_form(schema, form_fields(schema, initial), data)
             memory.errors[form] = result.errors
             if not result.ok:
+                memory.replies += 1  # the same errors again would leave the card as it was
                 # Nothing is sent; the fields show their errors and keep what was typed, and
                 # the first of them takes the focus (on a long form it may be out of view).
                 self._refresh(session)
@@ -1354,7 +1355,6 @@ class ChatState(IdentityState):
             return None
         if item is not None:
             self._answering(interrupt_id)
-            self._memory.setdefault(interrupt_id, FormMemory()).replies += 1
             self._note_withdrawals(session, [item])
         if item is not None and self._through_desk(session, item, "cancel"):
             await self._desk_answer(session, interrupt_id, "cancel", None)

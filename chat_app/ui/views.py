@@ -126,8 +126,10 @@ class DecisionView:
     #: The first answerable decision takes the keyboard focus. A field of the view rather
     #: than a page var, so that a memoized message row depends on its own data only.
     focus: bool = False
-    #: How many of the tab's answers to it the server has taken up (`FormMemory.replies`):
-    #: the card redraws on each, and so its "Sending…" ends even when nothing else changed.
+    #: How many of the tab's answers to it the server refused (`FormMemory.replies`): the
+    #: card redraws on each, so its "Sending…" ends even when the refusal is the same again
+    #: (an answer that goes changes the card anyway; counting those too cost the page a
+    #: part of the transcript sent again per approval).
     replies: int = 0
 
 
@@ -223,7 +225,7 @@ class FormMemory:
     drafts: dict[str, dict[str, Any]] = field(default_factory=dict)  # form -> path -> raw
     errors: dict[str, dict[str, str]] = field(default_factory=dict)  # form -> path -> message
     message: str = ""
-    #: The answers to it the server has taken up from this tab (`DecisionView.replies`).
+    #: The answers to it from this tab that the server refused (`DecisionView.replies`).
     replies: int = 0
 
 

@@ -136,7 +136,7 @@ TYPING_KEEPS_FOCUS_SCRIPT = """
 #: assets/forms.css) and takes no other answer until the server's reply changes it: on a slow
 #: link the click would otherwise show nothing, and a corrected answer sent after the first
 #: would go nowhere (the first one counts). Every reply changes the card: it goes, turns to
-#: the answer or shows an error, and a count of the answers taken up (`replies`) changes
+#: the answer or shows an error, and a count of the refused answers (`replies`) changes
 #: even when the same refusal comes again. A reply that never comes frees it after
 #: `SENDING_MS` (the page's own note of the click, `remember_click`, gives it again on
 #: reconnecting). Delegated, once per page; it runs before the draft
@@ -448,8 +448,8 @@ def _decision_card(
                 spacing="2",
             ),
             *details,
-            # Changes with each answer the server takes up: what ends the card's "Sending…"
-            # when the reply changes nothing else (SENDING_SCRIPT).
+            # Changes with each answer the server refuses: what ends the card's "Sending…"
+            # when the same refusal comes again (SENDING_SCRIPT).
             rx.el.span(decision.replies, hidden=True, class_name="card-replies"),
             rx.cond(
                 decision.held != "",
