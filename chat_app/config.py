@@ -79,7 +79,7 @@ from chat_app.trust.authn import (
 )
 from chat_app.trust.people import People
 from chat_app.trust.sessions import SessionSigner
-from chat_app.trust.store import DATABASE_URL_ENV, database_url, open_database
+from chat_app.trust.store import DATABASE_URL_ENV, data_folder, database_url, open_database
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -103,9 +103,8 @@ class Security:
 
 def data_dir() -> Path:
     """The app's data folder (`CHAT_APP_DATA_DIR`); whatever writes there first makes it,
-    readable by this user alone (`trust.seal.make_private_folder`). Set but empty is the
-    default, not the current folder (where `Path("")` would put the databases)."""
-    return Path(os.environ.get("CHAT_APP_DATA_DIR", "").strip() or ".chat_app_data")
+    readable by this user alone (`trust.seal.make_private_folder`)."""
+    return data_folder(os.environ.get("CHAT_APP_DATA_DIR"))
 
 
 TTL_ENV = "CHAT_APP_INTERRUPT_TTL_SECONDS"

@@ -40,6 +40,7 @@ __all__ = [
     "DATABASE_URL_ENV",
     "DatabaseUnavailable",
     "create_database_engine",
+    "data_folder",
     "database_trouble",
     "database_url",
     "migrate",
@@ -83,6 +84,12 @@ def not_answering(error: Exception) -> str:
 def database_trouble(error: Exception) -> str:
     """A failed database call in the driver's own words, for the operator's log."""
     return str(getattr(error, "orig", None) or error)
+
+
+def data_folder(configured: str | None) -> Path:
+    """`configured` (the value of `CHAT_APP_DATA_DIR`), or `.chat_app_data`: set but empty is
+    the default too, not the current folder (where `Path("")` would put the databases)."""
+    return Path((configured or "").strip() or ".chat_app_data")
 
 
 def database_url(configured: str | None, data_dir: Path) -> str:

@@ -315,10 +315,10 @@ def read_form(
             path = path.rpartition(".")[0]
         message = friendly_message(problem)
         choice = known.get(path)
-        if problem.keyword == "required" and choice and choice.kind == "radio":
-            message = f"Choose one of: {', '.join(choice.options)}."
-        elif problem.keyword == "required" and choice and choice.kind == "select":
-            message = "Choose one."  # its list is long: it is named in the control
+        if problem.keyword == "required" and choice and choice.kind in ("radio", "select"):
+            # A select's list is long, and shown by the control itself.
+            listed = f" of: {', '.join(choice.options)}" if choice.kind == "radio" else ""
+            message = f"Choose one{listed}."
         errors.setdefault(path or FORM_ERROR_KEY, message)
     return FormResult(value=result, errors=errors)
 

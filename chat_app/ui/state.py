@@ -32,7 +32,6 @@ from chat_app.client import (
     ClientError,
     ClientState,
     InterruptItem,
-    ToolApprovalInterrupt,
     UsageError,
 )
 from chat_app.desk import (
@@ -47,7 +46,6 @@ from chat_app.desk import (
 from chat_app.desk.desk import WATCH_SECONDS as PRESENCE_SECONDS
 from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.trust import Identity
-from chat_app.trust.identity import spelled_out
 
 from . import session as sessions
 from .components.settled import SettledRow
@@ -56,6 +54,7 @@ from .forms import DRAFT_FIELD, form_fields, read_form
 from .guard import failure_message, guarded, guarded_task
 from .identity_state import IdentityState
 from .views import (
+    OPEN_STATUSES,
     WITHDRAWN,
     ArchiveBlock,
     DecisionView,
@@ -73,6 +72,7 @@ from .views import (
     split_transcript,
     streaming_preview,
     submitted_edits,
+    what_is_asked,
 )
 
 FLUSH_SECONDS = 0.05
@@ -717,8 +717,8 @@ class ChatState(IdentityState):
             self._open_before = {
                 **self._open_before,
                 **{
-                    item.id: _asked(item) for item in live.client.interrupts
-                    if item.status in ("pending", "error", "staged")
+                    item.id: what_is_asked(item) for item in live.client.interrupts
+                    if item.status in (*OPEN_STATUSES, "staged")
                 },
             }  # fmt: skip
         self._drop_settled(wanted)
@@ -739,17 +739,18 @@ class ChatState(IdentityState):
         sessions.forget(token)
         return True
 
-    def _tell_beaten(self, interrupt_id: str) -> None:
+    def _tell_beaten(self, interrupt_id: str) -> bool:
         """A click on a decision the tab showed open when the stored conversation replaced
         its own (`_open_before`), answered since: in another tab of the person's, or by
         someone else, a moment before. Nothing is sent, and the card turns to how it ended,
-        which would not say this click went nowhere."""
+        which would not say this click went nowhere. False when the tab never showed it."""
         asked = self._answering(interrupt_id)
         if asked is not None:
             self._note_lost(
                 f"“{asked}” was answered before your answer arrived, in another tab or by"
                 f" someone else. {NOTHING_RAN}"
             )
+        return asked is not None
 
     def _answering(self, interrupt_id: str) -> str | None:
         """A click of this tab's answers `interrupt_id`: it is no longer one the tab saw
@@ -850,7 +851,7 @@ class ChatState(IdentityState):
         # A batch that waits for someone else too: the desk sends it once all have answered.
         others = sessions.who_decides(session.identity, self._votes, self._escalated)
         if any(
-            other.id != item.id and other.can_resolve and other.status in ("pending", "error")
+            other.id != item.id and other.can_resolve and other.status in OPEN_STATUSES
             and others(other) != ""
             for other in session.client.interrupts
         ):  # fmt: skip
@@ -1083,7 +1084,7 @@ class ChatState(IdentityState):
             _log.warning("Ignoring an unreadable note of a click: %r", note[:200])
             return None
         state = client.state
-        open_ids = {i.id for i in state.interrupts if i.status in ("pending", "error")}
+        open_ids = {i.id for i in state.interrupts if i.status in OPEN_STATUSES}
         if client.resuming or not open_ids:
             return None
         batch = {
@@ -1350,8 +1351,7 @@ class ChatState(IdentityState):
     async def cancel_decision(self, interrupt_id: str) -> Any:
         session = await self._clicked()
         item = next((i for i in session.client.interrupts if i.id == interrupt_id), None)
-        if item is None and interrupt_id in self._open_before:
-            self._tell_beaten(interrupt_id)
+        if item is None and self._tell_beaten(interrupt_id):
             return None
         if item is not None:
             self._answering(interrupt_id)
@@ -1382,7 +1382,7 @@ class ChatState(IdentityState):
         items = [
             item
             for item in session.client.interrupts
-            if item.can_resolve and item.status in ("pending", "error")
+            if item.can_resolve and item.status in OPEN_STATUSES
         ]
         for item in items:
             self._answering(item.id)
@@ -1478,7 +1478,7 @@ class ChatState(IdentityState):
 
         def still(client: ChatClient) -> bool:
             return any(
-                item.id == interrupt_id and item.status in ("pending", "error")
+                item.id == interrupt_id and item.status in OPEN_STATUSES
                 for item in client.interrupts
             )
 
@@ -1777,15 +1777,6 @@ def _batch_of(client: ChatClient) -> str:
     """The paused run whose decisions `client` shows ("" when none): what a batch bar's
     click was about."""
     return next((item.interrupted_run_id for item in client.interrupts), "")
-
-
-def _asked(item: InterruptItem) -> str:
-    """How a notice names a decision: its question, or what it approves."""
-    if item.message:
-        return spelled_out(item.message.rstrip("."))
-    if isinstance(item, ToolApprovalInterrupt):
-        return f"Approve {item.tool_name.replace('_', ' ')}?"
-    return "A question"
 
 
 def _kept(text: str) -> str:

@@ -501,7 +501,7 @@ def decision_view(
         return _apply_drafts(rows, memory.drafts.get(form, {}), memory.errors.get(form, {}))
 
     if isinstance(item, ToolApprovalInterrupt):
-        tool = item.tool_name.replace("_", " ")
+        tool = _tool_words(item)
         edit_fields = fields("edit")
         return DecisionView(
             id=item.id,
@@ -566,6 +566,23 @@ def _expires(item: InterruptItem) -> str:
         return ""
     at = datetime.fromtimestamp(at_ms / 1000, UTC)
     return f"Expires {at.day} {at:%b}, {at:%H:%M} UTC, if nobody decides."
+
+
+#: The statuses of a decision still to answer here (not staged in a batch, not submitted).
+OPEN_STATUSES = ("pending", "error")
+
+
+def what_is_asked(item: InterruptItem) -> str:
+    """How a notice names a decision: its question, or what it approves, as its card does."""
+    if item.message:
+        return spelled_out(item.message.rstrip("."))
+    if isinstance(item, ToolApprovalInterrupt):
+        return f"Approve {_tool_words(item)}?"
+    return "A question"
+
+
+def _tool_words(item: ToolApprovalInterrupt) -> str:
+    return item.tool_name.replace("_", " ")
 
 
 def display_payload(item: GenericInterrupt) -> Any:
@@ -813,7 +830,7 @@ def build_views(
         and not (who_decides is not None and who_decides(item))
     ]
     bulk_ok = bool(answerable) and state.can_approve_all and state.can_reject_all
-    open_ids = {item.id for item in answerable if item.status in ("pending", "error")}
+    open_ids = {item.id for item in answerable if item.status in OPEN_STATUSES}
     cards = [t.decision for m in messages[fresh:] for t in m.tools if t.has_decision] + loose
     if state.answered and cache is None:
         rows = [question_view(question, known.decided_by) for question in state.answered]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 from logging.config import fileConfig
-from pathlib import Path
 
 from alembic import context
 from sqlalchemy import Connection
@@ -21,6 +20,7 @@ from sqlalchemy import Connection
 from chat_app.trust.store import (
     DATABASE_URL_ENV,
     create_database_engine,
+    data_folder,
     database_url,
     migration_transaction,
 )
@@ -40,7 +40,7 @@ def _run(connection: Connection) -> None:
 
 def _developer_url() -> str:
     given = context.get_x_argument(as_dictionary=True).get("url")
-    data_dir = Path(os.environ.get("CHAT_APP_DATA_DIR", "").strip() or ".chat_app_data")
+    data_dir = data_folder(os.environ.get("CHAT_APP_DATA_DIR"))
     return database_url(given or os.environ.get(DATABASE_URL_ENV), data_dir)
 
 
