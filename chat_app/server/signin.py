@@ -43,6 +43,10 @@ __all__ = [
 
 WRONG_PASSWORD = "Wrong email or password."
 MISSING_FIELDS = "Enter your email and password."
+TOKEN_SIGN_OUT = (
+    "An API token does not sign out: it works until it is revoked "
+    "(python -m chat_app tokens revoke NAME)."
+)
 #: How a held sign-in waits (a test records the waits instead of waiting them).
 _hold = asyncio.sleep
 #: A sign-in form is small; anything bigger is not one.
@@ -204,6 +208,10 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         # copy of the cookie, no longer acts as them. The cookie goes in any case, the
         # accounts' database answering or not.
         who = await identify(authenticator, request)
+        if isinstance(who, Identity) and who.method == "token":
+            # A token has no session to end, and a script's sign-out that answered as a
+            # browser's would leave the script believing its token gone.
+            return _error(TOKEN_SIGN_OUT, 400, "token")
         if isinstance(who, Identity):
             try:
                 await asyncio.to_thread(authenticator.sign_out, who)
