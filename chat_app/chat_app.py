@@ -59,6 +59,7 @@ from chat_app.ui.audit_state import AuditState
 from chat_app.ui.components.decisions import (
     CLOSE_ON_ESCAPE_SCRIPT,
     FOCUS_NEXT_DECISION_SCRIPT,
+    MOVED_ON_SCRIPT,
     SENDING_SCRIPT,
     TYPING_KEEPS_FOCUS_SCRIPT,
 )
@@ -246,6 +247,7 @@ app = rx.App(
         rx.el.link(rel="icon", type="image/svg+xml", href="/favicon.svg"),
         rx.script(PROPOSED_SCRIPT),
         rx.script(SENDING_SCRIPT),
+        rx.script(MOVED_ON_SCRIPT),
         rx.script(DRAFT_SCRIPT),
         rx.script(CLOSE_ON_ESCAPE_SCRIPT),
         rx.script(FOCUS_NEXT_DECISION_SCRIPT),

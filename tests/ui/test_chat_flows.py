@@ -240,6 +240,8 @@ def test_edited_arguments_are_validated_then_sent(page: Page, screenshot_dir: Pa
     # One address: a second recipient slipped in after a comma is no email address either.
     form.locator('input[name="to"]').fill("grace@example.com, eve@evil.example")
     form.locator("button[type=submit]").click()
+    # The same words as the first refusal: the card's count of refusals says this one came.
+    expect(page.locator(".approval-card .card-replies")).to_have_text("2")
     expect(error).to_have_text("Enter a valid email address.")
     form.locator('input[name="to"]').fill("grace@example.com")
     subject_text = "Launch-day-" + "x" * 109  # 120 characters, the most, without a space
@@ -612,6 +614,40 @@ def test_an_answer_on_its_way_says_so_and_takes_no_other(
         "Shipping speed: express"
     )
     assert sum(SUBMITTED in frame for frame in news.sent) == 1
+
+
+def test_a_refusal_that_comes_while_typing_elsewhere_leaves_the_focus_there(
+    page: Page, screenshot_dir: Path
+) -> None:
+    """On a slow link a refused Submit's errors can arrive while the person already types in
+    another field: the field in error shows its error, and the focus, with what is typed
+    next, stays where the person went rather than jumping into the field in error."""
+    news = HeldNews(page)
+    page.reload()
+    hydrated(page)
+    ask(page, "email ada@example.com about Launch")
+    page.locator(".approval-card button.edit").click()
+    form = page.locator(".form-edit")
+    to, subject = form.locator('input[name="to"]'), form.locator('input[name="subject"]')
+    to.fill("not an email")
+    news.hold()
+    form.locator("button[type=submit]").click()
+    subject.click()
+    subject.press("End")
+    news.release()
+    expect(form.locator('[data-field="to"] .field-error')).to_have_text(
+        "Enter a valid email address."
+    )
+    page.wait_for_timeout(300)  # the refusal's focus would have moved by now (50 ms)
+    page.keyboard.type(" day")  # where the focus is
+    expect(subject).to_be_focused()
+    expect(subject).to_have_value("Launch day")
+    expect(to).to_have_value("not an email")
+    shot(page, screenshot_dir, "refusal-while-typing")
+    # Without going on, a refused Submit still takes the focus to the field in error.
+    form.locator("button[type=submit]").click()
+    expect(page.locator(".approval-card .card-replies")).to_have_text("2")
+    expect(to).to_be_focused()
 
 
 def test_an_answer_given_on_a_card_already_answered_elsewhere_says_so(

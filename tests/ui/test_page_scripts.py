@@ -44,6 +44,7 @@ def _scripts() -> dict[str, str]:
         "schema_form.DRAFT_SCRIPT": schema_form.DRAFT_SCRIPT,
         "decisions.CLOSE_ON_ESCAPE_SCRIPT": decisions.CLOSE_ON_ESCAPE_SCRIPT,
         "decisions.SENDING_SCRIPT": decisions.SENDING_SCRIPT,
+        "decisions.MOVED_ON_SCRIPT": decisions.MOVED_ON_SCRIPT,
         "decisions.FOCUS_NEXT_DECISION_SCRIPT": decisions.FOCUS_NEXT_DECISION_SCRIPT,
         "decisions.TYPING_KEEPS_FOCUS_SCRIPT": decisions.TYPING_KEEPS_FOCUS_SCRIPT,
         "state.IN_VIEW": state.IN_VIEW,
