@@ -177,23 +177,25 @@ SENDING_SCRIPT = """
 """
 
 
-#: Whether the person went on in a decision's form after its last Submit (not a draft's):
-#: a focus or an edit in it marks the form (`__movedOn`), and each Submit clears the mark. A
-#: refused Submit's errors then leave the focus where the person went (`FOCUS_IN_FORM`): on
-#: a slow link the refusal can come while they type in another field, and taking the focus
-#: then would put the rest of their typing into the field in error. Delegated, once per page,
+#: Whether the person went on after a decision form's last Submit (not a draft's): a focus
+#: or an edit anywhere on the page marks the form (`__movedOn`). A refused Submit's errors
+#: then leave the focus where the person went (`FOCUS_IN_FORM`): on a slow link the refusal
+#: can come while they type in another field or the message box, and taking the focus then
+#: would put the rest of their typing into the field in error. Delegated, once per page,
 #: after `SENDING_SCRIPT` (a Submit it refuses is none).
 MOVED_ON_SCRIPT = """
 (() => {
-  const formOf = (event) => event.target.closest && event.target.closest('form.decision-form');
+  let sent = null;  // the form of the last Submit, until the person goes on
   document.addEventListener('submit', (event) => {
-    const form = formOf(event);
+    const form = event.target.closest && event.target.closest('form.decision-form');
     const flag = form && form.querySelector('input[name="__draft"]');
-    if (flag && flag.value !== '1') form.__movedOn = false;
+    if (!flag || flag.value === '1') return;
+    form.__movedOn = false;
+    sent = form;
   }, true);
-  const moved = (event) => {
-    const form = formOf(event);
-    if (form && form.__movedOn === false) form.__movedOn = true;
+  const moved = () => {
+    if (sent) sent.__movedOn = true;
+    sent = null;
   };
   document.addEventListener('focusin', moved, true);
   document.addEventListener('input', moved, true);
