@@ -27,7 +27,13 @@ from starlette.routing import Route
 from chat_app.server._body import read_body
 from chat_app.server.origin import CROSS_SITE, from_elsewhere
 from chat_app.trust.accounts import SignInWait
-from chat_app.trust.authn import BROWSER_CARRIED, Authenticator, AuthFailure, safe_next
+from chat_app.trust.authn import (
+    BROWSER_CARRIED,
+    Authenticator,
+    AuthFailure,
+    names_api_token,
+    safe_next,
+)
 from chat_app.trust.identity import Directory, Identity
 from chat_app.trust.sessions import SESSION_COOKIE
 from chat_app.trust.store import not_answering
@@ -207,11 +213,11 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         # Ends the person's sessions on the server too: a tab still open elsewhere, or a
         # copy of the cookie, no longer acts as them. The cookie goes in any case, the
         # accounts' database answering or not.
-        who = await identify(authenticator, request)
-        if isinstance(who, Identity) and who.method == "token":
-            # A token has no session to end, and a script's sign-out that answered as a
-            # browser's would leave the script believing its token gone.
+        if any(names_api_token(value) for value in request.headers.getlist("authorization")):
+            # Valid or not, a token has no session to end, and a sign-out that answered as
+            # a browser's would leave the script believing its token gone.
             return _error(TOKEN_SIGN_OUT, 400, "token")
+        who = await identify(authenticator, request)
         if isinstance(who, Identity):
             try:
                 await asyncio.to_thread(authenticator.sign_out, who)

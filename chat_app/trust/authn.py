@@ -48,6 +48,7 @@ __all__ = [
     "Authenticator",
     "IPNetwork",
     "cookie_value",
+    "names_api_token",
     "parse_networks",
     "safe_next",
 ]
@@ -202,7 +203,7 @@ class Authenticator:
         bearer = scheme.lower() == "bearer"
         if bearer and credentials.startswith(API_TOKEN_PREFIX):
             return self._token(credentials)
-        if (credentials or scheme).startswith(API_TOKEN_PREFIX):  # ours, without "Bearer"
+        if names_api_token(authorization):  # ours, without "Bearer"
             return AuthFailure(TOKEN_SCHEME)
         if mode == "proxy":
             return self._proxy(lowered, client_host, sent)
@@ -296,6 +297,13 @@ class Authenticator:
         proxy's or a token's identity has no session of ours to end)."""
         if found.method == "password" and self.directory is not None:
             self.directory.sign_out(found.email)
+
+
+def names_api_token(authorization: str) -> bool:
+    """Whether an `Authorization` value holds one of our API tokens, with its `Bearer`
+    scheme or without, whether or not the token is valid."""
+    scheme, _, credentials = authorization.strip().partition(" ")
+    return (credentials.strip() or scheme).startswith(API_TOKEN_PREFIX)
 
 
 def cookie_value(header: str, name: str) -> str | None:

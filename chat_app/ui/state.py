@@ -136,16 +136,18 @@ _log = logging.getLogger(__name__)
 #: as JSON): the first field of it, or the first in error after a refused Submit, takes the
 #: focus, scrolled into view (a keyboard's next key goes where the person looks). A form just
 #: opened leaves the focus where it is if the person already went into a decision's field,
-#: and a refused one if they went on in it after the Submit (`MOVED_ON_SCRIPT`).
+#: and a refused one if they went on anywhere on the page after the Submit
+#: (`MOVED_ON_SCRIPT`).
 FOCUS_IN_FORM = """
 setTimeout(() => {
   const [id, name, which] = %s;
   const typing = document.activeElement;
   if (which === 'first' && typing && typing.closest('form.decision-form')) return;
+  const sent = window.__decisionSubmit;
+  if (which === 'error' && sent && sent.id === id && sent.name === name && sent.movedOn) return;
   const form = [...document.querySelectorAll('form.decision-form')].find((f) =>
     f.elements.__interrupt && f.elements.__interrupt.value === id &&
     f.elements.__form && f.elements.__form.value === name);
-  if (which === 'error' && form && form.__movedOn) return;
   const field = form && form.querySelector(which === 'error'
     ? '.form-field:has(.field-error)' : '.form-field');
   const control = field && field.querySelector('input:not([type=hidden]), textarea, button');

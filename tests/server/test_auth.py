@@ -461,12 +461,17 @@ def test_an_api_token_acts_for_its_owner_until_revoked(password_server: Served) 
     transfer_approved(password_server, bearer, forwardedProps={"actor": "ceo@corp"})
     assert {actor for _, actor in password_server.actors()} == {"ada@example.com"}
     assert password_server.verified_by() == ["token"]
-    # Signing out is a browser's: with a token it is refused, and the token still works.
-    out = password_server.http.post("/api/signout", headers=bearer)
-    assert out.status_code == 400
-    assert out.json() == {"error": signin_module.TOKEN_SIGN_OUT, "code": "token"}
-    assert "set-cookie" not in out.headers
+    # Signing out is a browser's: with a token it is refused, and the token still works;
+    # so with a token that is no longer valid, or sent without "Bearer", beside a session.
+    session = session_for(password_server, "ada@example.com")
+    for sent in (bearer, {"Authorization": f"Bearer {token}x"}, {"Authorization": token}):
+        for headers in (sent, sent | session):
+            out = password_server.http.post("/api/signout", headers=headers)
+            assert out.status_code == 400
+            assert out.json() == {"error": signin_module.TOKEN_SIGN_OUT, "code": "token"}
+            assert "set-cookie" not in out.headers
     assert password_server.http.get("/api/me", headers=bearer).status_code == 200
+    assert password_server.http.get("/api/me", headers=session).status_code == 200
     password_server.accounts.revoke_token("nightly", "ada@example.com")
     response = password_server.http.post("/api/chat", json=pause_body(), headers=bearer)
     assert response.status_code == 401

@@ -177,25 +177,40 @@ SENDING_SCRIPT = """
 """
 
 
-#: Whether the person went on after a decision form's last Submit (not a draft's): a focus
-#: or an edit anywhere on the page marks the form (`__movedOn`). A refused Submit's errors
-#: then leave the focus where the person went (`FOCUS_IN_FORM`): on a slow link the refusal
-#: can come while they type in another field or the message box, and taking the focus then
-#: would put the rest of their typing into the field in error. Delegated, once per page,
-#: after `SENDING_SCRIPT` (a Submit it refuses is none).
+#: Whether the person went on after a decision form's last Submit (not a draft's), kept by
+#: the form's decision and name (`window.__decisionSubmit`: a card drawn again keeps it): an
+#: edit anywhere on the page, or the focus moving to another control, marks it. A refused
+#: Submit's errors then leave the focus where the person went (`FOCUS_IN_FORM`): on a slow
+#: link the refusal can come while they type in another field or the message box, and taking
+#: the focus then would put the rest of their typing into the field in error. The focus
+#: coming back to where it was at the Submit (the window focused again), a click on text
+#: (the log takes the focus) or on the same form's Submit is no going on. Delegated, once per
+#: page, after `SENDING_SCRIPT` (a Submit it refuses is none).
 MOVED_ON_SCRIPT = """
 (() => {
-  let sent = null;  // the form of the last Submit, until the person goes on
+  const CONTROLS = 'input, textarea, select, button, a[href], [contenteditable=""], ' +
+    '[contenteditable="true"]';
+  let at = null;  // what had the focus at the Submit
+  const named = (form) => [form.elements.__interrupt, form.elements.__form].map(
+    (field) => field && field.value);
   document.addEventListener('submit', (event) => {
     const form = event.target.closest && event.target.closest('form.decision-form');
     const flag = form && form.querySelector('input[name="__draft"]');
     if (!flag || flag.value === '1') return;
-    form.__movedOn = false;
-    sent = form;
+    const [id, name] = named(form);
+    window.__decisionSubmit = { id, name, movedOn: false };
+    at = document.activeElement;
   }, true);
-  const moved = () => {
-    if (sent) sent.__movedOn = true;
-    sent = null;
+  const moved = (event) => {
+    const sent = window.__decisionSubmit;
+    const to = event.target;
+    if (!sent || sent.movedOn) return;
+    if (event.type === 'focusin') {
+      if (to === at || !(to.matches && to.matches(CONTROLS))) return;
+      const own = to.type === 'submit' && to.form && to.form.matches('form.decision-form');
+      if (own && named(to.form).join() === [sent.id, sent.name].join()) return;
+    }
+    sent.movedOn = true;
   };
   document.addEventListener('focusin', moved, true);
   document.addEventListener('input', moved, true);
