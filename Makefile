@@ -117,10 +117,11 @@ run: setup
 
 # Two test processes: the browser tests mostly wait on the app and Chromium, so the other
 # process's tests fill the second core (20:33 in one process, 13:35 in two, on 2 cores).
+# The slowest tests are listed at the end, to see where the budget of 20 minutes goes.
 TEST_PROCESSES ?= 2
 
 test: setup-test
-	$(PY) -m pytest -n $(TEST_PROCESSES) --dist worksteal
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist worksteal --durations=15
 
 bench: setup-test $(VENV)/.installed-bench
 	$(PY) -m benchmarks
