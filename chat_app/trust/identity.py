@@ -55,8 +55,11 @@ def is_control(character: str) -> bool:
 #: proxy's own), not ours to read.
 API_TOKEN_PREFIX = "cat_"
 
-#: One address: something, "@", something, no spaces (a list, "a@x, b@y", is not one).
-_EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
+#: One address: something, "@", something, no spaces (a list, "a@x, b@y", is not one), and
+#: nothing `is_control` keeps out of names: an email is shown, logged and recorded as who
+#: decided, where a terminal escape or a right-to-left override would make it read as another.
+_ADDRESS_PART = r"[^@\s\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]+"
+_EMAIL = re.compile(f"{_ADDRESS_PART}@{_ADDRESS_PART}")
 #: The longest address accepted (RFC 3696's bound).
 MAX_EMAIL = 320
 

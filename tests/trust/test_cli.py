@@ -198,6 +198,14 @@ def test_a_duplicate_user_exits_1_with_a_message_and_no_traceback(cli: Cli, data
     [
         (("users", "add", "bob@example.com"), "A password is at least 8 characters."),
         (("users", "add", "bob"), "'bob' is not an email address."),
+        (  # displayed as "bob@evil.example", but recorded as someone else
+            ("users", "add", "bob\u202e@example.com", "--password-stdin"),
+            "'bob\\u202e@example.com' is not an email address.",
+        ),
+        (
+            ("users", "add", "bob\x1b[31m@example.com", "--password-stdin"),
+            "'bob\\x1b[31m@example.com' is not an email address.",
+        ),
         (("users", "add", "bob@example.com", "--role", "a b"), "'a b' is not a role name"),
         (
             ("users", "add", "bob@example.com", "--name", "Bob\x1b[31m"),
