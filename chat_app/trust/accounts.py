@@ -411,6 +411,10 @@ class Accounts:
                 connection.execute(
                     api_tokens.update().where(api_tokens.c.id == found[0].id).values(revoked_at=now)
                 )
+            owner = _normal_email(email) if email is not None else None
+            nobody = not found and owner is not None and self._user(connection, owner) is None
+        if nobody and owner is not None:  # as every command says it: no such account
+            raise _unknown_user(owner)
         if not found:
             whose = f" of {_normal_email(email)}" if email is not None else ""
             raise AccountError("unknown-token", f"No active token named {name!r}{whose}.")

@@ -380,6 +380,14 @@ def test_revoke_token_refuses_an_unknown_name_and_asks_whose_when_several_share_
     with pytest.raises(AccountError) as again:
         accounts.revoke_token("ci", "sam@example.com")
     assert again.value.code == "unknown-token"
+    # An owner with no account is said as every command says it, not as a missing token.
+    with pytest.raises(AccountError) as nobody:
+        accounts.revoke_token("ci", "Nobody@example.com")
+    assert (nobody.value.code, str(nobody.value)) == (
+        "unknown-user",
+        "There is no account nobody@example.com.",
+    )
+    assert accounts.identity_for_token(ada) is not None
 
 
 def test_a_removed_users_tokens_name_nobody_and_are_gone(accounts: Accounts) -> None:

@@ -241,6 +241,7 @@ def test_a_duplicate_user_exits_1_with_a_message_and_no_traceback(cli: Cli, data
             "A token's name cannot hold control characters",
         ),
         (("tokens", "revoke", "ci"), "No active token named 'ci'."),
+        (("tokens", "revoke", "ci", "--user", "nobody@example.com"), "no account nobody@"),
         (("tokens", "revoke", "ci", "--user", "ADA@example.com"), "named 'ci' of ada@"),
     ],
 )
