@@ -395,6 +395,7 @@ class Accounts:
         """Revokes the active token named `name` (of the account `email`, which must be given
         when several accounts have one by that name). Returns it, revoked."""
         name = name.strip()
+        owner = _normal_email(email) if email is not None else None
         query = (
             select(
                 api_tokens.c.id, users.c.email, api_tokens.c.created_at, api_tokens.c.last_used_at
@@ -402,8 +403,8 @@ class Accounts:
             .join(users, users.c.id == api_tokens.c.user_id)
             .where(api_tokens.c.name == name, api_tokens.c.revoked_at.is_(None))
         )
-        if email is not None:
-            query = query.where(users.c.email == _normal_email(email))
+        if owner is not None:
+            query = query.where(users.c.email == owner)
         now = self._now()
         with write_transaction(self.engine) as connection:
             found = [] if _NUL in name else connection.execute(query).all()
@@ -411,12 +412,11 @@ class Accounts:
                 connection.execute(
                     api_tokens.update().where(api_tokens.c.id == found[0].id).values(revoked_at=now)
                 )
-            owner = _normal_email(email) if email is not None else None
             nobody = not found and owner is not None and self._user(connection, owner) is None
-        if nobody and owner is not None:  # as every command says it: no such account
-            raise _unknown_user(owner)
         if not found:
-            whose = f" of {_normal_email(email)}" if email is not None else ""
+            if nobody:  # as every command says it: no such account
+                raise _unknown_user(owner or "")
+            whose = f" of {owner}" if owner is not None else ""
             raise AccountError("unknown-token", f"No active token named {name!r}{whose}.")
         if len(found) > 1:
             owners = ", ".join(sorted(row.email for row in found))

@@ -58,7 +58,8 @@ API_TOKEN_PREFIX = "cat_"
 #: One address: something, "@", something, no spaces (a list, "a@x, b@y", is not one), and
 #: nothing `is_control` keeps out of names: an email is shown, logged and recorded as who
 #: decided, where a terminal escape or a right-to-left override would make it read as another.
-_ADDRESS_PART = r"[^@\s\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]+"
+#: (Control characters are Unicode's category Cc: U+0000-U+001F and U+007F-U+009F.)
+_ADDRESS_PART = rf"[^@\s\x00-\x1f\x7f-\x9f{''.join(sorted(_BIDI_CONTROLS))}]+"
 _EMAIL = re.compile(f"{_ADDRESS_PART}@{_ADDRESS_PART}")
 #: The longest address accepted (RFC 3696's bound).
 MAX_EMAIL = 320

@@ -198,7 +198,7 @@ def test_a_duplicate_user_exits_1_with_a_message_and_no_traceback(cli: Cli, data
     [
         (("users", "add", "bob@example.com"), "A password is at least 8 characters."),
         (("users", "add", "bob"), "'bob' is not an email address."),
-        (  # displayed as "bob@evil.example", but recorded as someone else
+        (  # an override: what follows it reads right to left, another address
             ("users", "add", "bob\u202e@example.com", "--password-stdin"),
             "'bob\\u202e@example.com' is not an email address.",
         ),
