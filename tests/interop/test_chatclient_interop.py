@@ -97,7 +97,7 @@ class ChatServer:
         env["CHAT_APP_DEMO_TOKEN_DELAY_MS"] = "0"
         # The server runs sealed, with a ledger, as deployed: TanStack's client must not notice.
         env["CHAT_APP_SECURE"] = "1"
-        env["CHAT_APP_DATA_DIR"] = tempfile.mkdtemp(prefix="chat-server-data-")
+        self._data_dir = env["CHAT_APP_DATA_DIR"] = tempfile.mkdtemp(prefix="chat-server-data-")
         self._proc = subprocess.Popen(
             [
                 sys.executable,
@@ -151,6 +151,7 @@ class ChatServer:
         self._log.close()
         with contextlib.suppress(OSError):
             os.unlink(self._log.name)
+        shutil.rmtree(self._data_dir, ignore_errors=True)
 
 
 @contextlib.contextmanager
