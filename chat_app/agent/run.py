@@ -41,7 +41,9 @@ from ag_ui.core import (
 
 from chat_app.interrupts import (
     ABSENT,
+    APPROVAL_ID_PREFIX,
     CANCELLED_RESULT,
+    CLIENT_TOOL_ID_PREFIX,
     DEFAULT_DENIED_RESULT,
     POLICY_METADATA_KEY,
     BatchInterruptError,
@@ -216,6 +218,8 @@ class _Run:
         # Read only where needed: a long history's messages are mostly never built.
         self.messages = History.of(input.messages)
         self._tool_positions: dict[str, int] | None = None
+        #: Client tool calls approved in this continuation and handed to the client to run.
+        self._granted: list[str] = []
         self.model_name = agent.model.name
         self.ctx = RunContext(
             thread_id=input.thread_id,
@@ -257,6 +261,7 @@ class _Run:
         ledger = self.agent.ledger
         if ledger is None:
             return
+        await self._check_granted(ledger, plan)
         resume = self.input.resume or []
         ids = sorted({entry.interrupt_id for entry in resume})
         taken = await ledger.commit_batch_async(
@@ -282,6 +287,48 @@ class _Run:
                 )
             )  # fmt: skip
             raise InterruptResumeValidationError(errors)
+
+    async def _check_granted(self, ledger: Ledger, plan: ResumePlan) -> None:
+        """A client tool that needs approval runs in the client once approved: its output
+        is taken only for a call the ledger says was approved and handed out
+        (`_grant`), never in place of the approval, nor after a refusal."""
+        gated = [p.call for p in plan.calls if p.kind == "client" and p.tool.needs_approval]
+        if not gated:
+            return
+        thread_id = self.input.thread_id
+        ids = [call.id for call in gated]
+        granted = set(await ledger.granted_async(thread_id=thread_id, call_ids=ids))
+        refused = [call for call in gated if call.id not in granted]
+        if not refused:
+            return
+        interrupted = plan.interrupted_run_id
+        errors: list[InterruptError] = [
+            ItemInterruptError(
+                thread_id=thread_id, interrupted_run_id=interrupted,
+                interrupt_id=CLIENT_TOOL_ID_PREFIX + call.id, code="forbidden",
+                message=f"Tool call {call.id} ({call.name}) has no approval to run in the "
+                f"client: its output is taken once {APPROVAL_ID_PREFIX}{call.id} is approved.",
+                source="server",
+            )
+            for call in refused
+        ]  # fmt: skip
+        errors.append(
+            BatchInterruptError(
+                thread_id=thread_id, interrupted_run_id=interrupted,
+                interrupt_ids=tuple(CLIENT_TOOL_ID_PREFIX + call.id for call in refused),
+                code="item-validation-failed",
+                message="One or more interrupt resolutions are invalid.", source="server",
+            )
+        )  # fmt: skip
+        raise InterruptResumeValidationError(errors)
+
+    async def _grant(self) -> None:
+        """Put the client tools approved in this continuation in the ledger before the
+        client hears of them (`_check_granted`)."""
+        if self._granted and self.agent.ledger is not None:
+            await self.agent.ledger.grant_async(
+                thread_id=self.input.thread_id, call_ids=self._granted
+            )
 
     @property
     def _verified(self) -> dict[str, str]:
@@ -416,6 +463,7 @@ class _Run:
                             yield restated
                     yield event
             if client_requests:
+                await self._grant()
                 for event in await self._pause(client_requests):
                     yield event
                 return
@@ -455,6 +503,7 @@ class _Run:
                 return
             args = decision.edited_args if decision.edited_args is not ABSENT else call.args
             if tool.execute is None:
+                self._granted.append(call.id)
                 client_requests.append(
                     client_tool_descriptor(
                         tool, call.id, args, self.input.run_id, self._call_expiry(call.id)

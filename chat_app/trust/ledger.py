@@ -11,6 +11,11 @@ batch race on that transaction; exactly one wins, and only the winner runs tools
 pause, decision and execution is appended to the audit trail, where each record carries the
 SHA-256 of the previous one, so an edited or deleted record breaks the chain.
 
+It also keeps which client tool calls were approved and handed to the client to run
+(`grant` / `granted`): a client tool's output is an answer of its own (`client_tool_<id>`),
+and without that record a client could send the output of a call nobody approved, or one
+that was refused, by answering it in place of the approval.
+
 The run loop awaits `commit_batch_async` / `append_async`: SQLite's writes run on the
 ledger's own thread, grouped into one transaction (see `_group_commit`), so the event loop
 never waits for the disk. The blocking `commit_batch` / `append` serve scripts and tests;
@@ -141,6 +146,14 @@ class Ledger(Protocol):
         never after a later `commit_batch` does (a power cut loses at most the newest
         records, never the answer that authorised a tool run)."""
 
+    async def grant_async(self, *, thread_id: str, call_ids: Sequence[str]) -> None:
+        """Record that these client tool calls of `thread_id` were approved and handed to the
+        client to run. Like `append_async`, in the ledger when it returns; a crash can lose it
+        only with the newest records, and then the output is refused (never wrongly taken)."""
+
+    async def granted_async(self, *, thread_id: str, call_ids: Sequence[str]) -> list[str]:
+        """Which of these calls of `thread_id` were granted (`grant_async`)."""
+
     def records(self) -> list[AuditRecord]:
         """The whole audit trail, oldest first."""
 
@@ -233,6 +246,24 @@ class SQLiteLedger:
             # durable commit (or the writer's idle sync) puts them on disk, in order.
             await self._writer.submit_async(lambda db: _append(db, entries), durable=False)
 
+    async def grant_async(self, *, thread_id: str, call_ids: Sequence[str]) -> None:
+        rows = [(thread_id, call_id) for call_id in call_ids]
+        if rows:
+            await self._writer.submit_async(
+                lambda db: db.executemany("INSERT OR IGNORE INTO grants VALUES (?, ?)", rows),
+                durable=False,
+            )
+
+    async def granted_async(self, *, thread_id: str, call_ids: Sequence[str]) -> list[str]:
+        if not call_ids:
+            return []
+        marks = ",".join("?" * len(call_ids))
+        query = f"SELECT call_id FROM grants WHERE thread_id = ? AND call_id IN ({marks})"  # noqa: S608
+        rows = await self._writer.submit_async(
+            lambda db: db.execute(query, (thread_id, *call_ids)).fetchall(), durable=False
+        )
+        return sorted(row[0] for row in rows)
+
     def records(self) -> list[AuditRecord]:
         # Through the writer too: a `:memory:` database exists only on its connection.
         rows = self._writer.submit(_read_records).result()
@@ -252,6 +283,8 @@ def _open(path: Path) -> sqlite3.Connection:
             PRIMARY KEY (thread_id, interrupt_id));
         CREATE TABLE IF NOT EXISTS audit (
             seq INTEGER PRIMARY KEY, record TEXT NOT NULL, hash TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS grants (
+            thread_id TEXT NOT NULL, call_id TEXT NOT NULL, PRIMARY KEY (thread_id, call_id));
         """
     )
     return db

@@ -272,6 +272,22 @@ class RedisLedger:
         if entries:
             await asyncio.to_thread(self._run, [], entries)
 
+    async def grant_async(self, *, thread_id: str, call_ids: Sequence[str]) -> None:
+        if call_ids:
+            keys = [self._grant_key(thread_id, call_id) for call_id in call_ids]
+            await asyncio.to_thread(self._redis.mset, dict.fromkeys(keys, now_iso()))
+
+    async def granted_async(self, *, thread_id: str, call_ids: Sequence[str]) -> list[str]:
+        if not call_ids:
+            return []
+        keys = [self._grant_key(thread_id, call_id) for call_id in call_ids]
+        found = await asyncio.to_thread(self._redis.mget, keys)
+        pairs = zip(call_ids, found, strict=True)
+        return sorted(call_id for call_id, at in pairs if at is not None)
+
+    def _grant_key(self, thread_id: str, call_id: str) -> str:
+        return f"{self._prefix}:granted:{thread_id}:{call_id}"
+
     def records(self) -> list[AuditRecord]:
         self._settle()
         return [

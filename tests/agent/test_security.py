@@ -325,6 +325,54 @@ async def test_the_audit_trail_records_what_was_shown_decided_and_run(
     assert verify_chain(records).ok
 
 
+LOCATION = {"latitude": 52.52, "longitude": 13.405, "accuracy": 25, "label": "52.5200, 13.4050"}
+
+
+def client_output(call_id: str) -> dict[str, Any]:
+    return {"interruptId": f"client_tool_{call_id}", "status": "resolved", "payload": LOCATION}
+
+
+async def test_a_client_tools_output_is_taken_only_once_its_approval_was_given(
+    clock: Clock, ledger: SQLiteLedger
+) -> None:
+    await client_tool_waits_for_its_approval(sealed_agent(clock, ledger), ledger)
+
+
+async def client_tool_waits_for_its_approval(agent: Agent, ledger: Ledger) -> None:
+    """The demo's location tool (approved, then run in the client) on `agent`, whose ledger
+    is `ledger` and holds nothing of threads `t1` and `t2`."""
+    # Answering the tool's output in place of its approval: refused, nothing runs.
+    events = await pause(agent, "share my location")
+    [item] = events[-1]["outcome"]["interrupts"]
+    assert item["id"] == "approval_" + item["toolCallId"]
+    skipped = await answer(agent, events, [client_output(item["toolCallId"])])
+    assert error_codes(skipped) == ["forbidden", "item-validation-failed"]
+    refusal = skipped[-1]["metadata"]["tanstack"]["interruptErrors"][0]
+    assert refusal["interruptId"] == "client_tool_" + item["toolCallId"]
+    assert "has no approval to run in the client" in refusal["message"]
+    assert ran(skipped) == [] and "52.52" not in json.dumps(skipped)
+    # After a refusal, the history from before it does not bring the tool back.
+    rejected = await answer(agent, events, [approve(item) | {"payload": {"approved": False}}])
+    assert rejected[-1]["type"] == "RUN_FINISHED"
+    again = await answer(agent, events, [client_output(item["toolCallId"])], run_id="r3")
+    assert error_codes(again) == ["forbidden", "item-validation-failed"] and ran(again) == []
+    # Approved: the client is asked to run it, and its output is taken.
+    events = await pause(agent, "share my location", thread="t2")
+    [item] = events[-1]["outcome"]["interrupts"]
+    approved = await answer(agent, events, [approve(item)], thread="t2")
+    [asked] = approved[-1]["outcome"]["interrupts"]
+    assert asked["id"] == "client_tool_" + item["toolCallId"]
+    done = await collect(
+        agent,
+        {"threadId": "t2", "runId": "r3", "parentRunId": "r2",
+         "messages": approved[-2]["messages"], "resume": [client_output(item["toolCallId"])]},
+    )  # fmt: skip
+    assert done[-1]["type"] == "RUN_FINISHED"
+    assert json.loads(ran(done)[0]) == LOCATION
+    kinds = [record.kind for record in ledger.records()]
+    assert kinds.count("refusal") == 2
+
+
 class SlowLedger(SQLiteLedger):
     """Appends take a while (a slow disk); `written` holds each record's kind once durable."""
 

@@ -14,7 +14,15 @@ import pytest
 
 from chat_app.trust.ledger import AuditEntry, LedgerUnusable, open_ledger, verify_chain
 from chat_app.trust.redis_ledger import RedisLedger
-from tests.agent.test_security import Clock, answer, approve, pause, ran, sealed_agent
+from tests.agent.test_security import (
+    Clock,
+    answer,
+    approve,
+    client_tool_waits_for_its_approval,
+    pause,
+    ran,
+    sealed_agent,
+)
 from tests.live_server import free_port
 from tests.redis_server import DURABLE, redis_server
 
@@ -48,6 +56,18 @@ def test_only_one_of_many_concurrent_commits_wins(redis_url: str) -> None:
     assert all(taken == ["a", "b"] for taken in results if taken)
     records = ledgers[0].records()
     assert len(records) == 1 and verify_chain(records).ok
+
+
+async def test_grants_are_kept_per_thread_and_seen_by_every_writer(redis_url: str) -> None:
+    one, other = RedisLedger(redis_url, prefix="grants"), RedisLedger(redis_url, prefix="grants")
+    assert await one.granted_async(thread_id="t", call_ids=["a", "b"]) == []
+    await one.grant_async(thread_id="t", call_ids=["b"])
+    await one.grant_async(thread_id="t", call_ids=["b"])
+    assert await other.granted_async(thread_id="t", call_ids=["a", "b"]) == ["b"]
+    assert await other.granted_async(thread_id="u", call_ids=["b"]) == []
+    # The client tool's answer waits for its approval on this ledger too.
+    ledger = RedisLedger(redis_url, prefix="grants-run")
+    await client_tool_waits_for_its_approval(sealed_agent(Clock(), ledger), ledger)
 
 
 def test_the_chain_stays_intact_under_concurrent_appends(redis_url: str) -> None:

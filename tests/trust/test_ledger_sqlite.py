@@ -47,6 +47,18 @@ def hold(target: SQLiteLedger | GroupWriter, *, durable: bool = True) -> threadi
     return gate
 
 
+async def test_grants_are_kept_per_thread_and_outlive_the_process(tmp_path: Path) -> None:
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    assert await ledger.granted_async(thread_id="t", call_ids=["a", "b"]) == []
+    await ledger.grant_async(thread_id="t", call_ids=["b"])
+    await ledger.grant_async(thread_id="t", call_ids=["b"])  # again: nothing changes
+    assert await ledger.granted_async(thread_id="t", call_ids=["a", "b"]) == ["b"]
+    assert await ledger.granted_async(thread_id="u", call_ids=["b"]) == []
+    ledger.close()
+    reopened = SQLiteLedger(tmp_path / "ledger.db")
+    assert await reopened.granted_async(thread_id="t", call_ids=["a", "b"]) == ["b"]
+
+
 async def test_one_group_many_commits_one_replay_conflicts_alone(tmp_path: Path) -> None:
     ledger = SQLiteLedger(tmp_path / "ledger.db")
     first = await ledger.commit_batch_async(thread_id="t0", interrupt_ids=["x"], entries=[entry(0)])
