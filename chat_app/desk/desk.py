@@ -1285,11 +1285,16 @@ class Desk:
 
     def _counts(self, item: InboxItem, vote: Vote) -> bool:
         """Whether `vote` counts towards `item`'s quorum: an approval by someone the rule in
-        force allows, as they were verified when they voted. The engine checks every cosigner
-        so and refuses the whole answer for one it does not allow, so an approval the policy
-        no longer allows (its rule's approvers changed, or the voter's roles) counts for
-        nothing, though it stays on record."""
-        return vote.approved and self._refusal(item, _identity(vote), "approve") is None
+        force allows, with the roles they have now where an account holds them (`Vote.roles`),
+        and not by an account removed since. The engine checks every cosigner so and refuses
+        the whole answer for one it does not allow, so an approval the policy no longer allows
+        (its rule's approvers changed, or the voter's roles) counts for nothing, though it
+        stays on record."""
+        return (
+            vote.approved
+            and not vote.removed
+            and self._refusal(item, _identity(vote), "approve") is None
+        )
 
     def _judged(self, item: InboxItem) -> InboxItem:
         """`item` as the rule in force reckons it while it is pending (a decided item's votes

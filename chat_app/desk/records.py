@@ -112,7 +112,12 @@ class Vote:
     #: How they were verified when they voted: the engine checks a cosigner as that person.
     verified_by: AuthMethod = "none"
     token_name: str = ""
+    #: Their roles: an account's as it holds them now (signed in with a password or a token:
+    #: roles are read again on every request); a sign-in proxy's or the demo's as verified
+    #: when they voted (nothing holds them since).
     roles: frozenset[str] = frozenset()
+    #: Verified by an account that has since been removed: their approval counts for nothing.
+    removed: bool = False
     #: Counts towards the quorum: the desk marks an approval the rule in force no longer
     #: allows (it stays on record, counting for nothing).
     counts: bool = True

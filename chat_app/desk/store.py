@@ -44,6 +44,8 @@ from chat_app.trust.tables import (
     decision_routes,
     decision_votes,
     decisions,
+    user_roles,
+    users,
 )
 
 from .records import (
@@ -957,11 +959,16 @@ class DeskStore:
         ids = [row.id for row in rows]
         votes: dict[str, list[Vote]] = {}
         if ids:
-            for vote in connection.execute(
+            found = connection.execute(
                 select(decision_votes)
                 .where(decision_votes.c.decision_id.in_(ids))
                 .order_by(decision_votes.c.at)
-            ):
+            ).all()
+            accounts = _account_roles(
+                connection, {v.voter_email for v in found if v.verified_by in _BY_ACCOUNT}
+            )
+            for vote in found:
+                by_account = vote.verified_by in _BY_ACCOUNT
                 votes.setdefault(vote.decision_id, []).append(
                     Vote(
                         email=vote.voter_email,
@@ -970,7 +977,10 @@ class DeskStore:
                         at=vote.at,
                         verified_by=vote.verified_by,
                         token_name=vote.token_name,
-                        roles=frozenset(json.loads(vote.roles)),
+                        roles=accounts.get(vote.voter_email, frozenset())
+                        if by_account
+                        else frozenset(json.loads(vote.roles)),
+                        removed=by_account and vote.voter_email not in accounts,
                     )  # fmt: skip
                 )
         return [
@@ -1496,3 +1506,21 @@ def _decided_by_another(rows: Sequence[Any], email: str) -> list[Any]:
         row for row in rows
         if row.status == "decided" or (row.status == "closed" and (row.decided_by or "") != email)
     ]  # fmt: skip
+
+
+#: The ways of signing in whose roles are an account's: read again from it, as every request is.
+_BY_ACCOUNT = ("password", "token")
+
+
+def _account_roles(connection: Any, emails: set[str]) -> dict[str, frozenset[str]]:
+    """The roles each of `emails` has now, by email, for those that still have an account."""
+    if not emails:
+        return {}
+    found: dict[str, set[str]] = {}
+    for email, role in connection.execute(
+        select(users.c.email, user_roles.c.role)
+        .select_from(users.outerjoin(user_roles, user_roles.c.user_id == users.c.id))
+        .where(users.c.email.in_(sorted(emails)))
+    ):
+        found.setdefault(email, set()).update([role] if role is not None else [])
+    return {email: frozenset(roles) for email, roles in found.items()}

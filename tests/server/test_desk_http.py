@@ -378,6 +378,47 @@ def test_a_quorum_collects_two_ops_approvals_and_runs_once(served: DeskServed) -
     assert served.http.get("/api/decided", headers=rita).json() == {"items": []}
 
 
+def test_an_approval_counts_with_the_roles_its_account_has_now(served: DeskServed) -> None:
+    rita = served.cookie_of(RITA)
+    tina, uma, vic, wes = (
+        served.person(f"{name}@example.com", ["ops"]) for name in ("tina", "uma", "vic", "wes")
+    )
+    # Tina approves, then loses her role: her approval stays on record and counts for nothing.
+    thread_id = start(served, rita, "rotate production keys")
+    [item] = wait(served, thread_id, rita, waiting_for_decision)["decisions"]
+    assert decide(served, item["decisionId"], tina, {"approved": True}).json()["status"] == (
+        "waiting"
+    )
+    served.accounts.set_roles("tina@example.com", [])
+    second = decide(served, item["decisionId"], vic, {"approved": True})
+    assert second.status_code == 200, second.text
+    assert second.json()["status"] == "waiting"
+    assert second.json()["decision"]["quorum"]["progress"] == "1 of 2: vic@example.com approved"
+    assert executions(served) == []
+    assert decide(served, item["decisionId"], wes, {"approved": True}).json()["status"] == (
+        "decided"
+    )
+    # Uma approves, then her account is removed: the same.
+    served.accounts.set_roles("tina@example.com", ["ops"])
+    thread_two = start(served, rita, "rotate staging keys")
+    [other] = wait(served, thread_two, rita, waiting_for_decision)["decisions"]
+    assert decide(served, other["decisionId"], uma, {"approved": True}).status_code == 200
+    served.accounts.remove_user("uma@example.com")
+    assert decide(served, other["decisionId"], wes, {"approved": True}).json()["status"] == (
+        "waiting"
+    )
+    done = decide(served, other["decisionId"], tina, {"approved": True})
+    assert done.json()["status"] == "decided", done.text
+    for thread in (thread_id, thread_two):
+        assert wait(served, thread, rita, lambda c: c["status"] == "done")["error"] is None
+    assert executions(served) == ["rotate_keys", "rotate_keys"]
+    decided = [r for r in served.ledger.records() if r.kind == "decision"]
+    assert sorted((r.actor, tuple(c["actor"] for c in r.data["cosigners"])) for r in decided) == [
+        ("tina@example.com", ("wes@example.com",)),
+        ("wes@example.com", ("vic@example.com",)),
+    ]
+
+
 async def test_fifty_approvals_at_once_decide_once_and_run_once(served: DeskServed) -> None:
     rita = served.cookie_of(RITA)
     thread_id = start(served, rita, "transfer 5000 to Ada")
