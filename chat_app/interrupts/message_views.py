@@ -234,9 +234,10 @@ KNOWN_EXTRA_KEYS = ("data",)
 
 
 def _request_struct(messages: Views | None) -> type | None:
-    """A struct for a whole request body: the messages as `messages` views, every other field
-    as the JSON it is (`UNSET` when absent), an unknown key or a field spelled by its
-    attribute name refused."""
+    """A struct for a whole request body: the messages as `messages` views, `resume` as its
+    raw text (people's answers, which the server reads more strictly than the rest), every
+    other field as the JSON it is (`UNSET` when absent), an unknown key or a field spelled by
+    its attribute name refused."""
     if messages is None:
         return None
     model = RunAgentInput.__pydantic_core_schema__
@@ -249,7 +250,11 @@ def _request_struct(messages: Views | None) -> type | None:
         alias = field.get("validation_alias", name)
         if not isinstance(alias, str):
             return None
-        kind = list_type if name == "messages" else _UNION[Any, msgspec.UnsetType]
+        kind = (
+            list_type if name == "messages"
+            else _UNION[msgspec.Raw, msgspec.UnsetType] if name == "resume"
+            else _UNION[Any, msgspec.UnsetType]
+        )  # fmt: skip
         fields.append((name, kind, msgspec.NODEFAULT if name == "messages" else msgspec.UNSET))
         wire[name] = alias
         if alias != name:

@@ -39,7 +39,13 @@ from chat_app.server._coalesce import send_coalesced
 from chat_app.server.desk_routes import desk_routes
 from chat_app.server.health import api_fallback, health_routes
 from chat_app.server.metrics import MetricsSource, metrics_routes
-from chat_app.server.run_input import TooDeep, read_run_input, read_run_input_json
+from chat_app.server.run_input import (
+    TooDeep,
+    UnreadableAnswers,
+    check_answers_of,
+    read_run_input,
+    read_run_input_json,
+)
 from chat_app.server.signin import identify, identity_json, signin_routes, unauthorized
 from chat_app.trust import ANONYMOUS, Identity, audit_report
 from chat_app.trust.authn import Authenticator, AuthFailure
@@ -252,11 +258,19 @@ def parse_run_input(body: bytes) -> RunAgentInput:
     """A request body as a `RunAgentInput`, or `BadRequest` naming what is wrong with it."""
     # Messages are read into views and built only when read (`chat_app.server.run_input`);
     # a body in the usual shape in one pass, any other as JSON first.
-    run_input = read_run_input_json(body, depth_limit=MAX_NESTING)
-    if run_input is not None:
-        return run_input
-    with _collector_paused(len(body)):
-        return _validate(_parse_json(body))
+    try:
+        run_input = read_run_input_json(body, depth_limit=MAX_NESTING)
+        if run_input is not None:
+            return run_input
+        with _collector_paused(len(body)):
+            run_input = _validate(_parse_json(body))
+        if run_input.resume:
+            # The answers again, strictly: the readers above keep a repeated key's last
+            # value (the usual shape's answers are read strictly as the body is read).
+            check_answers_of(body)
+    except UnreadableAnswers as error:
+        raise BadRequest(str(error)) from None
+    return run_input
 
 
 #: From this many bytes, reading a body as JSON pauses the cyclic garbage collector.

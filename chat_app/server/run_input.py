@@ -20,7 +20,7 @@ from pydantic import ConfigDict, SkipValidation, ValidationError, field_serializ
 
 from chat_app.agent.messages import History
 from chat_app.interrupts.message_views import LENIENT, REQUEST, SHALLOW, Views
-from chat_app.interrupts.strict_json import has_long_digit_run, too_deep
+from chat_app.interrupts.strict_json import has_long_digit_run, is_text, strict_loads, too_deep
 
 
 class LazyRunAgentInput(RunAgentInput):
@@ -42,6 +42,55 @@ class LazyRunAgentInput(RunAgentInput):
 
 class TooDeep(ValueError):
     """The request nests deeper than the limit `read_run_input` was given."""
+
+
+class UnreadableAnswers(ValueError):
+    """The request's `resume` (people's answers) names a key twice in one object, or holds
+    text that is not Unicode. Read as the desk reads an answer: `{"approved": false,
+    "approved": true}` must not mean whichever a reader keeps, and a lone surrogate could not
+    be written to the trail."""
+
+
+def read_answers(text: bytes) -> object:
+    """A request's `resume` from its JSON text as msgspec found it in the body (so with no
+    lone surrogate: msgspec refuses them); `UnreadableAnswers` when it names a key twice.
+    About 3 us for one answer."""
+    try:
+        return strict_loads(text, unique_keys=True)
+    except ValueError as error:
+        raise UnreadableAnswers(f"Request body is not valid JSON: {error}.") from None
+
+
+def check_answers_of(body: bytes) -> None:
+    """`UnreadableAnswers` when the `resume` of `body` (a request taken the long way) is not
+    read by `read_answers`. Its text found by msgspec, which skips the rest; a body msgspec
+    cannot read at all (a lone surrogate, UTF-16) is read whole, strictly."""
+    try:
+        found = msgspec.json.decode(body, type=_Answers).resume
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        try:
+            data = strict_loads(body, unique_keys=True)
+        except ValueError as error:
+            raise UnreadableAnswers(f"Request body is not valid JSON: {error}.") from None
+        check_answers_text(data.get("resume") if isinstance(data, dict) else None)
+        return
+    if found is not msgspec.UNSET:
+        read_answers(bytes(found))
+
+
+class _Answers(msgspec.Struct, gc=False):
+    """A request body's `resume` as its text; every other field skipped."""
+
+    resume: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+def check_answers_text(answers: object) -> None:
+    """`UnreadableAnswers` when `answers` (a parsed `resume`) holds a lone surrogate."""
+    if not is_text(answers):
+        raise UnreadableAnswers(
+            "Request body's resume holds text that is not Unicode (a lone surrogate escape "
+            "such as \\ud800)."
+        )
 
 
 def read_run_input(data: Mapping[str, Any], *, depth_limit: int | None = None) -> RunAgentInput:
@@ -148,6 +197,11 @@ def read_run_input_json(body: bytes, *, depth_limit: int) -> RunAgentInput | Non
         for wire, value in zip(_REQUEST_KEYS, msgspec.structs.astuple(request), strict=True)
         if value is not msgspec.UNSET
     }
+    if isinstance(answers := data.get("resume"), msgspec.Raw):
+        try:
+            data["resume"] = read_answers(bytes(answers))
+        except RecursionError:
+            return None  # the long way says it is nested too deeply
     if not _fits_around_messages(data, depth_limit):
         return None
     return _lazy(data, History.checked(data["messages"]))

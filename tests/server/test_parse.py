@@ -200,3 +200,40 @@ def test_messages_read_as_the_exact_reader_reads_them(messages: list[str], pad: 
     body = json.dumps({**fresh_body(), "messages": "X", "forwardedProps": {"pad": "p" * pad}})
     text = body.replace('"X"', "[" + ", ".join(messages) + "]", 1).encode()
     assert_read_as_reference(text)
+
+
+def _answer_body(payload_text: str, *, extra: str = "", state: str = "{}") -> bytes:
+    """A continuation body whose one answer's payload is `payload_text`; `extra` adds a
+    top-level key the usual shape does not have (the body then goes the long way)."""
+    body = {**fresh_body(), "state": "S", "parentRunId": "r0", "resume": [
+        {"interruptId": "approval_c1", "status": "resolved", "payload": "P"}]}  # fmt: skip
+    text = json.dumps(body).replace('"P"', payload_text, 1).replace('"S"', state, 1)
+    return (text[:-1] + f', "{extra}": 1}}' if extra else text).encode()
+
+
+@pytest.mark.parametrize("extra", ["", "somethingElse"])
+def test_an_answer_that_names_a_key_twice_is_refused(extra: str) -> None:
+    # Readers keep the last "approved"; a proxy or a log reading the first would see a no.
+    with pytest.raises(BadRequest) as refused:
+        parse_run_input(_answer_body('{"approved": false, "approved": true}', extra=extra))
+    assert str(refused.value) == (
+        'Request body is not valid JSON: the key "approved" is given twice.'
+    )
+    assert parse_run_input(_answer_body('{"approved": true}', extra=extra)).resume
+    # Outside the answers a repeated key is read as JavaScript reads it: the last one.
+    taken = parse_run_input(_answer_body("true", extra=extra, state='{"a": 1, "a": 2}'))
+    assert taken.state == {"a": 2}
+
+
+@pytest.mark.parametrize("extra", ["", "somethingElse"])
+def test_an_answer_with_a_lone_surrogate_is_refused(extra: str) -> None:
+    body = _answer_body('{"approved": false, "payload": {"reason": "no \\ud800"}}', extra=extra)
+    with pytest.raises(BadRequest) as refused:
+        parse_run_input(body)
+    assert str(refused.value) == (
+        "Request body's resume holds text that is not Unicode (a lone surrogate escape such "
+        "as \\ud800)."
+    )
+    paired = _answer_body('{"approved": false, "payload": {"reason": "ok \\ud83d\\ude00"}}')
+    [entry] = parse_run_input(paired).resume or []
+    assert entry.payload == {"approved": False, "payload": {"reason": "ok \U0001f600"}}
