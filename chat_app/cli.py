@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -35,6 +34,7 @@ from sqlalchemy import Engine
 
 from chat_app.config import POLICY_ENV, data_dir, policy_from_env
 from chat_app.demo import POLICY_PATH
+from chat_app.interrupts.strict_json import strict_loads
 from chat_app.trust import Identity, Policy, PolicyError
 from chat_app.trust.accounts import MIN_PASSWORD_LENGTH, AccountError, Accounts
 from chat_app.trust.identity import AUDIT_ROLES, is_control
@@ -158,15 +158,24 @@ def _audit_verify(path: str) -> int:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as error:
         raise CommandError(f"Cannot read {path}: {error.strerror or error}.") from None
+    except UnicodeDecodeError:
+        raise CommandError(
+            f"Cannot read {path}: it is not UTF-8 text (an export is JSON lines in UTF-8; "
+            "a PowerShell redirect writes UTF-16)."
+        ) from None
     records: list[AuditRecord] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            records.append(AuditRecord(**json.loads(line)))
-        except (ValueError, TypeError) as error:
+            # Strictly, as the trail was written: NaN could not have been hashed.
+            records.append(AuditRecord(**strict_loads(line)))  # type: ignore[arg-type]
+        except (ValueError, TypeError, RecursionError) as error:
             raise CommandError(f"Line {number} is not an audit record: {error}.") from None
-    check = verify_chain(records)
+    try:
+        check = verify_chain(records)
+    except (ValueError, TypeError) as error:  # a value no trail could have hashed
+        raise CommandError(f"The records cannot be checked: {error}.") from None
     if not check.ok:
         print(f"Broken at record {check.broken_at}: {check.reason}.")
         return 1

@@ -274,7 +274,7 @@ def _limit(text: str | None) -> int:
     if text is None or not text.strip():
         return DEFAULT_INBOX_LIMIT
     value = text.strip()
-    if not value.isdigit() or not 1 <= int(value) <= MAX_INBOX_LIMIT:
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= MAX_INBOX_LIMIT:
         raise DeskError("invalid", f"limit must be a whole number from 1 to {MAX_INBOX_LIMIT}.")
     return int(value)
 

@@ -602,3 +602,15 @@ def test_audit_verify_checks_an_exports_chain_with_no_database(
     assert garbled.status == 1 and "Line 1 is not an audit record" in garbled.err
     missing = cli("audit", "verify", str(tmp_path / "nowhere.jsonl"))
     assert missing.status == 1 and "Cannot read" in missing.err
+    # Said in one line each, without a traceback: an export saved as UTF-16, a NaN.
+    utf16 = tmp_path / "utf16.jsonl"
+    utf16.write_bytes(export.read_text().encode("utf-16"))
+    wide = cli("audit", "verify", str(utf16))
+    assert (wide.status, wide.err.strip()) == (1, f"python -m chat_app: error: Cannot read "
+        f"{utf16}: it is not UTF-8 text (an export is JSON lines in UTF-8; a PowerShell "
+        "redirect writes UTF-16).")  # fmt: skip
+    nan = cli("audit", "verify", "-", stdin=export.read_text().replace('"n":1', '"n":NaN'))
+    assert (nan.status, nan.err.strip()) == (
+        1, "python -m chat_app: error: Line 2 is not an audit record: NaN is not a JSON value."
+    )  # fmt: skip
+    assert "Traceback" not in wide.err + nan.err
