@@ -1063,6 +1063,10 @@ class DeskStore:
         conditions = [decisions.c.status == "pending", due_at <= now]
         if fired is not None:
             conditions.append(fired.is_(None))
+        if timer != "expire":
+            # Past its expiry (the app was down meanwhile), nobody is asked to decide it:
+            # it expires in this same look, and whoever asked is told that.
+            conditions.append(or_(decisions.c.expires_at.is_(None), decisions.c.expires_at > now))
         with self.engine.connect() as connection:
             rows = connection.execute(
                 select(decisions, conversations.c.watched_until)

@@ -15,7 +15,9 @@ the clock jumps: it is a state, not a sleeping task.
   `Desk.notify_idle_seconds` after the pause and only if their page is not open on the
   conversation then (it waits while it is).
 - **Reminder** (`remind_after`): the people its stored routes name again (with those an
-  escalation added, once it has), and the trail says so.
+  escalation added, once it has; not those who approved a quorum's already), and the trail
+  says so. None of these three goes out for a decision past its expiry (the app was down):
+  it expires in the same look.
 - **Escalation** (`escalate_after`, `escalate_to`): those people may decide too (their
   inboxes list it; the engine's gate, by the same clock, lets them), are told, and the trail
   and the item say "escalated to admin after 2 h".
@@ -233,6 +235,10 @@ class Timers:
         people: Sequence[Recipient] = await asyncio.to_thread(self.people, routes)
         if row.not_requester:
             people = [person for person in people if person.email != row.requester_email]
+        if row.quorum > 1:  # who approved already waits for the others: their inbox has it not
+            item = await self.desk.decision(row.id)
+            voted = {vote.email.lower() for vote in item.votes} if item is not None else set()
+            people = [person for person in people if person.email.lower() not in voted]
         await self._enqueue(self._notice_of(row, event, note, people), people)
         return [person.email for person in people] if "email" in self.settings.channels else []
 

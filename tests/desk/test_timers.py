@@ -532,6 +532,27 @@ async def test_expiry_closes_the_loop_once(timed: Timed) -> None:
     assert stored is not None and stored.outcome == "expired"
 
 
+async def test_after_a_downtime_past_its_expiry_nobody_is_asked_to_decide_it(
+    timed: Timed,
+) -> None:
+    world = timed.world
+    await world.start(RITA, "transfer 5000 to Ada")
+    await _tick_all(timed, world.desk)
+    # By email and by the webhook (whose receiver decides whom it tells).
+    assert sorted(r.recipient for r in timed.deliveries("decision-needed")) == [
+        "", "ada@example.com"
+    ]  # fmt: skip
+    # The app was down past the reminder, the escalation and the expiry: only the expiry.
+    timed.clock.advance(24 * 3600 + 1)
+    await _tick_all(timed, world.desk)
+    await _tick_all(timed, world.desk)
+    assert timed.deliveries("reminder") == [] and timed.deliveries("escalated") == []
+    assert timed.trail("reminded") == [] and timed.trail("escalated") == []
+    assert sorted(r.recipient for r in timed.deliveries("decided")) == ["", "rita@example.com"]
+    [expired] = [r for r in world.records("decision") if r.data.get("status") == "expired"]
+    assert (await world.desk.inbox(OLIVE))[1] == 0
+
+
 async def test_an_expiry_whose_continuation_failed_is_retried_for_whoever_asked(
     timed: Timed,
 ) -> None:
@@ -928,3 +949,19 @@ async def test_a_quorum_is_told_with_every_approver_as_its_cards_name_them(timed
     [(_, _, notice), _] = sorted(told(timed), key=lambda sent: sent[0])
     assert (notice["outcome"], notice["decided_by"]) == ("approved", "Olive")
     assert notice["note"] == "Approved by Sam and Olive."
+
+
+async def test_a_quorums_reminder_goes_to_those_who_have_not_approved(timed: Timed) -> None:
+    world = timed.world
+    await world.start(RITA, "rotate production keys")
+    later = timed.clock.utc() + timedelta(hours=1)
+    with world.engine.begin() as connection:  # the demo's rule has no reminder: one in 1 h
+        connection.execute(update(decisions).values(remind_at=later))
+    item = await world.only_item(SAM)
+    await world.desk.decide(item.decision_id, SAM, Answer("approve"))
+    timed.clock.advance(3600)
+    await _tick_all(timed, world.desk)
+    told = sorted(row.recipient for row in timed.deliveries("reminder") if row.channel == "email")
+    assert told == ["olive@example.com"]
+    [reminded] = timed.trail("reminded")
+    assert reminded["told"] == ["olive@example.com"]
