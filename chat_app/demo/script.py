@@ -159,7 +159,7 @@ def _describe(name: str, content: Any, outcome: str) -> str:
     data = content if isinstance(content, dict) else {}
     if outcome == "failed":  # it ran, in the client, and has no answer: no decision was refused
         what = "read your location" if name == "get_location" else f"run {name.replace('_', ' ')}"
-        return f"I couldn't {what}: {content}."
+        return f"I couldn't {what}: {_sentence(str(content))}"
     if is_expired_result(data):  # nobody decided: not a refusal, so never "denied"
         return (
             f"Nobody decided on the {name.replace('_', ' ')} in time: the request expired "

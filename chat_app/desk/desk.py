@@ -727,7 +727,7 @@ class Desk:
         assert row is not None
         client = self._client(row.state, run_as)
         owner_email, owner_name = row.owner_email, row.owner_name
-        task = self._live[thread_id] = asyncio.ensure_future(action(client))
+        task = self._live[thread_id] = asyncio.ensure_future(_without_a_browser(client, action))
         saved: tuple[int, bool, int] = (-1, False, -1)
         last_renew = last_save = time.monotonic()
         try:
@@ -994,9 +994,16 @@ class Desk:
 
     def _client(self, state: str | None, run_as: RunAs) -> ChatClient:
         connection = self.connection_for(run_as)
+        # A tool the agent asks the client to run runs in a person's browser (the chat
+        # page's): here there is none, so it fails saying why and the run goes on, rather
+        # than waiting for a browser that will never come.
+        tools = [
+            tool if tool.execute is not None else replace(tool, execute=_no_browser(tool.name))
+            for tool in self.tools()
+        ]
         if state is None:
-            return ChatClient(connection, tools=self.tools())
-        return ChatClient.restore(state, connection, tools=self.tools())
+            return ChatClient(connection, tools=tools)
+        return ChatClient.restore(state, connection, tools=tools)
 
     def _lock(self, thread_id: str) -> asyncio.Lock:
         lock = self._locks.get(thread_id)
@@ -1446,6 +1453,31 @@ def _owner_of(row: Any) -> Identity:
     """Who started a stored conversation, for a run the desk makes on their behalf (a retried
     message, a reply to finish): as verified when they started it, nothing newer."""
     return Identity(email=row.owner_email, method="none", name=row.owner_name)
+
+
+async def _without_a_browser(
+    client: ChatClient, action: Callable[[ChatClient], Awaitable[None]]
+) -> None:
+    """`action`, then: a tool the agent asked this client to run that is still open (it
+    failed, `_no_browser`, and its output schema has no room for an error) is cancelled, so
+    the conversation goes on rather than waiting for a browser."""
+    await action(client)
+    for item_id in sorted(client.manager.client_tool_item_ids()):
+        if client.manager.has_open_items:
+            await client.cancel(item_id)
+
+
+def _no_browser(name: str) -> Callable[[Mapping[str, object]], object]:
+    """What a tool that runs in the browser does when the desk's run is asked to run it."""
+
+    def refuse(_: Mapping[str, object]) -> object:
+        raise RuntimeError(
+            f"{name} runs in the browser of whoever asked, and this conversation went on on "
+            "the server (a decision made in the Inbox, or a message sent through the API), "
+            "where no browser can run it. Ask again from the chat page."
+        )
+
+    return refuse
 
 
 def _identity(vote: Vote) -> Identity:

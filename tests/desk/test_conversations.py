@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from chat_app.client import ToolCallPart
 from chat_app.desk import Answer, DeskError
 from tests.desk.world import ADA, OLIVE, RITA, SAM, World, state_of, texts
 
@@ -201,3 +202,35 @@ async def test_a_held_message_is_kept_for_its_owner_alone_until_forgotten(world:
 
     await world.desk.hold(thread, RITA, "")
     assert (await world.desk.view(thread, RITA)).held == ""
+
+
+async def test_a_tool_that_runs_in_the_browser_fails_saying_why_when_the_desk_runs_it(
+    world: World,
+) -> None:
+    """A conversation the desk runs (through the API, or on after an Inbox decision) has no
+    browser: a browser tool's call fails saying so, the model is told, and nothing waits."""
+    why = "runs in the browser of whoever asked, and this conversation went on on the server"
+    # Without approval: its output schema has no room for an error, so the call is
+    # cancelled after its error is recorded.
+    thread = await world.start(RITA, "what time is it")
+    view = await world.desk.view(thread, RITA)
+    state = state_of(view)
+    assert view.summary.status == "done" and state.error is None
+    [call] = [
+        part for message in state.messages for part in message.parts
+        if isinstance(part, ToolCallPart) and part.name == "get_local_time"
+    ]  # fmt: skip
+    assert call.status == "error" and why in (call.error or "")
+    reply = state.messages[-1].text
+    assert reply.startswith("I couldn't run get local time: get_local_time " + why)
+    assert not state.messages[-1].text.endswith("..")
+    # Approved on the desk by whoever asked: its error is its output.
+    thread = await world.start(RITA, "share my location")
+    item = await world.only_item(RITA)
+    await world.desk.decide(item.decision_id, RITA, Answer("approve"))
+    await world.desk.wait_idle()
+    view = await world.desk.view(thread, RITA)
+    state = state_of(view)
+    assert view.summary.status == "done" and state.error is None
+    assert state.messages[-1].text.startswith("I couldn't read your location: get_location " + why)
+    assert (await world.desk.inbox(RITA))[1] == 0
