@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +45,10 @@ class FormField:
     #: text | textarea | number | integer | boolean | select | radio | list | checks | group
     #: | json (a value no single control fits: typed as JSON)
     kind: str
-    input_type: str = "text"  # the HTML input type: text, email, date, url, number
+    input_type: str = "text"  # the HTML input type: text, email, date, url
+    #: The keyboard a phone shows (`inputmode`): numbers are typed as text (`_number`), with
+    #: the digits' keyboard: "decimal", "numeric"; "" for the input type's own.
+    input_mode: str = ""
     required: bool = False
     description: str = ""
     options: list[str] = field(default_factory=list)
@@ -54,7 +58,6 @@ class FormField:
     depth: int = 0
     minimum: str = ""
     maximum: str = ""
-    step: str = ""
     min_length: str = ""
     max_length: str = ""
     pattern: str = ""
@@ -178,9 +181,11 @@ def _field(
         row.kind = "boolean"
         row.value = "true" if value is True else ""
     elif kind in ("number", "integer"):
+        # As text, read here: a browser's number field takes "9,99" as 999 in English (the
+        # comma a thousands separator) and empties a number out of its range, so what was
+        # typed would go unseen.
         row.kind = kind
-        row.input_type = "number"
-        row.step = "1" if kind == "integer" else "any"
+        row.input_mode = "numeric" if kind == "integer" else "decimal"
         row.minimum = _bound(schema, "minimum", "exclusiveMinimum")
         row.maximum = _bound(schema, "maximum", "exclusiveMaximum")
         row.value = _text(value) if value is not None else ""
@@ -349,24 +354,35 @@ def _convert(row: FormField, data: Mapping[str, str | list[str]]) -> Any:
         except ValueError:
             raise ValueError('Enter a JSON value, such as {"approved": true} or "text".') from None
     if row.kind == "integer":
-        try:
-            number = float(text)
-        except ValueError:
-            raise ValueError("Enter a whole number.") from None
+        number = _number(text, "Enter a whole number.")
         if not number.is_integer():
             raise ValueError("Enter a whole number.")
         return int(number)
     if row.kind == "number":
-        try:
-            number = float(text)
-        except ValueError:
-            raise ValueError("Enter a number.") from None
-        if not math.isfinite(number):
-            raise ValueError("Enter a number.")
+        number = _number(text, "Enter a number.")
         return int(number) if number.is_integer() and "." not in text else number
     if row.kind in ("select", "radio"):
         return _choice(row, text)
     return text
+
+
+#: A number as JSON writes one (a sign, digits, a decimal point, an exponent), nothing else:
+#: not Python's "1_000", "inf" or "nan".
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _number(text: str, what: str) -> float:
+    """The number typed in `text`, or a `ValueError` saying what to type (`what` when no
+    better advice fits)."""
+    typed = text.strip()
+    if _NUMBER.fullmatch(typed) is None:
+        if "," in typed and _NUMBER.fullmatch(typed.replace(",", "")) is not None:
+            raise ValueError("Use a point for decimals (9.99) and no thousands separators.")
+        raise ValueError(what)
+    number = float(typed)
+    if not math.isfinite(number):
+        raise ValueError("That number is too large.")
+    return number
 
 
 def _choice(row: FormField, text: str) -> Any:

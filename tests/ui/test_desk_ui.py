@@ -521,7 +521,16 @@ def test_an_edit_only_the_requester_could_run_is_refused_on_the_card_with_the_dr
         card = asked_and_opened(rita, ada, "transfer 5000 to Ada")
         card.locator("button.edit").click()
         form = card.locator(".form-edit")
-        form.locator('input[name="amount"]').fill("500")
+        # A comma is read as typed (a browser's number field would send "5,00" as 500).
+        amount = form.locator('input[name="amount"]')
+        amount.fill("5,00")
+        form.locator("button[type=submit]").click()
+        expect(form.locator('[data-field="amount"] .field-error')).to_have_text(
+            "Use a point for decimals (9.99) and no thousands separators."
+        )
+        expect(amount).to_have_value("5,00")
+        expect(amount).to_have_attribute("inputmode", "decimal")
+        amount.fill("500")
         form.locator("button[type=submit]").click()
 
         expect(card.locator(".decision-error")).to_have_text(

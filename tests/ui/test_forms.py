@@ -279,3 +279,26 @@ def test_an_answer_reads_back_field_by_field_as_the_form_labelled_it() -> None:
     assert answer_lines(None, "ship it") == ["ship it"]
     assert answer_lines({"type": "boolean"}, False) == ["no"]
     assert answer_lines({}, 2.0) == ["2"]
+
+
+def test_a_number_is_read_as_typed_not_as_a_browser_would_guess_it() -> None:
+    """Numbers are typed as text: a browser's number field reads "9,99" as 999 in English,
+    and empties one past its range, so the person's own text is read, and refused saying
+    what to type."""
+    schema = TRANSFER.input_schema
+    assert schema is not None
+    fields = form_fields(schema)
+    [amount] = [row for row in fields if row.path == "amount"]
+    assert (amount.input_type, amount.input_mode) == ("text", "decimal")
+
+    def read(typed: str) -> Any:
+        found = read_form(schema, fields, {"recipient": "Ada", "amount": typed})
+        return found.errors.get("amount") or found.value["amount"]
+
+    assert read("9,99") == read("1,000") == (
+        "Use a point for decimals (9.99) and no thousands separators."
+    )
+    assert read("1e309") == "That number is too large."
+    for odd in ("1_000", "nan", "inf", "12 50", "0x10", "£5"):
+        assert read(odd) == "Enter a number.", odd
+    assert (read(" 9.99 "), read("25"), read("2.5e1"), read(".5")) == (9.99, 25, 25.0, 0.5)

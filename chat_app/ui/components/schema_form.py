@@ -136,8 +136,8 @@ def _control(row: FormField) -> rx.Component:
                 custom_attrs={name.replace("_", "-"): v for name, v in _described(row).items()},
             ),  # fmt: skip
         ),
-        ("number", _text_input(row, step=row.step, min=row.minimum, max=row.maximum)),
-        ("integer", _text_input(row, step=row.step, min=row.minimum, max=row.maximum)),
+        ("number", _text_input(row, custom_attrs={"inputmode": row.input_mode})),
+        ("integer", _text_input(row, custom_attrs={"inputmode": row.input_mode})),
         ("textarea", _lines(row)),
         ("json", _lines(row, placeholder=row.placeholder, rows="3", font_family="monospace")),
         ("list", _lines(row, placeholder=row.placeholder, rows="3")),
