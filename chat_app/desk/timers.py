@@ -42,6 +42,7 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from chat_app.interrupts import edited_args_of
 from chat_app.notify import OUTCOME_HEADINGS, Notice, NotifySettings, Outbox, OutboxError, Recipient
 from chat_app.observe import decision_span
 from chat_app.trust import describe_duration, escalation_note
@@ -206,6 +207,9 @@ class Timers:
                 self._notice_of(row, "decided", note, people),
                 outcome=row.outcome or "", decided_by=decided_by, reason=reason,
             )  # fmt: skip
+            edited = edited_args_of(json.loads(row.answer or "{}"))
+            if isinstance(edited, dict):  # how it really ended: the arguments that ran
+                notice = replace(notice, args=edited)
             await self._enqueue(notice, people)
         await self._db(self.desk.store.told, row.id)
 

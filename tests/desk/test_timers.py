@@ -965,3 +965,19 @@ async def test_a_quorums_reminder_goes_to_those_who_have_not_approved(timed: Tim
     assert told == ["olive@example.com"]
     [reminded] = timed.trail("reminded")
     assert reminded["told"] == ["olive@example.com"]
+
+
+async def test_an_approval_with_changes_is_told_with_the_arguments_that_ran(timed: Timed) -> None:
+    world = timed.world
+    await world.start(RITA, "transfer 6000 to Ada")
+    item = await world.only_item(ADA)
+    changed = Answer("approve", edited_args={"recipient": "Ada", "amount": 5500},
+                     has_edited_args=True)  # fmt: skip
+    await world.desk.decide(item.decision_id, ADA, changed)
+    await world.desk.wait_idle()
+    await _tick_all(timed, world.desk)
+    assert [data["args"]["amount"] for data in world.executions("transfer")] == [5500]
+    notices = [notice for _, recipient, notice in told(timed) if recipient == "rita@example.com"]
+    [notice] = notices
+    assert notice["outcome"] == "edited"
+    assert notice["args"] == {"recipient": "Ada", "amount": 5500}
