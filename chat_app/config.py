@@ -78,6 +78,7 @@ from chat_app.trust.authn import (
     parse_networks,
 )
 from chat_app.trust.people import People
+from chat_app.trust.policy import LONGEST_DURATION
 from chat_app.trust.sessions import SessionSigner
 from chat_app.trust.store import DATABASE_URL_ENV, data_folder, database_url, open_database
 
@@ -109,8 +110,9 @@ def data_dir() -> Path:
 
 TTL_ENV = "CHAT_APP_INTERRUPT_TTL_SECONDS"
 LEDGER_URL_ENV = "CHAT_APP_LEDGER_URL"
-#: A hundred years: an interrupt must still be able to say when it expires (before 9999).
-MAX_TTL_SECONDS = 36525 * 24 * 3600.0
+#: A hundred years: an interrupt must still be able to say when it expires (before 9999),
+#: and no other setting's time may be longer.
+MAX_TTL_SECONDS = LONGEST_DURATION.total_seconds()
 
 
 def security_from_env() -> Security:
@@ -459,7 +461,7 @@ def metrics_token() -> str | None:
     return os.environ.get(METRICS_TOKEN_ENV, "").strip() or None
 
 
-def _seconds(variable: str, default: float, *, at_most: float = math.inf) -> float:
+def _seconds(variable: str, default: float, *, at_most: float = MAX_TTL_SECONDS) -> float:
     """`variable`'s number of seconds (else `default`); a `ValueError` naming it when it is
     not a finite number above 0, or is above `at_most`."""
     text = os.environ.get(variable, "").strip()

@@ -94,12 +94,18 @@ _SUBSCHEMA_MAPS = frozenset(
 )
 
 
+#: A hundred years: a decision must still be able to say when it expires, or is reminded or
+#: escalated, as a date (before the year 9999).
+LONGEST_DURATION = datetime.timedelta(days=36525)
+
+
 def parse_duration(text: str) -> datetime.timedelta:
     """A span of time written as a policy writes it: "90s", "30m", "2h", "1d", "1h30m"
     (spaces allowed between the parts, each unit once, largest first).
 
     Raises:
-        ValueError: when `text` is not such a span, or is not longer than zero.
+        ValueError: when `text` is not such a span, is not longer than zero, or is longer
+            than `LONGEST_DURATION`.
     """
     written = text.strip()
     if not written:
@@ -119,6 +125,11 @@ def parse_duration(text: str) -> datetime.timedelta:
         at, last = part.end(), unit
     if seconds <= 0:
         raise ValueError(f"{text!r} is no time at all; a duration must be longer than zero")
+    if seconds > LONGEST_DURATION.total_seconds():
+        raise ValueError(
+            f"{text!r} is longer than {LONGEST_DURATION.days}d (a hundred years), the longest a "
+            "policy time may be"
+        )
     return datetime.timedelta(seconds=seconds)
 
 
