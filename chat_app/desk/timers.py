@@ -237,8 +237,11 @@ class Timers:
         if not routes or self.outbox is None or self.settings is None:
             return []
         people: Sequence[Recipient] = await asyncio.to_thread(self.people, routes)
-        if row.not_requester:
-            people = [person for person in people if person.email != row.requester_email]
+        if row.rule is not None:
+            # Nobody is told to approve their own request, even where the rule would let them
+            # (they asked; their page shows it): only without a rule is it theirs to answer.
+            asked = row.requester_email.lower()
+            people = [person for person in people if person.email.lower() != asked]
         if row.quorum > 1:  # who approved already waits for the others: their inbox has it not
             item = await self.desk.decision(row.id)
             voted = {vote.email.lower() for vote in item.votes} if item is not None else set()

@@ -981,3 +981,18 @@ async def test_an_approval_with_changes_is_told_with_the_arguments_that_ran(time
     [notice] = notices
     assert notice["outcome"] == "edited"
     assert notice["args"] == {"recipient": "Ada", "amount": 5500}
+
+
+async def test_nobody_is_told_to_approve_their_own_request_even_where_the_rule_lets_them(
+    timed: Timed,
+) -> None:
+    world = timed.world
+    # Large transfers are ops', and the rule does not keep whoever asked from deciding.
+    text = POLICY.replace('approvers = ["role:finance"]', 'approvers = ["role:ops"]', 1)
+    text = text.replace("not_requester = true         # nobody approves their own request", "", 1)
+    assert text.count("not_requester") == POLICY.count("not_requester") - 1
+    world.desk.policy = Policy.parse(text, "policy.toml")
+    await world.start(SAM, "transfer 5000 to Ada")
+    await _tick_all(timed, world.desk)
+    told = [row.recipient for row in timed.deliveries("decision-needed") if row.channel == "email"]
+    assert told == ["olive@example.com"]
