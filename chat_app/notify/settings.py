@@ -141,6 +141,13 @@ class NotifySettings:
             )
         webhook_format = _webhook_format(get(WEBHOOK_FORMAT))
         secret = get(WEBHOOK_SECRET)
+        for name in (WEBHOOK_SECRET, WEBHOOK_FORMAT):
+            if webhook_url is None and get(name) is not None:  # half set up, as for email
+                raise NotifyConfigError(
+                    f"{name} is set but {WEBHOOK_URL} is not: notices go to the webhook at that "
+                    f"address; set {WEBHOOK_URL} (e.g. https://hooks.example.com/chat-app), or "
+                    f"unset {name} to send none."
+                )
         if webhook_url is not None and webhook_format == "json" and secret is None:
             raise NotifyConfigError(
                 f"{WEBHOOK_SECRET} is required with {WEBHOOK_FORMAT}=json: set a long random "
@@ -165,6 +172,7 @@ class NotifySettings:
         given = get(PUBLIC_URL)
         public_url = given or default_public_url
         _http_url(PUBLIC_URL, public_url, example="https://chat.example.com")
+        _base_url(PUBLIC_URL, public_url)
         return cls(
             webhook_url=webhook_url,
             webhook_format=webhook_format,
@@ -217,6 +225,22 @@ def _http_url(name: str, value: str, *, example: str, secret_path: bool = False)
     parts = _split(name, value, problem, shown=shown)
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise NotifyConfigError(f"{name}={_hidden(shown)!r} {problem}")
+
+
+def _base_url(name: str, value: str) -> None:
+    """Refuse an address links cannot be made from (`/c/<thread>` goes after its path): one
+    with a query or a fragment, or with a user or password, which every email would carry."""
+    parts = urlsplit(value)
+    if parts.username is not None or parts.password is not None:
+        raise NotifyConfigError(
+            f"{name} holds a user or password, which every notice's link would show: give "
+            "the address people open, e.g. https://chat.example.com."
+        )
+    if parts.query or parts.fragment or value.rstrip().endswith(("?", "#")):
+        raise NotifyConfigError(
+            f"{name}={value!r} has a query or a fragment; links are made by adding /c/<id> to "
+            "the address: give it without ?… or #…, e.g. https://chat.example.com/ops."
+        )
 
 
 def _host_only(value: str) -> str:

@@ -101,6 +101,14 @@ BAD = [
     ({**SMTP, "CHAT_APP_MAIL_FROM": "approvals"}, "CHAT_APP_MAIL_FROM", "email address"),
     ({**SMTP, "CHAT_APP_MAIL_FROM": "a@x.com, b@x.com"}, "CHAT_APP_MAIL_FROM", "email address"),
     ({"CHAT_APP_PUBLIC_URL": "chat.example.com"}, "CHAT_APP_PUBLIC_URL", "http(s) URL"),
+    # Links are the address and /c/<id>: a query or fragment would swallow that.
+    ({"CHAT_APP_PUBLIC_URL": "https://c.example.com?tenant=a"}, "CHAT_APP_PUBLIC_URL", "query"),
+    ({"CHAT_APP_PUBLIC_URL": "https://c.example.com/#x"}, "CHAT_APP_PUBLIC_URL", "fragment"),
+    ({"CHAT_APP_PUBLIC_URL": "https://c.example.com/?"}, "CHAT_APP_PUBLIC_URL", "without ?"),
+    ({"CHAT_APP_PUBLIC_URL": "https://u:pw@c.example.com"}, "CHAT_APP_PUBLIC_URL", "password"),
+    # Half a webhook is said, as half of email is.
+    ({"CHAT_APP_WEBHOOK_SECRET": "s3cret"}, "CHAT_APP_WEBHOOK_SECRET", "WEBHOOK_URL is not"),
+    ({"CHAT_APP_WEBHOOK_FORMAT": "slack"}, "CHAT_APP_WEBHOOK_FORMAT", "WEBHOOK_URL is not"),
     ({"CHAT_APP_NOTIFY_ATTEMPTS": "0"}, "CHAT_APP_NOTIFY_ATTEMPTS", "at least 1"),
     ({"CHAT_APP_NOTIFY_ATTEMPTS": "two"}, "CHAT_APP_NOTIFY_ATTEMPTS", "whole number"),
     ({"CHAT_APP_NOTIFY_BACKOFF_SECONDS": "0"}, "CHAT_APP_NOTIFY_BACKOFF_SECONDS", "above 0"),
