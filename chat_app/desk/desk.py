@@ -1203,7 +1203,8 @@ class Desk:
                 approval=item.kind == "tool", asked=asked if self.policy is not None else None
             )
             if refused is not None:
-                return refused
+                # Told to reject instead only by whoever may: anyone else, why they may not.
+                return self._refusal(item, viewer, "reject", escalated=escalated) or refused
         rule = self._rule(item)
         if rule is None:  # the person who asked decides (the engine holds to it too)
             if asked:

@@ -421,9 +421,7 @@ class Policy:
 
 #: Why an approval's cancellation by anyone but whoever asked is refused: it would stop the
 #: call with no reason, where its rule may ask a rejection for one.
-WITHDRAWAL_ONLY = (
-    "Only the person who asked may withdraw this request: to say no, reject it, saying why."
-)
+WITHDRAWAL_ONLY = "Only the person who asked may withdraw this request: to say no, reject it."
 
 
 

@@ -93,6 +93,10 @@ async def test_an_approver_rejects_rather_than_cancels(world: World) -> None:
     assert (record.actor, record.data["toolName"], record.data["rule"]) == (
         ADA.email, "transfer", "large-transfers"
     )  # fmt: skip
+    # Someone who may not reject either is told why they may not decide, not to reject.
+    with pytest.raises(DeskError) as not_theirs:
+        await world.desk.decide(item.decision_id, SAM, Answer.read({"cancelled": True}))
+    assert not_theirs.value.message == "Needs approval from role finance, not the requester."
 
 
 async def test_finance_approves_and_the_transfer_runs_once(world: World) -> None:
