@@ -123,6 +123,7 @@ class _StoredUser:
     name: str
     password_hash: str
     signed_out_at: datetime | None
+    created_at: datetime
 
 
 def _utc_now() -> datetime:
@@ -291,6 +292,8 @@ class Accounts:
             row = self._user(connection, _normal_email(email))
             if row is None:
                 return "removed"
+            if issued < math.floor(row.created_at.timestamp()):
+                return "replaced"  # the account it was issued for was removed since
             # In whole seconds, as sessions are issued: one issued in the second of the
             # sign-out still counts (signing in again at once must), none before it does.
             if row.signed_out_at is not None and issued < math.floor(
@@ -540,7 +543,7 @@ class Accounts:
         row = connection.execute(
             select(
                 users.c.id, users.c.email, users.c.name, users.c.password_hash,
-                users.c.signed_out_at,
+                users.c.signed_out_at, users.c.created_at,
             ).where(users.c.email == email)  # fmt: skip
         ).one_or_none()
         return None if row is None else _StoredUser(*row)

@@ -78,6 +78,10 @@ SIGNED_OUT = (
     "this page if you already have."
 )
 ACCOUNT_REMOVED = "This account no longer exists; ask an admin."
+ACCOUNT_REPLACED = (
+    "This account was removed and made again since you signed in; sign in again with its "
+    "password now."
+)
 TOKEN_INVALID = "The API token is not valid or was revoked."
 TOKEN_SCHEME = "Send the API token as Authorization: Bearer <token>."
 NOT_OUR_TOKEN = (
@@ -289,6 +293,8 @@ class Authenticator:
             return AuthFailure(SIGNED_OUT)
         if account == "removed":
             return AuthFailure(ACCOUNT_REMOVED)
+        if account == "replaced":
+            return AuthFailure(ACCOUNT_REPLACED)
         return account if account.method == "password" else replace(account, method="password")
 
     def sign_out(self, found: Identity) -> None:

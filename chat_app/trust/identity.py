@@ -126,7 +126,7 @@ DEMO_PEOPLE: tuple[Identity, ...] = (
 
 
 #: Why a session of an account no longer counts.
-SessionEnd: TypeAlias = Literal["removed", "signed-out"]
+SessionEnd: TypeAlias = Literal["removed", "replaced", "signed-out"]
 
 
 class Directory(Protocol):
@@ -139,8 +139,8 @@ class Directory(Protocol):
 
     def session_account(self, email: str, issued: float) -> Identity | SessionEnd:
         """The account of a session issued at `issued` (unix seconds), as it is now; why the
-        session no longer counts otherwise: the account was removed, or its person signed
-        out since."""
+        session no longer counts otherwise: the account was removed (`replaced`: and made
+        again), or its person signed out since."""
         ...
 
     def sign_out(self, email: str) -> None:

@@ -238,7 +238,7 @@ def test_signing_out_ends_the_sessions_issued_before_it(accounts: Accounts, cloc
     assert accounts.session_account("ada@example.com", signed_in_again) == "removed"
     clock.advance(seconds=1)
     accounts.add_user("ada@example.com", PASSWORD, name="Ada")
-    assert accounts.session_account("ada@example.com", signed_in_again) == "signed-out"
+    assert accounts.session_account("ada@example.com", signed_in_again) == "replaced"
 
 
 def test_remove_user_removes_the_account_and_refuses_an_unknown_one(accounts: Accounts) -> None:
