@@ -54,6 +54,19 @@ RunInputReader = Callable[[Mapping[str, Any]], RunAgentInput]
 EventEncoder = Callable[[Any], Mapping[str, object]]
 
 
+
+def bearer(token: str | None) -> dict[str, str]:
+    """The `Authorization` header for an API token (none for `None`); an empty token is a
+    mistake to say here, not a header the server would refuse as malformed."""
+    if token is None:
+        return {}
+    if not token.strip():
+        raise ValueError(
+            "The API token is empty: pass one (python -m chat_app tokens create --user EMAIL "
+            "--name NAME makes one), or none to send no Authorization."
+        )
+    return {"Authorization": f"Bearer {token.strip()}"}
+
 class Connection(ABC):
     """Sends one AG-UI `RunAgentInput` body and yields the run's events as wire dicts."""
 
@@ -145,7 +158,7 @@ class SSEConnection(Connection):
     ) -> None:
         self.url = url
         self._headers = headers if callable(headers) else dict(headers or {})
-        self._token = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        self._token = bearer(token)
         self._timeout = timeout
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(timeout), transport=transport)
 

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import httpx
 
+from ._connections import bearer
 from ._http import network_reason, seconds, server_message, status_words
 
 __all__ = ["ABSENT", "DeskClient", "DeskRequestError"]
@@ -101,9 +102,7 @@ class DeskClient:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self._headers = {"Accept": "application/json", **dict(headers or {})}
-        if token is not None:
-            self._headers["Authorization"] = f"Bearer {token}"
+        self._headers = {"Accept": "application/json", **dict(headers or {}), **bearer(token)}
         self._timeout = timeout
         self._client = httpx.AsyncClient(
             base_url=self.base_url, timeout=httpx.Timeout(timeout), transport=transport

@@ -204,9 +204,11 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         if isinstance(form, Response):
             return form
         email = form.get("email", "")
+        if not email.strip():
+            return _error("Say who to be: send the demo person's email as `email`.", 400, "invalid")
         person = authenticator.demo_person(email)
         if person is None:
-            return _error(f"{email.strip() or 'Nobody'} is not a demo person.", 400, "invalid")
+            return _error(f"{email.strip()} is not a demo person.", 400, "invalid")
         return signed_in(person, safe_next(form.get("next", "")), request)
 
     async def signout(request: Request) -> Response:

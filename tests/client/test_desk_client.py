@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from chat_app.client import ABSENT, DeskClient, DeskRequestError
+from chat_app.client import ABSENT, DeskClient, DeskRequestError, SSEConnection
 from chat_app.demo import POLICY_PATH
 from chat_app.trust import Policy
 from tests.live_server import free_port
@@ -163,3 +163,13 @@ async def test_what_a_failure_says(served: DeskServed) -> None:
             await rita.decide("d1", cancelled=True, payload={})
         await rita.wait(thread_id, pending)
     assert repr(ABSENT) == "ABSENT" and not ABSENT
+
+
+@pytest.mark.parametrize("token", ["", "  "])
+def test_an_empty_token_is_refused_where_it_is_given(token: str) -> None:
+    """Not sent as `Bearer ` for the server to call malformed (the client's error said it
+    could not reach the desk)."""
+    for make in (lambda: DeskClient("http://127.0.0.1:9", token=token),
+                 lambda: SSEConnection("http://127.0.0.1:9/api/chat", token=token)):  # fmt: skip
+        with pytest.raises(ValueError, match=r"^The API token is empty: pass one"):
+            make()

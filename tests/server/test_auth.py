@@ -585,6 +585,11 @@ def test_only_demo_people_can_be_chosen(tmp_path: Path, monkeypatch: pytest.Monk
         assert response.status_code == 400
         assert response.json() == {"error": "ceo@corp is not a demo person.", "code": "invalid"}
         assert "set-cookie" not in response.headers
+        for empty in ({}, {"email": "  "}):
+            nobody = served.http.post("/api/signin/demo", json=empty)
+            assert (nobody.status_code, nobody.json()["error"]) == (
+                400, "Say who to be: send the demo person's email as `email`."
+            )  # fmt: skip
         password = served.http.post(
             "/api/signin", data={"email": "rita@example.com", "password": "whatever1"}
         )
