@@ -237,6 +237,12 @@ class Timers:
         if not routes or self.outbox is None or self.settings is None:
             return []
         people: Sequence[Recipient] = await asyncio.to_thread(self.people, routes)
+        if row.requester_name:  # as the conversation knows them (a proxy's name header)
+            people = [
+                replace(person, name=row.requester_name)
+                if person.email.lower() == row.requester_email.lower() else person
+                for person in people
+            ]  # fmt: skip
         if row.rule is not None:
             # Nobody is told to approve their own request, even where the rule would let them
             # (they asked; their page shows it): only without a rule is it theirs to answer.

@@ -996,3 +996,18 @@ async def test_nobody_is_told_to_approve_their_own_request_even_where_the_rule_l
     await _tick_all(timed, world.desk)
     told = [row.recipient for row in timed.deliveries("decision-needed") if row.channel == "email"]
     assert told == ["olive@example.com"]
+
+
+async def test_whoever_asked_is_greeted_by_the_name_their_conversation_knows(
+    timed: Timed,
+) -> None:
+    """Without an account (a sign-in proxy's person) the people resolver knows only the
+    email; the conversation knows the name the proxy gave."""
+    world = timed.world
+    await world.start(RITA, "transfer 25 to Ada")  # no rule: Rita decides, and is told
+    timers = timed.timers(world.desk)
+    timers.people = lambda routes: [Recipient("rita@example.com", "rita")]
+    timed.clock.advance(120)
+    await timers.tick()
+    [email] = [row for row in timed.deliveries("decision-needed") if row.channel == "email"]
+    assert json.loads(email.notice)["recipients"] == [{"email": "rita@example.com", "name": "Rita"}]
