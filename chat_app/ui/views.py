@@ -968,7 +968,9 @@ def _message_view(message: ChatMessage, cards: _Cards) -> MessageView | None:
     if message.role not in ("user", "assistant"):
         return None
     tools = [_tool_card(part, cards) for part in message.parts if isinstance(part, ToolCallPart)]
-    text = "".join(part.content for part in message.parts if isinstance(part, TextPart))
+    # Written out as everything else a person reads here: an override in what someone
+    # typed, or in a reply quoting it, would reverse the rest of the bubble.
+    text = spelled_out("".join(p.content for p in message.parts if isinstance(p, TextPart)))
     if not text and not tools:
         return None
     return MessageView(id=message.id, role=message.role, text=text, tools=tools)

@@ -427,6 +427,10 @@ def test_an_approver_reads_arguments_as_they_are_stored_whatever_their_direction
         assert card.decision.arguments[1] == ["subject", "Pay Eve[U+202E]adA"]
         assert '"subject": "Pay Eve[U+202E]adA"' in card.arguments
         assert "\u202e" not in card.arguments
+        # The bubbles too: the message as typed, and the reply that quotes it.
+        texts = [message.text for message in build_views(client.state, memory()).messages]
+        assert texts[0] == "email ada@example.com about Pay Eve[U+202E]adA"
+        assert all("\u202e" not in text for text in texts)
 
     run_on_own_loop(scenario())
     assert arguments_changed({"to": "Ada"}, {"to": "Eve\u2067adA"}) == [
