@@ -110,7 +110,7 @@ def data_dir() -> Path:
 
 TTL_ENV = "CHAT_APP_INTERRUPT_TTL_SECONDS"
 LEDGER_URL_ENV = "CHAT_APP_LEDGER_URL"
-#: A hundred years: an interrupt must still be able to say when it expires (before 9999),
+#: Fifty years (`LONGEST_DURATION`): an interrupt must still be able to say when it expires,
 #: and no other setting's time may be longer.
 MAX_TTL_SECONDS = LONGEST_DURATION.total_seconds()
 

@@ -58,8 +58,8 @@ def mode_of(path: Path) -> int:
         ("inf", "='inf' is not a finite number of seconds above 0 (default 86400)."),
         ("-5", "='-5' is not a finite number of seconds above 0 (default 86400)."),
         ("0", "='0' is not a finite number of seconds above 0 (default 86400)."),
-        # At most a hundred years: far past that, an expiry would be after the year 9999.
-        ("1e12", "='1e12' is more than 3155760000 seconds (36525 days); give at most that "
+        # At most fifty years: a sealed id writes its expiry as 8 hex digits (until 2106).
+        ("1e12", "='1e12' is more than 1577836800 seconds (18262 days); give at most that "
                  "(default 86400)."),
     ],
 )  # fmt: skip
@@ -86,9 +86,9 @@ def test_the_interrupt_ttl_is_read_and_has_a_default(
 
 
 NOT_A_NUMBER = "is not a finite number of seconds above 0"
-#: Past a hundred years a time the desk works out is no date: 1e12 seconds for
+#: Past fifty years (`LONGEST_DURATION`) a time the desk works out is no date: 1e12 seconds for
 #: CHAT_APP_NOTIFY_IDLE_SECONDS let the app start, then broke every run that paused.
-TOO_LONG = "is more than 3155760000 seconds (36525 days)"
+TOO_LONG = "is more than 1577836800 seconds (18262 days)"
 
 
 @pytest.mark.parametrize(
@@ -112,9 +112,9 @@ def test_the_standalone_server_stops_on_seconds_it_cannot_use(
         cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert finished.returncode == 1
-    assert finished.stderr.strip().startswith(
-        f"chat_app.server: {variable}={value!r} {said}"
-    ), finished.stderr  # one line naming the variable, no traceback
+    said_first = f"chat_app.server: {variable}={value!r} {said}"
+    # One line naming the variable, no traceback.
+    assert finished.stderr.strip().startswith(said_first), finished.stderr
 
 
 def test_the_data_folder_the_app_makes_is_its_owners_alone(

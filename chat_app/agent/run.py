@@ -47,10 +47,12 @@ from chat_app.interrupts import (
     DEFAULT_DENIED_RESULT,
     POLICY_METADATA_KEY,
     BatchInterruptError,
+    BatchInterruptErrorCode,
     BoundaryPhase,
     InterruptError,
     InterruptResumeValidationError,
     ItemInterruptError,
+    ItemInterruptErrorCode,
     expired_result,
     schema_problem,
     tool_call_id_of,
@@ -270,57 +272,68 @@ class _Run:
             entries=[self._decision_entry(entry.interrupt_id, plan) for entry in resume],
         )
         if taken:
-            thread_id, interrupted = self.input.thread_id, plan.interrupted_run_id
-            errors: list[InterruptError] = [
-                ItemInterruptError(
-                    thread_id=thread_id, interrupted_run_id=interrupted, interrupt_id=item,
-                    code="conflict", message=f"Interrupt {item} was already resolved.",
-                    source="server",
-                )
-                for item in taken
-            ]  # fmt: skip
-            errors.append(
-                BatchInterruptError(
-                    thread_id=thread_id, interrupted_run_id=interrupted, interrupt_ids=tuple(ids),
-                    code="conflict", message="This batch was already answered; nothing ran.",
-                    source="server",
-                )
+            raise self._refused(
+                plan,
+                [(item, "conflict", f"Interrupt {item} was already resolved.") for item in taken],
+                ids, "conflict", "This batch was already answered; nothing ran.",
             )  # fmt: skip
-            raise InterruptResumeValidationError(errors)
 
     async def _check_granted(self, ledger: Ledger, plan: ResumePlan) -> None:
         """A client tool that needs approval runs in the client once approved: its output
         is taken only for a call the ledger says was approved and handed out
         (`_grant`), never in place of the approval, nor after a refusal."""
-        gated = [p.call for p in plan.calls if p.kind == "client" and p.tool.needs_approval]
+        # Only an output: a cancellation carries none (whoever asked may withdraw it anyway),
+        # and a call left unanswered (beside a question) has nothing to take.
+        gated = [
+            p.call for p in plan.calls
+            if p.kind == "client" and p.tool.needs_approval
+            and (answer := plan.decisions.get(CLIENT_TOOL_ID_PREFIX + p.call.id)) is not None
+            and answer.kind != "cancel"
+        ]  # fmt: skip
         if not gated:
             return
-        thread_id = self.input.thread_id
         ids = [call.id for call in gated]
-        granted = set(await ledger.granted_async(thread_id=thread_id, call_ids=ids))
+        granted = set(await ledger.granted_async(thread_id=self.input.thread_id, call_ids=ids))
         refused = [call for call in gated if call.id not in granted]
-        if not refused:
-            return
-        interrupted = plan.interrupted_run_id
+        if refused:
+            raise self._refused(
+                plan,
+                [
+                    (CLIENT_TOOL_ID_PREFIX + call.id, "forbidden",
+                     f"Tool call {call.id} ({call.name}) has no approval to run in the client: "
+                     f"its output is taken once {APPROVAL_ID_PREFIX}{call.id} is approved.")
+                    for call in refused
+                ],
+                [CLIENT_TOOL_ID_PREFIX + call.id for call in refused],
+                "item-validation-failed", "One or more interrupt resolutions are invalid.",
+            )  # fmt: skip
+
+    def _refused(
+        self,
+        plan: ResumePlan,
+        items: Sequence[tuple[str, ItemInterruptErrorCode, str]],
+        batch_ids: Sequence[str],
+        batch_code: BatchInterruptErrorCode,
+        batch_message: str,
+    ) -> InterruptResumeValidationError:
+        """A refusal of this continuation: one error per `(interrupt id, code, message)`, then
+        the batch's, each naming the thread and the interrupted run."""
+        thread_id, interrupted = self.input.thread_id, plan.interrupted_run_id
         errors: list[InterruptError] = [
             ItemInterruptError(
-                thread_id=thread_id, interrupted_run_id=interrupted,
-                interrupt_id=CLIENT_TOOL_ID_PREFIX + call.id, code="forbidden",
-                message=f"Tool call {call.id} ({call.name}) has no approval to run in the "
-                f"client: its output is taken once {APPROVAL_ID_PREFIX}{call.id} is approved.",
-                source="server",
+                thread_id=thread_id, interrupted_run_id=interrupted, interrupt_id=item,
+                code=code, message=message, source="server",
             )
-            for call in refused
+            for item, code, message in items
         ]  # fmt: skip
         errors.append(
             BatchInterruptError(
                 thread_id=thread_id, interrupted_run_id=interrupted,
-                interrupt_ids=tuple(CLIENT_TOOL_ID_PREFIX + call.id for call in refused),
-                code="item-validation-failed",
-                message="One or more interrupt resolutions are invalid.", source="server",
+                interrupt_ids=tuple(batch_ids), code=batch_code, message=batch_message,
+                source="server",
             )
         )  # fmt: skip
-        raise InterruptResumeValidationError(errors)
+        return InterruptResumeValidationError(errors)
 
     async def _grant(self) -> None:
         """Put the client tools approved in this continuation in the ledger before the

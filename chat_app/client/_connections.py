@@ -54,7 +54,6 @@ RunInputReader = Callable[[Mapping[str, Any]], RunAgentInput]
 EventEncoder = Callable[[Any], Mapping[str, object]]
 
 
-
 def bearer(token: str | None) -> dict[str, str]:
     """The `Authorization` header for an API token (none for `None`); an empty token is a
     mistake to say here, not a header the server would refuse as malformed."""
@@ -66,6 +65,7 @@ def bearer(token: str | None) -> dict[str, str]:
             "--name NAME makes one), or none to send no Authorization."
         )
     return {"Authorization": f"Bearer {token.strip()}"}
+
 
 class Connection(ABC):
     """Sends one AG-UI `RunAgentInput` body and yields the run's events as wire dicts."""

@@ -1459,9 +1459,9 @@ def _owner_of(row: Any) -> Identity:
 async def _without_a_browser(
     client: ChatClient, action: Callable[[ChatClient], Awaitable[None]]
 ) -> None:
-    """`action`, then: a tool the agent asked this client to run that is still open (it
-    failed, `_no_browser`, and its output schema has no room for an error) is cancelled, so
-    the conversation goes on rather than waiting for a browser."""
+    """`action`, then: while the batch still owes answers, each tool the agent asked this
+    client to run is cancelled (its run failed, `_no_browser`, and its output schema has no
+    room for the error), so the conversation goes on rather than waiting for a browser."""
     await action(client)
     for item_id in sorted(client.manager.client_tool_item_ids()):
         if client.manager.has_open_items:

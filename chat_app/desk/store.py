@@ -969,6 +969,10 @@ class DeskStore:
             )
             for vote in found:
                 by_account = vote.verified_by in _BY_ACCOUNT
+                # The account as it is now; one made after the vote is another person's.
+                account = accounts.get(vote.voter_email)
+                if account is not None and vote.at < account[1]:
+                    account = None
                 votes.setdefault(vote.decision_id, []).append(
                     Vote(
                         email=vote.voter_email,
@@ -977,10 +981,10 @@ class DeskStore:
                         at=vote.at,
                         verified_by=vote.verified_by,
                         token_name=vote.token_name,
-                        roles=accounts.get(vote.voter_email, frozenset())
+                        roles=(account[0] if account is not None else frozenset())
                         if by_account
                         else frozenset(json.loads(vote.roles)),
-                        removed=by_account and vote.voter_email not in accounts,
+                        removed=by_account and account is None,
                     )  # fmt: skip
                 )
         return [
@@ -1516,15 +1520,18 @@ def _decided_by_another(rows: Sequence[Any], email: str) -> list[Any]:
 _BY_ACCOUNT = ("password", "token")
 
 
-def _account_roles(connection: Any, emails: set[str]) -> dict[str, frozenset[str]]:
-    """The roles each of `emails` has now, by email, for those that still have an account."""
+def _account_roles(
+    connection: Any, emails: set[str]
+) -> dict[str, tuple[frozenset[str], datetime]]:
+    """The roles each of `emails` has now, and when its account was made, by email, for
+    those that have an account."""
     if not emails:
         return {}
-    found: dict[str, set[str]] = {}
-    for email, role in connection.execute(
-        select(users.c.email, user_roles.c.role)
+    found: dict[str, tuple[set[str], datetime]] = {}
+    for email, created, role in connection.execute(
+        select(users.c.email, users.c.created_at, user_roles.c.role)
         .select_from(users.outerjoin(user_roles, user_roles.c.user_id == users.c.id))
         .where(users.c.email.in_(sorted(emails)))
     ):
-        found.setdefault(email, set()).update([role] if role is not None else [])
-    return {email: frozenset(roles) for email, roles in found.items()}
+        found.setdefault(email, (set(), created))[0].update([role] if role is not None else [])
+    return {email: (frozenset(roles), created) for email, (roles, created) in found.items()}

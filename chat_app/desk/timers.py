@@ -244,10 +244,11 @@ class Timers:
                 for person in people
             ]  # fmt: skip
         if row.rule is not None:
-            # Nobody is told to approve their own request, even where the rule would let them
-            # (they asked; their page shows it): only without a rule is it theirs to answer.
+            # Nobody is told to approve their own request where someone else may (they asked;
+            # their page shows it). Where the rule lets only them, they are, as without one.
             asked = row.requester_email.lower()
-            people = [person for person in people if person.email.lower() != asked]
+            others = [person for person in people if person.email.lower() != asked]
+            people = others if others or row.not_requester else people
         if row.quorum > 1:  # who approved already waits for the others: their inbox has it not
             item = await self.desk.decision(row.id)
             voted = {vote.email.lower() for vote in item.votes} if item is not None else set()

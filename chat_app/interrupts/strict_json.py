@@ -11,23 +11,30 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 #: The deepest a request body, or a tool call's arguments, may nest.
 MAX_NESTING = 200
 
 
-def strict_loads(text: str | bytes, *, unique_keys: bool = False) -> object:
+def strict_loads(
+    text: str | bytes,
+    *,
+    unique_keys: bool = False,
+    pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+) -> object:
     """`json.loads`, refusing non-finite numbers (`ValueError`); deep nesting may raise
     `RecursionError`. With `unique_keys`, an object naming a key twice is refused too: where
     a person's answer is read, `{"approved": false, "approved": true}` must not mean
-    whichever a reader happens to keep (JavaScript keeps the last)."""
+    whichever a reader happens to keep (JavaScript keeps the last). `pairs_hook` makes each
+    object otherwise (`json.loads`'s `object_pairs_hook`)."""
     return json.loads(
         text,
         parse_int=_finite_int,
         parse_float=_finite_float,
         parse_constant=_no_constant,
-        object_pairs_hook=_unique if unique_keys else None,
+        object_pairs_hook=_unique if unique_keys else pairs_hook,
     )
 
 

@@ -11,7 +11,8 @@ reads exactly as pydantic words it for `RunAgentInput`, and what msgspec is stri
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -68,14 +69,49 @@ def check_answers_of(body: bytes) -> None:
     try:
         found = msgspec.json.decode(body, type=_Answers).resume
     except (msgspec.DecodeError, msgspec.ValidationError):
-        try:
-            data = strict_loads(body, unique_keys=True)
-        except ValueError as error:
-            raise UnreadableAnswers(f"Request body is not valid JSON: {error}.") from None
-        check_answers_text(data.get("resume") if isinstance(data, dict) else None)
-        return
-    if found is not msgspec.UNSET:
+        found = None
+    if found is None:
+        # Read whole, each object that repeats a key marked, for only those in `resume` to
+        # be refused: elsewhere a repeated key means its last value, as on every other path.
+        data = strict_loads(body, pairs_hook=_Repeated.of)
+        answers = data.get("resume") if isinstance(data, dict) else None
+        if (key := _repeated_key(answers)) is not None:
+            raise UnreadableAnswers(
+                f"Request body is not valid JSON: the key {json.dumps(key)} is given twice."
+            )
+        check_answers_text(answers)
+    elif found is not msgspec.UNSET:
         read_answers(bytes(found))
+
+
+class _Repeated(dict[str, Any]):
+    """An object that named `key` twice (its last value kept, as JavaScript keeps it)."""
+
+    key = ""
+
+    @classmethod
+    def of(cls, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        found = dict(pairs)
+        if len(found) == len(pairs):
+            return found
+        marked = cls(found)
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                marked.key = key
+                break
+            seen.add(key)
+        return marked
+
+
+def _repeated_key(value: object) -> str | None:
+    """The repeated key of the first `_Repeated` object in `value`, if any."""
+    if isinstance(value, _Repeated):
+        return value.key
+    children: Iterable[object] = (
+        value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    )
+    return next((key for child in children if (key := _repeated_key(child)) is not None), None)
 
 
 class _Answers(msgspec.Struct, gc=False):

@@ -39,7 +39,8 @@ def spelled_out(text: str) -> str:
     code point ("[U+202E]"), so that it reads in the order it is stored. For what a person
     decides on (a tool's arguments, an answer, an inbox line), where "pay Eve\u202eadA"
     would read "pay EveAda"."""
-    if _BIDI_CONTROLS.isdisjoint(text):
+    # Nine searches in C: a streamed reply is looked at again at each token.
+    if not any(control in text for control in _BIDI_CONTROLS):
         return text
     return "".join(f"[U+{ord(c):04X}]" if c in _BIDI_CONTROLS else c for c in text)
 

@@ -94,9 +94,10 @@ _SUBSCHEMA_MAPS = frozenset(
 )
 
 
-#: A hundred years: a decision must still be able to say when it expires, or is reminded or
-#: escalated, as a date (before the year 9999).
-LONGEST_DURATION = datetime.timedelta(days=36525)
+#: Fifty years: the longest any time a setting or rule names may be. A sealed tool call id
+#: writes its expiry as eight hex digits of Unix time (`Sealer.seal_tool_call`), which end in
+#: February 2106, and an expiry, reminder or escalation must be a date before then.
+LONGEST_DURATION = datetime.timedelta(days=18262)
 
 
 def parse_duration(text: str) -> datetime.timedelta:
@@ -127,7 +128,7 @@ def parse_duration(text: str) -> datetime.timedelta:
         raise ValueError(f"{text!r} is no time at all; a duration must be longer than zero")
     if seconds > LONGEST_DURATION.total_seconds():
         raise ValueError(
-            f"{text!r} is longer than {LONGEST_DURATION.days}d (a hundred years), the longest a "
+            f"{text!r} is longer than {LONGEST_DURATION.days}d (fifty years), the longest a "
             "policy time may be"
         )
     return datetime.timedelta(seconds=seconds)

@@ -56,8 +56,6 @@ class FormField:
     value: str = ""  # initial value ("true"/"" for booleans; one item per line for lists)
     chosen: list[str] = field(default_factory=list)  # initial choices of a `checks` field
     depth: int = 0
-    minimum: str = ""
-    maximum: str = ""
     min_length: str = ""
     max_length: str = ""
     pattern: str = ""
@@ -186,8 +184,6 @@ def _field(
         # typed would go unseen.
         row.kind = kind
         row.input_mode = "numeric" if kind == "integer" else "decimal"
-        row.minimum = _bound(schema, "minimum", "exclusiveMinimum")
-        row.maximum = _bound(schema, "maximum", "exclusiveMaximum")
         row.value = _text(value) if value is not None else ""
     elif kind == "array":
         raw_items = schema.get("items")
@@ -223,11 +219,6 @@ def _scalar_type(schema: Mapping[str, Any]) -> str:
     if isinstance(kind, list):
         kind = next((item for item in kind if item != "null"), "string")
     return str(kind)
-
-
-def _bound(schema: Mapping[str, Any], inclusive: str, exclusive: str) -> str:
-    value = schema.get(inclusive, schema.get(exclusive))
-    return _text(value) if isinstance(value, (int, float)) else ""
 
 
 def _text(value: Any) -> str:
@@ -355,34 +346,35 @@ def _convert(row: FormField, data: Mapping[str, str | list[str]]) -> Any:
             raise ValueError('Enter a JSON value, such as {"approved": true} or "text".') from None
     if row.kind == "integer":
         number = _number(text, "Enter a whole number.")
-        if not number.is_integer():
+        if isinstance(number, float) and not number.is_integer():
             raise ValueError("Enter a whole number.")
         return int(number)
     if row.kind == "number":
         number = _number(text, "Enter a number.")
-        return int(number) if number.is_integer() and "." not in text else number
+        return int(number) if number == int(number) and "." not in text else number
     if row.kind in ("select", "radio"):
         return _choice(row, text)
     return text
 
 
-#: A number as JSON writes one (a sign, digits, a decimal point, an exponent), nothing else:
-#: not Python's "1_000", "inf" or "nan".
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+#: A number as JSON writes one (a sign, ASCII digits, a decimal point, an exponent), nothing
+#: else: not Python's "1_000", "inf", "nan" or other scripts' digits.
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_WHOLE = re.compile(r"[+-]?[0-9]+")
 
 
-def _number(text: str, what: str) -> float:
-    """The number typed in `text`, or a `ValueError` saying what to type (`what` when no
-    better advice fits)."""
+def _number(text: str, what: str) -> int | float:
+    """The number typed in `text` (a whole one exactly, however long), or a `ValueError`
+    saying what to type (`what` when no better advice fits)."""
     typed = text.strip()
     if _NUMBER.fullmatch(typed) is None:
         if "," in typed and _NUMBER.fullmatch(typed.replace(",", "")) is not None:
             raise ValueError("Use a point for decimals (9.99) and no thousands separators.")
         raise ValueError(what)
-    number = float(typed)
+    number = float(typed)  # a whole one past a float's range reads as infinite too
     if not math.isfinite(number):
         raise ValueError("That number is too large.")
-    return number
+    return int(typed) if _WHOLE.fullmatch(typed) else number
 
 
 def _choice(row: FormField, text: str) -> Any:

@@ -1089,4 +1089,4 @@ def streaming_preview(messages: Sequence[ChatMessage]) -> tuple[str, str, list[s
     if not messages or messages[-1].role != "assistant":
         return "", "", []
     last = messages[-1]
-    return last.id, last.text, [part.name for part in last.tool_calls]
+    return last.id, spelled_out(last.text), [part.name for part in last.tool_calls]

@@ -340,7 +340,7 @@ async def test_a_client_tools_output_is_taken_only_once_its_approval_was_given(
 
 async def client_tool_waits_for_its_approval(agent: Agent, ledger: Ledger) -> None:
     """The demo's location tool (approved, then run in the client) on `agent`, whose ledger
-    is `ledger` and holds nothing of threads `t1` and `t2`."""
+    is `ledger` and holds nothing of threads `t1`, `t2` and `t3`."""
     # Answering the tool's output in place of its approval: refused, nothing runs.
     events = await pause(agent, "share my location")
     [item] = events[-1]["outcome"]["interrupts"]
@@ -369,6 +369,13 @@ async def client_tool_waits_for_its_approval(agent: Agent, ledger: Ledger) -> No
     )  # fmt: skip
     assert done[-1]["type"] == "RUN_FINISHED"
     assert json.loads(ran(done)[0]) == LOCATION
+    # A cancellation carries no output: taken without a grant (whoever asked may withdraw).
+    events = await pause(agent, "share my location", thread="t3")
+    [item] = events[-1]["outcome"]["interrupts"]
+    withdrawn = {"interruptId": f"client_tool_{item['toolCallId']}", "status": "cancelled"}
+    cancelled = await answer(agent, events, [withdrawn], thread="t3")
+    assert cancelled[-1]["type"] == "RUN_FINISHED"
+    assert "Tool execution cancelled" in ran(cancelled)[0]
     kinds = [record.kind for record in ledger.records()]
     assert kinds.count("refusal") == 2
 

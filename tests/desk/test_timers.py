@@ -1011,3 +1011,16 @@ async def test_whoever_asked_is_greeted_by_the_name_their_conversation_knows(
     await timers.tick()
     [email] = [row for row in timed.deliveries("decision-needed") if row.channel == "email"]
     assert json.loads(email.notice)["recipients"] == [{"email": "rita@example.com", "name": "Rita"}]
+
+
+async def test_whoever_asked_is_told_where_the_rule_lets_only_them_decide(timed: Timed) -> None:
+    """Not telling them would leave the decision waiting unseen (a conversation started
+    through the API has no page open on it)."""
+    world = timed.world
+    text = POLICY.replace('approvers = ["role:finance"]', 'approvers = ["rita@example.com"]', 1)
+    text = text.replace("not_requester = true         # nobody approves their own request", "", 1)
+    world.desk.policy = Policy.parse(text, "policy.toml")
+    await world.start(RITA, "transfer 5000 to Ada")
+    await _tick_all(timed, world.desk)
+    told = [row.recipient for row in timed.deliveries("decision-needed") if row.channel == "email"]
+    assert told == ["rita@example.com"]

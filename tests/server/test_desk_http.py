@@ -398,12 +398,14 @@ def test_an_approval_counts_with_the_roles_its_account_has_now(served: DeskServe
     assert decide(served, item["decisionId"], wes, {"approved": True}).json()["status"] == (
         "decided"
     )
-    # Uma approves, then her account is removed: the same.
+    # Uma approves, then her account is removed (and made again): the same.
     served.accounts.set_roles("tina@example.com", ["ops"])
     thread_two = start(served, rita, "rotate staging keys")
     [other] = wait(served, thread_two, rita, waiting_for_decision)["decisions"]
     assert decide(served, other["decisionId"], uma, {"approved": True}).status_code == 200
     served.accounts.remove_user("uma@example.com")
+    # Made again, the address is another account: the approval was the old one's.
+    served.accounts.add_user("uma@example.com", "a-long-password", ["ops"])
     assert decide(served, other["decisionId"], wes, {"approved": True}).json()["status"] == (
         "waiting"
     )

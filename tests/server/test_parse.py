@@ -237,3 +237,16 @@ def test_an_answer_with_a_lone_surrogate_is_refused(extra: str) -> None:
     paired = _answer_body('{"approved": false, "payload": {"reason": "ok \\ud83d\\ude00"}}')
     [entry] = parse_run_input(paired).resume or []
     assert entry.payload == {"approved": False, "payload": {"reason": "ok \U0001f600"}}
+
+
+def test_a_body_read_whole_refuses_a_repeated_key_in_the_answers_only() -> None:
+    """A lone surrogate in a message keeps msgspec from reading the body: it is read whole,
+    and still only the answers refuse a repeated key."""
+    body = _answer_body("true", state='{"a": 1, "a": 2}').replace(b'"go"', b'"go \\ud800"')
+    taken = parse_run_input(body)
+    assert taken.state == {"a": 2}
+    refused = _answer_body('{"approved": false, "approved": true}').replace(
+        b'"go"', b'"go \\ud800"'
+    )
+    with pytest.raises(BadRequest, match='the key "approved" is given twice'):
+        parse_run_input(refused)

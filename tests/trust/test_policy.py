@@ -416,7 +416,7 @@ def test_an_unknown_rule_key_suggests_the_nearest() -> None:
         (" 1h 30m ", 5400),
         ("1d 2h 3m 4s", 93784),
         ("2H", 7200),
-        ("36525d", 36525 * 86400),
+        ("18262d", 18262 * 86400),
     ],
 )
 def test_parse_duration_reads_whole_numbers_and_units(text: str, seconds: int) -> None:
@@ -436,9 +436,9 @@ def test_parse_duration_reads_whole_numbers_and_units(text: str, seconds: int) -
         ("1h1h", "repeats a unit"),
         ("0s", "longer than zero"),
         ("0h0m", "longer than zero"),
-        # An expiry that far off could not be written as a date (past the year 9999).
-        ("4000000d", "is longer than 36525d (a hundred years), the longest a policy time may be"),
-        ("36525d 1s", "is longer than 36525d"),
+        # An expiry that far off could not be written in a sealed id (past 2106) or as a date.
+        ("4000000d", "is longer than 18262d (fifty years), the longest a policy time may be"),
+        ("18262d 1s", "is longer than 18262d"),
     ],
 )
 def test_parse_duration_refuses_anything_else_saying_the_form(text: str, words: str) -> None:

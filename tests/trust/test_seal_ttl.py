@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from chat_app.trust import Sealer
+from chat_app.trust.policy import LONGEST_DURATION
 
 SECRET = b"seal-ttl-secret-seal-ttl-secret"
 NOW = 1_900_000_000.0
@@ -37,3 +38,17 @@ def test_a_call_sealed_with_its_own_ttl_expires_then_and_not_later() -> None:
     # The expiry is under the seal: the same id with another lifetime is not ours.
     forged = short.id[:10] + usual.id[10:18] + short.id[18:]
     assert sealer.check_tool_call("t", forged, "transfer", args) == "stale"
+
+
+def test_the_longest_lifetime_any_setting_may_name_still_makes_an_id_that_checks() -> None:
+    """A sealed id holds its expiry as eight hex digits of Unix time (until 2106): the longest
+    `expires_after` or TTL the app takes must still fit, or every approval under it would be
+    refused as not ours (36525 days did not)."""
+    sealer = _sealer([NOW])
+    args = {"recipient": "Ada", "amount": 5000}
+    longest = sealer.seal_tool_call(
+        "t", "transfer", args, ttl_seconds=LONGEST_DURATION.total_seconds()
+    )
+    assert sealer.check_tool_call("t", longest.id, "transfer", args) == "ok"
+    century = sealer.seal_tool_call("t", "transfer", args, ttl_seconds=36525 * 86400)
+    assert sealer.check_tool_call("t", century.id, "transfer", args) == "stale"

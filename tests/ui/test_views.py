@@ -20,6 +20,7 @@ from chat_app.client import (
     ClientTool,
     GenericInterrupt,
     InProcessConnection,
+    TextPart,
     ToolApprovalInterrupt,
 )
 from chat_app.demo import build_demo_agent
@@ -40,6 +41,7 @@ from chat_app.ui.views import (
     split_transcript,
     split_turn,
     staged_answer,
+    streaming_preview,
     submitted_edits,
 )
 from tests.ui.app_server import run_on_own_loop
@@ -431,6 +433,10 @@ def test_an_approver_reads_arguments_as_they_are_stored_whatever_their_direction
         texts = [message.text for message in build_views(client.state, memory()).messages]
         assert texts[0] == "email ada@example.com about Pay Eve[U+202E]adA"
         assert all("\u202e" not in text for text in texts)
+        # And the reply while it streams, which a quoting model would show reversed.
+        part = TextPart(content="Pay Eve\u202eadA")
+        quoted = ChatMessage(id="m", role="assistant", parts=(part,))
+        assert streaming_preview([quoted])[1] == "Pay Eve[U+202E]adA"
 
     run_on_own_loop(scenario())
     assert arguments_changed({"to": "Ada"}, {"to": "Eve\u2067adA"}) == [
