@@ -4,7 +4,7 @@
 | --- | --- | --- |
 | `CHAT_APP_DATA_DIR` | `.chat_app_data` | the app's data folder (secret, SQLite); new: mode 0700 |
 | `CHAT_APP_SECRET` | generated once in the data folder | the HMAC key that seals interrupts |
-| `CHAT_APP_INTERRUPT_TTL_SECONDS` | `86400` | how long any interrupt can be answered (≤ 100 y) |
+| `CHAT_APP_INTERRUPT_TTL_SECONDS` | `86400` | how long any interrupt can be answered (≤ 50 y) |
 | `CHAT_APP_LEDGER_URL` | SQLite in the data folder | `redis://…` for many workers or machines |
 | `CHAT_APP_SECURE` | `1` | `0` turns sealing and the ledger off (a bare TanStack-like server) |
 | `CHAT_APP_DATABASE_URL` | SQLite in the data folder | the app's database (accounts, API tokens) |
@@ -23,6 +23,9 @@
 | `CHAT_APP_METRICS_TOKEN` | none | a bearer token that may read `GET /metrics` (admins may too) |
 | `CHAT_APP_LOG_FORMAT` | `text` | `json`: log lines as JSON |
 | `OTEL_EXPORTER_OTLP_ENDPOINT` | none | traces of each decision, over OTLP/HTTP |
+
+Every time in seconds here, and every time a policy names, is at most fifty years
+(`LONGEST_DURATION`: a sealed id's expiry is written in eight hex digits, to 2106).
 
 An identity never comes from a request body: `forwardedProps.actor` is ignored. API tokens
 (`Authorization: Bearer …`) work in every mode but `none`.
