@@ -36,6 +36,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from chat_app.interrupts import Decision, edited_args_of, read_decision
+from chat_app.trust.accounts import find_accounts
 from chat_app.trust.store import read_snapshot, write_transaction
 from chat_app.trust.tables import (
     conversation_states,
@@ -44,8 +45,6 @@ from chat_app.trust.tables import (
     decision_routes,
     decision_votes,
     decisions,
-    user_roles,
-    users,
 )
 
 from .records import (
@@ -964,14 +963,13 @@ class DeskStore:
                 .where(decision_votes.c.decision_id.in_(ids))
                 .order_by(decision_votes.c.at)
             ).all()
-            accounts = _account_roles(
-                connection, {v.voter_email for v in found if v.verified_by in _BY_ACCOUNT}
-            )
+            voters = {v.voter_email for v in found if v.verified_by in _BY_ACCOUNT}
+            accounts = {a.email: a for a in find_accounts(connection, voters)} if voters else {}
             for vote in found:
                 by_account = vote.verified_by in _BY_ACCOUNT
                 # The account as it is now; one made after the vote is another person's.
                 account = accounts.get(vote.voter_email)
-                if account is not None and vote.at < account[1]:
+                if account is not None and vote.at < account.created:
                     account = None
                 votes.setdefault(vote.decision_id, []).append(
                     Vote(
@@ -981,7 +979,7 @@ class DeskStore:
                         at=vote.at,
                         verified_by=vote.verified_by,
                         token_name=vote.token_name,
-                        roles=(account[0] if account is not None else frozenset())
+                        roles=frozenset(account.roles if account is not None else ())
                         if by_account
                         else frozenset(json.loads(vote.roles)),
                         removed=by_account and account is None,
@@ -1518,20 +1516,3 @@ def _decided_by_another(rows: Sequence[Any], email: str) -> list[Any]:
 
 #: The ways of signing in whose roles are an account's: read again from it, as every request is.
 _BY_ACCOUNT = ("password", "token")
-
-
-def _account_roles(
-    connection: Any, emails: set[str]
-) -> dict[str, tuple[frozenset[str], datetime]]:
-    """The roles each of `emails` has now, and when its account was made, by email, for
-    those that have an account."""
-    if not emails:
-        return {}
-    found: dict[str, tuple[set[str], datetime]] = {}
-    for email, created, role in connection.execute(
-        select(users.c.email, users.c.created_at, user_roles.c.role)
-        .select_from(users.outerjoin(user_roles, user_roles.c.user_id == users.c.id))
-        .where(users.c.email.in_(sorted(emails)))
-    ):
-        found.setdefault(email, (set(), created))[0].update([role] if role is not None else [])
-    return {email: (frozenset(roles), created) for email, (roles, created) in found.items()}

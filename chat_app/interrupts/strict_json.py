@@ -2,7 +2,8 @@
 
 Owns `strict_loads` (the standard library's reader with number hooks: NaN, Infinity and
 numbers JavaScript reads as Infinity are refused with a `ValueError`), `has_long_digit_run`
-(when a faster reader may read a number otherwise), `is_text` (no lone surrogates) and
+(when a faster reader may read a number otherwise), `is_text` (no lone surrogates),
+`repeated_key` (an object naming a key twice, `RepeatedKey` its refusal) and
 `too_deep` (the nesting limit, `MAX_NESTING`). The HTTP layer reads request bodies with them;
 `resume` reads the tool arguments a history carries back. Imports only the stdlib.
 """
@@ -38,14 +39,28 @@ def strict_loads(
     )
 
 
+class RepeatedKey(ValueError):
+    """An object names `key` twice."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"the key {json.dumps(key)} is given twice")
+        self.key = key
+
+
+def repeated_key(pairs: list[tuple[str, Any]]) -> str | None:
+    """The first key an object's `pairs` name a second time, if any."""
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            return key
+        seen.add(key)
+    return None
+
+
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     found = dict(pairs)
     if len(found) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise ValueError(f"the key {json.dumps(key)} is given twice")
-            seen.add(key)
+        raise RepeatedKey(repeated_key(pairs) or "")
     return found
 
 

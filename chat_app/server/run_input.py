@@ -11,7 +11,6 @@ reads exactly as pydantic words it for `RunAgentInput`, and what msgspec is stri
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -21,7 +20,14 @@ from pydantic import ConfigDict, SkipValidation, ValidationError, field_serializ
 
 from chat_app.agent.messages import History
 from chat_app.interrupts.message_views import LENIENT, REQUEST, SHALLOW, Views
-from chat_app.interrupts.strict_json import has_long_digit_run, is_text, strict_loads, too_deep
+from chat_app.interrupts.strict_json import (
+    RepeatedKey,
+    has_long_digit_run,
+    is_text,
+    repeated_key,
+    strict_loads,
+    too_deep,
+)
 
 
 class LazyRunAgentInput(RunAgentInput):
@@ -76,9 +82,7 @@ def check_answers_of(body: bytes) -> None:
         data = strict_loads(body, pairs_hook=_Repeated.of)
         answers = data.get("resume") if isinstance(data, dict) else None
         if (key := _repeated_key(answers)) is not None:
-            raise UnreadableAnswers(
-                f"Request body is not valid JSON: the key {json.dumps(key)} is given twice."
-            )
+            raise UnreadableAnswers(f"Request body is not valid JSON: {RepeatedKey(key)}.")
         check_answers_text(answers)
     elif found is not msgspec.UNSET:
         read_answers(bytes(found))
@@ -95,12 +99,7 @@ class _Repeated(dict[str, Any]):
         if len(found) == len(pairs):
             return found
         marked = cls(found)
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                marked.key = key
-                break
-            seen.add(key)
+        marked.key = repeated_key(pairs) or ""
         return marked
 
 

@@ -267,18 +267,8 @@ class Accounts:
     def find_users(self, emails: Iterable[str] = (), roles: Iterable[str] = ()) -> list[Account]:
         """The accounts of `emails` (in any case) and those with one of `roles`, by email: one
         query for what a notice needs, however many accounts there are."""
-        wanted_emails = {_normal_email(email) for email in emails}
-        wanted_roles = {role for role in roles if _NUL not in role}
-        if not wanted_emails and not wanted_roles:
-            return []
-        members = select(user_roles.c.user_id).where(user_roles.c.role.in_(wanted_roles))
-        query = select(users.c.id, users.c.email, users.c.name, users.c.created_at).where(
-            or_(users.c.email.in_(wanted_emails), users.c.id.in_(members))
-        )
         with self.engine.connect() as connection:
-            rows = connection.execute(query).all()
-            roles_of = self._roles(connection, [row.id for row in rows])
-        return _listed(rows, roles_of)
+            return find_accounts(connection, emails, roles)
 
     def account(self, email: str) -> Identity | None:
         """The account as it is now (`method="password"`), or `None` when there is none."""
@@ -565,6 +555,23 @@ class Accounts:
     def _identity(self, connection: Connection, row: _StoredUser) -> Identity:
         roles = self._roles(connection, [row.id]).get(row.id, frozenset())
         return Identity(email=row.email, method="password", name=row.name, roles=roles)
+
+
+def find_accounts(
+    connection: Connection, emails: Iterable[str] = (), roles: Iterable[str] = ()
+) -> list[Account]:
+    """`Accounts.find_users` on a connection the caller holds (the desk reads its votes'
+    accounts in the transaction it reads the votes in)."""
+    wanted_emails = {_normal_email(email) for email in emails}
+    wanted_roles = {role for role in roles if _NUL not in role}
+    if not wanted_emails and not wanted_roles:
+        return []
+    members = select(user_roles.c.user_id).where(user_roles.c.role.in_(wanted_roles))
+    query = select(users.c.id, users.c.email, users.c.name, users.c.created_at).where(
+        or_(users.c.email.in_(wanted_emails), users.c.id.in_(members))
+    )
+    rows = connection.execute(query).all()
+    return _listed(rows, Accounts._roles(connection, [row.id for row in rows]))
 
 
 def _listed(rows: Sequence[Any], roles: Mapping[int, frozenset[str]]) -> list[Account]:

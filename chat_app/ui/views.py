@@ -25,7 +25,6 @@ from chat_app.client import (
     GenericInterrupt,
     InterruptItem,
     Submission,
-    TextPart,
     ToolApprovalInterrupt,
     ToolCallPart,
     UnboundInterrupt,
@@ -970,7 +969,7 @@ def _message_view(message: ChatMessage, cards: _Cards) -> MessageView | None:
     tools = [_tool_card(part, cards) for part in message.parts if isinstance(part, ToolCallPart)]
     # Written out as everything else a person reads here: an override in what someone
     # typed, or in a reply quoting it, would reverse the rest of the bubble.
-    text = spelled_out("".join(p.content for p in message.parts if isinstance(p, TextPart)))
+    text = spelled_out(message.text)
     if not text and not tools:
         return None
     return MessageView(id=message.id, role=message.role, text=text, tools=tools)
