@@ -501,6 +501,9 @@ class Desk:
             token_name=decider.token_name, roles=sorted(decider.roles),
             approved=answer.kind in ("approve", "answer"), answer=entry,
         )  # fmt: skip
+        # Approvals the policy no longer allows stay on record, marked: the decided item names
+        # as its deciders only those that counted when it was settled.
+        uncounted = {v.email for v in self._judged(item).votes if v.approved and not v.counts}
         won = await self._db(
             lambda: self.store.decide(
                 decision_id,
@@ -510,6 +513,7 @@ class Desk:
                 answer=entry,
                 now=now,
                 vote=vote,
+                uncounted=uncounted - {decider.email},
             )  # fmt: skip
         )
         if won:  # committed: its continuation goes, whatever happens to this answer

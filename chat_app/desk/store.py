@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
@@ -887,17 +887,26 @@ class DeskStore:
     def decide(
         self, decision_id: str, *, email: str, name: str, outcome: str,
         answer: dict[str, Any], now: datetime, vote: dict[str, Any] | None = None,
+        uncounted: Collection[str] = (),
     ) -> bool:  # fmt: skip
         """Move a pending decision to `decided`; False when it was not pending any more (the
         other of two deciders got there first). `vote` (the `vote` method's fields but the
         decision's id and time) is the decider's, stored with it when this call wins and the
-        decider has none yet."""
+        decider has none yet. `uncounted`: the emails of approvals the policy no longer
+        allowed, marked so when this call wins (`Vote.counts` of the decided item)."""
         with write_transaction(self.engine) as connection:
             changed = _settle(
                 connection, decision_id, outcome=outcome, decided_by=email,
                 decided_by_name=name, answer=answer, now=now,
                 wait_seconds=_waited(connection, decision_id, now),
             )  # fmt: skip
+            if changed and uncounted:
+                connection.execute(
+                    update(decision_votes)
+                    .where(decision_votes.c.decision_id == decision_id,
+                           decision_votes.c.voter_email.in_(sorted(uncounted)))
+                    .values(counted=False)
+                )  # fmt: skip
             if changed and vote is not None:
                 voted = connection.execute(
                     select(decision_votes.c.voter_email).where(
@@ -983,6 +992,7 @@ class DeskStore:
                         if by_account
                         else frozenset(json.loads(vote.roles)),
                         removed=by_account and account is None,
+                        counts=vote.counted is not False,
                     )  # fmt: skip
                 )
         return [

@@ -267,6 +267,10 @@ decision_votes = Table(
     Column("approved", Boolean, nullable=False),
     Column("answer", Text, nullable=False),  # the resume entry this person gave, JSON
     Column("at", UTCDateTime, nullable=False),
+    # False: an approval the policy no longer allowed when the decision was settled (its
+    # voter's roles, or the rule's approvers, had changed); it stays on record and named
+    # nowhere as a decider. NULL while pending: the desk judges votes against the rule then.
+    Column("counted", Boolean, nullable=True),
     Index(None, "voter_email", "at"),
 )
 

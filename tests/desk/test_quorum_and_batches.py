@@ -149,6 +149,12 @@ async def test_an_approval_the_rule_in_force_no_longer_allows_does_not_count(
     assert decision.actor == "ada@example.com"
     assert [c["actor"] for c in decision.data["cosigners"]] == ["olive@example.com"]
     assert len(_votes(world, item.decision_id)) == 3
+    # Settled, it names who decided it as the trail does, even once the policy allows Sam again.
+    assert list(third.item.deciders) == ["olive@example.com", "ada@example.com"]
+    world.desk.policy = world.agent.policy = Policy.parse(POLICY_PATH.read_text(), "policy.toml")
+    settled = await world.desk.decision(item.decision_id)
+    assert settled is not None and list(settled.deciders) == list(third.item.deciders)
+    assert [vote.email for vote in settled.votes if not vote.counts] == ["sam@example.com"]
 
 
 async def test_a_quorum_raised_while_waiting_needs_the_new_count(world: World) -> None:

@@ -395,11 +395,16 @@ def test_an_approval_counts_with_the_roles_its_account_has_now(served: DeskServe
     assert second.json()["status"] == "waiting"
     assert second.json()["decision"]["quorum"]["progress"] == "1 of 2: vic@example.com approved"
     assert executions(served) == []
-    assert decide(served, item["decisionId"], wes, {"approved": True}).json()["status"] == (
-        "decided"
-    )
+    first = decide(served, item["decisionId"], wes, {"approved": True}).json()
+    assert first["status"] == "decided"
+    approvers = ["vic@example.com", "wes@example.com"]
+    assert [a["email"] for a in first["decision"]["quorum"]["approvals"]] == approvers
     # Uma approves, then her account is removed (and made again): the same.
     served.accounts.set_roles("tina@example.com", ["ops"])
+    # Settled, the decision names the approvals that counted then, whatever Tina's roles now.
+    [settled] = served.http.get("/api/decided", headers=wes).json()["items"]
+    assert [a["email"] for a in settled["quorum"]["approvals"]] == approvers
+    assert settled["quorum"]["progress"] == "2 of 2: vic@example.com, wes@example.com approved"
     thread_two = start(served, rita, "rotate staging keys")
     [other] = wait(served, thread_two, rita, waiting_for_decision)["decisions"]
     assert decide(served, other["decisionId"], uma, {"approved": True}).status_code == 200
