@@ -123,6 +123,8 @@ DEMO_PEOPLE: tuple[Identity, ...] = (
     Identity(
         email="olive@example.com", method="demo", name="Olive", roles=frozenset({"ops", "admin"})
     ),
+    # A third of ops: the demo's two-of-ops rule can be met when Sam or Olive asks.
+    Identity(email="theo@example.com", method="demo", name="Theo", roles=frozenset({"ops"})),
 )
 
 

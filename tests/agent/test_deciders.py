@@ -12,7 +12,7 @@ from chat_app.demo import build_demo_agent, demo_model
 from chat_app.trust import DEMO_PEOPLE, Identity, Policy, Sealer, SQLiteLedger
 from tests.agent.builders import collect, run_input
 
-RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
+RITA, ADA, SAM, OLIVE = DEMO_PEOPLE[:4]
 #: The middle invoice (980) is finance's to approve, never the requester's; the others Rita's.
 POLICY = (
     '[roles]\nfinance = ["ada@example.com"]\n\n'

@@ -17,7 +17,7 @@ from chat_app.trust import DEMO_PEOPLE, Identity, Policy, Sealer, SQLiteLedger
 from tests.agent.builders import collect
 
 SECRET = b"escalation-secret-escalation-secret"
-RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
+RITA, ADA, SAM, OLIVE = DEMO_PEOPLE[:4]
 NOW = 1_900_000_000.0
 HOUR = 3600.0
 BEFORE = "Needs approval from role finance, not the requester."

@@ -24,7 +24,7 @@ from chat_app.trust import DEMO_PEOPLE, Identity, Policy, Sealer, SQLiteLedger
 from tests.agent.builders import collect
 
 SECRET = b"expiry-test-secret-expiry-test-secret"
-RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
+RITA, ADA, SAM, OLIVE = DEMO_PEOPLE[:4]
 NOW = 1_900_000_000.0
 DAY = 86400.0
 EXPIRED_TRANSFER = {"error": "Expired: nobody decided within 1 day.", "expired": True}

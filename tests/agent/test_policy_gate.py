@@ -30,7 +30,7 @@ from tests.agent.builders import collect
 from tests.trust.policies import deciding_alone
 
 SECRET = b"policy-test-secret-policy-test-secret"
-RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
+RITA, ADA, SAM, OLIVE = DEMO_PEOPLE[:4]
 
 
 def agent_with(ledger: SQLiteLedger, policy: Policy | None = None) -> Agent:

@@ -20,7 +20,7 @@ from tests.agent.builders import collect, run_input
 from tests.server.served import serve
 
 SECRET = b"quorum-test-secret-quorum-test-secret"
-RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
+RITA, ADA, SAM, OLIVE = DEMO_PEOPLE[:4]
 
 
 def agent_with(ledger: SQLiteLedger, policy: Policy | None = None) -> Agent:

@@ -28,7 +28,7 @@ from chat_app.trust import DEMO_PEOPLE, Identity, Policy, Sealer, SQLiteLedger
 from tests.client.builders import approval, hydrated, plain_tool, typed_generic
 from tests.client.conftest import Recording
 
-RITA, ADA, _, _ = DEMO_PEOPLE
+RITA, ADA, _, _ = DEMO_PEOPLE[:4]
 NOW = 1_900_000_000.0
 DAY = 86400.0
 NOTE = "Expired: nobody decided within 1 day."

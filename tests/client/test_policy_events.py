@@ -13,7 +13,7 @@ from chat_app.client import ChatClient, ClientTool, InProcessConnection, ToolCal
 from chat_app.demo import POLICY_PATH, build_demo_agent, demo_model
 from chat_app.trust import DEMO_PEOPLE, Identity, Policy, Sealer, SQLiteLedger
 
-RITA, ADA, _, _ = DEMO_PEOPLE
+RITA, ADA, _, _ = DEMO_PEOPLE[:4]
 
 
 @pytest.fixture(autouse=True)

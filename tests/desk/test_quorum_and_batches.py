@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 from chat_app.demo import POLICY_PATH
 from chat_app.desk import Answer, DeskError, DeskStore, InboxItem, Vote
 from chat_app.trust import Policy
-from tests.desk.world import ADA, OLIVE, RITA, SAM, World, texts
+from tests.desk.world import ADA, OLIVE, RITA, SAM, THEO, World, texts
 
 
 async def rotation(world: World) -> tuple[str, InboxItem]:
@@ -75,6 +75,26 @@ async def test_two_of_ops_approve_and_the_keys_rotate_once(world: World) -> None
     assert [c["actor"] for c in decision.data["cosigners"]] == ["sam@example.com"]
     assert len(world.records("approval")) == 1  # the approval that completed it decided
     assert await world.desk.inbox(SAM) == ([], 0)
+
+
+async def test_keys_one_of_ops_asks_to_rotate_are_rotated_by_the_other_two(world: World) -> None:
+    """The demo has three of ops, so Sam's own request can be met without him."""
+    thread = await world.start(SAM, "rotate production keys")
+    item = await world.only_item(OLIVE)
+    assert [i.decision_id for i in (await world.desk.inbox(THEO))[0]] == [item.decision_id]
+    assert await world.desk.inbox(SAM) == ([], 0)
+    with pytest.raises(DeskError) as own:
+        await world.desk.decide(item.decision_id, SAM, Answer("approve"))
+    assert own.value.code == "forbidden"
+    assert (await world.desk.decide(item.decision_id, OLIVE, Answer("approve"))).status == (
+        "waiting"
+    )
+    done = await world.desk.decide(item.decision_id, THEO, Answer("approve"))
+    assert done.status == "decided" and list(done.item.deciders) == [
+        "olive@example.com", "theo@example.com"]  # fmt: skip
+    await world.desk.wait_idle()
+    assert [run["toolName"] for run in world.executions()] == ["rotate_keys"]
+    assert (await world.desk.view(thread, SAM)).summary.status == "done"
 
 
 async def test_two_approvals_completing_the_quorum_at_once_are_both_told_it_is_decided(

@@ -23,7 +23,7 @@ from chat_app.client import ClientState, ClientTool, Connection, InProcessConnec
 from chat_app.desk import ConnectionFor, ConversationView, Desk, DeskStore, Fanout, InboxItem, RunAs
 from chat_app.trust import DEMO_PEOPLE, AuditRecord, Identity, Policy
 
-RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
+RITA, ADA, SAM, OLIVE, THEO = DEMO_PEOPLE
 
 #: Wraps one run of the agent (its input, the events it streams), for a test that stalls it.
 RunWrapper = Callable[[RunAgentInput, AsyncIterator[Any]], AsyncIterator[Any]]

@@ -83,5 +83,6 @@ def test_demo_people_are_named_by_their_demo_names_and_roles() -> None:
         Person("olive@example.com", "Olive"),
         Person("rita@example.com", "Rita"),
         Person("sam@example.com", "Sam"),
+        Person("theo@example.com", "Theo"),
     ]
     assert People(None).named(["role:ops", "user:"]) == []

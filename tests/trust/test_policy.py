@@ -19,7 +19,7 @@ from chat_app.trust.policy import (
 )
 
 DEMO_POLICY = Path(__file__).resolve().parents[2] / "chat_app" / "demo" / "policy.toml"
-RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
+RITA, ADA, SAM, OLIVE = DEMO_PEOPLE[:4]
 
 ROLES = """
 [roles]
@@ -61,7 +61,7 @@ def test_demo_policy_loads_with_its_roles_and_three_rules() -> None:
     assert demo.source == str(DEMO_POLICY)
     assert demo.roles == {
         "finance": frozenset({"ada@example.com"}),
-        "ops": frozenset({"sam@example.com", "olive@example.com"}),
+        "ops": frozenset({"sam@example.com", "olive@example.com", "theo@example.com"}),
         "admin": frozenset({"olive@example.com"}),
     }
     assert [rule.name for rule in demo.rules] == [

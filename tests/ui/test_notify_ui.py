@@ -154,7 +154,7 @@ def test_the_card_of_an_escalated_item_names_the_escalation_and_lets_admins_deci
     session.configure(lambda _: None, lambda: {"tools": []},  # type: ignore[arg-type,return-value]
                       policy=Policy.load(POLICY_PATH))  # fmt: skip
     try:
-        rita, ada, sam, olive = DEMO_PEOPLE
+        rita, ada, sam, olive = DEMO_PEOPLE[:4]
         item = ToolApprovalInterrupt(
             id="approval_c1", reason="tool_call", thread_id="t", interrupted_run_id="r",
             binding={}, tool_name="transfer", tool_call_id="c1",

@@ -20,7 +20,7 @@ from chat_app.trust.store import open_database
 from chat_app.ui import session
 from tests.trust.policies import deciding_alone
 
-RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
+RITA, ADA, SAM, OLIVE = DEMO_PEOPLE[:4]
 SIGNER = SessionSigner(b"ui-session-test-secret-ui-session", ttl_seconds=3600)
 
 
