@@ -24,6 +24,8 @@ from sqlalchemy import make_url
 from starlette.testclient import TestClient
 
 from chat_app.demo import POLICY_PATH, build_demo_agent
+from chat_app.demo.interrupts import SHIPPING
+from chat_app.demo.tools import TRANSFER
 from chat_app.desk import Desk, DeskStore
 from chat_app.server import create_app
 from chat_app.server.__main__ import connection_for
@@ -118,6 +120,12 @@ def test_finance_decides_a_large_transfer_from_the_inbox(served: DeskServed) -> 
     assert (call["name"], call["status"], call["args"], call["hasResult"]) == (
         "transfer", "awaiting-approval", {"recipient": "Ada", "amount": 5000}, False
     )  # fmt: skip
+    # What an answer is checked against, for a client that builds its own form.
+    assert paused["decisions"][0]["answerSchemas"] == {
+        "approvePayload": None,
+        "rejectPayload": TRANSFER.approval.reject,
+        "editedArgs": TRANSFER.input_schema,
+    }
 
     found = inbox(served, ada)
     assert found["total"] == 1
@@ -226,6 +234,7 @@ def test_answers_are_checked_against_the_item_and_the_body_is_read_strictly(
     paused = wait(served, thread_id, rita, waiting_for_decision)
     [question] = paused["decisions"]
     assert (question["kind"], question["name"]) == ("question", "How should order 42 ship?")
+    assert question["answerSchemas"] == {"value": SHIPPING.wire_response_schema}
     decision_id = question["decisionId"]
 
     wrong = decide(served, decision_id, rita, {"value": {"speed": "teleport", "giftWrap": False}})
@@ -337,6 +346,7 @@ def test_a_quorum_collects_two_ops_approvals_and_runs_once(served: DeskServed) -
     thread_id = start(served, rita, "rotate production keys")
     [item] = wait(served, thread_id, rita, waiting_for_decision)["decisions"]
     assert (item["rule"], item["quorum"]["needed"]) == ("key-rotation", 2)
+    assert item["answerSchemas"]["editedArgs"] is None  # a quorum approves the call as shown
     assert [found["decisionId"] for found in inbox(served, sam)["items"]] == [item["decisionId"]]
 
     first = decide(served, item["decisionId"], sam, {"approved": True})
