@@ -124,6 +124,7 @@ class _StoredUser:
     password_hash: str
     signed_out_at: datetime | None
     created_at: datetime
+    password_changed_at: datetime | None
 
 
 def _utc_now() -> datetime:
@@ -226,12 +227,13 @@ class Accounts:
         email = _normal_email(email)
         _check_password(password)
         password_hash = self._hasher.hash(password)
+        now = self._now()
         with write_transaction(self.engine) as connection:
             changed = connection.execute(
                 # A new password ends the sessions signed in with the old one.
                 users.update()
                 .where(users.c.email == email)
-                .values(password_hash=password_hash, signed_out_at=self._now())
+                .values(password_hash=password_hash, signed_out_at=now, password_changed_at=now)
             ).rowcount
         if not changed:
             raise _unknown_user(email)
@@ -277,7 +279,8 @@ class Accounts:
 
     def session_account(self, email: str, issued: float) -> Identity | SessionEnd:
         """The account of a session issued at `issued` (unix seconds), as it is now; or why
-        that session no longer counts: the account is gone, or its person signed out since."""
+        that session no longer counts: the account is gone, its password was changed, or its
+        person signed out since."""
         with self.engine.connect() as connection:
             row = self._user(connection, _normal_email(email))
             if row is None:
@@ -289,6 +292,9 @@ class Accounts:
             if row.signed_out_at is not None and issued < math.floor(
                 row.signed_out_at.timestamp()
             ):
+                changed = row.password_changed_at
+                if changed is not None and issued < math.floor(changed.timestamp()):
+                    return "password-changed"
                 return "signed-out"
             return self._identity(connection, row)
 
@@ -533,7 +539,7 @@ class Accounts:
         row = connection.execute(
             select(
                 users.c.id, users.c.email, users.c.name, users.c.password_hash,
-                users.c.signed_out_at, users.c.created_at,
+                users.c.signed_out_at, users.c.created_at, users.c.password_changed_at,
             ).where(users.c.email == email)  # fmt: skip
         ).one_or_none()
         return None if row is None else _StoredUser(*row)

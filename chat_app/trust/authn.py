@@ -78,6 +78,9 @@ SIGNED_OUT = (
     "this page if you already have."
 )
 ACCOUNT_REMOVED = "This account no longer exists; ask an admin."
+PASSWORD_CHANGED = (
+    "This account's password was changed since you signed in; sign in with the new one."
+)
 ACCOUNT_REPLACED = (
     "This account was removed and made again since you signed in; sign in again with its "
     "password now."
@@ -291,6 +294,8 @@ class Authenticator:
         account = self.directory.session_account(checked.email, checked.issued)
         if account == "signed-out":
             return AuthFailure(SIGNED_OUT)
+        if account == "password-changed":
+            return AuthFailure(PASSWORD_CHANGED)
         if account == "removed":
             return AuthFailure(ACCOUNT_REMOVED)
         if account == "replaced":

@@ -129,7 +129,7 @@ DEMO_PEOPLE: tuple[Identity, ...] = (
 
 
 #: Why a session of an account no longer counts.
-SessionEnd: TypeAlias = Literal["removed", "replaced", "signed-out"]
+SessionEnd: TypeAlias = Literal["removed", "replaced", "signed-out", "password-changed"]
 
 
 class Directory(Protocol):

@@ -87,6 +87,8 @@ users = Table(
     Column("created_at", UTCDateTime, nullable=False),
     # Sessions issued before it no longer count (set when the person signs out).
     Column("signed_out_at", UTCDateTime, nullable=True),
+    # When its password was last changed: a session issued before it is told so.
+    Column("password_changed_at", UTCDateTime, nullable=True),
 )
 
 #: An account's roles (a policy's `[roles]` table may add more).

@@ -23,7 +23,13 @@ from chat_app.server import create_app
 from chat_app.server import signin as signin_module
 from chat_app.server.origin import CROSS_SITE
 from chat_app.trust import Identity, Sealer, SQLiteLedger
-from chat_app.trust.authn import ACCOUNT_REPLACED, SIGNED_OUT, AuthConfig, Authenticator
+from chat_app.trust.authn import (
+    ACCOUNT_REPLACED,
+    PASSWORD_CHANGED,
+    SIGNED_OUT,
+    AuthConfig,
+    Authenticator,
+)
 from chat_app.trust.sessions import SessionSigner
 from tests.live_server import free_port, serve_asgi
 from tests.server.process_app import ROOT, first_log_line, server_environment, start_log
@@ -396,6 +402,17 @@ def test_a_session_of_an_account_removed_and_made_again_says_so(password_server:
     assert (answer.status_code, answer.json()["error"]) == (401, ACCOUNT_REPLACED)
     again = session_for(password_server, "ada@example.com")
     assert password_server.http.get("/api/me", headers=again).status_code == 200
+
+
+def test_a_session_a_new_password_ended_says_so(password_server: Served) -> None:
+    stale = session_for(password_server, "ada@example.com")
+    time.sleep(1.1)  # sessions are issued in whole seconds; the change ends earlier ones
+    password_server.accounts.set_password("ada@example.com", "a newer password")
+    answer = password_server.http.get("/api/me", headers=stale)
+    assert (answer.status_code, answer.json()["error"]) == (401, PASSWORD_CHANGED)
+    renewed = sign_in(password_server, "ada@example.com", "a newer password")
+    again = with_session(session_cookie(renewed)[0])
+    assert password_server.http.get("/api/me", headers=again).json()["email"] == "ada@example.com"
 
 
 def test_signing_out_clears_the_cookie_when_the_database_does_not_answer(

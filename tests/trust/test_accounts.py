@@ -232,7 +232,13 @@ def test_signing_out_ends_the_sessions_issued_before_it(accounts: Accounts, cloc
     # A new password ends the sessions of the old one.
     clock.advance(seconds=1)
     accounts.set_password("ada@example.com", "battery staple")
-    assert accounts.session_account("ada@example.com", signed_in_again) == "signed-out"
+    assert accounts.session_account("ada@example.com", signed_in_again) == "password-changed"
+    # Signed in after the change, then out: that session ended by signing out.
+    clock.advance(seconds=1)
+    after_change = int(clock.now.timestamp())
+    clock.advance(seconds=1)
+    accounts.sign_out("ada@example.com")
+    assert accounts.session_account("ada@example.com", after_change) == "signed-out"
     # Removed, then added again: a session of the account before is not the new one's.
     accounts.remove_user("ada@example.com")
     assert accounts.session_account("ada@example.com", signed_in_again) == "removed"
