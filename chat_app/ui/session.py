@@ -189,6 +189,12 @@ class ConversationBusy(TransportError):
     the stored one."""
 
 
+class DecidedElsewhere(TransportError):
+    """A tab's continuation refused before it started: one of its answers' decisions was
+    decided a moment before (from the inbox, or in another tab), which the tab had not seen
+    yet. Nothing of the tab's went; the stored conversation has the answer that counted."""
+
+
 class PageRunConnection(Connection):
     """A tab's connection when conversations are stored: each run holds the conversation's
     lease (`Desk.page_run`), and a continuation first takes its answers' decisions, so an
@@ -217,6 +223,8 @@ class PageRunConnection(Connection):
         except DeskError as error:
             if error.code == "busy":
                 raise ConversationBusy(error.message) from None
+            if error.code == "already-decided":
+                raise DecidedElsewhere(error.message) from None
             raise TransportError(error.message) from None
 
     async def aclose(self) -> None:

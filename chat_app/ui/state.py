@@ -1647,8 +1647,8 @@ class ChatState(IdentityState):
                 return
             self.running = False
             done.set()
-            if isinstance(client.error, sessions.ConversationBusy):
-                await self._behind(saved_before, client.error.message, text, answering)
+            if isinstance(client.error, sessions.ConversationBusy | sessions.DecidedElsewhere):
+                await self._behind(saved_before, client.error, text, answering)
                 return
             try:
                 self._refresh(session)
@@ -1671,16 +1671,23 @@ class ChatState(IdentityState):
         if address is not None:
             yield address
 
-    async def _behind(self, shown: str, message: str, text: str, answering: bool) -> None:
+    async def _behind(
+        self, shown: str, refusal: ClientError, text: str, answering: bool
+    ) -> None:
         """The tab's run was refused before it started: a run elsewhere holds the
-        conversation, which the tab had not seen yet. Nothing of the tab's went, so it shows
-        the stored conversation again, not a failed copy of its own (storing that would
+        conversation, or one of its answers' decisions was decided a moment before
+        (`DecidedElsewhere`), which the tab had not seen yet. Nothing of the tab's went, so it
+        shows the stored conversation again, not a failed copy of its own (storing that would
         overwrite the other run's), and the message goes back into the composer."""
         self._client_json, self._desk_version = shown, 0  # read the stored one again
         sessions.forget(self.router.session.client_token)
         await self._sync_from_desk(self._viewer())
         self._refresh(self._session())
-        self.desk_notice = message + _kept(text)
+        if isinstance(refusal, sessions.DecidedElsewhere):  # said above the conversation
+            self._note_lost(f"{refusal.message} {NOTHING_RAN}")
+            self._give_back(text)
+            return
+        self.desk_notice = refusal.message + _kept(text)
         self._give_back(text)
         if answering:  # the cards turn to the other run's once it is stored
             self._note_lost(

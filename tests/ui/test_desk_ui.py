@@ -22,7 +22,7 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from chat_app.desk import ConversationSummary, DeskStore, InboxItem, SettledRequest, Vote
-from chat_app.trust import Identity, SQLiteLedger
+from chat_app.trust import DEMO_PEOPLE, Identity, SQLiteLedger
 from chat_app.trust.store import open_database
 from chat_app.ui.conversations_state import ago, conversation_row, expiry, how_long
 from chat_app.ui.inbox_state import inbox_row, requester_choices, tool_choices
@@ -813,7 +813,9 @@ def test_the_sign_in_page_of_the_demo_lists_its_people(browser: Browser, app_url
         page.goto("/signin?next=/decided")
         hydrated(page)
         people = page.locator(".demo-person-choice")
-        expect(people).to_have_count(4)
+        expect(people).to_have_count(len(DEMO_PEOPLE))
+        for person in DEMO_PEOPLE:
+            expect(page.locator(f'.demo-person-choice[data-email="{person.email}"]')).to_be_visible()
         expect(page.locator("#signin-not-password")).to_have_count(0)
         # Where to go is read from the address as the click happens, not from the page's
         # state (which arrives a round trip after the page loads: a quick click went to /).
@@ -928,6 +930,44 @@ def test_an_answer_someone_else_beat_says_it_was_not_used(
         ada.locator("#new-conversation").click()
         expect(ada).not_to_have_url(re.compile(re.escape(thread)))
         expect(notices).to_have_count(0)
+
+
+def test_a_withdrawal_an_approval_beat_says_it_was_not_used(
+    browser: Browser, race_app: tuple[str, Path], screenshot_dir: Path
+) -> None:
+    """Ada approves Rita's transfer a moment before Rita's Withdraw lands (the approval is
+    written as the desk writes a decision, so Rita's page has not heard of it): Rita is told
+    whose answer stands and that her withdrawal went nowhere, and her card turns to how it
+    ended, with no failed state left on it; the transfer runs once, as Ada approved it."""
+    url, database = race_app
+    with people(browser, url, RITA) as [rita]:
+        ask(rita, "transfer 5000 to Ada")
+        withdraw = tool_card(rita, "transfer").locator("button.withdraw")
+        expect(withdraw).to_be_visible()
+        run_ended(rita)
+        store = DeskStore(open_database(f"sqlite:///{database}"))
+        [pending] = [i for i in store.decisions_of(thread_of(rita)) if i.status == "pending"]
+        approval = {"interruptId": pending.item_id, "status": "resolved", "payload": True}
+        assert store.decide(
+            pending.decision_id, email=ADA, name="Ada", outcome="approved", answer=approval,
+            now=datetime.now(UTC), vote=dict(email=ADA, name="Ada", verified_by="demo",
+            token_name="", roles=["finance"], approved=True, answer=approval),
+        )  # fmt: skip
+        store.engine.dispose()
+
+        withdraw.click()
+        expect(rita.locator("#agent-notices")).to_contain_text(
+            "Already decided by Ada (approved). Nothing ran for yours: the card shows the"
+            " answer that counted."
+        )
+        card = tool_card(rita, "transfer")
+        expect(card).to_contain_text("Approved by Ada")
+        expect(rita.get_by_text(re.compile(r"Sent 5,000 to Ada\."))).to_be_visible()
+        expect(card.locator("button.withdraw")).to_have_count(0)
+        expect(rita.locator("#run-error-text")).to_have_count(0)
+        expect(card).not_to_contain_text("not sent")
+        shot(rita, screenshot_dir, "withdrawal-lost")
+        assert executions(database).count("transfer") == 1
 
 
 def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
