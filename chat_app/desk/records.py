@@ -297,6 +297,9 @@ class ConversationSummary:
     #: How its latest settled decision ended (the list says "transfer: Rejected by Ada"),
     #: when the list was read with it; `None` for none.
     last_decision: InboxItem | None = None
+    #: Every settled decision of the pause `last_decision` belongs to, oldest first (a batch
+    #: ends in several: "pay_invoice ×3: 2 approved by you, 1 rejected by Ada").
+    last_pause: tuple[InboxItem, ...] = ()
 
     @property
     def waits_for_owner(self) -> bool:

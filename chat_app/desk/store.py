@@ -569,7 +569,38 @@ class DeskStore:
                 found = list(connection.execute(select(ranked).where(ranked.c.newest == 1)))
             items = self._items(connection, found)
             last = {row.thread_id: item for row, item in zip(found, items, strict=True)}
-        return [replace(summary_of(row), last_decision=last.get(row.thread_id)) for row in rows]
+            pauses = self._pauses_of(connection, found)
+        return [
+            replace(summary_of(row), last_decision=last.get(row.thread_id),
+                    last_pause=pauses.get(row.thread_id, ()))
+            for row in rows
+        ]  # fmt: skip
+
+    def _pauses_of(
+        self, connection: Any, newest: Sequence[Row[Any]]
+    ) -> dict[str, tuple[InboxItem, ...]]:
+        """The settled decisions of the pause each of `newest` (a thread's latest settled
+        decision) belongs to, oldest first, by thread; a decision stored without its run is
+        a pause of its own."""
+        runs = {(row.thread_id, row.run_id) for row in newest if row.run_id}
+        found: list[Row[Any]] = [row for row in newest if not row.run_id]
+        if runs:
+            found += [
+                row
+                for row in connection.execute(
+                    select(decisions).where(
+                        decisions.c.thread_id.in_(sorted({thread for thread, _ in runs})),
+                        decisions.c.run_id.in_(sorted({run for _, run in runs})),
+                        decisions.c.status != "pending", decisions.c.decided_at.is_not(None),
+                    )
+                )
+                if (row.thread_id, row.run_id) in runs
+            ]  # fmt: skip
+        found.sort(key=lambda row: (row.decided_at, row.id))
+        pauses: dict[str, tuple[InboxItem, ...]] = {}
+        for row, item in zip(found, self._items(connection, found), strict=True):
+            pauses[row.thread_id] = (*pauses.get(row.thread_id, ()), item)
+        return pauses
 
     def claim(self, thread_id: str, runner: str, *, now: datetime, until: datetime) -> bool:
         """Take the right to run the conversation (a lease); False while another worker

@@ -4,6 +4,7 @@ first, kept live while the tab is open; and how the desk's lists say when things
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -103,13 +104,23 @@ def status_label(summary: ConversationSummary, viewer_email: str = "") -> str:
 
 def last_decision(summary: ConversationSummary, viewer_email: str) -> str:
     """How a finished conversation's latest decision ended: "transfer: Rejected by Ada",
-    "transfer: Expired" ("" while it runs or waits: its status says what matters then)."""
+    "transfer: Expired"; for a pause of several, how each did, alike ones counted together:
+    "pay_invoice ×3: 2 approved by you, 1 rejected by Ada" ("" while it runs or waits: its
+    status says what matters then)."""
     item = summary.last_decision
     if item is None or summary.status not in ("done", "failed"):
         return ""
+    pause = summary.last_pause if len(summary.last_pause) > 1 else (item,)
+    names = list(dict.fromkeys(each.name for each in pause))
+    name = f"{names[0]} ×{len(pause)}" if len(names) == 1 and len(pause) > 1 else ", ".join(names)
+    ends = Counter(how_it_ended(each, viewer_email) for each in pause)
+    if len(ends) == 1:
+        ended = next(iter(ends))
+    else:
+        ended = ", ".join(f"{count} {end[:1].lower()}{end[1:]}" for end, count in ends.items())
     # A question's name is its sentence: "How should order 42 ship? Answered by you".
-    joined = " " if item.name.endswith(("?", ".", "!", ":")) else ": "
-    return f"{item.name}{joined}{how_it_ended(item, viewer_email)}"
+    joined = " " if name.endswith(("?", ".", "!", ":")) else ": "
+    return f"{name}{joined}{ended}"
 
 
 def conversation_row(

@@ -304,6 +304,11 @@ async def test_a_batch_runs_once_every_item_is_decided(world: World) -> None:
     assert view.summary.status == "done"
     assert len(world.records("decision")) == 3
     assert await world.desk.inbox(RITA) == ([], 0)
+    # Its conversation's summary holds the whole pause, not the latest decision alone.
+    [listed] = [c for c in await world.desk.conversations(RITA) if c.thread_id == thread]
+    assert listed.last_decision is not None and listed.last_decision in listed.last_pause
+    assert sorted((item.args["invoice"], item.outcome) for item in listed.last_pause) == [
+        ("INV-1001", "approved"), ("INV-1002", "rejected"), ("INV-1003", "approved")]  # fmt: skip
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -205,6 +205,19 @@ def test_a_conversation_row_says_its_status_and_last_activity() -> None:
     )  # fmt: skip
     asked_again = replace(summary("waiting"), last_decision=rejected)  # its status says it all
     assert conversation_row(asked_again, NOW, RITA).last_decision == ""
+    # A pause of several: each end counted, alike ones together, not the latest alone.
+    by_rita = {"decided_by": RITA, "decided_by_name": "Rita", "name": "pay_invoice"}
+    approved = item(status="decided", outcome="approved", **by_rita)
+    edited = item(status="decided", outcome="edited", **by_rita)
+    batch = replace(summary("done"), last_decision=edited, last_pause=(approved, rejected, edited))
+    assert conversation_row(batch, NOW, OLIVE).last_decision == (
+        "pay_invoice, rotate_keys: 1 approved by Rita, 1 rejected by you,"
+        " 1 approved with changes by Rita"
+    )
+    twice = replace(summary("done"), last_decision=approved, last_pause=(approved, approved))
+    assert conversation_row(twice, NOW, RITA).last_decision == "pay_invoice ×2: Approved by you"
+    alone = replace(summary("done"), last_decision=rejected, last_pause=(rejected,))
+    assert conversation_row(alone, NOW, RITA).last_decision == "rotate_keys: Rejected by Olive"
 
 
 def item(**extra: object) -> InboxItem:
