@@ -259,6 +259,41 @@ class Desk:
             "forbidden", "This conversation is someone else's, with no decision of yours in it."
         )
 
+    def answer_schemas(self, view: ConversationView) -> dict[str, dict[str, Any]]:
+        """What the answer to each of `view`'s pending decisions is checked against, by
+        interrupt id, read as `decide` reads it (the conversation restored with the tools as
+        they are now), for a client that builds its own form:
+
+        - a question: `value`, its response schema (`None`: any value);
+        - a tool call: `approvePayload` and `rejectPayload` (`None`: that decision takes no
+          payload), and `editedArgs`, the tool's input schema (`None`: edits are not taken,
+          as the engine takes none without one, nor a quorum, whose approvals are of the
+          arguments as shown);
+        - a tool call paused before a release changed its tool, held as an item answered
+          with the approval's envelope: `approval`, the schema the whole `{"approved",
+          "payload", "editedArgs"}` answer is checked against.
+        """
+        pending = {item.item_id: item for item in view.pending}
+        if not pending:
+            return {}
+        found: dict[str, dict[str, Any]] = {}
+        for item in self._client(view.state, RunAs(ANONYMOUS)).interrupts:
+            decision = pending.get(item.id)
+            if decision is None or not _answerable(item):
+                continue
+            if isinstance(item, ToolApprovalInterrupt):
+                edits = None if decision.quorum > 1 else item.input_schema
+                found[item.id] = {
+                    "approvePayload": item.approve_schema,
+                    "rejectPayload": item.reject_schema,
+                    "editedArgs": edits,
+                }
+            elif decision.kind == "tool":
+                found[item.id] = {"approval": item.response_schema}
+            else:
+                found[item.id] = {"value": item.response_schema}
+        return found
+
     async def inbox(
         self,
         viewer: Identity,
@@ -456,6 +491,7 @@ class Desk:
         refusal = self._run_refusal(item, decider, answer)
         if refusal is not None:
             raise await self._audited_refusal(item, decider, refusal)
+        judged = self._judged(item)  # a quorum's, read again once this approval is stored
         if counts:
             voted = await self._db(
                 lambda: self.store.vote(
@@ -482,6 +518,7 @@ class Desk:
                 )
             fresh = await self.decision(decision_id)
             assert fresh is not None
+            judged = fresh
             if len(fresh.approvals) < fresh.quorum:
                 await self._audit_act("approval", item, decider, approval_record(
                     item.item_id, fresh.progress, tool_name=item.name, rule=item.rule))  # fmt: skip
@@ -503,7 +540,7 @@ class Desk:
         )  # fmt: skip
         # Approvals the policy no longer allows stay on record, marked: the decided item names
         # as its deciders only those that counted when it was settled.
-        uncounted = {v.email for v in self._judged(item).votes if v.approved and not v.counts}
+        uncounted = {v.email for v in judged.votes if v.approved and not v.counts}
         won = await self._db(
             lambda: self.store.decide(
                 decision_id,

@@ -9,11 +9,11 @@ the HTTP desk API answers with (`docs/protocol.md` §10).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias
 
-from chat_app.client import ClientState, GenericInterrupt, ToolApprovalInterrupt
 from chat_app.trust import AuthMethod, describe_duration, escalation_note
 from chat_app.trust.policy import any_of_approvers
 from chat_app.trust.store import not_answering
@@ -342,37 +342,23 @@ class ConversationView:
     #: ("" for none, and to anyone else).
     held: str = ""
 
-    def to_json(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        pending = [item for item in self.decisions if item.status == "pending"]
-        schemas = _answer_schemas(self.state, pending) if pending else {}
+    @property
+    def pending(self) -> list[InboxItem]:
+        """Its decisions still to make, those of the current pause."""
+        return [item for item in self.decisions if item.status == "pending"]
+
+    def to_json(
+        self, messages: list[dict[str, Any]], schemas: Mapping[str, dict[str, Any]]
+    ) -> dict[str, Any]:
+        """`schemas`: `Desk.answer_schemas`, by interrupt id."""
         return {
             **self.summary.to_json(),
             "messages": messages,
             "decisions": [
-                item.to_json() | {"answerSchemas": schemas.get(item.item_id)} for item in pending
+                item.to_json() | {"answerSchemas": schemas.get(item.item_id)}
+                for item in self.pending
             ],
         }
-
-
-def _answer_schemas(state: str, pending: list[InboxItem]) -> dict[str, dict[str, Any]]:
-    """What each pending item's answer is checked against, by interrupt id, from the stored
-    conversation's open items: a question's `value`; a tool call's approval and rejection
-    payloads and its edited arguments (none under a quorum, which takes the arguments as
-    shown). `None` where an answer takes nothing there."""
-    quorum = {item.item_id: item.quorum for item in pending}
-    found: dict[str, dict[str, Any]] = {}
-    for item in ClientState.from_json(state).interrupts:
-        if item.id not in quorum:
-            continue
-        if isinstance(item, ToolApprovalInterrupt):
-            found[item.id] = {
-                "approvePayload": item.approve_schema,
-                "rejectPayload": item.reject_schema,
-                "editedArgs": item.input_schema if quorum[item.id] <= 1 else None,
-            }
-        elif isinstance(item, GenericInterrupt):
-            found[item.id] = {"value": item.response_schema}
-    return found
 
 
 @dataclass(frozen=True, slots=True)

@@ -569,7 +569,7 @@ class DeskStore:
                 found = list(connection.execute(select(ranked).where(ranked.c.newest == 1)))
             items = self._items(connection, found)
             last = {row.thread_id: item for row, item in zip(found, items, strict=True)}
-            pauses = self._pauses_of(connection, found)
+            pauses = self._pauses_of(connection, found, items)
         return [
             replace(summary_of(row), last_decision=last.get(row.thread_id),
                     last_pause=pauses.get(row.thread_id, ()))
@@ -577,28 +577,30 @@ class DeskStore:
         ]  # fmt: skip
 
     def _pauses_of(
-        self, connection: Any, newest: Sequence[Row[Any]]
+        self, connection: Any, newest: Sequence[Row[Any]], items: Sequence[InboxItem]
     ) -> dict[str, tuple[InboxItem, ...]]:
         """The settled decisions of the pause each of `newest` (a thread's latest settled
-        decision) belongs to, oldest first, by thread; a decision stored without its run is
-        a pause of its own."""
+        decision, read as `items`) belongs to, oldest first, by thread; a decision stored
+        without its run is a pause of its own."""
+        pairs = list(zip(newest, items, strict=True))
         runs = {(row.thread_id, row.run_id) for row in newest if row.run_id}
-        found: list[Row[Any]] = [row for row in newest if not row.run_id]
         if runs:
-            found += [
+            others = [
                 row
                 for row in connection.execute(
                     select(decisions).where(
                         decisions.c.thread_id.in_(sorted({thread for thread, _ in runs})),
                         decisions.c.run_id.in_(sorted({run for _, run in runs})),
+                        decisions.c.id.not_in([row.id for row in newest]),
                         decisions.c.status != "pending", decisions.c.decided_at.is_not(None),
                     )
                 )
                 if (row.thread_id, row.run_id) in runs
             ]  # fmt: skip
-        found.sort(key=lambda row: (row.decided_at, row.id))
+            pairs += zip(others, self._items(connection, others), strict=True)
+        pairs.sort(key=lambda pair: (pair[0].decided_at, pair[0].id))
         pauses: dict[str, tuple[InboxItem, ...]] = {}
-        for row, item in zip(found, self._items(connection, found), strict=True):
+        for row, item in pairs:
             pauses[row.thread_id] = (*pauses.get(row.thread_id, ()), item)
         return pauses
 

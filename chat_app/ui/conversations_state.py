@@ -113,6 +113,8 @@ def last_decision(summary: ConversationSummary, viewer_email: str) -> str:
     pause = summary.last_pause if len(summary.last_pause) > 1 else (item,)
     names = list(dict.fromkeys(each.name for each in pause))
     name = f"{names[0]} ×{len(pause)}" if len(names) == 1 and len(pause) > 1 else ", ".join(names)
+    if len(names) > 2:  # one line in the list: the first two, and how many more
+        name = f"{', '.join(names[:2])} +{len(names) - 2}"
     ends = Counter(how_it_ended(each, viewer_email) for each in pause)
     if len(ends) == 1:
         ended = next(iter(ends))

@@ -192,7 +192,12 @@ class ConversationBusy(TransportError):
 class DecidedElsewhere(TransportError):
     """A tab's continuation refused before it started: one of its answers' decisions was
     decided a moment before (from the inbox, or in another tab), which the tab had not seen
-    yet. Nothing of the tab's went; the stored conversation has the answer that counted."""
+    yet. Nothing of the tab's went; the stored conversation has the answer that counted.
+    `own`: the same person decided it (in another tab, or from their inbox): theirs stands."""
+
+    def __init__(self, message: str, *, own: bool) -> None:
+        super().__init__(message)
+        self.own = own
 
 
 class PageRunConnection(Connection):
@@ -214,8 +219,9 @@ class PageRunConnection(Connection):
             for entry in (resume if isinstance(resume, list) else [])
             if isinstance(entry, Mapping)
         }
+        actor = self.actor()
         try:
-            async with self.desk.page_run(thread, list(entries), self.actor(), entries) as end:
+            async with self.desk.page_run(thread, list(entries), actor, entries) as end:
                 async for event in self.inner.stream(body):
                     if event.get("type") == "RUN_ERROR":  # refused, or failed: not carried
                         end.errored = True
@@ -224,7 +230,8 @@ class PageRunConnection(Connection):
             if error.code == "busy":
                 raise ConversationBusy(error.message) from None
             if error.code == "already-decided":
-                raise DecidedElsewhere(error.message) from None
+                own = error.details.get("decidedBy") == actor.email
+                raise DecidedElsewhere(error.message, own=own) from None
             raise TransportError(error.message) from None
 
     async def aclose(self) -> None:

@@ -1684,7 +1684,8 @@ class ChatState(IdentityState):
         await self._sync_from_desk(self._viewer())
         self._refresh(self._session())
         if isinstance(refusal, sessions.DecidedElsewhere):  # said above the conversation
-            self._note_lost(f"{refusal.message} {NOTHING_RAN}")
+            if not refusal.own:  # their own answer from elsewhere: the card shows it stands
+                self._note_lost(f"{refusal.message} {NOTHING_RAN}")
             self._give_back(text)
             return
         self.desk_notice = refusal.message + _kept(text)

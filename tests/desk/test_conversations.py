@@ -161,6 +161,28 @@ async def test_each_listed_conversation_says_how_its_latest_decision_ended(world
     }  # fmt: skip
     auto = by_id[refunded].last_decision
     assert auto is not None and (auto.outcome, auto.rule) == ("auto", "small-refunds")
+    # Each a pause of one decision.
+    assert (by_id[rejected].last_pause, by_id[refunded].last_pause) == ((last,), (auto,))
+
+
+async def test_the_last_pause_of_a_conversation_is_its_latest_only(world: World) -> None:
+    """Three invoices paid in one pause, then a transfer asked and rejected in the same
+    conversation: its last pause is the transfer's, not the invoices' with it."""
+    thread = await world.start(RITA, "pay invoices")
+    for item in (await world.desk.inbox(RITA))[0]:
+        await world.desk.decide(item.decision_id, RITA, Answer("approve"))
+    await world.desk.wait_idle()
+    [paid] = [c for c in await world.desk.conversations(RITA) if c.thread_id == thread]
+    assert [(i.name, i.outcome) for i in paid.last_pause] == [("pay_invoice", "approved")] * 3
+
+    await world.desk.post(thread, RITA, "transfer 5000 to Ada")
+    await world.desk.wait_idle()
+    item = await world.only_item(ADA)
+    no = Answer("reject", payload={"reason": "Not this quarter."}, has_payload=True)
+    await world.desk.decide(item.decision_id, ADA, no)
+    await world.desk.wait_idle()
+    [listed] = [c for c in await world.desk.conversations(RITA) if c.thread_id == thread]
+    assert [(i.name, i.outcome) for i in listed.last_pause] == [("transfer", "rejected")]
 
 
 async def test_a_summary_is_one_line_whatever_the_arguments_hold(world: World) -> None:

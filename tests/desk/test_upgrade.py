@@ -86,3 +86,34 @@ async def test_an_earlier_pause_is_checked_against_its_own_form(
         )
     assert refused.value.code == "invalid"
     assert world.continuations == []
+
+
+async def test_an_earlier_pause_shows_the_form_its_answer_is_checked_against(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API's `answerSchemas` of such a pause is its approval's whole envelope, as sealed
+    then (the earlier reject form in it); a pause of this release has each branch's own."""
+    earlier = await paused_by_the_earlier_release(world, monkeypatch, "transfer 5000 to Ada")
+    [item] = (await world.desk.view(earlier, RITA)).pending
+    [(item_id, schemas)] = world.desk.answer_schemas(await world.desk.view(earlier, RITA)).items()
+    assert item_id == item.item_id and list(schemas) == ["approval"]
+    assert EARLIER_REJECT in _schemas_within(schemas["approval"])
+    assert demo_tools.TRANSFER.approval.reject not in _schemas_within(schemas["approval"])
+
+    now = await world.start(RITA, "transfer 6000 to Ada")
+    assert list(world.desk.answer_schemas(await world.desk.view(now, RITA)).values()) == [{
+        "approvePayload": None,
+        "rejectPayload": demo_tools.TRANSFER.approval.reject,
+        "editedArgs": demo_tools.TRANSFER.input_schema,
+    }]  # fmt: skip
+
+
+def _schemas_within(schema: Any) -> list[Any]:
+    """Every value nested in `schema` (itself included): where a branch's form sits in an
+    envelope is the envelope's business."""
+    found = [schema]
+    children = schema.values() if isinstance(schema, dict) else schema if isinstance(
+        schema, list) else ()  # fmt: skip
+    for child in children:
+        found += _schemas_within(child)
+    return found

@@ -16,6 +16,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -218,6 +219,9 @@ def test_a_conversation_row_says_its_status_and_last_activity() -> None:
     assert conversation_row(twice, NOW, RITA).last_decision == "pay_invoice ×2: Approved by you"
     alone = replace(summary("done"), last_decision=rejected, last_pause=(rejected,))
     assert conversation_row(alone, NOW, RITA).last_decision == "rotate_keys: Rejected by Olive"
+    many = [replace(approved, name=name) for name in ("deploy", "refund", "transfer")]
+    listed = replace(summary("done"), last_decision=many[-1], last_pause=(*many, approved))
+    assert conversation_row(listed, NOW, RITA).last_decision == "deploy, refund +2: Approved by you"
 
 
 def item(**extra: object) -> InboxItem:
@@ -953,22 +957,9 @@ def test_a_withdrawal_an_approval_beat_says_it_was_not_used(
     whose answer stands and that her withdrawal went nowhere, and her card turns to how it
     ended, with no failed state left on it; the transfer runs once, as Ada approved it."""
     url, database = race_app
+    ran = executions(database).count("transfer")  # the module's app: earlier tests' too
     with people(browser, url, RITA) as [rita]:
-        ask(rita, "transfer 5000 to Ada")
-        withdraw = tool_card(rita, "transfer").locator("button.withdraw")
-        expect(withdraw).to_be_visible()
-        run_ended(rita)
-        store = DeskStore(open_database(f"sqlite:///{database}"))
-        [pending] = [i for i in store.decisions_of(thread_of(rita)) if i.status == "pending"]
-        approval = {"interruptId": pending.item_id, "status": "resolved", "payload": True}
-        assert store.decide(
-            pending.decision_id, email=ADA, name="Ada", outcome="approved", answer=approval,
-            now=datetime.now(UTC), vote=dict(email=ADA, name="Ada", verified_by="demo",
-            token_name="", roles=["finance"], approved=True, answer=approval),
-        )  # fmt: skip
-        store.engine.dispose()
-
-        withdraw.click()
+        withdrawn_late(rita, database, "transfer 5000 to Ada", ADA, "approved")
         expect(rita.locator("#agent-notices")).to_contain_text(
             "Already decided by Ada (approved). Nothing ran for yours: the card shows the"
             " answer that counted."
@@ -980,7 +971,55 @@ def test_a_withdrawal_an_approval_beat_says_it_was_not_used(
         expect(rita.locator("#run-error-text")).to_have_count(0)
         expect(card).not_to_contain_text("not sent")
         shot(rita, screenshot_dir, "withdrawal-lost")
-        assert executions(database).count("transfer") == 1
+        assert executions(database).count("transfer") == ran + 1
+
+
+def test_a_withdrawal_of_ones_own_from_elsewhere_is_not_told_as_lost(
+    browser: Browser, race_app: tuple[str, Path]
+) -> None:
+    """Rita withdrew her transfer in another tab a moment before she clicks Withdraw in this
+    one: her withdrawal stands, so this tab shows it, with no notice of an answer lost."""
+    url, database = race_app
+    ran = executions(database).count("transfer")  # the module's app: earlier tests' too
+    with people(browser, url, RITA) as [rita]:
+        withdrawn_late(rita, database, "transfer 5100 to Ada", RITA, "cancelled")
+        card = tool_card(rita, "transfer")
+        expect(card).to_contain_text("Withdrawn by you")
+        expect(card.locator("button.withdraw")).to_have_count(0)
+        run_ended(rita)
+        expect(rita.locator("#agent-notices")).to_have_count(0)
+        expect(rita.locator("#run-error-text")).to_have_count(0)
+        assert executions(database).count("transfer") == ran
+
+
+def withdrawn_late(rita: Page, database: Path, text: str, email: str, outcome: str) -> None:
+    """Rita asks for `text`; `email` decides it (`decided_meanwhile`) while her card still
+    offers Withdraw, which she then clicks."""
+    ask(rita, text)
+    withdraw = tool_card(rita, "transfer").locator("button.withdraw")
+    expect(withdraw).to_be_visible()
+    run_ended(rita)
+    decided_meanwhile(database, thread_of(rita), email, outcome)
+    withdraw.click()
+
+
+def decided_meanwhile(database: Path, thread: str, email: str, outcome: str) -> None:
+    """The conversation's pending decision decided by `email`, written as the desk writes a
+    decision (so no page hears of it first): Ada approving, or Rita withdrawing."""
+    store = DeskStore(open_database(f"sqlite:///{database}"))
+    try:
+        [pending] = [i for i in store.decisions_of(thread) if i.status == "pending"]
+        entry: dict[str, Any] = {"interruptId": pending.item_id, "status": outcome}
+        if outcome == "approved":
+            entry = {"interruptId": pending.item_id, "status": "resolved", "payload": True}
+        person = {ADA: ("Ada", ["finance"]), RITA: ("Rita", [])}[email]
+        assert store.decide(
+            pending.decision_id, email=email, name=person[0], outcome=outcome, answer=entry,
+            now=datetime.now(UTC), vote=dict(email=email, name=person[0], verified_by="demo",
+            token_name="", roles=person[1], approved=outcome == "approved", answer=entry),
+        )  # fmt: skip
+    finally:
+        store.engine.dispose()
 
 
 def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
