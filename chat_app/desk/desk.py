@@ -475,19 +475,20 @@ class Desk:
         if answer.kind != "cancel" and (answer.kind == "answer") != (item.kind == "question"):
             raise DeskError("invalid", _WRONG_KIND[item.kind])
         self._check_open(item)
-        entry = await self._checked_entry(item, answer)
-        now = self.clock()
         rule = self._rule(item)
         counts = rule is not None and rule.quorum > 1 and answer.kind in ("approve", "answer")
         if counts and answer.has_edited_args:
             # Every approval of a quorum is of the arguments as shown (the engine refuses
-            # edited ones: the conversation would wait for approvals already given).
+            # edited ones: the conversation would wait for approvals already given), whatever
+            # the arguments sent: said before they are checked.
             assert rule is not None
             raise DeskError(
                 "invalid",
                 f"Approve the arguments as shown, or reject: edited arguments cannot count "
                 f"towards the {rule.quorum} approvals rule {rule.name} needs.",
             )
+        entry = await self._checked_entry(item, answer)
+        now = self.clock()
         refusal = self._run_refusal(item, decider, answer)
         if refusal is not None:
             raise await self._audited_refusal(item, decider, refusal)

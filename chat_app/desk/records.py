@@ -395,6 +395,9 @@ class Answer:
         unknown = set(body) - {"approved", "payload", "editedArgs"}
         if unknown:
             raise DeskError("invalid", f"Unknown field(s): {', '.join(sorted(unknown))}.")
+        # No tool's arguments are null: an item's own JSON shows `"editedArgs": null` for
+        # none, and an answer copying that shape means none too.
+        body = {key: value for key, value in body.items() if (key, value) != ("editedArgs", None)}
         if "editedArgs" in body and not approved:
             raise DeskError("invalid", "Edited arguments go with an approval only.")
         return cls(

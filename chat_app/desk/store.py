@@ -815,8 +815,9 @@ class DeskStore:
         )
         with read_snapshot(self.engine) as connection:
             acted: dict[str, Row[Any]] = {}
-            # The vote first: a quorum's last approver both voted and decided, and acted once.
-            for row in [*connection.execute(voted).all(), *connection.execute(own).all()]:
+            # The decision first: whoever decided acted last when they decided (an approver
+            # who then rejected); a quorum's last approver voted as they decided, and acted once.
+            for row in [*connection.execute(own).all(), *connection.execute(voted).all()]:
                 acted.setdefault(row.id, row)
             newest = sorted(acted.values(), key=lambda row: (row.acted_at, row.id), reverse=True)
             rows = newest[:limit]

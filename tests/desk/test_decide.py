@@ -99,6 +99,21 @@ async def test_an_approver_rejects_rather_than_cancels(world: World) -> None:
     assert not_theirs.value.message == "Needs approval from role finance, not the requester."
 
 
+async def test_edited_args_given_as_null_are_none(world: World) -> None:
+    """An item's JSON shows `"editedArgs": null` when nobody edited it: an answer copying
+    that shape approves (or rejects) the arguments as shown, rather than a 400 about null."""
+    _, item = await large_transfer(world)
+    no = {"approved": False, "editedArgs": None, "payload": {"reason": "Not now."}}
+    assert Answer.read(no) == Answer.read({"approved": False, "payload": {"reason": "Not now."}})
+    approve = Answer.read({"approved": True, "editedArgs": None})
+    assert not approve.has_edited_args
+    result = await world.desk.decide(item.decision_id, ADA, approve)
+    assert (result.status, result.item.outcome) == ("decided", "approved")
+    await world.desk.wait_idle()
+    [run] = world.executions()
+    assert run["args"] == {"recipient": "Ada", "amount": 5000}
+
+
 async def test_finance_approves_and_the_transfer_runs_once(world: World) -> None:
     thread, item = await large_transfer(world)
     result = await world.desk.decide(item.decision_id, ADA, Answer.read({"approved": True}))

@@ -225,6 +225,20 @@ async def test_any_rejection_decides_alone(world: World, approved_first: bool) -
     assert late.value.code == "already-decided"
 
 
+async def test_an_approver_who_then_rejects_acted_when_they_rejected(world: World) -> None:
+    """Sam approves, then rejects (any rejection decides): his history lists it rejected, at
+    the rejection, not at the approval it followed."""
+    _, item = await rotation(world)
+    await world.desk.decide(item.decision_id, SAM, Answer("approve"))
+    await world.desk.decide(item.decision_id, SAM, Answer("reject"))
+    settled = await world.desk.decision(item.decision_id)
+    assert settled is not None
+    [approval] = settled.votes  # his approval, on record
+    [past] = await world.desk.decided(SAM)
+    assert past.item.outcome == "rejected"
+    assert past.acted_at > approval.at
+
+
 async def test_edited_arguments_do_not_count_towards_a_quorum(world: World) -> None:
     """Each approval of a quorum is of the arguments as shown: an edit is refused before
     anything is stored (the engine would refuse the continuation, and the conversation would
@@ -235,6 +249,12 @@ async def test_edited_arguments_do_not_count_towards_a_quorum(world: World) -> N
         with pytest.raises(DeskError) as refused:
             await world.desk.decide(item.decision_id, person, edited)
         assert refused.value.code == "invalid" and "key-rotation" in refused.value.message
+    # Arguments the tool would refuse get the same answer: no edit counts, whatever it is.
+    with pytest.raises(DeskError) as invalid_edit:
+        await world.desk.decide(
+            item.decision_id, SAM, Answer.read({"approved": True, "editedArgs": {}})
+        )
+    assert invalid_edit.value.message == refused.value.message
     assert _votes(world, item.decision_id) == ()
 
     assert (await world.desk.decide(item.decision_id, SAM, Answer("approve"))).status == "waiting"
