@@ -749,12 +749,20 @@ class ChatState(IdentityState):
         someone else, a moment before. Nothing is sent, and the card turns to how it ended,
         which would not say this click went nowhere. False when the tab never showed it."""
         asked = self._answering(interrupt_id)
-        if asked is not None:
+        if asked is None:
+            return False
+        # Who, when the cards know and it was someone else ("Approved by Ada"), as the desk's
+        # own refusal of a late click names them.
+        how = self._deciders.get(interrupt_id, "")
+        if how and not how.endswith(" you"):
+            self._note_lost(f"“{asked}” was {how[:1].lower()}{how[1:]} before your answer"
+                            f" arrived. {NOTHING_RAN}")  # fmt: skip
+        else:
             self._note_lost(
                 f"“{asked}” was answered before your answer arrived, in another tab or by"
                 f" someone else. {NOTHING_RAN}"
             )
-        return asked is not None
+        return True
 
     def _answering(self, interrupt_id: str) -> str | None:
         """A click of this tab's answers `interrupt_id`: it is no longer one the tab saw

@@ -27,6 +27,7 @@ from chat_app.trust import DEMO_PEOPLE, Identity, SQLiteLedger
 from chat_app.trust.store import open_database
 from chat_app.ui.conversations_state import ago, conversation_row, expiry, how_long
 from chat_app.ui.inbox_state import inbox_row, requester_choices, tool_choices
+from chat_app.ui.state import NOTHING_RAN
 from chat_app.ui.views import settled_elsewhere, settled_news
 from tests.ui.conftest import (
     app_with_database,
@@ -38,6 +39,7 @@ from tests.ui.conftest import (
     sign_in_as_demo,
     thread_of,
 )
+from tests.ui.test_chat_flows import HeldNews
 
 pytestmark = pytest.mark.browser
 
@@ -990,6 +992,37 @@ def test_a_withdrawal_of_ones_own_from_elsewhere_is_not_told_as_lost(
         expect(rita.locator("#agent-notices")).to_have_count(0)
         expect(rita.locator("#run-error-text")).to_have_count(0)
         assert executions(database).count("transfer") == ran
+
+
+def test_a_click_on_a_card_decided_unseen_names_who_decided(
+    browser: Browser, race_app: tuple[str, Path]
+) -> None:
+    """Rita's page is slow to hear news (its socket's messages held back) when Ada approves
+    her transfer from the Inbox: her Withdraw, on the card she still sees open, is told as
+    lost, naming Ada, and nothing runs for it (the transfer runs once, Ada's)."""
+    url, database = race_app
+    ran = executions(database).count("transfer")  # the module's app: earlier tests' too
+    with people(browser, url, RITA, ADA) as [rita, ada]:
+        card = asked_and_opened(rita, ada, "transfer 5200 to Ada")
+        news = HeldNews(rita)  # on the socket of the page as loaded again
+        rita.reload()
+        hydrated(rita)
+        withdraw = tool_card(rita, "transfer").locator("button.withdraw")
+        expect(withdraw).to_be_visible()
+        run_ended(rita)
+        news.hold()
+        card.locator("button.approve").click()
+        expect(ada.get_by_text(re.compile(r"Sent 5,200 to Ada\."))).to_be_visible()
+        withdraw.click()
+        rita.wait_for_timeout(1_500)  # the click reaches the server; its answer is held
+        news.release()
+        # Whichever saw it first, the tab or the desk, names Ada.
+        expect(rita.locator("#agent-notices")).to_contain_text(
+            re.compile(r"(was approved by Ada|Already decided by Ada \(approved\))\.? .*"
+                       + re.escape(NOTHING_RAN))
+        )  # fmt: skip
+        expect(tool_card(rita, "transfer")).to_contain_text("Approved by Ada")
+        assert executions(database).count("transfer") == ran + 1
 
 
 def withdrawn_late(rita: Page, database: Path, text: str, email: str, outcome: str) -> None:
