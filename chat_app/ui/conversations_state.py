@@ -25,7 +25,7 @@ from . import session as sessions
 from .components.conversation_list import ConversationRow
 from .guard import guarded, guarded_task
 from .identity_state import IdentityState
-from .views import UNTITLED, how_it_ended
+from .views import UNTITLED, how_it_ended, mid_sentence
 
 #: The page's address.
 ROUTE = "/conversations"
@@ -119,7 +119,7 @@ def last_decision(summary: ConversationSummary, viewer_email: str) -> str:
     if len(ends) == 1:
         ended = next(iter(ends))
     else:
-        ended = ", ".join(f"{count} {end[:1].lower()}{end[1:]}" for end, count in ends.items())
+        ended = ", ".join(f"{count} {mid_sentence(end)}" for end, count in ends.items())
     # A question's name is its sentence: "How should order 42 ship? Answered by you".
     joined = " " if name.endswith(("?", ".", "!", ":")) else ": "
     return f"{name}{joined}{ended}"

@@ -67,6 +67,7 @@ from .views import (
     build_views,
     edits,
     form_schema,
+    mid_sentence,
     settled_elsewhere,
     settled_news,
     split_transcript,
@@ -755,13 +756,10 @@ class ChatState(IdentityState):
         # own refusal of a late click names them.
         how = self._deciders.get(interrupt_id, "")
         if how and not how.endswith(" you"):
-            self._note_lost(f"“{asked}” was {how[:1].lower()}{how[1:]} before your answer"
-                            f" arrived. {NOTHING_RAN}")  # fmt: skip
+            ended = f"was {mid_sentence(how)} before your answer arrived"
         else:
-            self._note_lost(
-                f"“{asked}” was answered before your answer arrived, in another tab or by"
-                f" someone else. {NOTHING_RAN}"
-            )
+            ended = "was answered before your answer arrived, in another tab or by someone else"
+        self._note_lost(f"“{asked}” {ended}. {NOTHING_RAN}")
         return True
 
     def _answering(self, interrupt_id: str) -> str | None:

@@ -447,6 +447,12 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?")) else text + "."
 
 
+def mid_sentence(text: str) -> str:
+    """`text` (how something ended: "Approved by Ada") to go on after other words: "approved
+    by Ada"."""
+    return text[:1].lower() + text[1:]
+
+
 def form_schema(item: InterruptItem, form: str) -> tuple[Mapping[str, Any] | None, Any]:
     """The schema of one of a decision's forms, and the value its fields start from."""
     if isinstance(item, ToolApprovalInterrupt):
