@@ -128,3 +128,51 @@ def test_the_browser_moving_the_log_down_does_not_stop_it_following(
     expect(waiting).to_be_in_viewport()
     expect(page.locator(f"#{JUMP_ID}")).to_be_hidden()
     page.screenshot(path=str(screenshot_dir / "following-card-waits.png"))
+
+
+def _two_frames(page: Page) -> None:
+    """A scroll's event, and what the log does about it, come with the next frame."""
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+def test_nothing_in_the_log_moves_under_a_press(page: Page, screenshot_dir: Path) -> None:
+    """A press is a click only if its release lands on what was pressed. While the pointer
+    is down, the log neither follows a reply that arrives nor gives up or takes back
+    Newest's room (whose going would move the view down by it: a button pressed as the log
+    came back to its end was released on what was above it). Released, it catches up."""
+    _fill(page)
+    log = page.locator("#transcript")
+    newest = page.locator(f"#{JUMP_ID}")
+
+    ask(page, "help")
+    expect(page.locator(".chat-message.streaming")).to_be_visible()
+    asked = page.locator('.chat-message[data-role="user"]').last
+    expect(asked).to_be_in_viewport()
+    box = asked.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    height = log.evaluate("el => el.scrollHeight")
+    page.wait_for_function(
+        "h => document.getElementById('transcript').scrollHeight > h + 100", arg=height
+    )
+    _two_frames(page)
+    assert asked.bounding_box() == box  # the reply grew below it; it stayed under the pointer
+    page.mouse.up()
+    expect(page.locator(".chat-message").last).to_be_in_viewport()
+    expect(log).to_have_attribute("data-following", "true")
+    run_ended(page)
+
+    page.mouse.wheel(0, -100_000)
+    expect(newest).to_be_visible()
+    room = log.evaluate("el => el.clientHeight")
+    page.mouse.down()
+    log.evaluate("el => { el.scrollTop = el.scrollHeight; }")  # as a touchpad's glide
+    _two_frames(page)
+    expect(newest).to_be_visible()
+    assert log.evaluate("el => el.clientHeight") == room
+    page.mouse.up()
+    expect(newest).to_be_hidden()
+    expect(log).to_have_attribute("data-following", "true")
+    assert log.evaluate("el => el.clientHeight") > room
+    page.screenshot(path=str(screenshot_dir / "following-after-a-press.png"))

@@ -46,6 +46,14 @@ JUMP_ID = "jump-to-newest"
 #: browser's scroll anchoring as what arrives changes a line above the anchored one (the log
 #: then follows on to the end). A submit of the form holding `data-sent-from`, Newest, and
 #: `data-thread` changing (another conversation shown) follow again.
+#:
+#: Nothing in the log moves under a press: a press is a click only if its release lands on
+#: what was pressed. While a pointer is down the log neither follows what arrives nor gives
+#: up or takes back Newest's room; both catch up once the press is over, after its click. A
+#: scroll event comes a frame after its scroll: when it finds the log back at its end
+#: (brought there by a touchpad's glide, or a button scrolled into view as it is pressed),
+#: Newest would go, the log grow by its room, the view shift down by it, and the press be
+#: released on what was above the button.
 _FOLLOW = Template("""
 useLayoutEffect(() => {
   const log = $ref.current;
@@ -53,12 +61,27 @@ useLayoutEffect(() => {
   let following = true;
   let placed = null;
   let lastTop = log.scrollTop;
-  const mark = () => { log.dataset.following = following ? 'true' : 'false'; };
+  let pressed = false;
+  let owed = false;  // a mark or a stick put off while pressed
+  const mark = () => {
+    if (pressed) { owed = true; return; }
+    log.dataset.following = following ? 'true' : 'false';
+  };
   const stick = () => {
     if (!following) return;
+    if (pressed) { owed = true; return; }
     log.scrollTop = log.scrollHeight;
     placed = lastTop = log.scrollTop;
   };
+  const onPress = () => { pressed = true; };
+  // After the click, which the browser dispatches in the same task as the release.
+  const onRelease = () => setTimeout(() => {
+    pressed = false;
+    if (!owed) return;
+    owed = false;
+    mark();
+    stick();
+  }, 0);
   const follow = () => { following = true; mark(); stick(); };
   const leave = () => {
     if (log.scrollTop <= 0 || !following) return;
@@ -117,6 +140,11 @@ useLayoutEffect(() => {
   log.addEventListener('touchmove', onTouchMove, {passive: true});
   document.addEventListener('submit', onSubmit, true);
   frame.addEventListener('click', onClick);
+  const PRESS = ['pointerdown', 'mousedown'];
+  const RELEASE = ['pointerup', 'pointercancel', 'click', 'dragend'];
+  for (const type of PRESS) document.addEventListener(type, onPress, true);
+  for (const type of RELEASE) document.addEventListener(type, onRelease, true);
+  window.addEventListener('blur', onRelease);
   mark();
   stick();
   return () => {
@@ -129,6 +157,9 @@ useLayoutEffect(() => {
     log.removeEventListener('touchmove', onTouchMove);
     document.removeEventListener('submit', onSubmit, true);
     frame.removeEventListener('click', onClick);
+    for (const type of PRESS) document.removeEventListener(type, onPress, true);
+    for (const type of RELEASE) document.removeEventListener(type, onRelease, true);
+    window.removeEventListener('blur', onRelease);
   };
 }, []);
 """)
