@@ -4,9 +4,11 @@ for an admin who asks), filtered by tool and requester, kept live while the tab 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Iterable
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
 
 import reflex as rx
 
@@ -85,6 +87,16 @@ def reminded(moment: datetime | None) -> str:
     """When the approvers were reminded, after the label "Reminded": "10:42 UTC" ("" when
     they were not)."""
     return "" if moment is None else f"{moment.astimezone(UTC):%H:%M} UTC"
+
+
+#: The address's filters, named as `GET /api/inbox` names them.
+FILTER_KEYS = ("tool", "requester", "all")
+
+
+def filter_query(tool: str, requester: str, everyone: bool) -> str:
+    """The query string of the Inbox's address for these filters ("" for none)."""
+    pairs = [("tool", tool), ("requester", requester), ("all", "1" if everyone else "")]
+    return urlencode([(key, value) for key, value in pairs if value])
 
 
 def tool_choices(names: Iterable[str], chosen: str) -> list[str]:
@@ -185,39 +197,68 @@ class InboxState(IdentityState):
         self.tools = tool_choices(tools, self.tool)
         self.requesters = requester_choices(people, self.requester)
 
+    def _filter(self, *, tool: str, requester: str, everyone: bool) -> None:
+        self.tool = tool[:200]
+        self.requester = requester[:320].lower()
+        self.everyone = everyone
+
+    def _address(self) -> str:
+        query = filter_query(self.tool, self.requester, self.everyone)
+        return f"{ROUTE}?{query}" if query else ROUTE
+
+    def _shown(self) -> Any:
+        """The address says what the list is filtered by, as `GET /api/inbox` is asked it:
+        a reload, a new tab or a link sent to someone shows the same list."""
+        return rx.call_script(
+            f"window.history.replaceState(null, '', {json.dumps(self._address())})"
+        )
+
     @rx.event
     @guarded
     async def load(self) -> Any:
+        """The filters the address names; with none named, the tab's own (the header's link
+        leads here bare)."""
+        asked = self.router.url.query_parameters
+        if any(key in asked for key in FILTER_KEYS):
+            self._filter(
+                tool=asked.get("tool", ""),
+                requester=asked.get("requester", ""),
+                everyone=asked.get("all", "") == "1",
+            )
         viewer = self._viewer()
-        redirect = self._sign_in_first(ROUTE)
+        redirect = self._sign_in_first(self._address())
         if redirect is not None:
             return redirect
         await self._reload(viewer)
-        return InboxState.watch
+        return [InboxState.watch, self._shown()]
 
     @rx.event
     @guarded
-    async def set_tool(self, value: str) -> None:
-        self.tool = str(value or "")[:200]
+    async def set_tool(self, value: str) -> Any:
+        self._filter(tool=str(value or ""), requester=self.requester, everyone=self.everyone)
         await self._reload(self._viewer())
+        return self._shown()
 
     @rx.event
     @guarded
-    async def set_requester(self, value: str) -> None:
-        self.requester = str(value or "")[:320].lower()
+    async def set_requester(self, value: str) -> Any:
+        self._filter(tool=self.tool, requester=str(value or ""), everyone=self.everyone)
         await self._reload(self._viewer())
+        return self._shown()
 
     @rx.event
     @guarded
-    async def set_everyone(self, value: bool) -> None:
-        self.everyone = bool(value)
+    async def set_everyone(self, value: bool) -> Any:
+        self._filter(tool=self.tool, requester=self.requester, everyone=bool(value))
         await self._reload(self._viewer())
+        return self._shown()
 
     @rx.event
     @guarded
-    async def clear_filters(self) -> None:
-        self.tool = self.requester = ""
+    async def clear_filters(self) -> Any:
+        self._filter(tool="", requester="", everyone=self.everyone)
         await self._reload(self._viewer())
+        return self._shown()
 
     @rx.event(background=True)
     @guarded_task

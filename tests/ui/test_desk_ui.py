@@ -741,10 +741,22 @@ def test_the_inbox_filters_by_tool_and_requester_and_an_admin_sees_everything(
         expect(olive.locator(".inbox-item")).not_to_have_count(0)
         assert set(texts(olive, ".inbox-item .inbox-name")) == {"transfer"}
         shot(olive, screenshot_dir, "inbox-admin-all-filtered")
+        # The address holds the filters: a new tab, or the link sent on, shows the same list.
+        expect(olive).to_have_url(re.compile(r"/inbox\?tool=transfer&all=1$"))
+        again = olive.context.new_page()
+        again.goto(olive.url)
+        hydrated(again)
+        expect(again.locator(".inbox-filter-tool")).to_have_value("transfer")
+        expect(again.locator("#inbox-all")).to_be_checked()
+        expect(inbox_item(again, rita_transfer)).to_be_visible()
+        expect(inbox_item(again, rita_keys)).to_have_count(0)
+        again.close()
         olive.locator(".inbox-filter-requester").select_option(SAM)
         expect(olive.locator("#inbox-empty")).to_contain_text("Nothing pending matches")
+        expect(olive).to_have_url(re.compile(r"/inbox\?tool=transfer&requester=sam%40[^&]+&all=1$"))
         olive.locator("#inbox-clear").click()
         expect(inbox_item(olive, rita_keys)).to_be_visible()
+        expect(olive).to_have_url(re.compile(r"/inbox\?all=1$"))
         olive.set_viewport_size({"width": 390, "height": 844})  # on a phone, in the dark
         olive.emulate_media(color_scheme="dark")
         shot(olive, screenshot_dir, "inbox-phone-dark")
@@ -754,6 +766,13 @@ def test_the_inbox_filters_by_tool_and_requester_and_an_admin_sees_everything(
         expect(sam.locator("#inbox-all")).to_have_count(0)
         expect(inbox_item(sam, rita_keys)).to_be_visible()
         expect(inbox_item(sam, sam_keys)).to_have_count(0)  # he asked: someone else decides
+        # Sent an admin's link, he sees his own list, filtered as it says.
+        sam.goto("/inbox?tool=rotate_keys&all=1")
+        hydrated(sam)
+        expect(sam).to_have_url(re.compile(r"/inbox\?tool=rotate_keys$"))
+        expect(sam.locator(".inbox-filter-tool")).to_have_value("rotate_keys")
+        expect(inbox_item(sam, rita_keys)).to_be_visible()
+        assert set(texts(sam, ".inbox-item .inbox-name")) == {"rotate_keys"}
 
         # Leave nothing pending for the tests that follow: whoever asked withdraws.
         for page, thread, tool in (

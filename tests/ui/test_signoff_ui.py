@@ -387,6 +387,16 @@ def test_password_sign_in_and_sign_out(
         expect(page).to_have_url(re.compile(r"/signin\b"))
         expect(page.locator("#signin-form")).to_be_visible()
 
+        # An Inbox link with its filters, opened signed out, leads there once signed in.
+        page.goto("/inbox?tool=transfer")
+        expect(page).to_have_url(re.compile(r"/signin\?next=/inbox%3Ftool%3Dtransfer$"))
+        hydrated(page)
+        page.locator("#signin-email").fill("ada@example.com")
+        page.locator("#signin-password").fill(ADA_PASSWORD)
+        page.locator("#signin-submit").click()
+        expect(page).to_have_url(re.compile(r"/inbox\?tool=transfer$"))
+        expect(page.locator(".inbox-filter-tool")).to_have_value("transfer")
+
 
 def sign_out_in_another_tab(page: Page) -> None:
     """Sign out from a second tab of `page`'s browser, and wait for its sign-in page."""
