@@ -269,6 +269,7 @@ DESK = [
     "Histogram",
     "INBOX_COUNT_CAP",
     "InboxItem",
+    "InboxQuery",
     "LEASE_SECONDS",
     "PastDecision",
     "PeopleFor",

@@ -27,6 +27,7 @@ __all__ = [
     "DeskError",
     "DeskErrorCode",
     "InboxItem",
+    "InboxQuery",
     "SettledRequest",
     "Vote",
     "expiry_note",
@@ -84,6 +85,30 @@ def _rounded(span: timedelta) -> timedelta:
     if seconds > 120:
         return timedelta(minutes=round(seconds / 60))
     return timedelta(seconds=math.ceil(seconds))
+
+
+@dataclass(frozen=True, slots=True)
+class InboxQuery:
+    """What an inbox is asked for, by the names `GET /api/inbox` and the Inbox page's address
+    give it: `tool` (a tool's name, or what a question asks), `requester` (an email) and
+    `all` (`1`, `true` or `yes`, in any case: every pending decision, which is for admins)."""
+
+    tool: str = ""
+    requester: str = ""
+    everyone: bool = False
+
+    @classmethod
+    def read(cls, query: Mapping[str, str]) -> InboxQuery:
+        """Raises `DeskError` ("invalid") for a control character in a filter: no tool or
+        email has one, and PostgreSQL refuses a NUL outright."""
+        tool, requester = query.get("tool", ""), query.get("requester", "")
+        for name, value in (("tool", tool), ("requester", requester)):
+            if any(ord(char) < 32 or ord(char) == 127 for char in value):
+                raise DeskError(
+                    "invalid", f"The {name} filter holds a control character: nothing matches it."
+                )
+        everyone = query.get("all", "").strip().lower() in ("1", "true", "yes")
+        return cls(tool=tool, requester=requester, everyone=everyone)
 
 
 def waiting_for_requester(name: str) -> str:

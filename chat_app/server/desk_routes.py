@@ -43,7 +43,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from chat_app.desk import ADMIN_ROLE, Answer, Desk, DeskError, thread_topic
+from chat_app.desk import ADMIN_ROLE, Answer, Desk, DeskError, InboxQuery, thread_topic
 from chat_app.interrupts.strict_json import is_text, strict_loads, too_deep
 from chat_app.server._body import read_body
 from chat_app.server.signin import unauthorized
@@ -141,16 +141,15 @@ def desk_routes(desk: Desk, who: Who, *, max_body_bytes: int = MAX_DESK_BODY_BYT
         return JSONResponse({"threadId": thread_id}, status_code=202)
 
     async def inbox(request: Request, identity: Identity) -> Response:
-        query = request.query_params
-        everyone = query.get("all", "").strip().lower() in ("1", "true", "yes")
-        if everyone and ADMIN_ROLE not in _roles(desk, identity):
+        asked = InboxQuery.read(request.query_params)
+        if asked.everyone and ADMIN_ROLE not in _roles(desk, identity):
             raise DeskError("forbidden", "all=1 lists everyone's decisions: it is for admins.")
         items, total = await desk.inbox(
             identity,
-            tool=query.get("tool") or None,
-            requester=query.get("requester") or None,
-            everyone=everyone,
-            limit=_limit(query.get("limit")),
+            tool=asked.tool or None,
+            requester=asked.requester or None,
+            everyone=asked.everyone,
+            limit=_limit(request.query_params.get("limit")),
         )
         return JSONResponse({"items": [item.to_json() for item in items], "total": total})
 

@@ -87,6 +87,10 @@ def iso(moment: datetime | None) -> str:
     return "" if moment is None else moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
+#: The chat page's own paths besides a stored conversation's (`CONVERSATION_PREFIX`).
+CHAT_PATHS = ("/",)
+
+
 def address(thread_id: str) -> str:
     """A conversation's own address."""
     return CONVERSATION_PREFIX + quote(thread_id, safe="")

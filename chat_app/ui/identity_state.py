@@ -6,6 +6,7 @@ HTTP routes read it, and again at every event that acts; the page never says who
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection
 from typing import Any
 from urllib.parse import quote
@@ -44,6 +45,19 @@ def signed_out_notice(reason: str, mode: str) -> str:
 
 #: The sign-in page.
 SIGN_IN_ROUTE = "/signin"
+
+
+def replace_address(new: str, *, on: tuple[str, ...], under: str = "") -> Any:
+    """The tab's address becomes `new`, in place (no new history entry), if the tab is still
+    on the page that asked: a path in `on`, or one under `under`. A reply that comes after
+    the person went to another page leaves that page's address alone (a reload there would
+    show the page it named). The router's own state of the entry is kept."""
+    pages, prefix = json.dumps(list(on)), json.dumps(under)
+    return rx.call_script(
+        "((here) => { if (" + pages + ".includes(here) || (" + prefix + " && "
+        "here.startsWith(" + prefix + "))) window.history.replaceState(window.history.state, "
+        "'', " + json.dumps(new) + "); })(window.location.pathname.replace(/(.)[/]+$/, '$1'))"
+    )
 
 
 class IdentityState(rx.State):

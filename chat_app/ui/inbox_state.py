@@ -4,15 +4,21 @@ for an admin who asks), filtered by tool and requester, kept live while the tab 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Iterable
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import reflex as rx
 
-from chat_app.desk import ADMIN_ROLE, INBOX_COUNT_CAP, DeskError, InboxItem, inbox_topic
+from chat_app.desk import (
+    ADMIN_ROLE,
+    INBOX_COUNT_CAP,
+    DeskError,
+    InboxItem,
+    InboxQuery,
+    inbox_topic,
+)
 from chat_app.trust import Identity
 
 from . import session as sessions
@@ -27,7 +33,7 @@ from .conversations_state import (
     iso,
 )
 from .guard import guarded, guarded_task
-from .identity_state import IdentityState
+from .identity_state import IdentityState, replace_address
 
 #: The page's address.
 ROUTE = "/inbox"
@@ -89,7 +95,7 @@ def reminded(moment: datetime | None) -> str:
     return "" if moment is None else f"{moment.astimezone(UTC):%H:%M} UTC"
 
 
-#: The address's filters, named as `GET /api/inbox` names them.
+#: The address's filters, named as `GET /api/inbox` names them (`InboxQuery`).
 FILTER_KEYS = ("tool", "requester", "all")
 
 
@@ -209,27 +215,28 @@ class InboxState(IdentityState):
     def _shown(self) -> Any:
         """The address says what the list is filtered by, as `GET /api/inbox` is asked it:
         a reload, a new tab or a link sent to someone shows the same list."""
-        return rx.call_script(
-            f"window.history.replaceState(null, '', {json.dumps(self._address())})"
-        )
+        return replace_address(self._address(), on=(ROUTE,))
 
     @rx.event
     @guarded
     async def load(self) -> Any:
         """The filters the address names; with none named, the tab's own (the header's link
         leads here bare)."""
-        asked = self.router.url.query_parameters
+        asked = dict(parse_qsl(self.router.url.query, keep_blank_values=True))
+        unreadable = ""
         if any(key in asked for key in FILTER_KEYS):
-            self._filter(
-                tool=asked.get("tool", ""),
-                requester=asked.get("requester", ""),
-                everyone=asked.get("all", "") == "1",
-            )
+            try:
+                query = InboxQuery.read(asked)
+            except DeskError as error:
+                unreadable = error.message  # the tab's own filters stay
+            else:
+                self._filter(tool=query.tool, requester=query.requester, everyone=query.everyone)
         viewer = self._viewer()
         redirect = self._sign_in_first(self._address())
         if redirect is not None:
             return redirect
         await self._reload(viewer)
+        self.problem = unreadable or self.problem  # until the list is read again
         return [InboxState.watch, self._shown()]
 
     @rx.event

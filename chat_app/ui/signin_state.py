@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from urllib.parse import urlencode
 
 import reflex as rx
@@ -11,7 +10,7 @@ from reflex.event import EventSpec
 from chat_app.trust.authn import safe_next
 
 from .guard import guarded
-from .identity_state import SIGN_IN_ROUTE, IdentityState
+from .identity_state import SIGN_IN_ROUTE, IdentityState, replace_address
 
 
 class SignInState(IdentityState):
@@ -38,4 +37,4 @@ class SignInState(IdentityState):
         # Where to go next stays: the form reads it from the address.
         wanted = str(params.get("next", ""))
         address = SIGN_IN_ROUTE + (f"?{urlencode({'next': wanted}, safe='/')}" if wanted else "")
-        return rx.call_script(f"history.replaceState(null, '', {json.dumps(address)})")
+        return replace_address(address, on=(SIGN_IN_ROUTE,))

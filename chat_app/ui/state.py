@@ -49,10 +49,10 @@ from chat_app.trust import Identity
 
 from . import session as sessions
 from .components.settled import SettledRow
-from .conversations_state import CONVERSATION_PREFIX, address
+from .conversations_state import CHAT_PATHS, CONVERSATION_PREFIX, address
 from .forms import DRAFT_FIELD, form_fields, read_form
 from .guard import failure_message, guarded, guarded_task
-from .identity_state import IdentityState
+from .identity_state import IdentityState, replace_address
 from .views import (
     OPEN_STATUSES,
     WITHDRAWN,
@@ -845,9 +845,7 @@ class ChatState(IdentityState):
         self.thread_shown, self._shown_to = thread, recorded.viewer.email
         self.owner_name = self.owner_name or recorded.owner.name
         if first and self._route_thread() != thread:
-            return rx.call_script(
-                f"window.history.replaceState(null, '', {json.dumps(address(thread))})"
-            )
+            return replace_address(address(thread), on=CHAT_PATHS, under=CONVERSATION_PREFIX)
         return None
 
     def _through_desk(self, session: sessions.Session, item: InterruptItem, form: str) -> bool:
@@ -1341,7 +1339,7 @@ class ChatState(IdentityState):
         self.run_error = ""
         self._refresh(self._session())
         if had_address:
-            return rx.call_script("window.history.replaceState(null, '', '/')")
+            return replace_address("/", on=CHAT_PATHS, under=CONVERSATION_PREFIX)
         return None
 
     @rx.event

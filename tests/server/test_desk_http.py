@@ -526,8 +526,15 @@ def test_the_inbox_filters_and_everyone_is_for_admins(served: DeskServed) -> Non
     ]
     assert len(inbox(served, olive, all="1", limit="1")["items"]) == 1
     assert inbox(served, olive, all="1", limit="1")["total"] == 2
+    assert inbox(served, olive, all=" TRUE ")["total"] == 2
     not_admin = served.http.get("/api/inbox", params={"all": "1"}, headers=ada)
     assert (not_admin.status_code, not_admin.json()["code"]) == (403, "forbidden")
+    # No tool or email holds a control character (and PostgreSQL takes no NUL at all).
+    for name, value in (("tool", "transfer\x00"), ("requester", "sam@example.com\n")):
+        refused = served.http.get("/api/inbox", params={name: value}, headers=olive)
+        assert (refused.status_code, refused.json()["error"]) == (
+            400, f"The {name} filter holds a control character: nothing matches it."
+        ), name  # fmt: skip
     # "²" and "٣" are digits to Python's `str.isdigit`, not to `int` or to a person.
     for limit in ("0", "201", "ten", "\u00b2", "\u0663", "1\u00b2"):
         for path in ("/api/inbox", "/api/decided"):

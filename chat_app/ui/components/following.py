@@ -47,13 +47,14 @@ JUMP_ID = "jump-to-newest"
 #: then follows on to the end). A submit of the form holding `data-sent-from`, Newest, and
 #: `data-thread` changing (another conversation shown) follow again.
 #:
-#: Nothing in the log moves under a press: a press is a click only if its release lands on
-#: what was pressed. While a pointer is down the log neither follows what arrives nor gives
-#: up or takes back Newest's room; both catch up once the press is over, after its click. A
-#: scroll event comes a frame after its scroll: when it finds the log back at its end
-#: (brought there by a touchpad's glide, or a button scrolled into view as it is pressed),
-#: Newest would go, the log grow by its room, the view shift down by it, and the press be
-#: released on what was above the button.
+#: The log does not move itself under a press: a press is a click only if its release lands
+#: on what was pressed. While the primary button (a finger, a pen) is down the log neither
+#: follows what arrives nor gives up or takes back Newest's room; both catch up once the
+#: press is over, after its click, and whether the reader is near the end is measured
+#: against the end the log had as the press began. A scroll event comes a frame after its
+#: scroll: when it finds the log back at its end (brought there by a touchpad's glide, or a
+#: button scrolled into view as it is pressed), Newest would go, the log grow by its room,
+#: the view shift down by it, and the press be released on what was above the button.
 _FOLLOW = Template("""
 useLayoutEffect(() => {
   const log = $ref.current;
@@ -62,6 +63,8 @@ useLayoutEffect(() => {
   let placed = null;
   let lastTop = log.scrollTop;
   let pressed = false;
+  let presses = 0;  // a release catches up for its own press, not a newer one
+  let heldEnd = 0;  // the log's end as the press began: what arrived since is not yet in it
   let owed = false;  // a mark or a stick put off while pressed
   const mark = () => {
     if (pressed) { owed = true; return; }
@@ -73,15 +76,32 @@ useLayoutEffect(() => {
     log.scrollTop = log.scrollHeight;
     placed = lastTop = log.scrollTop;
   };
-  const onPress = () => { pressed = true; };
-  // After the click, which the browser dispatches in the same task as the release.
-  const onRelease = () => setTimeout(() => {
-    pressed = false;
-    if (!owed) return;
-    owed = false;
-    mark();
-    stick();
-  }, 0);
+  // The primary button only: another's menu may take its release.
+  const onPress = (event) => {
+    if (event.button !== 0) return;
+    pressed = true;
+    presses += 1;
+    heldEnd = log.scrollHeight;
+  };
+  // After the click. A mouse's comes in the same task as its release; a touch's or a pen's
+  // in a later one, after their compatibility mousedown (a press of its own) and mouseup,
+  // so their pointerup waits a while, for that, or for nothing if no click comes.
+  const onRelease = (event) => {
+    const press = presses;
+    const wait = event.type === 'pointerup' && event.pointerType !== 'mouse' ? 500 : 0;
+    setTimeout(() => {
+      if (!pressed || press !== presses) return;
+      pressed = false;
+      if (!owed) return;
+      owed = false;
+      mark();
+      stick();
+    }, wait);
+  };
+  // A release the page never saw (the button let go over another window).
+  const onMove = (event) => {
+    if (pressed && event.pointerType === 'mouse' && event.buttons === 0) onRelease(event);
+  };
   const follow = () => { following = true; mark(); stick(); };
   const leave = () => {
     if (log.scrollTop <= 0 || !following) return;
@@ -92,7 +112,8 @@ useLayoutEffect(() => {
     const top = log.scrollTop;
     if (placed !== null && Math.abs(top - placed) < 1) { placed = null; return; }
     placed = null;
-    const left = log.scrollHeight - top - log.clientHeight;
+    const end = pressed ? Math.min(log.scrollHeight, heldEnd) : log.scrollHeight;
+    const left = end - top - log.clientHeight;
     const down = top > lastTop;
     const near = left <= $near;
     const now = down ? following || near : following && near;
@@ -141,9 +162,10 @@ useLayoutEffect(() => {
   document.addEventListener('submit', onSubmit, true);
   frame.addEventListener('click', onClick);
   const PRESS = ['pointerdown', 'mousedown'];
-  const RELEASE = ['pointerup', 'pointercancel', 'click', 'dragend'];
+  const RELEASE = ['pointerup', 'pointercancel', 'mouseup', 'click', 'dragend', 'contextmenu'];
   for (const type of PRESS) document.addEventListener(type, onPress, true);
   for (const type of RELEASE) document.addEventListener(type, onRelease, true);
+  document.addEventListener('pointermove', onMove, true);
   window.addEventListener('blur', onRelease);
   mark();
   stick();
@@ -159,6 +181,7 @@ useLayoutEffect(() => {
     frame.removeEventListener('click', onClick);
     for (const type of PRESS) document.removeEventListener(type, onPress, true);
     for (const type of RELEASE) document.removeEventListener(type, onRelease, true);
+    document.removeEventListener('pointermove', onMove, true);
     window.removeEventListener('blur', onRelease);
   };
 }, []);
