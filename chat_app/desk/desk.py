@@ -1152,7 +1152,7 @@ class Desk:
         )
         expiry = parse_js_date(item.expires_at) if item.expires_at else None
         return DecisionDraft(
-            item_id=item.id, kind=kind, name=name, summary=_summary(args), args=args,
+            item_id=item.id, kind=kind, name=name, summary=arguments_line(args), args=args,
             requester_email=requester, requester_name=requester_name,
             expires_at=None if expiry is None else datetime.fromtimestamp(expiry / 1000, UTC),
             run_id=item.interrupted_run_id or None, filing=filing,
@@ -1481,7 +1481,7 @@ def _decided_by_policy(state: ClientState, email: str, name: str) -> list[AutoDe
                     AutoDecision(
                         call_id=call.id,
                         name=call.name,
-                        summary=_summary(call.input),
+                        summary=arguments_line(call.input),
                         args=call.input,
                         requester_email=email,
                         requester_name=name,
@@ -1656,7 +1656,7 @@ def _title(text: str) -> str:
     return line if len(line) <= 80 else line[:79] + "…"
 
 
-def _summary(args: Any) -> str:
+def arguments_line(args: Any) -> str:
     """Arguments in one short line: `recipient=Ada, amount=5000`, as they read stored
     (`spelled_out`: lists and notices show it to the people who decide)."""
     if isinstance(args, Mapping):

@@ -78,12 +78,13 @@ class DeskError(Exception):
 def _rounded(span: timedelta) -> timedelta:
     """A pause's time to live as its rule or TTL said it, from its expiry and the moment it
     was stored. The expiry is sealed in whole seconds, cut down, and the decision is stored a
-    moment after the pause: so the span falls short by under a second, and is rounded up
-    (beyond two minutes, to whole minutes). The engine's own note ("within 1 min 30 s")
-    names the lifetime itself; this one says the same."""
+    moment after the pause: so the span falls short by a second or so. Past ten seconds it is
+    rounded to the nearest 5 s, which every lifetime a person writes is a multiple of
+    ("150s", "2h", "1d"); below, up to the whole second. The engine's own note ("within
+    2 min 30 s") names the lifetime itself; this one says the same."""
     seconds = span.total_seconds()
-    if seconds > 120:
-        return timedelta(minutes=round(seconds / 60))
+    if seconds > 10:
+        return timedelta(seconds=5 * round(seconds / 5))
     return timedelta(seconds=math.ceil(seconds))
 
 

@@ -49,7 +49,7 @@ from chat_app.trust import describe_duration, escalation_note
 from chat_app.trust.ledger import AuditEntry
 from chat_app.trust.policy import all_of
 
-from .desk import Desk, inbox_topic, thread_topic
+from .desk import Desk, arguments_line, inbox_topic, thread_topic
 from .records import DeskError, expiry_note
 from .store import Due, rejection_reason, route_of
 
@@ -122,10 +122,12 @@ class Timers:
         """One look: everything due now fires (once, whichever worker gets it). A decision
         whose timer fails is logged and tried again next round; the others go on."""
         now = self.desk.clock()
+        # An escalation before a reminder due in the same look (after a restart, say): the
+        # reminder goes to those the escalation added too.
         for timer, fire in (
             ("notify", self._notice),
-            ("remind", self._reminder),
             ("escalate", self._escalation),
+            ("remind", self._reminder),
             ("expire", self._expiry),
             ("tell", self._outcome),
         ):
@@ -151,7 +153,9 @@ class Timers:
     async def _reminder(self, due: Due, now: datetime) -> None:
         row = due.decision
         waited = describe_duration(row.remind_at - row.created_at)
-        note = f"Reminder: waiting for a decision for {waited}"
+        # How long it has waited by now: more than the rule's time after a restart.
+        so_far = describe_duration(timedelta(seconds=round((now - row.created_at).total_seconds())))
+        note = f"Reminder: waiting for a decision for {so_far}"
         told = await self._tell(row, "reminder", due.routes, note=note)
         if await self._db(lambda: self.desk.store.fire("remind", row.id, now, as_read=row)):
             await self._record(row, "reminded", {"after": waited, "told": told}, now)
@@ -209,7 +213,13 @@ class Timers:
             )  # fmt: skip
             edited = edited_args_of(json.loads(row.answer or "{}"))
             if isinstance(edited, dict):  # how it really ended: the arguments that ran
-                notice = replace(notice, args=edited)
+                # In the order the call had them (the stored answer's keys are sorted).
+                asked = notice.args if isinstance(notice.args, dict) else {}
+                ran = {key: edited[key] for key in asked if key in edited} | edited
+                notice = replace(
+                    notice, args=ran, summary=arguments_line(ran),
+                    note=f"{note} Changed from {row.summary}.",
+                )  # fmt: skip
             await self._enqueue(notice, people)
         await self._db(self.desk.store.told, row.id)
 

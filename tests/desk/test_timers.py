@@ -253,6 +253,28 @@ async def test_a_reminder_after_the_escalation_tells_the_escalated_people_too(
     assert told == ["ada@example.com", "olive@example.com"]
 
 
+async def test_an_escalation_and_a_reminder_overdue_together_fire_in_their_order(
+    timed: Timed,
+) -> None:
+    """Both came due while the app was down (the escalation, after 2 h, first): the
+    escalation fires first, so the reminder goes to those it added too, and says how long
+    the decision has waited by now."""
+    world = timed.world
+    await world.start(RITA, "transfer 5000 to Ada")
+    later = timed.clock.utc() + timedelta(hours=3)
+    with world.engine.begin() as connection:  # its reminder comes after its escalation (2 h)
+        connection.execute(update(decisions).values(remind_at=later))
+    await _tick_all(timed, world.desk)  # its first notice, to Ada
+    timed.clock.advance(5 * 3600)  # down for five hours
+    await _tick_all(timed, world.desk)
+    told = sorted(row.recipient for row in timed.deliveries("reminder") if row.channel == "email")
+    assert told == ["ada@example.com", "olive@example.com"]
+    [reminded] = timed.trail("reminded")
+    assert reminded["after"] == "3 h"  # as the rule set it
+    notes = {json.loads(row.notice)["note"] for row in timed.deliveries("reminder")}
+    assert notes == {"Reminder: waiting for a decision for 5 h"}
+
+
 async def test_notices_go_to_whose_inbox_lists_the_decision(timed: Timed) -> None:
     """Who is told is who finds the decision in their inbox: the routes stored with it. An
     item opened again (the chat's answer to it refused) after the policy changed is listed for
@@ -879,7 +901,11 @@ async def test_whoever_asked_who_saw_it_then_looked_away_is_not_told(timed: Time
 
 
 @pytest.mark.parametrize(
-    ("lifetime", "said"), [(90, "1 min 30 s"), (120, "2 min"), (45, "45 s"), (86400, "1 day")]
+    ("lifetime", "said"),
+    [
+        (90, "1 min 30 s"), (120, "2 min"), (45, "45 s"), (86400, "1 day"), (7, "7 s"),
+        (150, "2 min 30 s"), (5400, "1 h 30 min"), (3 * 3600 + 45, "3 h"),
+    ],  # fmt: skip
 )
 def test_an_expiry_names_the_lifetime_the_engine_names(lifetime: int, said: str) -> None:
     """The seal's expiry is whole seconds, cut down, and the decision is stored a moment
@@ -981,6 +1007,12 @@ async def test_an_approval_with_changes_is_told_with_the_arguments_that_ran(time
     [notice] = notices
     assert notice["outcome"] == "edited"
     assert notice["args"] == {"recipient": "Ada", "amount": 5500}
+    # Its one line too (the email's "Arguments", the webhook's `summary`); what was asked is
+    # said beside it.
+    assert notice["summary"] == "recipient=Ada, amount=5500"
+    assert notice["note"] == (
+        "Approved with changes by Ada. Changed from recipient=Ada, amount=6000."
+    )
 
 
 async def test_nobody_is_told_to_approve_their_own_request_even_where_the_rule_lets_them(
