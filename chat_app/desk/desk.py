@@ -1624,17 +1624,23 @@ def _last_text_length(state: ClientState) -> int:
     return len(state.messages[-1].text) if state.messages else 0
 
 
+#: The outcomes whose continuation ran the tool call.
+RAN_OUTCOMES = frozenset({"approved", "edited"})
+
+
 def _trace_carried(
     decision_id: str, name: str, outcome: str | None, rule: str | None, thread_id: str, *,
     started: datetime, ran: tuple[datetime, datetime], run: Any, executed: bool = True,
     error: str = "",
 ) -> None:  # fmt: skip
     """A decision's trace once a run (`ran`, linked as `run`) carried its answer: its
-    "executed" step (not for an expiry, nor without `executed`: an answer the agent refused,
-    a rule's own decision inside the run the person watched), and its root from the pause
-    (`started`), failed when the run did (`error`)."""
+    "executed" step, or "continued" where nothing was to run (a rejection, a cancellation, a
+    question's answer), and not for an expiry, nor without `executed` (an answer the agent
+    refused, a rule's own decision inside the run the person watched); and its root from the
+    pause (`started`), failed when the run did (`error`)."""
     if outcome != "expired" and executed:
-        decision_span(decision_id, "executed", start=ran[0], end=ran[1],
+        step = "executed" if outcome in RAN_OUTCOMES else "continued"
+        decision_span(decision_id, step, start=ran[0], end=ran[1],
                       attributes={"thread.id": thread_id},
                       links=[run] if run is not None else [])  # fmt: skip
     close_decision(decision_id, start=started, end=ran[1], attributes={

@@ -1539,6 +1539,13 @@ def rejection_reason(answer: str | None) -> str:
     return reason.strip() if isinstance(reason, str) else ""
 
 
+def answered_value(answer: str | None) -> Any:
+    """What an answer to a question gave (its stored resume entry's `payload`); `None` for
+    none."""
+    entry = json.loads(answer or "{}")
+    return entry.get("payload") if isinstance(entry, Mapping) else None
+
+
 def _edited_args(row: Row[Any]) -> Any:
     """The arguments a decision's answer approved instead of those proposed (`None`: it
     changed none), read from its stored resume entry as the wire reads one."""

@@ -51,7 +51,7 @@ from chat_app.trust.policy import all_of
 
 from .desk import Desk, arguments_line, inbox_topic, thread_topic
 from .records import DeskError, expiry_note
-from .store import Due, rejection_reason, route_of
+from .store import Due, answered_value, rejection_reason, route_of
 
 __all__ = ["AuditSink", "PeopleFor", "Timers"]
 
@@ -205,7 +205,10 @@ class Timers:
             else:
                 heading = OUTCOME_HEADINGS.get(row.outcome or "", "Decided")
                 who = await self._approvers(row, decided_by)
-                note = f"{heading} by {who}" + (f": {reason}" if reason else "")
+                # What a question was answered with is what the one who asked wants to know.
+                given = answered_value(row.answer) if row.outcome == "answered" else None
+                said = reason or (arguments_line(given) if given is not None else "")
+                note = f"{heading} by {who}" + (f": {said}" if said else "")
                 note += "" if note.endswith((".", "!", "?")) else "."
             notice = replace(
                 self._notice_of(row, "decided", note, people),

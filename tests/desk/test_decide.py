@@ -371,6 +371,29 @@ async def test_each_decision_refusal_approval_and_expiry_is_a_log_line(
     assert f"Decision {rotation.decision_id} approved by sam@example.com (demo), 1 of 2" in said[2]
 
 
+async def test_a_run_that_carried_a_rejection_is_no_execution_in_the_trace(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps: list[tuple[str, str]] = []
+    monkeypatch.setattr(
+        desk_module, "decision_span", lambda decision, name, **_: steps.append((decision, name))
+    )
+    _, rejected = await large_transfer(world)
+    no = Answer("reject", payload={"reason": "Not this quarter."}, has_payload=True)
+    await world.desk.decide(rejected.decision_id, ADA, no)
+    await world.desk.wait_idle()
+    await world.start(RITA, "transfer 6000 to Ada")
+    approved = next(item for item in (await world.desk.inbox(ADA))[0])
+    await world.desk.decide(approved.decision_id, ADA, Answer("approve"))
+    await world.desk.wait_idle()
+    assert [name for id_, name in steps if id_ == rejected.decision_id] == [
+        "paused", "decided", "continued"
+    ]
+    assert [name for id_, name in steps if id_ == approved.decision_id] == [
+        "paused", "decided", "executed"
+    ]
+
+
 async def test_a_refusal_a_quorums_approval_and_a_rules_own_decision_are_traced(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -193,14 +193,14 @@ async def test_a_page_runs_answer_is_traced_and_timed_as_a_desk_continuations(
     )  # fmt: skip
     thread = await world.start(RITA, "delete project apollo")
     item = await world.only_item(RITA)
-    entry = {"interruptId": item.item_id, "status": "cancelled"}
+    entry = {"interruptId": item.item_id, "status": "resolved", "payload": {"approved": True}}
     async with world.desk.page_run(thread, [item.item_id], RITA, {item.item_id: entry}):
         pass  # the page's client runs the continuation here
 
     assert [name for id_, name in steps if id_ == item.decision_id] == [
         "paused", "decided", "executed"
     ]  # fmt: skip
-    assert closed == [(item.decision_id, "cancelled", "")]
+    assert closed == [(item.decision_id, "approved", "")]
     assert DeskStats(world.engine).histogram("continued_seconds", [60.0]).count == 1
 
 

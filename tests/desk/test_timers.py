@@ -1015,6 +1015,26 @@ async def test_an_approval_with_changes_is_told_with_the_arguments_that_ran(time
     )
 
 
+async def test_whoever_asked_a_question_is_told_the_answer_someone_else_gave(
+    timed: Timed,
+) -> None:
+    world = timed.world
+    world.use_policy(
+        POLICY + '\n[[rules]]\nname = "shipping-by-ops"\ninterrupt = "shipping-speed"\n'
+        'approvers = ["role:ops"]\n'
+    )
+    await world.start(RITA, "ship order 42")
+    item = await world.only_item(SAM)
+    body = {"value": {"speed": "overnight", "giftWrap": False}}
+    await world.desk.decide(item.decision_id, SAM, Answer.read(body))
+    await world.desk.wait_idle()
+    await _tick_all(timed, world.desk)
+    [notice] = [notice for _, recipient, notice in told(timed) if recipient == RITA.email]
+    assert (notice["outcome"], notice["note"]) == (
+        "answered", "Answered by Sam: giftWrap=false, speed=overnight."
+    )
+
+
 async def test_nobody_is_told_to_approve_their_own_request_even_where_the_rule_lets_them(
     timed: Timed,
 ) -> None:

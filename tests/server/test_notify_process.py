@@ -375,13 +375,14 @@ async def test_metrics_follow_the_decisions(pair: Pair) -> None:
     expiring = await b.desk(RITA).start(ASK)
     await b.paused(expiring)
     assert pending(await a.figures(TOKEN)) == 1
+    # Gone from the pending transfers undecided: expired. What an earlier case left waiting
+    # may expire meanwhile and count too (the counter has no tool label).
     after = await poll(
         "the second transfer to expire",
         lambda: a.figures(TOKEN),
-        lambda f: figure(f, "chat_app_decisions_total", outcome="expired") > expired0,
+        lambda f: pending(f) == 0
+        and figure(f, "chat_app_decisions_total", outcome="expired") > expired0,
     )
-    assert figure(after, "chat_app_decisions_total", outcome="expired") == expired0 + 1
-    assert pending(after) == 0
     assert figure(after, "chat_app_decisions_total", outcome="approved") == approved0 + 1
     assert figure(after, "chat_app_notification_failures_total", channel="webhook") == 0
 
