@@ -430,6 +430,20 @@ def test_a_decision_reaches_the_approvers_inbox_live_and_leaves_it_once_decided(
         expect(cells.nth(3)).to_have_text(ADA)  # Who
         expect(cells.nth(5)).to_have_text("large-transfers")  # Rule
         expect(decision).to_contain_text("Approved transfer")
+        # On a phone each record is a block of its cells, each named by its column: nothing
+        # of it is off to the side.
+        ada.set_viewport_size({"width": 390, "height": 844})
+        expect(ada.locator("#audit-table thead")).to_be_hidden()
+        assert cells.nth(5).evaluate("td => getComputedStyle(td, '::before').content") == (
+            '"Rule"'
+        )
+        for cell in (cells.nth(3), cells.nth(5), cells.nth(7)):  # Who, Rule, Hash
+            cell.scroll_into_view_if_needed()
+            expect(cell).to_be_in_viewport()
+            box = cell.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        assert ada.evaluate("document.documentElement.scrollWidth") <= 390
+        shot(ada, screenshot_dir, "audit-phone")
 
 
 #: Notes, on every change to the page, whether a refund card (only in Ada's own

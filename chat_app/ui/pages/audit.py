@@ -4,24 +4,37 @@ import reflex as rx
 
 from chat_app.ui.audit_state import AuditRow, AuditState
 from chat_app.ui.components.page import page_frame, refusal
+from chat_app.ui.components.records_table import record_cell, records_table
 from chat_app.ui.pages.index import signed_in_header
+
+SEQ = "#"
+AT = "When (UTC)"
+WHAT = "What"
+WHO = "Who"
+VERIFIED = "Verified by"
+RULE = "Rule"
+DETAILS = "Details"
+HASH = "Hash"
+#: The table's columns, in order.
+COLUMNS = (SEQ, AT, WHAT, WHO, VERIFIED, RULE, DETAILS, HASH)
 
 
 def _row(row: AuditRow) -> rx.Component:
     return rx.table.row(
-        rx.table.cell(row.seq),
-        rx.table.cell(row.at, white_space="nowrap"),
-        rx.table.cell(rx.badge(row.kind)),
-        rx.table.cell(row.actor),
-        rx.table.cell(row.verified),
-        rx.table.cell(row.rule),
-        rx.table.cell(
+        record_cell(SEQ, row.seq),
+        record_cell(AT, row.at, white_space="nowrap"),
+        record_cell(WHAT, rx.badge(row.kind)),
+        record_cell(WHO, row.actor),
+        record_cell(VERIFIED, row.verified),
+        record_cell(RULE, row.rule),
+        record_cell(
+            DETAILS,
             rx.el.details(
                 rx.el.summary(row.summary, cursor="pointer"),
                 rx.code_block(row.detail, language="json", font_size="0.75rem"),
-            )
+            ),
         ),
-        rx.table.cell(rx.code(row.hash), title="SHA-256 of this record and the previous one"),
+        record_cell(HASH, rx.code(row.hash), title="SHA-256 of this record and the previous one"),
         class_name="audit-row",
         data_kind=row.kind,
     )
@@ -84,29 +97,8 @@ def _trail() -> rx.Component:
             ),
         ),
         rx.box(
-            rx.table.root(
-                rx.table.header(
-                    rx.table.row(
-                        *[
-                            rx.table.column_header_cell(name)
-                            for name in (
-                                "#",
-                                "When (UTC)",
-                                "What",
-                                "Who",
-                                "Verified by",
-                                "Rule",
-                                "Details",
-                                "Hash",
-                            )
-                        ]
-                    )
-                ),
-                rx.table.body(rx.foreach(AuditState.rows, _row)),
-                size="1",
-                width="100%",
-                min_width="56em",  # scrolls sideways on a phone, as the Deliveries table
-                id="audit-table",
+            records_table(
+                COLUMNS, rx.table.body(rx.foreach(AuditState.rows, _row)), id="audit-table"
             ),
             width="100%",
             overflow_x="auto",

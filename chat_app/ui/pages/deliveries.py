@@ -4,38 +4,41 @@ channels are configured."""
 import reflex as rx
 
 from chat_app.ui.components.page import page_frame, refusal
+from chat_app.ui.components.records_table import record_cell, records_table
 from chat_app.ui.deliveries_state import DeliveriesState, DeliveryRow
 from chat_app.ui.pages.index import signed_in_header
 
-COLUMNS = (
-    "When (UTC)",
-    "Event",
-    "About",
-    "Channel",
-    "To",
-    "Status",
-    "Attempts",
-    "Last error or reason",
-    "Conversation",
-)
+AT = "When (UTC)"
+EVENT = "Event"
+ABOUT = "About"
+CHANNEL = "Channel"
+TO = "To"
+STATUS = "Status"
+ATTEMPTS = "Attempts"
+WHY = "Last error or reason"
+CONVERSATION = "Conversation"
+#: The table's columns, in order.
+COLUMNS = (AT, EVENT, ABOUT, CHANNEL, TO, STATUS, ATTEMPTS, WHY, CONVERSATION)
 
 
 def _row(row: DeliveryRow) -> rx.Component:
     return rx.table.row(
-        rx.table.cell(
-            rx.el.time(row.at, date_time=row.at_iso), white_space="nowrap", class_name="at"
+        record_cell(
+            AT, rx.el.time(row.at, date_time=row.at_iso), white_space="nowrap", class_name="at"
         ),
-        rx.table.cell(row.event, class_name="event"),
-        rx.table.cell(row.what, class_name="what", overflow_wrap="break-word"),
-        rx.table.cell(rx.badge(row.channel, variant="outline"), class_name="channel"),
-        rx.table.cell(row.to_whom, class_name="to", overflow_wrap="break-word"),
-        rx.table.cell(
+        record_cell(EVENT, row.event, class_name="event"),
+        record_cell(ABOUT, row.what, class_name="what", overflow_wrap="break-word"),
+        record_cell(CHANNEL, rx.badge(row.channel, variant="outline"), class_name="channel"),
+        record_cell(TO, row.to_whom, class_name="to", overflow_wrap="break-word"),
+        record_cell(
+            STATUS,
             rx.badge(row.status_label, color_scheme=row.status_color),
             class_name="status",
             white_space="nowrap",
         ),
-        rx.table.cell(row.attempts, class_name="attempts"),
-        rx.table.cell(
+        record_cell(ATTEMPTS, row.attempts, class_name="attempts"),
+        record_cell(
+            WHY,
             rx.cond(
                 row.reason != "",
                 rx.el.span(row.reason, class_name="reason", color=rx.color("gray", 11)),
@@ -43,7 +46,8 @@ def _row(row: DeliveryRow) -> rx.Component:
             ),
             overflow_wrap="break-word",
         ),
-        rx.table.cell(
+        record_cell(
+            CONVERSATION,
             rx.cond(
                 row.href != "",
                 rx.link("Open", href=row.href, class_name="open", aria_label="Open " + row.what),
@@ -62,17 +66,7 @@ def _list() -> rx.Component:
         # A Var on the class, whose `length()` mypy cannot see (it reads the annotation).
         DeliveriesState.rows.length() > 0,  # type: ignore[attr-defined]
         rx.box(
-            rx.table.root(
-                rx.table.header(
-                    rx.table.row(*[rx.table.column_header_cell(name) for name in COLUMNS])
-                ),
-                rx.table.body(rx.foreach(DeliveriesState.rows, _row)),
-                size="1",
-                width="100%",
-                # On a phone the table scrolls sideways rather than squeeze its columns to a
-                # letter a line.
-                min_width="56em",
-            ),
+            records_table(COLUMNS, rx.table.body(rx.foreach(DeliveriesState.rows, _row))),
             width="100%",
             overflow_x="auto",
             id="delivery-list",
