@@ -683,9 +683,10 @@ class Desk:
     async def _page_carried(
         self, thread_id: str, item_ids: Sequence[str], started: datetime, run: Any
     ) -> None:
-        """A page's own run carried these answers: each decision's "executed" step and its
-        whole trace, and the run's time for the figures (`chat_app_continuation_seconds`).
-        One the agent refused waits again, and has neither."""
+        """A page's own run carried these answers: each decision's "executed" (or
+        "continued") step and its whole trace, and the run's time for the figures
+        (`chat_app_continuation_seconds`). One the agent refused waits again, and has
+        neither."""
         ended = self.clock()
         try:
             found = await self._db(partial(self.store.decisions_of, thread_id, item_ids))
@@ -1670,6 +1671,8 @@ def arguments_line(args: Any) -> str:
         line = ", ".join(parts)
     elif args is None:
         line = ""
+    elif isinstance(args, str):  # a free-text answer: as much of it as the line takes
+        line = one_line(args.replace("\x00", " "))
     else:
         line = _short(args)
     line = spelled_out(line)

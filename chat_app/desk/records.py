@@ -78,14 +78,15 @@ class DeskError(Exception):
 def _rounded(span: timedelta) -> timedelta:
     """A pause's time to live as its rule or TTL said it, from its expiry and the moment it
     was stored. The expiry is sealed in whole seconds, cut down, and the decision is stored a
-    moment after the pause: so the span falls short by a second or so. Past ten seconds it is
-    rounded to the nearest 5 s, which every lifetime a person writes is a multiple of
-    ("150s", "2h", "1d"); below, up to the whole second. The engine's own note ("within
-    2 min 30 s") names the lifetime itself; this one says the same."""
-    seconds = span.total_seconds()
-    if seconds > 10:
-        return timedelta(seconds=5 * round(seconds / 5))
-    return timedelta(seconds=math.ceil(seconds))
+    moment after the pause: so the span falls short by about a second, sometimes two. It is
+    rounded up to the whole second, and past ten seconds up to a multiple of 5 s when that is
+    at most 2 s away (most lifetimes people write are: "150s", "2h", "1d"; "12s" stays). The
+    engine's own note ("within 2 min 30 s") names the lifetime itself; this one says the same
+    but for a lifetime just short of a multiple of 5 s ("59s" reads "1 min")."""
+    seconds = math.ceil(span.total_seconds())
+    if seconds > 10 and seconds % 5 >= 3:
+        seconds += 5 - seconds % 5
+    return timedelta(seconds=seconds)
 
 
 @dataclass(frozen=True, slots=True)

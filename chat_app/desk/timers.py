@@ -153,8 +153,11 @@ class Timers:
     async def _reminder(self, due: Due, now: datetime) -> None:
         row = due.decision
         waited = describe_duration(row.remind_at - row.created_at)
-        # How long it has waited by now: more than the rule's time after a restart.
-        so_far = describe_duration(timedelta(seconds=round((now - row.created_at).total_seconds())))
+        # The rule's time, unless the reminder is well past it (the app was down): then how
+        # long it has waited by now, in whole minutes (a look's few seconds late are no news).
+        late = now - row.remind_at > timedelta(minutes=1)
+        minutes = round((now - row.created_at).total_seconds() / 60)
+        so_far = describe_duration(timedelta(minutes=minutes)) if late else waited
         note = f"Reminder: waiting for a decision for {so_far}"
         told = await self._tell(row, "reminder", due.routes, note=note)
         if await self._db(lambda: self.desk.store.fire("remind", row.id, now, as_read=row)):
@@ -215,18 +218,25 @@ class Timers:
                 outcome=row.outcome or "", decided_by=decided_by, reason=reason,
             )  # fmt: skip
             edited = edited_args_of(json.loads(row.answer or "{}"))
-            if isinstance(edited, dict):  # how it really ended: the arguments that ran
-                # In the order the call had them (the stored answer's keys are sorted).
-                asked = notice.args if isinstance(notice.args, dict) else {}
-                ran = {key: edited[key] for key in asked if key in edited} | edited
-                notice = replace(
-                    notice, args=ran, summary=arguments_line(ran),
-                    note=f"{note} Changed from {row.summary}.",
-                )  # fmt: skip
+            if row.outcome == "edited" and edited is not None:
+                notice = self._as_run(notice, edited, row.summary)
             await self._enqueue(notice, people)
         await self._db(self.desk.store.told, row.id)
 
     # --- helpers ------------------------------------------------------------------------
+
+    @staticmethod
+    def _as_run(notice: Notice, edited: Any, asked_line: str) -> Notice:
+        """How an approval with changes really ended: the arguments that ran (in the order
+        the call had them; the stored answer's keys are sorted), and what was asked."""
+        asked = notice.args
+        if isinstance(asked, dict) and isinstance(edited, dict):
+            edited = {key: edited[key] for key in asked if key in edited} | edited
+        note = notice.note
+        if edited != asked and asked_line:
+            stop = "" if asked_line.endswith((".", "…", "!", "?")) else "."
+            note = f"{note} Changed from {asked_line}{stop}"
+        return replace(notice, args=edited, summary=arguments_line(edited), note=note)
 
     async def _approvers(self, row: Any, decided_by: str) -> str:
         """Who settled it, as its cards name them ("Sam and Olive": `InboxItem.deciders`);

@@ -8,8 +8,9 @@ span id of its root span ("decision"). Every worker can then add a finished span
 ("paused", "notified", "decided", "executed", …) as a child of the root, knowing nothing but the
 decision id; the root itself is recorded once, by `close_decision`, when the decision is over.
 
-A continuation run is a trace of its own (`run_span`); the decision's "executed" span links to
-it rather than containing it, since one run may carry several decisions.
+A continuation run is a trace of its own (`run_span`); the decision's "executed" (or, where
+nothing was to run, "continued") span links to it rather than containing it, since one run
+may carry several decisions.
 
 Nothing is traced until `configure_tracing` finds an OTLP endpoint; until then every function
 here returns at its first line.
@@ -255,8 +256,9 @@ def run_span(
     name: str, attributes: Mapping[str, AttributeValue] = _NO_ATTRIBUTES
 ) -> Iterator[SpanContext | None]:
     """A span around a continuation run, in a trace of its own, current while the block runs
-    (log lines inside carry its ids); yields its context for the decisions' "executed" spans
-    to link to, or `None` when tracing is off. An exception is recorded on it and goes on."""
+    (log lines inside carry its ids); yields its context for the decisions' "executed" (or
+    "continued") spans to link to, or `None` when tracing is off. An exception is recorded
+    on it and goes on."""
     tracer = _tracer
     if tracer is None:
         yield None

@@ -175,11 +175,20 @@ async def test_an_answer_a_page_takes_is_kept_with_what_it_changed(world: World)
     assert (taken.args, taken.edited_args) == ({"name": "apollo"}, {"name": "hermes"})
 
 
+@pytest.mark.parametrize(
+    ("answer", "outcome", "step"),
+    [
+        ({"status": "resolved", "payload": {"approved": True}}, "approved", "executed"),
+        ({"status": "cancelled"}, "cancelled", "continued"),  # nothing was to run
+    ],
+)
 async def test_a_page_runs_answer_is_traced_and_timed_as_a_desk_continuations(
-    world: World, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Carried by the page's own run, a decision has its "executed" step and its whole
-    trace, and the run counts in `chat_app_continuation_seconds`, as the desk's runs do."""
+    world: World, monkeypatch: pytest.MonkeyPatch, answer: dict[str, Any], outcome: str,
+    step: str,
+) -> None:  # fmt: skip
+    """Carried by the page's own run, a decision has its "executed" (or "continued") step
+    and its whole trace, and the run counts in `chat_app_continuation_seconds`, as the
+    desk's runs do."""
     steps: list[tuple[str, str]] = []
     closed: list[tuple[str, str, str]] = []
     monkeypatch.setattr(
@@ -193,14 +202,14 @@ async def test_a_page_runs_answer_is_traced_and_timed_as_a_desk_continuations(
     )  # fmt: skip
     thread = await world.start(RITA, "delete project apollo")
     item = await world.only_item(RITA)
-    entry = {"interruptId": item.item_id, "status": "resolved", "payload": {"approved": True}}
+    entry = {"interruptId": item.item_id, **answer}
     async with world.desk.page_run(thread, [item.item_id], RITA, {item.item_id: entry}):
         pass  # the page's client runs the continuation here
 
     assert [name for id_, name in steps if id_ == item.decision_id] == [
-        "paused", "decided", "executed"
+        "paused", "decided", step
     ]  # fmt: skip
-    assert closed == [(item.decision_id, "approved", "")]
+    assert closed == [(item.decision_id, outcome, "")]
     assert DeskStats(world.engine).histogram("continued_seconds", [60.0]).count == 1
 
 

@@ -247,10 +247,12 @@ async def test_a_reminder_after_the_escalation_tells_the_escalated_people_too(
     timed.clock.advance(2 * 3600)
     await _tick_all(timed, world.desk)  # its notice, then the escalation: Olive may decide
     assert timed.deliveries("reminder") == []
-    timed.clock.advance(3600)
+    timed.clock.advance(3600 + 4)  # the look a few seconds after it was due
     await _tick_all(timed, world.desk)
     told = sorted(row.recipient for row in timed.deliveries("reminder") if row.channel == "email")
     assert told == ["ada@example.com", "olive@example.com"]
+    notes = {json.loads(row.notice)["note"] for row in timed.deliveries("reminder")}
+    assert notes == {"Reminder: waiting for a decision for 3 h"}  # the rule's time
 
 
 async def test_an_escalation_and_a_reminder_overdue_together_fire_in_their_order(
@@ -904,7 +906,7 @@ async def test_whoever_asked_who_saw_it_then_looked_away_is_not_told(timed: Time
     ("lifetime", "said"),
     [
         (90, "1 min 30 s"), (120, "2 min"), (45, "45 s"), (86400, "1 day"), (7, "7 s"),
-        (150, "2 min 30 s"), (5400, "1 h 30 min"), (3 * 3600 + 45, "3 h"),
+        (150, "2 min 30 s"), (5400, "1 h 30 min"), (3 * 3600 + 45, "3 h"), (12, "12 s"),
     ],  # fmt: skip
 )
 def test_an_expiry_names_the_lifetime_the_engine_names(lifetime: int, said: str) -> None:
@@ -913,6 +915,20 @@ def test_an_expiry_names_the_lifetime_the_engine_names(lifetime: int, said: str)
     paused = datetime(2026, 12, 5, 12, 0, 0, 700_000, tzinfo=UTC)
     sealed_expiry = datetime.fromtimestamp(int(paused.timestamp() + lifetime), UTC)
     stored = paused + timedelta(milliseconds=60)
+    assert expiry_note(stored, sealed_expiry) == f"Expired: nobody decided within {said}."
+
+
+@pytest.mark.parametrize(
+    ("lifetime", "said"),
+    [(45, "45 s"), (90, "1 min 30 s"), (150, "2 min 30 s"), (5400, "1 h 30 min"), (86400, "1 day")],
+)
+def test_an_expiry_stored_late_still_names_a_lifetime_of_whole_five_seconds(
+    lifetime: int, said: str
+) -> None:
+    """Stored 0.8 s after the pause, with the seal's cut 0.7 s: 1.5 s short."""
+    paused = datetime(2026, 12, 5, 12, 0, 0, 700_000, tzinfo=UTC)
+    sealed_expiry = datetime.fromtimestamp(int(paused.timestamp() + lifetime), UTC)
+    stored = paused + timedelta(milliseconds=800)
     assert expiry_note(stored, sealed_expiry) == f"Expired: nobody decided within {said}."
 
 

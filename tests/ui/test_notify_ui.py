@@ -482,11 +482,19 @@ def test_the_email_link_signs_ada_in_to_the_decision_and_the_admin_sees_it_deliv
         expect(olive.locator('.delivery-row[data-channel="webhook"]')).to_have_count(2)
         shot(olive, screenshot_dir, "deliveries")
         olive.set_viewport_size({"width": 390, "height": 844})  # each delivery a block
+        lines = []
         for cell in (".event", ".to", ".status", ".attempts"):
             to_ada.locator(cell).scroll_into_view_if_needed()
             expect(to_ada.locator(cell)).to_be_in_viewport()
             box = to_ada.locator(cell).bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, cell
+            lines.append(box)
+        # One under the other, each named; a cell with nothing to say (no error) left out.
+        assert len({box["x"] for box in lines}) == 1
+        assert [box["y"] for box in lines] == sorted({box["y"] for box in lines})
+        label = "td => getComputedStyle(td, '::before').content"
+        assert to_ada.locator(".status").evaluate(label) == '"Status"'
+        expect(to_ada.locator('td[data-label="Last error or reason"]')).to_be_hidden()
         assert olive.evaluate("document.documentElement.scrollWidth") <= 390
         shot(olive, screenshot_dir, "deliveries-phone")
         olive.set_viewport_size({"width": 1200, "height": 800})
