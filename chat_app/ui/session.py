@@ -200,6 +200,11 @@ class DecidedElsewhere(TransportError):
         self.own = own
 
 
+#: What a tab is told when its answer reached the engine after an answer of the same
+#: person's from another tab (`PageRunConnection`).
+ANSWERED_MEANWHILE = "Already answered, in another tab or by someone else."
+
+
 class PageRunConnection(Connection):
     """A tab's connection when conversations are stored: each run holds the conversation's
     lease (`Desk.page_run`), and a continuation first takes its answers' decisions, so an
@@ -225,6 +230,12 @@ class PageRunConnection(Connection):
                 async for event in self.inner.stream(body):
                     if event.get("type") == "RUN_ERROR":  # refused, or failed: not carried
                         end.errored = True
+                        if entries and event.get("code") == "conflict":
+                            # The engine's ledger holds answers to these already: the same
+                            # person's, from another tab a moment ago, whose run is not
+                            # stored yet (the desk refuses only another person's). Said as
+                            # the desk's refusal is, not in the engine's words.
+                            raise DecidedElsewhere(ANSWERED_MEANWHILE, own=False)
                     yield event
         except DeskError as error:
             if error.code == "busy":

@@ -4,15 +4,23 @@ while it runs, and an answer given in the chat and one given from the inbox cann
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
 from sqlalchemy import update
 
+from chat_app.agent import event_to_wire, events
+from chat_app.client import Connection
 from chat_app.desk import Answer, DeskError, DeskStats, inbox_topic
 from chat_app.desk import desk as desk_module
+from chat_app.interrupts import (
+    BatchInterruptError,
+    InterruptResumeValidationError,
+    ItemInterruptError,
+)
 from chat_app.trust.tables import conversations
+from chat_app.ui.session import ANSWERED_MEANWHILE, DecidedElsewhere, PageRunConnection
 from tests.desk.world import ADA, RITA, World
 
 
@@ -262,3 +270,51 @@ async def test_a_page_run_that_ended_in_an_error_is_not_traced_as_carried(
     assert steps[-1] == "decided" and "executed" not in steps
     assert closed == []
     assert DeskStats(world.engine).histogram("continued_seconds", [60.0]).count == 0
+
+
+class _Refused(Connection):
+    """The engine's answer to a continuation whose answers its ledger holds already (as
+    `agent.run` sends it: `RUN_STARTED`, then one `RUN_ERROR`), or its `RUN_ERROR` of
+    `code`."""
+
+    def __init__(self, thread_id: str, item_id: str, code: str = "conflict") -> None:
+        self.thread_id, self.item_id, self.code = thread_id, item_id, code
+
+    async def stream(self, body: Mapping[str, object]) -> AsyncIterator[dict[str, object]]:
+        thread, run = self.thread_id, "run-1"
+        refusal = InterruptResumeValidationError([
+            ItemInterruptError(thread_id=thread, interrupted_run_id=run,
+                               interrupt_id=self.item_id, code=self.code,  # type: ignore[arg-type]
+                               message=f"Interrupt {self.item_id} was already resolved.",
+                               source="server"),
+            BatchInterruptError(thread_id=thread, interrupted_run_id=run,
+                                interrupt_ids=(self.item_id,), code=self.code,  # type: ignore[arg-type]
+                                message="This batch was already answered; nothing ran.",
+                                source="server"),
+        ])  # fmt: skip
+        yield event_to_wire(events.run_started(self.thread_id, "run-2", "run-1", 0))
+        yield event_to_wire(events.resume_error(refusal, self.thread_id, "run-2", 0))
+
+
+async def test_an_answer_the_engine_already_holds_is_said_as_decided_elsewhere(
+    world: World,
+) -> None:
+    """The same person answered in another tab a moment before, and that tab's run is not
+    stored yet: the desk lets this tab's continuation through (only another person's
+    decision refuses it), and the engine's ledger refuses it. The page hears it as the
+    desk's refusal, not in the engine's words; any other refusal goes through as it is."""
+    thread = await world.start(RITA, "delete project apollo")
+    item = await world.only_item(RITA)
+    body = {"threadId": thread, "resume": [{"interruptId": item.item_id, "status": "cancelled"}]}
+    late = PageRunConnection(_Refused(thread, item.item_id), world.desk, lambda: RITA)
+    with pytest.raises(DecidedElsewhere) as refused:
+        async for _ in late.stream(body):
+            pass
+    assert (refused.value.message, refused.value.own) == (ANSWERED_MEANWHILE, False)
+    async with world.desk.page_run(thread, [], RITA):  # the lease went back: not "busy"
+        pass
+
+    other = PageRunConnection(_Refused(thread, item.item_id, "stale"), world.desk, lambda: RITA)
+    await world.desk.wait_idle()
+    seen = [event async for event in other.stream(body)]
+    assert [event["type"] for event in seen] == ["RUN_STARTED", "RUN_ERROR"]
