@@ -255,6 +255,18 @@ async def test_a_reminder_after_the_escalation_tells_the_escalated_people_too(
     assert notes == {"Reminder: waiting for a decision for 3 h"}  # the rule's time
 
 
+async def test_a_reminder_a_look_late_says_the_rules_time(timed: Timed) -> None:
+    """The look comes a few seconds after the reminder was due: it says "30 min", the
+    rule's time, not "30 min 3 s"."""
+    world = timed.world
+    await world.start(RITA, "transfer 5000 to Ada")
+    await _tick_all(timed, world.desk)  # its first notice, to Ada
+    timed.clock.advance(30 * 60 + 3)
+    await _tick_all(timed, world.desk)
+    notes = {json.loads(row.notice)["note"] for row in timed.deliveries("reminder")}
+    assert notes == {"Reminder: waiting for a decision for 30 min"}
+
+
 async def test_an_escalation_and_a_reminder_overdue_together_fire_in_their_order(
     timed: Timed,
 ) -> None:
