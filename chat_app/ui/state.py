@@ -1543,7 +1543,13 @@ class ChatState(IdentityState):
                 ending = self._ending()
                 if ending is None:
                     gone = waited and (self._person != who or not self._applies(still))
-                    session = None if gone or self.running else self._begin(text)
+                    # Answered meanwhile: the tab took over the stored conversation between
+                    # the click and now (another tab's answer was stored), so what it answers
+                    # is no longer open. Said as a lost race is, rather than run and refused.
+                    beaten = not gone and answering and self._answered_meanwhile(still)
+                    if beaten:
+                        self._note_lost(f"{sessions.ANSWERED_MEANWHILE} {NOTHING_RAN}")
+                    session = None if gone or beaten or self.running else self._begin(text)
                     saved_before = self._client_json
                     break
                 if not waited:
@@ -1588,6 +1594,12 @@ class ChatState(IdentityState):
             return True
         live = sessions.current(self.router.session.client_token)
         return live is not None and still(live.client)
+
+    def _answered_meanwhile(self, still: Callable[[ChatClient], bool] | None) -> bool:
+        """Under the state's lock: the tab's conversation, as it is now, no longer has open
+        what an answer clicked a moment ago answers."""
+        live = sessions.current(self.router.session.client_token)
+        return still is not None and live is not None and not still(live.client)
 
     def _begin(self, text: str) -> sessions.Session | None:
         """Under the state's lock: the session an action runs in, marked running; `None` when
