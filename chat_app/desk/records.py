@@ -12,7 +12,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
+from urllib.parse import urlencode
 
 from chat_app.trust import AuthMethod, describe_duration, escalation_note
 from chat_app.trust.policy import any_of_approvers
@@ -95,6 +96,9 @@ class InboxQuery:
     give it: `tool` (a tool's name, or what a question asks), `requester` (an email) and
     `all` (`1`, `true` or `yes`, in any case: every pending decision, which is for admins)."""
 
+    #: The query's parameters, as the API and the page's address name them.
+    NAMES: ClassVar[tuple[str, str, str]] = ("tool", "requester", "all")
+
     tool: str = ""
     requester: str = ""
     everyone: bool = False
@@ -111,6 +115,12 @@ class InboxQuery:
                 )
         everyone = query.get("all", "").strip().lower() in ("1", "true", "yes")
         return cls(tool=tool, requester=requester, everyone=everyone)
+
+    def query_string(self) -> str:
+        """The query `read` reads back ("" for no filter): the Inbox page's address."""
+        given = (self.tool, self.requester, "1" if self.everyone else "")
+        named = zip(self.NAMES, given, strict=True)
+        return urlencode([(key, value) for key, value in named if value])
 
 
 def waiting_for_requester(name: str) -> str:

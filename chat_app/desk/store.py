@@ -35,7 +35,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from chat_app.interrupts import Decision, edited_args_of, read_decision
+from chat_app.interrupts import ABSENT, Decision, edited_args_of, read_decision
 from chat_app.trust.accounts import find_accounts
 from chat_app.trust.store import read_snapshot, write_transaction
 from chat_app.trust.tables import (
@@ -1540,10 +1540,11 @@ def rejection_reason(answer: str | None) -> str:
 
 
 def answered_value(answer: str | None) -> Any:
-    """What an answer to a question gave (its stored resume entry's `payload`); `None` for
-    none."""
-    entry = json.loads(answer or "{}")
-    return entry.get("payload") if isinstance(entry, Mapping) else None
+    """What an answer to a question gave, read from its stored resume entry as the wire
+    reads one; `None` for none."""
+    decision = read_decision(json.loads(answer or "{}"), "generic")
+    given = decision.payload if isinstance(decision, Decision) else None
+    return None if given is ABSENT else given
 
 
 def _edited_args(row: Row[Any]) -> Any:

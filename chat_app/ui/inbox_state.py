@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterable
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl
 
 import reflex as rx
 
@@ -93,16 +93,6 @@ def reminded(moment: datetime | None) -> str:
     """When the approvers were reminded, after the label "Reminded": "10:42 UTC" ("" when
     they were not)."""
     return "" if moment is None else f"{moment.astimezone(UTC):%H:%M} UTC"
-
-
-#: The address's filters, named as `GET /api/inbox` names them (`InboxQuery`).
-FILTER_KEYS = ("tool", "requester", "all")
-
-
-def filter_query(tool: str, requester: str, everyone: bool) -> str:
-    """The query string of the Inbox's address for these filters ("" for none)."""
-    pairs = [("tool", tool), ("requester", requester), ("all", "1" if everyone else "")]
-    return urlencode([(key, value) for key, value in pairs if value])
 
 
 def tool_choices(names: Iterable[str], chosen: str) -> list[str]:
@@ -209,7 +199,7 @@ class InboxState(IdentityState):
         self.everyone = everyone
 
     def _address(self) -> str:
-        query = filter_query(self.tool, self.requester, self.everyone)
+        query = InboxQuery(self.tool, self.requester, self.everyone).query_string()
         return f"{ROUTE}?{query}" if query else ROUTE
 
     def _shown(self) -> Any:
@@ -224,7 +214,7 @@ class InboxState(IdentityState):
         leads here bare)."""
         asked = dict(parse_qsl(self.router.url.query, keep_blank_values=True))
         unreadable = ""
-        if any(key in asked for key in FILTER_KEYS):
+        if any(key in asked for key in InboxQuery.NAMES):
             try:
                 query = InboxQuery.read(asked)
             except DeskError as error:

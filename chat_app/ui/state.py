@@ -1546,7 +1546,8 @@ class ChatState(IdentityState):
                     # Answered meanwhile: the tab took over the stored conversation between
                     # the click and now (another tab's answer was stored), so what it answers
                     # is no longer open. Said as a lost race is, rather than run and refused.
-                    beaten = not gone and answering and self._answered_meanwhile(still)
+                    live = sessions.current(self.router.session.client_token) is not None
+                    beaten = not gone and answering and live and not self._applies(still)
                     if beaten:
                         self._note_lost(f"{sessions.ANSWERED_MEANWHILE} {NOTHING_RAN}")
                     session = None if gone or beaten or self.running else self._begin(text)
@@ -1594,12 +1595,6 @@ class ChatState(IdentityState):
             return True
         live = sessions.current(self.router.session.client_token)
         return live is not None and still(live.client)
-
-    def _answered_meanwhile(self, still: Callable[[ChatClient], bool] | None) -> bool:
-        """Under the state's lock: the tab's conversation, as it is now, no longer has open
-        what an answer clicked a moment ago answers."""
-        live = sessions.current(self.router.session.client_token)
-        return still is not None and live is not None and not still(live.client)
 
     def _begin(self, text: str) -> sessions.Session | None:
         """Under the state's lock: the session an action runs in, marked running; `None` when
