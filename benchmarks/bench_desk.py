@@ -93,7 +93,8 @@ from .report import (
     save_figure,
 )
 
-RITA, ADA, SAM, OLIVE = DEMO_PEOPLE
+_DEMO = {person.name: person for person in DEMO_PEOPLE}
+RITA, ADA, SAM, OLIVE = (_DEMO[name] for name in ("Rita", "Ada", "Sam", "Olive"))
 POLICY = Policy.load(POLICY_PATH)
 SIZES = (1_000, 10_000, 50_000)
 QUICK_SIZES = (1_000, 10_000)

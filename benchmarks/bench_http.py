@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import signal
 import subprocess
@@ -48,15 +49,17 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import httpx
 import redis
 import uvloop
 
 from tests.live_server import free_port
 from tests.redis_server import redis_server
+
+if TYPE_CHECKING:
+    import aiohttp
 
 from .report import (
     INTEROP_JS,
@@ -317,6 +320,8 @@ async def load(
     A cycle that goes wrong stops the run, unless `failures` is given: then it is counted
     there (by what went wrong) and in `failed`, and the figures are per cycle that ended
     with its answer (throughput, latency and CPU alike)."""
+    import aiohttp  # the benchmarks' own requirement: the tests import this module without it
+
     base = up.base
     latencies: list[float] = []
     remaining, failed = cycles, 0
@@ -442,12 +447,15 @@ def run(quick: bool) -> Section:
             folder = exits.enter_context(tempfile.TemporaryDirectory(prefix="bench-redis-"))
             url = exits.enter_context(redis_server(Path(folder)))
             running[kind] = exits.enter_context(server(kind, workers=workers, redis_url=url))
-        for kind, up in running.items():  # warm-up: node's JIT, imports, the SQLite file
-            headers = REQUESTER if kind in CHECKS else None
-            uvloop.run(load(up, 16, 320, headers, Counter() if kind in SCALE else None))
+        warmed = {
+            kind: _warm(kind, up, REQUESTER if kind in CHECKS else None, kind in SCALE)
+            for kind, up in running.items()
+        }
         for round_ in range(rounds):
             for c in CONCURRENCY:
                 for kind in SERVERS:
+                    # Again before each: node's JIT cools while its server waits its turn.
+                    _warm(kind, running[kind], None, False, at_least=2)
                     figures = uvloop.run(load(running[kind], c, cycles[c]))
                     results[kind].setdefault(c, []).append(figures)
                     _log(f"http round {round_ + 1} C={c} {kind}", figures)
@@ -467,7 +475,8 @@ def run(quick: bool) -> Section:
             with_, without = (checks[kind][-2:] for kind in CHECKS)
             ratios += [a["cpu_ms"] / b["cpu_ms"] for a, b in zip(with_, without, strict=True)]
     says = {kind: up.says for kind, up in running.items()}
-    section = _section(results, rounds, cycles, says["ours"])
+    section = _section(results, rounds, cycles, says["ours"], warmed)
+    section.data["warm-up cycles"] = warmed
     table, goal = _checks_table(checks, ratios, rounds, checks_cycles, says)
     section.tables.append(table)
     section.goals.append(goal)
@@ -493,6 +502,40 @@ def run(quick: bool) -> Section:
     return section
 
 
+#: The warm-up: chunks of `WARM_CHUNK` cycles at C=16, at least `WARM_CHUNKS[0]` and at most
+#: `WARM_CHUNKS[1]`, until a chunk's server CPU per cycle is within `WARM_SETTLED` of the chunk
+#: before it; before the first round, and before each measurement of the goals' servers. node's
+#: JIT takes thousands of cycles to settle (TanStack's server went from 3.1 to 1.3 ms of CPU a
+#: cycle over its first 3,000, where ours is steady after a few hundred), and cools again in
+#: the seconds its server waits for its turn (20 s idle: 3.5 ms a cycle, warm again after about
+#: 2,000 cycles): a warm-up of 320 cycles at the start measured it half cold.
+WARM_CHUNK = 500
+WARM_CHUNKS = (4, 14)
+WARM_SETTLED = 0.05
+
+
+def _warm(
+    kind: str,
+    up: Running,
+    headers: dict[str, str] | None,
+    counted: bool,
+    at_least: int = WARM_CHUNKS[0],
+) -> int:
+    """Warm `up` until its CPU per cycle settles (imports, node's JIT, the SQLite file), in
+    `at_least` chunks or more; the cycles it took. `counted`: a failed cycle is counted, not
+    fatal (the scale-out servers)."""
+    previous, done = math.inf, 0
+    for chunk in range(1, WARM_CHUNKS[1] + 1):
+        figures = uvloop.run(load(up, 16, WARM_CHUNK, headers, Counter() if counted else None))
+        done += WARM_CHUNK
+        settled = abs(figures["cpu_ms"] - previous) <= WARM_SETTLED * previous
+        previous = figures["cpu_ms"]
+        if settled and chunk >= at_least:
+            break
+    log(f"http warm-up {kind}: {done} cycles, then {previous:.2f} ms of server CPU a cycle")
+    return done
+
+
 def _log(what: str, figures: dict[str, float]) -> None:
     log(
         f"{what}: {figures['cps']:.0f} cycles/s, p50 {figures['p50'] * 1e3:.1f} ms, "
@@ -515,11 +558,17 @@ def _event_counts(results: dict[str, dict[int, list[dict[str, float]]]]) -> str:
     )
 
 
+def _warmed(warmed: dict[str, int]) -> str:
+    """The warm-up each server took, in cycles."""
+    return ", ".join(f"{kind} {cycles:,}" for kind, cycles in warmed.items())
+
+
 def _section(
     results: dict[str, dict[int, list[dict[str, float]]]],
     rounds: int,
     cycles: dict[int, int],
     shipped: str,
+    warmed: dict[str, int],
 ) -> Section:
     rows = []
     for c in CONCURRENCY:
@@ -597,7 +646,13 @@ def _section(
             "(committed at once, on disk with the next answer's fsync). TanStack's server does "
             "none of these. Both mock models say the same words, one delta per word "
             f"(`TANSTACK_MOCK_WORDS=1` for TanStack's): {_event_counts(results)} "
-            "Warm-up: 320 cycles per server at C=16 before the first round (node's JIT).",
+            f"Warm-up at C=16 until a server's CPU per cycle settles (two chunks of "
+            f"{WARM_CHUNK} cycles within {WARM_SETTLED:.0%}, at least "
+            f"{WARM_CHUNKS[0] * WARM_CHUNK:,} cycles), before the first round "
+            f"({_warmed(warmed)}) and again, in two chunks or more, before each measurement "
+            "of the servers in this table: node's JIT cools while its server waits for its "
+            "turn (after 20 s idle TanStack's server took 2.5× the CPU a cycle, warm again "
+            "after about 2,000).",
             "Two TanStack rows, the same server and words. The first, the goals' reference: "
             "its mock yields the whole reply in one turn of node's event loop, which node "
             "writes in one go (2 `writev` calls a cycle, strace at C=1), while our scripted "
