@@ -110,6 +110,10 @@ class ChatClient:
         self._error: ClientError | None = None
         #: The last message's own run failed: `resend()` may run it again.
         self._resend = False
+        #: The last answers were applied (their tools' results came back) and the reply
+        #: after them failed: `go_on()` asks for the reply; sending them again would be a
+        #: replay, and running the message again would ask for the tools again.
+        self._go_on = False
         self._streaming = False
         #: Restored from a run going on elsewhere (`restore(running=True)`): it only shows it.
         self._elsewhere = False
@@ -153,6 +157,11 @@ class ChatClient:
         return self._error
 
     @property
+    def can_go_on(self) -> bool:
+        """`go_on()` applies: the answers were applied and only the reply after them failed."""
+        return self._go_on and not self._streaming
+
+    @property
     def running_elsewhere(self) -> bool:
         """Restored from a snapshot of a run still going on elsewhere (`restore`): the client
         shows it and sends nothing; a newer snapshot replaces it."""
@@ -179,6 +188,7 @@ class ChatClient:
             resuming=self._manager.resuming,
             can_retry=self._manager.can_retry,
             can_resend=self._resend and not self._streaming,
+            can_go_on=self.can_go_on,
             can_approve_all=self._manager.can_resolve_all(True),
             can_reject_all=self._manager.can_resolve_all(False),
             status=self.status,
@@ -229,11 +239,13 @@ class ChatClient:
         in_flight = state.manager.active_submission
         if in_flight is not None and _applied(in_flight, state.messages):
             client._error = TransportError(CUT_OFF_AFTER_APPLIED)
+            client._go_on = True
             return client
         client._manager.restore(state.manager)
         if in_flight is not None:  # a failed send now: its answers were not given after all
             client._forget_answers(in_flight, client._expired_ids())
         client._resend = state.can_resend
+        client._go_on = state.can_go_on
         if state.error is not None:  # still shown after a reload, until the next run
             client._error = (
                 TransportError(state.error)
@@ -278,16 +290,18 @@ class ChatClient:
 
     async def go_on(self) -> None:
         """Ask the agent to go on from the conversation as it stands, with no new message:
-        after a reply was cut off once its answers had been applied (`ChatClient.restore`
-        says so in `error`), the model reads the tools' results and answers. Nothing that
-        was answered is sent again, so nothing runs twice."""
+        after the reply to applied answers failed (`can_go_on`: the model or the stream
+        failed once the tools had run, or `ChatClient.restore` found the reply cut off), the
+        model reads the tools' results and answers. Nothing that was answered is sent again,
+        so nothing runs twice; a run that fails again may go on again."""
         self._check_idle()
         if self._manager.has_open_items:
             raise UsageError("Resolve or cancel the pending interrupts before going on.")
         if not self._stream.messages:
             raise UsageError("There is no conversation to go on with.")
         self._manager.reset()
-        self._resend = await self._request() == "error"
+        self._go_on = await self._request() == "error"
+        self._resend = False
         await self._drive(None)
 
     async def resolve_interrupt(
@@ -402,7 +416,15 @@ class ChatClient:
             self._submitting = None
         errors = self._submission_errors
         self._submission_errors = None
-        if errors or outcome not in ("finished", "interrupted"):
+        # The run failed after the server took the answers: they were given, and only the
+        # reply is owed (`docs/protocol.md` §4.8).
+        applied = (
+            not errors
+            and outcome == "error"
+            and (_applied(submission, self._stream.messages) or _model_failed(self._error))
+        )
+        self._go_on = applied
+        if not applied and (errors or outcome not in ("finished", "interrupted")):
             self._manager.submission_failed(
                 submission, message=_CONTINUATION_FAILED, errors=errors or ()
             )
@@ -450,6 +472,7 @@ class ChatClient:
         self._idle.clear()
         self._error = None
         self._resend = False
+        self._go_on = False
         self._stream = self._processor.start_request(self._stream)
         self._notify()
         try:
@@ -631,6 +654,12 @@ def _applied(submission: Submission, messages: Sequence[ChatMessage]) -> bool:
         for message in messages
         for part in message.tool_calls
     )
+
+
+def _model_failed(error: ClientError | None) -> bool:
+    """The run ended with the agent's model failing (`RUN_ERROR` code `model-…`): this
+    server's agent asks it only after a continuation's answers are applied."""
+    return isinstance(error, RunError) and (error.run_code or "").startswith("model-")
 
 
 def _error_code(error: ClientError | None) -> str | None:

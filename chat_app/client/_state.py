@@ -39,6 +39,8 @@ class ClientState:
     can_retry: bool = False
     #: The last message's run failed (not a continuation's): `resend()` runs it again.
     can_resend: bool = False
+    #: The last answers were applied and the reply after them failed: `go_on()` asks for it.
+    can_go_on: bool = False
     #: `resolve_interrupts(True)` / `resolve_interrupts(False)` apply: every item still to
     #: answer is a tool approval whose approve (reject) branch takes no payload.
     can_approve_all: bool = False

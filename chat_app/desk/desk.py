@@ -1539,7 +1539,7 @@ async def _go_on(client: ChatClient) -> None:
 def _reply_lost(state: ClientState) -> bool:
     """The answers in flight when a worker died had been applied (their tools' results came
     back), or the agent refused them as already answered: the model has yet to reply."""
-    if _answered_before(state):
+    if state.can_go_on or _answered_before(state):
         return True
     if state.error_code != "transport" or state.can_retry or state.can_resend:
         return False

@@ -245,7 +245,8 @@ class ChatState(IdentityState):
     batch_errors: list[str] = []
     can_retry: bool = False
     #: The last message's run failed (the agent answered an error, the stream broke, …):
-    #: Retry runs the same message again (`retry_send`).
+    #: Retry runs the same message again (`retry_send`); or the reply after applied answers
+    #: failed, and Retry asks the agent to go on from the tools' results.
     can_resend: bool = False
     run_error: str = ""
     #: What the person should know about the agent this page talks to (its tool manifest
@@ -431,7 +432,7 @@ class ChatState(IdentityState):
         self.cancel_all_ok = views.cancel_all_ok
         self.batch_errors = views.batch_errors
         self.can_retry = state.can_retry
-        self.can_resend = state.can_resend
+        self.can_resend = state.can_resend or state.can_go_on
         self.resuming = state.resuming
         # A refused continuation is shown on its decisions, not again as a run error.
         self.run_error = "" if state.refused else state.error or ""
@@ -1466,7 +1467,13 @@ class ChatState(IdentityState):
     @rx.event(background=True)
     @guarded_task
     async def resend(self) -> AsyncIterator[Any]:
-        async for event in self._work(lambda client: client.resend()):
+        """The status row's Retry: the failed message's run again, or, where its answers
+        were applied and only the reply after them failed, that reply."""
+
+        def again(client: ChatClient) -> Awaitable[None]:
+            return client.go_on() if client.can_go_on else client.resend()
+
+        async for event in self._work(again):
             yield event
 
     @rx.event(background=True)

@@ -42,6 +42,9 @@ class FlakyAgent:
         #: Cleared: `/api/chat` says nothing (not even its headers) until it is set again.
         self.answering = threading.Event()
         self.answering.set()
+        #: Set: the next run that returns a tool's result fails right after it, as a run
+        #: whose model's provider failed on the turn after the tool ran.
+        self.fail_after_result = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path") if scope["type"] == "http" else None
@@ -52,7 +55,31 @@ class FlakyAgent:
         else:
             while path == "/api/chat" and not self.answering.is_set():
                 await asyncio.sleep(0.05)
+            if path == "/api/chat" and self.fail_after_result:
+                send = self._failing_after_result(send)
             await self.real(scope, receive, send)
+
+    def _failing_after_result(self, send: Send) -> Send:
+        """`send`, ending the stream with a `RUN_ERROR` right after a `TOOL_CALL_RESULT`
+        event (what the real run sends after it is dropped)."""
+        ended = False
+
+        async def failing(message: Any) -> None:
+            nonlocal ended
+            if ended:
+                return
+            body = message.get("body", b"") if message["type"] == "http.response.body" else b""
+            if b'"TOOL_CALL_RESULT"' not in body:
+                await send(message)
+                return
+            events = body.split(b"\n\n")
+            cut = next(i for i, event in enumerate(events) if b'"TOOL_CALL_RESULT"' in event)
+            error = b'data: {"type":"RUN_ERROR","message":"The model failed: HTTP 500."}'
+            kept = b"\n\n".join([*events[: cut + 1], error]) + b"\n\n"
+            ended, self.fail_after_result = True, False
+            await send({"type": "http.response.body", "body": kept, "more_body": False})
+
+        return failing
 
     @staticmethod
     async def _answer(send: Send, status: int, body: bytes) -> None:
@@ -194,3 +221,34 @@ def test_an_approval_of_a_tool_left_out_is_answered_as_json(
         page.screenshot(path=str(screenshot_dir / "remote-left-out-json.png"), full_page=True)
         card.locator("button[type=submit]").click()
         expect(page.get_by_text("Deployed checkout 2.4.1")).to_be_visible()
+
+
+def test_a_reply_that_fails_after_the_approved_tool_ran_goes_on_on_retry(
+    browser: Browser, app_url: str, flaky: tuple[str, FlakyAgent], screenshot_dir: Path
+) -> None:
+    """The agent's model fails on the turn after the approved tool ran: the approval was
+    applied, so its card is done, not open again; Retry under the message asks the agent to
+    go on from the result (sending the approval again would be a replay it refuses), and the
+    tool does not run twice."""
+    _, server = flaky
+    server.down = False
+    with fresh_page(browser, app_url) as page:
+        page.goto("/")
+        hydrated(page)
+        ask(page, PHRASE)
+        card = page.locator(".approval-card")
+        server.fail_after_result = True
+        card.locator("button.approve").click()
+        failure = page.locator("#run-error")
+        expect(failure).to_contain_text("The model failed: HTTP 500.")
+        status = page.locator('.tool-card[data-tool="transfer"] .tool-status')
+        expect(status).to_have_text("Done")
+        expect(page.locator("#retry")).to_have_count(0)  # nothing to answer again
+        expect(page.locator(".card-held")).to_have_count(0)
+        page.screenshot(path=str(screenshot_dir / "remote-reply-failed.png"), full_page=True)
+        page.locator("#retry-send").click()
+        expect(failure).to_have_count(0)
+        reply = page.locator('.chat-message[data-role="assistant"]').last
+        expect(reply).to_contain_text("Sent 25 to Ada")
+        expect(page.get_by_text("Receipt id")).to_have_count(1)  # the transfer ran once
+        expect(page.locator('.chat-message[data-role="user"]')).to_have_text([PHRASE])
