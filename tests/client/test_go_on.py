@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from ag_ui.core import BaseEvent, RunAgentInput
 
-from chat_app.agent import Model, ModelEvent, ModelRequest, ScriptedModel, event_to_wire
+from chat_app.agent import Agent, Model, ModelEvent, ModelRequest, ScriptedModel, event_to_wire
 from chat_app.agent.models import ModelError
 from chat_app.client import (
     ChatClient,
+    ClientTool,
     InProcessConnection,
     TransportError,
     UsageError,
@@ -26,15 +27,24 @@ from chat_app.trust import DEMO_PEOPLE, Sealer, SQLiteLedger
 RITA = DEMO_PEOPLE[0]
 
 
+def _demo(ledger: SQLiteLedger, model: Model | None = None) -> tuple[Agent, list[ClientTool]]:
+    """The demo agent as a sealed server runs it, and the tools its client types."""
+    agent = build_demo_agent(model, sealer=Sealer(b"k" * 32), ledger=ledger)
+    return agent, list(read_manifest({"tools": agent.tool_manifest()}).tools)
+
+
+def _in_process(agent: Agent) -> InProcessConnection:
+    return InProcessConnection(
+        lambda run_input: agent.run(run_input, identity=RITA), encode=event_to_wire
+    )
+
+
 async def test_a_reply_lost_after_its_tool_ran_is_written_from_the_result(
     tmp_path: Path,
 ) -> None:
     ledger = SQLiteLedger(tmp_path / "ledger.db")
-    agent = build_demo_agent(sealer=Sealer(b"k" * 32), ledger=ledger)
-    tools = read_manifest({"tools": agent.tool_manifest()}).tools
-    connection = InProcessConnection(
-        lambda run_input: agent.run(run_input, identity=RITA), encode=event_to_wire
-    )
+    agent, tools = _demo(ledger)
+    connection = _in_process(agent)
     client = ChatClient(connection, tools=tools)
     await client.send("transfer 25 to Ada")
     await client.resolve_interrupt(client.interrupts[0].id, approved=True)
@@ -56,11 +66,8 @@ async def test_a_reply_lost_after_its_tool_ran_is_written_from_the_result(
 
 
 async def test_going_on_needs_a_conversation_and_no_open_decision(tmp_path: Path) -> None:
-    agent = build_demo_agent(sealer=Sealer(b"k" * 32), ledger=SQLiteLedger(tmp_path / "l.db"))
-    tools = read_manifest({"tools": agent.tool_manifest()}).tools
-    connection = InProcessConnection(
-        lambda run_input: agent.run(run_input, identity=RITA), encode=event_to_wire
-    )
+    agent, tools = _demo(SQLiteLedger(tmp_path / "l.db"))
+    connection = _in_process(agent)
     client = ChatClient(connection, tools=tools)
     with pytest.raises(UsageError, match="no conversation"):
         await client.go_on()
@@ -98,11 +105,8 @@ async def test_a_reply_that_fails_after_its_tool_ran_goes_on_rather_than_answeri
     refuses); the client goes on from the result, and nothing runs twice."""
     ledger = SQLiteLedger(tmp_path / "ledger.db")
     model = FailsOnce(lambda request: request.messages[-1].role == "tool")  # the tool ran
-    agent = build_demo_agent(model, sealer=Sealer(b"k" * 32), ledger=ledger)
-    tools = read_manifest({"tools": agent.tool_manifest()}).tools
-    connection = InProcessConnection(
-        lambda run_input: agent.run(run_input, identity=RITA), encode=event_to_wire
-    )
+    agent, tools = _demo(ledger, model)
+    connection = _in_process(agent)
     client = ChatClient(connection, tools=tools)
     await client.send("transfer 25 to Ada")
     await client.resolve_interrupt(client.interrupts[0].id, approved=True)
@@ -127,8 +131,7 @@ async def test_a_reply_that_fails_after_its_tool_ran_goes_on_rather_than_answeri
 async def test_going_on_that_fails_again_may_go_on_again(tmp_path: Path) -> None:
     """A `go_on` whose own run fails leaves the way on, not a resend: running the message
     again would ask for the tool again."""
-    agent = build_demo_agent(sealer=Sealer(b"k" * 32), ledger=SQLiteLedger(tmp_path / "l.db"))
-    tools = read_manifest({"tools": agent.tool_manifest()}).tools
+    agent, tools = _demo(SQLiteLedger(tmp_path / "l.db"))
     down = False
 
     def run(run_input: RunAgentInput) -> AsyncIterator[BaseEvent]:
@@ -159,11 +162,8 @@ async def test_a_reply_that_fails_after_a_question_was_answered_goes_on(tmp_path
     answers. The answer is not sent again (the agent would refuse it as a replay); going on,
     the agent asks the question again."""
     model = FailsOnce(lambda request: True)
-    agent = build_demo_agent(model, sealer=Sealer(b"k" * 32), ledger=SQLiteLedger(tmp_path / "l"))
-    tools = read_manifest({"tools": agent.tool_manifest()}).tools
-    connection = InProcessConnection(
-        lambda run_input: agent.run(run_input, identity=RITA), encode=event_to_wire
-    )
+    agent, tools = _demo(SQLiteLedger(tmp_path / "l"), model)
+    connection = _in_process(agent)
     client = ChatClient(connection, tools=tools)
     await client.send("ship order 12")  # asks the shipping form before the model's turn
     assert not model.failed
