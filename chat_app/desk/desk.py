@@ -814,7 +814,11 @@ class Desk:
             state = ClientState.from_json(conversation.state)
             open_ids = {item.id for item in state.interrupts if _answerable(item)}
             by_item = {row.item_id: row for row in rows if row.item_id in open_ids}
-            stale = [row.id for row in rows if row.item_id not in open_ids]
+            # Answers in flight are the carrying run's to mark (or, if it died, `recover`'s),
+            # with the telling of how they ended.
+            sending = state.manager.active_submission
+            in_flight = set(sending.interrupt_ids) if sending is not None else set()
+            stale = [row.id for row in rows if row.item_id not in open_ids | in_flight]
             if stale:  # answered another way meanwhile (the chat, a withdrawal)
                 await self._db(self.store.mark_applied, stale)
             if not by_item or set(by_item) != open_ids:
@@ -862,6 +866,16 @@ class Desk:
                     if failure:
                         fail_current_span(failure)
                 ended = self.clock()
+                if ended_with.can_retry and not ended_with.refused:
+                    # The agent never took them (it, or the way to it, failed first): they
+                    # are not carried, and nobody is told they were. The conversation shows
+                    # the failure with Retry; the next look at its answers (`recover`, a
+                    # decision in it) carries them again. Their traces say the run failed.
+                    for row in by_item.values():
+                        _trace_carried(row.id, row.name, row.outcome, row.rule, thread_id,
+                                       started=row.created_at, ran=(started, ended), run=run,
+                                       executed=False, error=failure)  # fmt: skip
+                    return
                 refused = _refused(ended_with, set(by_item))
                 # Opened again, they wait for a person. Sent again unchanged they would be
                 # refused again, so answers that could not be opened are done with as carried.
@@ -946,6 +960,8 @@ class Desk:
             try:
                 row = await self._db(self.store.load, thread_id)
                 assert row is not None
+                sending = ClientState.from_json(row.state).manager.active_submission
+                in_flight = sending.interrupt_ids if sending is not None else ()
                 client = self._client(row.state, RunAs(ANONYMOUS))
                 state = _send_cut_off(ClientState.from_json(row.state), client.state)
                 # The answers were applied and only the model's reply was lost: it goes on
@@ -953,6 +969,10 @@ class Desk:
                 # runs twice), the conversation running all along. Otherwise it is failed:
                 # with Retry when the answer in flight never reached the agent.
                 go_on = _reply_lost(state)
+                # The answers in flight are done with as carried here: where the agent applied
+                # them, whoever asked is told how they ended, as after a continuation that
+                # finished; where that is unknown, Retry sends them again, as the person's.
+                await self._carried_elsewhere(thread_id, in_flight, tell=go_on)
                 if not go_on:
                     failure = INTERRUPTED if state.can_retry or state.can_resend else None
                     await self._save(thread_id, state, row.owner_email, row.owner_name,
@@ -966,6 +986,18 @@ class Desk:
         for thread_id in await self._db(self.store.threads_with_answers):
             self._spawn(self._continue(thread_id))
         return touched
+
+    async def _carried_elsewhere(
+        self, thread_id: str, item_ids: Collection[str], *, tell: bool
+    ) -> None:
+        """Mark the thread's decided answers to `item_ids` carried (`tell`: and whoever
+        asked due to be told how they ended)."""
+        rows = await self._db(self.store.answers_to_apply, thread_id)
+        carried = [row.id for row in rows if row.item_id in item_ids]
+        tell_at = self.clock() if tell else None
+        await self._db(partial(self.store.mark_applied, carried, tell_at=tell_at))
+        if tell and carried:
+            self._wake_timers()
 
     async def refile(self) -> list[str]:
         """At start: file every pending decision again as if it had paused under the policy

@@ -93,7 +93,9 @@ async def crash_while_continuing(world: World, stop: Stop) -> str:
     assert crashed.runner == "worker-doomed" and crashed.runner_until is not None
     with world.engine.connect() as connection:
         carried = connection.execute(
-            select(decisions.c.id, decisions.c.applied).where(decisions.c.thread_id == thread)
+            select(decisions.c.id, decisions.c.applied, decisions.c.tell_at).where(
+                decisions.c.thread_id == thread
+            )
         ).all()
     # The worker dies: nothing it does afterwards reaches the database. (Its task is let go
     # to end, and what it stored on the way out is put back as the crash left it.)
@@ -122,9 +124,11 @@ async def crash_while_continuing(world: World, stop: Stop) -> str:
             .where(conversation_states.c.thread_id == thread)
             .values(state=crashed.state)
         )
-        for decision_id, applied in carried:
+        for decision_id, applied, tell_at in carried:
             connection.execute(
-                update(decisions).where(decisions.c.id == decision_id).values(applied=applied)
+                update(decisions)
+                .where(decisions.c.id == decision_id)
+                .values(applied=applied, tell_at=tell_at)
             )
     return thread
 
@@ -203,6 +207,12 @@ async def test_a_continuation_cut_off_after_its_results_is_completed_by_recover(
     assert view.summary.status == "done"
     assert "Receipt id" in state_of(view).messages[-1].text
     assert len(world.executions()) == 1
+    # Carried by the run that died: Rita is due to be told how Ada's approval ended.
+    with world.engine.connect() as connection:
+        carried = connection.execute(
+            select(decisions.c.applied, decisions.c.tell_at).where(decisions.c.thread_id == thread)
+        ).one()
+    assert carried.applied and carried.tell_at is not None
     with pytest.raises(DeskError) as refused:
         await later.retry(thread, RITA)
     assert refused.value.code == "invalid"
@@ -261,3 +271,44 @@ async def test_a_lease_that_has_not_lapsed_is_not_taken(world: World) -> None:
     assert await late.recover() == [thread]
     row = world.store.load(thread)
     assert row is not None and row.status != "running" and row.runner is None
+
+
+class FailsFirst:
+    """The continuations' way to the agent breaks before the agent sees them, once."""
+
+    def __init__(self) -> None:
+        self.broke = False
+
+    def __call__(self, given: RunAgentInput, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        return self._broken() if given.resume and not self.broke else events
+
+    async def _broken(self) -> AsyncIterator[Any]:
+        self.broke = True
+        raise ConnectionError("the ledger did not answer")
+        yield  # an async generator that fails at its first step
+
+
+async def test_an_answer_the_agent_never_took_is_not_told_as_carried(world: World) -> None:
+    """The continuation fails before the agent takes Ada's approval (its ledger down, say):
+    nothing ran, so Rita is not told it was approved, and the answer stays to carry; the
+    next look carries it once, and then she is due to be told."""
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    broken = FailsFirst()
+    desk = world.new_desk(worker="worker-2", wrap=broken)
+    result = await desk.decide(item.decision_id, ADA, Answer("approve"))
+    assert result.status == "decided"
+    await desk.wait_idle()
+    assert broken.broke and world.executions() == []
+    with world.engine.connect() as connection:
+        row = connection.execute(select(decisions).where(decisions.c.thread_id == thread)).one()
+    assert (row.applied, row.tell_at) == (False, None)
+    assert (await desk.view(thread, RITA)).summary.status == "failed"
+
+    await desk.recover()
+    await desk.wait_idle()
+    assert len(world.executions()) == 1
+    with world.engine.connect() as connection:
+        row = connection.execute(select(decisions).where(decisions.c.thread_id == thread)).one()
+    assert row.applied and row.tell_at is not None
+    assert (await desk.view(thread, RITA)).summary.status == "done"
