@@ -96,6 +96,9 @@ from .tools import Tool
 
 logger = logging.getLogger(__name__)
 
+#: How much of a call's unreadable arguments its error result quotes.
+SENT_ARGUMENTS_SHOWN = 200
+
 
 #: The policy of an agent that has none: no rule names anyone, so whoever asked decides.
 _NO_RULES = Policy.empty()
@@ -450,21 +453,13 @@ class _Run:
                         for item in self.agent.middleware
                     ]
                 )
-            if tool_resume == "stop":
-                yield events.run_finished(
-                    thread_id,
-                    run_id,
-                    self.now(),
-                    finish_reason="stop",
-                    model=self.model_name,
-                    success_outcome=True,
-                )
-                return
             client_requests: list[dict[str, Any]] = []
+            # `stop` answers the batch's calls as `cancel` does (each has its result in the
+            # history, or the next continuation would lack their answers), and then ends the
+            # run without the model's turn.
+            cancel_all = tool_resume in ("cancel", "stop")
             for pending in plan.calls:
-                async for event in self._resume_call(
-                    pending, plan, tool_resume == "cancel", client_requests
-                ):
+                async for event in self._resume_call(pending, plan, cancel_all, client_requests):
                     call = pending.call
                     if isinstance(event, ToolCallResultEvent) and event.tool_call_id == call.id:
                         # The call started in the paused run: start and end it again in this
@@ -475,6 +470,16 @@ class _Run:
                         ):
                             yield restated
                     yield event
+            if tool_resume == "stop":
+                yield events.run_finished(
+                    thread_id,
+                    run_id,
+                    self.now(),
+                    finish_reason="stop",
+                    model=self.model_name,
+                    success_outcome=True,
+                )
+                return
             if client_requests:
                 await self._grant()
                 for event in await self._pause(client_requests):
@@ -740,7 +745,10 @@ class _Run:
         if tool is None:
             return f"Unknown tool {call.function.name}."
         if not arguments_are_valid_json(call.function.arguments):
-            return f"Tool {tool.name} arguments are not a JSON object."
+            # What was sent, since a provider's history may carry `{}` in its place.
+            sent = call.function.arguments
+            shown = sent if len(sent) <= SENT_ARGUMENTS_SHOWN else sent[:SENT_ARGUMENTS_SHOWN] + "…"
+            return f"Tool {tool.name} arguments are not a JSON object; they were: {shown}"
         if tool.input_schema is not None:
             problem = schema_problem(tool.input_schema, parse_arguments(call.function.arguments))
             if problem is not None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from enum import StrEnum
+from typing import Any, cast
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from chat_app.agent import (
     Agent,
@@ -172,10 +173,16 @@ async def test_cancel_cancels_every_pending_tool_call_even_approved_ones() -> No
     assert result["content"] == '{"error":"Tool execution cancelled"}'
 
 
-async def test_stop_ends_the_run_at_once_with_success() -> None:
+async def test_stop_cancels_the_pending_calls_and_ends_the_run_without_the_model() -> None:
+    """Every call of the batch gets its result, as with `cancel` (without one the next
+    continuation would lack its answer, and the conversation could not go on); then the run
+    ends at once with success, the model not asked."""
     done, _ = await resume_tool_batch("stop")
     assert executed == []
-    assert [e["type"] for e in done] == ["RUN_STARTED", "RUN_FINISHED"]
+    result = next(e for e in done if e["type"] == "TOOL_CALL_RESULT")
+    assert result["content"] == '{"error":"Tool execution cancelled"}'
+    assert "after" not in str(done)  # the model's next turn
+    assert done[-1]["type"] == "RUN_FINISHED"
     assert done[-1]["outcome"] == {"type": "success"}
     assert done[-1]["metadata"]["tanstack"]["finishReason"] == "stop"
 
@@ -197,6 +204,41 @@ def test_pydantic_models_become_the_json_schema_that_is_hashed() -> None:
     assert made.input_schema == Transfer.model_json_schema()
     assert made.input_schema_hash == hash_schema_input(Transfer.model_json_schema())
     assert made.approval.reject == Transfer.model_json_schema() and made.approval.approve is None
+
+
+class Currency(StrEnum):
+    EUR = "EUR"
+    USD = "USD"
+
+
+class Address(BaseModel):
+    street: str
+
+
+class Payment(BaseModel):
+    currency: Currency = Field(description="Which money")
+    to: Address
+
+
+class Node(BaseModel):
+    children: list[Node] = []
+
+
+def test_a_models_enums_and_nested_models_are_written_out_where_they_are_used() -> None:
+    """The page's forms read no `$ref`: an enum field is a choice, a nested model a group."""
+    made = tool("pay", input=Payment, needs_approval=True)
+    schema = made.input_schema
+    assert schema is not None and "$defs" not in schema and "$ref" not in str(schema)
+    properties = cast(dict[str, Any], schema["properties"])
+    assert properties["currency"] == {
+        "enum": ["EUR", "USD"], "title": "Currency", "type": "string",
+        "description": "Which money",
+    }  # fmt: skip
+    street = {"street": {"title": "Street", "type": "string"}}
+    assert properties["to"]["properties"] == street
+    assert made.input_schema_hash == hash_schema_input(schema)  # what is sent is what is hashed
+    # A model that contains itself cannot be written out: it keeps its references.
+    assert tool("tree", input=Node).input_schema == Node.model_json_schema()
 
 
 def test_duplicate_interrupt_definitions_are_refused() -> None:

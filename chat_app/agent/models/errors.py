@@ -137,12 +137,14 @@ def connection_error(provider: str, base_url: str, cause: BaseException) -> Mode
 
 
 def stream_error(provider: str, detail: str) -> ModelError:
-    return ModelError(
-        f"{provider} reported an error while streaming: {detail or 'no details'}",
-        code="provider-error",
-        provider=provider,
-        retryable=True,
-    )
+    message = f"{provider} reported an error while streaming: {detail or 'no details'}"
+    return ModelError(message, code="provider-error", provider=provider, retryable=True)
+
+
+def unreadable_stream(provider: str, detail: str) -> ModelError:
+    """A response that is not the stream a chat API sends (`detail` says how)."""
+    message = f"{provider}'s response could not be read as a stream: {detail}"
+    return ModelError(message, code="provider-error", provider=provider, retryable=True)
 
 
 def error_detail(body: object, fallback: str = "") -> str:

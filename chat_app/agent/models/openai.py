@@ -35,6 +35,7 @@ from .errors import (
     status_error,
     stream_error,
     timeout_error,
+    unreadable_stream,
 )
 
 try:
@@ -52,6 +53,8 @@ except ImportError as error:  # pragma: no cover - exercised in a subprocess tes
     raise ImportError(missing_extra("openai", "OpenAI")) from error
 
 if TYPE_CHECKING:
+    import httpx
+
     from ..tools import Tool
 
 logger = logging.getLogger(__name__)
@@ -123,6 +126,11 @@ class OpenAIModel(Model):
                 async for chunk in chunks:
                     for event in response.feed(chunk):
                         yield event
+            if not response.finished:
+                raise unreadable_stream(self.provider_name, _unfinished(chunks.response))
+        except json.JSONDecodeError as error:  # the SDK reads each event's data as JSON
+            detail = f"an event's data is not JSON ({error})."
+            raise unreadable_stream(self.provider_name, detail) from error
         except openai.APIStatusError as error:
             raise status_error(
                 self.provider_name,
@@ -224,12 +232,16 @@ class OpenAIStreamedResponse:
         self._calls: list[_Call] = []
         self._by_index: dict[int, _Call] = {}
         self._current: _Call | None = None
+        #: A chunk said why the response ended (`finish_reason`): it is whole.
+        self.finished = False
 
     def feed(self, chunk: ChatCompletionChunk) -> list[ModelEvent]:
         events: list[ModelEvent] = []
         for choice in chunk.choices:
             if choice.index != 0:  # we never ask for n > 1
                 continue
+            if choice.finish_reason is not None:
+                self.finished = True
             if choice.delta.content:
                 events.append(TextDelta(choice.delta.content))
             for part in choice.delta.tool_calls or ():
@@ -300,6 +312,19 @@ class OpenAIStreamedResponse:
         call.started = True
         call.unsent = ""
         return delta
+
+
+def _unfinished(response: httpx.Response) -> str:
+    """Why a stream that ended without a `finish_reason` is not a whole response."""
+    if "json" in response.headers.get("content-type", ""):
+        return (
+            "the server answered with one JSON document rather than a stream of events: "
+            "it does not honour `stream: true`."
+        )
+    return (
+        "it ended before the response was complete (no chunk said why it finished): the "
+        "connection was cut, or the server stopped mid-answer."
+    )
 
 
 def _is_json(text: str) -> bool:

@@ -28,7 +28,8 @@ HANG_LIMIT_SECONDS = 30.0  # a hanging reply gives up by itself after this
 
 @dataclass(frozen=True, kw_only=True)
 class Reply:
-    """One scripted answer: an SSE stream (`frames`), or an error status with a JSON body."""
+    """One scripted answer: an SSE stream (`frames`), or a JSON `body` (with an error
+    status, or 200 from a server that does not stream)."""
 
     status: int = 200
     frames: Sequence[str] = ()
@@ -81,7 +82,7 @@ class FakeProvider:
         if reply.hang_before_headers:
             await _until_disconnected(request)
             return Response(status_code=204)
-        if reply.status != 200:
+        if reply.status != 200 or reply.body is not None:
             return JSONResponse(dict(reply.body or {}), reply.status, headers=dict(reply.headers))
         return StreamingResponse(
             _frames(reply), media_type="text/event-stream", headers=dict(reply.headers)

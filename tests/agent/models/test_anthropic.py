@@ -207,7 +207,8 @@ async def test_arguments_the_model_got_wrong_become_an_error_result_it_recovers_
         {
             "type": "tool_result",
             "tool_use_id": "toolu_bad",
-            "content": '{"error":"Tool transfer arguments are not a JSON object."}',
+            "content": '{"error":"Tool transfer arguments are not a JSON object; they were: '
+            '{\\"recipient\\": \\"Ada\\", \\"amount\\": "}',
             "is_error": True,
         }
     ]

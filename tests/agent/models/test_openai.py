@@ -227,7 +227,8 @@ async def test_arguments_the_model_got_wrong_become_an_error_result_it_recovers_
         {
             "role": "tool",
             "tool_call_id": "call_bad",
-            "content": 'Error: {"error":"Tool transfer arguments are not a JSON object."}',
+            "content": 'Error: {"error":"Tool transfer arguments are not a JSON object; they '
+            'were: {\\"recipient\\": \\"Ada\\", \\"amount\\": "}',
         }
     ]
 
@@ -441,3 +442,40 @@ async def test_a_connection_cut_midway_ends_the_run_saying_the_stream_broke(
     events = await say(openai_model(fake), "hi")
     assert text_of(events) == "Hel"
     assert "OpenAI reported an error while streaming: the connection broke" in run_error(events)
+
+
+async def test_a_stream_that_ends_before_its_finish_reason_ends_the_run_saying_so(
+    fake: FakeProvider,
+) -> None:
+    """A server that closes the response cleanly mid-answer (no `finish_reason`, no
+    `[DONE]`): what came is not a whole reply, and the run says so rather than finishing."""
+    frames = [openai_chunk({"role": "assistant", "content": ""}), openai_chunk({"content": "Hel"})]
+    fake.queue(Reply(frames=frames))
+    events = await say(openai_model(fake), "hi")
+    assert text_of(events) == "Hel"
+    assert run_error(events) == (
+        "OpenAI's response could not be read as a stream: it ended before the response was "
+        "complete (no chunk said why it finished): the connection was cut, or the server "
+        "stopped mid-answer."
+    )
+
+
+async def test_a_server_that_does_not_stream_is_named_as_such(fake: FakeProvider) -> None:
+    """`stream: true` ignored: one chat completion as JSON, which has no events to read."""
+    completion = {
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1746717101,
+        "model": "gpt-4o-mini", "choices": [{"index": 0, "finish_reason": "stop",
+        "message": {"role": "assistant", "content": "Hello!"}}],
+    }  # fmt: skip
+    fake.queue(Reply(body=completion))
+    events = await say(openai_model(fake), "hi")
+    assert "it does not honour `stream: true`" in run_error(events)
+    assert "RUN_FINISHED" not in [event["type"] for event in events]
+
+
+async def test_an_event_that_is_not_json_is_said_as_the_providers(fake: FakeProvider) -> None:
+    fake.queue(Reply(frames=[openai_chunk({"content": "Hi"}), "data: {this is not json\n\n"]))
+    events = await say(openai_model(fake), "hi")
+    assert run_error(events).startswith(
+        "OpenAI's response could not be read as a stream: an event's data is not JSON ("
+    )
