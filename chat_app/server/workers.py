@@ -7,8 +7,8 @@ HTTP benchmark one worker took 99–100 % of the work in two rounds of three at 
 each worker binds the port itself with `SO_REUSEPORT`, and the kernel spreads new connections
 over the workers' sockets by their addresses. No server we use does this (uvicorn, granian and
 gunicorn all share the parent's socket), so the supervision is written here, kept to what the
-command needs: start N, restart one that dies (unless they keep dying), stop all on SIGINT
-or SIGTERM.
+command needs: start N, restart one that dies (later each time while they keep dying, and
+not at all once none is left serving), stop all on SIGINT or SIGTERM.
 """
 
 from __future__ import annotations
@@ -31,12 +31,40 @@ import uvicorn
 
 logger = logging.getLogger("chat_app.server")
 
-#: Workers dying this many times per worker within `CRASH_WINDOW_SECONDS` stop the server:
-#: they would go on dying (a setting is not it: the parent built the app once already).
+#: Workers dying this many times per worker within `CRASH_WINDOW_SECONDS`, with none left
+#: serving, stop the server: they would go on dying (a setting is not it: the parent built
+#: the app once already). While one serves, a dead one's place is tried again, later each
+#: time (a database or Redis that is down keeps a new worker from starting, for a while).
 CRASHES_PER_WORKER = 3
 CRASH_WINDOW_SECONDS = 30.0
+#: The wait before a replacement once more workers died in the window than there are:
+#: doubling from the first, up to the last.
+RESTART_DELAYS = (1.0, 30.0)
 #: How long a stopping worker gets to finish its requests before it is killed.
 STOP_SECONDS = 10.0
+
+
+@dataclass
+class Restarts:
+    """When a worker that died is replaced, and when the server gives up instead."""
+
+    count: int
+    _deaths: deque[float] = field(default_factory=deque)
+
+    def died(self, now: float, *, others_serving: bool) -> float | None:
+        """A worker died at `now`: when to start its replacement (at once, or later the
+        more workers died within `CRASH_WINDOW_SECONDS`); `None`: stop the server, since
+        workers kept dying and none is left serving."""
+        self._deaths.append(now)
+        while self._deaths and self._deaths[0] < now - CRASH_WINDOW_SECONDS:
+            self._deaths.popleft()
+        recent = len(self._deaths)
+        if recent >= CRASHES_PER_WORKER * self.count and not others_serving:
+            return None
+        if recent <= self.count:
+            return now
+        first, last = RESTART_DELAYS
+        return now + min(last, first * 2.0 ** (recent - self.count - 1))
 
 
 def reuse_port_available() -> bool:
@@ -137,7 +165,8 @@ class Workers:
         )
         self._processes = [self._start(context) for _ in range(self.count)]
         code = 0
-        deaths: deque[float] = deque()
+        restarts = Restarts(self.count)
+        due: dict[int, float] = {}  # a dead worker's place: when it is started again
         try:
             while not self._stopping:
                 time.sleep(0.2)
@@ -145,21 +174,26 @@ class Workers:
                     if process.is_alive() or self._stopping:
                         continue
                     now = time.monotonic()
-                    deaths.append(now)
-                    while deaths and deaths[0] < now - CRASH_WINDOW_SECONDS:
-                        deaths.popleft()
-                    if len(deaths) >= CRASHES_PER_WORKER * self.count:
-                        logger.error(
-                            "workers exited %d times in %.0f s (the last with code %s); "
-                            "stopping", len(deaths), CRASH_WINDOW_SECONDS, process.exitcode,
+                    if index not in due:  # found dead just now
+                        serving = any(p.is_alive() for p in self._processes if p is not process)
+                        at = restarts.died(now, others_serving=serving)
+                        if at is None:
+                            logger.error(
+                                "workers kept exiting, %d times per worker in %.0f s (the last "
+                                "with code %s), and none is serving; stopping",
+                                CRASHES_PER_WORKER, CRASH_WINDOW_SECONDS, process.exitcode,
+                            )  # fmt: skip
+                            code, self._stopping = 1, True
+                            break
+                        later = f" in {at - now:.0f} s" if at > now else ""
+                        logger.warning(
+                            "worker %s exited (code %s); starting another%s", process.pid,
+                            process.exitcode, later,
                         )  # fmt: skip
-                        code, self._stopping = 1, True
-                        break
-                    logger.warning(
-                        "worker %s exited (code %s); starting another", process.pid,
-                        process.exitcode,
-                    )  # fmt: skip
-                    self._processes[index] = self._start(context)
+                        due[index] = at
+                    if now >= due[index]:
+                        del due[index]
+                        self._processes[index] = self._start(context)
         finally:
             self._stop_all()
             holder.close()

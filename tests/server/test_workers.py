@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from chat_app.server.workers import CRASH_WINDOW_SECONDS, CRASHES_PER_WORKER, Restarts
 from tests.live_server import free_port
 from tests.server.process_app import server_env
 
@@ -218,3 +219,28 @@ def test_a_second_server_is_refused_while_the_first_is_still_starting(tmp_path: 
         for pid in seen:
             if not _gone(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_worker_that_keeps_dying_is_tried_again_later_while_another_serves() -> None:
+    """A database or Redis that is down keeps a new worker from starting: its place is tried
+    again, later each time, and the server serving on its other workers is not stopped."""
+    restarts = Restarts(count=2)
+    waits = [restarts.died(float(t), others_serving=True) for t in range(8)]
+    assert [None if at is None else at - t for t, at in enumerate(waits)] == [
+        0, 0, 1, 2, 4, 8, 16, 30,
+    ]
+
+
+def test_workers_that_keep_dying_with_none_serving_stop_the_server() -> None:
+    restarts = Restarts(count=2)
+    for t in range(CRASHES_PER_WORKER * 2 - 1):
+        assert restarts.died(float(t), others_serving=False) is not None
+    assert restarts.died(6.0, others_serving=False) is None
+
+
+def test_deaths_long_ago_no_longer_count() -> None:
+    restarts = Restarts(count=1)
+    for t in range(5):
+        restarts.died(float(t), others_serving=True)
+    later = 5 + CRASH_WINDOW_SECONDS + 1
+    assert restarts.died(later, others_serving=True) == later  # at once, as a first death
