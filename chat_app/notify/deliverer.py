@@ -274,8 +274,9 @@ class Deliverer:
     async def _send(self, row: Delivery) -> None:
         if row.channel == "webhook":
             await webhook.post(
-                self._client(), self.settings, row.notice, now=self.outbox.clock().timestamp()
-            )
+                self._client(), self.settings, row.notice,
+                now=self.outbox.clock().timestamp(), delivery_id=str(row.id),
+            )  # fmt: skip
         elif row.channel == "email":
             if not self.settings.mail_from:
                 raise DeliveryError("no sender is configured (CHAT_APP_MAIL_FROM)")

@@ -28,6 +28,10 @@ __all__ = [
 
 TIMESTAMP_HEADER = "X-Chat-App-Timestamp"
 SIGNATURE_HEADER = "X-Chat-App-Signature"
+#: The delivery's id, the same on every attempt: a notice is sent at least once (a worker
+#: that dies sending it leaves it to be sent again), and a receiver drops a repeat by it.
+DELIVERY_HEADER = "X-Chat-App-Delivery"
+USER_AGENT = "chat_app-notify"
 _SCHEME = "sha256="
 #: Enough of a refusing receiver's answer to see why, not so much that one row's error
 #: fills the admin page.
@@ -146,9 +150,15 @@ def slack_body(notice: Notice) -> bytes:
 
 
 async def post(
-    client: httpx.AsyncClient, settings: NotifySettings, notice: Notice, *, now: float
+    client: httpx.AsyncClient,
+    settings: NotifySettings,
+    notice: Notice,
+    *,
+    now: float,
+    delivery_id: str = "",
 ) -> None:
-    """Send `notice` to the configured webhook, signed at `now` (Unix seconds).
+    """Send `notice` to the configured webhook, signed at `now` (Unix seconds), as the
+    outbox's delivery `delivery_id`.
 
     Raises:
         DeliveryError: no webhook is configured, it could not be reached, or it answered
@@ -158,7 +168,11 @@ async def post(
         raise DeliveryError("no webhook is configured (CHAT_APP_WEBHOOK_URL)")
     body = slack_body(notice) if settings.webhook_format == "slack" else json_body(notice)
     timestamp = str(int(now))
-    headers = {"Content-Type": "application/json", TIMESTAMP_HEADER: timestamp}
+    headers = {
+        "Content-Type": "application/json", "User-Agent": USER_AGENT, TIMESTAMP_HEADER: timestamp,
+    }  # fmt: skip
+    if delivery_id:
+        headers[DELIVERY_HEADER] = delivery_id
     if settings.webhook_secret:
         headers[SIGNATURE_HEADER] = sign(settings.webhook_secret, timestamp, body)
     try:

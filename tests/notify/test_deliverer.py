@@ -70,6 +70,7 @@ async def test_a_webhook_notice_is_posted_once_signed(engine: Engine) -> None:
     assert verify(SECRET, timestamp, request.body, signature, now=clock.now.timestamp())
     body = request.json()
     assert body["event"] == "decision-needed" and body["tool"] == "transfer"
+    assert request.headers["User-Agent"] == "chat_app-notify"
     assert body["link"] == "http://chat.example.com/c/t-transfer"
     assert body["requester"] == {"email": "rita@example.com", "name": "Rita"}
     assert [r["email"] for r in body["recipients"]] == ["ada@example.com", "sam@example.com"]
@@ -200,6 +201,8 @@ async def test_a_restart_between_attempts_still_delivers_once(database_url: str)
             engine.dispose()
     assert [request.status for request in receiver.received] == [500, 200]
     assert (row.status, row.attempts) == ("sent", 2)
+    # Both attempts name the one delivery, so a receiver can drop a repeat.
+    assert [r.headers["X-Chat-App-Delivery"] for r in receiver.received] == [str(row.id)] * 2
 
 
 async def test_a_receiver_that_is_down_is_retried_then_given_up(engine: Engine) -> None:
