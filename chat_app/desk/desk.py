@@ -867,10 +867,13 @@ class Desk:
                         fail_current_span(failure)
                 ended = self.clock()
                 if ended_with.can_retry and not ended_with.refused:
-                    # The agent never took them (it, or the way to it, failed first): they
-                    # are not carried, and nobody is told they were. The conversation shows
-                    # the failure with Retry; the next look at its answers (`recover`, a
-                    # decision in it) carries them again. Their traces say the run failed.
+                    # The continuation failed before the agent gave anything back (it, or the
+                    # way to it, failed): whether it took them is unknown, so nobody is told
+                    # how they ended. They are done with here, as carried: the conversation
+                    # shows the failure, and the person's Retry sends them again (the agent's
+                    # ledger refuses a replay; a desk sending again by itself could run a
+                    # tool twice behind an agent without one). Their traces say it failed.
+                    await self._db(partial(self.store.mark_applied, applied))
                     for row in by_item.values():
                         _trace_carried(row.id, row.name, row.outcome, row.rule, thread_id,
                                        started=row.created_at, ran=(started, ended), run=run,
@@ -1575,10 +1578,7 @@ def _reply_lost(state: ClientState) -> bool:
         return True
     if state.error_code != "transport" or state.can_retry or state.can_resend:
         return False
-    asked = max((i for i, m in enumerate(state.messages) if m.role == "user"), default=-1)
-    return any(
-        call.has_output for message in state.messages[asked + 1 :] for call in message.tool_calls
-    )
+    return _results_since_asked(state)
 
 
 def _refused(state: ClientState, sent: Collection[str]) -> set[str]:
@@ -1616,8 +1616,22 @@ def _send_cut_off(stored: ClientState, restored: ClientState) -> ClientState:
     reply cut off as `done`, with nothing to retry."""
     if stored.status != "streaming" or stored.resuming or restored.can_resend:
         return restored
+    if _results_since_asked(restored):
+        # Tools ran for the message already (a run going on from applied answers, or one
+        # that ran a tool by itself): it goes on from their results. Running the message
+        # again would ask for them again, and run them twice once approved.
+        return replace(restored, can_go_on=True, status="error", error=INTERRUPTED,
+                       error_code="transport")  # fmt: skip
     return replace(restored, can_resend=True, status="error", error=INTERRUPTED,
                    error_code="transport")  # fmt: skip
+
+
+def _results_since_asked(state: ClientState) -> bool:
+    """A tool's result came back after the person's last message."""
+    asked = max((i for i, m in enumerate(state.messages) if m.role == "user"), default=-1)
+    return any(
+        call.has_output for message in state.messages[asked + 1 :] for call in message.tool_calls
+    )
 
 
 def _running(row: Any, now: datetime) -> bool:

@@ -275,7 +275,7 @@ class Deliverer:
         if row.channel == "webhook":
             await webhook.post(
                 self._client(), self.settings, row.notice,
-                now=self.outbox.clock().timestamp(), delivery_id=str(row.id),
+                now=self.outbox.clock().timestamp(), delivery_id=row.key,
             )  # fmt: skip
         elif row.channel == "email":
             if not self.settings.mail_from:

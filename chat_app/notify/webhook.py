@@ -28,8 +28,9 @@ __all__ = [
 
 TIMESTAMP_HEADER = "X-Chat-App-Timestamp"
 SIGNATURE_HEADER = "X-Chat-App-Signature"
-#: The delivery's id, the same on every attempt: a notice is sent at least once (a worker
-#: that dies sending it leaves it to be sent again), and a receiver drops a repeat by it.
+#: The delivery's key (its decision's random id, the event, the channel), the same on every
+#: attempt: a notice is sent at least once (a worker that dies sending it leaves it to be
+#: sent again), and a receiver drops a repeat by it.
 DELIVERY_HEADER = "X-Chat-App-Delivery"
 USER_AGENT = "chat_app-notify"
 _SCHEME = "sha256="

@@ -37,8 +37,8 @@ logger = logging.getLogger("chat_app.server")
 #: time (a database or Redis that is down keeps a new worker from starting, for a while).
 CRASHES_PER_WORKER = 3
 CRASH_WINDOW_SECONDS = 30.0
-#: The wait before a replacement once more workers died in the window than there are:
-#: doubling from the first, up to the last.
+#: The wait before a replacement once more workers died within the window than there are:
+#: the first, doubled for each further death within the window, at most the last.
 RESTART_DELAYS = (1.0, 30.0)
 #: How long a stopping worker gets to finish its requests before it is killed.
 STOP_SECONDS = 10.0

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Any, cast
+from typing import Any
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from chat_app.agent import (
     Agent,
@@ -204,41 +203,6 @@ def test_pydantic_models_become_the_json_schema_that_is_hashed() -> None:
     assert made.input_schema == Transfer.model_json_schema()
     assert made.input_schema_hash == hash_schema_input(Transfer.model_json_schema())
     assert made.approval.reject == Transfer.model_json_schema() and made.approval.approve is None
-
-
-class Currency(StrEnum):
-    EUR = "EUR"
-    USD = "USD"
-
-
-class Address(BaseModel):
-    street: str
-
-
-class Payment(BaseModel):
-    currency: Currency = Field(description="Which money")
-    to: Address
-
-
-class Node(BaseModel):
-    children: list[Node] = []
-
-
-def test_a_models_enums_and_nested_models_are_written_out_where_they_are_used() -> None:
-    """The page's forms read no `$ref`: an enum field is a choice, a nested model a group."""
-    made = tool("pay", input=Payment, needs_approval=True)
-    schema = made.input_schema
-    assert schema is not None and "$defs" not in schema and "$ref" not in str(schema)
-    properties = cast(dict[str, Any], schema["properties"])
-    assert properties["currency"] == {
-        "enum": ["EUR", "USD"], "title": "Currency", "type": "string",
-        "description": "Which money",
-    }  # fmt: skip
-    street = {"street": {"title": "Street", "type": "string"}}
-    assert properties["to"]["properties"] == street
-    assert made.input_schema_hash == hash_schema_input(schema)  # what is sent is what is hashed
-    # A model that contains itself cannot be written out: it keeps its references.
-    assert tool("tree", input=Node).input_schema == Node.model_json_schema()
 
 
 def test_duplicate_interrupt_definitions_are_refused() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -16,8 +17,9 @@ import pytest
 from ag_ui.core import EventType, RunAgentInput
 from sqlalchemy import Row, select, update
 
-from chat_app.client import ClientState
+from chat_app.client import ChatMessage, ClientState, TextPart, ToolCallPart
 from chat_app.desk import LEASE_SECONDS, Answer, Desk, DeskError, thread_topic
+from chat_app.desk import desk as desk_module
 from chat_app.desk.desk import ANSWERED_BEFORE, INTERRUPTED
 from chat_app.trust.tables import conversation_states, conversations, decisions
 from tests.desk.world import ADA, RITA, World, state_of, texts
@@ -289,9 +291,10 @@ class FailsFirst:
 
 
 async def test_an_answer_the_agent_never_took_is_not_told_as_carried(world: World) -> None:
-    """The continuation fails before the agent takes Ada's approval (its ledger down, say):
-    nothing ran, so Rita is not told it was approved, and the answer stays to carry; the
-    next look carries it once, and then she is due to be told."""
+    """The continuation fails before the agent gives anything back (its ledger down, say):
+    nothing ran, so Rita is not told it was approved. The desk does not send it again by
+    itself (behind an agent without a ledger that could run the tool twice): her Retry
+    does, once."""
     thread = await world.start(RITA, "transfer 5000 to Ada")
     item = await world.only_item(ADA)
     broken = FailsFirst()
@@ -302,13 +305,30 @@ async def test_an_answer_the_agent_never_took_is_not_told_as_carried(world: Worl
     assert broken.broke and world.executions() == []
     with world.engine.connect() as connection:
         row = connection.execute(select(decisions).where(decisions.c.thread_id == thread)).one()
-    assert (row.applied, row.tell_at) == (False, None)
+    assert row.tell_at is None
     assert (await desk.view(thread, RITA)).summary.status == "failed"
+    await desk.recover()  # a later look sends nothing by itself
+    await desk.wait_idle()
+    assert world.executions() == []
 
-    await desk.recover()
+    await desk.retry(thread, RITA)
     await desk.wait_idle()
     assert len(world.executions()) == 1
-    with world.engine.connect() as connection:
-        row = connection.execute(select(decisions).where(decisions.c.thread_id == thread)).one()
-    assert row.applied and row.tell_at is not None
     assert (await desk.view(thread, RITA)).summary.status == "done"
+
+
+def test_a_run_going_on_from_results_that_a_dead_worker_cut_goes_on_again() -> None:
+    """A worker died while a conversation went on from applied answers (or ran a tool by
+    itself): recovery goes on from the results again. Running the message again would ask
+    for the transfer again, and run it twice once approved."""
+    user = ChatMessage(id="m1", role="user", parts=(TextPart(content="transfer 5000 to Ada"),))
+    ran = ToolCallPart(id="c1", name="transfer", status="done", has_output=True, output={})
+    assistant = ChatMessage(id="m2", role="assistant", parts=(ran,))
+    going = ClientState(thread_id="t", messages=(user, assistant), status="streaming")
+    restored = desk_module._send_cut_off(going, replace(going, status="ready"))
+    assert (restored.can_go_on, restored.can_resend, restored.error) == (True, False, INTERRUPTED)
+    assert desk_module._reply_lost(restored)
+    # Without a result since the message, its own run is sent again, as before.
+    asked = replace(going, messages=(user,))
+    again = desk_module._send_cut_off(asked, replace(asked, status="ready"))
+    assert (again.can_go_on, again.can_resend) == (False, True)

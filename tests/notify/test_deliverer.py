@@ -202,7 +202,8 @@ async def test_a_restart_between_attempts_still_delivers_once(database_url: str)
     assert [request.status for request in receiver.received] == [500, 200]
     assert (row.status, row.attempts) == ("sent", 2)
     # Both attempts name the one delivery, so a receiver can drop a repeat.
-    assert [r.headers["X-Chat-App-Delivery"] for r in receiver.received] == [str(row.id)] * 2
+    assert [r.headers["X-Chat-App-Delivery"] for r in receiver.received] == [row.key] * 2
+    assert row.key.startswith(make_notice().decision_id)  # random per decision: unique anywhere
 
 
 async def test_a_receiver_that_is_down_is_retried_then_given_up(engine: Engine) -> None:
