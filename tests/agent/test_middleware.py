@@ -10,13 +10,18 @@ from pydantic import BaseModel
 from chat_app.agent import (
     Agent,
     Middleware,
+    ModelRequest,
     Resolutions,
     RunContext,
+    ScriptedModel,
+    ScriptedTurn,
     combine_tool_resumes,
     define_interrupt,
+    event_to_wire,
     tool,
 )
 from chat_app.agent.middleware import HookResult
+from chat_app.client import ChatClient, InProcessConnection, read_manifest
 from chat_app.interrupts import (
     ToolResume,
     generic_continuation_from_descriptor,
@@ -208,3 +213,32 @@ def test_pydantic_models_become_the_json_schema_that_is_hashed() -> None:
 def test_duplicate_interrupt_definitions_are_refused() -> None:
     with pytest.raises(ValueError, match="unique"):
         Agent(model=turns(say("x")), interrupts=[CHECK, CHECK])
+
+
+async def test_after_a_stop_the_conversation_goes_on() -> None:
+    """A stopped batch's calls have their results, so the next message's pause is answered
+    as any other: nothing is refused for lacking the stopped call's answer."""
+
+    def play(request: ModelRequest) -> ScriptedTurn:
+        asked = sum(message.role == "user" for message in request.messages)
+        return say("", (f"c{asked}", "act", {}))
+
+    agent = Agent(
+        model=ScriptedModel(play), tools=[ACT], interrupts=[CHECK],
+        middleware=[AskAt("beforeTools", "stop")],
+    )  # fmt: skip
+    connection = InProcessConnection(agent.run, encode=event_to_wire)
+    client = ChatClient(
+        connection, tools=read_manifest({"tools": agent.tool_manifest()}).tools,
+        interrupts=[CHECK],
+    )  # fmt: skip
+    for message in ("go", "again"):
+        await client.send(message)
+        approval, check = client.interrupts
+        await client.resolve_interrupt(approval.id, approved=True)
+        await client.resolve_interrupt(check.id, response={"ok": True})
+        assert client.error is None, client.error
+        assert client.interrupts == ()
+    calls = [call for m in client.messages for call in m.tool_calls]
+    assert [(call.id, call.has_output) for call in calls] == [("c1", True), ("c2", True)]
+    assert executed == []
