@@ -35,7 +35,7 @@ help:
 	@echo "make run    start the app on http://localhost:$${PORT:-8000} (PORT=… to change)"
 	@echo "make test   install test tools and a headless Chromium, then run pytest over tests/ (2 processes)"
 	@echo "make lint   ruff over chat_app, tests and benchmarks; mypy over chat_app and tests"
-	@echo "make bench  benchmarks side by side with TanStack AI -> docs/benchmarks.md (~10 min)"
+	@echo "make bench  benchmarks side by side with TanStack AI -> docs/benchmarks.md (~14 min)"
 	@echo "make clean  remove build output (.web, .states); keeps .venv"
 
 # --- Python -----------------------------------------------------------------
