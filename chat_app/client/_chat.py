@@ -304,6 +304,17 @@ class ChatClient:
         self._resend = False
         await self._drive(None)
 
+    async def run_again(self) -> None:
+        """Whatever failed last, again, the one way that runs nothing twice: the
+        continuation (`can_retry`), the reply after applied answers (`can_go_on`), or the
+        message (`can_resend`). Raises `UsageError` when nothing failed."""
+        if self._manager.can_retry:
+            await self.retry_interrupts()
+        elif self.can_go_on:
+            await self.go_on()
+        else:
+            await self.resend()
+
     async def resolve_interrupt(
         self,
         interrupt_id: str,

@@ -443,11 +443,9 @@ class Desk:
         state = ClientState.from_json(row.state)
 
         async def again(client: ChatClient) -> None:
-            if client.state.can_retry:
-                await client.retry_interrupts()
-            elif client.state.can_resend:
-                await client.resend()
-            else:  # the answers were applied and the reply was lost: the model goes on
+            if client.state.can_retry or client.state.can_resend or client.can_go_on:
+                await client.run_again()
+            else:  # stored before the client said so: the answers were applied, the reply lost
                 await _go_on(client)
 
         if not (state.can_retry or state.can_resend or _reply_lost(state)):
@@ -816,9 +814,7 @@ class Desk:
             by_item = {row.item_id: row for row in rows if row.item_id in open_ids}
             # Answers in flight are the carrying run's to mark (or, if it died, `recover`'s),
             # with the telling of how they ended.
-            sending = state.manager.active_submission
-            in_flight = set(sending.interrupt_ids) if sending is not None else set()
-            stale = [row.id for row in rows if row.item_id not in open_ids | in_flight]
+            stale = [row.id for row in rows if row.item_id not in open_ids | _in_flight(state)]
             if stale:  # answered another way meanwhile (the chat, a withdrawal)
                 await self._db(self.store.mark_applied, stale)
             if not by_item or set(by_item) != open_ids:
@@ -866,35 +862,32 @@ class Desk:
                     if failure:
                         fail_current_span(failure)
                 ended = self.clock()
-                if ended_with.can_retry and not ended_with.refused:
-                    # The continuation failed before the agent gave anything back (it, or the
-                    # way to it, failed): whether it took them is unknown, so nobody is told
-                    # how they ended. They are done with here, as carried: the conversation
-                    # shows the failure, and the person's Retry sends them again (the agent's
-                    # ledger refuses a replay; a desk sending again by itself could run a
-                    # tool twice behind an agent without one). Their traces say it failed.
-                    await self._db(partial(self.store.mark_applied, applied))
-                    for row in by_item.values():
-                        _trace_carried(row.id, row.name, row.outcome, row.rule, thread_id,
-                                       started=row.created_at, ran=(started, ended), run=run,
-                                       executed=False, error=failure)  # fmt: skip
-                    return
-                refused = _refused(ended_with, set(by_item))
+                # Failed before the agent gave anything back (it, or the way to it, failed):
+                # whether it took them is unknown, so nobody is told how they ended, and no
+                # continuation time counts. They are done with as carried all the same: the
+                # conversation shows the failure, and the person's Retry sends them again
+                # (the agent's ledger refuses a replay; a desk sending again by itself could
+                # run a tool twice behind an agent without one).
+                unknown = ended_with.can_retry and not ended_with.refused
+                refused = set() if unknown else _refused(ended_with, set(by_item))
                 # Opened again, they wait for a person. Sent again unchanged they would be
                 # refused again, so answers that could not be opened are done with as carried.
                 if refused and await self._open_refused(thread_id, owner, ended_with, refused):
                     continue
                 # Carried. A worker killed before this line leaves them to `recover`, which
                 # finds the continuation in flight, or not sent yet, in the stored state.
-                seconds = (ended - started).total_seconds()
+                seconds = None if unknown else (ended - started).total_seconds()
+                tell_at = None if unknown else ended
                 await self._db(
-                    partial(self.store.mark_applied, applied, seconds=seconds, tell_at=ended)
+                    partial(self.store.mark_applied, applied, seconds=seconds, tell_at=tell_at)
                 )
-                self._wake_timers()  # whoever asked is told how it ended
+                if tell_at is not None:
+                    self._wake_timers()  # whoever asked is told how it ended
                 for row in by_item.values():
+                    executed = not unknown and row.item_id not in refused
                     _trace_carried(row.id, row.name, row.outcome, row.rule, thread_id,
                                    started=row.created_at, ran=(started, ended), run=run,
-                                   executed=row.item_id not in refused, error=failure)  # fmt: skip
+                                   executed=executed, error=failure)  # fmt: skip
             finally:
                 await self._db(self.store.release, thread_id, self.worker)
 
@@ -963,10 +956,9 @@ class Desk:
             try:
                 row = await self._db(self.store.load, thread_id)
                 assert row is not None
-                sending = ClientState.from_json(row.state).manager.active_submission
-                in_flight = sending.interrupt_ids if sending is not None else ()
-                client = self._client(row.state, RunAs(ANONYMOUS))
-                state = _send_cut_off(ClientState.from_json(row.state), client.state)
+                stored = ClientState.from_json(row.state)
+                client = self._client(stored, RunAs(ANONYMOUS))
+                state = _send_cut_off(stored, client.state)
                 # The answers were applied and only the model's reply was lost: it goes on
                 # from the tools' results (a plain run: nothing is answered again, so nothing
                 # runs twice), the conversation running all along. Otherwise it is failed:
@@ -975,7 +967,7 @@ class Desk:
                 # The answers in flight are done with as carried here: where the agent applied
                 # them, whoever asked is told how they ended, as after a continuation that
                 # finished; where that is unknown, Retry sends them again, as the person's.
-                await self._carried_elsewhere(thread_id, in_flight, tell=go_on)
+                await self._carried_elsewhere(thread_id, _in_flight(stored), tell=go_on)
                 if not go_on:
                     failure = INTERRUPTED if state.can_retry or state.can_resend else None
                     await self._save(thread_id, state, row.owner_email, row.owner_name,
@@ -1070,7 +1062,7 @@ class Desk:
 
     # --- helpers ------------------------------------------------------------------------
 
-    def _client(self, state: str | None, run_as: RunAs) -> ChatClient:
+    def _client(self, state: ClientState | str | None, run_as: RunAs) -> ChatClient:
         connection = self.connection_for(run_as)
         # A tool the agent asks the client to run runs in a person's browser (the chat
         # page's): here there is none, so it fails saying why and the run goes on, rather
@@ -1624,6 +1616,12 @@ def _send_cut_off(stored: ClientState, restored: ClientState) -> ClientState:
                        error_code="transport")  # fmt: skip
     return replace(restored, can_resend=True, status="error", error=INTERRUPTED,
                    error_code="transport")  # fmt: skip
+
+
+def _in_flight(state: ClientState) -> frozenset[str]:
+    """The items whose answers were being sent when `state` was stored."""
+    sending = state.manager.active_submission
+    return frozenset(sending.interrupt_ids if sending is not None else ())
 
 
 def _results_since_asked(state: ClientState) -> bool:

@@ -1470,10 +1470,7 @@ class ChatState(IdentityState):
         """The status row's Retry: the failed message's run again, or, where its answers
         were applied and only the reply after them failed, that reply."""
 
-        def again(client: ChatClient) -> Awaitable[None]:
-            return client.go_on() if client.can_go_on else client.resend()
-
-        async for event in self._work(again):
+        async for event in self._work(lambda client: client.run_again()):
             yield event
 
     @rx.event(background=True)
