@@ -80,6 +80,14 @@ def _problem(error: jsonschema.ValidationError, missing: Mapping[int, str | None
     )
 
 
+def _closest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """`error`, or for one of several shapes the failure of the shape the value came closest
+    to (jsonschema's `best_match`, which keeps `error` when none is closer)."""
+    if error.validator in ("anyOf", "oneOf") and error.context:
+        return best_match([error]) or error
+    return error
+
+
 def _missing_properties(errors: Iterable[jsonschema.ValidationError]) -> dict[int, str | None]:
     """The property each `required` error is about, by the error's `id`, here and in the
     errors' `context`. jsonschema yields one such error per missing property, in the keyword's
@@ -162,7 +170,9 @@ class CompiledSchema:
             return []
         errors = list(self._full.iter_errors(value))
         missing = _missing_properties(errors)
-        return [_problem(error, missing) for error in errors]
+        # A value that fits none of `anyOf`'s shapes is worded by the shape it came closest
+        # to (an `Optional` number below its minimum: the minimum), as `problem` words it.
+        return [_problem(_closest(error), missing) for error in errors]
 
     def _fast_verdict(self, value: object) -> bool | None:
         """jsonschema-rs's verdict, or `None` where only jsonschema may say."""

@@ -6,6 +6,10 @@ components render the flat field list with `rx.foreach`, the browser submits str
 readable message per field. Nested objects become indented groups; arrays of scalars become
 one-item-per-line text areas (or checkboxes when their items are an enum); a required yes or
 no without a default is a pair of choices, not a box an untouched form would send as "no".
+A property written as a local reference (`{"$ref": "#/$defs/Speed"}`, as pydantic writes a
+model's enums and nested models) is shown as what it names, and one that may also be `null`
+(pydantic's `Optional[...]`) as its other shape; the schema itself is never rewritten, since
+its hash is part of what the pause sealed, and the whole value is still checked against it.
 """
 
 from __future__ import annotations
@@ -67,6 +71,8 @@ class FormField:
     #: The control's element id, unique on the page (two cards' forms may hold the same
     #: path): its label points at it, and its error (`<control_id>-error`) describes it.
     control_id: str = ""
+    #: The schema allows `null`: a required field left empty is sent as `null`.
+    nullable: bool = False
 
 
 @dataclass
@@ -84,11 +90,88 @@ class FormResult:
 def form_fields(schema: Mapping[str, Any], initial: Any = None) -> list[FormField]:
     """Flatten `schema` into form rows, prefilled from `initial` or the schema's defaults."""
     fields: list[FormField] = []
-    if _is_object(schema):
-        _object_fields(schema, "", 0, initial if isinstance(initial, Mapping) else {}, fields)
+    shape = _shape(schema, schema, frozenset())
+    if _is_object(shape.schema):
+        start = initial if isinstance(initial, Mapping) else {}
+        _object_fields(shape.schema, schema, shape.seen, "", 0, start, fields)
     else:
-        fields.append(_field(schema, "value", "Value", True, 0, initial))
+        fields.append(_field(shape, schema, "value", "Value", True, 0, initial))
     return fields
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """A property's schema as the form shows it: its local references followed, and a
+    `null` alternative set aside (`nullable`). `seen` holds the references followed on the
+    way here, so a model that contains itself ends in a JSON field, not a form without end."""
+
+    schema: Mapping[str, Any]
+    nullable: bool = False
+    seen: frozenset[str] = frozenset()
+
+
+#: The keywords a property keeps over what its reference names: its own words and default.
+_OWN_KEYWORDS = ("title", "description", "default", "examples")
+
+
+def _shape(schema: Mapping[str, Any], root: Mapping[str, Any], seen: frozenset[str]) -> _Shape:
+    """What `schema` asks for, read through `$ref`s into `root` and through a one-branch
+    `anyOf`/`oneOf`/`allOf` beside `{"type": "null"}`."""
+    nullable = False
+    while True:
+        kind = schema.get("type")
+        if isinstance(kind, list) and "null" in kind:
+            nullable = True
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            target = _local(root, ref)
+            if target is None or ref in seen:
+                return _Shape(schema, nullable, seen)  # not followed: typed as JSON
+            seen = seen | {ref}
+            own = {key: schema[key] for key in _OWN_KEYWORDS if key in schema}
+            schema = {**target, **own}
+            continue
+        branch = _only_branch(schema)
+        if branch is None:
+            return _Shape(schema, nullable, seen)
+        shape, is_nullable = branch
+        nullable = nullable or is_nullable
+        own = {key: schema[key] for key in _OWN_KEYWORDS if key in schema}
+        schema = {**shape, **own}
+
+
+def _only_branch(schema: Mapping[str, Any]) -> tuple[Mapping[str, Any], bool] | None:
+    """The one shape a combination leaves besides `null`, and whether `null` was there
+    (`None` when it is no such combination)."""
+    if "type" in schema or "enum" in schema or "properties" in schema:
+        return None
+    for keyword in ("anyOf", "oneOf", "allOf"):
+        branches = schema.get(keyword)
+        if not isinstance(branches, list):
+            continue
+        if len(_COMBINED & schema.keys()) > 1:
+            return None
+        if keyword == "allOf":  # every branch holds: one branch is that shape
+            one = len(branches) == 1 and isinstance(branches[0], Mapping)
+            return (branches[0], False) if one else None
+        rest = [b for b in branches if not (isinstance(b, Mapping) and b.get("type") == "null")]
+        if len(rest) == 1 and isinstance(rest[0], Mapping):
+            return rest[0], len(rest) < len(branches)
+        return None
+    return None
+
+
+def _local(root: Mapping[str, Any], ref: str) -> Mapping[str, Any] | None:
+    """The part of `root` a local reference (`#/$defs/Speed`) points at, if any."""
+    if not ref.startswith("#"):
+        return None
+    node: Any = root
+    for part in ref[1:].split("/")[1:]:
+        key = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node if isinstance(node, Mapping) else None
 
 
 def _is_object(schema: Mapping[str, Any]) -> bool:
@@ -115,6 +198,8 @@ def _ordered_properties(schema: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 def _object_fields(
     schema: Mapping[str, Any],
+    root: Mapping[str, Any],
+    seen: frozenset[str],
     prefix: str,
     depth: int,
     initial: Mapping[str, Any],
@@ -125,29 +210,38 @@ def _object_fields(
         if not isinstance(child, Mapping):
             continue
         path = f"{prefix}.{name}" if prefix else name
+        # The property's own title, not its model's: pydantic titles a model by its class.
         label = str(child.get("title") or _humanize(name))
-        if _is_object(child):
+        shape = _shape(child, root, seen)
+        if _is_object(shape.schema):
             out.append(
                 FormField(
                     path=path,
                     label=label,
                     kind="group",
                     required=name in required,
-                    description=str(child.get("description", "")),
+                    description=str(shape.schema.get("description", "")),
                     depth=depth,
                 )
             )
             nested = initial.get(name)
-            _object_fields(
-                child, path, depth + 1, nested if isinstance(nested, Mapping) else {}, out
-            )
+            start = nested if isinstance(nested, Mapping) else {}
+            _object_fields(shape.schema, root, shape.seen, path, depth + 1, start, out)
         else:
-            out.append(_field(child, path, label, name in required, depth, initial.get(name)))
+            row = _field(shape, root, path, label, name in required, depth, initial.get(name))
+            out.append(row)
 
 
 def _field(
-    schema: Mapping[str, Any], path: str, label: str, required: bool, depth: int, initial: Any
+    shape: _Shape,
+    root: Mapping[str, Any],
+    path: str,
+    label: str,
+    required: bool,
+    depth: int,
+    initial: Any,
 ) -> FormField:
+    schema = shape.schema
     value = initial if initial is not None else schema.get("default")
     row = FormField(
         path=path,
@@ -156,11 +250,19 @@ def _field(
         required=required,
         description=str(schema.get("description", "")),
         depth=depth,
+        nullable=shape.nullable,
     )
     kind = _scalar_type(schema)
-    if "type" not in schema and "enum" not in schema and _COMBINED & schema.keys():
-        # One of several shapes (an approval's envelope seen as a raw question, say): no
-        # control fits them all, so the value is typed as JSON and checked as such.
+    raw_items = schema.get("items")
+    items = _shape(raw_items, root, shape.seen).schema if isinstance(raw_items, Mapping) else {}
+    if (
+        "$ref" in schema
+        or ("type" not in schema and "enum" not in schema and _COMBINED & schema.keys())
+        or (kind == "array" and ("$ref" in items or _is_object(items) or "items" in items))
+    ):
+        # One of several shapes (an approval's envelope seen as a raw question, say), a list
+        # of objects, or a reference not followed: no control fits, so the value is typed
+        # as JSON and checked as such.
         row.kind = "json"
         row.placeholder = "A JSON value, e.g. {\"approved\": true}"
         row.value = json.dumps(value, ensure_ascii=False) if value is not None else ""
@@ -186,8 +288,6 @@ def _field(
         row.input_mode = "numeric" if kind == "integer" else "decimal"
         row.value = _text(value) if value is not None else ""
     elif kind == "array":
-        raw_items = schema.get("items")
-        items: Mapping[str, Any] = raw_items if isinstance(raw_items, Mapping) else {}
         if "enum" in items:
             row.kind = "checks"
             row.options = [_text(option) for option in items["enum"]]
@@ -233,19 +333,30 @@ def answer_lines(schema: Mapping[str, Any] | None, value: Any) -> list[str]:
     """An answer as a person reads it back, one line a field in the form's order, labelled
     as the form labelled them: "Shipping speed: express", "Gift wrap: no"."""
     lines: list[str] = []
-    _answer_lines(schema if isinstance(schema, Mapping) else {}, value, "", lines)
+    root = schema if isinstance(schema, Mapping) else {}
+    _answer_lines(root, root, frozenset(), value, "", lines)
     return lines
 
 
-def _answer_lines(schema: Mapping[str, Any], value: Any, label: str, out: list[str]) -> None:
+def _answer_lines(
+    schema: Mapping[str, Any],
+    root: Mapping[str, Any],
+    seen: frozenset[str],
+    value: Any,
+    label: str,
+    out: list[str],
+) -> None:
     if isinstance(value, Mapping):
-        known = [(name, child) for name, child in _ordered_properties(schema) if name in value]
+        shape = _shape(schema, root, seen)
+        properties = _ordered_properties(shape.schema)
+        known = [(name, child) for name, child in properties if name in value]
         named = {name for name, _ in known}
         rest: list[tuple[str, Any]] = [(name, {}) for name in value if name not in named]
         for name, child in [*known, *rest]:
             child = child if isinstance(child, Mapping) else {}
             title = str(child.get("title") or _humanize(str(name)))
-            _answer_lines(child, value[name], f"{label} › {title}" if label else title, out)
+            line = f"{label} › {title}" if label else title
+            _answer_lines(child, root, shape.seen, value[name], line, out)
         return
     shown = spelled_out(_read_back(value))  # as it is stored, whatever its direction marks
     out.append(f"{label}: {shown}" if label else shown)
@@ -338,7 +449,9 @@ def _convert(row: FormField, data: Mapping[str, str | list[str]]) -> Any:
         items = [line.strip() for line in text.splitlines() if line.strip()]
         return items if items or row.required else _OMIT
     if not text.strip():
-        return _OMIT  # a required field left empty is reported by the schema's `required`
+        # A required field left empty is reported by the schema's `required`, unless the
+        # schema allows it to be `null`: then empty says so.
+        return None if row.nullable and row.required else _OMIT
     if row.kind == "json":
         try:
             return strict_loads(text)

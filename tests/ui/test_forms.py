@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from enum import StrEnum
 from typing import Any
+
+from pydantic import BaseModel, Field
 
 from chat_app.demo.interrupts import RELEASE_PLAN, SHIPPING
 from chat_app.demo.tools import SEND_EMAIL, TRANSFER
@@ -302,3 +306,96 @@ def test_a_number_is_read_as_typed_not_as_a_browser_would_guess_it() -> None:
     # A whole number is read exactly, however long (a float would round it).
     assert read("12345678901234567891") == 12345678901234567891
     assert (read(" 9.99 "), read("25"), read("2.5e1"), read(".5")) == (9.99, 25, 25.0, 0.5)
+
+
+def test_a_pydantic_models_references_and_optionals_become_their_own_controls() -> None:
+    """pydantic writes a model's enums and nested models as `$ref`s into `$defs`, and an
+    `Optional` as `anyOf` with `null`: the form follows them, and checks against the schema
+    as it was sealed, unchanged."""
+
+    class Speed(StrEnum):
+        standard = "standard"
+        express = "express"
+
+    class Address(BaseModel):
+        """Where it goes."""
+
+        city: str
+        zip: str | None = None
+
+    class Node(BaseModel):
+        name: str
+        child: Node | None = None
+
+    class Order(BaseModel):
+        speed: Speed = Field(description="How fast")
+        again: Speed = Speed.express
+        extras: list[Speed] = []
+        count: int | None = Field(default=None, ge=1)
+        must: int | None
+        shipping: Address
+        stops: list[Address] = []
+        node: Node | None = None
+
+    schema = Order.model_json_schema()
+    sealed = json.dumps(schema, sort_keys=True)
+    rows = {row.path: row for row in form_fields(schema)}
+    shown = {path: (row.label, row.kind, row.required, row.nullable) for path, row in rows.items()}
+    assert shown == {
+        "speed": ("Speed", "radio", True, False),
+        "again": ("Again", "radio", False, False),
+        "extras": ("Extras", "checks", False, False),
+        "count": ("Count", "integer", False, True),
+        "must": ("Must", "integer", True, True),
+        # Labelled by the property's name, not the model's class; described by the model.
+        "shipping": ("Shipping", "group", True, False),
+        "shipping.city": ("City", "text", True, False),
+        "shipping.zip": ("Zip", "text", False, True),
+        "stops": ("Stops", "json", False, False),  # a list of objects is typed as JSON
+        "node": ("Node", "group", False, False),
+        "node.name": ("Name", "text", True, False),
+        "node.child": ("Child", "json", False, True),  # a model inside itself: JSON, once
+    }
+    assert rows["speed"].options == ["standard", "express"]
+    described = (rows["speed"].description, rows["shipping"].description)
+    assert described == ("How fast", "Where it goes.")
+    assert rows["again"].value == "express"
+    data: dict[str, str | list[str]] = {
+        "speed": "express", "again": "express", "must": "", "shipping.city": "Oslo",
+        "extras": ["standard"], "node.name": "a", "node.child": '{"name": "b"}',
+    }  # fmt: skip
+    result = read_form(schema, list(rows.values()), data)
+    assert result.errors == {}
+    # The required `Optional` left empty is `null`; the optional ones are left out.
+    assert result.value == {
+        "speed": "express", "again": "express", "extras": ["standard"], "must": None,
+        "shipping": {"city": "Oslo"}, "node": {"name": "a", "child": {"name": "b"}},
+    }  # fmt: skip
+    assert Order.model_validate(result.value).node == Node(name="a", child=Node(name="b"))
+    low = read_form(schema, list(rows.values()), {**data, "count": "0"})
+    assert low.errors == {"count": "Must be at least 1."}
+    assert answer_lines(schema, {"shipping": {"city": "Oslo"}, "speed": "express"}) == [
+        "Speed: express",
+        "Shipping › City: Oslo",
+    ]
+    assert json.dumps(schema, sort_keys=True) == sealed
+
+
+def test_a_reference_that_cannot_be_followed_is_typed_as_json() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "remote": {"$ref": "https://example.com/schema.json"},
+            "missing": {"$ref": "#/$defs/Nowhere"},
+            "anything": {},
+            # As older pydantic wrote a described reference; then a null that is all it takes.
+            "wrapped": {"allOf": [{"$ref": "#/$defs/Speed"}], "description": "How fast"},
+            "only_null": {"allOf": [{"$ref": "#/$defs/Speed"}, {"type": "null"}]},
+        },
+        "$defs": {"Speed": {"enum": ["slow", "fast"]}},
+    }
+    kinds = {row.path: row.kind for row in form_fields(schema)}
+    assert kinds == {
+        "remote": "json", "missing": "json", "anything": "text", "wrapped": "radio",
+        "only_null": "json",
+    }  # fmt: skip

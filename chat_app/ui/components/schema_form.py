@@ -321,6 +321,8 @@ def field_row(row: FormField) -> rx.Component:
             _help(row),
             padding_left=f"calc({row.depth} * 1em)",
             padding_top="0.25em",
+            class_name="form-group",
+            data_field=row.path,
         ),
         rx.vstack(
             rx.cond(row.kind != "boolean", _label(row)),
