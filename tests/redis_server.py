@@ -18,15 +18,18 @@ DURABLE = ("--appendonly", "yes", "--appendfsync", "always")
 
 
 @contextmanager
-def redis_server(workdir: Path, *settings: str, kill: bool = False) -> Iterator[str]:
-    """A redis-server on a free port keeping its files in `workdir`, with `settings` (default
-    `DURABLE`). `kill`: stopped with SIGKILL, as a crash stops it, not SIGTERM."""
+def redis_server(
+    workdir: Path, *settings: str, kill: bool = False, port: int | None = None
+) -> Iterator[str]:
+    """A redis-server on `port` (a free one by default) keeping its files in `workdir`, with
+    `settings` (default `DURABLE`). `kill`: stopped with SIGKILL, as a crash stops it, not
+    SIGTERM. The same `workdir` and `port` again: the same server back, with what it kept."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise RuntimeError(
             "These tests need redis-server: `apt-get install -y redis-server` (make test does)."
         )
-    port = free_port()
+    port = port or free_port()
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(workdir),
          *(settings or DURABLE)],

@@ -462,6 +462,12 @@ class Desk:
                 run_as = await self._db(self._run_as, rows, owner)
         self._spawn(self._run(thread_id, run_as, again))
 
+    async def carries(self, thread_id: str, item_ids: Sequence[str]) -> bool:
+        """Whether any of these answers was given at the desk, not in a page's own run: then
+        sending them again is the desk's (`retry`, as the people who gave them), since a
+        page can only send answers as its own person, and the desk refuses those."""
+        return bool(await self._db(self.store.decided, thread_id, list(item_ids)))
+
     async def decide(self, decision_id: str, decider: Identity, answer: Answer) -> DecideResult:
         """Give `answer` to a pending decision, as `decider` (see the module's docstring)."""
         item = await self._db(self.store.decision, decision_id)

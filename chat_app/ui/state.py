@@ -370,6 +370,8 @@ class ChatState(IdentityState):
 
     @rx.var
     def batch_title(self) -> str:
+        if self.open_count == 0 and self.can_retry:  # answered, the sending failed
+            return "Not sent"
         return f"{self.open_count} decision{'s' if self.open_count != 1 else ''} needed"
 
     def _session(self, viewer: Identity | None = None) -> sessions.Session:
@@ -402,6 +404,7 @@ class ChatState(IdentityState):
             quorum={item: given[0] for item, given in self._votes.items()},
             changes=self._own_changes | self._changes,
             can_retry=not self.read_only,
+            retry_by=self.owner_name,
         )
         streaming = client.status == "streaming"
         messages = views.messages
@@ -1406,8 +1409,26 @@ class ChatState(IdentityState):
     @rx.event
     @guarded
     async def retry(self) -> Any:
+        """The batch bar's Retry: the failed continuation again, from this tab, or by the
+        desk when it holds answers given there (someone else's, from their inbox)."""
         session = await self._clicked()
-        return ChatState.resolve_all("retry", _batch_of(session.client))
+        desk = sessions.desk()
+        held = session.client.state.manager.retry_submission
+        if desk is None or not self.thread_shown or held is None:
+            return ChatState.resolve_all("retry", _batch_of(session.client))
+        if not await desk.carries(self.thread_shown, list(held.interrupt_ids)):
+            return ChatState.resolve_all("retry", _batch_of(session.client))
+        viewer = self._viewer()
+        if viewer is None:
+            self.run_error = self._nothing_sent()
+            return None
+        try:
+            await desk.retry(self.thread_shown, viewer)
+        except DeskError as error:
+            self.run_error = error.message
+            return None
+        self.run_error = ""
+        return None
 
     @rx.event
     @guarded

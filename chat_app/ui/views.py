@@ -122,6 +122,9 @@ class DecisionView:
     #: The answer a failed continuation held, which Retry sends again ("Approved, not sent:
     #: …"); "" when none.
     held: str = ""
+    #: That answer was given at the desk (by whoever `held` names): nobody answers anew here,
+    #: only a Retry sends it.
+    held_only: bool = False
     #: The first answerable decision takes the keyboard focus. A field of the view rather
     #: than a page var, so that a memoized message row depends on its own data only.
     focus: bool = False
@@ -249,17 +252,28 @@ def _answer_label(item: InterruptItem, entry: Mapping[str, Any]) -> tuple[str, s
     return label, decision.outcome
 
 
-def held_answers(state: ClientState) -> dict[str, str]:
+def held_answers(
+    state: ClientState, decided_by: Mapping[str, str] | None = None, *, retry_by: str = ""
+) -> dict[str, str]:
     """The answers of a continuation that failed and that Retry sends again, by item: what
-    each card says meanwhile (its controls are open again: the person may answer anew)."""
+    each card says meanwhile. The person's own answers from this page leave its controls open
+    (they may answer anew); one given at the desk (`decided_by`: "Approved by Ada") is named
+    as whoever gave it, and only Retry sends it. `retry_by`: whose Retry that is, when it is
+    not the person looking (their own answers are not shown to them)."""
     held = state.manager.retry_submission if state.can_retry else None
     if held is None:
         return {}
     items = {item.id: item for item in state.interrupts}
+    given = decided_by or {}
+    retry = f"{retry_by}'s Retry" if retry_by else "Retry"
     notes: dict[str, str] = {}
     for entry in held.resolutions:
         item = items.get(str(entry.get("interruptId", "")))
-        if item is not None:
+        if item is None:
+            continue
+        if item.id in given:
+            notes[item.id] = f"{given[item.id]}, not sent: {retry} sends it again."
+        elif not retry_by:
             label, _ = _answer_label(item, entry)
             notes[item.id] = f"{label}, not sent: Retry sends it again, or answer anew."
     return notes
@@ -787,6 +801,7 @@ def build_views(
     quorum: Mapping[str, str] | None = None,
     changes: Mapping[str, list[str]] | None = None,
     can_retry: bool = True,
+    retry_by: str = "",
 ) -> Views:
     """Everything the transcript and the decision cards show.
 
@@ -797,7 +812,8 @@ def build_views(
     by the approval's id), for its tool call's card; `quorum`, the approvals that need more
     than one approver, with their progress (`decision_view`); `changes`, what an approval
     with changes changed (`edits`), for its tool call's card; `can_retry`, whether the person
-    looking may send a failed continuation again (its cards then say what it holds).
+    looking may send a failed continuation again (its cards then say what it holds), and
+    when not, `retry_by`, who may (the cards then say which answers from the desk it holds).
     """
     decisions = {item.id: item for item in state.interrupts}
     by_call = {
@@ -827,12 +843,17 @@ def build_views(
     if cache is not None:
         cache.rotate(state.messages, state.answered)
     loose = [known.decision(item) for item in state.interrupts if item.id not in known.attached]
+    theirs = "" if can_retry else retry_by or "the requester"
+    held = held_answers(state, known.decided_by, retry_by=theirs)
+    #: Answers given at the desk that a failed continuation holds: only a Retry sends them.
+    held_only = {item_id for item_id in held if item_id in known.decided_by}
     answerable = [
         item
         for item in decisions.values()
         if item.can_resolve
         and not item.expired(now_ms)
         and not (who_decides is not None and who_decides(item))
+        and item.id not in held_only
     ]
     bulk_ok = bool(answerable) and state.can_approve_all and state.can_reject_all
     open_ids = {item.id for item in answerable if item.status in OPEN_STATUSES}
@@ -847,9 +868,9 @@ def build_views(
         first = next((d for d in cards if d.id in open_ids), None)
         if first is not None:
             first.focus = True
-    held = held_answers(state) if can_retry else {}
     for card in cards:
         card.held = held.get(card.id, "")
+        card.held_only = card.id in held_only
     if asked_by is not None:
         for card in cards:
             item = decisions.get(card.id)
@@ -867,12 +888,16 @@ def build_views(
         batch_size=len(answerable),
         bulk_ok=bulk_ok,
         cancel_all_ok=all(card.can_cancel for card in cards if card.id in open_ids),
-        # "One or more … are invalid" only repeats what the items themselves show.
-        batch_errors=[
-            error.message
-            for error in state.interrupt_errors
-            if error.code != "item-validation-failed"
-        ],
+        # "One or more … are invalid" only repeats what the items themselves show; the
+        # client keeps each failed send's error (`docs/protocol.md` §4.8): the same words twice
+        # say no more.
+        batch_errors=list(
+            dict.fromkeys(
+                error.message
+                for error in state.interrupt_errors
+                if error.code != "item-validation-failed"
+            )
+        ),
     )
 
 

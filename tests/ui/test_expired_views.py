@@ -139,6 +139,17 @@ def test_an_answer_a_failed_continuation_held_says_so_until_retry_sends_it(
         # Someone else's conversation (an approver reading it): Retry is not theirs to send.
         shown = build_views(client.state, {}, can_retry=False).messages
         assert [t.decision.held for m in shown for t in m.tools if t.has_decision] == [""]
+        # An answer given at the desk is named as its giver's, for everyone, and nobody
+        # answers it anew: only Retry sends it.
+        given = {item.id: "Approved by Ada"}
+        for retry, note in [(True, "Retry"), (False, "Rita's Retry")]:
+            views = build_views(
+                client.state, {}, decided_by=given, can_retry=retry, retry_by="Rita"
+            )
+            [held] = [t.decision for m in views.messages for t in m.tools if t.has_decision]
+            assert held.held == f"Approved by Ada, not sent: {note} sends it again."
+            assert held.held_only
+            assert views.open_count == 0
         connection.down = False
         await client.retry_interrupts()
         assert [c for c in cards(client) if c.has_decision] == []

@@ -504,12 +504,16 @@ def _decision_card(
                     decision.staged != "",
                     staged_row(decision, events),
                     rx.cond(
-                        decision.waiting != "",
-                        waiting_row(decision, events),
+                        decision.held_only,
+                        rx.fragment(),  # decided at the desk: a Retry is all that is left
                         rx.cond(
-                            decision.can_resolve,
-                            rx.fragment(_quorum_row(decision), controls),
-                            rx.text(cannot, size="1", color_scheme="gray"),
+                            decision.waiting != "",
+                            waiting_row(decision, events),
+                            rx.cond(
+                                decision.can_resolve,
+                                rx.fragment(_quorum_row(decision), controls),
+                                rx.text(cannot, size="1", color_scheme="gray"),
+                            ),
                         ),
                     ),
                 ),
