@@ -32,6 +32,7 @@ from chat_app.client import (
 from chat_app.config import (
     authenticator_from_env,
     desk_from_env,
+    heartbeat_seconds,
     metrics_token,
     notifications_from_env,
     policy_from_env,
@@ -46,7 +47,7 @@ from chat_app.desk import DeskStats, RunAs
 from chat_app.notify import Outbox
 from chat_app.notify.stats import DeliveryStats
 from chat_app.observe import configure_logging, configure_tracing
-from chat_app.server import create_app
+from chat_app.server import HEARTBEAT_SECONDS, create_app
 from chat_app.server.collector import tune_collector
 from chat_app.server.metrics import MetricsSource
 from chat_app.server.origin import handshake_from_elsewhere
@@ -197,6 +198,7 @@ try:
     notifications = notifications_from_env(
         desk, policy=policy, auth_mode=authenticator.config.mode, ledger=security.ledger
     )
+    heartbeat = heartbeat_seconds(HEARTBEAT_SECONDS)
 except (ValueError, DatabaseUnavailable) as problem:
     sys.exit(f"chat_app: {problem}")
 
@@ -239,6 +241,7 @@ app = rx.App(
         roles=policy.roles_of if policy is not None else None,
         desk=desk,
         recover=False,  # the app's own lifespan task does (below)
+        heartbeat_seconds=heartbeat,
         metrics=MetricsSource(
             DeskStats(desk.store.engine), DeliveryStats(desk.store.engine), metrics_token()
         ),

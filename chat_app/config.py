@@ -22,6 +22,7 @@
 | `CHAT_APP_WEBHOOK_URL`, `CHAT_APP_SMTP_URL`, … | none | notifications (`notify/settings.py`) |
 | `CHAT_APP_METRICS_TOKEN` | none | a bearer token that may read `GET /metrics` (admins may too) |
 | `CHAT_APP_LOG_FORMAT` | `text` | `json`: log lines as JSON |
+| `CHAT_APP_HEARTBEAT_SECONDS` | `15` | a run's stream quiet this long sends an SSE comment |
 | `OTEL_EXPORTER_OTLP_ENDPOINT` | none | traces of each decision, over OTLP/HTTP |
 
 Every time in seconds here, and every time a policy names, is at most fifty years
@@ -457,6 +458,20 @@ def remote_agent_problems(remote: RemoteAgent | None, auth_mode: AuthMode) -> li
         "demo person as signed in, and anyone may pick any of them. For trying it out; "
         f"set {AUTH_ENV}=password or proxy for real use."
     ]
+
+
+HEARTBEAT_ENV = "CHAT_APP_HEARTBEAT_SECONDS"
+
+
+def heartbeat_seconds(default: float) -> float:
+    """`CHAT_APP_HEARTBEAT_SECONDS`: after how long a quiet run's stream says it goes on
+    (else `default`), below a proxy's idle timeout and the client's read timeout.
+
+    Raises:
+        ValueError: it is not a number of seconds above 0, at most an hour (the message
+            names it).
+    """
+    return _seconds(HEARTBEAT_ENV, default, at_most=3600)
 
 
 def metrics_token() -> str | None:

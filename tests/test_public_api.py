@@ -246,6 +246,7 @@ CLIENT = [
 ]
 
 SERVER = [
+    "HEARTBEAT_SECONDS",
     "create_app",
 ]
 

@@ -26,6 +26,7 @@ from chat_app.config import (
     auth_from_env,
     authenticator_for,
     desk_from_env,
+    heartbeat_seconds,
     metrics_token,
     notifications_from_env,
     policy_from_env,
@@ -41,6 +42,7 @@ from chat_app.observe import configure_logging, configure_tracing, log_level, se
 from chat_app.trust import PolicyError
 from chat_app.trust.store import DatabaseUnavailable
 
+from ._coalesce import HEARTBEAT_SECONDS
 from .app import create_app
 from .collector import tune_collector
 from .metrics import MetricsSource
@@ -137,6 +139,7 @@ def _build(*, announce: bool) -> Starlette:
         notifications = notifications_from_env(
             desk, policy=policy, auth_mode=config.mode, ledger=security.ledger
         )
+        heartbeat = heartbeat_seconds(HEARTBEAT_SECONDS)
     except (ValueError, DatabaseUnavailable, PolicyError) as error:  # say which, and stop
         sys.exit(f"chat_app.server: {error}")
     if announce:
@@ -162,6 +165,7 @@ def _build(*, announce: bool) -> Starlette:
         desk=desk,
         metrics=MetricsSource(DeskStats(engine), DeliveryStats(engine), metrics_token()),
         background=notifications.tasks,
+        heartbeat_seconds=heartbeat,
     )
     # Everything built so far lives as long as the server: keep it out of every GC pass.
     gc.freeze()

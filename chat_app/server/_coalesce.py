@@ -14,6 +14,12 @@ times a pause → approve → answer cycle instead of 6 at one client, and spent
 per cycle at 1, 16 and 64; the server's CPU moved within ±3 % (`benchmarks/FINDINGS.md`). The
 start waits for the run's first event, which on a continuation comes after the answer's
 durable commit (milliseconds; a ledger that hangs holds the headers too).
+
+A stream that goes quiet (a model thinking for minutes before its first word) is kept alive
+with an SSE comment every `heartbeat` seconds: a client that gives up on a stream silent for
+its read timeout (this project's, at 120 s; a proxy's idle timeout) hears that the run goes
+on, and every SSE reader skips comments (TanStack's `fetchServerSentEvents` and ours alike).
+It costs a timer handle a wait, not a task.
 """
 
 from __future__ import annotations
@@ -25,10 +31,19 @@ from starlette.types import Message, Send
 
 #: At most this many turns of the loop collected into one write.
 MAX_BURST_TURNS = 64
+#: Seconds of quiet after which a stream sends `HEARTBEAT`.
+HEARTBEAT_SECONDS = 15.0
+#: An SSE comment: no event, only a sign of life.
+HEARTBEAT = b": keep-alive\n\n"
 
 
 async def send_coalesced(
-    start: Message, chunks: AsyncIterable[str | bytes | memoryview], send: Send, charset: str
+    start: Message,
+    chunks: AsyncIterable[str | bytes | memoryview],
+    send: Send,
+    charset: str,
+    *,
+    heartbeat: float | None = HEARTBEAT_SECONDS,
 ) -> None:
     """Send `start` (`http.response.start`), `chunks` as response bodies, then end the
     response (as Starlette's `StreamingResponse.stream_response` does).
@@ -40,11 +55,13 @@ async def send_coalesced(
     more than a turn of the loop, what it produced so far is one write. The last write also
     ends the chunked body. If the stream raises, what it produced is sent and the error goes
     on up; if this coroutine is cancelled (the client left), the task is cancelled first, so
-    the stream's own cleanup runs before this returns.
+    the stream's own cleanup runs before this returns. After `heartbeat` seconds with nothing
+    to send (`None`: never), `HEARTBEAT` goes out, and `start` with it if it had not.
     """
     buffer: list[bytes] = []
     ready = asyncio.Event()
     started = False
+    loop = asyncio.get_running_loop()
 
     async def produce() -> None:
         try:
@@ -57,7 +74,19 @@ async def send_coalesced(
     producer = asyncio.ensure_future(produce())
     try:
         while True:
-            await ready.wait()
+            if heartbeat is None:
+                await ready.wait()
+            elif not ready.is_set():
+                alarm = loop.call_later(heartbeat, ready.set)
+                await ready.wait()
+                alarm.cancel()
+                if not buffer and not producer.done():  # the alarm: quiet all this time
+                    ready.clear()
+                    if not started:
+                        started = True
+                        await send(start)
+                    await send({"type": "http.response.body", "body": HEARTBEAT, "more_body": True})
+                    continue
             # A burst: keep collecting while the stream adds to it turn after turn (a model
             # that yields to the loop between words); one quiet turn ends it, and so does a
             # long one (a stream that never waits still reaches the client as it goes).

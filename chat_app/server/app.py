@@ -18,7 +18,15 @@ import asyncio
 import contextlib
 import gc
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager, contextmanager
 
 import orjson
@@ -35,7 +43,7 @@ from chat_app.desk import Desk
 from chat_app.interrupts import SSE_HEADERS, encode_sse_event
 from chat_app.interrupts.strict_json import MAX_NESTING, has_long_digit_run, strict_loads
 from chat_app.server._body import read_body
-from chat_app.server._coalesce import send_coalesced
+from chat_app.server._coalesce import HEARTBEAT_SECONDS, send_coalesced
 from chat_app.server.desk_routes import desk_routes
 from chat_app.server.health import api_fallback, health_routes
 from chat_app.server.metrics import MetricsSource, metrics_routes
@@ -72,6 +80,7 @@ def create_app(
     recover: bool = True,
     metrics: MetricsSource | None = None,
     background: Sequence[Callable[[], Awaitable[None]]] = (),
+    heartbeat_seconds: float | None = HEARTBEAT_SECONDS,
 ) -> Starlette:
     """A Starlette app serving `agent`; mount it on any ASGI server or on Reflex's backend.
 
@@ -82,7 +91,9 @@ def create_app(
     looks for runs a dead worker left behind (`Desk.keep_recovering`), unless `recover` is
     off (a host that runs it itself, as the Reflex app does in its own lifespan). With
     `metrics`, `GET /metrics` serves its figures (`metrics.py`). `background` tasks (the
-    desk's timers, the outbox's deliverer) run from start to shutdown too.
+    desk's timers, the outbox's deliverer) run from start to shutdown too. A run's stream
+    that is quiet for `heartbeat_seconds` (a model thinking) sends an SSE comment, so that
+    clients and proxies do not take it for a dead one (`None`: never).
     """
     roles_of = roles if roles is not None else _own_roles
     # `none` is open, as without an authenticator: anyone may read the trail.
@@ -101,7 +112,9 @@ def create_app(
             run_input = await _read_run_input(request, max_body_bytes)
         except BadRequest as error:
             return JSONResponse({"error": str(error)}, status_code=error.status)
-        return EventStream(_stream(agent, run_input, identity), headers=SSE_HEADERS)
+        return EventStream(
+            _stream(agent, run_input, identity), headers=SSE_HEADERS, heartbeat=heartbeat_seconds
+        )
 
     async def tools(_: Request) -> Response:
         return JSONResponse({"tools": agent.tool_manifest()})
@@ -236,10 +249,23 @@ class EventStream(StreamingResponse):
         if self.background is not None:
             await self.background()
 
+    def __init__(
+        self,
+        content: AsyncIterator[str],
+        *,
+        headers: Mapping[str, str] | None = None,
+        heartbeat: float | None = HEARTBEAT_SECONDS,
+    ) -> None:
+        super().__init__(content, headers=headers)
+        #: Seconds of quiet after which an SSE comment says the run goes on (`None`: never).
+        self.heartbeat = heartbeat
+
     async def stream_response(self, send: Send) -> None:
         start = {"type": "http.response.start", "status": self.status_code,
                  "headers": self.raw_headers}  # fmt: skip
-        await send_coalesced(start, self.body_iterator, send, self.charset)
+        await send_coalesced(
+            start, self.body_iterator, send, self.charset, heartbeat=self.heartbeat
+        )
 
 
 async def _stream(agent: Agent, run_input: RunAgentInput, identity: Identity) -> AsyncIterator[str]:

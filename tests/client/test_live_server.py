@@ -86,3 +86,35 @@ async def test_events_reach_the_client_while_the_run_goes_on(
     assert client.interrupts == ()
     assert client.messages[-1].text == "Deleted."
     assert client.status == "ready"
+
+
+class ThinkingModel(Model):
+    """Thinks for `seconds` before its first word, as a reasoning model may for minutes."""
+
+    name = "thinking"
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        await asyncio.sleep(self.seconds)
+        yield TextDelta("Thought it over.")
+
+
+@pytest.mark.parametrize("heartbeat", [0.1, None])
+async def test_a_model_thinking_past_the_read_timeout_is_waited_for_while_the_server_beats(
+    heartbeat: float | None,
+) -> None:
+    """The client gives up on a stream silent for its timeout (0.5 s here; the app's is
+    120 s). A server that beats while its model thinks (1.5 s) is heard out; one that does
+    not is taken for dead, as before."""
+    app = create_app(build_demo_agent(ThinkingModel(1.5)), heartbeat_seconds=heartbeat)
+    with serve_asgi(app, name="uvicorn") as base:
+        client = ChatClient(SSEConnection(f"{base}/api/chat", timeout=0.5))
+        await client.send("think about it")
+    if heartbeat is not None:
+        assert client.error is None
+        assert client.messages[-1].text == "Thought it over."
+    else:
+        assert client.error is not None
+        assert "did not answer in time" in client.error.message

@@ -87,7 +87,7 @@ BINDING_KEY = "tanstack:interruptBinding"
 class ChatServer:
     """``python -m chat_app.server`` in a subprocess, logging to a temporary file."""
 
-    def __init__(self) -> None:
+    def __init__(self, **settings: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._log = tempfile.NamedTemporaryFile(  # closed in stop()
@@ -97,6 +97,7 @@ class ChatServer:
         env["CHAT_APP_DEMO_TOKEN_DELAY_MS"] = "0"
         # The server runs sealed, with a ledger, as deployed: TanStack's client must not notice.
         env["CHAT_APP_SECURE"] = "1"
+        env.update(settings)
         self._data_dir = env["CHAT_APP_DATA_DIR"] = tempfile.mkdtemp(prefix="chat-server-data-")
         self._proc = subprocess.Popen(
             [
@@ -155,9 +156,10 @@ class ChatServer:
 
 
 @contextlib.contextmanager
-def running_server() -> Iterator[str]:
-    """Start our server, wait until `GET /api/tools` answers, yield its URL, stop it."""
-    server = ChatServer()
+def running_server(**settings: str) -> Iterator[str]:
+    """Start our server (with `settings` in its environment), wait until `GET /api/tools`
+    answers, yield its URL, stop it."""
+    server = ChatServer(**settings)
     try:
         try:
             server.wait_ready()
@@ -175,7 +177,7 @@ def chat_server() -> Iterator[str]:
         yield url
 
 
-def _run_scenarios(base_url: str) -> dict[str, Any]:
+def _run_scenarios(base_url: str, names: tuple[str, ...] = SCENARIOS) -> dict[str, Any]:
     node = shutil.which("node")
     if node is None:
         pytest.fail(f"`node` is not on PATH; install Node 20 and {INSTALL_HINT}", pytrace=False)
@@ -188,7 +190,7 @@ def _run_scenarios(base_url: str) -> dict[str, Any]:
             )
     try:
         done = subprocess.run(
-            [node, str(SCENARIO_SCRIPT), base_url, *SCENARIOS],
+            [node, str(SCENARIO_SCRIPT), base_url, *names],
             cwd=JS_DIR,
             capture_output=True,
             text=True,
@@ -702,3 +704,38 @@ def test_pause_streams_end_with_one_interrupt_after_snapshot(
             ):
                 assert events[-2]["type"] == "MESSAGES_SNAPSHOT", name
                 assert [e["type"] for e in events].count("RUN_FINISHED") == 1, name
+
+
+def test_heartbeats_in_a_quiet_stream_change_nothing_for_tanstacks_client(
+    chatclient_run: dict[str, Any],
+) -> None:
+    """A server that sends an SSE comment whenever its stream is quiet for 5 ms (words paced
+    at 25 ms, so between nearly every two): TanStack's client reads the same events, pauses
+    and answers as from the server that sends none."""
+    names = ("transfer_approve", "ship_order")
+    paced = {"CHAT_APP_HEARTBEAT_SECONDS": "0.005", "CHAT_APP_DEMO_TOKEN_DELAY_MS": "25"}
+    with running_server(**paced) as url:
+        run = _run_scenarios(url, names)
+    for name in names:
+        beating, plain = scenario(run, name), scenario(chatclient_run, name)
+        raw = [request["stream"] for request in beating["requests"]]
+        assert sum(text.count(": keep-alive\n\n") for text in raw) > 10, name
+        assert [[e["type"] for e in events] for events in streams(beating)] == [
+            [e["type"] for e in events] for events in streams(plain)
+        ]
+        assert all(not request.get("schemaIssues") for request in beating["requests"])
+        assert shape(beating["pauses"]) == shape(plain["pauses"]), name
+        assert_finished_cleanly(beating, expected_requests=len(plain["requests"]))
+
+
+#: What differs between two runs of one scenario: the ids each run makes.
+_RUN_OWN = frozenset({"id", "interruptedRunId", "toolCallId"})
+
+
+def shape(value: Any) -> Any:
+    """`value` without the ids a run makes for itself."""
+    if isinstance(value, dict):
+        return {key: shape(item) for key, item in value.items() if key not in _RUN_OWN}
+    if isinstance(value, list):
+        return [shape(item) for item in value]
+    return value

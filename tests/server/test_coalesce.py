@@ -9,19 +9,21 @@ from typing import Any
 
 import pytest
 
-from chat_app.server._coalesce import MAX_BURST_TURNS, send_coalesced
+from chat_app.server._coalesce import HEARTBEAT, MAX_BURST_TURNS, send_coalesced
 
 START = {"type": "http.response.start", "status": 200, "headers": []}
 
 
-async def _collect(chunks: AsyncIterator[str]) -> list[tuple[bytes, bool]]:
+async def _collect(
+    chunks: AsyncIterator[str], heartbeat: float | None = None
+) -> list[tuple[bytes, bool]]:
     sent: list[tuple[bytes, bool]] = []
 
     async def send(message: Any) -> None:
         if message["type"] == "http.response.body":
             sent.append((message["body"], message["more_body"]))
 
-    await send_coalesced(START, chunks, send, "utf-8")
+    await send_coalesced(START, chunks, send, "utf-8", heartbeat=heartbeat)
     return sent
 
 
@@ -168,3 +170,41 @@ async def test_an_empty_stream_still_starts_and_ends_the_response() -> None:
 
     await send_coalesced(START, chunks(), send, "utf-8")
     assert sent == [START, {"type": "http.response.body", "body": b"", "more_body": False}]
+
+
+async def test_a_quiet_stream_sends_a_comment_each_heartbeat_and_nothing_else_changes() -> None:
+    """A model thinking before its first word: the response starts with a comment after one
+    heartbeat of quiet, and another follows each heartbeat after, between the events."""
+    messages: list[dict[str, Any]] = []
+    beats = {2: asyncio.Event(), 4: asyncio.Event()}
+
+    async def send(message: Any) -> None:
+        messages.append(message)
+        count = sum(m.get("body") == HEARTBEAT for m in messages)
+        if count in beats:
+            beats[count].set()
+
+    async def chunks() -> AsyncIterator[str]:
+        await beats[2].wait()  # quiet until two heartbeats went out
+        yield "data: first\n\n"
+        await beats[4].wait()
+        yield "data: last\n\n"
+
+    await send_coalesced(START, chunks(), send, "utf-8", heartbeat=0.05)
+    assert messages[0] == START  # sent with the first heartbeat, not held for the first event
+    assert [(m["body"], m["more_body"]) for m in messages[1:]] == [
+        (HEARTBEAT, True),
+        (HEARTBEAT, True),
+        (b"data: first\n\n", True),
+        (HEARTBEAT, True),
+        (HEARTBEAT, True),
+        (b"data: last\n\n", False),
+    ]
+
+
+async def test_without_a_heartbeat_a_quiet_stream_sends_nothing_while_quiet() -> None:
+    async def chunks() -> AsyncIterator[str]:
+        await asyncio.sleep(0.2)
+        yield "data: first\n\n"
+
+    assert await _collect(chunks()) == [(b"data: first\n\n", False)]

@@ -221,9 +221,9 @@ function schemaIssues(text) {
     .split('\n\n')
     .filter((frame) => frame.trim() !== '')
     .forEach((frame, index) => {
-      const data = frame
-        .split('\n')
-        .filter((line) => line.startsWith('data:'))
+      const lines = frame.split('\n').filter((line) => line.startsWith('data:'))
+      if (lines.length === 0) return // a comment (a heartbeat): no event, as SSE reads it
+      const data = lines
         .map((line) => line.slice(5).replace(/^ /, ''))
         .join('\n')
       let event
