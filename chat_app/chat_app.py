@@ -32,6 +32,7 @@ from chat_app.client import (
 from chat_app.config import (
     authenticator_from_env,
     desk_from_env,
+    fanout_problems,
     heartbeat_seconds,
     metrics_token,
     notifications_from_env,
@@ -201,6 +202,8 @@ try:
     heartbeat = heartbeat_seconds(HEARTBEAT_SECONDS)
 except (ValueError, DatabaseUnavailable) as problem:
     sys.exit(f"chat_app: {problem}")
+for warning in fanout_problems(desk):
+    logging.getLogger("chat_app").warning("%s", warning)
 
 
 def _live_tokens() -> Container[str]:

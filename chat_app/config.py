@@ -55,6 +55,7 @@ from chat_app.desk import (
     Timers,
     ToolSource,
 )
+from chat_app.desk.desk import WATCH_SECONDS
 from chat_app.notify import Deliverer, Delivery, NotifySettings, Outbox, Recipient
 from chat_app.observe import decision_span
 from chat_app.trust import (
@@ -84,7 +85,13 @@ from chat_app.trust.authn import (
 from chat_app.trust.people import People
 from chat_app.trust.policy import LONGEST_DURATION
 from chat_app.trust.sessions import SessionSigner
-from chat_app.trust.store import DATABASE_URL_ENV, data_folder, database_url, open_database
+from chat_app.trust.store import (
+    DATABASE_URL_ENV,
+    data_folder,
+    database_url,
+    open_database,
+    shown_url,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -457,6 +464,20 @@ def remote_agent_problems(remote: RemoteAgent | None, auth_mode: AuthMode) -> li
         f"{AGENT_SIGN_IN_ENV}=proxy with demo sign-in: the agent at {remote.url} takes each "
         "demo person as signed in, and anyone may pick any of them. For trying it out; "
         f"set {AUTH_ENV}=password or proxy for real use."
+    ]
+
+
+def fanout_problems(desk: Desk) -> list[str]:
+    """What to warn of at start: the Redis the desk's live notices go through does not
+    answer. The app still works: each page looks for changes every `WATCH_SECONDS`."""
+    url = desk.fanout.redis_url
+    reason = desk.fanout.unreachable()
+    if url is None or reason is None:
+        return []
+    return [
+        f"{FANOUT_URL_ENV}: the desk's live notices go through Redis at {shown_url(url)}, "
+        f"which does not answer ({reason}). Until it does, pages show changes made on other "
+        f"workers within {WATCH_SECONDS:g} s instead of at once."
     ]
 
 

@@ -132,6 +132,24 @@ class Fanout:
             except Exception:  # the connection may be gone already
                 pass
 
+    def unreachable(self, timeout: float = 2.0) -> str | None:
+        """Why its Redis does not answer now (`None` when it does, or there is none): said
+        once at start, since notices fail quietly later (each page polls instead)."""
+        if self.redis_url is None:
+            return None
+        import redis
+
+        client = redis.Redis.from_url(
+            self.redis_url, socket_connect_timeout=timeout, socket_timeout=timeout
+        )
+        try:
+            client.ping()
+        except Exception as error:  # any refusal: wrong host, password, TLS
+            return str(error) or type(error).__name__
+        finally:
+            client.close()
+        return None
+
     async def aclose(self) -> None:
         if self._listener is not None:
             self._listener.cancel()

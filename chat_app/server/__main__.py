@@ -26,6 +26,7 @@ from chat_app.config import (
     auth_from_env,
     authenticator_for,
     desk_from_env,
+    fanout_problems,
     heartbeat_seconds,
     metrics_token,
     notifications_from_env,
@@ -146,7 +147,9 @@ def _build(*, announce: bool) -> Starlette:
         logger.info("sign-in: %s", config.describe())
         logger.info("policy: %s", policy.source if policy is not None else "none")
         problems = policy_sign_in_problems(policy, config.mode)
-        for problem in [*problems, *policy_time_problems(policy, security)]:
+        for problem in [
+            *problems, *policy_time_problems(policy, security), *fanout_problems(desk)
+        ]:
             logger.warning("%s", problem)
         settings = notifications.settings
         logger.info("notifications: %s", ", ".join(settings.channels) or "none")

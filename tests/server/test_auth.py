@@ -747,3 +747,4 @@ def test_a_page_elsewhere_cannot_act_with_a_visitors_session(password_server: Se
     bearer = {"Authorization": f"Bearer {token}", "Origin": elsewhere}
     transfer_approved(password_server, bearer)
     assert password_server.verified_by() == ["token"]
+
