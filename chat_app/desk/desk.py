@@ -454,13 +454,15 @@ class Desk:
         owner = _owner_of(row)
         run_as = RunAs(viewer if viewer.email == row.owner_email else owner)
         in_flight = state.manager.retry_submission
+        given: list[str] = []
         if state.can_retry and in_flight is not None:
             # The same answers again, so as the people who gave them (the engine checks the
             # policy again), not as whoever clicks Retry.
             rows = await self._db(self.store.decided, thread_id, list(in_flight.interrupt_ids))
             if rows:
                 run_as = await self._db(self._run_as, rows, owner)
-        self._spawn(self._run(thread_id, run_as, again))
+                given = [row.id for row in rows]
+        self._spawn(self._run(thread_id, run_as, again, carrying=given))
 
     async def carries(self, thread_id: str, item_ids: Sequence[str]) -> bool:
         """Whether any of these answers was given at the desk, not in a page's own run: then
@@ -751,16 +753,29 @@ class Desk:
     # --- running ------------------------------------------------------------------------
 
     async def _run(
-        self, thread_id: str, run_as: RunAs, action: Callable[[ChatClient], Awaitable[None]]
+        self,
+        thread_id: str,
+        run_as: RunAs,
+        action: Callable[[ChatClient], Awaitable[None]],
+        *,
+        carrying: Sequence[str] = (),
     ) -> None:
         """Run `action` on the stored conversation under this worker's lease, storing and
-        announcing its progress; then carry on with answers decided meanwhile."""
+        announcing its progress; then carry on with answers decided meanwhile.
+
+        `carrying`: decisions given at the desk that `action` sends again (a Retry after a
+        continuation that failed before the agent took them, which told nobody): once the
+        agent has taken them, whoever asked is told how they ended, as `_carry` tells."""
         async with self._lock(thread_id):
             if not await self._claim(thread_id):
                 _log.warning("Conversation %s is running on another worker", thread_id)
                 return
             try:
-                await self._run_claimed(thread_id, run_as, action)
+                ended = await self._run_claimed(thread_id, run_as, action)
+                if carrying and not ended.can_retry and not ended.refused:
+                    tell = partial(self.store.mark_applied, carrying, tell_at=self.clock())
+                    await self._db(tell)
+                    self._wake_timers()
             finally:
                 await self._db(self.store.release, thread_id, self.worker)
         await self._continue(thread_id)

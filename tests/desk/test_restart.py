@@ -315,6 +315,10 @@ async def test_an_answer_the_agent_never_took_is_not_told_as_carried(world: Worl
     await desk.wait_idle()
     assert len(world.executions()) == 1
     assert (await desk.view(thread, RITA)).summary.status == "done"
+    # Ada's answer has gone now: Rita is due to be told how it ended, once.
+    with world.engine.connect() as connection:
+        row = connection.execute(select(decisions).where(decisions.c.thread_id == thread)).one()
+    assert row.tell_at is not None and row.status == "decided" and row.decided_by == ADA.email
 
 
 def test_a_run_going_on_from_results_that_a_dead_worker_cut_goes_on_again() -> None:
