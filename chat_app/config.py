@@ -241,6 +241,8 @@ def app_database() -> Engine:
 
 
 FANOUT_URL_ENV = "CHAT_APP_FANOUT_URL"
+#: Reflex's own Redis (its state across workers), which the desk's notices use by default.
+REFLEX_REDIS_ENV = "REFLEX_REDIS_URL"
 LEASE_ENV = "CHAT_APP_DESK_LEASE_SECONDS"
 
 
@@ -263,7 +265,7 @@ def desk_from_env(
     """
     redis_url = (
         os.environ.get(FANOUT_URL_ENV, "").strip()
-        or os.environ.get("REFLEX_REDIS_URL", "").strip()
+        or os.environ.get(REFLEX_REDIS_ENV, "").strip()
         or None
     )
     lease = _seconds(LEASE_ENV, LEASE_SECONDS)
@@ -474,8 +476,9 @@ def fanout_problems(desk: Desk) -> list[str]:
     reason = desk.fanout.unreachable()
     if url is None or reason is None:
         return []
+    named = FANOUT_URL_ENV if os.environ.get(FANOUT_URL_ENV, "").strip() else REFLEX_REDIS_ENV
     return [
-        f"{FANOUT_URL_ENV}: the desk's live notices go through Redis at {shown_url(url)}, "
+        f"{named}: the desk's live notices go through Redis at {shown_url(url)}, "
         f"which does not answer ({reason}). Until it does, pages show changes made on other "
         f"workers within {WATCH_SECONDS:g} s instead of at once."
     ]

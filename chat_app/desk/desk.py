@@ -445,8 +445,9 @@ class Desk:
         async def again(client: ChatClient) -> None:
             if client.state.can_retry or client.state.can_resend or client.can_go_on:
                 await client.run_again()
-            else:  # stored before the client said so: the answers were applied, the reply lost
+            elif _reply_lost(client.state):  # stored before the client said so
                 await _go_on(client)
+            # Else a run before this one (another worker's) has done it meanwhile.
 
         if not (state.can_retry or state.can_resend or _reply_lost(state)):
             raise DeskError("invalid", "Nothing failed here that could run again.")
@@ -462,6 +463,10 @@ class Desk:
             if rows:
                 run_as = await self._db(self._run_as, rows, owner)
                 given = [row.id for row in rows]
+        # Of two Retries at once (a double click, two tabs), one runs: the other is told to
+        # wait, as a second message is.
+        if self._busy(thread_id) or not await self._db(self.store.begin_run, thread_id):
+            raise DeskError("busy", "The conversation is running; wait for its reply.")
         self._spawn(self._run(thread_id, run_as, again, carrying=given))
 
     async def carries(self, thread_id: str, item_ids: Sequence[str]) -> bool:

@@ -139,9 +139,12 @@ class Fanout:
             return None
         import redis
 
-        client = redis.Redis.from_url(
-            self.redis_url, socket_connect_timeout=timeout, socket_timeout=timeout
-        )
+        try:
+            client = redis.Redis.from_url(
+                self.redis_url, socket_connect_timeout=timeout, socket_timeout=timeout
+            )
+        except ValueError as error:  # not a Redis URL at all
+            return str(error)
         try:
             client.ping()
         except Exception as error:  # any refusal: wrong host, password, TLS

@@ -43,7 +43,7 @@ from chat_app.observe import configure_logging, configure_tracing, log_level, se
 from chat_app.trust import PolicyError
 from chat_app.trust.store import DatabaseUnavailable
 
-from ._coalesce import HEARTBEAT_SECONDS
+from . import HEARTBEAT_SECONDS
 from .app import create_app
 from .collector import tune_collector
 from .metrics import MetricsSource

@@ -13,13 +13,14 @@ client reads both at once, as node's `http` sends them: the benchmark's load gen
 times a pause → approve → answer cycle instead of 6 at one client, and spent 6-12 % less CPU
 per cycle at 1, 16 and 64; the server's CPU moved within ±3 % (`benchmarks/FINDINGS.md`). The
 start waits for the run's first event, which on a continuation comes after the answer's
-durable commit (milliseconds; a ledger that hangs holds the headers too).
+durable commit (milliseconds), or for the first heartbeat.
 
 A stream that goes quiet (a model thinking for minutes before its first word) is kept alive
 with an SSE comment every `heartbeat` seconds: a client that gives up on a stream silent for
 its read timeout (this project's, at 120 s; a proxy's idle timeout) hears that the run goes
 on, and every SSE reader skips comments (TanStack's `fetchServerSentEvents` and ours alike).
-It costs a timer handle a wait, not a task.
+A comment goes out between whole events, so each chunk must be whole SSE frames. It costs a
+timer handle a wait (about 1.5 µs), not a task.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ async def send_coalesced(
     response (as Starlette's `StreamingResponse.stream_response` does).
 
     `start` goes out just before the first body, in the same turn; a stream that raises
-    before it made anything sends nothing, and the server answers the error itself (500).
+    before it made anything (or a heartbeat went) sends nothing, and the server answers the
+    error itself (500); after that, an error ends the stream where it stands.
 
     The chunks are read by a task of their own; each time it waits on something that takes
     more than a turn of the loop, what it produced so far is one write. The last write also
@@ -58,6 +60,8 @@ async def send_coalesced(
     the stream's own cleanup runs before this returns. After `heartbeat` seconds with nothing
     to send (`None`: never), `HEARTBEAT` goes out, and `start` with it if it had not.
     """
+    if heartbeat is not None and not heartbeat > 0:
+        raise ValueError(f"A heartbeat is a number of seconds above 0, not {heartbeat!r}.")
     buffer: list[bytes] = []
     ready = asyncio.Event()
     started = False
@@ -78,8 +82,10 @@ async def send_coalesced(
                 await ready.wait()
             elif not ready.is_set():
                 alarm = loop.call_later(heartbeat, ready.set)
-                await ready.wait()
-                alarm.cancel()
+                try:
+                    await ready.wait()
+                finally:
+                    alarm.cancel()
                 if not buffer and not producer.done():  # the alarm: quiet all this time
                     ready.clear()
                     if not started:

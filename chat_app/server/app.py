@@ -95,6 +95,8 @@ def create_app(
     that is quiet for `heartbeat_seconds` (a model thinking) sends an SSE comment, so that
     clients and proxies do not take it for a dead one (`None`: never).
     """
+    if heartbeat_seconds is not None and not heartbeat_seconds > 0:
+        raise ValueError(f"heartbeat_seconds must be above 0 (or None), not {heartbeat_seconds!r}.")
     roles_of = roles if roles is not None else _own_roles
     # `none` is open, as without an authenticator: anyone may read the trail.
     guarded = authenticator is not None and authenticator.mode != "none"

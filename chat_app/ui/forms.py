@@ -90,7 +90,7 @@ class FormResult:
 def form_fields(schema: Mapping[str, Any], initial: Any = None) -> list[FormField]:
     """Flatten `schema` into form rows, prefilled from `initial` or the schema's defaults."""
     fields: list[FormField] = []
-    shape = _shape(schema, schema, frozenset())
+    shape = _shape(schema, schema, _ROOT)
     if _is_object(shape.schema):
         start = initial if isinstance(initial, Mapping) else {}
         _object_fields(shape.schema, schema, shape.seen, "", 0, start, fields)
@@ -110,6 +110,8 @@ class _Shape:
     seen: frozenset[str] = frozenset()
 
 
+#: The form's own schema, drawn already: a reference to it (`#`) is typed as JSON.
+_ROOT = frozenset({"#"})
 #: The keywords a property keeps over what its reference names: its own words and default.
 _OWN_KEYWORDS = ("title", "description", "default", "examples")
 
@@ -162,8 +164,9 @@ def _only_branch(schema: Mapping[str, Any]) -> tuple[Mapping[str, Any], bool] | 
 
 
 def _local(root: Mapping[str, Any], ref: str) -> Mapping[str, Any] | None:
-    """The part of `root` a local reference (`#/$defs/Speed`) points at, if any."""
-    if not ref.startswith("#"):
+    """The part of `root` a local reference (`#/$defs/Speed`) points at, if any (not an
+    anchor's name, `#speed`: those are not followed)."""
+    if ref != "#" and not ref.startswith("#/"):
         return None
     node: Any = root
     for part in ref[1:].split("/")[1:]:
@@ -213,7 +216,9 @@ def _object_fields(
         # The property's own title, not its model's: pydantic titles a model by its class.
         label = str(child.get("title") or _humanize(name))
         shape = _shape(child, root, seen)
-        if _is_object(shape.schema):
+        # A model that may be `None` stays one value, typed as JSON: a group cannot say
+        # "none of it" (a box left unticked still sends `false`, and makes the object).
+        if _is_object(shape.schema) and not shape.nullable:
             out.append(
                 FormField(
                     path=path,
@@ -257,12 +262,13 @@ def _field(
     items = _shape(raw_items, root, shape.seen).schema if isinstance(raw_items, Mapping) else {}
     if (
         "$ref" in schema
+        or _is_object(schema)
         or ("type" not in schema and "enum" not in schema and _COMBINED & schema.keys())
         or (kind == "array" and ("$ref" in items or _is_object(items) or "items" in items))
     ):
         # One of several shapes (an approval's envelope seen as a raw question, say), a list
-        # of objects, or a reference not followed: no control fits, so the value is typed
-        # as JSON and checked as such.
+        # of objects, a model that may be `None`, or a reference not followed: no control
+        # fits, so the value is typed as JSON and checked as such.
         row.kind = "json"
         row.placeholder = "A JSON value, e.g. {\"approved\": true}"
         row.value = json.dumps(value, ensure_ascii=False) if value is not None else ""
@@ -334,7 +340,7 @@ def answer_lines(schema: Mapping[str, Any] | None, value: Any) -> list[str]:
     as the form labelled them: "Shipping speed: express", "Gift wrap: no"."""
     lines: list[str] = []
     root = schema if isinstance(schema, Mapping) else {}
-    _answer_lines(root, root, frozenset(), value, "", lines)
+    _answer_lines(root, root, _ROOT, value, "", lines)
     return lines
 
 

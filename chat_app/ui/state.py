@@ -67,6 +67,7 @@ from .views import (
     build_views,
     edits,
     form_schema,
+    given_at_desk,
     mid_sentence,
     settled_elsewhere,
     settled_news,
@@ -335,6 +336,10 @@ class ChatState(IdentityState):
     #: Who answered the conversation's tool calls, when not the person looking alone: item
     #: id -> "Approved by Ada" (`views.answered_by`).
     _deciders: dict[str, str] = {}
+    #: The conversation's answers given at the desk (from an inbox, the person looking's
+    #: too): item id -> "Approved by Ada" (`views.given_at_desk`). A failed continuation that
+    #: holds one is the desk's to send again.
+    _at_desk: dict[str, str] = {}
     #: What approvals with changes changed: item id -> ["amount: 5000 → 4000"] (`views.edits`).
     _changes: dict[str, list[str]] = {}
     #: The same for this tab's own answers, marked as they go (`_note_own_edits`): the desk's
@@ -405,6 +410,7 @@ class ChatState(IdentityState):
             changes=self._own_changes | self._changes,
             can_retry=not self.read_only,
             retry_by=self.owner_name,
+            at_desk=self._at_desk,
         )
         streaming = client.status == "streaming"
         messages = views.messages
@@ -1072,10 +1078,11 @@ class ChatState(IdentityState):
             _votes_of(decisions, viewer_email),
             answered_by(decisions, viewer_email),
             edits(decisions),
+            given_at_desk(decisions, viewer_email),
         )
-        if marks == (self._escalated, self._votes, self._deciders, self._changes):
+        if marks == (self._escalated, self._votes, self._deciders, self._changes, self._at_desk):
             return False
-        self._escalated, self._votes, self._deciders, self._changes = marks
+        self._escalated, self._votes, self._deciders, self._changes, self._at_desk = marks
         return True
 
     async def _clicked(self) -> sessions.Session:

@@ -253,18 +253,18 @@ def _answer_label(item: InterruptItem, entry: Mapping[str, Any]) -> tuple[str, s
 
 
 def held_answers(
-    state: ClientState, decided_by: Mapping[str, str] | None = None, *, retry_by: str = ""
+    state: ClientState, at_desk: Mapping[str, str] | None = None, *, retry_by: str = ""
 ) -> dict[str, str]:
     """The answers of a continuation that failed and that Retry sends again, by item: what
     each card says meanwhile. The person's own answers from this page leave its controls open
-    (they may answer anew); one given at the desk (`decided_by`: "Approved by Ada") is named
-    as whoever gave it, and only Retry sends it. `retry_by`: whose Retry that is, when it is
-    not the person looking (their own answers are not shown to them)."""
+    (they may answer anew); one given at the desk (`at_desk`: "Approved by Ada", "Approved
+    by you") is named as whoever gave it, and only Retry sends it. `retry_by`: whose Retry
+    that is, when it is not the person looking (their own answers are not shown to them)."""
     held = state.manager.retry_submission if state.can_retry else None
     if held is None:
         return {}
     items = {item.id: item for item in state.interrupts}
-    given = decided_by or {}
+    given = at_desk or {}
     retry = f"{retry_by}'s Retry" if retry_by else "Retry"
     notes: dict[str, str] = {}
     for entry in held.resolutions:
@@ -277,6 +277,18 @@ def held_answers(
             label, _ = _answer_label(item, entry)
             notes[item.id] = f"{label}, not sent: Retry sends it again, or answer anew."
     return notes
+
+
+def given_at_desk(items: Iterable[InboxItem], viewer_email: str) -> dict[str, str]:
+    """The answers of `items` given at the desk (decided there, not in a page's own run),
+    however they were given and by whom, the person looking named "you": item id ->
+    "Approved by Ada". The desk sends these; a page that held one sends nothing of it."""
+    found: dict[str, str] = {}
+    for item in items:
+        answer = how_answered(item, viewer_email) if item.status == "decided" else None
+        if answer is not None:
+            found[item.item_id] = answer.text
+    return found
 
 
 #: How the page names an answer, by its outcome (as the desk records it).
@@ -802,6 +814,7 @@ def build_views(
     changes: Mapping[str, list[str]] | None = None,
     can_retry: bool = True,
     retry_by: str = "",
+    at_desk: Mapping[str, str] | None = None,
 ) -> Views:
     """Everything the transcript and the decision cards show.
 
@@ -813,7 +826,8 @@ def build_views(
     than one approver, with their progress (`decision_view`); `changes`, what an approval
     with changes changed (`edits`), for its tool call's card; `can_retry`, whether the person
     looking may send a failed continuation again (its cards then say what it holds), and
-    when not, `retry_by`, who may (the cards then say which answers from the desk it holds).
+    when not, `retry_by`, who may (the cards then say which answers from the desk it holds);
+    `at_desk`, the answers given at the desk (`given_at_desk`), which only Retry sends.
     """
     decisions = {item.id: item for item in state.interrupts}
     by_call = {
@@ -844,9 +858,10 @@ def build_views(
         cache.rotate(state.messages, state.answered)
     loose = [known.decision(item) for item in state.interrupts if item.id not in known.attached]
     theirs = "" if can_retry else retry_by or "the requester"
-    held = held_answers(state, known.decided_by, retry_by=theirs)
+    given = at_desk or {}
+    held = held_answers(state, given, retry_by=theirs)
     #: Answers given at the desk that a failed continuation holds: only a Retry sends them.
-    held_only = {item_id for item_id in held if item_id in known.decided_by}
+    held_only = {item_id for item_id in held if item_id in given}
     answerable = [
         item
         for item in decisions.values()

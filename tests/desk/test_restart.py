@@ -312,6 +312,9 @@ async def test_an_answer_the_agent_never_took_is_not_told_as_carried(world: Worl
     assert world.executions() == []
 
     await desk.retry(thread, RITA)
+    # A second click, before the first Retry's run has even started, runs nothing more.
+    with pytest.raises(DeskError, match="The conversation is running; wait for its reply."):
+        await desk.retry(thread, RITA)
     await desk.wait_idle()
     assert len(world.executions()) == 1
     assert (await desk.view(thread, RITA)).summary.status == "done"

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from chat_app.demo import build_demo_agent
+from chat_app.server import create_app
 from chat_app.server._coalesce import HEARTBEAT, MAX_BURST_TURNS, send_coalesced
 
 START = {"type": "http.response.start", "status": 200, "headers": []}
@@ -208,3 +210,18 @@ async def test_without_a_heartbeat_a_quiet_stream_sends_nothing_while_quiet() ->
         yield "data: first\n\n"
 
     assert await _collect(chunks()) == [(b"data: first\n\n", False)]
+
+
+async def test_a_heartbeat_of_no_time_is_refused_not_sent_on_every_turn() -> None:
+    async def chunks() -> AsyncIterator[str]:
+        yield "data: x\n\n"
+
+    for every in (0, -1.0):
+        with pytest.raises(ValueError, match="above 0"):
+            await send_coalesced(START, chunks(), _ignore, "utf-8", heartbeat=every)
+        with pytest.raises(ValueError, match="above 0"):
+            create_app(build_demo_agent(), heartbeat_seconds=every)
+
+
+async def _ignore(message: Any) -> None:
+    pass

@@ -26,3 +26,10 @@ def test_a_fanout_redis_that_does_not_answer_is_warned_of_at_start_and_the_serve
     with redis_server(tmp_path / "redis") as url:
         up = start_log(tmp_path / "up", {"CHAT_APP_FANOUT_URL": url})
     assert not [line for line in up if "CHAT_APP_FANOUT_URL" in line]
+
+
+def test_a_fanout_url_that_is_no_redis_url_is_warned_of_too(tmp_path: Path) -> None:
+    lines = start_log(tmp_path, {"REFLEX_REDIS_URL": "notaurl"})
+    [warned] = [line for line in lines if "live notices" in line]
+    assert "REFLEX_REDIS_URL: the desk's live notices go through Redis at notaurl" in warned
+    assert "Application startup complete" in lines[-1]

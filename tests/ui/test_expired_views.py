@@ -143,9 +143,7 @@ def test_an_answer_a_failed_continuation_held_says_so_until_retry_sends_it(
         # answers it anew: only Retry sends it.
         given = {item.id: "Approved by Ada"}
         for retry, note in [(True, "Retry"), (False, "Rita's Retry")]:
-            views = build_views(
-                client.state, {}, decided_by=given, can_retry=retry, retry_by="Rita"
-            )
+            views = build_views(client.state, {}, at_desk=given, can_retry=retry, retry_by="Rita")
             [held] = [t.decision for m in views.messages for t in m.tools if t.has_decision]
             assert held.held == f"Approved by Ada, not sent: {note} sends it again."
             assert held.held_only

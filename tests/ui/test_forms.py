@@ -335,7 +335,8 @@ def test_a_pydantic_models_references_and_optionals_become_their_own_controls() 
         must: int | None
         shipping: Address
         stops: list[Address] = []
-        node: Node | None = None
+        node: Node
+        backup: Address | None = None
 
     schema = Order.model_json_schema()
     sealed = json.dumps(schema, sort_keys=True)
@@ -352,9 +353,11 @@ def test_a_pydantic_models_references_and_optionals_become_their_own_controls() 
         "shipping.city": ("City", "text", True, False),
         "shipping.zip": ("Zip", "text", False, True),
         "stops": ("Stops", "json", False, False),  # a list of objects is typed as JSON
-        "node": ("Node", "group", False, False),
+        "node": ("Node", "group", True, False),
         "node.name": ("Name", "text", True, False),
         "node.child": ("Child", "json", False, True),  # a model inside itself: JSON, once
+        # A model that may be None is one value: a group could not be left out whole.
+        "backup": ("Backup", "json", False, True),
     }
     assert rows["speed"].options == ["standard", "express"]
     described = (rows["speed"].description, rows["shipping"].description)
@@ -391,11 +394,13 @@ def test_a_reference_that_cannot_be_followed_is_typed_as_json() -> None:
             # As older pydantic wrote a described reference; then a null that is all it takes.
             "wrapped": {"allOf": [{"$ref": "#/$defs/Speed"}], "description": "How fast"},
             "only_null": {"allOf": [{"$ref": "#/$defs/Speed"}, {"type": "null"}]},
+            "again": {"$ref": "#"},  # the form inside itself
+            "anchor": {"$ref": "#speed"},
         },
         "$defs": {"Speed": {"enum": ["slow", "fast"]}},
     }
     kinds = {row.path: row.kind for row in form_fields(schema)}
     assert kinds == {
         "remote": "json", "missing": "json", "anything": "text", "wrapped": "radio",
-        "only_null": "json",
+        "only_null": "json", "again": "json", "anchor": "json",
     }  # fmt: skip

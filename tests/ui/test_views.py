@@ -37,6 +37,7 @@ from chat_app.ui.views import (
     build_views,
     decision_view,
     edits,
+    given_at_desk,
     how_it_ended,
     split_transcript,
     split_turn,
@@ -609,3 +610,19 @@ def test_an_answered_question_with_a_titled_payload_names_it() -> None:
         assert row.answer == ["Approve this plan: yes", f"Note: {note}"]
 
     run_on_own_loop(scenario())
+
+
+def test_the_answers_given_at_the_desk_are_named_whoever_gave_them_the_asker_too() -> None:
+    """What a failed continuation holds of the desk's answers is the desk's to send again:
+    every one is named, the requester's own from her inbox too (which `answered_by` leaves
+    out), and none that a page's own run closed."""
+    own = replace(_decided("approved", "rita@example.com"), decided_by_name="Rita")
+    theirs = _decided("rejected", "ada@example.com")
+    in_a_page = replace(_decided("edited", "rita@example.com"), status="closed")
+    assert given_at_desk([own, theirs, in_a_page], "rita@example.com") == {
+        "approval_approved": "Approved by you",
+        "approval_rejected": "Rejected by Ada",
+    }
+    assert given_at_desk([own], "ada@example.com") == {"approval_approved": "Approved by Rita"}
+    by_policy = _decided("approved", None)
+    assert given_at_desk([by_policy], "rita@example.com") == {}
