@@ -217,8 +217,10 @@ def _object_fields(
         label = str(child.get("title") or _humanize(name))
         shape = _shape(child, root, seen)
         # A model that may be `None` stays one value, typed as JSON: a group cannot say
-        # "none of it" (a box left unticked still sends `false`, and makes the object).
-        if _is_object(shape.schema) and not shape.nullable:
+        # "none of it" (a box left unticked still sends `false`, and makes the object). So
+        # does an object whose fields are not named (a `dict`): no group could hold them.
+        named = isinstance(shape.schema.get("properties"), Mapping)
+        if _is_object(shape.schema) and named and not shape.nullable:
             out.append(
                 FormField(
                     path=path,
@@ -270,7 +272,7 @@ def _field(
         # of objects, a model that may be `None`, or a reference not followed: no control
         # fits, so the value is typed as JSON and checked as such.
         row.kind = "json"
-        row.placeholder = "A JSON value, e.g. {\"approved\": true}"
+        row.placeholder = _json_hint(schema, items, root, shape.seen)
         row.value = json.dumps(value, ensure_ascii=False) if value is not None else ""
     elif "enum" in schema:
         row.options = [_text(option) for option in schema["enum"]]
@@ -318,6 +320,26 @@ def _field(
         row.pattern = str(schema.get("pattern", ""))
         row.value = _text(value) if value is not None else ""
     return row
+
+
+def _json_hint(
+    schema: Mapping[str, Any], items: Mapping[str, Any], root: Mapping[str, Any],
+    seen: frozenset[str],
+) -> str:  # fmt: skip
+    """A JSON field's placeholder: the shape it takes, with its fields' names where the
+    schema names them ("A JSON object, e.g. {"city": …, "zip": …}")."""
+    target = _shape(schema, root, seen).schema if "$ref" in schema else schema
+    if _is_object(items):
+        return f"A JSON list, e.g. [{_object_hint(items)}]"
+    if _is_object(target) and isinstance(target.get("properties"), Mapping):
+        return f"A JSON object, e.g. {_object_hint(target)}"
+    return 'A JSON value, e.g. {"approved": true}'
+
+
+def _object_hint(schema: Mapping[str, Any]) -> str:
+    names = [name for name, _ in _ordered_properties(schema)][:3]
+    more = ", …" if len(_ordered_properties(schema)) > 3 else ""
+    return "{" + ", ".join(f'"{name}": …' for name in names) + more + "}"
 
 
 def _scalar_type(schema: Mapping[str, Any]) -> str:
@@ -421,19 +443,46 @@ def read_form(
         )
     known = {row.path: row for row in fields}
     for problem in problems:
-        path = ".".join(str(part) for part in problem.path)
-        if not _is_object(schema):
-            path = "value"
+        full = tuple(problem.path) if _is_object(schema) else ("value", *problem.path)
+        path = ".".join(str(part) for part in full)
         while path and path not in known:
             path = path.rpartition(".")[0]
-        message = friendly_message(problem)
-        choice = known.get(path)
-        if problem.keyword == "required" and choice and choice.kind in ("radio", "select"):
-            # A select's list is long, and shown by the control itself.
-            listed = f" of: {', '.join(choice.options)}" if choice.kind == "radio" else ""
-            message = f"Choose one{listed}."
+        at = known.get(path)
+        if at is not None and at.kind == "group" and problem.keyword == "required":
+            # A group left empty: its own fields say what they need, where they are typed.
+            inside = [
+                child for child in fields
+                if child.path.startswith(f"{path}.") and child.depth == at.depth + 1
+                and child.required and child.kind != "group"
+            ]  # fmt: skip
+            for child in inside:
+                errors.setdefault(child.path, _required(child))
+            if inside:
+                continue
+        if problem.keyword == "required" and at is not None:
+            message = _required(at)
+        else:
+            message = friendly_message(problem)
+        inner = full[len(path.split(".")) if path else 0 :]
+        if at is not None and at.kind == "json" and inner:
+            # Typed as JSON: say where inside it, as the person wrote it.
+            message = f"{_where(inner)}: {message}"
         errors.setdefault(path or FORM_ERROR_KEY, message)
     return FormResult(value=result, errors=errors)
+
+
+def _required(row: FormField) -> str:
+    """What a required field left empty is told."""
+    if row.kind not in ("radio", "select"):
+        return "This field is required."
+    # A select's list is long, and shown by the control itself.
+    listed = f" of: {', '.join(row.options)}" if row.kind == "radio" else ""
+    return f"Choose one{listed}."
+
+
+def _where(inner: Sequence[str | int]) -> str:
+    """A place inside a JSON value: "item 2 › city"."""
+    return " › ".join(f"item {part + 1}" if isinstance(part, int) else part for part in inner)
 
 
 class _Omit:

@@ -15,7 +15,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -114,6 +114,11 @@ WAITING_NOTICE = (
     "This conversation waits for a decision someone else makes — your message stays in the "
     "box, here and wherever you open this conversation, to send once they have decided or "
     "after you withdraw the request."
+)
+#: The same, when the decisions are made but sending them failed: Retry is what is left.
+NOT_SENT_NOTICE = (
+    "The decisions are made, but they were not sent — your message stays in the box; Retry "
+    "above sends them, then send it."
 )
 #: What a message sent while the agent still answers is told: it waits in this tab's box (the
 #: run may end in decisions, which hold it then, and say so at its next Send).
@@ -432,6 +437,8 @@ class ChatState(IdentityState):
                 self.held = ""
         elif self.held and not client.manager.has_open_items:  # nothing holds it back now
             self.held = ""
+        elif self.held and not views.open_count and state.can_retry:  # decided, not sent
+            self.held = NOT_SENT_NOTICE
         elif self.held and not views.open_count:  # the person's own answered: others' remain
             self.held = WAITING_NOTICE
         elif self.held and views.open_count:  # theirs to answer first (one kept, restored)
@@ -1211,8 +1218,8 @@ class ChatState(IdentityState):
             self.held = HELD_NOTICE
             await self._keep_held(text, again=True)
             return None
-        if session.client.manager.has_open_items:  # someone else's to decide first
-            self.held = WAITING_NOTICE
+        if session.client.manager.has_open_items:  # someone else's to decide, or to send
+            self.held = NOT_SENT_NOTICE if self.can_retry else WAITING_NOTICE
             await self._keep_held(text, again=True)
             return None
         self.held = ""
@@ -1257,8 +1264,9 @@ class ChatState(IdentityState):
 
     @rx.event
     @guarded
-    async def submit_form(self, form_data: dict[str, Any]) -> Any:
+    async def submit_form(self, submitted: rx.form.FormData) -> Any:
         """Every decision form posts here; hidden inputs say which decision and which form."""
+        form_data = _fields_of(submitted)
         interrupt_id = str(form_data.pop("__interrupt", ""))
         form = str(form_data.pop("__form", ""))
         if form_data.pop(DRAFT_FIELD, "") == "1":
@@ -1826,6 +1834,18 @@ _ANSWER_WORDS = {
     "approve": "approval", "edit": "approval with changes", "reject": "rejection",
     "cancel": "cancellation", "response": "answer",
 }  # fmt: skip
+
+
+def _fields_of(submitted: Mapping[str, Any]) -> dict[str, Any]:
+    """A form's fields by name: the value, or every value of a name several controls share
+    (a set of boxes: a dict of the form would keep only the last one ticked)."""
+    if not isinstance(submitted, rx.form.FormData):
+        return dict(submitted)
+    fields: dict[str, Any] = {}
+    for name in submitted:
+        values = submitted.getlist(name)
+        fields[name] = values if len(values) > 1 else values[0]
+    return fields
 
 
 def _batch_of(client: ChatClient) -> str:

@@ -886,6 +886,10 @@ def build_views(
     for card in cards:
         card.held = held.get(card.id, "")
         card.held_only = card.id in held_only
+    for shown in messages[fresh:]:
+        for tool in shown.tools:
+            if tool.has_decision and tool.decision.held_only:  # decided: not awaiting it
+                tool.status_label, tool.status_color = "Not sent", "amber"
     if asked_by is not None:
         for card in cards:
             item = decisions.get(card.id)

@@ -404,3 +404,40 @@ def test_a_reference_that_cannot_be_followed_is_typed_as_json() -> None:
         "remote": "json", "missing": "json", "anything": "text", "wrapped": "radio",
         "only_null": "json", "again": "json", "anchor": "json",
     }  # fmt: skip
+
+
+def test_an_empty_group_and_a_json_value_say_where_each_problem_is() -> None:
+    """A required group left empty: its required fields say so, where they are typed, not
+    the group, which has no control. A value typed as JSON: each problem names its place
+    inside it."""
+
+    class Address(BaseModel):
+        city: str
+        street: str
+        note: str = ""
+
+    class Order(BaseModel):
+        home: Address
+        backup: Address | None = None
+        stops: list[Address] = []
+
+    schema = Order.model_json_schema()
+    rows = form_fields(schema)
+    empty = read_form(schema, rows, {})
+    assert empty.errors == {
+        "home.city": "This field is required.",
+        "home.street": "This field is required.",
+    }
+    typed = read_form(schema, rows, {
+        "home.city": "Oslo", "home.street": "Main",
+        "backup": '{"city": "Bergen"}', "stops": '[{"city": "A", "street": 5}]',
+    })  # fmt: skip
+    assert typed.errors == {
+        "backup": "street: This field is required.",
+        "stops": "item 1 › street: Enter text.",
+    }
+    placeholders = {row.path: row.placeholder for row in rows if row.kind == "json"}
+    assert placeholders == {
+        "backup": 'A JSON object, e.g. {"city": …, "street": …, "note": …}',
+        "stops": 'A JSON list, e.g. [{"city": …, "street": …, "note": …}]',
+    }

@@ -115,6 +115,12 @@ def test_an_approval_given_while_the_ledger_is_down_is_sent_by_the_requesters_re
         expect(mine.get_by_role("button", name="Withdraw")).to_have_count(0)
         expect(rita.get_by_text("Sent 5,000 to Ada")).to_have_count(0)
         expect(rita.locator("#batch-title")).to_have_text("Not sent")
+        expect(mine.get_by_text("Awaiting approval")).to_have_count(0)
+        expect(mine.get_by_text("Not sent", exact=True)).to_be_visible()  # its badge
+        # A message typed meanwhile waits for her Retry, not for finance.
+        rita.locator("#composer-input").fill("what time is it")
+        rita.locator("#composer-input").press("Enter")
+        expect(rita.get_by_text("The decisions are made, but they were not sent")).to_be_visible()
         # Ada's card says the same of her answer, and offers nothing to click again.
         theirs = card.locator(".card-held")
         expect(theirs).to_have_text("Approved by you, not sent: Rita's Retry sends it again.")
@@ -141,6 +147,7 @@ def test_an_approval_given_while_the_ledger_is_down_is_sent_by_the_requesters_re
         outage_app.ledger.start()
         retry.click()
         expect(rita.get_by_text("Sent 5,000 to Ada")).to_have_count(1)
+        expect(rita.locator("#composer-input")).to_have_value("what time is it")  # kept
         expect(mine).to_contain_text("Approved by Ada")
         expect(held).to_have_count(0)
         expect(tool_card(ada, "transfer")).to_contain_text("Approved by you")

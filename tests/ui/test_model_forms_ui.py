@@ -57,6 +57,7 @@ class Shipment(BaseModel):
     speed: Speed
     address: Address
     insured_value: int | None = Field(default=None, ge=1)
+    extras: list[Speed] = []
 
 
 class Preferences(BaseModel):
@@ -98,7 +99,7 @@ def play(request: ModelRequest) -> ScriptedTurn:
     last = request.messages[-1]
     if getattr(last, "role", "") == "tool":
         return ScriptedTurn(text=f"Booked: {last.content}")
-    proposal = {"speed": "standard", "address": {"city": "Oslo"}}
+    proposal = {"speed": "standard", "address": {"city": "Oslo"}, "extras": ["standard", "express"]}
     return ScriptedTurn(calls=[ScriptedCall(name="book_shipment", arguments=proposal)])
 
 
@@ -141,14 +142,15 @@ def test_a_models_enum_and_optional_fields_are_asked_as_choices_and_numbers(
         )
         # Left empty, the required `Optional` is sent as `null`, which its schema allows.
         reference.fill("")
+        extras.nth(0).check()  # two boxes: both go, not the last alone
         extras.nth(2).check()
         card.locator("button[type=submit]").click()
         expect(page.get_by_text("Noted:")).to_have_text(
-            'Noted: {"extras": ["overnight"], "reference": null, "speed": "express"}'
+            'Noted: {"extras": ["standard", "overnight"], "reference": null, "speed": "express"}'
         )
         answered = page.locator(".answered-question .answer-line")
         expect(answered).to_have_text(
-            ["Extras: overnight", "Reference: —", "Preferred speed: express"]
+            ["Extras: standard, overnight", "Reference: —", "Preferred speed: express"]
         )
         page.screenshot(path=str(screenshot_dir / "model-form-answered.png"))
 
@@ -175,8 +177,13 @@ def test_a_models_nested_model_is_a_group_in_the_edit_form(
         )
         form.locator('input[name="insured_value"]').fill("")
         form.locator("button[type=submit]").click()
+        # The boxes the model proposed ticked, left as they were: both go to the tool.
         booked: dict[str, Any] = {
-            "booked": {"address": {"city": "Bergen"}, "speed": "overnight"}
+            "booked": {
+                "address": {"city": "Bergen"},
+                "extras": ["standard", "express"],
+                "speed": "overnight",
+            }
         }
         expect(page.get_by_text("Booked:")).to_have_text(
             f"Booked: {json.dumps(booked, separators=(',', ':'))}"

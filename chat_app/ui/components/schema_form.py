@@ -317,8 +317,17 @@ def field_row(row: FormField) -> rx.Component:
     return rx.cond(
         row.kind == "group",
         rx.box(
-            rx.text(row.label, weight="bold", size="2"),
+            rx.text(
+                row.label,
+                rx.cond(
+                    row.required,
+                    rx.text.span(" *", color=rx.color("red", 10), aria_hidden="true"),
+                ),
+                weight="bold",
+                size="2",
+            ),
             _help(row),
+            _error(row),
             padding_left=f"calc({row.depth} * 1em)",
             padding_top="0.25em",
             class_name="form-group",
