@@ -439,7 +439,9 @@ class Desk:
         if row is None:
             raise DeskError("unknown", f"There is no conversation {thread_id}.")
         if viewer.email != row.owner_email and not self._is_admin(viewer):
-            raise DeskError("forbidden", "Only the person who started it retries a conversation.")
+            raise DeskError(
+                "forbidden", "Only the person who started it, or an admin, retries a conversation."
+            )
         state = ClientState.from_json(row.state)
 
         async def again(client: ChatClient) -> None:

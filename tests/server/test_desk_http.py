@@ -505,7 +505,11 @@ def test_messages_conversations_and_who_may_see_them(served: DeskServed) -> None
     ]  # fmt: skip
     nothing = served.http.post(f"/api/conversations/{first}/retry", headers=rita)
     assert (nothing.status_code, nothing.json()["code"]) == (400, "invalid")
-    assert served.http.post(f"/api/conversations/{first}/retry", headers=sam).status_code == 403
+    refused = served.http.post(f"/api/conversations/{first}/retry", headers=sam)
+    assert refused.status_code == 403
+    assert refused.json()["error"] == (
+        "Only the person who started it, or an admin, retries a conversation."
+    )
 
 
 def test_the_inbox_filters_and_everyone_is_for_admins(served: DeskServed) -> None:
