@@ -780,9 +780,7 @@ class Desk:
             try:
                 ended = await self._run_claimed(thread_id, run_as, action)
                 if carrying and not ended.can_retry and not ended.refused:
-                    tell = partial(self.store.mark_applied, carrying, tell_at=self.clock())
-                    await self._db(tell)
-                    self._wake_timers()
+                    await self._mark_carried(carrying, tell=True)
             finally:
                 await self._db(self.store.release, thread_id, self.worker)
         await self._continue(thread_id)
@@ -1016,10 +1014,14 @@ class Desk:
         """Mark the thread's decided answers to `item_ids` carried (`tell`: and whoever
         asked due to be told how they ended)."""
         rows = await self._db(self.store.answers_to_apply, thread_id)
-        carried = [row.id for row in rows if row.item_id in item_ids]
+        await self._mark_carried([row.id for row in rows if row.item_id in item_ids], tell=tell)
+
+    async def _mark_carried(self, decision_ids: Sequence[str], *, tell: bool) -> None:
+        """Mark these decisions carried (`tell`: and whoever asked due to be told now how
+        they ended, the timers woken to tell them)."""
         tell_at = self.clock() if tell else None
-        await self._db(partial(self.store.mark_applied, carried, tell_at=tell_at))
-        if tell and carried:
+        await self._db(partial(self.store.mark_applied, decision_ids, tell_at=tell_at))
+        if tell and decision_ids:
             self._wake_timers()
 
     async def refile(self) -> list[str]:

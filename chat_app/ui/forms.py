@@ -130,16 +130,14 @@ def _shape(schema: Mapping[str, Any], root: Mapping[str, Any], seen: frozenset[s
             if target is None or ref in seen:
                 return _Shape(schema, nullable, seen)  # not followed: typed as JSON
             seen = seen | {ref}
-            own = {key: schema[key] for key in _OWN_KEYWORDS if key in schema}
-            schema = {**target, **own}
-            continue
-        branch = _only_branch(schema)
-        if branch is None:
-            return _Shape(schema, nullable, seen)
-        shape, is_nullable = branch
-        nullable = nullable or is_nullable
+        else:
+            branch = _only_branch(schema)
+            if branch is None:
+                return _Shape(schema, nullable, seen)
+            target, is_nullable = branch
+            nullable = nullable or is_nullable
         own = {key: schema[key] for key in _OWN_KEYWORDS if key in schema}
-        schema = {**shape, **own}
+        schema = {**target, **own}
 
 
 def _only_branch(schema: Mapping[str, Any]) -> tuple[Mapping[str, Any], bool] | None:
@@ -272,7 +270,7 @@ def _field(
         # of objects, a model that may be `None`, or a reference not followed: no control
         # fits, so the value is typed as JSON and checked as such.
         row.kind = "json"
-        row.placeholder = _json_hint(schema, items, root, shape.seen)
+        row.placeholder = _json_hint(schema, items)
         row.value = json.dumps(value, ensure_ascii=False) if value is not None else ""
     elif "enum" in schema:
         row.options = [_text(option) for option in schema["enum"]]
@@ -322,24 +320,20 @@ def _field(
     return row
 
 
-def _json_hint(
-    schema: Mapping[str, Any], items: Mapping[str, Any], root: Mapping[str, Any],
-    seen: frozenset[str],
-) -> str:  # fmt: skip
+def _json_hint(schema: Mapping[str, Any], items: Mapping[str, Any]) -> str:
     """A JSON field's placeholder: the shape it takes, with its fields' names where the
     schema names them ("A JSON object, e.g. {"city": …, "zip": …}")."""
-    target = _shape(schema, root, seen).schema if "$ref" in schema else schema
     if _is_object(items):
         return f"A JSON list, e.g. [{_object_hint(items)}]"
-    if _is_object(target) and isinstance(target.get("properties"), Mapping):
-        return f"A JSON object, e.g. {_object_hint(target)}"
+    if _is_object(schema) and isinstance(schema.get("properties"), Mapping):
+        return f"A JSON object, e.g. {_object_hint(schema)}"
     return 'A JSON value, e.g. {"approved": true}'
 
 
 def _object_hint(schema: Mapping[str, Any]) -> str:
-    names = [name for name, _ in _ordered_properties(schema)][:3]
-    more = ", …" if len(_ordered_properties(schema)) > 3 else ""
-    return "{" + ", ".join(f'"{name}": …' for name in names) + more + "}"
+    names = [name for name, _ in _ordered_properties(schema)]
+    more = ", …" if len(names) > 3 else ""
+    return "{" + ", ".join(f'"{name}": …' for name in names[:3]) + more + "}"
 
 
 def _scalar_type(schema: Mapping[str, Any]) -> str:

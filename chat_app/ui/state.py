@@ -1429,9 +1429,12 @@ class ChatState(IdentityState):
         session = await self._clicked()
         desk = sessions.desk()
         held = session.client.state.manager.retry_submission
-        if desk is None or not self.thread_shown or held is None:
-            return ChatState.resolve_all("retry", _batch_of(session.client))
-        if not await desk.carries(self.thread_shown, list(held.interrupt_ids)):
+        if (
+            desk is None
+            or not self.thread_shown
+            or held is None
+            or not await desk.carries(self.thread_shown, list(held.interrupt_ids))
+        ):
             return ChatState.resolve_all("retry", _batch_of(session.client))
         viewer = self._viewer()
         if viewer is None:
