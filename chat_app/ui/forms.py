@@ -73,6 +73,8 @@ class FormField:
     control_id: str = ""
     #: The schema allows `null`: a required field left empty is sent as `null`.
     nullable: bool = False
+    #: A `list` field's items, when they are numbers: "integer" or "number" ("" for text).
+    item_kind: str = ""
 
 
 @dataclass
@@ -301,7 +303,9 @@ def _field(
             row.chosen = [_text(item) for item in value] if isinstance(value, list) else []
         else:
             row.kind = "list"
-            row.placeholder = "One per line"
+            item_kind = _scalar_type(items)
+            row.item_kind = item_kind if item_kind in ("integer", "number") else ""
+            row.placeholder = _LIST_HINTS[row.item_kind]
             row.value = "\n".join(_text(item) for item in value) if isinstance(value, list) else ""
     else:
         fmt = schema.get("format")
@@ -461,6 +465,8 @@ def read_form(
         if at is not None and at.kind == "json" and inner:
             # Typed as JSON: say where inside it, as the person wrote it.
             message = f"{_where(inner)}: {message}"
+        elif at is not None and at.kind == "list" and inner and isinstance(inner[0], int):
+            message = f"Line {inner[0] + 1}: {message}"
         errors.setdefault(path or FORM_ERROR_KEY, message)
     return FormResult(value=result, errors=errors)
 
@@ -479,6 +485,11 @@ def _where(inner: Sequence[str | int]) -> str:
     return " › ".join(f"item {part + 1}" if isinstance(part, int) else part for part in inner)
 
 
+#: A list field's placeholder, by the kind of its items.
+_LIST_HINTS = {"": "One per line", "integer": "One whole number per line",
+               "number": "One number per line"}  # fmt: skip
+
+
 class _Omit:
     pass
 
@@ -495,7 +506,8 @@ def _convert(row: FormField, data: Mapping[str, str | list[str]]) -> Any:
     if row.kind == "boolean":
         return text.lower() not in ("", "false", "off", "0")
     if row.kind == "list":
-        items = [line.strip() for line in text.splitlines() if line.strip()]
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        items = [_list_item(row, line, number) for number, line in enumerate(lines, 1)]
         return items if items or row.required else _OMIT
     if not text.strip():
         # A required field left empty is reported by the schema's `required`, unless the
@@ -506,23 +518,39 @@ def _convert(row: FormField, data: Mapping[str, str | list[str]]) -> Any:
             return strict_loads(text)
         except ValueError:
             raise ValueError('Enter a JSON value, such as {"approved": true} or "text".') from None
-    if row.kind == "integer":
-        number = _number(text, "Enter a whole number.")
-        if isinstance(number, float) and not number.is_integer():
-            raise ValueError("Enter a whole number.")
-        return int(number)
-    if row.kind == "number":
-        number = _number(text, "Enter a number.")
-        return int(number) if number == int(number) and "." not in text else number
+    if row.kind in ("integer", "number"):
+        return _typed_number(text, row.kind)
     if row.kind in ("select", "radio"):
         return _choice(row, text)
     return text
+
+
+def _list_item(row: FormField, line: str, number: int) -> Any:
+    """One line of a list field, as its items' schema types it (a number stays text in a
+    list of text); a line that cannot be read says which it is."""
+    if not row.item_kind:
+        return line
+    try:
+        return _typed_number(line, row.item_kind)
+    except ValueError as error:
+        raise ValueError(f"Line {number}: {error}") from None
 
 
 #: A number as JSON writes one (a sign, ASCII digits, a decimal point, an exponent), nothing
 #: else: not Python's "1_000", "inf", "nan" or other scripts' digits.
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _WHOLE = re.compile(r"[+-]?[0-9]+")
+
+
+def _typed_number(text: str, kind: str) -> int | float:
+    """`text` read as an "integer" or a "number" field reads it."""
+    if kind == "integer":
+        number = _number(text, "Enter a whole number.")
+        if isinstance(number, float) and not number.is_integer():
+            raise ValueError("Enter a whole number.")
+        return int(number)
+    number = _number(text, "Enter a number.")
+    return int(number) if number == int(number) and "." not in text else number
 
 
 def _number(text: str, what: str) -> int | float:

@@ -204,10 +204,16 @@ def _short(value: Any) -> str:
 
 
 def _apply_drafts(
-    fields: list[FormField], draft: Mapping[str, str | list[str]], errors: Mapping[str, str]
+    fields: list[FormField],
+    draft: Mapping[str, str | list[str]] | None,
+    errors: Mapping[str, str],
 ) -> list[FormField]:
+    """A form's rows as its draft left them. A draft is the whole form as it was posted, so
+    a box it does not hold was unticked: it stays so, though the proposal ticked it."""
     for row in fields:
-        if row.path in draft:
+        if draft is not None and row.path not in draft and row.kind in ("checks", "boolean"):
+            row.chosen, row.value = [], ""
+        elif draft is not None and row.path in draft:
             raw = draft[row.path]
             if row.kind == "checks":
                 row.chosen = list(raw) if isinstance(raw, list) else [raw]
@@ -529,7 +535,7 @@ def decision_view(
             for row in rows:
                 if row.kind not in ("group", "list", "checks"):
                     row.proposed, row.has_proposed = row.value, True
-        return _apply_drafts(rows, memory.drafts.get(form, {}), memory.errors.get(form, {}))
+        return _apply_drafts(rows, memory.drafts.get(form), memory.errors.get(form, {}))
 
     if isinstance(item, ToolApprovalInterrupt):
         tool = _tool_words(item)

@@ -441,3 +441,32 @@ def test_an_empty_group_and_a_json_value_say_where_each_problem_is() -> None:
         "backup": 'A JSON object, e.g. {"city": …, "street": …, "note": …}',
         "stops": 'A JSON list, e.g. [{"city": …, "street": …, "note": …}]',
     }
+
+
+def test_a_list_of_numbers_is_sent_as_numbers_and_a_bad_line_says_which() -> None:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "ids": {"type": "array", "items": {"type": "integer", "minimum": 1}},
+            "weights": {"type": "array", "items": {"type": "number"}},
+            "names": {"type": "array", "items": {"type": "string", "maxLength": 3}},
+        },
+    }
+    rows = by_path(form_fields(schema))
+    assert rows["ids"].placeholder == "One whole number per line"
+    assert rows["weights"].placeholder == "One number per line"
+    assert rows["names"].placeholder == "One per line"
+    good = read_form(schema, list(rows.values()),
+                     {"ids": "7\n\n12\n", "weights": "2.5\n3", "names": "007"})  # fmt: skip
+    assert good.ok, good.errors
+    assert good.value == {"ids": [7, 12], "weights": [2.5, 3], "names": ["007"]}
+    bad = read_form(schema, list(rows.values()),
+                    {"ids": "7\n1.5", "weights": "2,5", "names": "ok\ntoo long"})  # fmt: skip
+    assert bad.errors == {
+        "ids": "Line 2: Enter a whole number.",
+        "weights": "Line 1: Use a point for decimals (9.99) and no thousands separators.",
+        "names": "Line 2: Use at most 3 characters.",
+    }
+    # The schema's own limits on an item say which line too.
+    low = read_form(schema, list(rows.values()), {"ids": "3\n0"})
+    assert low.errors == {"ids": "Line 2: Must be at least 1."}

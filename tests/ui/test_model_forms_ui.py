@@ -4,7 +4,8 @@ models, so their schemas carry `$defs`, `$ref`s and `anyOf` with `null`.
 A local server (uvicorn, in this process) runs that agent; one copy of the app is built
 against it (sign-in off). The question's enum is a choice, its `Optional` number a number
 field, and a required `Optional` left empty is sent as `null`; the tool's nested model is a
-group in the edit form, and what the person typed there is what the tool ran with.
+group in the edit form, and what the person typed there is what the tool ran with; its
+list of whole numbers is sent as numbers, and boxes unticked in a draft stay unticked.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 from pydantic import BaseModel, Field
 
 from chat_app.agent import (
@@ -58,6 +59,7 @@ class Shipment(BaseModel):
     address: Address
     insured_value: int | None = Field(default=None, ge=1)
     extras: list[Speed] = []
+    parcel_weights: list[int] = []
 
 
 class Preferences(BaseModel):
@@ -117,6 +119,15 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             yield url
 
 
+def open_the_edit_form(page: Page) -> Locator:
+    """The model's proposed booking, asked for, and its edit form opened."""
+    page.goto("/")
+    hydrated(page)
+    ask(page, "book it")
+    page.locator(".approval-card button.edit").click()
+    return page.locator(".form-edit")
+
+
 def test_a_models_enum_and_optional_fields_are_asked_as_choices_and_numbers(
     browser: Browser, app_url: str, screenshot_dir: Path
 ) -> None:
@@ -159,11 +170,7 @@ def test_a_models_nested_model_is_a_group_in_the_edit_form(
     browser: Browser, app_url: str, screenshot_dir: Path
 ) -> None:
     with fresh_page(browser, app_url) as page:
-        page.goto("/")
-        hydrated(page)
-        ask(page, "book it")
-        page.locator(".approval-card button.edit").click()
-        form = page.locator(".form-edit")
+        form = open_the_edit_form(page)
         expect(form.get_by_role("radiogroup", name="Speed")).to_be_visible()
         expect(form.locator('[data-field="address"]')).to_contain_text("Where the parcel goes.")
         city = form.locator('input[name="address.city"]')
@@ -189,3 +196,36 @@ def test_a_models_nested_model_is_a_group_in_the_edit_form(
             f"Booked: {json.dumps(booked, separators=(',', ':'))}"
         )
         page.screenshot(path=str(screenshot_dir / "model-form-edited.png"))
+
+
+def test_unticked_boxes_stay_unticked_across_a_reload_and_numbers_go_as_numbers(
+    browser: Browser, app_url: str
+) -> None:
+    with fresh_page(browser, app_url) as page:
+        form = open_the_edit_form(page)
+        extras = form.get_by_role("group", name="Extras").get_by_role("checkbox")
+        expect(extras.nth(0)).to_be_checked()
+        extras.nth(0).uncheck()
+        extras.nth(1).uncheck()
+        weights = form.locator('textarea[name="parcel_weights"]')
+        expect(weights).to_have_attribute("placeholder", "One whole number per line")
+        weights.fill("12\n3.5")
+        form.locator("button[type=submit]").click()
+        expect(form.locator('[data-field="parcel_weights"] .field-error')).to_have_text(
+            "Line 2: Enter a whole number."
+        )
+        weights.fill("12\n4")
+        page.wait_for_timeout(1_500)  # the draft is kept once typing pauses
+        page.reload()
+        hydrated(page)
+        # The proposal ticked both; the draft unticked them, and it is what comes back.
+        expect(extras).to_have_count(3)
+        for box in range(3):
+            expect(extras.nth(box)).not_to_be_checked()
+        expect(weights).to_have_value("12\n4")
+        form.locator("button[type=submit]").click()
+        booked = {"address": {"city": "Oslo"}, "extras": [], "parcel_weights": [12, 4],
+                  "speed": "standard"}  # fmt: skip
+        expect(page.get_by_text("Booked:")).to_have_text(
+            f"Booked: {json.dumps({'booked': booked}, separators=(',', ':'))}"
+        )

@@ -626,3 +626,31 @@ def test_the_answers_given_at_the_desk_are_named_whoever_gave_them_the_asker_too
     assert given_at_desk([own], "ada@example.com") == {"approval_approved": "Approved by Rita"}
     by_policy = _decided("approved", None)
     assert given_at_desk([by_policy], "rita@example.com") == {}
+
+
+def test_a_draft_keeps_the_boxes_it_unticked_though_the_proposal_ticked_them() -> None:
+    schema: dict[str, object] = {
+        "type": "object",
+        "properties": {
+            "extras": {"type": "array", "items": {"enum": ["wrap", "insure"]}},
+            "signed": {"type": "boolean"},
+            "city": {"type": "string"},
+        },
+    }
+    item = ToolApprovalInterrupt(
+        id="approval_c1", reason="tool_approval", thread_id="t", interrupted_run_id="r",
+        binding={}, tool_name="book", tool_call_id="c1", input_schema=schema,
+        original_args={"extras": ["wrap", "insure"], "signed": True, "city": "Oslo"},
+    )  # fmt: skip
+
+    def rows(memory: FormMemory | None) -> dict[str, tuple[str, list[str]]]:
+        fields = decision_view(item, memory, 0).edit_fields
+        return {row.path: (row.value, row.chosen) for row in fields}
+
+    proposed = rows(None)
+    assert proposed["extras"][1] == ["wrap", "insure"] and proposed["signed"][0] == "true"
+    # The form as posted with every box unticked holds neither field.
+    unticked = rows(FormMemory(panel="edit", drafts={"edit": {"city": "Bergen"}}))
+    assert unticked == {"extras": ("", []), "signed": ("", []), "city": ("Bergen", [])}
+    # A draft of another form leaves this one as proposed.
+    assert rows(FormMemory(drafts={"reject": {"reason": "No"}})) == proposed
