@@ -119,6 +119,7 @@ TRUST = [
     "GENESIS",
     "Identity",
     "Ledger",
+    "LedgerUnavailable",
     "LedgerUnusable",
     "Policy",
     "PolicyError",

@@ -62,6 +62,7 @@ from chat_app.trust import (
     AuditEntry,
     Identity,
     Ledger,
+    LedgerUnavailable,
     Policy,
     Rule,
     Sealer,
@@ -96,6 +97,8 @@ from .tools import Tool
 
 logger = logging.getLogger(__name__)
 
+#: The `RUN_ERROR` code of a run the ledger stopped by not answering (`docs/protocol.md` §4.8).
+LEDGER_UNAVAILABLE = "ledger-unavailable"
 #: How much of a call's unreadable arguments its error result quotes.
 SENT_ARGUMENTS_SHOWN = 200
 
@@ -182,6 +185,11 @@ class Agent:
         except ModelError as error:  # the provider said no: its words, no traceback
             logger.warning("agent run %s: %s", input.run_id, error)
             yield RunErrorEvent(message=str(error), code=f"model-{error.code}", timestamp=run.now())
+        except LedgerUnavailable as error:  # where it is and why, for operators: in the log
+            logger.warning("agent run %s: %s", input.run_id, error)
+            yield RunErrorEvent(
+                message=run.ledger_failure(), code=LEDGER_UNAVAILABLE, timestamp=run.now()
+            )
         except Exception as error:  # a tool or model bug must end the stream, not hang it
             logger.exception("agent run %s failed", input.run_id)
             yield RunErrorEvent(
@@ -226,6 +234,8 @@ class _Run:
         #: Client tool calls approved in this continuation and handed to the client to run.
         self._granted: list[str] = []
         self.model_name = agent.model.name
+        #: A continuation's answers are in the ledger (`_commit`): from here on, they count.
+        self.committed = False
         self.ctx = RunContext(
             thread_id=input.thread_id,
             run_id=input.run_id,
@@ -260,6 +270,19 @@ class _Run:
             entry = self._audit("decision", {**record, "closedFor": decider.email or None})
             return replace(entry, actor=None)
         return self._audit("decision", {**record, **self._verified_as(decider)}, by=decider)
+
+    def ledger_failure(self) -> str:
+        """What a person is told when the ledger did not answer: before a continuation's
+        answers were recorded nothing ran, and they may be sent again."""
+        if self.input.resume and not self.committed:
+            return (
+                "Nothing ran: the approval ledger could not be reached to record the answers. "
+                "Retry once it is back."
+            )
+        return (
+            "The run stopped: the approval ledger could not be reached to keep the audit "
+            "trail. Try again once it is back."
+        )
 
     async def _commit(self, plan: ResumePlan) -> None:
         """Record the answers exactly once, before anything runs; a replay is a `conflict`."""
@@ -434,6 +457,7 @@ class _Run:
                     gate=self.gate,
                 )
                 await self._commit(plan)
+                self.committed = True
                 self.requester = self._requester_of(plan)
             except InterruptResumeValidationError as error:
                 await self._record_refusals(error)

@@ -158,7 +158,10 @@ class Ledger(Protocol):
         """The whole audit trail, oldest first."""
 
     def check(self) -> None:
-        """Raise when the ledger cannot keep its promise now (a store that does not answer)."""
+        """Raise when the ledger cannot keep its promise now (a store that does not answer).
+
+        Its reads and writes raise `LedgerUnavailable` when its store does not answer them.
+        """
 
 
 def now_iso() -> str:
@@ -345,6 +348,13 @@ def _read_records(db: sqlite3.Connection) -> list[tuple[str]]:
 class LedgerUnusable(ValueError):
     """The ledger's store cannot keep the exactly-once promise (the message says why and
     what to change)."""
+
+
+class LedgerUnavailable(RuntimeError):
+    """The ledger's store did not answer a read or a write just now (the message names the
+    store, for operators). A write that raised this may or may not have been kept (a command
+    sent before a timeout may still run), so its caller goes no further: nothing that needed
+    the record happens, and answering again meets the ledger's exactly-once check."""
 
 
 def open_ledger(url: str | None, data_dir: Path) -> Ledger:

@@ -22,12 +22,22 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
-from .ledger import GENESIS, AuditEntry, AuditRecord, LedgerUnusable, chain_records, now_iso
+from .ledger import (
+    GENESIS,
+    AuditEntry,
+    AuditRecord,
+    LedgerUnavailable,
+    LedgerUnusable,
+    chain_records,
+    now_iso,
+)
 
 _log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 #: How long a connection may take to open, and a command to answer, before the caller hears
 #: the Redis does not answer (redis-py waits for ever by default: a Redis gone silent would hold
 #: a thread each time someone asks).
@@ -200,6 +210,23 @@ class RedisLedger:
                 f"carried out could then be carried out again: {'; and '.join(problems)}."
             )
 
+    @contextmanager
+    def _answering(self) -> Iterator[None]:
+        """A Redis that cannot be reached, or that does not answer in time, raises
+        `LedgerUnavailable` (one that answers with an error is a bug, raised as it is)."""
+        import redis
+
+        try:
+            yield
+        except (redis.ConnectionError, redis.TimeoutError) as error:
+            raise LedgerUnavailable(
+                f"The ledger's Redis at {self._place()} does not answer: {error}"
+            ) from error
+
+    def _answered(self, call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        with self._answering():
+            return call(*args, **kwargs)
+
     def _place(self) -> str:
         where = self._redis.get_connection_kwargs()
         return str(where.get("path") or f"{where.get('host')}:{where.get('port')}")
@@ -252,7 +279,7 @@ class RedisLedger:
         self, *, thread_id: str, interrupt_ids: Sequence[str], entries: Sequence[AuditEntry]
     ) -> list[str]:
         keys = [f"{self._prefix}:resolved:{thread_id}:{item}" for item in interrupt_ids]
-        return sorted(self._run(keys, entries))
+        return sorted(self._answered(self._run, keys, entries))
 
     async def commit_batch_async(
         self, *, thread_id: str, interrupt_ids: Sequence[str], entries: Sequence[AuditEntry]
@@ -265,23 +292,24 @@ class RedisLedger:
     def append(self, entries: Iterable[AuditEntry]) -> None:
         entries = list(entries)
         if entries:
-            self._run([], entries)
+            self._answered(self._run, [], entries)
 
     async def append_async(self, entries: Iterable[AuditEntry]) -> None:
         entries = list(entries)
         if entries:
-            await asyncio.to_thread(self._run, [], entries)
+            await asyncio.to_thread(self._answered, self._run, [], entries)
 
     async def grant_async(self, *, thread_id: str, call_ids: Sequence[str]) -> None:
         if call_ids:
             keys = [self._grant_key(thread_id, call_id) for call_id in call_ids]
-            await asyncio.to_thread(self._redis.mset, dict.fromkeys(keys, now_iso()))
+            marks = dict.fromkeys(keys, now_iso())
+            await asyncio.to_thread(self._answered, self._redis.mset, marks)
 
     async def granted_async(self, *, thread_id: str, call_ids: Sequence[str]) -> list[str]:
         if not call_ids:
             return []
         keys = [self._grant_key(thread_id, call_id) for call_id in call_ids]
-        found = await asyncio.to_thread(self._redis.mget, keys)
+        found = await asyncio.to_thread(self._answered, self._redis.mget, keys)
         pairs = zip(call_ids, found, strict=True)
         return sorted(call_id for call_id, at in pairs if at is not None)
 
@@ -289,7 +317,7 @@ class RedisLedger:
         return f"{self._prefix}:granted:{thread_id}:{call_id}"
 
     def records(self) -> list[AuditRecord]:
-        self._settle()
-        return [
-            AuditRecord(**json.loads(item)) for item in self._redis.lrange(self._keys[1], 0, -1)
-        ]
+        with self._answering():
+            self._settle()
+            chain = self._redis.lrange(self._keys[1], 0, -1)
+        return [AuditRecord(**json.loads(item)) for item in chain]

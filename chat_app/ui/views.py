@@ -12,6 +12,7 @@ import json
 import operator
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -913,17 +914,24 @@ def build_views(
         batch_size=len(answerable),
         bulk_ok=bulk_ok,
         cancel_all_ok=all(card.can_cancel for card in cards if card.id in open_ids),
-        # "One or more … are invalid" only repeats what the items themselves show; the
-        # client keeps each failed send's error (`docs/protocol.md` §4.8): the same words twice
-        # say no more.
-        batch_errors=list(
-            dict.fromkeys(
-                error.message
-                for error in state.interrupt_errors
-                if error.code != "item-validation-failed"
-            )
+        # "One or more … are invalid" only repeats what the items themselves show.
+        batch_errors=_tries(
+            error.message
+            for error in state.interrupt_errors
+            if error.code != "item-validation-failed"
         ),
     )
+
+
+def _tries(messages: Iterable[str]) -> list[str]:
+    """Each failure once, in order, with how often it came. The client keeps each failed
+    send's error (`docs/protocol.md` §4.8): the same words twice say no more, but a Retry
+    that failed again shows it did something."""
+    counted = Counter(messages)
+    return [
+        message if times == 1 else f"{message.rstrip('.')} ({times} tries)."
+        for message, times in counted.items()
+    ]
 
 
 def _with_answers(

@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from chat_app.trust.ledger import AuditEntry, LedgerUnusable, open_ledger, verify_chain
+from chat_app.trust.ledger import (
+    AuditEntry,
+    LedgerUnavailable,
+    LedgerUnusable,
+    open_ledger,
+    verify_chain,
+)
 from chat_app.trust.redis_ledger import RedisLedger
 from tests.agent.test_security import (
     Clock,
@@ -222,6 +228,39 @@ def test_a_redis_that_could_lose_answers_is_refused_at_start(
     assert message.startswith("The Redis at 127.0.0.1:"), message
     assert "an approval already carried out could then be carried out again" in message
     assert said in message
+
+
+async def test_a_ledger_that_stops_answering_stops_the_run_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    """The ledger's Redis stops between a pause and its answer: the continuation ends with
+    `ledger-unavailable`, says nothing ran, and runs nothing; the Redis's address is in the
+    error the ledger raises (for the log), not in what the person reads. Back on the same
+    files and port, the same answer runs, once."""
+    port = free_port()
+    with redis_server(tmp_path, port=port) as url:
+        ledger = RedisLedger(url, prefix="quiet")
+        agent = sealed_agent(Clock(), ledger)
+        events = await pause(agent, "delete project apollo")
+    [item] = events[-1]["outcome"]["interrupts"]
+    refused = await answer(agent, events, [approve(item)])
+    assert ran(refused) == []
+    assert (refused[-1]["type"], refused[-1]["code"]) == ("RUN_ERROR", "ledger-unavailable")
+    assert refused[-1]["message"] == (
+        "Nothing ran: the approval ledger could not be reached to record the answers. "
+        "Retry once it is back."
+    )
+    with pytest.raises(LedgerUnavailable, match=r"^The ledger's Redis at 127\.0\.0\.1:\d+ does "):
+        ledger.records()
+    # A new request meanwhile cannot record its pause: it stops, and says why.
+    fresh = await pause(agent, "delete project apollo", thread="t9")
+    assert fresh[-1]["code"] == "ledger-unavailable"
+    assert "could not be reached to keep the audit trail" in fresh[-1]["message"]
+    with redis_server(tmp_path, port=port):
+        retried = await answer(agent, events, [approve(item)], run_id="r3")
+        again = await answer(agent, events, [approve(item)], run_id="r4")
+        assert len(ran(retried)) == 1 and ran(again) == []
+        assert [r.kind for r in ledger.records()] == ["pause", "decision", "execution"]
 
 
 def test_a_redis_that_does_not_answer_is_refused_at_start(tmp_path: Path) -> None:
