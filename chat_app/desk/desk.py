@@ -1490,10 +1490,17 @@ class Desk:
         staged = next(i for i in manager.interrupts if i.id == item.item_id)
         if staged.status == "error" or staged.resolution is None:
             error = staged.error
+            message = error.message if error is not None else "The answer is not valid."
+            if (
+                error is not None and error.code == "invalid-payload"
+                and not answer.has_payload and isinstance(found, ToolApprovalInterrupt)
+            ):  # fmt: skip
+                # The client's words ("This approval branch requires a payload.") are for a
+                # page's form; a script is told what to send.
+                message = _payload_needed(found, answer.kind == "approve")
             raise DeskError(
-                "invalid",
-                error.message if error is not None else "The answer is not valid for this item.",
-                errors=[{"code": error.code, "message": error.message,
+                "invalid", message,
+                errors=[{"code": error.code, "message": message,
                          "path": list(error.path or ())}] if error is not None else [],
             )  # fmt: skip
         return dict(staged.resolution)
@@ -1506,6 +1513,22 @@ class Desk:
             return await asyncio.to_thread(function, *args)
         except OperationalError as error:
             raise DeskError.unavailable(error) from None
+
+
+def _payload_needed(item: ToolApprovalInterrupt, approved: bool) -> str:
+    """What an answer without the payload its decision needs is told: the answer to send,
+    with the payload's required fields, and where its schema is."""
+    schema = item.approve_schema if approved else item.reject_schema
+    required = schema.get("required") if isinstance(schema, dict) else None
+    listed: list[object] = required if isinstance(required, list) else []
+    names = [name for name in listed if isinstance(name, str)]
+    payload = "{" + ", ".join(f"{json.dumps(name)}: …" for name in names) + "}" if names else "…"
+    decision = "An approval" if approved else "A rejection"
+    key = "approvePayload" if approved else "rejectPayload"
+    return (
+        f'{decision} of {item.tool_name} needs a payload: {{"approved": {json.dumps(approved)}, '
+        f'"payload": {payload}}}, as its answerSchemas.{key} describes.'
+    )
 
 
 async def _stage(client: ChatClient, item_id: str, entry: Mapping[str, Any]) -> None:

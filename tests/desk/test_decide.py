@@ -181,7 +181,8 @@ async def test_edited_arguments_run_as_edited(world: World) -> None:
 INVALID: list[tuple[dict[str, Any], tuple[str, str, list[str]]]] = [
     (  # the transfer's reject branch has a schema: a reason is required
         {"approved": False},
-        ("invalid-payload", "This approval branch requires a payload.", []),
+        ("invalid-payload", 'A rejection of transfer needs a payload: {"approved": false, '
+         '"payload": {"reason": …}}, as its answerSchemas.rejectPayload describes.', []),
     ),
     (
         {"approved": False, "payload": {"reason": ""}},
