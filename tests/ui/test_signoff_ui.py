@@ -685,3 +685,25 @@ def test_without_sign_in_the_page_says_anyone_can_approve(
         expect(page.locator("#sign-out")).to_have_count(0)
         expect(page).not_to_have_url(re.compile(r"/signin\b"))
         shot(page, screenshot_dir, "no-signin-banner")
+
+
+def test_without_sign_in_a_conversation_opened_in_another_tab_is_still_ones_own(
+    browser: Browser, no_signin_app_url: str
+) -> None:
+    """Everyone is the anonymous visitor: the conversations page lists their conversations,
+    and one opened from it elsewhere goes on there, not "someone else's"."""
+    with fresh_page(browser, no_signin_app_url) as page:
+        page.goto("/")
+        hydrated(page)
+        ask(page, "what time is it")
+        expect(page).to_have_url(re.compile(r"/c/thread-"))
+        run_ended(page)
+        address = page.url
+    with fresh_page(browser, no_signin_app_url) as other:
+        other.goto(address)
+        hydrated(other)
+        expect(other.locator(".chat-message").first).to_contain_text("what time is it")
+        expect(other.get_by_text("someone else's")).to_have_count(0)
+        ask(other, "tell me a joke")
+        expect(other.locator(".chat-message", has_text="tell me a joke")).to_have_count(1)
+        run_ended(other)
