@@ -6,7 +6,7 @@ answers HTTP 500 `{"error": "database is down"}` until the test fixes it. One co
 is built against it (sign-in off). The page shows the failure in the chat, in words, with
 Retry; the message the person typed stays in the conversation; Retry after the fix sends
 it again and the approval, typed by the bare-list manifest, goes through. While the agent is
-slow to answer at all, the message sent is shown at once.
+slow to answer at all, the message sent is shown at once, and the page says it is at work.
 """
 
 from __future__ import annotations
@@ -191,9 +191,14 @@ def test_a_message_sent_to_a_slow_agent_shows_before_any_reply(
             expect(user).to_have_text(["delete project hermes"])  # the agent has said nothing
             expect(page.locator("#composer-input")).to_have_value("")
             expect(page.locator(".approval-card")).to_have_count(0)
+            # Nothing to show yet, and the page says it is at work, not idle with Stop alone.
+            working = page.get_by_role("status").filter(has_text="Working…")
+            expect(working).to_be_visible()
+            expect(working).to_have_css("opacity", "1")  # after its moment
             page.screenshot(path=str(screenshot_dir / "remote-slow.png"), full_page=True)
             server.answering.set()
             expect(page.locator(".approval-card")).to_be_visible()
+            expect(working).to_have_count(0)
             expect(user).to_have_text(["delete project hermes"])
     finally:
         server.answering.set()

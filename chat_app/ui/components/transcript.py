@@ -348,14 +348,27 @@ def streaming_row(
 
 def status_row(
     *,
+    working: Prop[bool],
     resuming: Prop[bool],
     run_error: Prop[str],
     can_resend: Prop[bool],
     on_retry_send: Handler,
 ) -> rx.Component:
-    """The run's status: resuming, or why it failed, with Retry when the failed message can be
-    sent again (`can_resend`; a failed decision's Retry is in the batch bar)."""
+    """The run's status: at work with no reply showing yet (a model thinking, a tool
+    running), resuming, or why it failed, with Retry when the failed message can be sent
+    again (`can_resend`; a failed decision's Retry is in the batch bar)."""
     return rx.vstack(
+        rx.cond(
+            working,
+            # Shown after a moment (`forms.css`): a reply that starts at once never flashes it.
+            rx.hstack(
+                rx.spinner(size="1"),
+                rx.text("Working…", size="2", color_scheme="gray"),
+                id="working",
+                role="status",
+                align="center",
+            ),
+        ),
         rx.cond(
             resuming,
             rx.hstack(
