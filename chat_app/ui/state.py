@@ -369,6 +369,12 @@ class ChatState(IdentityState):
         )
 
     @rx.var
+    def working(self) -> bool:
+        """The status row's "Working…": a run is going with no reply showing yet (a model
+        thinking, an agent slow to answer); resuming says so itself."""
+        return self.running and self.streaming_id == "" and not self.resuming
+
+    @rx.var
     def may_retry(self) -> bool:
         """The batch bar's Retry: a failed continuation, in the viewer's own conversation."""
         return self.can_retry and not self.read_only

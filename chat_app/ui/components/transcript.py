@@ -358,27 +358,10 @@ def status_row(
     running), resuming, or why it failed, with Retry when the failed message can be sent
     again (`can_resend`; a failed decision's Retry is in the batch bar)."""
     return rx.vstack(
-        rx.cond(
-            working,
-            # Shown after a moment (`forms.css`): a reply that starts at once never flashes it.
-            rx.hstack(
-                rx.spinner(size="1"),
-                rx.text("Working…", size="2", color_scheme="gray"),
-                id="working",
-                role="status",
-                align="center",
-            ),
-        ),
-        rx.cond(
-            resuming,
-            rx.hstack(
-                rx.spinner(size="1"),
-                rx.text("Resuming the run…", size="2", color_scheme="gray"),
-                id="resuming",
-                role="status",
-                align="center",
-            ),
-        ),
+        # "Working…" is shown after a moment (`forms.css`): a reply that starts at once never
+        # flashes it.
+        rx.cond(working, _going_on("Working…", "working")),
+        rx.cond(resuming, _going_on("Resuming the run…", "resuming")),
         rx.cond(
             run_error != "",
             rx.callout.root(
@@ -403,6 +386,17 @@ def status_row(
             ),
         ),
         width="100%",
+    )
+
+
+def _going_on(words: str, element_id: str) -> rx.Component:
+    """A status line with a spinner: something is going on, with nothing else to show."""
+    return rx.hstack(
+        rx.spinner(size="1"),
+        rx.text(words, size="2", color_scheme="gray"),
+        id=element_id,
+        role="status",
+        align="center",
     )
 
 

@@ -95,7 +95,7 @@ def _transcript() -> rx.Component:
             on_retry=_noted_batch("retry", ChatState.retry),
         ),
         status=status_row(
-            working=ChatState.running & (ChatState.streaming_id == "") & ~ChatState.resuming,
+            working=ChatState.working,
             resuming=ChatState.resuming,
             run_error=ChatState.run_error,
             can_resend=ChatState.may_resend,
