@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import reflex as rx
 
-from chat_app.trust import Identity, Policy
+from chat_app.trust import Identity, LedgerUnavailable, Policy
 from chat_app.trust.identity import AUDIT_ROLES
 from chat_app.trust.policy import all_of, any_of_approvers, either_of
 
@@ -18,8 +19,14 @@ from .guard import guarded, guarded_task
 from .identity_state import IdentityState
 from .views import pretty
 
+_log = logging.getLogger("chat_app.ui")
 #: The page's address.
 ROUTE = "/audit"
+#: What the page says while the ledger that keeps the trail does not answer.
+LEDGER_SILENT = (
+    "The audit trail cannot be read just now: the approval ledger that keeps it does not "
+    "answer. Refresh once it is back."
+)
 
 
 @dataclass
@@ -137,6 +144,8 @@ class AuditState(IdentityState):
     loaded: bool = False
     #: The trail shown is this app's own, so its export is the same records.
     exportable: bool = True
+    #: Why the trail cannot be read just now ("" when it could, or when there is none).
+    unreadable: str = ""
 
     def _show_failure(self, message: str) -> bool:
         """The trail could not be read: the page says it is not available (and a toast why)."""
@@ -169,7 +178,13 @@ class AuditState(IdentityState):
             return None
         self.refused = ""
         self.exportable = sessions.agent_here()
-        trail = sessions.read_audit(viewer)
+        try:
+            trail = sessions.read_audit(viewer)
+        except LedgerUnavailable as error:  # its address is for the log
+            _log.warning("The audit trail could not be read: %s", error)
+            trail, self.unreadable = None, LEDGER_SILENT
+        else:
+            self.unreadable = ""
         if trail is None:
             self.available = False
             self.rows = []

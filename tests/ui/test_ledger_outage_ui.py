@@ -21,6 +21,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from chat_app.trust.redis_ledger import RedisLedger
+from chat_app.ui.audit_state import LEDGER_SILENT
 from tests.live_server import free_port
 from tests.redis_server import redis_server
 from tests.ui.app_server import AppDidNotStart, app_env, copy_app, served_app
@@ -37,6 +38,7 @@ from tests.ui.test_desk_ui import (
 pytestmark = pytest.mark.browser
 #: The protocol's words for a continuation that failed before the agent took it.
 NOT_STARTED = "Interrupt continuation could not be started."
+OLIVE = "olive@example.com"  # an admin: she reads the audit trail
 #: What the agent says of a continuation whose answers the ledger could not record.
 LEDGER_DOWN = (
     "Nothing ran: the approval ledger could not be reached to record the answers. "
@@ -104,7 +106,7 @@ def outage_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OutageApp]:
 def test_an_approval_given_while_the_ledger_is_down_is_sent_by_the_requesters_retry(
     browser: Browser, outage_app: OutageApp, screenshot_dir: Path
 ) -> None:
-    with people(browser, outage_app.url, RITA, ADA) as (rita, ada):
+    with people(browser, outage_app.url, RITA, ADA, OLIVE) as (rita, ada, olive):
         card = asked_and_opened(rita, ada, "transfer 5000 to Ada")
         mine = tool_card(rita, "transfer")
         expect(mine.locator(".waiting-label")).to_contain_text(WAITING_FOR_FINANCE)
@@ -133,6 +135,9 @@ def test_an_approval_given_while_the_ledger_is_down_is_sent_by_the_requesters_re
         expect(card).not_to_contain_text("Sending…")
         expect(ada.locator("#batch-title")).to_have_text("Not sent")
         ada.screenshot(path=str(screenshot_dir / "ledger-outage-approver.png"))
+        # The trail lives in the same Redis: its page says it cannot read it, and why.
+        olive.goto("/audit")
+        expect(olive.locator("#audit-unreadable")).to_have_text(LEDGER_SILENT)
         rita.screenshot(path=str(screenshot_dir / "ledger-outage-held.png"))
 
         # Still down: the desk tries again, as Ada (the app logs the ledger's refusal once
@@ -161,6 +166,9 @@ def test_an_approval_given_while_the_ledger_is_down_is_sent_by_the_requesters_re
         expect(held).to_have_count(0)
         expect(tool_card(ada, "transfer")).to_contain_text("Approved by you")
         rita.screenshot(path=str(screenshot_dir / "ledger-outage-retried.png"))
+        olive.locator("#audit-refresh").click()
+        expect(olive.locator("#audit-chain")).to_contain_text("Intact")
+        expect(olive.locator("#audit-unreadable")).to_have_count(0)
 
     records = RedisLedger(outage_app.ledger.url).records()
     ran = [record for record in records if record.kind == "execution"]

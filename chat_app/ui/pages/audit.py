@@ -90,10 +90,20 @@ def _trail() -> rx.Component:
                 id="audit-chain",
                 role="status",
             ),
-            rx.callout(
-                "No audit trail to show: this app keeps no ledger (CHAT_APP_SECURE=0), or the "
-                "remote agent's could not be read.",
-                icon="info",
+            rx.cond(
+                AuditState.unreadable != "",
+                rx.callout(
+                    AuditState.unreadable,
+                    icon="circle_alert",
+                    color_scheme="red",
+                    id="audit-unreadable",
+                    role="alert",
+                ),
+                rx.callout(
+                    "No audit trail to show: this app keeps no ledger (CHAT_APP_SECURE=0), or "
+                    "the remote agent's could not be read.",
+                    icon="info",
+                ),
             ),
         ),
         rx.box(
