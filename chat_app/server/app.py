@@ -55,7 +55,7 @@ from chat_app.server.run_input import (
     read_run_input_json,
 )
 from chat_app.server.signin import identify, identity_json, signin_routes, unauthorized
-from chat_app.trust import ANONYMOUS, Identity, audit_report
+from chat_app.trust import ANONYMOUS, Identity, LedgerUnavailable, audit_report
 from chat_app.trust.authn import Authenticator, AuthFailure
 from chat_app.trust.identity import AUDIT_ROLES
 
@@ -132,7 +132,15 @@ def create_app(
             )
         if agent.ledger is None:
             return JSONResponse({"error": "This server keeps no ledger."}, status_code=404)
-        records = await asyncio.to_thread(agent.ledger.records)
+        try:
+            records = await asyncio.to_thread(agent.ledger.records)
+        except LedgerUnavailable as error:  # its address is for the log
+            _log.warning("The audit trail could not be read: %s", error)
+            return JSONResponse(
+                {"error": "The audit trail cannot be read just now: the ledger does not answer.",
+                 "code": "unavailable"},
+                status_code=503,
+            )  # fmt: skip
         if request.url.path.endswith(".jsonl"):
             lines = "".join(record.to_json() + "\n" for record in records)
             return Response(

@@ -10,8 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from chat_app.server import create_app
 from chat_app.trust.ledger import (
     AuditEntry,
     LedgerUnavailable,
@@ -252,6 +254,12 @@ async def test_a_ledger_that_stops_answering_stops_the_run_before_anything_runs(
     )
     with pytest.raises(LedgerUnavailable, match=r"^The ledger's Redis at 127\.0\.0\.1:\d+ does "):
         ledger.records()
+    # The trail's route says so too, without the address.
+    transport = httpx.ASGITransport(app=create_app(agent))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        trail = await http.get("/api/audit")
+    assert (trail.status_code, trail.json()["code"]) == (503, "unavailable")
+    assert "127.0.0.1" not in trail.text
     # A new request meanwhile cannot record its pause: it stops, and says why.
     fresh = await pause(agent, "delete project apollo", thread="t9")
     assert fresh[-1]["code"] == "ledger-unavailable"
