@@ -59,6 +59,7 @@ from chat_app.trust import (
     ANONYMOUS,
     AuditEntry,
     Identity,
+    LedgerUnavailable,
     Policy,
     Rule,
     approval_record,
@@ -459,19 +460,52 @@ class Desk:
         owner = _owner_of(row)
         run_as = RunAs(viewer if viewer.email == row.owner_email else owner)
         in_flight = state.manager.retry_submission
-        given: list[str] = []
+        decided: Sequence[Any] = ()  # the answers given at the desk that it sends again
         if state.can_retry and in_flight is not None:
             # The same answers again, so as the people who gave them (the engine checks the
             # policy again), not as whoever clicks Retry.
-            rows = await self._db(self.store.decided, thread_id, list(in_flight.interrupt_ids))
-            if rows:
-                run_as = await self._db(self._run_as, rows, owner)
-                given = [row.id for row in rows]
+            ids = list(in_flight.interrupt_ids)
+            decided = await self._db(self.store.decided, thread_id, ids)
+            if decided:
+                run_as = await self._db(self._run_as, decided, owner)
         # Of two Retries at once (a double click, two tabs), one runs: the other is told to
         # wait, as a second message is.
         if self._busy(thread_id) or not await self._db(self.store.begin_run, thread_id):
             raise DeskError("busy", "The conversation is running; wait for its reply.")
+        if decided:
+            try:
+                await self._audit_resent(thread_id, viewer, decided)
+            except Exception:  # nothing runs: the conversation is as it was
+                await self._db(self.store.undo_begin_run, thread_id, row.status)
+                raise
+        given = [answer.id for answer in decided]
         self._spawn(self._run(thread_id, run_as, again, carrying=given))
+
+    async def _audit_resent(self, thread_id: str, viewer: Identity, rows: Sequence[Any]) -> None:
+        """Put in the trail who sent others' answers again, and whose they are: the decision
+        records that follow are their deciders', timed when the run applies them. The trail
+        is the ledger the run needs: one that does not answer sends nothing, and says so."""
+        if self.audit is None:
+            return
+        data: dict[str, Any] = {
+            "interruptIds": [row.item_id for row in rows],
+            "names": [row.name for row in rows],
+            "decidedBy": [row.decided_by for row in rows],
+            "verifiedBy": viewer.method,
+        }
+        if viewer.token_name:
+            data["tokenName"] = viewer.token_name
+        entry = AuditEntry(kind="resent", thread_id=thread_id, run_id="",
+                           actor=viewer.email or None, data=data)  # fmt: skip
+        try:
+            await self.audit([entry])
+        except LedgerUnavailable:
+            _log.warning("Retry of %s: the ledger does not answer", thread_id, exc_info=True)
+            raise DeskError(
+                "unavailable",
+                "Nothing was sent: the approval ledger could not be reached. Retry once it is "
+                "back.",
+            ) from None
 
     async def carries(self, thread_id: str, item_ids: Sequence[str]) -> bool:
         """Whether any of these answers was given at the desk, not in a page's own run: then

@@ -206,6 +206,20 @@ class DeskStore:
             ).rowcount
         return bool(changed)
 
+    def undo_begin_run(self, thread_id: str, status: ConversationStatus) -> None:
+        """Put back the `status` a conversation had before `begin_run`, while no worker has
+        taken it (what was to run did not start)."""
+        with write_transaction(self.engine) as connection:
+            connection.execute(
+                update(conversations)
+                .where(
+                    conversations.c.thread_id == thread_id,
+                    conversations.c.status == "running",
+                    conversations.c.runner.is_(None),
+                )
+                .values(status=status)
+            )
+
     def load(self, thread_id: str) -> Row[Any] | None:
         """The conversation's row with its `state`."""
         with self.engine.connect() as connection:

@@ -20,8 +20,8 @@ here for nobody could be decided by nobody.
 Every refusal is `{"error": <message>, "code": <code>,
 …details}` with the `DeskError`'s status: 400 `invalid`, 403 `forbidden`, 404 `unknown`, 409
 `already-decided` or `busy`, 410 `expired`, 413 too large, 503 `unavailable` (the database is
-not answering: nothing was decided). Bodies are read with the size limit of `_body.py` and as
-strict JSON (`chat_app.interrupts.strict_json`).
+not answering, or the ledger a retry must write to: nothing was decided or sent). Bodies are
+read with the size limit of `_body.py` and as strict JSON (`chat_app.interrupts.strict_json`).
 
 A route that sets a run going (a new conversation, a message, a retry, the decision that
 completes a pause) answers once the run has stored its first step (at most

@@ -128,6 +128,10 @@ def summarize(
         return f"Refused {what}: {data.get('reason')}"
     if kind == "approval":  # towards a quorum, short of it
         return f"Approved {what} towards rule {data.get('rule')}: {data.get('progress')}"
+    if kind == "resent":  # answers given at the desk, sent again by a Retry
+        sent = ", ".join(str(name) for name in data.get("names") or [])
+        deciders = all_of(list(dict.fromkeys(str(who) for who in data.get("decidedBy") or [])))
+        return f"Sent again: {sent}, as decided by {deciders}"
     if kind == "execution":
         return f"Ran {data.get('toolName')}" + (" (failed)" if data.get("error") else "")
     return str(kind)

@@ -318,6 +318,13 @@ async def test_an_answer_the_agent_never_took_is_not_told_as_carried(world: Worl
     await desk.wait_idle()
     assert len(world.executions()) == 1
     assert (await desk.view(thread, RITA)).summary.status == "done"
+    # The trail says who sent Ada's answer again; the decision record stays hers.
+    [resent] = world.records("resent")
+    assert (resent.actor, resent.thread_id) == (RITA.email, thread)
+    assert resent.data == {"interruptIds": [item.item_id], "names": ["transfer"],
+                           "decidedBy": [ADA.email], "verifiedBy": RITA.method}  # fmt: skip
+    [decided] = world.records("decision")
+    assert decided.actor == ADA.email
     # Ada's answer has gone now: Rita is due to be told how it ended, once.
     with world.engine.connect() as connection:
         row = connection.execute(select(decisions).where(decisions.c.thread_id == thread)).one()

@@ -30,3 +30,14 @@ def test_an_approval_short_of_its_quorum_says_how_far_it_got() -> None:
         "Approved rotate_keys towards rule key-rotation: 1 of 2: Sam approved"
     )
     assert who(approval) == "sam@example.com"
+
+
+def test_answers_sent_again_name_whose_they_are_and_who_sent_them() -> None:
+    resent = {
+        "kind": "resent",
+        "actor": RITA,
+        "data": {"interruptIds": ["approval_c1", "approval_c2"], "names": ["transfer", "refund"],
+                 "decidedBy": ["ada@example.com", "ada@example.com"], "verifiedBy": "demo"},
+    }  # fmt: skip
+    assert summarize(resent) == "Sent again: transfer, refund, as decided by ada@example.com"
+    assert who(resent) == RITA

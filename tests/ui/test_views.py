@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from chat_app.client import (
 )
 from chat_app.demo import build_demo_agent
 from chat_app.desk import InboxItem, Vote
+from chat_app.trust import RedisLedger
 from chat_app.ui.session import StateJson
 from chat_app.ui.views import (
     ARCHIVE_BLOCK,
@@ -45,6 +47,8 @@ from chat_app.ui.views import (
     streaming_preview,
     submitted_edits,
 )
+from tests.live_server import free_port
+from tests.redis_server import redis_server
 from tests.ui.app_server import run_on_own_loop
 
 
@@ -654,3 +658,32 @@ def test_a_draft_keeps_the_boxes_it_unticked_though_the_proposal_ticked_them() -
     assert unticked == {"extras": ("", []), "signed": ("", []), "city": ("Bergen", [])}
     # A draft of another form leaves this one as proposed.
     assert rows(FormMemory(drafts={"reject": {"reason": "No"}})) == proposed
+
+
+def test_a_send_that_fails_again_is_shown_once_with_how_often(tmp_path: Path) -> None:
+    """The ledger's Redis stops after the pause: the approval fails to go, and so does its
+    Retry. The batch bar shows the failure once, counted, so the Retry shows it did
+    something; the run's own error says nothing ran, and why."""
+    port = free_port()
+
+    async def scenario() -> None:
+        with redis_server(tmp_path, port=port) as url:
+            agent = build_demo_agent(ledger=RedisLedger(url))
+            tools = ClientTool.from_manifest({"tools": agent.tool_manifest()}, {})
+            client = ChatClient(InProcessConnection(agent.run, encode=event_to_wire), tools=tools)
+            await client.send("transfer 25 to Ada")
+        [item] = client.interrupts
+        await client.resolve_interrupt(item.id, approved=True)
+        assert build_views(client.state, memory()).batch_errors == [
+            "Interrupt continuation could not be started."
+        ]
+        assert client.state.error == (
+            "Nothing ran: the approval ledger could not be reached to record the answers. "
+            "Retry once it is back."
+        )
+        await client.retry_interrupts()
+        assert build_views(client.state, memory()).batch_errors == [
+            "Interrupt continuation could not be started (2 tries)."
+        ]
+
+    run_on_own_loop(scenario())
