@@ -1174,7 +1174,13 @@ class Desk:
         actor: Identity, *, busy: bool, failure: str | None = None,
         state_json: str | None = None,
     ) -> int:  # fmt: skip
-        open_items = [item for item in state.interrupts if _answerable(item)]
+        # Answers a failed continuation holds stand until its Retry (or the tab's next
+        # answer): their decisions are not open again, for someone else to answer otherwise.
+        held = state.manager.retry_submission if state.can_retry else None
+        held_ids = set(held.interrupt_ids) if held is not None else set()
+        open_items = [
+            item for item in state.interrupts if _answerable(item) and item.id not in held_ids
+        ]
         status: ConversationStatus
         if busy:
             status = "running"
@@ -1563,7 +1569,8 @@ def _payload_needed(item: ToolApprovalInterrupt, approved: bool) -> str:
     key = "approvePayload" if approved else "rejectPayload"
     return (
         f'{decision} of {item.tool_name} needs a payload: {{"approved": {json.dumps(approved)}, '
-        f'"payload": {payload}}}, as its answerSchemas.{key} describes.'
+        f'"payload": {payload}}}, as answerSchemas.{key} of GET /api/conversations/'
+        f"{item.thread_id} describes."
     )
 
 

@@ -466,7 +466,7 @@ def read_form(
             # Typed as JSON: say where inside it, as the person wrote it.
             message = f"{_where(inner)}: {message}"
         elif at is not None and at.kind == "list" and inner and isinstance(inner[0], int):
-            message = f"Line {inner[0] + 1}: {message}"
+            message = f"Line {_line_of(data.get(at.path), inner[0])}: {message}"
         errors.setdefault(path or FORM_ERROR_KEY, message)
     return FormResult(value=result, errors=errors)
 
@@ -506,8 +506,9 @@ def _convert(row: FormField, data: Mapping[str, str | list[str]]) -> Any:
     if row.kind == "boolean":
         return text.lower() not in ("", "false", "off", "0")
     if row.kind == "list":
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
-        items = [_list_item(row, line, number) for number, line in enumerate(lines, 1)]
+        # Blank lines are skipped, but counted: "Line 3" is the third line the person sees.
+        lines = [(number, line.strip()) for number, line in enumerate(text.splitlines(), 1)]
+        items = [_list_item(row, line, number) for number, line in lines if line]
         return items if items or row.required else _OMIT
     if not text.strip():
         # A required field left empty is reported by the schema's `required`, unless the
@@ -525,6 +526,14 @@ def _convert(row: FormField, data: Mapping[str, str | list[str]]) -> Any:
     return text
 
 
+def _line_of(raw: str | list[str] | None, index: int) -> int:
+    """The line (from 1, as the person sees them) of a list field's item `index`: blank
+    lines hold no item, but count."""
+    text = (raw[-1] if raw else "") if isinstance(raw, list) else (raw or "")
+    filled = [number for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+    return filled[index] if index < len(filled) else index + 1
+
+
 def _list_item(row: FormField, line: str, number: int) -> Any:
     """One line of a list field, as its items' schema types it (a number stays text in a
     list of text); a line that cannot be read says which it is."""
@@ -536,6 +545,9 @@ def _list_item(row: FormField, line: str, number: int) -> Any:
         raise ValueError(f"Line {number}: {error}") from None
 
 
+#: The largest whole number every JSON reader keeps exactly (2^53 - 1, RFC 7493): past it,
+#: a browser or a JavaScript agent reads another number than the one typed.
+MAX_EXACT = 2**53 - 1
 #: A number as JSON writes one (a sign, ASCII digits, a decimal point, an exponent), nothing
 #: else: not Python's "1_000", "inf", "nan" or other scripts' digits.
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -562,8 +574,10 @@ def _number(text: str, what: str) -> int | float:
             raise ValueError("Use a point for decimals (9.99) and no thousands separators.")
         raise ValueError(what)
     number = float(typed)  # a whole one past a float's range reads as infinite too
-    if not math.isfinite(number):
+    if not math.isfinite(number) or (_WHOLE.fullmatch(typed) and abs(int(typed)) > MAX_EXACT):
         raise ValueError("That number is too large.")
+    if number == 0 and any(digit in "123456789" for digit in typed.partition("e")[0].lower()):
+        raise ValueError("That number is too small: it would be sent as 0.")
     return int(typed) if _WHOLE.fullmatch(typed) else number
 
 
@@ -625,5 +639,7 @@ def friendly_message(problem: SchemaProblem) -> str:
             return f"Add at least {limit} item{'s' if limit != 1 else ''}."
         case "maxItems":
             return f"Add at most {limit} items."
+        case "uniqueItems":
+            return "Each item must be different: one is given twice."
         case _:
             return problem.message

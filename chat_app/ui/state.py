@@ -1752,8 +1752,8 @@ class ChatState(IdentityState):
         self._give_back(text)
         if answering:  # the cards turn to the other run's once it is stored
             self._note_lost(
-                "Your answer arrived while the conversation was running on another, from "
-                f"another tab or someone else. {NOTHING_RAN}"
+                "Your answer arrived while the conversation was running elsewhere (another "
+                f"tab, or someone else's answer). {NOTHING_RAN}"
             )
 
     async def _follow(

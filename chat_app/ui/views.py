@@ -260,13 +260,19 @@ def _answer_label(item: InterruptItem, entry: Mapping[str, Any]) -> tuple[str, s
 
 
 def held_answers(
-    state: ClientState, at_desk: Mapping[str, str] | None = None, *, retry_by: str = ""
+    state: ClientState,
+    at_desk: Mapping[str, str] | None = None,
+    *,
+    retry_by: str = "",
+    decided_by_others: AbstractSet[str] = frozenset(),
 ) -> dict[str, str]:
     """The answers of a continuation that failed and that Retry sends again, by item: what
     each card says meanwhile. The person's own answers from this page leave its controls open
-    (they may answer anew); one given at the desk (`at_desk`: "Approved by Ada", "Approved
-    by you") is named as whoever gave it, and only Retry sends it. `retry_by`: whose Retry
-    that is, when it is not the person looking (their own answers are not shown to them)."""
+    (they may answer anew), but for a request someone else decides (`decided_by_others`: its
+    withdrawal, "Withdrawn, not sent"), which only Retry sends; one given at the desk
+    (`at_desk`: "Approved by Ada", "Approved by you") is named as whoever gave it, and only
+    Retry sends it. `retry_by`: whose Retry that is, when it is not the person looking (their
+    own answers are not shown to them)."""
     held = state.manager.retry_submission if state.can_retry else None
     if held is None:
         return {}
@@ -280,6 +286,10 @@ def held_answers(
             continue
         if item.id in given:
             notes[item.id] = f"{given[item.id]}, not sent: {retry} sends it again."
+        elif not retry_by and item.id in decided_by_others:
+            label, outcome = _answer_label(item, entry)
+            label = "Withdrawn" if outcome == "cancelled" else label
+            notes[item.id] = f"{label}, not sent: Retry sends it again."
         elif not retry_by:
             label, _ = _answer_label(item, entry)
             notes[item.id] = f"{label}, not sent: Retry sends it again, or answer anew."
@@ -866,9 +876,11 @@ def build_views(
     loose = [known.decision(item) for item in state.interrupts if item.id not in known.attached]
     theirs = "" if can_retry else retry_by or "the requester"
     given = at_desk or {}
-    held = held_answers(state, given, retry_by=theirs)
-    #: Answers given at the desk that a failed continuation holds: only a Retry sends them.
-    held_only = {item_id for item_id in held if item_id in given}
+    others = {item.id for item in state.interrupts if who_decides is not None and who_decides(item)}
+    held = held_answers(state, given, retry_by=theirs, decided_by_others=others)
+    #: Answers a failed continuation holds that only a Retry sends: given at the desk, or
+    #: the requester's withdrawal of what someone else decides.
+    held_only = {item_id for item_id in held if item_id in given or item_id in others}
     answerable = [
         item
         for item in decisions.values()
@@ -900,7 +912,7 @@ def build_views(
     if asked_by is not None:
         for card in cards:
             item = decisions.get(card.id)
-            if item is None:
+            if item is None or card.held_only:  # only a Retry is left to do
                 continue
             if card.waiting and not card.expired and item.can_resolve:
                 card.can_withdraw = asked_by(item)

@@ -182,7 +182,8 @@ INVALID: list[tuple[dict[str, Any], tuple[str, str, list[str]]]] = [
     (  # the transfer's reject branch has a schema: a reason is required
         {"approved": False},
         ("invalid-payload", 'A rejection of transfer needs a payload: {"approved": false, '
-         '"payload": {"reason": …}}, as its answerSchemas.rejectPayload describes.', []),
+         '"payload": {"reason": …}}, as answerSchemas.rejectPayload of GET '
+         '/api/conversations/{thread} describes.', []),
     ),
     (
         {"approved": False, "payload": {"reason": ""}},
@@ -201,7 +202,8 @@ INVALID: list[tuple[dict[str, Any], tuple[str, str, list[str]]]] = [
 
 async def test_an_invalid_answer_is_refused_and_nothing_is_stored(world: World) -> None:
     _, item = await large_transfer(world)
-    for body, (code, message, path) in INVALID:
+    for body, (code, said, path) in INVALID:
+        message = said.replace("{thread}", item.thread_id)
         error = await refused(world.desk, item, ADA, body)
         assert (error.code, error.http_status, error.message) == ("invalid", 400, message)
         assert error.details["errors"] == [{"code": code, "message": message, "path": path}]

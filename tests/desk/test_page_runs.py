@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import update
 
 from chat_app.agent import event_to_wire, events
-from chat_app.client import Connection
-from chat_app.desk import Answer, DeskError, DeskStats, inbox_topic
+from chat_app.client import ChatClient, Connection
+from chat_app.desk import Answer, DeskError, DeskStats, RunAs, inbox_topic
 from chat_app.desk import desk as desk_module
 from chat_app.interrupts import (
     BatchInterruptError,
@@ -318,3 +318,46 @@ async def test_an_answer_the_engine_already_holds_is_said_as_decided_elsewhere(
     await world.desk.wait_idle()
     seen = [event async for event in other.stream(body)]
     assert [event["type"] for event in seen] == ["RUN_STARTED", "RUN_ERROR"]
+
+
+class _Unrecorded(Connection):
+    """The engine's answer to a continuation whose answers its ledger could not record (as
+    `agent.run` ends one while the ledger's Redis does not answer)."""
+
+    async def stream(self, body: Mapping[str, object]) -> AsyncIterator[dict[str, object]]:
+        yield {"type": "RUN_ERROR", "message": "Nothing ran: the approval ledger could not be "
+               "reached to record the answers. Retry once it is back.",
+               "code": "ledger-unavailable"}  # fmt: skip
+
+
+async def test_a_withdrawal_that_did_not_go_holds_its_decision_for_the_requesters_retry(
+    world: World,
+) -> None:
+    """Rita withdraws her request from the chat and the answer does not get through: her
+    withdrawal stands, held for her Retry. Finance's inbox no longer offers the request (Ada
+    could approve it, and Rita's Retry would then send Ada's approval); her Retry sends the
+    withdrawal, and nothing runs."""
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    row = world.store.load(thread)
+    assert row is not None
+    tools = list(world.tools)
+    down = PageRunConnection(_Unrecorded(), world.desk, lambda: RITA)
+    tab = ChatClient.restore(row.state, down, tools=tools)
+    await tab.cancel(item.item_id)
+    assert tab.state.can_retry
+    await world.desk.record(thread, RITA, RITA, tab.state)
+
+    assert (await world.desk.inbox(ADA))[1] == 0
+    with pytest.raises(DeskError) as refused:
+        await world.desk.decide(item.decision_id, ADA, Answer("approve"))
+    assert refused.value.message == "Already answered in the conversation by Rita."
+
+    up = PageRunConnection(world.connection_for()(RunAs(RITA)), world.desk, lambda: RITA)
+    again = ChatClient.restore(tab.state, up, tools=tools)
+    await again.retry_interrupts()
+    await world.desk.record(thread, RITA, RITA, again.state)
+    await world.desk.wait_idle()
+    assert world.executions("transfer") == []
+    [decided] = world.records("decision")
+    assert (decided.actor, decided.data["decision"]) == (RITA.email, "cancelled")

@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from chat_app.agent import Agent, event_to_wire
-from chat_app.client import ChatClient, ClientTool, InProcessConnection, TransportError
+from chat_app.client import (
+    ChatClient,
+    ClientTool,
+    InProcessConnection,
+    InterruptItem,
+    TransportError,
+)
 from chat_app.demo import POLICY_PATH, build_demo_agent, demo_model
 from chat_app.trust import DEMO_PEOPLE, Policy, Sealer, SQLiteLedger
 from chat_app.ui.views import ToolCardView, build_views
@@ -117,6 +123,18 @@ class Down(InProcessConnection):
             yield event
 
 
+async def paused_then_down(phrase: str) -> tuple[ChatClient, Down, InterruptItem]:
+    """Rita's client, paused on the one decision `phrase` asks for; the agent down since."""
+    agent = build_demo_agent(demo_model())
+    connection = Down(partial(agent.run, identity=RITA), encode=event_to_wire)
+    tools = ClientTool.from_manifest({"tools": agent.tool_manifest()}, {})
+    client = ChatClient(connection, tools=tools)
+    await client.send(phrase)
+    [item] = client.interrupts
+    connection.down = True
+    return client, connection, item
+
+
 def test_an_answer_a_failed_continuation_held_says_so_until_retry_sends_it(
     tmp_path: Path,
 ) -> None:
@@ -124,13 +142,7 @@ def test_an_answer_a_failed_continuation_held_says_so_until_retry_sends_it(
     the approval was not sent and that Retry sends it; once sent, the note is gone."""
 
     async def scenario() -> None:
-        agent = build_demo_agent(demo_model())
-        connection = Down(partial(agent.run, identity=RITA), encode=event_to_wire)
-        tools = ClientTool.from_manifest({"tools": agent.tool_manifest()}, {})
-        client = ChatClient(connection, tools=tools)
-        await client.send("delete project apollo")
-        [item] = client.interrupts
-        connection.down = True
+        client, connection, item = await paused_then_down("delete project apollo")
         await client.resolve_interrupt(item.id, approved=True)
         assert client.state.can_retry
         [card] = [c.decision for c in cards(client) if c.has_decision]
@@ -152,5 +164,30 @@ def test_an_answer_a_failed_continuation_held_says_so_until_retry_sends_it(
         await client.retry_interrupts()
         assert [c for c in cards(client) if c.has_decision] == []
         assert "Project apollo is deleted." in client.messages[-1].text
+
+    run_on_own_loop(scenario())
+
+
+def test_a_withdrawal_that_did_not_go_is_held_with_no_controls(tmp_path: Path) -> None:
+    """Rita withdraws what finance decides while the agent is down: her card says the
+    withdrawal waits for her Retry, and offers neither "waiting for finance" nor Withdraw
+    again (only Retry sends it)."""
+
+    async def scenario() -> None:
+        client, connection, item = await paused_then_down("transfer 5000 to Ada")
+        await client.cancel(item.id)
+        assert client.state.can_retry
+
+        def finance(_: object) -> str:
+            return "Waiting for finance"
+
+        views = build_views(client.state, {}, who_decides=finance, asked_by=lambda _: True)
+        [held] = [t.decision for m in views.messages for t in m.tools if t.has_decision]
+        assert held.held == "Withdrawn, not sent: Retry sends it again."
+        assert held.held_only and not held.can_withdraw
+        assert views.messages[-1].tools[0].status_label == "Not sent"
+        connection.down = False
+        await client.retry_interrupts()
+        assert client.messages[-1].text == "Cancelled: transfer did not run."
 
     run_on_own_loop(scenario())

@@ -303,8 +303,15 @@ def test_a_number_is_read_as_typed_not_as_a_browser_would_guess_it() -> None:
     # Other scripts' digits are digits to Python's float, not to JSON.
     for odd in ("1_000", "nan", "inf", "12 50", "0x10", "£5", "\u0661\u0662", "\uff11\uff12"):
         assert read(odd) == "Enter a number.", odd
-    # A whole number is read exactly, however long (a float would round it).
-    assert read("12345678901234567891") == 12345678901234567891
+    # A whole number is read exactly (a float would round it) as far as the wire carries it
+    # exactly (2^53 - 1, as JavaScript reads JSON); past it, or below what a float keeps,
+    # the number sent would not be the one typed.
+    assert read("9007199254740991") == 9007199254740991
+    assert read("9007199254740992") == read("-12345678901234567891") == (
+        "That number is too large."
+    )
+    assert read("1e-400") == "That number is too small: it would be sent as 0."
+    assert read("0.000") == read("-0") == "Must be more than 0."  # a zero is a zero
     assert (read(" 9.99 "), read("25"), read("2.5e1"), read(".5")) == (9.99, 25, 25.0, 0.5)
 
 
@@ -461,12 +468,16 @@ def test_a_list_of_numbers_is_sent_as_numbers_and_a_bad_line_says_which() -> Non
     assert good.ok, good.errors
     assert good.value == {"ids": [7, 12], "weights": [2.5, 3], "names": ["007"]}
     bad = read_form(schema, list(rows.values()),
-                    {"ids": "7\n1.5", "weights": "2,5", "names": "ok\ntoo long"})  # fmt: skip
+                    {"ids": "7\n\n1.5", "weights": "2,5", "names": "ok\ntoo long"})  # fmt: skip
     assert bad.errors == {
-        "ids": "Line 2: Enter a whole number.",
+        "ids": "Line 3: Enter a whole number.",
         "weights": "Line 1: Use a point for decimals (9.99) and no thousands separators.",
         "names": "Line 2: Use at most 3 characters.",
     }
-    # The schema's own limits on an item say which line too.
-    low = read_form(schema, list(rows.values()), {"ids": "3\n0"})
-    assert low.errors == {"ids": "Line 2: Must be at least 1."}
+    # The schema's own limits on an item say which line too, blank lines counted.
+    low = read_form(schema, list(rows.values()), {"ids": "\n3\n\n0"})
+    assert low.errors == {"ids": "Line 4: Must be at least 1."}
+    unique = {**schema["properties"]["ids"], "uniqueItems": True}
+    twice = {"type": "object", "properties": {"ids": unique}}
+    repeated = read_form(twice, form_fields(twice), {"ids": "1\n1"})
+    assert repeated.errors == {"ids": "Each item must be different: one is given twice."}

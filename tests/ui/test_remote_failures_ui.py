@@ -193,8 +193,7 @@ def test_a_message_sent_to_a_slow_agent_shows_before_any_reply(
             expect(page.locator(".approval-card")).to_have_count(0)
             # Nothing to show yet, and the page says it is at work, not idle with Stop alone.
             working = page.get_by_role("status").filter(has_text="Working…")
-            expect(working).to_be_visible()
-            expect(working).to_have_css("opacity", "1")  # after its moment
+            expect(working).to_be_visible()  # after its moment: hidden until then
             page.screenshot(path=str(screenshot_dir / "remote-slow.png"), full_page=True)
             server.answering.set()
             expect(page.locator(".approval-card")).to_be_visible()
