@@ -188,7 +188,7 @@ class Agent:
         except LedgerUnavailable as error:  # where it is and why, for operators: in the log
             logger.warning("agent run %s: %s", input.run_id, error)
             yield RunErrorEvent(
-                message=run.ledger_failure(), code=LEDGER_UNAVAILABLE, timestamp=run.now()
+                message=run.ledger_failure(error), code=LEDGER_UNAVAILABLE, timestamp=run.now()
             )
         except Exception as error:  # a tool or model bug must end the stream, not hang it
             logger.exception("agent run %s failed", input.run_id)
@@ -271,9 +271,16 @@ class _Run:
             return replace(entry, actor=None)
         return self._audit("decision", {**record, **self._verified_as(decider)}, by=decider)
 
-    def ledger_failure(self) -> str:
+    def ledger_failure(self, error: LedgerUnavailable) -> str:
         """What a person is told when the ledger did not answer: before a continuation's
-        answers were recorded nothing ran, and they may be sent again."""
+        answers were recorded nothing ran, and they may be sent again (a ledger that
+        answered too late may have recorded them: a Retry then says so, and runs nothing)."""
+        if self.input.resume and not self.committed and error.late:
+            return (
+                "Nothing ran: the approval ledger did not answer in time, so whether it "
+                "recorded the answers is not known. Retry once it is back: answers it "
+                "recorded are not run twice."
+            )
         if self.input.resume and not self.committed:
             return (
                 "Nothing ran: the approval ledger could not be reached to record the answers. "

@@ -62,6 +62,23 @@ class ClientState:
         interrupt items and batch errors, not a failure of the run itself."""
         return self.error_code in _REFUSAL_CODES
 
+    @property
+    def answered_before(self) -> bool:
+        """The server refused the last answers as a replay (`conflict` on every item still to
+        answer): its ledger holds answers to them from an earlier send whose end this client
+        never heard (a reply cut off, a ledger that answered too late). Nothing sends them
+        again (`docs/protocol.md` §4.8): the batch is over, and a new message goes on."""
+        items = [
+            item for item in self.interrupts
+            if item.kind != "unbound" and item.can_resolve
+            and item.status in ("pending", "error", "staged")
+        ]  # fmt: skip
+        return (
+            self.refused
+            and bool(items)
+            and all(item.error is not None and item.error.code == "conflict" for item in items)
+        )
+
     def to_json(self) -> str:
         return _adapter().dump_json(self).decode("utf-8")
 

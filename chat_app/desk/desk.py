@@ -139,8 +139,9 @@ REFILE_PAGE = 500
 REFILE_EVERY_SECONDS = 600.0
 INTERRUPTED = "The app stopped while this conversation was running. Retry runs it again."
 ANSWERED_BEFORE = (
-    "These answers had already been applied: the app stopped before their reply came, or "
-    "they were sent another way (nothing ran twice). Send a message to go on."
+    "The ledger already holds these answers, from an earlier send whose end was lost (the "
+    "app stopped, or the ledger answered too late): they are not sent again, and nothing "
+    "runs twice. Send a message to go on."
 )
 
 
@@ -430,7 +431,7 @@ class Desk:
             raise DeskError("busy", "The conversation is running; wait for its reply.")
 
         async def send(client: ChatClient) -> None:
-            if _answered_before(client.state):  # that batch is over: the agent applied it
+            if client.state.answered_before:  # that batch is over: the ledger holds it
                 client.manager.reset()
             await client.send(text)
 
@@ -506,6 +507,17 @@ class Desk:
                 "Nothing was sent: the approval ledger could not be reached. Retry once it is "
                 "back.",
             ) from None
+
+    async def held_unsent(self, thread_id: str, item_ids: Sequence[str]) -> bool:
+        """Whether the stored conversation holds answers to these items as a send that failed
+        (for its Retry): the engine refusing them as a replay then means its ledger took that
+        send after all (it answered too late), not that another tab answered first."""
+        row = await self._db(self.store.load, thread_id)
+        if row is None:
+            return False
+        state = ClientState.from_json(row.state)
+        held = state.manager.retry_submission if state.can_retry else None
+        return held is not None and set(item_ids) <= set(held.interrupt_ids)
 
     async def carries(self, thread_id: str, item_ids: Sequence[str]) -> bool:
         """Whether any of these answers was given at the desk, not in a page's own run: then
@@ -1188,7 +1200,7 @@ class Desk:
             # The answers were given and their continuation did not get through (a broken
             # connection, a worker that died): Retry is what it waits for, not a person.
             status = "failed"
-        elif _answered_before(state):
+        elif state.answered_before:
             status, failure = "failed", failure or ANSWERED_BEFORE
         elif open_items:
             status = "waiting"
@@ -1662,7 +1674,7 @@ async def _go_on(client: ChatClient) -> None:
 def _reply_lost(state: ClientState) -> bool:
     """The answers in flight when a worker died had been applied (their tools' results came
     back), or the agent refused them as already answered: the model has yet to reply."""
-    if state.can_go_on or _answered_before(state):
+    if state.can_go_on or state.answered_before:
         return True
     if state.error_code != "transport" or state.can_retry or state.can_resend:
         return False
@@ -1683,17 +1695,6 @@ def _refused(state: ClientState, sent: Collection[str]) -> set[str]:
         and item.error is not None
         and (item.error.code == "forbidden" or item.error.code.startswith("invalid-"))
     }  # fmt: skip
-
-
-def _answered_before(state: ClientState) -> bool:
-    """The agent refused the continuation as a replay (`conflict` on every open item): an
-    earlier send of these answers was applied, and its reply lost (a worker died)."""
-    items = [item for item in state.interrupts if _answerable(item)]
-    return (
-        state.refused
-        and bool(items)
-        and all(item.error is not None and item.error.code == "conflict" for item in items)
-    )
 
 
 def _send_cut_off(stored: ClientState, restored: ClientState) -> ClientState:

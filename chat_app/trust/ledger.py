@@ -352,9 +352,15 @@ class LedgerUnusable(ValueError):
 
 class LedgerUnavailable(RuntimeError):
     """The ledger's store did not answer a read or a write just now (the message names the
-    store, for operators). A write that raised this may or may not have been kept (a command
-    sent before a timeout may still run), so its caller goes no further: nothing that needed
-    the record happens, and answering again meets the ledger's exactly-once check."""
+    store, for operators). Its caller goes no further: nothing that needed the record
+    happens, and answering again meets the ledger's exactly-once check.
+
+    `late`: the store was reached but did not answer in time, so the write may yet have been
+    kept (a command sent before a timeout may still run); else it was not reached at all."""
+
+    def __init__(self, message: str, *, late: bool = False) -> None:
+        super().__init__(message)
+        self.late = late
 
 
 def open_ledger(url: str | None, data_dir: Path) -> Ledger:

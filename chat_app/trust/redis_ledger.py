@@ -139,7 +139,13 @@ def _pairs(records: Sequence[AuditRecord]) -> list[str]:
 class RedisLedger:
     """The ledger in Redis, for several workers or machines (`redis://…`)."""
 
-    def __init__(self, url: str, *, prefix: str = "chat_app:ledger") -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "chat_app:ledger",
+        command_seconds: float = COMMAND_SECONDS,
+    ) -> None:
         import redis
 
         # The synchronous client (typed as sync-or-async by redis-py).
@@ -147,7 +153,7 @@ class RedisLedger:
             url,
             decode_responses=True,
             socket_connect_timeout=CONNECT_SECONDS,
-            socket_timeout=COMMAND_SECONDS,
+            socket_timeout=command_seconds,
         )
         self._prefix = prefix
         self._write: Any = self._redis.register_script(_WRITE)
@@ -220,7 +226,8 @@ class RedisLedger:
             yield
         except (redis.ConnectionError, redis.TimeoutError) as error:
             raise LedgerUnavailable(
-                f"The ledger's Redis at {self._place()} does not answer: {error}"
+                f"The ledger's Redis at {self._place()} does not answer: {error}",
+                late=isinstance(error, redis.TimeoutError),
             ) from error
 
     def _answered(self, call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:

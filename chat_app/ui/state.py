@@ -43,6 +43,7 @@ from chat_app.desk import (
     inbox_topic,
     thread_topic,
 )
+from chat_app.desk.desk import ANSWERED_BEFORE
 from chat_app.desk.desk import WATCH_SECONDS as PRESENCE_SECONDS
 from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.trust import Identity
@@ -456,8 +457,12 @@ class ChatState(IdentityState):
         self.can_retry = state.can_retry
         self.can_resend = state.can_resend or state.can_go_on
         self.resuming = state.resuming
-        # A refused continuation is shown on its decisions, not again as a run error.
-        self.run_error = "" if state.refused else state.error or ""
+        # A refused continuation is shown on its decisions, not again as a run error; but
+        # a refusal as a replay is over, with nothing left to decide: said here.
+        self.run_error = (
+            ANSWERED_BEFORE if state.answered_before
+            else "" if state.refused else state.error or ""
+        )  # fmt: skip
         self._refresh_streaming(client)
         if save:
             self._save(session, state)
@@ -1224,7 +1229,9 @@ class ChatState(IdentityState):
             self.held = HELD_NOTICE
             await self._keep_held(text, again=True)
             return None
-        if session.client.manager.has_open_items:  # someone else's to decide, or to send
+        state = session.client.state
+        if session.client.manager.has_open_items and not state.answered_before:
+            # Someone else's to decide, or to send.
             self.held = NOT_SENT_NOTICE if self.can_retry else WAITING_NOTICE
             await self._keep_held(text, again=True)
             return None
@@ -1506,7 +1513,12 @@ class ChatState(IdentityState):
     @rx.event(background=True)
     @guarded_task
     async def run(self, text: str) -> AsyncIterator[Any]:
-        async for event in self._work(lambda client: client.send(text), text=text):
+        async def send(client: ChatClient) -> None:
+            if client.state.answered_before:  # that batch is over: the ledger holds it
+                client.manager.reset()
+            await client.send(text)
+
+        async for event in self._work(send, text=text):
             yield event
 
     @rx.event(background=True)

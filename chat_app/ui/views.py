@@ -259,6 +259,10 @@ def _answer_label(item: InterruptItem, entry: Mapping[str, Any]) -> tuple[str, s
     return label, decision.outcome
 
 
+#: What a card says of an answer the ledger held already when it was sent again.
+IN_THE_LEDGER = "Already in the ledger, from an earlier send: not sent again."
+
+
 def held_answers(
     state: ClientState,
     at_desk: Mapping[str, str] | None = None,
@@ -881,6 +885,11 @@ def build_views(
     #: Answers a failed continuation holds that only a Retry sends: given at the desk, or
     #: the requester's withdrawal of what someone else decides.
     held_only = {item_id for item_id in held if item_id in given or item_id in others}
+    if state.answered_before:  # the ledger holds these answers: nothing is left to do
+        for replayed in state.interrupts:
+            if replayed.error is not None and replayed.error.code == "conflict":
+                held[replayed.id] = IN_THE_LEDGER
+                held_only.add(replayed.id)
     answerable = [
         item
         for item in decisions.values()
@@ -926,8 +935,9 @@ def build_views(
         batch_size=len(answerable),
         bulk_ok=bulk_ok,
         cancel_all_ok=all(card.can_cancel for card in cards if card.id in open_ids),
-        # "One or more … are invalid" only repeats what the items themselves show.
-        batch_errors=_tries(
+        # "One or more … are invalid" only repeats what the items themselves show; a
+        # replay's refusal, what the status row says of it.
+        batch_errors=[] if state.answered_before else _tries(
             error.message
             for error in state.interrupt_errors
             if error.code != "item-validation-failed"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
+import signal
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -12,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 
 from chat_app.server import create_app
 from chat_app.trust.ledger import (
@@ -27,6 +30,7 @@ from tests.agent.test_security import (
     answer,
     approve,
     client_tool_waits_for_its_approval,
+    error_codes,
     pause,
     ran,
     sealed_agent,
@@ -269,6 +273,36 @@ async def test_a_ledger_that_stops_answering_stops_the_run_before_anything_runs(
         again = await answer(agent, events, [approve(item)], run_id="r4")
         assert len(ran(retried)) == 1 and ran(again) == []
         assert [r.kind for r in ledger.records()] == ["pause", "decision", "execution"]
+
+
+async def test_a_ledger_that_answers_too_late_says_so_and_its_late_answer_runs_once_at_most(
+    tmp_path: Path,
+) -> None:
+    """The ledger's Redis stops answering (SIGSTOP) while it records an answer: the run says
+    nothing ran and that whether the answer was recorded is not known. Woken, the Redis
+    carries out the command it had: the answer is claimed, so the Retry is refused as a
+    replay, and the tool never runs."""
+    with redis_server(tmp_path) as url:
+        ledger = RedisLedger(url, prefix="late", command_seconds=0.5)
+        agent = sealed_agent(Clock(), ledger)
+        events = await pause(agent, "delete project apollo")
+        [item] = events[-1]["outcome"]["interrupts"]
+        info: dict[str, Any] = redis.Redis.from_url(url).info()  # type: ignore[assignment]
+        pid = int(info["process_id"])
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            late = await answer(agent, events, [approve(item)])
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert (late[-1]["type"], late[-1]["code"]) == ("RUN_ERROR", "ledger-unavailable")
+        assert late[-1]["message"].startswith(
+            "Nothing ran: the approval ledger did not answer in time, so whether it recorded "
+            "the answers is not known."
+        )
+        retried = await answer(agent, events, [approve(item)], run_id="r3")
+        assert "conflict" in error_codes(retried)
+        assert ran(late) == ran(retried) == []
+        assert [r.kind for r in ledger.records()] == ["pause", "decision"]
 
 
 def test_a_redis_that_does_not_answer_is_refused_at_start(tmp_path: Path) -> None:
