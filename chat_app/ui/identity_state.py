@@ -45,6 +45,8 @@ def signed_out_notice(reason: str, mode: str) -> str:
 
 #: The sign-in page.
 SIGN_IN_ROUTE = "/signin"
+#: Whom a tab was last found with when sign-in is off: no email, but someone all the same.
+ANONYMOUS_VISITOR = "(anonymous visitor)"
 
 
 def replace_address(new: str, *, on: tuple[str, ...], under: str = "") -> Any:
@@ -78,8 +80,9 @@ class IdentityState(rx.State):
     #: Nobody could tell who is at the tab at the last look (the accounts database did not
     #: answer): not a sign-out, so nothing of theirs is forgotten for it.
     _identity_unknown: bool = False
-    #: Who was last found signed in at this tab; unlike `viewer_email`, kept once they leave,
-    #: so that a page load can tell whether what the pages hold is someone else's.
+    #: Who was last found signed in at this tab (`ANONYMOUS_VISITOR` without sign-in); unlike
+    #: `viewer_email`, kept once they leave, so that a page load can tell whether what the
+    #: pages hold is someone else's (an app started again with sign-in on, say).
     _last_person: str = ""
 
     @property
@@ -103,7 +106,8 @@ class IdentityState(rx.State):
             return None
         self.auth_error = ""
         self.viewer_name = found.name or found.email or "Anonymous"
-        self.viewer_email = self._last_person = found.email
+        self.viewer_email = found.email
+        self._last_person = found.email or ANONYMOUS_VISITOR
         self._set_roles(found.roles)
         return found
 
@@ -133,7 +137,7 @@ class IdentityState(rx.State):
         viewer = self._viewer()
         if self._identity_unknown or not self._tells_people_apart:
             return
-        if viewer is not None and viewer.email in ("", last):
+        if viewer is not None and (viewer.email or ANONYMOUS_VISITOR) == last:
             return
         # `_last_person` stays until someone else signs in: a run of theirs on another
         # worker may still write into the tab, and the next load forgets that too.

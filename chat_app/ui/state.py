@@ -583,13 +583,14 @@ class ChatState(IdentityState):
             or self.streaming_text or self.notices or self.run_error or self.desk_notice
             or self.held
         )  # fmt: skip
-        if not self._person or not shown:
+        if not shown:
             return False
         if self._kept_for != self._person:
             self._kept_draft, self._kept_forms = "", {}
-        self._kept_draft = self.draft if self.draft.strip() else self._kept_draft
-        self._kept_forms = {**self._kept_forms, **self._memory}
-        self._kept_for = self._person
+        if self._person:  # a visitor without sign-in is nobody to give it back to
+            self._kept_draft = self.draft if self.draft.strip() else self._kept_draft
+            self._kept_forms = {**self._kept_forms, **self._memory}
+            self._kept_for = self._person
         self._forget_person()
         self._route_taken = ""  # their next look here reads the address again
         return True

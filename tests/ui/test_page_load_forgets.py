@@ -11,13 +11,14 @@ from reflex.state import State
 
 from chat_app.trust import Identity
 from chat_app.ui import session
-from chat_app.ui.identity_state import IdentityState
+from chat_app.ui.identity_state import ANONYMOUS_VISITOR, IdentityState
 from chat_app.ui.inbox_state import InboxState
 from chat_app.ui.state import ChatState
 from tests.ui.app_server import run_on_own_loop as done
 
 ADA = Identity(email="ada@example.com", method="password", name="Ada")
 BOB = Identity(email="bob@example.com", method="password", name="Bob")
+VISITOR = Identity(email="", method="none")
 
 
 def found(person: Identity | None, mode: str = "password", *, unknown: bool = False
@@ -28,7 +29,7 @@ def found(person: Identity | None, mode: str = "password", *, unknown: bool = Fa
         self.auth_mode, self._identity_unknown = mode, unknown
         self.viewer_email = person.email if person else ""
         if person is not None:
-            self._last_person = person.email
+            self._last_person = person.email or ANONYMOUS_VISITOR
         return person
 
     return viewer
@@ -117,3 +118,22 @@ def test_gone_again_at_the_next_load_it_is_forgotten_again(
     done(tab.fill(found_ada=False))  # written since, by no page load of hers
     done(tab.identity.forget_who_left())
     assert tab.forgotten()
+
+
+@pytest.mark.parametrize("now", [None, BOB], ids=["signed out", "Bob signed in"])
+def test_what_a_visitor_left_without_sign_in_goes_once_sign_in_is_on(
+    tab: Tab, monkeypatch: pytest.MonkeyPatch, now: Identity | None
+) -> None:
+    """The tab was filled while sign-in was off; the app came back with password sign-in.
+    Nobody can tell the visitor from whoever is at the tab now: their pages go, and what
+    they typed is nobody's to get back."""
+    monkeypatch.setattr(IdentityState, "_viewer", found(VISITOR, mode="none"))
+    tab.identity._viewer()
+    tab.chat._person = ""
+    done(tab.identity.forget_who_left())  # sign-in still off: the same visitor
+    assert not tab.forgotten()
+    monkeypatch.setattr(IdentityState, "_viewer", found(now))
+    done(tab.identity.forget_who_left())
+    assert tab.forgotten()
+    tab.chat._give_back_kept(now or BOB)
+    assert tab.chat.draft == ""
