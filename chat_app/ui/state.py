@@ -376,6 +376,11 @@ class ChatState(IdentityState):
         return self.running and self.streaming_id == "" and not self.resuming
 
     @rx.var
+    def resuming_quiet(self) -> bool:
+        """The status row's "Resuming the run…": until the continuation's reply shows."""
+        return self.resuming and self.streaming_id == ""
+
+    @rx.var
     def may_retry(self) -> bool:
         """The batch bar's Retry: a failed continuation, in the viewer's own conversation."""
         return self.can_retry and not self.read_only

@@ -96,7 +96,7 @@ def _transcript() -> rx.Component:
         ),
         status=status_row(
             working=ChatState.working,
-            resuming=ChatState.resuming,
+            resuming=ChatState.resuming_quiet,
             run_error=ChatState.run_error,
             can_resend=ChatState.may_resend,
             on_retry_send=ChatState.retry_send,
