@@ -193,6 +193,7 @@ AGENT_MODELS = [
 
 CLIENT = [
     "ABSENT",
+    "ANSWERED_BEFORE",
     "AnsweredQuestion",
     "ChangeSource",
     "ChatClient",

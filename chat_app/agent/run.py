@@ -288,7 +288,7 @@ class _Run:
             )
         return (
             "The run stopped: the approval ledger could not be reached to keep the audit "
-            "trail. Try again once it is back."
+            "trail. What ran before it stopped may not show here: check before asking again."
         )
 
     async def _commit(self, plan: ResumePlan) -> None:

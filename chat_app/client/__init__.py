@@ -5,7 +5,7 @@ agent, the server or the UI. An in-process connection takes the agent's run func
 outside.
 """
 
-from ._chat import RUNNING_ELSEWHERE, ChatClient
+from ._chat import ANSWERED_BEFORE, RUNNING_ELSEWHERE, ChatClient
 from ._connections import (
     Connection,
     EventEncoder,
@@ -53,6 +53,7 @@ from ._tools import (
 
 __all__ = [
     "ABSENT",
+    "ANSWERED_BEFORE",
     "AnsweredQuestion",
     "ChangeSource",
     "ChatClient",

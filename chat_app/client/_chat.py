@@ -58,6 +58,12 @@ CUT_OFF_AFTER_APPLIED = (
 )
 #: What a client restored from a run still going on elsewhere says when asked to act.
 RUNNING_ELSEWHERE = "The conversation is running elsewhere: wait for its reply."
+#: What a person is told of answers the server refused as a replay (`answered_before`).
+ANSWERED_BEFORE = (
+    "The ledger already holds these answers, from an earlier send whose end was lost (the "
+    "app stopped, or the ledger answered too late), so they are not sent again. What they "
+    "approved may not have run: check, and ask again in a new message if it did not."
+)
 
 
 class ChatClient:
@@ -261,7 +267,9 @@ class ChatClient:
         if not text.strip():
             return
         self._check_idle()
-        if self._manager.has_open_items:
+        # A batch the server refused as a replay is over (`docs/protocol.md` §4.8): nothing
+        # sends it again, so a new message goes on rather than wait for it.
+        if self._manager.has_open_items and not self.state.answered_before:
             raise UsageError("Resolve or cancel the pending interrupts before sending.")
         self._manager.reset()
         self._stream = self._processor.add_user_message(self._stream, text)

@@ -37,6 +37,7 @@ from functools import partial
 from typing import Any, Literal
 
 from chat_app.client import (
+    ANSWERED_BEFORE,
     ChatClient,
     ClientState,
     ClientTool,
@@ -138,11 +139,6 @@ REFILE_PAGE = 500
 #: restart, a worker still on the old policy files its pauses under it.
 REFILE_EVERY_SECONDS = 600.0
 INTERRUPTED = "The app stopped while this conversation was running. Retry runs it again."
-ANSWERED_BEFORE = (
-    "The ledger already holds these answers, from an earlier send whose end was lost (the "
-    "app stopped, or the ledger answered too late): they are not sent again, and nothing "
-    "runs twice. Send a message to go on."
-)
 
 
 def thread_topic(thread_id: str) -> str:
@@ -427,12 +423,10 @@ class Desk:
                 "busy", "Answer or withdraw the pending decisions first; then send the message."
             )
         # Of two messages posted at once, one runs: the other is told to wait.
-        if self._busy(thread_id) or not await self._db(self.store.begin_run, thread_id):
+        if self._busy(thread_id) or not await self._begin_run(thread_id):
             raise DeskError("busy", "The conversation is running; wait for its reply.")
 
         async def send(client: ChatClient) -> None:
-            if client.state.answered_before:  # that batch is over: the ledger holds it
-                client.manager.reset()
             await client.send(text)
 
         self._spawn(self._run(thread_id, RunAs(sender), send))
@@ -471,7 +465,7 @@ class Desk:
                 run_as = await self._db(self._run_as, decided, owner)
         # Of two Retries at once (a double click, two tabs), one runs: the other is told to
         # wait, as a second message is.
-        if self._busy(thread_id) or not await self._db(self.store.begin_run, thread_id):
+        if self._busy(thread_id) or not await self._begin_run(thread_id):
             raise DeskError("busy", "The conversation is running; wait for its reply.")
         if decided:
             try:
@@ -482,6 +476,11 @@ class Desk:
         given = [answer.id for answer in decided]
         self._spawn(self._run(thread_id, run_as, again, carrying=given))
 
+    async def _begin_run(self, thread_id: str) -> bool:
+        """`DeskStore.begin_run`, now."""
+        begun: bool = await self._db(self.store.begin_run, thread_id, self.clock())
+        return begun
+
     async def _audit_resent(self, thread_id: str, viewer: Identity, rows: Sequence[Any]) -> None:
         """Put in the trail who sent others' answers again, and whose they are: the decision
         records that follow are their deciders', timed when the run applies them. The trail
@@ -489,11 +488,15 @@ class Desk:
         if self.audit is None:
             return
         data: dict[str, Any] = {
-            "interruptIds": [row.item_id for row in rows],
-            "names": [row.name for row in rows],
-            "decidedBy": [row.decided_by for row in rows],
+            # Each answer with how it ended and who decided it (nobody for an expiry; a
+            # quorum's earlier approvers are in the decision record that follows).
+            "answers": [
+                {"interruptId": row.item_id, "name": row.name, "outcome": row.outcome,
+                 "decidedBy": row.decided_by}
+                for row in rows
+            ],
             "verifiedBy": viewer.method,
-        }
+        }  # fmt: skip
         if viewer.token_name:
             data["tokenName"] = viewer.token_name
         entry = AuditEntry(kind="resent", thread_id=thread_id, run_id="",
@@ -507,17 +510,6 @@ class Desk:
                 "Nothing was sent: the approval ledger could not be reached. Retry once it is "
                 "back.",
             ) from None
-
-    async def held_unsent(self, thread_id: str, item_ids: Sequence[str]) -> bool:
-        """Whether the stored conversation holds answers to these items as a send that failed
-        (for its Retry): the engine refusing them as a replay then means its ledger took that
-        send after all (it answered too late), not that another tab answered first."""
-        row = await self._db(self.store.load, thread_id)
-        if row is None:
-            return False
-        state = ClientState.from_json(row.state)
-        held = state.manager.retry_submission if state.can_retry else None
-        return held is not None and set(item_ids) <= set(held.interrupt_ids)
 
     async def carries(self, thread_id: str, item_ids: Sequence[str]) -> bool:
         """Whether any of these answers was given at the desk, not in a page's own run: then
@@ -734,7 +726,8 @@ class Desk:
             with run_span("continuation", {"thread.id": thread_id, "run.by": "page"}) as run:
                 yield end
             if not end.errored:  # carried as a desk continuation carries them
-                await self._page_carried(thread_id, answered, started, run)
+                await self._page_carried(thread_id, answered, started, run,
+                                         entries=entries or {}, by=actor.email)  # fmt: skip
         finally:
             done.set()
             await kept  # a renewal under way lands before the release, not after it
@@ -742,14 +735,17 @@ class Desk:
             self._spawn(self._continue(thread_id))
 
     async def _page_carried(
-        self, thread_id: str, item_ids: Sequence[str], started: datetime, run: Any
-    ) -> None:
-        """A page's own run carried these answers: each decision's "executed" (or
-        "continued") step and its whole trace, and the run's time for the figures
-        (`chat_app_continuation_seconds`). One the agent refused waits again, and has
-        neither."""
+        self, thread_id: str, item_ids: Sequence[str], started: datetime, run: Any, *,
+        entries: Mapping[str, Mapping[str, Any]], by: str,
+    ) -> None:  # fmt: skip
+        """A page's own run carried these answers (`entries`, `by` whom): each decision
+        records the answer that went (an earlier send of another may have failed), and gets
+        its "executed" (or "continued") step and its whole trace, and the run's time for the
+        figures (`chat_app_continuation_seconds`). One the agent refused waits again, and
+        has neither."""
         ended = self.clock()
         try:
+            await self._db(partial(self.store.restate_answers, thread_id, entries, email=by))
             found = await self._db(partial(self.store.decisions_of, thread_id, item_ids))
             carried = [item for item in found if item.status != "pending"]
             if carried:
@@ -1222,7 +1218,8 @@ class Desk:
                 error=error,
                 now=self.clock(),
                 drafts=drafts,
-                open_items=[item.id for item in open_items],
+                # Held answers are not open again, nor closed as nobody's (`held_ids`).
+                open_items=[item.id for item in open_items] + sorted(held_ids),
                 closed_by=(actor.email, actor.name),
                 auto=auto,
             )  # fmt: skip

@@ -191,9 +191,10 @@ class DeskStore:
             )
             connection.execute(insert(conversation_states).values(thread_id=thread_id, state=state))
 
-    def begin_run(self, thread_id: str) -> bool:
+    def begin_run(self, thread_id: str, now: datetime) -> bool:
         """Mark a settled conversation running (a message was posted); False when it is
-        running or waiting already (of two messages posted at once, one runs)."""
+        running or waiting already (of two messages posted at once, one runs). From `now`:
+        until a worker takes it, recovery counts the wait from then (`interrupted`)."""
         with write_transaction(self.engine) as connection:
             changed = connection.execute(
                 update(conversations)
@@ -202,7 +203,7 @@ class DeskStore:
                     conversations.c.status.in_(("done", "failed")),
                     conversations.c.runner.is_(None),  # nobody runs it (a page, a worker)
                 )
-                .values(status="running")
+                .values(status="running", updated_at=now)
             ).rowcount
         return bool(changed)
 
@@ -977,6 +978,34 @@ class DeskStore:
                         )  # fmt: skip
                     )
         return bool(changed)
+
+    def restate_answers(
+        self, thread_id: str, entries: Mapping[str, Mapping[str, Any]], *, email: str
+    ) -> None:
+        """The answers a page's run carried, as they went (`entries`, by item): a decision
+        `email` closed with an earlier answer whose send failed records the one that ran
+        (the tab answered anew), not the one that never did."""
+        if not entries:
+            return
+        with write_transaction(self.engine) as connection:
+            rows = connection.execute(
+                select(decisions).where(
+                    decisions.c.thread_id == thread_id,
+                    decisions.c.item_id.in_(list(entries)),
+                    decisions.c.status == "closed",
+                    decisions.c.decided_by == (email or None),
+                )
+            ).all()
+            for row in rows:
+                entry = entries[row.item_id]
+                answer = _dumps(dict(entry))
+                if row.answer == answer:
+                    continue
+                connection.execute(
+                    update(decisions)
+                    .where(decisions.c.id == row.id)
+                    .values(outcome=entry_outcome(entry, row.kind), answer=answer)
+                )
 
     def mark_applied(
         self, decision_ids: Sequence[str], *, seconds: float | None = None,

@@ -160,7 +160,8 @@ class Ledger(Protocol):
     def check(self) -> None:
         """Raise when the ledger cannot keep its promise now (a store that does not answer).
 
-        Its reads and writes raise `LedgerUnavailable` when its store does not answer them.
+        The Redis ledger's reads and writes raise `LedgerUnavailable` when Redis does not
+        answer them; the SQLite ledger's file is this machine's, and its errors are its own.
         """
 
 

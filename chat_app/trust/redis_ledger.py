@@ -147,13 +147,18 @@ class RedisLedger:
         command_seconds: float = COMMAND_SECONDS,
     ) -> None:
         import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
 
-        # The synchronous client (typed as sync-or-async by redis-py).
+        # The synchronous client (typed as sync-or-async by redis-py). Never retried by the
+        # client: a write sent again after a timeout, when the first one ran after all,
+        # would claim its own answers as a replay, or chain its records twice.
         self._redis: Any = redis.Redis.from_url(
             url,
             decode_responses=True,
             socket_connect_timeout=CONNECT_SECONDS,
             socket_timeout=command_seconds,
+            retry=Retry(NoBackoff(), 0),
         )
         self._prefix = prefix
         self._write: Any = self._redis.register_script(_WRITE)

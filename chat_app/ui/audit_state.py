@@ -129,9 +129,12 @@ def summarize(
     if kind == "approval":  # towards a quorum, short of it
         return f"Approved {what} towards rule {data.get('rule')}: {data.get('progress')}"
     if kind == "resent":  # answers given at the desk, sent again by a Retry
-        sent = ", ".join(str(name) for name in data.get("names") or [])
-        deciders = all_of(list(dict.fromkeys(str(who) for who in data.get("decidedBy") or [])))
-        return f"Sent again: {sent}, as decided by {deciders}"
+        return "Sent again: " + "; ".join(
+            f"{answer.get('name')} {answer.get('outcome')}"
+            + (f" by {answer['decidedBy']}" if answer.get("decidedBy") else "")
+            for answer in data.get("answers") or []
+            if isinstance(answer, dict)
+        )
     if kind == "execution":
         return f"Ran {data.get('toolName')}" + (" (failed)" if data.get("error") else "")
     return str(kind)

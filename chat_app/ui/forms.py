@@ -560,6 +560,8 @@ def _typed_number(text: str, kind: str) -> int | float:
         number = _number(text, "Enter a whole number.")
         if isinstance(number, float) and not number.is_integer():
             raise ValueError("Enter a whole number.")
+        if abs(number) > MAX_EXACT:  # "9007199254740993.0": read as a float, rounded
+            raise ValueError("That number is too large.")
         return int(number)
     number = _number(text, "Enter a number.")
     return int(number) if number == int(number) and "." not in text else number
@@ -576,7 +578,7 @@ def _number(text: str, what: str) -> int | float:
     number = float(typed)  # a whole one past a float's range reads as infinite too
     if not math.isfinite(number) or (_WHOLE.fullmatch(typed) and abs(int(typed)) > MAX_EXACT):
         raise ValueError("That number is too large.")
-    if number == 0 and any(digit in "123456789" for digit in typed.partition("e")[0].lower()):
+    if number == 0 and any(digit in "123456789" for digit in typed.lower().partition("e")[0]):
         raise ValueError("That number is too small: it would be sent as 0.")
     return int(typed) if _WHOLE.fullmatch(typed) else number
 

@@ -230,16 +230,11 @@ class PageRunConnection(Connection):
                 async for event in self.inner.stream(body):
                     if event.get("type") == "RUN_ERROR":  # refused, or failed: not carried
                         end.errored = True
-                        if (
-                            entries and event.get("code") == "conflict"
-                            and not await self.desk.held_unsent(thread, list(entries))
-                        ):  # fmt: skip
+                        if entries and event.get("code") == "conflict":
                             # The engine's ledger holds answers to these already: the same
                             # person's, from another tab a moment ago, whose run is not
                             # stored yet (the desk refuses only another person's). Said as
-                            # the desk's refusal is, not in the engine's words. (A Retry of
-                            # this tab's own failed send that the ledger took after all goes
-                            # through: the batch is over, `ClientState.answered_before`.)
+                            # the desk's refusal is, not in the engine's words.
                             raise DecidedElsewhere(ANSWERED_MEANWHILE, own=False)
                     yield event
         except DeskError as error:

@@ -27,6 +27,7 @@ from reflex.istate.manager import get_state_manager
 from reflex.vars.function import FunctionStringVar
 
 from chat_app.client import (
+    ANSWERED_BEFORE,
     RUNNING_ELSEWHERE,
     ChatClient,
     ClientError,
@@ -43,7 +44,6 @@ from chat_app.desk import (
     inbox_topic,
     thread_topic,
 )
-from chat_app.desk.desk import ANSWERED_BEFORE
 from chat_app.desk.desk import WATCH_SECONDS as PRESENCE_SECONDS
 from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.trust import Identity
@@ -1519,12 +1519,7 @@ class ChatState(IdentityState):
     @rx.event(background=True)
     @guarded_task
     async def run(self, text: str) -> AsyncIterator[Any]:
-        async def send(client: ChatClient) -> None:
-            if client.state.answered_before:  # that batch is over: the ledger holds it
-                client.manager.reset()
-            await client.send(text)
-
-        async for event in self._work(send, text=text):
+        async for event in self._work(lambda client: client.send(text), text=text):
             yield event
 
     @rx.event(background=True)

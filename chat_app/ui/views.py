@@ -260,7 +260,7 @@ def _answer_label(item: InterruptItem, entry: Mapping[str, Any]) -> tuple[str, s
 
 
 #: What a card says of an answer the ledger held already when it was sent again.
-IN_THE_LEDGER = "Already in the ledger, from an earlier send: not sent again."
+IN_THE_LEDGER = "Already in the ledger, from an earlier send: not sent again (it may not have run)."
 
 
 def held_answers(

@@ -14,16 +14,14 @@ from chat_app.agent import event_to_wire, events
 from chat_app.client import ChatClient, Connection
 from chat_app.desk import Answer, DeskError, DeskStats, InboxItem, RunAs, inbox_topic
 from chat_app.desk import desk as desk_module
-from chat_app.desk.desk import ANSWERED_BEFORE
 from chat_app.interrupts import (
     BatchInterruptError,
     InterruptResumeValidationError,
     ItemInterruptError,
 )
-from chat_app.trust import AuditEntry, Identity
+from chat_app.trust import Identity
 from chat_app.trust.tables import conversations
 from chat_app.ui.session import ANSWERED_MEANWHILE, DecidedElsewhere, PageRunConnection
-from chat_app.ui.views import IN_THE_LEDGER, build_views
 from tests.desk.world import ADA, RITA, World
 
 
@@ -373,36 +371,22 @@ async def test_a_withdrawal_that_did_not_go_holds_its_decision_for_the_requester
     assert (decided.actor, decided.data["decision"]) == (RITA.email, "cancelled")
 
 
-async def test_a_send_the_ledger_took_too_late_is_over_and_a_message_goes_on(
+async def test_an_answer_given_anew_after_a_failed_send_is_the_one_recorded(
     world: World,
 ) -> None:
-    """Rita's approval does not get through (the ledger did not answer in time), but the
-    ledger took it after all. Her Retry is refused as a replay: the batch is over, said so,
-    not as another tab's answer; nothing runs, and a message goes on."""
+    """Rita approves, the send fails, and she withdraws instead: the decision records the
+    withdrawal that went, not the approval that never did."""
     thread, item, tab = await ritas_tab_unrecorded(world, "delete project apollo", RITA)
     await tab.resolve_interrupt(item.item_id, approved=True)
     await world.desk.record(thread, RITA, RITA, tab.state)
-    # What the ledger did with the send it answered too late: the answer is claimed.
-    ledger = world.agent.ledger
-    assert ledger is not None
-    entry = AuditEntry(kind="decision", thread_id=thread, run_id="late", actor=RITA.email,
-                       data={"interruptId": item.item_id, "decision": "approved"})  # fmt: skip
-    assert ledger.commit_batch(thread_id=thread, interrupt_ids=[item.item_id],
-                               entries=[entry]) == []  # fmt: skip
+    held = await world.desk.decision(item.decision_id)
+    assert held is not None and (held.status, held.outcome) == ("closed", "approved")
 
     up = PageRunConnection(world.connection_for()(RunAs(RITA)), world.desk, lambda: RITA)
     again = ChatClient.restore(tab.state, up, tools=list(world.tools))
-    await again.retry_interrupts()  # not DecidedElsewhere: nobody else answered
-    assert again.state.answered_before and not again.state.can_retry
-    views = build_views(again.state, {})
-    [card] = [t.decision for m in views.messages for t in m.tools if t.has_decision]
-    assert (card.held, card.held_only) == (IN_THE_LEDGER, True)
-    assert (views.open_count, views.batch_errors) == (0, [])
+    await again.cancel(item.item_id)
     await world.desk.record(thread, RITA, RITA, again.state)
-    summary = (await world.desk.view(thread, RITA)).summary
-    assert (summary.status, summary.error) == ("failed", ANSWERED_BEFORE)
-
-    await world.desk.post(thread, RITA, "what time is it")
     await world.desk.wait_idle()
+    went = await world.desk.decision(item.decision_id)
+    assert went is not None and (went.status, went.outcome) == ("closed", "cancelled")
     assert world.executions("delete_project") == []
-    assert (await world.desk.view(thread, RITA)).summary.status == "done"

@@ -17,12 +17,15 @@ import pytest
 from ag_ui.core import EventType, RunAgentInput
 from sqlalchemy import Row, select, update
 
-from chat_app.client import ChatMessage, ClientState, TextPart, ToolCallPart
+from chat_app.client import ANSWERED_BEFORE, ChatMessage, ClientState, TextPart, ToolCallPart
 from chat_app.desk import LEASE_SECONDS, Answer, Desk, DeskError, thread_topic
 from chat_app.desk import desk as desk_module
-from chat_app.desk.desk import ANSWERED_BEFORE, INTERRUPTED
+from chat_app.desk.desk import INTERRUPTED
+from chat_app.trust import AuditEntry, RedisLedger
 from chat_app.trust.tables import conversation_states, conversations, decisions
+from chat_app.ui.views import IN_THE_LEDGER, build_views
 from tests.desk.world import ADA, RITA, World, state_of, texts
+from tests.live_server import free_port
 
 Stop = Literal["before-the-agent", "after-the-tools-ran", "after-the-results-came"]
 
@@ -321,8 +324,11 @@ async def test_an_answer_the_agent_never_took_is_not_told_as_carried(world: Worl
     # The trail says who sent Ada's answer again; the decision record stays hers.
     [resent] = world.records("resent")
     assert (resent.actor, resent.thread_id) == (RITA.email, thread)
-    assert resent.data == {"interruptIds": [item.item_id], "names": ["transfer"],
-                           "decidedBy": [ADA.email], "verifiedBy": RITA.method}  # fmt: skip
+    assert resent.data == {
+        "answers": [{"interruptId": item.item_id, "name": "transfer", "outcome": "approved",
+                     "decidedBy": ADA.email}],
+        "verifiedBy": RITA.method,
+    }  # fmt: skip
     [decided] = world.records("decision")
     assert decided.actor == ADA.email
     # Ada's answer has gone now: Rita is due to be told how it ended, once.
@@ -346,3 +352,64 @@ def test_a_run_going_on_from_results_that_a_dead_worker_cut_goes_on_again() -> N
     asked = replace(going, messages=(user,))
     again = desk_module._send_cut_off(asked, replace(asked, status="ready"))
     assert (again.can_go_on, again.can_resend) == (False, True)
+
+
+async def test_an_answer_the_ledger_took_too_late_ends_its_batch_and_a_message_goes_on(
+    world: World,
+) -> None:
+    """Ada's approval does not get through: the ledger answered too late, and took it after
+    all (its write ran once it woke). Rita's Retry is refused as a replay: the batch is
+    over, and says that what it approved may not have run; the transfer never runs, and
+    her next message goes on."""
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    desk = world.new_desk(worker="worker-2", wrap=FailsFirst())
+    await desk.decide(item.decision_id, ADA, Answer("approve"))
+    await desk.wait_idle()
+    ledger = world.agent.ledger
+    assert ledger is not None
+    late = AuditEntry(kind="decision", thread_id=thread, run_id="late", actor=ADA.email,
+                      data={"interruptId": item.item_id, "decision": "approved"})  # fmt: skip
+    assert ledger.commit_batch(thread_id=thread, interrupt_ids=[item.item_id],
+                               entries=[late]) == []  # fmt: skip
+
+    await desk.retry(thread, RITA)
+    await desk.wait_idle()
+    view = await desk.view(thread, RITA)
+    assert (view.summary.status, view.summary.error) == ("failed", ANSWERED_BEFORE)
+    state = ClientState.from_json(view.state)
+    assert state.answered_before
+    shown = build_views(state, {})
+    [card] = [t.decision for m in shown.messages for t in m.tools if t.has_decision]
+    assert (card.held, card.held_only, shown.open_count) == (IN_THE_LEDGER, True, 0)
+
+    await desk.post(thread, RITA, "what time is it")
+    await desk.wait_idle()
+    assert world.executions("transfer") == []
+    assert (await desk.view(thread, RITA)).summary.status == "done"
+
+
+async def test_a_retry_the_trail_cannot_record_sends_nothing_and_may_be_tried_again(
+    world: World,
+) -> None:
+    """The worker Rita's Retry reaches writes its trail to a Redis that does not answer:
+    it cannot say who sent Ada's answer again, so it sends nothing (503), and the
+    conversation is as it was; a Retry that can, sends it, once."""
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    desk = world.new_desk(worker="worker-2", wrap=FailsFirst())
+    await desk.decide(item.decision_id, ADA, Answer("approve"))
+    await desk.wait_idle()
+    silent = RedisLedger(f"redis://127.0.0.1:{free_port()}/0")
+    cut_off = world.new_desk(worker="worker-3", audit=silent.append_async)
+    with pytest.raises(DeskError) as refused:
+        await cut_off.retry(thread, RITA)
+    assert (refused.value.code, refused.value.http_status) == ("unavailable", 503)
+    assert refused.value.message.startswith("Nothing was sent: the approval ledger")
+    assert (await desk.view(thread, RITA)).summary.status == "failed"
+    assert world.executions() == [] and world.records("resent") == []
+
+    await desk.retry(thread, RITA)
+    await desk.wait_idle()
+    assert len(world.executions("transfer")) == 1
+    assert len(world.records("resent")) == 1

@@ -10,7 +10,7 @@ the agent's audit trail, a conversation's messages, a person's one inbox item.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 from chat_app.agent import Agent, event_to_wire
 from chat_app.client import ClientState, ClientTool, Connection, InProcessConnection
 from chat_app.desk import ConnectionFor, ConversationView, Desk, DeskStore, Fanout, InboxItem, RunAs
-from chat_app.trust import DEMO_PEOPLE, AuditRecord, Identity, Policy
+from chat_app.trust import DEMO_PEOPLE, AuditEntry, AuditRecord, Identity, Policy
 
 RITA, ADA, SAM, OLIVE, THEO = DEMO_PEOPLE
 
@@ -74,9 +74,11 @@ class World:
         wrap: RunWrapper | None = None,
         fanout: Fanout | None = None,
         store: DeskStore | None = None,
+        audit: Callable[[Sequence[AuditEntry]], Awaitable[None]] | None = None,
     ) -> Desk:
         """Another desk on the same database and agent: another worker of the app (`store`: a
-        `DeskStore` of the same engine that the test slows down)."""
+        `DeskStore` of the same engine that the test slows down; `audit`: where its trail
+        records go, the agent's ledger by default)."""
         extra: dict[str, Any] = {}
         if clock is not None:
             extra["clock"] = clock
@@ -89,7 +91,7 @@ class World:
             policy=self.policy,
             fanout=fanout,
             worker=worker,
-            audit=self.agent.ledger.append_async if self.agent.ledger is not None else None,
+            audit=audit or (self.agent.ledger.append_async if self.agent.ledger else None),
             **extra,
         )
         self.desks.append(desk)

@@ -36,8 +36,14 @@ def test_answers_sent_again_name_whose_they_are_and_who_sent_them() -> None:
     resent = {
         "kind": "resent",
         "actor": RITA,
-        "data": {"interruptIds": ["approval_c1", "approval_c2"], "names": ["transfer", "refund"],
-                 "decidedBy": ["ada@example.com", "ada@example.com"], "verifiedBy": "demo"},
+        "data": {"answers": [
+            {"interruptId": "approval_c1", "name": "transfer", "outcome": "approved",
+             "decidedBy": "ada@example.com"},
+            {"interruptId": "approval_c2", "name": "refund", "outcome": "expired",
+             "decidedBy": None},
+        ], "verifiedBy": "demo"},
     }  # fmt: skip
-    assert summarize(resent) == "Sent again: transfer, refund, as decided by ada@example.com"
+    assert summarize(resent) == (
+        "Sent again: transfer approved by ada@example.com; refund expired"
+    )
     assert who(resent) == RITA

@@ -311,6 +311,12 @@ def test_a_number_is_read_as_typed_not_as_a_browser_would_guess_it() -> None:
         "That number is too large."
     )
     assert read("1e-400") == "That number is too small: it would be sent as 0."
+    assert read("0E5") == read("0e-9") == "Must be more than 0."  # zeros, however written
+    whole = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    rows = form_fields(whole)
+    for typed in ("9007199254740993.0", "1e16"):  # whole, but read as a rounded float
+        assert read_form(whole, rows, {"n": typed}).errors == {"n": "That number is too large."}
+    assert read_form(whole, rows, {"n": "1e15"}).value == {"n": 10**15}
     assert read("0.000") == read("-0") == "Must be more than 0."  # a zero is a zero
     assert (read(" 9.99 "), read("25"), read("2.5e1"), read(".5")) == (9.99, 25, 25.0, 0.5)
 
