@@ -12,7 +12,7 @@ import operator
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from itertools import compress
+from itertools import chain, compress, repeat
 from typing import Any, cast
 
 from ag_ui.core import AssistantMessage, Message, ToolMessage
@@ -73,7 +73,9 @@ def tool_calls(
     """Every tool call in the history, in order, marked with whether it has a result.
 
     With `reopened`, a call that has a result is left out unless its id is in `reopened`
-    (what a continuation needs: the calls still pending, and those it answers again).
+    (what a continuation needs: the calls still pending, and those it answers again), and so
+    is one without a result that a later user message left behind: its batch ended without
+    it (answers the ledger held already, say), and the person went on.
     """
     # The per-message work runs in C (a history can hold tens of thousands of messages): the
     # messages are sorted by kind, then only tool results and asking turns are looked at, in
@@ -82,13 +84,19 @@ def tool_calls(
     kinds, views = history.kinds(), history.views()
     results = cast(Iterable[ToolMessage], compress(views, map(_IS_TOOL, kinds)))
     answered = {message.tool_call_id for message in results if _is_result(message)}
-    turns = list(compress(views, map(_IS_ASSISTANT, kinds)))
-    asking = cast(Iterable[AssistantMessage], compress(turns, map(_TOOL_CALLS, turns)))
+    # Before the last user message, for a continuation: a call without a result there was
+    # left behind.
+    split = history.last_user() + 1 if reopened is not None else 0
     found: list[ToolCallRef] = []
-    for message in asking:
+    for message, earlier in chain(
+        zip(_asking(views[:split], kinds[:split]), repeat(True)),
+        zip(_asking(views[split:], kinds[split:]), repeat(False)),
+    ):
         for call in message.tool_calls or ():
             has_result = call.id in answered
             if has_result and reopened is not None and call.id not in reopened:
+                continue
+            if earlier and not has_result:
                 continue
             if call.metadata and call.metadata.get("providerExecuted") is True:
                 continue
@@ -102,6 +110,12 @@ def tool_calls(
                 )
             )
     return found
+
+
+def _asking(views: Sequence[Any], kinds: Sequence[type | None]) -> Iterable[AssistantMessage]:
+    """The assistant messages among `views` that call tools."""
+    turns = list(compress(views, map(_IS_ASSISTANT, kinds)))
+    return cast(Iterable[AssistantMessage], compress(turns, map(_TOOL_CALLS, turns)))
 
 
 def tool_result_positions(messages: Sequence[Message]) -> dict[str, int]:

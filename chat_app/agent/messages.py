@@ -16,7 +16,7 @@ from functools import cache
 from typing import Any, overload
 
 import msgspec
-from ag_ui.core import AssistantMessage, Message, ToolMessage
+from ag_ui.core import AssistantMessage, Message, ToolMessage, UserMessage
 from pydantic import TypeAdapter
 
 from chat_app.interrupts.message_views import LENIENT, SHALLOW
@@ -91,6 +91,15 @@ class History(MutableSequence[Message]):
         """Each message as something with its model's attributes (values and nested values
         alike): a view until the message is built, then the model."""
         return self._views
+
+    def last_user(self) -> int:
+        """The index of the last user message (-1 when there is none), read from the end
+        without building a message: it is near the end."""
+        for index in range(len(self._views) - 1, -1, -1):
+            kind = type(self._views[index])
+            if _VIEW_MODELS.get(kind, kind) is UserMessage:
+                return index
+        return -1
 
     # The list.
 
@@ -225,6 +234,13 @@ def _kind(cls: type) -> type | None:
     return None
 
 
+#: Each view's message model (a built message is its own).
+_VIEW_MODELS: dict[type, type] = {
+    view: model
+    for views in (LENIENT, SHALLOW)
+    if views is not None
+    for view, model in views.kinds.items()
+}
 _VIEW_KINDS = {
     view: _kind(model)
     for views in (LENIENT, SHALLOW)

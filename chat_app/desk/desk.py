@@ -1186,6 +1186,8 @@ class Desk:
         # answer): their decisions are not open again, for someone else to answer otherwise.
         held = state.manager.retry_submission if state.can_retry else None
         held_ids = set(held.interrupt_ids) if held is not None else set()
+        if state.answered_before:  # the ledger holds their answers: nobody answers again
+            held_ids |= {item.id for item in state.interrupts if _answerable(item)}
         open_items = [
             item for item in state.interrupts if _answerable(item) and item.id not in held_ids
         ]

@@ -276,7 +276,8 @@ def held_answers(
     withdrawal, "Withdrawn, not sent"), which only Retry sends; one given at the desk
     (`at_desk`: "Approved by Ada", "Approved by you") is named as whoever gave it, and only
     Retry sends it. `retry_by`: whose Retry that is, when it is not the person looking (their
-    own answers are not shown to them)."""
+    own answers are named as theirs: "Withdrawn by Rita, not sent: Rita's Retry sends it
+    again.")."""
     held = state.manager.retry_submission if state.can_retry else None
     if held is None:
         return {}
@@ -290,11 +291,12 @@ def held_answers(
             continue
         if item.id in given:
             notes[item.id] = f"{given[item.id]}, not sent: {retry} sends it again."
-        elif not retry_by and item.id in decided_by_others:
+        elif retry_by or item.id in decided_by_others:
             label, outcome = _answer_label(item, entry)
             label = "Withdrawn" if outcome == "cancelled" else label
-            notes[item.id] = f"{label}, not sent: Retry sends it again."
-        elif not retry_by:
+            by = f" by {retry_by}" if retry_by and retry_by != "the requester" else ""
+            notes[item.id] = f"{label}{by}, not sent: {retry} sends it again."
+        else:
             label, _ = _answer_label(item, entry)
             notes[item.id] = f"{label}, not sent: Retry sends it again, or answer anew."
     return notes
@@ -884,7 +886,9 @@ def build_views(
     held = held_answers(state, given, retry_by=theirs, decided_by_others=others)
     #: Answers a failed continuation holds that only a Retry sends: given at the desk, or
     #: the requester's withdrawal of what someone else decides.
-    held_only = {item_id for item_id in held if item_id in given or item_id in others}
+    held_only = {
+        item_id for item_id in held if item_id in given or item_id in others or theirs
+    }  # fmt: skip
     if state.answered_before:  # the ledger holds these answers: nothing is left to do
         for replayed in state.interrupts:
             if replayed.error is not None and replayed.error.code == "conflict":

@@ -71,13 +71,18 @@ def _reference(messages: list[Message], reopened: set[str] | None) -> list[tuple
             and parsed.get("pendingExecution") is True
         )
     }
+    # A call without a result that a later user message left behind is no continuation's.
+    users = [i for i, m in enumerate(messages) if getattr(m, "role", None) == "user"]
+    left_behind = users[-1] if users and reopened is not None else -1
     found = []
-    for message in messages:
+    for index, message in enumerate(messages):
         if not isinstance(message, AssistantMessage):
             continue
         for call in message.tool_calls or ():
             has_result = call.id in answered
             if has_result and reopened is not None and call.id not in reopened:
+                continue
+            if not has_result and index < left_behind:
                 continue
             if call.metadata and call.metadata.get("providerExecuted") is True:
                 continue

@@ -382,9 +382,19 @@ async def test_an_answer_the_ledger_took_too_late_ends_its_batch_and_a_message_g
     shown = build_views(state, {})
     [card] = [t.decision for m in shown.messages for t in m.tools if t.has_decision]
     assert (card.held, card.held_only, shown.open_count) == (IN_THE_LEDGER, True, 0)
+    assert (await desk.inbox(ADA))[1] == (await desk.inbox(RITA))[1] == 0  # nothing to answer
 
     await desk.post(thread, RITA, "what time is it")
     await desk.wait_idle()
+    assert world.executions("transfer") == []
+    assert (await desk.view(thread, RITA)).summary.status == "done"
+    # The transfer left behind is no part of the next pause: that one is answered alone.
+    await desk.post(thread, RITA, "delete project apollo")
+    await desk.wait_idle()
+    mine = await world.only_item(RITA)
+    assert (await desk.decide(mine.decision_id, RITA, Answer("approve"))).status == "decided"
+    await desk.wait_idle()
+    assert len(world.executions("delete_project")) == 1
     assert world.executions("transfer") == []
     assert (await desk.view(thread, RITA)).summary.status == "done"
 

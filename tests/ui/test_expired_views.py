@@ -148,9 +148,15 @@ def test_an_answer_a_failed_continuation_held_says_so_until_retry_sends_it(
         [card] = [c.decision for c in cards(client) if c.has_decision]
         assert card.held == "Approved, not sent: Retry sends it again, or answer anew."
         assert card.can_resolve  # the controls are open again
-        # Someone else's conversation (an approver reading it): Retry is not theirs to send.
+        # Someone else's conversation (an approver reading it): Retry is not theirs to send,
+        # and the answer held is the requester's, named so, with nothing to click.
         shown = build_views(client.state, {}, can_retry=False).messages
-        assert [t.decision.held for m in shown for t in m.tools if t.has_decision] == [""]
+        [theirs] = [t.decision for m in shown for t in m.tools if t.has_decision]
+        assert theirs.held == "Approved, not sent: the requester's Retry sends it again."
+        assert theirs.held_only
+        named = build_views(client.state, {}, can_retry=False, retry_by="Rita").messages
+        [rita] = [t.decision for m in named for t in m.tools if t.has_decision]
+        assert rita.held == "Approved by Rita, not sent: Rita's Retry sends it again."
         # An answer given at the desk is named as its giver's, for everyone, and nobody
         # answers it anew: only Retry sends it.
         given = {item.id: "Approved by Ada"}
