@@ -241,6 +241,8 @@ class ChatState(IdentityState):
     turn: list[MessageView] = []
     loose_decisions: list[DecisionView] = []
     streaming_id: str = ""
+    #: The client's request is out and nothing of its reply shows yet.
+    awaiting_words: bool = False
     streaming_text: str = ""
     streaming_tools: list[str] = []
     running: bool = False
@@ -371,14 +373,15 @@ class ChatState(IdentityState):
 
     @rx.var
     def working(self) -> bool:
-        """The status row's "Working…": a run is going with no reply showing yet (a model
-        thinking, an agent slow to answer); resuming says so itself."""
-        return self.running and self.streaming_id == "" and not self.resuming
+        """The status row's "Working…": a run's request is out with no reply showing yet (a
+        model thinking, an agent slow to answer); resuming says so itself. Not between a
+        run's end and the page's (the line would come and go in the log's layout)."""
+        return self.running and self.awaiting_words and not self.resuming
 
     @rx.var
     def resuming_quiet(self) -> bool:
         """The status row's "Resuming the run…": until the continuation's reply shows."""
-        return self.resuming and self.streaming_id == ""
+        return self.resuming and self.awaiting_words
 
     @rx.var
     def may_retry(self) -> bool:
@@ -509,10 +512,12 @@ class ChatState(IdentityState):
         if client.status != "streaming":
             changed = self.streaming_id != ""
             self.streaming_id, self.streaming_text, self.streaming_tools = "", "", []
+            self.awaiting_words = False
             return changed
         message_id, text, tools = streaming_preview(client.messages)
         rebuild = message_id != self.streaming_id or tools != self.streaming_tools
         self.streaming_id, self.streaming_text = message_id, text
+        self.awaiting_words = message_id == ""
         self.streaming_tools = tools
         return rebuild
 
