@@ -193,6 +193,7 @@ AGENT_MODELS = [
 
 CLIENT = [
     "ABSENT",
+    "ANSWERABLE_STATUSES",
     "ANSWERED_BEFORE",
     "AnsweredQuestion",
     "ChangeSource",

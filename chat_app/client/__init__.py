@@ -17,6 +17,7 @@ from ._connections import (
 from ._desk import ABSENT, DeskClient, DeskRequestError
 from ._errors import ClientError, ClientErrorCode, RunError, TransportError, UsageError
 from ._items import (
+    ANSWERABLE_STATUSES,
     AnsweredQuestion,
     GenericInterrupt,
     InterruptItem,
@@ -53,6 +54,7 @@ from ._tools import (
 
 __all__ = [
     "ABSENT",
+    "ANSWERABLE_STATUSES",
     "ANSWERED_BEFORE",
     "AnsweredQuestion",
     "ChangeSource",

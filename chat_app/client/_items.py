@@ -36,6 +36,10 @@ ItemStatus: TypeAlias = Literal[
 ]
 
 
+#: Item statuses a person can still act on.
+ANSWERABLE_STATUSES = ("pending", "error", "staged")
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Base:
     id: str
@@ -62,6 +66,13 @@ class _Base:
     @property
     def error(self) -> ItemInterruptError | None:
         return self.errors[0] if self.errors else None
+
+    @property
+    def answerable(self) -> bool:
+        """A person can answer it now: bound, resolvable, and pending, refused or staged
+        (`ANSWERABLE_STATUSES`)."""
+        bound = not isinstance(self, UnboundInterrupt)
+        return bound and self.can_resolve and self.status in ANSWERABLE_STATUSES
 
     def expired(self, now_ms: float) -> bool:
         """Nothing can answer it any more: it was closed as `expired`, the server refused an

@@ -68,11 +68,7 @@ class ClientState:
         answer): its ledger holds answers to them from an earlier send whose end this client
         never heard (a reply cut off, a ledger that answered too late). Nothing sends them
         again (`docs/protocol.md` §4.8): the batch is over, and a new message goes on."""
-        items = [
-            item for item in self.interrupts
-            if item.kind != "unbound" and item.can_resolve
-            and item.status in ("pending", "error", "staged")
-        ]  # fmt: skip
+        items = [item for item in self.interrupts if item.answerable]
         return (
             self.refused
             and bool(items)

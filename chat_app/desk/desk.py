@@ -37,6 +37,7 @@ from functools import partial
 from typing import Any, Literal
 
 from chat_app.client import (
+    ANSWERABLE_STATUSES,
     ANSWERED_BEFORE,
     ChatClient,
     ClientState,
@@ -117,8 +118,8 @@ _WRONG_KIND = {
     "tool": 'This is a tool approval: give {"approved": true|false}, or {"cancelled": true}.',
 }
 
-#: Item statuses a person can still act on.
-ANSWERABLE = ("pending", "error", "staged")
+#: Item statuses a person can still act on (`InterruptItem.answerable`).
+ANSWERABLE = ANSWERABLE_STATUSES
 #: How long a worker's right to run a conversation lasts without being renewed.
 LEASE_SECONDS = 60.0
 #: What names a page's run in the lease's runner (`worker:page:random`).
@@ -279,7 +280,7 @@ class Desk:
         found: dict[str, dict[str, Any]] = {}
         for item in self._client(view.state, RunAs(ANONYMOUS)).interrupts:
             decision = pending.get(item.id)
-            if decision is None or not _answerable(item):
+            if decision is None or not item.answerable:
                 continue
             if isinstance(item, ToolApprovalInterrupt):
                 edits = None if decision.quorum > 1 else item.input_schema
@@ -426,10 +427,7 @@ class Desk:
         if self._busy(thread_id) or not await self._begin_run(thread_id):
             raise DeskError("busy", "The conversation is running; wait for its reply.")
 
-        async def send(client: ChatClient) -> None:
-            await client.send(text)
-
-        self._spawn(self._run(thread_id, RunAs(sender), send))
+        self._spawn(self._run(thread_id, RunAs(sender), lambda client: client.send(text)))
 
     async def retry(self, thread_id: str, viewer: Identity) -> None:
         """Run again what failed: the last continuation, or the last message."""
@@ -880,7 +878,7 @@ class Desk:
             if conversation is None:
                 return
             state = ClientState.from_json(conversation.state)
-            open_ids = {item.id for item in state.interrupts if _answerable(item)}
+            open_ids = {item.id for item in state.interrupts if item.answerable}
             by_item = {row.item_id: row for row in rows if row.item_id in open_ids}
             # Answers in flight are the carrying run's to mark (or, if it died, `recover`'s),
             # with the telling of how they ended.
@@ -1187,9 +1185,9 @@ class Desk:
         held = state.manager.retry_submission if state.can_retry else None
         held_ids = set(held.interrupt_ids) if held is not None else set()
         if state.answered_before:  # the ledger holds their answers: nobody answers again
-            held_ids |= {item.id for item in state.interrupts if _answerable(item)}
+            held_ids |= {item.id for item in state.interrupts if item.answerable}
         open_items = [
-            item for item in state.interrupts if _answerable(item) and item.id not in held_ids
+            item for item in state.interrupts if item.answerable and item.id not in held_ids
         ]
         status: ConversationStatus
         if busy:
@@ -1505,7 +1503,7 @@ class Desk:
             raise DeskError("unknown", f"There is no conversation {item.thread_id}.")
         client = self._client(row.state, RunAs(ANONYMOUS))
         found = next((i for i in client.interrupts if i.id == item.item_id), None)
-        if found is None or not _answerable(found):
+        if found is None or not found.answerable:
             raise DeskError(
                 "already-decided", "Already answered in the conversation.",
                 decidedBy=None, outcome=None,
@@ -1543,7 +1541,7 @@ class Desk:
         staged = next(i for i in manager.interrupts if i.id == item.item_id)
         if staged.status == "error" or staged.resolution is None:
             error = staged.error
-            message = error.message if error is not None else "The answer is not valid."
+            message = "The answer is not valid for this item." if error is None else error.message
             if (
                 error is not None and error.code == "invalid-payload"
                 and not answer.has_payload and isinstance(found, ToolApprovalInterrupt)
@@ -1690,7 +1688,7 @@ def _refused(state: ClientState, sent: Collection[str]) -> set[str]:
     return {
         item.id
         for item in state.interrupts
-        if item.id in sent and _answerable(item) and item.status == "error"
+        if item.id in sent and item.answerable and item.status == "error"
         and item.error is not None
         and (item.error.code == "forbidden" or item.error.code.startswith("invalid-"))
     }  # fmt: skip
@@ -1736,10 +1734,6 @@ def _running(row: Any, now: datetime) -> bool:
         return True
     runner = row.runner or ""
     return PAGE_RUNNER in runner and row.runner_until is not None and row.runner_until > now
-
-
-def _answerable(item: InterruptItem) -> bool:
-    return item.kind != "unbound" and item.can_resolve and item.status in ANSWERABLE
 
 
 def _outcome(answer: Answer) -> str:

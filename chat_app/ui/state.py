@@ -1240,8 +1240,8 @@ class ChatState(IdentityState):
             self.held = HELD_NOTICE
             await self._keep_held(text, again=True)
             return None
-        state = session.client.state
-        if session.client.manager.has_open_items and not state.answered_before:
+        client = session.client  # its state, a snapshot, read only when something is open
+        if client.manager.has_open_items and not client.state.answered_before:
             # Someone else's to decide, or to send.
             self.held = NOT_SENT_NOTICE if self.can_retry else WAITING_NOTICE
             await self._keep_held(text, again=True)
