@@ -218,6 +218,7 @@ CLIENT = [
     "InterruptManager",
     "ItemRecord",
     "ItemStatus",
+    "LEFT_BEHIND",
     "ManagerSnapshot",
     "MessagePart",
     "MockConnection",

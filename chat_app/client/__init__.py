@@ -41,7 +41,7 @@ from ._messages import (
     from_wire_messages,
     to_wire_messages,
 )
-from ._processor import RunStatus, StreamProcessor, StreamState
+from ._processor import LEFT_BEHIND, RunStatus, StreamProcessor, StreamState
 from ._request import build_run_input
 from ._state import ClientState, ClientStatus
 from ._tools import (
@@ -79,6 +79,7 @@ __all__ = [
     "InterruptManager",
     "ItemRecord",
     "ItemStatus",
+    "LEFT_BEHIND",
     "ManagerSnapshot",
     "MessagePart",
     "MockConnection",

@@ -49,6 +49,7 @@ ToolCallStatus: TypeAlias = Literal[
     "expired",  # nobody decided in time; it did not run; `error` says so
     "done",  # the result arrived
     "error",  # the tool failed; `error` holds why
+    "abandoned",  # a later user message went on without its result; `error` says so
 ]
 #: `expired`: closed unanswered once its time was up (sent as a cancellation).
 ToolDecision: TypeAlias = Literal["approved", "rejected", "cancelled", "expired"]
@@ -456,6 +457,9 @@ def _tool_call_from_wire(
         input=parse_tool_arguments(arguments),
         approval_id=known.approval_id if known else None,
         decision=known.decision if known else None,
+        # What the client said of a call without a result ("abandoned", "expired") stays; a
+        # result the snapshot carries sets its own.
+        error=known.error if known else None,
         metadata=dict(metadata) if isinstance(metadata, Mapping) else None,
     )
 

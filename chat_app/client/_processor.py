@@ -109,6 +109,7 @@ class StreamProcessor:
             parts=(TextPart(content=text),),
             created_at=_iso_now(),
         )
+        state = _abandon_unfinished_calls(state)
         return replace(state, messages=(*state.messages, message), active_message_id=None)
 
     def record_decision(
@@ -424,6 +425,39 @@ def _complete_streaming_calls(state: StreamState) -> StreamState:
         return replace(message, parts=parts)
 
     return replace(state, messages=tuple(complete(m) for m in state.messages))
+
+
+#: A call in one of these states when the person sends a new message never gets its result:
+#: the engine leaves it out of any later batch, and the model reads it as without one.
+_UNFINISHED = frozenset({"streaming", "running", "awaiting-approval", "approved"})
+LEFT_BEHIND = "The conversation went on without its result."
+
+
+def _abandon_unfinished_calls(state: StreamState) -> StreamState:
+    """The turn's calls still waiting for a result, marked `abandoned`: a batch that ended
+    without them (answers the ledger held already, a run that failed) is over once a new
+    message goes on. A rejection or cancellation keeps its word: nothing ran either way."""
+    messages = list(state.messages)
+    changed = False
+    # Only the turn since the last user message can hold one: earlier turns went through
+    # here when that message was sent.
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if message.role == "user":
+            break
+        if not any(part.status in _UNFINISHED for part in message.tool_calls):
+            continue
+        messages[position] = replace(
+            message,
+            parts=tuple(
+                replace(part, status="abandoned", error=LEFT_BEHIND)
+                if isinstance(part, ToolCallPart) and part.status in _UNFINISHED
+                else part
+                for part in message.parts
+            ),
+        )
+        changed = True
+    return replace(state, messages=tuple(messages)) if changed else state
 
 
 def _mark_approval(state: StreamState, descriptor: Mapping[str, object]) -> StreamState:

@@ -187,7 +187,8 @@ def messages_json(state: str) -> list[dict[str, Any]]:
                         "decision", "decidedByRule", "interruptId"}]}
 
     `status` is the call's lifecycle (`awaiting-approval`, `approved`, `rejected`,
-    `cancelled`, `running`, `done`, `error`, `streaming`); `result` is the parsed result once
+    `cancelled`, `expired`, `running`, `done`, `error`, `streaming`, and `abandoned`: a
+    later message went on without its result); `result` is the parsed result once
     `hasResult`; `error` the failure or the rejection's reason; `decision` what a person
     decided (`approved`, `rejected`, `cancelled`; `expired` when nobody did in time),
     `decidedByRule` the policy rule that decided

@@ -58,6 +58,7 @@ STATUS_LABELS = {
     "expired": "Expired",
     "done": "Done",
     "error": "Error",
+    "abandoned": "No result",
 }
 STATUS_COLORS = {
     "streaming": "gray",
@@ -69,6 +70,7 @@ STATUS_COLORS = {
     "expired": "gray",
     "done": "green",
     "error": "red",
+    "abandoned": "gray",
 }
 
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from chat_app.client import StreamProcessor, StreamState, ToolResultPart, to_wire_messages
+from chat_app.client import (
+    LEFT_BEHIND,
+    StreamProcessor,
+    StreamState,
+    ToolResultPart,
+    to_wire_messages,
+)
 
 P = StreamProcessor(new_id=lambda: "generated")
 DENIED = '{"error":"User declined tool execution"}'
@@ -123,6 +129,41 @@ def test_an_interrupt_outcome_marks_the_approval_call_awaiting_approval() -> Non
         "approval_c1",
     )
     assert state.interrupts == (descriptor,)
+
+
+def test_a_new_message_leaves_the_turns_unfinished_calls_behind_and_says_so() -> None:
+    """A batch that ended without its results is over once the person goes on: the calls
+    still waiting read as abandoned (the model reads them as without a result), through a
+    snapshot too; a rejection keeps its word, and earlier turns are not looked at."""
+    calls = [
+        {"type": "TOOL_CALL_START", "toolCallId": f"c{n}", "toolCallName": "pay",
+         "parentMessageId": "a"}
+        for n in (1, 2, 3)
+    ]  # fmt: skip
+    state = fold([*calls, {"type": "RUN_FINISHED", "runId": "r"}])
+    state = P.record_decision(state, "c1", "approved")
+    state = P.record_decision(state, "c2", "rejected")
+    state = P.add_user_message(state, "go on", message_id="u2")
+    parts = state.messages[0].tool_calls
+    assert [(p.status, p.error) for p in parts] == [
+        ("abandoned", LEFT_BEHIND),
+        ("rejected", None),
+        ("abandoned", LEFT_BEHIND),
+    ]
+    wire = to_wire_messages(state.messages)
+    state = P.apply(state, {"type": "MESSAGES_SNAPSHOT", "messages": wire})
+    assert [(p.status, p.error) for p in state.messages[0].tool_calls] == [
+        (p.status, p.error) for p in parts
+    ]
+    # The next turn's own call is left alone by a message after it: it has its result.
+    state = fold([{"type": "TOOL_CALL_START", "toolCallId": "c4", "toolCallName": "pay",
+                   "parentMessageId": "b"},
+                  {"type": "TOOL_CALL_RESULT", "toolCallId": "c4", "messageId": "t4",
+                   "content": "{}"}], state)  # fmt: skip
+    state = P.add_user_message(state, "thanks", message_id="u3")
+    assert [p.status for m in state.messages for p in m.tool_calls] == [
+        "abandoned", "rejected", "abandoned", "done"
+    ]  # fmt: skip
 
 
 def test_a_snapshot_anchors_tool_results_and_keeps_what_the_wire_cannot_carry() -> None:

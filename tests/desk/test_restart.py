@@ -17,7 +17,14 @@ import pytest
 from ag_ui.core import EventType, RunAgentInput
 from sqlalchemy import Row, select, update
 
-from chat_app.client import ANSWERED_BEFORE, ChatMessage, ClientState, TextPart, ToolCallPart
+from chat_app.client import (
+    ANSWERED_BEFORE,
+    LEFT_BEHIND,
+    ChatMessage,
+    ClientState,
+    TextPart,
+    ToolCallPart,
+)
 from chat_app.desk import LEASE_SECONDS, Answer, Desk, DeskError, thread_topic
 from chat_app.desk import desk as desk_module
 from chat_app.desk.desk import INTERRUPTED
@@ -387,7 +394,14 @@ async def test_an_answer_the_ledger_took_too_late_ends_its_batch_and_a_message_g
     await desk.post(thread, RITA, "what time is it")
     await desk.wait_idle()
     assert world.executions("transfer") == []
-    assert (await desk.view(thread, RITA)).summary.status == "done"
+    went_on = await desk.view(thread, RITA)
+    assert went_on.summary.status == "done"
+    # Its card no longer reads as waiting for anyone: the conversation went on without it.
+    [transfer] = [t for m in build_views(ClientState.from_json(went_on.state), {}).messages
+                  for t in m.tools if t.name == "transfer"]  # fmt: skip
+    assert (transfer.status_label, transfer.reason, transfer.has_decision) == (
+        "No result", LEFT_BEHIND, False
+    )
     # The transfer left behind is no part of the next pause: that one is answered alone.
     await desk.post(thread, RITA, "delete project apollo")
     await desk.wait_idle()

@@ -145,6 +145,8 @@ def _changes(card: ToolCardView) -> rx.Component:
 
 
 def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
+    # Nothing will come of it: it expired, or the conversation went on without its result.
+    settled = (card.status == "expired") | (card.status == "abandoned")
     return rx.box(
         rx.vstack(
             rx.hstack(
@@ -180,10 +182,9 @@ def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
                     rx.cond(card.status == "rejected", "Reason: ", ""),
                     card.reason,
                     size="1",
-                    # An expiry is no failure: nobody decided, so it reads muted.
-                    color=rx.cond(
-                        card.status == "expired", rx.color("gray", 11), rx.color("red", 11)
-                    ),
+                    # An expiry, or a call the conversation went on without, is no failure:
+                    # it reads muted.
+                    color=rx.cond(settled, rx.color("gray", 11), rx.color("red", 11)),
                     class_name="tool-reason",
                 ),
             ),
@@ -198,7 +199,7 @@ def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
         class_name="tool-card",
         data_tool=card.name,
         data_status=card.status,
-        opacity=rx.cond(card.status == "expired", "0.75", "1"),
+        opacity=rx.cond(settled, "0.75", "1"),
         padding="0.6em 0.75em",
         border_radius="8px",
         border=f"1px solid {rx.color('gray', 6)}",
