@@ -29,7 +29,8 @@ import json
 import sqlite3
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -160,8 +161,8 @@ class Ledger(Protocol):
     def check(self) -> None:
         """Raise when the ledger cannot keep its promise now (a store that does not answer).
 
-        The Redis ledger's reads and writes raise `LedgerUnavailable` when Redis does not
-        answer them; the SQLite ledger's file is this machine's, and its errors are its own.
+        Reads and writes raise `LedgerUnavailable` when the store does not answer them: a
+        Redis not reached or too slow, a SQLite file full, locked past the wait or unwritable.
         """
 
 
@@ -208,14 +209,19 @@ class SQLiteLedger:
     order) or a checkpoint within about a second. A killed process loses nothing.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, busy_seconds: float = 30) -> None:
+        """`busy_seconds`: how long a write waits for a lock another process holds (another
+        worker's group commit takes milliseconds; a backup or a shell left in a transaction
+        can take longer) before it raises `LedgerUnavailable`."""
         if str(path) != ":memory:":
             make_private_folder(path.parent)
         self.path = path
         # Pause and execution records commit inline when the writer is idle (no fsync to wait
         # for); a `:memory:` database exists on one connection only, so it never does.
         inline = None if str(path) == ":memory:" else lambda: _open_inline(path)
-        self._writer = GroupWriter(lambda: _open(path), name=f"ledger:{path.name}", inline=inline)
+        self._writer = GroupWriter(
+            lambda: _open(path, busy_seconds), name=f"ledger:{path.name}", inline=inline
+        )
         # Drains queued writes when the ledger is dropped or the interpreter exits.
         self._finalizer = weakref.finalize(self, self._writer.close)
         self._writer.submit(lambda db: None).result()  # the file is usable, or raise here
@@ -228,57 +234,85 @@ class SQLiteLedger:
         self, *, thread_id: str, interrupt_ids: Sequence[str], entries: Sequence[AuditEntry]
     ) -> list[str]:
         job = _commit_job(thread_id, list(interrupt_ids), list(entries))
-        result: list[str] = self._writer.submit(job).result()
+        with self._answering():
+            result: list[str] = self._writer.submit(job).result()
         return result
 
     async def commit_batch_async(
         self, *, thread_id: str, interrupt_ids: Sequence[str], entries: Sequence[AuditEntry]
     ) -> list[str]:
         job = _commit_job(thread_id, list(interrupt_ids), list(entries))
-        result: list[str] = await self._writer.submit_async(job)
+        with self._answering():
+            result: list[str] = await self._writer.submit_async(job)
         return result
 
     def append(self, entries: Iterable[AuditEntry]) -> None:
         entries = list(entries)
         if entries:
-            self._writer.submit(lambda db: _append(db, entries)).result()
+            with self._answering():
+                self._writer.submit(lambda db: _append(db, entries)).result()
 
     async def append_async(self, entries: Iterable[AuditEntry]) -> None:
         entries = list(entries)
         if entries:
             # Pause and execution records need no fsync of their own: the next answer's
             # durable commit (or the writer's idle sync) puts them on disk, in order.
-            await self._writer.submit_async(lambda db: _append(db, entries), durable=False)
+            with self._answering():
+                await self._writer.submit_async(lambda db: _append(db, entries), durable=False)
 
     async def grant_async(self, *, thread_id: str, call_ids: Sequence[str]) -> None:
         rows = [(thread_id, call_id) for call_id in call_ids]
         if rows:
-            await self._writer.submit_async(
-                lambda db: db.executemany("INSERT OR IGNORE INTO grants VALUES (?, ?)", rows),
-                durable=False,
-            )
+            with self._answering():
+                await self._writer.submit_async(
+                    lambda db: db.executemany("INSERT OR IGNORE INTO grants VALUES (?, ?)", rows),
+                    durable=False,
+                )
 
     async def granted_async(self, *, thread_id: str, call_ids: Sequence[str]) -> list[str]:
         if not call_ids:
             return []
         marks = ",".join("?" * len(call_ids))
         query = f"SELECT call_id FROM grants WHERE thread_id = ? AND call_id IN ({marks})"  # noqa: S608
-        rows = await self._writer.submit_async(
-            lambda db: db.execute(query, (thread_id, *call_ids)).fetchall(), durable=False
-        )
+        with self._answering():
+            rows = await self._writer.submit_async(
+                lambda db: db.execute(query, (thread_id, *call_ids)).fetchall(), durable=False
+            )
         return sorted(row[0] for row in rows)
 
     def records(self) -> list[AuditRecord]:
         # Through the writer too: a `:memory:` database exists only on its connection.
-        rows = self._writer.submit(_read_records).result()
+        with self._answering():
+            rows = self._writer.submit(_read_records).result()
         return [AuditRecord(**json.loads(row[0])) for row in rows]
 
     def check(self) -> None:
         """A file this process opened at its start: nothing to reach since."""
 
+    @contextmanager
+    def _answering(self) -> Iterator[None]:
+        """A file SQLite cannot write or read just now (a full disk, a lock held past the
+        wait, an I/O error, a folder made read-only) raises `LedgerUnavailable`: the
+        transaction was rolled back, so nothing of it was kept (never `late`). A statement
+        SQLite refuses as wrong is a bug, raised as it is."""
+        try:
+            yield
+        except sqlite3.Error as error:
+            if not _unavailable(error):
+                raise
+            raise LedgerUnavailable(
+                f"The ledger's SQLite file {self.path} cannot be used just now: {error}"
+            ) from error
 
-def _open(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, timeout=30, isolation_level=None)
+
+def _unavailable(error: sqlite3.Error) -> bool:
+    """The file, not the statement: `OperationalError` (locked, full, I/O, read-only, cannot
+    open) or a bare `DatabaseError` (the file is damaged or is not a database)."""
+    return isinstance(error, sqlite3.OperationalError) or type(error) is sqlite3.DatabaseError
+
+
+def _open(path: Path, busy_seconds: float) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=busy_seconds, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.executescript(
         """

@@ -26,10 +26,12 @@ from chat_app.trust.ledger import (
     GENESIS,
     AuditEntry,
     AuditRecord,
+    LedgerUnavailable,
     SQLiteLedger,
     record_hash,
     verify_chain,
 )
+from tests.agent.test_security import Clock, answer, approve, pause, ran, sealed_agent
 
 
 def entry(n: int, data: dict[str, Any] | None = None) -> AuditEntry:
@@ -597,3 +599,55 @@ def test_after_a_group_of_several_jobs_a_lone_record_goes_to_the_writer(
     asyncio.run(record())  # the latest group held one job: this one goes inline
     assert _inserts(inline) == 1
     writer.close()
+
+
+async def test_a_ledger_file_another_process_holds_locked_stops_the_run_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    """Another process keeps the ledger's file locked past the wait (a shell left in a
+    transaction): the continuation ends with `ledger-unavailable`, says nothing ran, and runs
+    nothing; the file and why are in the error the ledger raises, for the log. Once the lock
+    is let go, the same answer runs, once."""
+    path = tmp_path / "ledger.db"
+    ledger = SQLiteLedger(path, busy_seconds=0.2)
+    agent = sealed_agent(Clock(), ledger)
+    events = await pause(agent, "delete project apollo")
+    [item] = events[-1]["outcome"]["interrupts"]
+    other = sqlite3.connect(path, timeout=0, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    refused = await answer(agent, events, [approve(item)])
+    assert ran(refused) == []
+    assert (refused[-1]["type"], refused[-1]["code"]) == ("RUN_ERROR", "ledger-unavailable")
+    assert refused[-1]["message"].startswith("Nothing ran: the approval ledger could not be")
+    assert str(path) not in refused[-1]["message"]
+    with pytest.raises(LedgerUnavailable, match=rf"^The ledger's SQLite file {path} .*locked"):
+        ledger.append([entry(1)])
+    other.execute("ROLLBACK")
+    retried = await answer(agent, events, [approve(item)], run_id="r3")
+    again = await answer(agent, events, [approve(item)], run_id="r4")
+    assert len(ran(retried)) == 1 and ran(again) == []
+    assert [r.kind for r in ledger.records()] == ["pause", "decision", "execution"]
+
+
+@pytest.mark.parametrize(
+    ("error", "outage"),
+    [
+        (sqlite3.OperationalError("database or disk is full"), True),
+        (sqlite3.OperationalError("attempt to write a readonly database"), True),
+        (sqlite3.DatabaseError("database disk image is malformed"), True),
+        (sqlite3.IntegrityError("UNIQUE constraint failed: audit.seq"), False),
+        (sqlite3.ProgrammingError("Incorrect number of bindings supplied"), False),
+    ],
+)
+def test_only_the_files_troubles_are_an_outage(
+    tmp_path: Path, error: sqlite3.Error, outage: bool
+) -> None:
+    """A full disk, a read-only or damaged file is `LedgerUnavailable` (the run says the
+    ledger is down); a statement SQLite refuses as wrong is a bug, raised as it is rather
+    than hidden as an outage."""
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    expected: type[Exception] = LedgerUnavailable if outage else type(error)
+    with pytest.raises(expected) as raised, ledger._answering():
+        raise error
+    assert outage is (raised.value.__cause__ is error)
+    ledger.close()
