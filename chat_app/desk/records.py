@@ -8,6 +8,7 @@ the HTTP desk API answers with (`docs/protocol.md` §10).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -429,12 +430,21 @@ class Answer:
                 'Give {"approved": true|false} (with "payload" and "editedArgs" as the tool '
                 'asks), {"cancelled": true}, or {"value": …} for a question.',
             )
-        unknown = set(body) - {"approved", "payload", "editedArgs"}
+        unknown = sorted(set(body) - {"approved", "payload", "editedArgs"})
         if unknown:
-            raise DeskError("invalid", f"Unknown field(s): {', '.join(sorted(unknown))}.")
-        # No tool's arguments are null: an item's own JSON shows `"editedArgs": null` for
-        # none, and an answer copying that shape means none too.
-        body = {key: value for key, value in body.items() if (key, value) != ("editedArgs", None)}
+            # The usual slip is a payload's field beside `approved` ("reason"): say where
+            # it goes, with the body as it would be.
+            moved = ", ".join(f"{json.dumps(key)}: …" for key in unknown)
+            raise DeskError(
+                "invalid",
+                f"Unknown field(s): {', '.join(unknown)}. What the tool asks with a decision "
+                f'goes in "payload": {{"approved": {json.dumps(approved)}, "payload": '
+                f"{{{moved}}}}}.",
+            )
+        # Neither a payload nor arguments are null: an item's own JSON shows `"editedArgs":
+        # null` for none, and an answer copying that shape (or a script's empty payload
+        # written as null) means none too.
+        body = {key: value for key, value in body.items() if value is not None or key == "approved"}
         if "editedArgs" in body and not approved:
             raise DeskError("invalid", "Edited arguments go with an approval only.")
         return cls(

@@ -185,6 +185,12 @@ INVALID: list[tuple[dict[str, Any], tuple[str, str, list[str]]]] = [
          '"payload": {"reason": …}}, as answerSchemas.rejectPayload of GET '
          '/api/conversations/{thread} describes.', []),
     ),
+    (  # a payload written as null is none: the same hint, not "None is not of type…"
+        {"approved": False, "payload": None},
+        ("invalid-payload", 'A rejection of transfer needs a payload: {"approved": false, '
+         '"payload": {"reason": …}}, as answerSchemas.rejectPayload of GET '
+         '/api/conversations/{thread} describes.', []),
+    ),
     (
         {"approved": False, "payload": {"reason": ""}},
         ("invalid-payload", "'' should be non-empty", ["reason"]),
@@ -216,6 +222,17 @@ async def test_an_invalid_answer_is_refused_and_nothing_is_stored(world: World) 
     # And a valid answer is taken afterwards.
     body = {"approved": False, "payload": {"reason": "Wrong account"}}
     assert (await world.desk.decide(item.decision_id, ADA, Answer.read(body))).status == "decided"
+
+
+def test_a_payloads_field_beside_approved_is_told_where_it_goes() -> None:
+    """The usual slip, a reason next to `approved`: the refusal shows the body as it
+    should be, without echoing what was sent."""
+    with pytest.raises(DeskError) as caught:
+        Answer.read({"approved": False, "reason": "Not this quarter", "note": 1})
+    assert caught.value.message == (
+        'Unknown field(s): note, reason. What the tool asks with a decision goes in "payload": '
+        '{"approved": false, "payload": {"note": …, "reason": …}}.'
+    )
 
 
 @pytest.mark.parametrize(
