@@ -50,6 +50,7 @@ ToolCallStatus: TypeAlias = Literal[
     "done",  # the result arrived
     "error",  # the tool failed; `error` holds why
     "abandoned",  # a later user message went on without its result; `error` says so
+    "stopped",  # the run ended in an error before its result came (the run's error says why)
 ]
 #: `expired`: closed unanswered once its time was up (sent as a cancellation).
 ToolDecision: TypeAlias = Literal["approved", "rejected", "cancelled", "expired"]

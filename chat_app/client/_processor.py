@@ -19,6 +19,8 @@ import jsonpatch
 import jsonpointer
 
 from chat_app.interrupts import (
+    BATCH_ERROR_CODES,
+    ITEM_ERROR_CODES,
     LEGACY_APPROVAL_REASON,
     POLICY_DECISION_EVENT,
     js_json_dumps,
@@ -30,6 +32,7 @@ from ._messages import (
     ChatMessage,
     TextPart,
     ToolCallPart,
+    ToolCallStatus,
     ToolDecision,
     ToolResultPart,
     error_text,
@@ -109,7 +112,7 @@ class StreamProcessor:
             parts=(TextPart(content=text),),
             created_at=_iso_now(),
         )
-        state = _abandon_unfinished_calls(state)
+        state = _mark_turns_calls(state, _UNFINISHED, status="abandoned", error=LEFT_BEHIND)
         return replace(state, messages=(*state.messages, message), active_message_id=None)
 
     def record_decision(
@@ -329,8 +332,11 @@ class StreamProcessor:
 
     def _run_error(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
         message = _str(event.get("message")) or "An error occurred"
+        code = _str(event.get("code"))
+        if code not in _REFUSALS:  # a refused continuation's batch stands, to answer again
+            state = _mark_turns_calls(state, _IN_FLIGHT, status="stopped", error=None)
         return replace(
-            state, run_status="error", error=message, error_code=_str(event.get("code")),
+            state, run_status="error", error=message, error_code=code,
             terminal=dict(event),
         )  # fmt: skip
 
@@ -428,30 +434,34 @@ def _complete_streaming_calls(state: StreamState) -> StreamState:
 
 
 #: A call in one of these states when the person sends a new message never gets its result:
-#: the engine leaves it out of any later batch, and the model reads it as without one.
+#: the engine leaves it out of any later batch, and the model reads it as without one. A
+#: rejection or cancellation keeps its word: nothing ran either way.
 _UNFINISHED = frozenset({"streaming", "running", "awaiting-approval", "approved"})
 LEFT_BEHIND = "The conversation went on without its result."
+#: A call in one of these states when its run ends in an error never gets its result from
+#: that run (an approval's answer, held by a failed send, is the batch's to show).
+_IN_FLIGHT = frozenset({"streaming", "running"})
+_REFUSALS = ITEM_ERROR_CODES | BATCH_ERROR_CODES
 
 
-def _abandon_unfinished_calls(state: StreamState) -> StreamState:
-    """The turn's calls still waiting for a result, marked `abandoned`: a batch that ended
-    without them (answers the ledger held already, a run that failed) is over once a new
-    message goes on. A rejection or cancellation keeps its word: nothing ran either way."""
+def _mark_turns_calls(
+    state: StreamState, statuses: frozenset[str], *, status: ToolCallStatus, error: str | None
+) -> StreamState:
+    """The turn's calls in one of `statuses`, given `status` and `error`. Only the turn
+    since the last user message can hold one: earlier turns were marked when it was sent."""
     messages = list(state.messages)
     changed = False
-    # Only the turn since the last user message can hold one: earlier turns went through
-    # here when that message was sent.
     for position in range(len(messages) - 1, -1, -1):
         message = messages[position]
         if message.role == "user":
             break
-        if not any(part.status in _UNFINISHED for part in message.tool_calls):
+        if not any(part.status in statuses for part in message.tool_calls):
             continue
         messages[position] = replace(
             message,
             parts=tuple(
-                replace(part, status="abandoned", error=LEFT_BEHIND)
-                if isinstance(part, ToolCallPart) and part.status in _UNFINISHED
+                replace(part, status=status, error=error)
+                if isinstance(part, ToolCallPart) and part.status in statuses
                 else part
                 for part in message.parts
             ),

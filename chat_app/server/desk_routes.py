@@ -187,12 +187,12 @@ def messages_json(state: str) -> list[dict[str, Any]]:
                         "decision", "decidedByRule", "interruptId"}]}
 
     `status` is the call's lifecycle (`awaiting-approval`, `approved`, `rejected`,
-    `cancelled`, `expired`, `running`, `done`, `error`, `streaming`, and `abandoned`: a
-    later message went on without its result); `result` is the parsed result once
-    `hasResult`; `error` the failure or the rejection's reason; `decision` what a person
-    decided (`approved`, `rejected`, `cancelled`; `expired` when nobody did in time),
-    `decidedByRule` the policy rule that decided
-    it alone. Tool results are folded into their call; messages the client keeps verbatim
+    `cancelled`, `expired`, `running`, `done`, `error`, `streaming`, `stopped`: its run
+    failed before its result came, and `abandoned`: a later message went on without it);
+    `result` is the parsed result once `hasResult`; `error` the failure or the rejection's
+    reason; `decision` what a person decided (`approved`, `rejected`, `cancelled`; `expired`
+    when nobody did in time), `decidedByRule` the policy rule that decided it alone. Tool
+    results are folded into their call; messages the client keeps verbatim
     (reasoning, multimodal) show their role and any plain text content.
     """
     data = json.loads(state)

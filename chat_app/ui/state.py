@@ -248,6 +248,8 @@ class ChatState(IdentityState):
     running: bool = False
     resuming: bool = False
     open_count: int = 0
+    #: Of those, how many hold an answer a failed send kept (`Views.unsent`).
+    unsent: int = 0
     batch_size: int = 0
     bulk_ok: bool = False
     cancel_all_ok: bool = True
@@ -395,7 +397,7 @@ class ChatState(IdentityState):
 
     @rx.var
     def batch_title(self) -> str:
-        if self.open_count == 0 and self.can_retry:  # answered, the sending failed
+        if self.open_count == self.unsent and self.can_retry:  # answered, the sending failed
             return "Not sent"
         return f"{self.open_count} decision{'s' if self.open_count != 1 else ''} needed"
 
@@ -447,12 +449,13 @@ class ChatState(IdentityState):
             self.turn = parts.turn
         self.loose_decisions = views.loose_decisions
         self.open_count = views.open_count
+        self.unsent = views.unsent
         if self.held == RUNNING_NOTICE:  # until the run ends: Send is back then
             if not self.running:
                 self.held = ""
         elif self.held and not client.manager.has_open_items:  # nothing holds it back now
             self.held = ""
-        elif self.held and not views.open_count and state.can_retry:  # decided, not sent
+        elif self.held and views.open_count == views.unsent and state.can_retry:  # not sent
             self.held = NOT_SENT_NOTICE
         elif self.held and not views.open_count:  # the person's own answered: others' remain
             self.held = WAITING_NOTICE
@@ -1235,7 +1238,7 @@ class ChatState(IdentityState):
                 "conversation starts your own."
             )
             return None
-        if self.open_count:
+        if self.open_count and (self.open_count > self.unsent or not self.can_retry):
             # Held back, not lost: the person answers the decisions, then sends.
             self.held = HELD_NOTICE
             await self._keep_held(text, again=True)

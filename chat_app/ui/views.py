@@ -59,6 +59,7 @@ STATUS_LABELS = {
     "done": "Done",
     "error": "Error",
     "abandoned": "No result",
+    "stopped": "Stopped",
 }
 STATUS_COLORS = {
     "streaming": "gray",
@@ -71,6 +72,7 @@ STATUS_COLORS = {
     "done": "green",
     "error": "red",
     "abandoned": "gray",
+    "stopped": "gray",
 }
 
 
@@ -184,6 +186,9 @@ class Views:
     #: Whether Cancel all applies: the person may cancel every open decision (an approver
     #: may not withdraw someone else's request).
     cancel_all_ok: bool = True
+    #: Of the open decisions, how many hold an answer a failed send kept (Retry sends it,
+    #: or they answer anew): when all do, nothing is needed but the Retry.
+    unsent: int = 0
 
 
 def pretty(value: Any) -> str:
@@ -922,7 +927,7 @@ def build_views(
         card.held_only = card.id in held_only
     for shown in messages[fresh:]:
         for tool in shown.tools:
-            if tool.has_decision and tool.decision.held_only:  # decided: not awaiting it
+            if tool.has_decision and tool.decision.held:  # decided: not awaiting it
                 tool.status_label, tool.status_color = "Not sent", "amber"
     if asked_by is not None:
         for card in cards:
@@ -941,6 +946,7 @@ def build_views(
         batch_size=len(answerable),
         bulk_ok=bulk_ok,
         cancel_all_ok=all(card.can_cancel for card in cards if card.id in open_ids),
+        unsent=len(open_ids & held.keys()),
         # "One or more … are invalid" only repeats what the items themselves show; a
         # replay's refusal, what the status row says of it.
         batch_errors=[] if state.answered_before else _tries(

@@ -166,6 +166,22 @@ def test_a_new_message_leaves_the_turns_unfinished_calls_behind_and_says_so() ->
     ]  # fmt: skip
 
 
+def test_a_run_that_fails_stops_its_calls_in_flight_and_a_refusal_stops_none() -> None:
+    """A run error (the ledger could not record the pause, a model's stream cut off) ends
+    the calls that were still running: nothing will come of them in that run. A refused
+    continuation's batch stands, to be answered again."""
+    end = {"type": "TOOL_CALL_END", "toolCallId": "c1"}
+    failed = fold([*CALL, end, {"type": "RUN_ERROR", "message": "The run stopped: …",
+                                "code": "ledger-unavailable"}])  # fmt: skip
+    assert [p.status for p in failed.messages[0].tool_calls] == ["stopped"]
+    assert failed.error == "The run stopped: …"
+    streaming = fold([*CALL, {"type": "RUN_ERROR", "message": "cut off"}])
+    assert [p.status for p in streaming.messages[0].tool_calls] == ["stopped"]
+    refused = fold([*CALL, end, {"type": "RUN_ERROR", "message": "No.",
+                                 "code": "incomplete-batch"}])  # fmt: skip
+    assert [p.status for p in refused.messages[0].tool_calls] == ["running"]
+
+
 def test_a_snapshot_anchors_tool_results_and_keeps_what_the_wire_cannot_carry() -> None:
     state = fold([*CALL, {"type": "TOOL_CALL_END", "toolCallId": "c1"}])
     state = P.record_decision(state, "c1", "rejected")

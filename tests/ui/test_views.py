@@ -6,6 +6,7 @@ answering a decision must leave that part of the views equal, whatever the histo
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +27,7 @@ from chat_app.client import (
 )
 from chat_app.demo import build_demo_agent
 from chat_app.desk import InboxItem, Vote
-from chat_app.trust import RedisLedger
+from chat_app.trust import RedisLedger, SQLiteLedger
 from chat_app.ui.session import StateJson
 from chat_app.ui.views import (
     ARCHIVE_BLOCK,
@@ -685,5 +686,36 @@ def test_a_send_that_fails_again_is_shown_once_with_how_often(tmp_path: Path) ->
         assert build_views(client.state, memory()).batch_errors == [
             "Interrupt continuation could not be started (2 tries)."
         ]
+
+    run_on_own_loop(scenario())
+
+
+def test_an_answer_a_failed_send_holds_is_not_a_decision_still_needed(tmp_path: Path) -> None:
+    """Rita approves her own request while another process holds the ledger's file locked:
+    the send fails. Her card says what it holds and reads "Not sent", not "Awaiting
+    approval"; the one open decision holds an answer (`unsent`), so the batch bar says
+    "Not sent" rather than "1 decision needed". Answered anew, it is needed no more."""
+    path = tmp_path / "ledger.db"
+
+    async def scenario() -> None:
+        agent = build_demo_agent(ledger=SQLiteLedger(path, busy_seconds=0.1))
+        tools = ClientTool.from_manifest({"tools": agent.tool_manifest()}, {})
+        client = ChatClient(InProcessConnection(agent.run, encode=event_to_wire), tools=tools)
+        await client.send("delete project apollo")
+        [item] = client.interrupts
+        other = sqlite3.connect(path, timeout=0, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        await client.resolve_interrupt(item.id, approved=True)
+        shown = build_views(client.state, memory())
+        [card] = [t for m in shown.messages for t in m.tools]
+        assert (card.status_label, card.decision.held) == (
+            "Not sent", "Approved, not sent: Retry sends it again, or answer anew."
+        )
+        assert (shown.open_count, shown.unsent) == (1, 1)
+        other.execute("ROLLBACK")
+        await client.retry_interrupts()
+        done = build_views(client.state, memory())
+        assert (done.open_count, done.unsent) == (0, 0)
+        assert [t.status_label for m in done.messages for t in m.tools] == ["Done"]
 
     run_on_own_loop(scenario())

@@ -106,12 +106,16 @@ def _trail() -> rx.Component:
                 ),
             ),
         ),
-        rx.box(
-            records_table(
-                COLUMNS, rx.table.body(rx.foreach(AuditState.rows, _row)), id="audit-table"
+        # No trail read, no table: its headers alone would read as a trail with no records.
+        rx.cond(
+            AuditState.available,
+            rx.box(
+                records_table(
+                    COLUMNS, rx.table.body(rx.foreach(AuditState.rows, _row)), id="audit-table"
+                ),
+                width="100%",
+                overflow_x="auto",
             ),
-            width="100%",
-            overflow_x="auto",
         ),
         padding="1.25em",
         spacing="3",
