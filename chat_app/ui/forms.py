@@ -75,6 +75,9 @@ class FormField:
     nullable: bool = False
     #: A `list` field's items, when they are numbers: "integer" or "number" ("" for text).
     item_kind: str = ""
+    #: An optional box the proposal (an edit's arguments) did not hold: left unticked, it
+    #: stays out of the answer, where `false` would read as a change nobody made.
+    unticked_absent: bool = False
 
 
 @dataclass
@@ -94,8 +97,9 @@ def form_fields(schema: Mapping[str, Any], initial: Any = None) -> list[FormFiel
     fields: list[FormField] = []
     shape = _shape(schema, schema, _ROOT)
     if _is_object(shape.schema):
-        start = initial if isinstance(initial, Mapping) else {}
-        _object_fields(shape.schema, schema, shape.seen, "", 0, start, fields)
+        proposal = isinstance(initial, Mapping)
+        start = initial if proposal else {}
+        _object_fields(shape.schema, schema, shape.seen, "", 0, start, fields, proposal)
     else:
         fields.append(_field(shape, schema, "value", "Value", True, 0, initial))
     return fields
@@ -207,7 +211,9 @@ def _object_fields(
     depth: int,
     initial: Mapping[str, Any],
     out: list[FormField],
+    proposal: bool,
 ) -> None:
+    """`proposal`: `initial` is a proposal (an edit's arguments), not the schema's defaults."""
     required = set(schema.get("required", []))
     for name, child in _ordered_properties(schema):
         if not isinstance(child, Mapping):
@@ -233,9 +239,13 @@ def _object_fields(
             )
             nested = initial.get(name)
             start = nested if isinstance(nested, Mapping) else {}
-            _object_fields(shape.schema, root, shape.seen, path, depth + 1, start, out)
+            _object_fields(shape.schema, root, shape.seen, path, depth + 1, start, out, proposal)
         else:
             row = _field(shape, root, path, label, name in required, depth, initial.get(name))
+            row.unticked_absent = (
+                proposal and row.kind == "boolean" and not row.required and name not in initial
+                and "default" not in shape.schema
+            )  # fmt: skip
             out.append(row)
 
 
@@ -504,7 +514,8 @@ def _convert(row: FormField, data: Mapping[str, str | list[str]]) -> Any:
         return [_choice(row, item) for item in chosen]
     text = (raw[-1] if raw else "") if isinstance(raw, list) else (raw or "")
     if row.kind == "boolean":
-        return text.lower() not in ("", "false", "off", "0")
+        ticked = text.lower() not in ("", "false", "off", "0")
+        return _OMIT if row.unticked_absent and not ticked else ticked
     if row.kind == "list":
         # Blank lines are skipped, but counted: "Line 3" is the third line the person sees.
         lines = [(number, line.strip()) for number, line in enumerate(text.splitlines(), 1)]

@@ -487,3 +487,35 @@ def test_a_list_of_numbers_is_sent_as_numbers_and_a_bad_line_says_which() -> Non
     twice = {"type": "object", "properties": {"ids": unique}}
     repeated = read_form(twice, form_fields(twice), {"ids": "1\n1"})
     assert repeated.errors == {"ids": "Each item must be different: one is given twice."}
+
+
+def test_an_edits_unticked_box_the_proposal_did_not_hold_stays_out_of_the_arguments() -> None:
+    """Editing a call's arguments, an optional box the model did not set, left unticked, is
+    no change: it stays out (the changes line would read "fragile: — → false"). One the
+    proposal set to false stays false; ticked, it is true; a question's box is still no."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "weight": {"type": "integer"},
+            "fragile": {"type": "boolean"},
+            "insured": {"type": "boolean"},
+            "signed": {"type": "boolean", "default": False},
+            "box": {"type": "object", "properties": {"sealed": {"type": "boolean"}}},
+        },
+        "required": ["weight"],
+    }
+
+    def edited(proposal: dict[str, Any], data: dict[str, str]) -> Any:
+        result = read_form(schema, form_fields(schema, proposal), data)
+        assert result.ok, result.errors
+        return result.value
+
+    proposal = {"weight": 2, "insured": False}
+    assert edited(proposal, {"weight": "2"}) == {"weight": 2, "insured": False, "signed": False}
+    assert edited(proposal, {"weight": "2", "fragile": "true", "box.sealed": "on"}) == {
+        "weight": 2, "fragile": True, "insured": False, "signed": False, "box": {"sealed": True}
+    }  # fmt: skip
+    # No proposal (a question's form): an unticked box answers no, as before.
+    assert read_form(schema, form_fields(schema), {"weight": "2"}).value == {
+        "weight": 2, "fragile": False, "insured": False, "signed": False, "box": {"sealed": False}
+    }  # fmt: skip
