@@ -18,6 +18,7 @@ from ._bindings import (
     without_interrupt_binding,
 )
 from ._canonical import (
+    MAX_SAFE_INTEGER,
     JSONValue,
     canonical_interrupt_json,
     digest_interrupt_json,
@@ -153,6 +154,7 @@ __all__ = [
     "JSONValue",
     "LEGACY_APPROVAL_REASON",
     "LEGACY_CLIENT_TOOL_REASON",
+    "MAX_SAFE_INTEGER",
     "POLICY_DECISION_EVENT",
     "POLICY_METADATA_KEY",
     "RUN_ID_HEADER",

@@ -21,7 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chat_app.interrupts import SchemaProblem, UnusableSchemaError, schema_problems
+from chat_app.interrupts import (
+    MAX_SAFE_INTEGER,
+    SchemaProblem,
+    UnusableSchemaError,
+    schema_problems,
+)
 from chat_app.interrupts.strict_json import strict_loads
 from chat_app.trust.identity import spelled_out
 
@@ -556,9 +561,6 @@ def _list_item(row: FormField, line: str, number: int) -> Any:
         raise ValueError(f"Line {number}: {error}") from None
 
 
-#: The largest whole number every JSON reader keeps exactly (2^53 - 1, RFC 7493): past it,
-#: a browser or a JavaScript agent reads another number than the one typed.
-MAX_EXACT = 2**53 - 1
 #: A number as JSON writes one (a sign, ASCII digits, a decimal point, an exponent), nothing
 #: else: not Python's "1_000", "inf", "nan" or other scripts' digits.
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -571,7 +573,7 @@ def _typed_number(text: str, kind: str) -> int | float:
         number = _number(text, "Enter a whole number.")
         if isinstance(number, float) and not number.is_integer():
             raise ValueError("Enter a whole number.")
-        if abs(number) > MAX_EXACT:  # "9007199254740993.0": read as a float, rounded
+        if abs(number) > MAX_SAFE_INTEGER:  # "9007199254740993.0": read as a float, rounded
             raise ValueError("That number is too large.")
         return int(number)
     number = _number(text, "Enter a number.")
@@ -587,11 +589,12 @@ def _number(text: str, what: str) -> int | float:
             raise ValueError("Use a point for decimals (9.99) and no thousands separators.")
         raise ValueError(what)
     number = float(typed)  # a whole one past a float's range reads as infinite too
-    if not math.isfinite(number) or (_WHOLE.fullmatch(typed) and abs(int(typed)) > MAX_EXACT):
+    whole = _WHOLE.fullmatch(typed) is not None
+    if not math.isfinite(number) or (whole and abs(int(typed)) > MAX_SAFE_INTEGER):
         raise ValueError("That number is too large.")
     if number == 0 and any(digit in "123456789" for digit in typed.lower().partition("e")[0]):
         raise ValueError("That number is too small: it would be sent as 0.")
-    return int(typed) if _WHOLE.fullmatch(typed) else number
+    return int(typed) if whole else number
 
 
 def _choice(row: FormField, text: str) -> Any:
