@@ -896,6 +896,15 @@ def build_views(
     held_only = {
         item_id for item_id in held if item_id in given or item_id in others or theirs
     }  # fmt: skip
+    # Decided at the desk while the rest of its batch is not: the desk sends it with them,
+    # and nobody answers it again here (the desk would refuse it as decided).
+    with_batch = {
+        item.id: f"{given[item.id]}; the desk sends it with the rest of the batch."
+        for item in state.interrupts
+        if item.id in given and item.id not in held and item.answerable
+    }
+    held.update(with_batch)
+    held_only.update(with_batch)
     if state.answered_before:  # the ledger holds these answers: nothing is left to do
         for replayed in state.interrupts:
             if replayed.error is not None and replayed.error.code == "conflict":
@@ -927,7 +936,9 @@ def build_views(
         card.held_only = card.id in held_only
     for shown in messages[fresh:]:
         for tool in shown.tools:
-            if tool.has_decision and tool.decision.held:  # decided: not awaiting it
+            if tool.decision.id in with_batch:  # decided: not awaiting it
+                tool.status_label, tool.status_color = "Decided", "blue"
+            elif tool.has_decision and tool.decision.held:
                 tool.status_label, tool.status_color = "Not sent", "amber"
     if asked_by is not None:
         for card in cards:

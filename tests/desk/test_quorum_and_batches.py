@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
+from chat_app.client import ClientState
 from chat_app.demo import POLICY_PATH
 from chat_app.desk import Answer, DeskError, DeskStore, InboxItem, Vote
 from chat_app.trust import Policy
+from chat_app.ui.views import build_views, given_at_desk
 from tests.desk.world import ADA, OLIVE, RITA, SAM, THEO, World, texts
 
 
@@ -310,6 +312,22 @@ async def test_a_batch_runs_once_every_item_is_decided(world: World) -> None:
     assert [item.decision_id for item in (await world.desk.inbox(RITA))[0]] == [
         items[2].decision_id
     ]
+    # Every page shows the two decided as decided, with nothing left to click on them, and
+    # one decision still needed.
+    for viewer in (RITA, ADA):
+        shown = build_views(ClientState.from_json(view.state), {},
+                            at_desk=given_at_desk(view.decisions, viewer.email))  # fmt: skip
+        cards = {t.decision.id: t for m in shown.messages for t in m.tools if t.has_decision}
+        assert shown.open_count == 1
+        decided = [cards[item.item_id] for item in items[:2]]
+        assert [(c.status_label, c.decision.held_only) for c in decided] == [("Decided", True)] * 2
+        who = "you" if viewer is RITA else "Rita"
+        assert decided[0].decision.held == (
+            f"Approved by {who}; the desk sends it with the rest of the batch."
+        )
+        assert (cards[items[2].item_id].status_label, cards[items[2].item_id].decision.held) == (
+            "Awaiting approval", ""
+        )
 
     await world.desk.decide(items[2].decision_id, RITA, Answer("approve"))
     await world.desk.wait_idle()
