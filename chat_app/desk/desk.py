@@ -180,6 +180,9 @@ ConnectionFor = Callable[[RunAs], Connection]
 ToolSource = Callable[[], Sequence[ClientTool]]
 
 
+#: A page's write refused because the stored conversation changed since the tab's copy.
+STORED_SINCE = "The conversation was stored from elsewhere since this tab's copy of it."
+
 class Desk:
     """Stored conversations, the inbox and server-run continuations."""
 
@@ -380,6 +383,11 @@ class Desk:
         """Every decision of a conversation, pending or past, with its votes."""
         found: list[InboxItem] = await self._db(self.store.decisions_of, thread_id)
         return [self._judged(item) for item in found]
+
+    async def carried(self, thread_id: str, item_ids: Sequence[str]) -> bool:
+        """Whether a run carrying any of these answers went through (`DeskStore.carried`)."""
+        found: bool = await self._db(self.store.carried, thread_id, item_ids)
+        return found
 
     async def decision(self, decision_id: str) -> InboxItem | None:
         found: InboxItem | None = await self._db(self.store.decision, decision_id)
@@ -772,12 +780,13 @@ class Desk:
 
     async def record(
         self, thread_id: str, owner: Identity, actor: Identity, state: ClientState,
-        state_json: str | None = None,
+        state_json: str | None = None, *, if_version: int | None = None,
     ) -> int:  # fmt: skip
         """Store a conversation a page runs itself (its tab's own client): created on first
         sight, its pause's decisions added, those it answered closed as `actor`'s. Returns
         the stored version. `state_json`, when the page has it, is `state.to_json()` (the
-        page keeps each message's JSON: dumping 2,000 messages whole takes 10-30 ms)."""
+        page keeps each message's JSON: dumping 2,000 messages whole takes 10-30 ms). With
+        `if_version`, only over that stored version: else `stale`, and nothing is written."""
         stored = await self._db(self.store.owner, thread_id)
         now = self.clock()
         if stored is None:
@@ -796,7 +805,8 @@ class Desk:
         else:
             owner_email, owner_name = stored
         return await self._save(
-            thread_id, state, owner_email, owner_name, actor, busy=False, state_json=state_json
+            thread_id, state, owner_email, owner_name, actor, busy=False, state_json=state_json,
+            if_version=if_version,
         )
 
     # --- running ------------------------------------------------------------------------
@@ -1178,7 +1188,7 @@ class Desk:
     async def _save(
         self, thread_id: str, state: ClientState, owner_email: str, owner_name: str,
         actor: Identity, *, busy: bool, failure: str | None = None,
-        state_json: str | None = None,
+        state_json: str | None = None, if_version: int | None = None,
     ) -> int:  # fmt: skip
         # Answers a failed continuation holds stand until its Retry (or the tab's next
         # answer): their decisions are not open again, for someone else to answer otherwise.
@@ -1222,8 +1232,11 @@ class Desk:
                 open_items=[item.id for item in open_items] + sorted(held_ids),
                 closed_by=(actor.email, actor.name),
                 auto=auto,
+                if_version=if_version,
             )  # fmt: skip
         )
+        if saved is None:
+            raise DeskError("stale", STORED_SINCE)
         for decision_id in saved.added:
             decision_span(decision_id, "paused", start=self.clock(),
                           attributes={"thread.id": thread_id})  # fmt: skip

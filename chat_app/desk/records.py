@@ -37,9 +37,11 @@ __all__ = [
 ]
 
 ConversationStatus: TypeAlias = Literal["running", "waiting", "done", "failed"]
-#: Why the desk refused, as the HTTP API's status: 400, 403, 404, 409, 410, 503.
+#: Why the desk refused, as the HTTP API's status: 400, 403, 404, 409, 410, 503. `stale` is
+#: a page's write over a stored version that moved on (no route gives it).
 DeskErrorCode: TypeAlias = Literal[
-    "invalid", "forbidden", "unknown", "already-decided", "expired", "busy", "unavailable"
+    "invalid", "forbidden", "unknown", "already-decided", "expired", "busy", "stale",
+    "unavailable",
 ]
 
 _STATUS_OF_CODE: dict[str, int] = {
@@ -48,6 +50,7 @@ _STATUS_OF_CODE: dict[str, int] = {
     "unknown": 404,
     "already-decided": 409,
     "busy": 409,
+    "stale": 409,
     "expired": 410,
     "unavailable": 503,
 }

@@ -276,11 +276,13 @@ class DeskStore:
         open_items: Iterable[str] = (),
         closed_by: tuple[str, str] | None = None,
         auto: Sequence[AutoDecision] = (),
-    ) -> Saved:
+        if_version: int | None = None,
+    ) -> Saved | None:
         """Store the conversation's new state; add the pause's new decisions (`drafts`) and
         close those still pending that are no longer open (`open_items`: answered in the
         chat, withdrawn, replaced by a new run), by `closed_by` (email, name). Returns the
-        new version, and whether any decision came or went."""
+        new version, and whether any decision came or went; with `if_version`, `None` (and
+        nothing written) when the stored version is another by now."""
         with write_transaction(self.engine) as connection:
             values: dict[str, Any] = dict(
                 status=status, waiting_for=waiting_for[:300], error=error,
@@ -288,9 +290,12 @@ class DeskStore:
             )  # fmt: skip
             if title is not None:
                 values["title"] = title[:200]
-            connection.execute(
-                update(conversations).where(conversations.c.thread_id == thread_id).values(values)
-            )
+            where = [conversations.c.thread_id == thread_id]
+            if if_version is not None:
+                where.append(conversations.c.version == if_version)
+            written = connection.execute(update(conversations).where(*where).values(values))
+            if if_version is not None and written.rowcount == 0:
+                return None
             connection.execute(
                 update(conversation_states)
                 .where(conversation_states.c.thread_id == thread_id)
@@ -1039,6 +1044,20 @@ class DeskStore:
                     .where(decisions.c.id == ids[0])
                     .values(continued_seconds=seconds)
                 )
+
+    def carried(self, thread_id: str, item_ids: Sequence[str]) -> bool:
+        """Whether a continuation carrying any of these answers went through: its time is
+        kept on one of its decisions (`mark_applied(seconds=…)`), which a send whose end was
+        lost never reaches."""
+        with self.engine.connect() as connection:
+            found = connection.execute(
+                select(decisions.c.id).where(
+                    decisions.c.thread_id == thread_id,
+                    decisions.c.item_id.in_(list(item_ids)),
+                    decisions.c.continued_seconds.is_not(None),
+                ).limit(1)
+            ).first()
+        return found is not None
 
     def _items(self, connection: Any, rows: Sequence[Row[Any]]) -> list[InboxItem]:
         ids = [row.id for row in rows]

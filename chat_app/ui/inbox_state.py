@@ -101,10 +101,13 @@ def tool_choices(names: Iterable[str], chosen: str) -> list[str]:
 
 
 def requester_choices(people: Iterable[tuple[str, str]], chosen: str) -> list[list[str]]:
-    """Who asked (email, name), as [email, label] in label order, with the one chosen kept."""
+    """Who asked (email, name), as [email, label] in label order, with the one chosen kept.
+    Requests made with sign-in off name nobody (no email): "" is the filter's "everyone",
+    so they are not a choice of their own."""
     names: dict[str, str] = {}
     for email, name in people:
-        names.setdefault(email, name)
+        if email:
+            names.setdefault(email, name)
     if chosen:
         names.setdefault(chosen, "")
     return sorted(

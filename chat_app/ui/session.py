@@ -200,8 +200,8 @@ class DecidedElsewhere(TransportError):
         self.own = own
 
 
-#: What a tab is told when its answer reached the engine after an answer of the same
-#: person's from another tab (`PageRunConnection`).
+#: What a tab is told when its answer came after another of the same person's, from another
+#: tab, that went (`PageRunConnection`, `ChatState`).
 ANSWERED_MEANWHILE = "Already answered, in another tab or by someone else."
 
 
@@ -230,11 +230,17 @@ class PageRunConnection(Connection):
                 async for event in self.inner.stream(body):
                     if event.get("type") == "RUN_ERROR":  # refused, or failed: not carried
                         end.errored = True
-                        if entries and event.get("code") == "conflict":
-                            # The engine's ledger holds answers to these already: the same
-                            # person's, from another tab a moment ago, whose run is not
-                            # stored yet (the desk refuses only another person's). Said as
-                            # the desk's refusal is, not in the engine's words.
+                        if (
+                            entries and event.get("code") == "conflict"
+                            and await self.desk.carried(thread, list(entries))
+                        ):  # fmt: skip
+                            # The engine's ledger holds answers to these already, and a run
+                            # carried them: the same person's, from another tab a moment ago,
+                            # not stored yet (the desk refuses only another person's). Said
+                            # as the desk's refusal is, not in the engine's words. Else their
+                            # send's end was lost (a ledger that answered too late, a worker
+                            # that died): the client reads it as answered before, which the
+                            # page stores only over the version it had.
                             raise DecidedElsewhere(ANSWERED_MEANWHILE, own=False)
                     yield event
         except DeskError as error:

@@ -834,8 +834,17 @@ class ChatState(IdentityState):
             await asyncio.wait([pending])
         task = self._start_record(session) or pending
         session.recording = None
+        if task is None:
+            return None
         # The newest outcome stands for both (its state is the newer one).
-        return None if task is None else self._recorded(await task)
+        recorded = await task
+        if isinstance(recorded.outcome, DeskError) and recorded.outcome.code == "stale":
+            # Answers the ledger held already, and another tab's run of them stored since:
+            # theirs went, so the tab shows it, as a race lost before the run is shown.
+            await self._show_stored(self._client_json)
+            self._note_lost(f"{sessions.ANSWERED_MEANWHILE} {NOTHING_RAN}")
+            return None
+        return self._recorded(recorded)
 
     def _start_record(self, session: sessions.Session) -> asyncio.Task[_Recorded] | None:
         """Start storing the conversation as it is now (read here, under the state's lock);
@@ -855,10 +864,15 @@ class ChatState(IdentityState):
         if self._owner and self._owner != viewer.email:
             owner = Identity(email=self._owner, method=viewer.method, name=self.owner_name)
         state_json = session.state_json.dump(state)
+        # Answers refused as a replay are over (`ClientState.answered_before`) only if no run
+        # of them was stored since this tab's copy: one of another tab's that went, say.
+        if_version = self._desk_version if state.answered_before else None
 
         async def write() -> _Recorded:
             try:
-                version = await desk.record(state.thread_id, owner, viewer, state, state_json)
+                version = await desk.record(
+                    state.thread_id, owner, viewer, state, state_json, if_version=if_version
+                )
             except DeskError as error:
                 return _Recorded(state.thread_id, owner, viewer, error)
             return _Recorded(state.thread_id, owner, viewer, version)
@@ -1760,10 +1774,7 @@ class ChatState(IdentityState):
         (`DecidedElsewhere`), which the tab had not seen yet. Nothing of the tab's went, so it
         shows the stored conversation again, not a failed copy of its own (storing that would
         overwrite the other run's), and the message goes back into the composer."""
-        self._client_json, self._desk_version = shown, 0  # read the stored one again
-        sessions.forget(self.router.session.client_token)
-        await self._sync_from_desk(self._viewer())
-        self._refresh(self._session())
+        await self._show_stored(shown)
         if isinstance(refusal, sessions.DecidedElsewhere):  # said above the conversation
             if not refusal.own:  # their own answer from elsewhere: the card shows it stands
                 self._note_lost(f"{refusal.message} {NOTHING_RAN}")
@@ -1776,6 +1787,14 @@ class ChatState(IdentityState):
                 "Your answer arrived while the conversation was running elsewhere (another "
                 f"tab, or someone else's answer). {NOTHING_RAN}"
             )
+
+    async def _show_stored(self, shown: str) -> None:
+        """Show the stored conversation in place of the tab's copy (`shown`, its JSON), which
+        is behind it."""
+        self._client_json, self._desk_version = shown, 0  # read the stored one again
+        sessions.forget(self.router.session.client_token)
+        await self._sync_from_desk(self._viewer())
+        self._refresh(self._session())
 
     async def _follow(
         self, session: sessions.Session, task: asyncio.Task[None]

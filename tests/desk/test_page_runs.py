@@ -10,16 +10,10 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from chat_app.agent import event_to_wire, events
-from chat_app.client import ChatClient, Connection
+from chat_app.client import ANSWERED_BEFORE, ChatClient, Connection
 from chat_app.desk import Answer, DeskError, DeskStats, InboxItem, RunAs, inbox_topic
 from chat_app.desk import desk as desk_module
-from chat_app.interrupts import (
-    BatchInterruptError,
-    InterruptResumeValidationError,
-    ItemInterruptError,
-)
-from chat_app.trust import Identity
+from chat_app.trust import AuditEntry, Identity
 from chat_app.trust.tables import conversations
 from chat_app.ui.session import ANSWERED_MEANWHILE, DecidedElsewhere, PageRunConnection
 from tests.desk.world import ADA, RITA, World
@@ -273,52 +267,67 @@ async def test_a_page_run_that_ended_in_an_error_is_not_traced_as_carried(
     assert DeskStats(world.engine).histogram("continued_seconds", [60.0]).count == 0
 
 
-class _Refused(Connection):
-    """The engine's answer to a continuation whose answers its ledger holds already (as
-    `agent.run` sends it: `RUN_STARTED`, then one `RUN_ERROR`), or its `RUN_ERROR` of
-    `code`."""
-
-    def __init__(self, thread_id: str, item_id: str, code: str = "conflict") -> None:
-        self.thread_id, self.item_id, self.code = thread_id, item_id, code
-
-    async def stream(self, body: Mapping[str, object]) -> AsyncIterator[dict[str, object]]:
-        thread, run = self.thread_id, "run-1"
-        refusal = InterruptResumeValidationError([
-            ItemInterruptError(thread_id=thread, interrupted_run_id=run,
-                               interrupt_id=self.item_id, code=self.code,  # type: ignore[arg-type]
-                               message=f"Interrupt {self.item_id} was already resolved.",
-                               source="server"),
-            BatchInterruptError(thread_id=thread, interrupted_run_id=run,
-                                interrupt_ids=(self.item_id,), code=self.code,  # type: ignore[arg-type]
-                                message="This batch was already answered; nothing ran.",
-                                source="server"),
-        ])  # fmt: skip
-        yield event_to_wire(events.run_started(self.thread_id, "run-2", "run-1", 0))
-        yield event_to_wire(events.resume_error(refusal, self.thread_id, "run-2", 0))
-
-
-async def test_an_answer_the_engine_already_holds_is_said_as_decided_elsewhere(
+async def test_an_answer_the_ledger_holds_already_ends_the_batch_unless_a_run_was_stored(
     world: World,
 ) -> None:
-    """The same person answered in another tab a moment before, and that tab's run is not
-    stored yet: the desk lets this tab's continuation through (only another person's
-    decision refuses it), and the engine's ledger refuses it. The page hears it as the
-    desk's refusal, not in the engine's words; any other refusal goes through as it is."""
+    """The engine's ledger holds Rita's answer already, from a send whose end was lost (a
+    ledger that answered too late, a worker that died): her tab's continuation is refused as
+    a replay, which reaches her client as the engine says it (the batch is over: it asks no
+    more, and a new message goes on). Stored over the version her tab had, it says so; over
+    a version another tab's run stored since, it is refused (`stale`) and writes nothing."""
     thread = await world.start(RITA, "delete project apollo")
     item = await world.only_item(RITA)
-    body = {"threadId": thread, "resume": [{"interruptId": item.item_id, "status": "cancelled"}]}
-    late = PageRunConnection(_Refused(thread, item.item_id), world.desk, lambda: RITA)
-    with pytest.raises(DecidedElsewhere) as refused:
-        async for _ in late.stream(body):
-            pass
-    assert (refused.value.message, refused.value.own) == (ANSWERED_MEANWHILE, False)
+    ledger = world.agent.ledger
+    assert ledger is not None
+    lost = AuditEntry(kind="decision", thread_id=thread, run_id="lost", actor=RITA.email,
+                      data={"interruptId": item.item_id, "decision": "approved"})  # fmt: skip
+    assert ledger.commit_batch(thread_id=thread, interrupt_ids=[item.item_id],
+                               entries=[lost]) == []  # fmt: skip
+    row = world.store.load(thread)
+    assert row is not None
+    page = PageRunConnection(world.connection_for()(RunAs(RITA)), world.desk, lambda: RITA)
+    tab = ChatClient.restore(row.state, page, tools=list(world.tools))
+    await tab.resolve_interrupt(item.item_id, approved=True)
+    assert tab.state.answered_before and tab.state.error_code == "conflict"
     async with world.desk.page_run(thread, [], RITA):  # the lease went back: not "busy"
         pass
 
-    other = PageRunConnection(_Refused(thread, item.item_id, "stale"), world.desk, lambda: RITA)
-    await world.desk.wait_idle()
-    seen = [event async for event in other.stream(body)]
-    assert [event["type"] for event in seen] == ["RUN_STARTED", "RUN_ERROR"]
+    # Another tab's run stored since this tab's copy: its write is refused, nothing changes.
+    moved = world.store.version(thread)
+    with pytest.raises(DeskError) as stale:
+        await world.desk.record(thread, RITA, RITA, tab.state, if_version=moved - 1)
+    assert (stale.value.code, world.store.version(thread)) == ("stale", moved)
+    # Over its own version, it stands: the batch is over, and says why.
+    await world.desk.record(thread, RITA, RITA, tab.state, if_version=moved)
+    view = await world.desk.view(thread, RITA)
+    assert (view.summary.status, view.summary.error) == ("failed", ANSWERED_BEFORE)
+    await tab.send("what time is it")
+    assert world.executions("delete_project") == []
+
+
+async def test_an_answer_another_tabs_run_carried_is_said_as_decided_elsewhere(
+    world: World,
+) -> None:
+    """Rita approved in one tab, and its run went through but is not stored yet; her other
+    tab, still showing the question, approves too. The desk lets it through (only another
+    person's decision refuses it), the engine's ledger refuses it, and the tab hears it as
+    the desk's refusal: answered elsewhere, not a batch whose end was lost."""
+    thread = await world.start(RITA, "delete project apollo")
+    item = await world.only_item(RITA)
+    row = world.store.load(thread)
+    assert row is not None
+
+    def tab() -> ChatClient:
+        page = PageRunConnection(world.connection_for()(RunAs(RITA)), world.desk, lambda: RITA)
+        return ChatClient.restore(row.state, page, tools=list(world.tools))
+
+    first, second = tab(), tab()
+    await first.resolve_interrupt(item.item_id, approved=True)
+    assert first.state.error is None
+    await second.resolve_interrupt(item.item_id, approved=True)
+    assert isinstance(second.error, DecidedElsewhere)
+    assert (second.error.message, second.error.own) == (ANSWERED_MEANWHILE, False)
+    assert len(world.executions("delete_project")) == 1
 
 
 class _Unrecorded(Connection):

@@ -22,13 +22,14 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
+from chat_app.client import ANSWERED_BEFORE
 from chat_app.desk import ConversationSummary, DeskStore, InboxItem, SettledRequest, Vote
-from chat_app.trust import DEMO_PEOPLE, Identity, SQLiteLedger
+from chat_app.trust import DEMO_PEOPLE, AuditEntry, Identity, SQLiteLedger
 from chat_app.trust.store import open_database
 from chat_app.ui.conversations_state import ago, conversation_row, expiry, how_long
 from chat_app.ui.inbox_state import inbox_row, requester_choices, tool_choices
 from chat_app.ui.state import NOTHING_RAN
-from chat_app.ui.views import settled_elsewhere, settled_news
+from chat_app.ui.views import IN_THE_LEDGER, settled_elsewhere, settled_news
 from tests.ui.conftest import (
     app_with_database,
     ask,
@@ -311,7 +312,8 @@ def test_an_inbox_row_says_who_asked_since_when_until_when_and_the_quorum() -> N
     assert (late.expires, late.expired, late.yours) == ("already passed", True, False)
     assert tool_choices(["transfer", "rotate_keys"], "") == ["rotate_keys", "transfer"]
     assert tool_choices(["rotate_keys"], "deploy") == ["deploy", "rotate_keys"]
-    assert requester_choices([(SAM, "Sam"), (RITA, "Rita")], "") == [
+    # A request made with sign-in off names nobody: no choice of its own ("" is everyone).
+    assert requester_choices([(SAM, "Sam"), (RITA, "Rita"), ("", "Anonymous")], "") == [
         [RITA, "Rita (rita@example.com)"], [SAM, "Sam (sam@example.com)"]
     ]  # fmt: skip
     assert requester_choices([], "x@example.com") == [["x@example.com", "x@example.com"]]
@@ -1065,6 +1067,51 @@ def test_a_click_on_a_card_decided_unseen_names_who_decided(
         )  # fmt: skip
         expect(tool_card(rita, "transfer")).to_contain_text("Approved by Ada")
         assert executions(database).count("transfer") == ran + 1
+
+
+def test_an_answer_the_ledger_held_from_a_lost_send_ends_the_batch_and_a_message_goes_on(
+    browser: Browser, race_app: tuple[str, Path], screenshot_dir: Path
+) -> None:
+    """The ledger holds Rita's approval already, from a send whose end was lost (a ledger
+    that answered too late, a worker that died; written here as the engine writes it): her
+    Approve is refused as a replay. The batch is over and says so, where before every click
+    read "Already answered, in another tab" for ever; her next message goes on, the call
+    left behind reads "No result", and nothing ran."""
+    url, database = race_app
+    with people(browser, url, RITA) as [rita]:
+        ask(rita, "delete project apollo")
+        card = tool_card(rita, "delete_project")
+        approve = card.locator("button.approve")
+        expect(approve).to_be_visible()
+        run_ended(rita)
+        thread = thread_of(rita)
+        store = DeskStore(open_database(f"sqlite:///{database}"))
+        [pending] = [item for item in store.decisions_of(thread) if item.status == "pending"]
+        store.engine.dispose()
+        ledger = SQLiteLedger(database.with_name("ledger.db"))
+        answer = {"interruptId": pending.item_id, "decision": "approved"}
+        lost = AuditEntry(kind="decision", thread_id=thread, run_id="lost", actor=RITA, data=answer)
+        try:
+            assert ledger.commit_batch(
+                thread_id=thread, interrupt_ids=[pending.item_id], entries=[lost]
+            ) == []
+        finally:
+            ledger.close()
+
+        approve.click()
+        expect(rita.locator("#run-error")).to_contain_text(ANSWERED_BEFORE)
+        expect(card.locator(".card-held")).to_have_text(IN_THE_LEDGER)
+        expect(card.locator("button.approve")).to_have_count(0)
+        expect(rita.get_by_text("Already answered, in another tab")).to_have_count(0)
+        shot(rita, screenshot_dir, "answered-before")
+        ask(rita, "what time is it")
+        expect(rita.get_by_text("where you are")).to_be_visible()
+        left = rita.locator('.tool-card[data-tool="delete_project"]').first
+        expect(left.locator(".tool-status")).to_have_text("No result")
+        rita.reload()
+        hydrated(rita)
+        expect(left.locator(".tool-status")).to_have_text("No result")
+        assert "delete_project" not in executions(database)
 
 
 def withdrawn_late(rita: Page, database: Path, text: str, email: str, outcome: str) -> None:
