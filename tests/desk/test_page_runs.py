@@ -13,7 +13,7 @@ from sqlalchemy import update
 from chat_app.client import ANSWERED_BEFORE, ChatClient, Connection
 from chat_app.desk import Answer, DeskError, DeskStats, InboxItem, RunAs, inbox_topic
 from chat_app.desk import desk as desk_module
-from chat_app.trust import AuditEntry, Identity
+from chat_app.trust import Identity
 from chat_app.trust.tables import conversations
 from chat_app.ui.session import ANSWERED_MEANWHILE, DecidedElsewhere, PageRunConnection
 from tests.desk.world import ADA, RITA, World
@@ -277,12 +277,7 @@ async def test_an_answer_the_ledger_holds_already_ends_the_batch_unless_a_run_wa
     a version another tab's run stored since, it is refused (`stale`) and writes nothing."""
     thread = await world.start(RITA, "delete project apollo")
     item = await world.only_item(RITA)
-    ledger = world.agent.ledger
-    assert ledger is not None
-    lost = AuditEntry(kind="decision", thread_id=thread, run_id="lost", actor=RITA.email,
-                      data={"interruptId": item.item_id, "decision": "approved"})  # fmt: skip
-    assert ledger.commit_batch(thread_id=thread, interrupt_ids=[item.item_id],
-                               entries=[lost]) == []  # fmt: skip
+    world.in_the_ledger(thread, item.item_id, RITA)
     row = world.store.load(thread)
     assert row is not None
     page = PageRunConnection(world.connection_for()(RunAs(RITA)), world.desk, lambda: RITA)

@@ -28,7 +28,7 @@ from chat_app.client import (
 from chat_app.desk import LEASE_SECONDS, Answer, Desk, DeskError, thread_topic
 from chat_app.desk import desk as desk_module
 from chat_app.desk.desk import INTERRUPTED
-from chat_app.trust import AuditEntry, RedisLedger
+from chat_app.trust import RedisLedger
 from chat_app.trust.tables import conversation_states, conversations, decisions
 from chat_app.ui.views import IN_THE_LEDGER, build_views
 from tests.desk.world import ADA, RITA, World, state_of, texts
@@ -373,12 +373,7 @@ async def test_an_answer_the_ledger_took_too_late_ends_its_batch_and_a_message_g
     desk = world.new_desk(worker="worker-2", wrap=FailsFirst())
     await desk.decide(item.decision_id, ADA, Answer("approve"))
     await desk.wait_idle()
-    ledger = world.agent.ledger
-    assert ledger is not None
-    late = AuditEntry(kind="decision", thread_id=thread, run_id="late", actor=ADA.email,
-                      data={"interruptId": item.item_id, "decision": "approved"})  # fmt: skip
-    assert ledger.commit_batch(thread_id=thread, interrupt_ids=[item.item_id],
-                               entries=[late]) == []  # fmt: skip
+    world.in_the_ledger(thread, item.item_id, ADA)
 
     await desk.retry(thread, RITA)
     await desk.wait_idle()

@@ -124,6 +124,16 @@ class World:
         assert self.agent.ledger is not None
         return [record for record in self.agent.ledger.records() if record.kind == kind]
 
+    def in_the_ledger(self, thread: str, item_id: str, by: Identity) -> None:
+        """`by`'s approval of `item_id` committed in the agent's ledger as the engine commits
+        one, and nothing after it: a send whose end was lost (a ledger that answered too
+        late, a worker that died)."""
+        ledger = self.agent.ledger
+        assert ledger is not None
+        lost = AuditEntry(kind="decision", thread_id=thread, run_id="lost", actor=by.email,
+                          data={"interruptId": item_id, "decision": "approved"})  # fmt: skip
+        assert ledger.commit_batch(thread_id=thread, interrupt_ids=[item_id], entries=[lost]) == []
+
     def executions(self, tool: str | None = None) -> list[dict[str, Any]]:
         """What the agent ran (its trail's execution records), oldest first."""
         found = [record.data for record in self.records("execution")]
