@@ -26,6 +26,9 @@ from typing import Any
 import jsonschema
 import jsonschema_rs
 from jsonschema.exceptions import best_match
+from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012, specification_with
 
 from ._canonical import canonical_interrupt_json
 
@@ -238,6 +241,14 @@ def _compiled(schema_text: str) -> CompiledSchema:
 def _compile(schema: Any) -> CompiledSchema:
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
+    # jsonschema follows a `$ref` only when a value reaches it, and one that points nowhere
+    # fails there: the schema is unusable, said once here like any other flaw.
+    unresolved = _unresolved_ref(schema)
+    if unresolved is not None:
+        raise jsonschema.SchemaError(
+            f"$ref {unresolved!r} points at nothing in the schema (references to other "
+            "documents are not fetched)."
+        )
     full = cls(schema, format_checker=_FORMATS)
     fast = None
     if isinstance(schema, bool) or (
@@ -248,6 +259,34 @@ def _compile(schema: Any) -> CompiledSchema:
         except (ValueError, TypeError):  # not ours to judge: jsonschema compiled it
             fast = None
     return CompiledSchema(full, fast)
+
+
+def _unresolved_ref(schema: Any) -> str | None:
+    """The first `$ref` (or `$dynamicRef`) of `schema` that does not resolve within it."""
+    dialect = schema.get("$schema", "") if isinstance(schema, dict) else ""
+    specification = specification_with(str(dialect), default=DRAFT202012)
+    resource = specification.create_resource(schema)
+    uri = resource.id() or ""
+    resolver = Registry().with_resource(uri, resource).resolver(base_uri=uri)
+    return _first_unresolved(resource, resolver)
+
+
+def _first_unresolved(resource: Resource[Any], resolver: Any) -> str | None:
+    # `resolver`: a `referencing` Resolver (the package exports no name for its type).
+    contents = resource.contents
+    if isinstance(contents, dict):
+        for keyword in ("$ref", "$dynamicRef"):
+            reference = contents.get(keyword)
+            if isinstance(reference, str):
+                try:
+                    resolver.lookup(reference)
+                except Unresolvable:
+                    return reference
+    for subresource in resource.subresources():
+        found = _first_unresolved(subresource, resolver.in_subresource(subresource))
+        if found is not None:
+            return found
+    return None
 
 
 def _shared_only(schema: object) -> bool:

@@ -657,5 +657,13 @@ def friendly_message(problem: SchemaProblem) -> str:
             return f"Add at most {limit} items."
         case "uniqueItems":
             return "Each item must be different: one is given twice."
+        case "minProperties":
+            return f"Fill in at least {_text(limit)} of the fields."
+        case "maxProperties":
+            return f"Fill in at most {_text(limit)} of the fields."
+        case "anyOf" | "oneOf":
+            # The shapes the schema allows, none of which fits: which fields go together
+            # is the schema's to say, in its descriptions.
+            return "These answers do not go together: fill in the fields one of the ways asked."
         case _:
             return problem.message

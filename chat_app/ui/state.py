@@ -51,7 +51,7 @@ from chat_app.trust import Identity
 from . import session as sessions
 from .components.settled import SettledRow
 from .conversations_state import CHAT_PATHS, CONVERSATION_PREFIX, address
-from .forms import DRAFT_FIELD, form_fields, read_form
+from .forms import DRAFT_FIELD, FORM_ERROR_KEY, form_fields, read_form
 from .guard import failure_message, guarded, guarded_task
 from .identity_state import IdentityState, replace_address
 from .views import (
@@ -1326,9 +1326,11 @@ class ChatState(IdentityState):
         before = memory.drafts.get(form, {})
         errors = memory.errors.get(form)
         if errors:
+            # The whole form's problem (`FORM_ERROR_KEY`) goes with any change to it.
             memory.errors[form] = {
                 path: error for path, error in errors.items()
-                if before.get(path) == data.get(path)
+                if (before == data if path == FORM_ERROR_KEY
+                    else before.get(path) == data.get(path))
             }  # fmt: skip
         memory.drafts[form] = dict(data)
         self._memory = dict(self._memory)  # stored with the state, wherever it is kept

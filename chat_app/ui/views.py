@@ -46,7 +46,7 @@ from chat_app.trust import cancel_refusal
 from chat_app.trust.identity import spelled_out
 from chat_app.trust.policy import all_of
 
-from .forms import FormField, answer_lines, form_fields
+from .forms import FORM_ERROR_KEY, FormField, answer_lines, form_fields
 
 STATUS_LABELS = {
     "streaming": "Preparing",
@@ -542,7 +542,9 @@ def decision_view(
     quorum = quorum or {}
     memory = memory or FormMemory()
     waiting = who_decides(item) if who_decides is not None else ""
-    error = item.error.message if item.error else memory.message
+    # A problem of a whole form (no field to show it under: `FORM_ERROR_KEY`) is the card's.
+    whole = next((e[FORM_ERROR_KEY] for e in memory.errors.values() if e.get(FORM_ERROR_KEY)), "")
+    error = item.error.message if item.error else memory.message or whole
     expired = item.expired(now_ms)
     expired_note = (item.expiry_note or "") if item.status == "expired" else ""
     staged, staged_tone = staged_answer(item)

@@ -113,11 +113,21 @@ def test_a_client_checks_only_what_it_can_know() -> None:
     edited = Decision.approval("approval_c1", True, edited_args={"cents": 1})
     assert check_decision(edited, unknown_tool, side="client") == []
     assert [p.code for p in check_decision(edited, unknown_tool)] == ["invalid-edited-args"]
-    unusable = DecisionTarget(kind="generic", response_schema={"type": "no-such-type"})
     answer = Decision.answer("ship", "x")
-    assert check_decision(answer, unusable, side="client") == []
-    (problem,) = check_decision(answer, unusable)
-    assert (problem.code, problem.source) == ("invalid-response-schema", "server")
+    # A schema that is no schema, or whose `$ref` points at nothing (in it, or in another
+    # document, which is never fetched): the server says so; a client leaves it to it.
+    for schema in (
+        {"type": "no-such-type"},
+        {"$ref": "#/$defs/missing"},
+        {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}},
+    ):
+        unusable = DecisionTarget(kind="generic", response_schema=schema)
+        assert check_decision(answer, unusable, side="client") == []
+        (problem,) = check_decision(answer, unusable)
+        assert (problem.code, problem.source) == ("invalid-response-schema", "server")
+    found = DecisionTarget(kind="generic", response_schema={
+        "$ref": "#/$defs/speed", "$defs": {"speed": {"enum": ["x"]}}})  # fmt: skip
+    assert check_decision(answer, found) == []
 
 
 @pytest.mark.parametrize(

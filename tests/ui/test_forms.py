@@ -8,9 +8,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from chat_app.client import GenericInterrupt
 from chat_app.demo.interrupts import RELEASE_PLAN, SHIPPING
 from chat_app.demo.tools import SEND_EMAIL, TRANSFER
 from chat_app.ui.forms import FormField, answer_lines, form_fields, read_form
+from chat_app.ui.views import FormMemory, decision_view
 
 PROFILE: dict[str, Any] = {
     "type": "object",
@@ -519,3 +521,28 @@ def test_an_edits_unticked_box_the_proposal_did_not_hold_stays_out_of_the_argume
     assert read_form(schema, form_fields(schema), {"weight": "2"}).value == {
         "weight": 2, "fragile": False, "insured": False, "signed": False, "box": {"sealed": False}
     }  # fmt: skip
+
+
+def test_a_problem_of_the_whole_form_is_worded_and_shown_on_its_card() -> None:
+    """A problem no single field shows (too few fields filled in, answers that fit none of
+    the shapes allowed, a schema that cannot be checked) is worded for a person and shown on
+    the card: Submit said nothing before."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "minProperties": 1,
+    }
+    empty = read_form(schema, form_fields(schema), {})
+    assert empty.errors == {"": "Fill in at least 1 of the fields."}
+    either = {**schema, "minProperties": 0, "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}
+    assert set(read_form(either, form_fields(either), {"a": "x"}).errors) == set()
+    broken = {"type": "object", "properties": {"a": {"$ref": "#/$defs/nowhere"}}}
+    [problem] = read_form(broken, form_fields(broken), {"a": "x"}).errors.values()
+    assert problem.startswith("This form cannot be checked: $ref '#/$defs/nowhere' points at")
+
+    item = GenericInterrupt(
+        id="ask", reason="question", thread_id="t", interrupted_run_id="r", binding={},
+        response_schema=schema,
+    )  # fmt: skip
+    memory = FormMemory(errors={"response": empty.errors})
+    assert decision_view(item, memory, 0).error == "Fill in at least 1 of the fields."
