@@ -59,6 +59,18 @@ async def test_transfer_approved_runs_and_reports_the_receipt() -> None:
     assert "Receipt id: rcpt-" in text_of(done)
 
 
+async def test_a_message_given_as_parts_is_read_by_its_text() -> None:
+    """AG-UI lets a user message be a list of parts (text, images): the demo reads its text
+    parts, as a real model does (it failed: "Object of type TextPart is not JSON
+    serializable")."""
+    parts = [{"type": "text", "text": "transfer 25 "}, {"type": "text", "text": "to Ada"}]
+    message = {"id": "u1", "role": "user", "content": parts}
+    events = await collect(build_demo_agent(), {"threadId": "t", "runId": "r1",
+                                                "messages": [message]})  # fmt: skip
+    [item] = interrupts_of(events)
+    assert item["metadata"]["input"] == {"recipient": "Ada", "amount": 25}
+
+
 async def test_transfer_reject_requires_a_reason_the_model_reads() -> None:
     events, items = await pause("transfer 25 to Ada")
     refused = await resume(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -11,6 +10,7 @@ from typing import Any
 
 from chat_app.interrupts import js_json_dumps
 
+from ._history import text_of
 from .base import Model, ModelEvent, ModelRequest, TextDelta, ToolCallDelta
 
 _TOKEN = re.compile(r"\s*\S+|\s+")
@@ -70,9 +70,9 @@ def _short_id() -> str:
 
 
 def last_user_text(request: ModelRequest) -> str:
-    """The text of the latest user message (helper for scripts)."""
+    """The text of the latest user message (helper for scripts): its text parts joined when
+    it is given as parts (an image or a file says nothing here)."""
     for message in reversed(request.messages):
         if getattr(message, "role", None) == "user":
-            content = message.content
-            return content if isinstance(content, str) else json.dumps(content)
+            return text_of(message.content)
     return ""
