@@ -30,6 +30,7 @@ from sqlalchemy import ColumnElement, Connection, Engine, func, insert, literal,
 from sqlalchemy.exc import IntegrityError
 
 from .identity import API_TOKEN_PREFIX, MAX_EMAIL, Identity, SessionEnd, is_email
+from .sessions import to_millisecond
 from .store import write_transaction
 from .tables import api_tokens, sign_in_failures, user_roles, users
 
@@ -285,15 +286,11 @@ class Accounts:
             row = self._user(connection, _normal_email(email))
             if row is None:
                 return "removed"
-            if issued < math.floor(row.created_at.timestamp()):
+            if _before(issued, row.created_at):
                 return "replaced"  # the account it was issued for was removed since
-            # In whole seconds, as sessions are issued: one issued in the second of the
-            # sign-out still counts (signing in again at once must), none before it does.
-            if row.signed_out_at is not None and issued < math.floor(
-                row.signed_out_at.timestamp()
-            ):
+            if row.signed_out_at is not None and _before(issued, row.signed_out_at):
                 changed = row.password_changed_at
-                if changed is not None and issued < math.floor(changed.timestamp()):
+                if changed is not None and _before(issued, changed):
                     return "password-changed"
                 return "signed-out"
             return self._identity(connection, row)
@@ -635,3 +632,12 @@ def _check_password(password: str) -> None:
 
 def _failure_key(email: str, client: str) -> tuple[str, str]:
     return _normal_email(email)[:MAX_EMAIL], client.strip().replace(_NUL, " ")[:_MAX_CLIENT]
+
+
+def _before(issued: float, moment: datetime) -> bool:
+    """Whether a session issued at `issued` (unix seconds) came before `moment`: to the
+    millisecond, as sessions are issued (one issued in the sign-out's own millisecond still
+    counts: signing in again at once must); one an earlier version issued in whole seconds
+    counts from its second."""
+    at = moment.timestamp()
+    return issued < (math.floor(at) if float(issued).is_integer() else to_millisecond(at))

@@ -12,6 +12,7 @@ Imports `identity` only.
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from collections.abc import Callable
 from typing import Literal, NamedTuple, get_args
@@ -44,6 +45,11 @@ class Session(NamedTuple):
     issued: float
 
 
+def to_millisecond(seconds: float) -> float:
+    """Unix `seconds` cut to the millisecond, as sessions are issued and compared."""
+    return math.floor(seconds * 1000) / 1000
+
+
 class SessionSigner:
     """Issues and reads session cookie values.
 
@@ -63,11 +69,12 @@ class SessionSigner:
         )
 
     def issue(self, identity: Identity) -> str:
-        """A cookie value naming `identity` (its email and method), issued now (in whole
-        seconds, which every version of this server reads)."""
+        """A cookie value naming `identity` (its email and method), issued now, to the
+        millisecond: a sign-out ends the sessions issued before it, and only those."""
         if identity.anonymous:
             raise ValueError("An anonymous visitor has no session.")
-        return self._serializer.dumps([identity.email, identity.method, int(self._clock())])
+        issued = to_millisecond(self._clock())
+        return self._serializer.dumps([identity.email, identity.method, issued])
 
     def read(self, value: str) -> tuple[str, AuthMethod] | None:
         """`(email, method)` from a cookie this server issued and that has not expired;

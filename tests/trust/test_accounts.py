@@ -5,6 +5,7 @@ SQLite settings, its migrations, and an unusable URL at start. Each test that ta
 from __future__ import annotations
 
 import hashlib
+import math
 import subprocess
 import sys
 import threading
@@ -220,7 +221,7 @@ def test_account_is_the_account_as_it_is_now(accounts: Accounts) -> None:
 def test_signing_out_ends_the_sessions_issued_before_it(accounts: Accounts, clock: Clock) -> None:
     accounts.add_user("ada@example.com", PASSWORD, name="Ada")
     clock.advance(seconds=1)
-    issued = int(clock.now.timestamp())  # as sessions are issued: whole seconds
+    issued = int(clock.now.timestamp())  # as an earlier version issued them: whole seconds
     assert isinstance(accounts.session_account("ada@example.com", issued), Identity)
     clock.advance(seconds=1.5)
     accounts.sign_out("ADA@example.com")
@@ -229,10 +230,20 @@ def test_signing_out_ends_the_sessions_issued_before_it(accounts: Accounts, cloc
     assert accounts.session_account("ada@example.com", signed_in_again) == Identity(
         email="ada@example.com", method="password", name="Ada"
     )
+    # To the millisecond, as sessions are issued now: one issued earlier in the sign-out's
+    # own second ended with it (a copy of its cookie counted for 12 hours), one a moment
+    # after it counts.
+    clock.advance(seconds=1)
+    second = math.floor(clock.now.timestamp())
+    clock.advance(seconds=second + 0.7 - clock.now.timestamp())
+    accounts.sign_out("ada@example.com")
+    assert accounts.session_account("ada@example.com", second + 0.2) == "signed-out"
+    a_moment_after = second + 0.701
+    assert isinstance(accounts.session_account("ada@example.com", a_moment_after), Identity)
     # A new password ends the sessions of the old one.
     clock.advance(seconds=1)
     accounts.set_password("ada@example.com", "battery staple")
-    assert accounts.session_account("ada@example.com", signed_in_again) == "password-changed"
+    assert accounts.session_account("ada@example.com", a_moment_after) == "password-changed"
     # Signed in after the change, then out: that session ended by signing out.
     clock.advance(seconds=1)
     after_change = int(clock.now.timestamp())

@@ -355,7 +355,7 @@ def test_a_password_session_reads_the_account_again_on_every_request() -> None:
 
 def test_signing_out_ends_every_session_issued_before_it() -> None:
     """Another tab's cookie, or a copy of it, stops counting; a sign-in right after counts
-    (sessions are issued in whole seconds: those of the sign-out's own second count too)."""
+    (those of the sign-out's own millisecond count too)."""
     clock = Clock()
     directory = FakeDirectory(clock)
     auth = authenticator("password", clock=clock, directory=directory)
@@ -365,7 +365,7 @@ def test_signing_out_ends_every_session_issued_before_it() -> None:
     assert isinstance(signed_in, Identity)
     auth.sign_out(signed_in)
     assert failure(auth.authenticate(other_tab, None)) == SIGNED_OUT
-    assert auth.authenticate(cookie(auth, ADA), None) == ADA  # the same second
+    assert auth.authenticate(cookie(auth, ADA), None) == ADA  # the same millisecond
     # Nobody's sessions end for a demo person or a token's owner.
     token_owner = Identity(email=ADA.email, method="token")
     for found in (DEMO_PEOPLE[0], token_owner):
