@@ -74,29 +74,38 @@ def tool_calls(
 
     With `reopened`, a call that has a result is left out unless its id is in `reopened`
     (what a continuation needs: the calls still pending, and those it answers again), and so
-    is one without a result that a later user message left behind: its batch ended without
-    it (answers the ledger held already, say), and the person went on.
+    is one without a result that was left behind: by a later user message (its batch ended
+    without it, answers the ledger held already, say, and the person went on), or by a later
+    turn of the model's that called tools (a run started again from the history as it was,
+    in which the model read it as without a result, and whose pause did not ask about it).
     """
     # The per-message work runs in C (a history can hold tens of thousands of messages): the
     # messages are sorted by kind, then only tool results and asking turns are looked at, in
     # their views (see `History.views`), so no message model is built.
     history = _as_history(messages)
     kinds, views = history.kinds(), history.views()
-    results = cast(Iterable[ToolMessage], compress(views, map(_IS_TOOL, kinds)))
+    results = list(cast(Iterable[ToolMessage], compress(views, map(_IS_TOOL, kinds))))
     answered = {message.tool_call_id for message in results if _is_result(message)}
-    # Before the last user message, for a continuation: a call without a result there was
-    # left behind.
-    split = history.last_user() + 1 if reopened is not None else 0
+    # For a continuation, where the person went on (the last user message) and where its
+    # batch begins (`_batch_start`): a call without a result before the one was left behind,
+    # and so was one between the two that nothing answered (a call marked as running on the
+    # client, `pendingExecution`, is still under way).
+    went_on = history.last_user() + 1 if reopened is not None else 0
+    batch = _batch_start(kinds, views, went_on - 1) if reopened is not None else 0
+    marked = {message.tool_call_id for message in results} if went_on < batch else set()
     found: list[ToolCallRef] = []
-    for message, earlier in chain(
-        zip(_asking(views[:split], kinds[:split]), repeat(True)),
-        zip(_asking(views[split:], kinds[split:]), repeat(False)),
+    for message, before in chain(
+        zip(_asking(views[:went_on], kinds[:went_on]), repeat("person")),
+        zip(_asking(views[went_on:batch], kinds[went_on:batch]), repeat("turn")),
+        zip(_asking(views[batch:], kinds[batch:]), repeat("")),
     ):
         for call in message.tool_calls or ():
             has_result = call.id in answered
             if has_result and reopened is not None and call.id not in reopened:
                 continue
-            if earlier and not has_result:
+            if before == "person" and not has_result:
+                continue
+            if before == "turn" and call.id not in marked:
                 continue
             if call.metadata and call.metadata.get("providerExecuted") is True:
                 continue
@@ -110,6 +119,16 @@ def tool_calls(
                 )
             )
     return found
+
+
+def _batch_start(kinds: Sequence[type | None], views: Sequence[Any], last_user: int) -> int:
+    """Where a continuation's batch begins: the last assistant message since `last_user`
+    that calls tools (one pause asks about the calls of one model turn), read from the end;
+    else just after `last_user`."""
+    for index in range(len(views) - 1, last_user, -1):
+        if kinds[index] is AssistantMessage and views[index].tool_calls:
+            return index
+    return last_user + 1
 
 
 def _asking(views: Sequence[Any], kinds: Sequence[type | None]) -> Iterable[AssistantMessage]:

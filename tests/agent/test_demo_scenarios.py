@@ -71,6 +71,23 @@ async def test_a_message_given_as_parts_is_read_by_its_text() -> None:
     assert item["metadata"]["input"] == {"recipient": "Ada", "amount": 25}
 
 
+async def test_a_paused_history_sent_again_pauses_on_what_it_asks_and_runs_that_once() -> None:
+    """A client sends the paused history again without answering it (a regenerate): the
+    model reads the first call as without a result and calls again, and the new pause asks
+    about the new call only. Answering just that one goes on (the engine asked for the
+    first too, which nobody had been asked about), and the deletion runs once."""
+    events, [first] = await pause("delete project apollo")
+    again = await collect(build_demo_agent(), {"threadId": "t", "runId": "r2",
+                                               "messages": events[-2]["messages"]})  # fmt: skip
+    [second] = interrupts_of(again)
+    assert second["toolCallId"] != first["toolCallId"]
+    done = await resume(again, [{"interruptId": second["id"], "status": "resolved",
+                                 "payload": {"approved": True}}], run_id="r3")  # fmt: skip
+    assert done[-1]["type"] == "RUN_FINISHED", done[-1]
+    results = [e for e in done if e["type"] == "TOOL_CALL_RESULT"]
+    assert [e["toolCallId"] for e in results] == [second["toolCallId"]]
+
+
 async def test_transfer_reject_requires_a_reason_the_model_reads() -> None:
     events, items = await pause("transfer 25 to Ada")
     refused = await resume(

@@ -60,6 +60,23 @@ def test_reopened_keeps_only_pending_calls_and_those_answered_again() -> None:
     assert [ref.id for ref in tool_calls(_history(), reopened=set())] == ["c1", "c5"]
 
 
+def test_a_call_a_later_asking_turn_went_past_is_no_part_of_the_batch() -> None:
+    """The history sent again as it was (a regenerate): the model read the paused call as
+    without a result and called another, and the pause asked about that one only. Its
+    continuation answers that one; the first was left behind, as a later message leaves
+    one. A call marked as running on the client is still under way."""
+    history: list[Message] = [
+        UserMessage(id="u1", content="delete project apollo"),
+        AssistantMessage(id="a1", tool_calls=[_call("first")]),
+        AssistantMessage(id="a2", tool_calls=[_call("second")]),
+    ]
+    assert [ref.id for ref in tool_calls(history, reopened=set())] == ["second"]
+    assert [ref.id for ref in tool_calls(history)] == ["first", "second"]
+    running = ToolMessage(id="r1", tool_call_id="first", content='{"pendingExecution": true}')
+    marked = [*history[:2], running, history[2]]
+    assert [ref.id for ref in tool_calls(marked, reopened=set())] == ["first", "second"]
+
+
 def _reference(messages: list[Message], reopened: set[str] | None) -> list[tuple[str, str, bool]]:
     """The plain loop the C-level passes must agree with."""
     answered = {
@@ -71,9 +88,14 @@ def _reference(messages: list[Message], reopened: set[str] | None) -> list[tuple
             and parsed.get("pendingExecution") is True
         )
     }
-    # A call without a result that a later user message left behind is no continuation's.
+    # A call without a result that a later user message left behind is no continuation's,
+    # nor one that nothing answered before the last asking turn since that message.
     users = [i for i, m in enumerate(messages) if getattr(m, "role", None) == "user"]
     left_behind = users[-1] if users and reopened is not None else -1
+    asking = [i for i, m in enumerate(messages) if i > left_behind
+              and isinstance(m, AssistantMessage) and m.tool_calls]  # fmt: skip
+    batch = asking[-1] if asking and reopened is not None else -1
+    marked = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
     found = []
     for index, message in enumerate(messages):
         if not isinstance(message, AssistantMessage):
@@ -83,6 +105,8 @@ def _reference(messages: list[Message], reopened: set[str] | None) -> list[tuple
             if has_result and reopened is not None and call.id not in reopened:
                 continue
             if not has_result and index < left_behind:
+                continue
+            if index < batch and call.id not in marked:
                 continue
             if call.metadata and call.metadata.get("providerExecuted") is True:
                 continue
