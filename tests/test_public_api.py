@@ -326,6 +326,7 @@ NOTIFY = [
     "delivery_key",
     "sign",
     "verify",
+    "webhook_addressees",
 ]
 
 DEMO = [

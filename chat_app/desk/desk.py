@@ -97,6 +97,7 @@ from .store import (
     expiry_entry,
     route_of,
     summary_of,
+    waiting_line,
 )
 
 __all__ = [
@@ -1216,7 +1217,7 @@ class Desk:
             status = "done"
         drafts = [self._draft(item, owner_email, owner_name) for item in open_items]
         auto = _decided_by_policy(state, owner_email, owner_name)
-        waiting = _join(sorted({d.filing.waiting_for for d in drafts if d.filing.waiting_for}))
+        waiting = waiting_line(d.filing.waiting_for for d in drafts)
         waiting = waiting if status == "waiting" else ""
         error = failure or (state.error if status == "failed" else None)
         saved: Saved = await self._db(
@@ -1831,6 +1832,3 @@ def _short(value: Any) -> str:
     text = one_line(text.replace("\x00", " "))  # a body's newlines too
     return text if len(text) <= 60 else text[:59] + "…"
 
-
-def _join(parts: Sequence[str]) -> str:
-    return "; ".join(parts)

@@ -560,6 +560,9 @@ class DeskStore:
                     )
                 _insert_routes(connection, row.id, wanted - stored, row.created_at)
                 changed.append(row.id)
+            moved = {row.thread_id for row in rows if row.id in changed}
+            for thread_id in sorted(moved):
+                _rewait(connection, thread_id)
         return changed
 
     def conversations_of(self, owner_email: str, *, limit: int = 100) -> list[ConversationSummary]:
@@ -1359,6 +1362,26 @@ def _governed(filing: Filing, *, paused: datetime, now: datetime) -> dict[str, A
         escalate_at=_after(paused, filing.escalate_after),
         escalate_to=_dumps(list(filing.escalate_to)),
     )  # fmt: skip
+
+
+def waiting_line(waits: Iterable[str]) -> str:
+    """A conversation's "what it waits for": each of its open decisions' own, once each."""
+    return "; ".join(sorted({wait for wait in waits if wait}))[:300]
+
+
+def _rewait(connection: Any, thread_id: str) -> None:
+    """A waiting conversation's "what it waits for" read again from its pending decisions,
+    once they were filed again (under another rule, they wait for someone else)."""
+    waits = connection.execute(
+        select(decisions.c.waiting_for).where(
+            decisions.c.thread_id == thread_id, decisions.c.status == "pending"
+        )
+    ).scalars()
+    connection.execute(
+        update(conversations)
+        .where(conversations.c.thread_id == thread_id, conversations.c.status == "waiting")
+        .values(waiting_for=waiting_line(waits))
+    )
 
 
 def _regoverned(filing: Filing, stored: Row[Any], *, now: datetime) -> dict[str, Any]:

@@ -10,7 +10,14 @@ database, audit entries) and the wire layer's types.
 
 from .deliverer import Deliverer
 from .notice import OUTCOME_HEADINGS, DeliveryError, Event, Notice, NoticeKind, Recipient
-from .outbox import Delivery, DeliveryStatus, Outbox, OutboxError, delivery_key
+from .outbox import (
+    Delivery,
+    DeliveryStatus,
+    Outbox,
+    OutboxError,
+    delivery_key,
+    webhook_addressees,
+)
 from .settings import (
     MAX_BACKOFF_SECONDS,
     NotifyConfigError,
@@ -40,4 +47,5 @@ __all__ = [
     "delivery_key",
     "sign",
     "verify",
+    "webhook_addressees",
 ]

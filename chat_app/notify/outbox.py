@@ -18,6 +18,7 @@ callers need not know the outbox is SQLAlchemy underneath.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Engine, Row, and_, func, or_, select, update
+from sqlalchemy import Engine, Row, and_, exists, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -35,7 +36,14 @@ from chat_app.trust.tables import deliveries
 from .notice import Event, Notice, Recipient
 from .settings import Channel, NotifySettings
 
-__all__ = ["Delivery", "DeliveryStatus", "Outbox", "OutboxError", "delivery_key"]
+__all__ = [
+    "Delivery",
+    "DeliveryStatus",
+    "Outbox",
+    "OutboxError",
+    "delivery_key",
+    "webhook_addressees",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -72,8 +80,19 @@ def _utc_now() -> datetime:
 
 
 def delivery_key(decision_id: str, event: Event, channel: Channel, recipient: str) -> str:
-    """What makes a delivery one of a kind: `decision:event:channel:recipient`."""
+    """What makes a delivery one of a kind: `decision:event:channel:recipient` (for the
+    webhook, whom the notice addresses: `webhook_addressees`)."""
     return f"{decision_id}:{event}:{channel}:{recipient}"
+
+
+def webhook_addressees(addresses: Sequence[str]) -> str:
+    """The webhook's part of a delivery key: whom its notice addresses ("" for nobody, else
+    a digest of their addresses). A decision filed again for other people (a policy changed
+    while it waited) is news to the webhook's channel too; the same people again are not."""
+    if not addresses:
+        return ""
+    joined = "\n".join(sorted(address.lower() for address in addresses))
+    return "to-" + hashlib.sha256(joined.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,18 +181,19 @@ class Outbox:
         recipient with an address. A delivery queued before (same decision, event, channel,
         recipient) is left as it is. Returns how many rows this call added."""
         now = now if now is not None else self.clock()
-        targets: list[tuple[Channel, str]] = []
+        addresses = list(dict.fromkeys(a for a in map(_address, recipients) if a))
+        # (channel, recipient, the key's part for it)
+        targets: list[tuple[Channel, str, str]] = []
         if "webhook" in self.settings.channels:
-            targets.append(("webhook", ""))
+            targets.append(("webhook", "", webhook_addressees(addresses)))
         if "email" in self.settings.channels:
-            addresses = (_address(recipient) for recipient in recipients)
-            targets += [("email", a) for a in dict.fromkeys(a for a in addresses if a)]
+            targets += [("email", address, address) for address in addresses]
         if not targets:
             return 0
         stored = notice.to_json()
         rows = [
             {
-                "key": delivery_key(notice.decision_id, notice.event, channel, recipient),
+                "key": delivery_key(notice.decision_id, notice.event, channel, keyed),
                 "decision_id": notice.decision_id,
                 "thread_id": notice.thread_id,
                 "event": notice.event,
@@ -190,7 +210,7 @@ class Outbox:
                 "sent_at": None,
                 "reason": None,
             }
-            for channel, recipient in targets
+            for channel, recipient, keyed in targets
         ]
         with _answering(), write_transaction(self.engine) as connection:
             insert = _INSERTS.get(connection.dialect.name)
@@ -218,10 +238,23 @@ class Outbox:
         whose holder's lease lapsed), for `worker` until `now + lease_seconds`. Of two
         workers claiming at once, each row goes to one."""
         now = now if now is not None else self.clock()
+        # One decision's notices reach each receiver in the order they were queued: one
+        # waits while an earlier one to the same receiver is still to go (after an outage
+        # a reminder went before its "approval needed", each on its own backoff). Read
+        # among the pending rows, which the status index finds.
+        earlier = deliveries.alias("earlier")
+        behind = exists().where(
+            earlier.c.status == "pending",
+            earlier.c.decision_id == deliveries.c.decision_id,
+            earlier.c.channel == deliveries.c.channel,
+            earlier.c.recipient == deliveries.c.recipient,
+            earlier.c.id < deliveries.c.id,
+        )
         claimable = and_(
             deliveries.c.status == "pending",
             deliveries.c.next_attempt_at <= now,
             or_(deliveries.c.claimed_until.is_(None), deliveries.c.claimed_until <= now),
+            ~behind,
         )
         # SKIP LOCKED: on PostgreSQL a second worker takes the next rows rather than
         # queueing behind the first's; SQLite's write lock serialises claims anyway.

@@ -69,12 +69,16 @@ async def test_new_approvers_find_a_waiting_decision_and_the_old_ones_lose_it(
     """Key rotation moved from ops to finance and admin while one waited with Sam's approval:
     Ada and Olive find it in their inbox, Sam no longer does, it waits for two of the new
     approvers (Sam's vote no longer counts), and their two approvals run it once."""
-    _, item = await _rotation_approved_by_sam(world)
+    thread, item = await _rotation_approved_by_sam(world)
     policy = _use(world, MOVED)
     # Filed under the old rule, only ops' routes lead to it.
     assert await world.desk.inbox(ADA) == ([], 0)
+    before = (await world.desk.view(thread, RITA)).summary.waiting_for
 
     assert await world.desk.refile() == [item.decision_id]
+    # The conversation says whom it waits for now, as its decision does.
+    after = (await world.desk.view(thread, RITA)).summary.waiting_for
+    assert after != before and after == (await world.only_item(ADA)).waiting_for
 
     assert _routes(world, item.decision_id) == ["role:admin", "role:finance"]
     for approver in (ADA, OLIVE):

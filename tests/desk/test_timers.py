@@ -393,7 +393,8 @@ async def test_a_policy_changed_while_it_waited_tells_the_new_approvers_once(
 ) -> None:
     """Ada (finance) was told of a large transfer; the app came back with large transfers
     for ops (and admin with them, Olive being both). Filed again at start, the notice goes to
-    Sam and Olive, not to Ada again, and the 30 min reminder goes to ops, not to Ada."""
+    Sam and Olive, not to Ada again, and to the webhook again, naming them; the 30 min
+    reminder goes to ops, not to Ada."""
     world = timed.world
     await world.start(RITA, "transfer 5000 to Ada")
     item = await world.only_item(ADA)
@@ -412,7 +413,11 @@ async def test_a_policy_changed_while_it_waited_tells_the_new_approvers_once(
     told = [(row.channel, row.recipient) for row in timed.deliveries("decision-needed")]
     assert sorted(told) == [
         ("email", "ada@example.com"), ("email", "olive@example.com"),
-        ("email", "sam@example.com"), ("webhook", ""),
+        ("email", "sam@example.com"), ("webhook", ""), ("webhook", ""),
+    ]  # fmt: skip
+    hooks = [row.notice for row in timed.deliveries("decision-needed") if row.channel == "webhook"]
+    assert [sorted(p["email"] for p in json.loads(hook)["recipients"]) for hook in hooks] == [
+        ["ada@example.com"], ["olive@example.com", "sam@example.com"]
     ]  # fmt: skip
     timed.clock.advance(31 * 60)
     await _tick_all(timed, world.desk)

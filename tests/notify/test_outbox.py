@@ -21,6 +21,7 @@ from chat_app.notify import (
     Recipient,
     SmtpServer,
     delivery_key,
+    webhook_addressees,
 )
 from chat_app.trust.store import create_database_engine
 from chat_app.trust.tables import deliveries
@@ -64,7 +65,8 @@ def test_enqueue_makes_a_row_per_channel_and_recipient_once(engine: Engine) -> N
     assert outbox.enqueue(notice, people, now=START) == 0
     assert keys(engine) == sorted(
         [
-            delivery_key(notice.decision_id, "decision-needed", "webhook", ""),
+            delivery_key(notice.decision_id, "decision-needed", "webhook",
+                         webhook_addressees(["ada@example.com", "sam@example.com"])),
             delivery_key(notice.decision_id, "decision-needed", "email", "ada@example.com"),
             delivery_key(notice.decision_id, "decision-needed", "email", "sam@example.com"),
         ]
@@ -72,6 +74,53 @@ def test_enqueue_makes_a_row_per_channel_and_recipient_once(engine: Engine) -> N
     # Another event of the same decision is another notice.
     assert outbox.enqueue(make_notice(event="reminder"), [ADA], now=START) == 2
     assert outbox.pending_count() == 5
+
+
+def test_a_notice_for_other_people_is_news_to_the_webhook_and_to_them_alone(
+    engine: Engine,
+) -> None:
+    """The decision filed again for other approvers (a policy changed while it waited): its
+    "approval needed" goes to the webhook again, naming them, and by email to the new ones;
+    the same people again are no news."""
+    outbox = Outbox(engine, BOTH, clock=Clock())
+    assert outbox.enqueue(make_notice(), [ADA], now=START) == 2
+    assert outbox.enqueue(make_notice(), [ADA, SAM], now=START) == 2  # webhook, Sam
+    assert outbox.enqueue(make_notice(), [SAM, ADA], now=START) == 0
+    webhooks = [row for row in outbox.recent() if row.channel == "webhook"]
+    assert len(webhooks) == 2 and {row.recipient for row in webhooks} == {""}
+
+
+def test_one_decisions_notices_reach_each_receiver_in_the_order_they_were_queued(
+    engine: Engine,
+) -> None:
+    """The receiver was down: "approval needed" waits for its next attempt, and the reminder
+    queued since waits behind it (each on its own backoff, the reminder went first); another
+    decision's notices, and another receiver's, do not wait."""
+    outbox = Outbox(engine, BOTH, clock=Clock())
+    outbox.enqueue(make_notice(), [ADA], now=START)
+    [webhook, email] = outbox.claim_due("w", now=START)
+    for row in (webhook, email):
+        assert outbox.mark_failed(row.id, "w", now=START, error="down") is not None
+    later = START + timedelta(milliseconds=20)
+    outbox.enqueue(make_notice(event="reminder"), [ADA], now=later)
+    outbox.enqueue(make_notice(decision_id="e" * 32), [SAM], now=later)
+    claimed = outbox.claim_due("w", now=later)
+    assert sorted((str(row.decision_id)[:1], row.event, row.channel) for row in claimed) == [
+        ("e", "decision-needed", "email"), ("e", "decision-needed", "webhook")
+    ]  # fmt: skip
+    for row in claimed:
+        outbox.mark_sent(row.id, "w", now=later)
+    retried = START + timedelta(seconds=1)
+    first = outbox.claim_due("w", now=retried)
+    assert sorted((row.event, row.channel) for row in first) == [
+        ("decision-needed", "email"), ("decision-needed", "webhook")
+    ]  # fmt: skip
+    for row in first:
+        outbox.mark_sent(row.id, "w", now=retried)
+    then = outbox.claim_due("w", now=retried)
+    assert sorted((row.event, row.channel) for row in then) == [
+        ("reminder", "email"), ("reminder", "webhook")
+    ]  # fmt: skip
 
 
 def test_only_the_configured_channels(engine: Engine) -> None:
