@@ -17,6 +17,7 @@
 | `CHAT_APP_POLICY` | `chat_app/demo/policy.toml` | who may decide what; `none`: the requester |
 | `CHAT_APP_FANOUT_URL` | `REFLEX_REDIS_URL` | Redis: the desk's live notices across workers |
 | `CHAT_APP_DESK_LEASE_SECONDS` | `60` | how long a dead worker's run stays "running" |
+| `CHAT_APP_RUN_SECONDS` | `1800` | how long a run the desk makes may take before it is stopped |
 | `CHAT_APP_TIMER_SECONDS` | `5` | how often a worker looks for due notices and expiries |
 | `CHAT_APP_NOTIFY_IDLE_SECONDS` | `60` | when a requester is told of their own decision |
 | `CHAT_APP_WEBHOOK_URL`, `CHAT_APP_SMTP_URL`, … | none | notifications (`notify/settings.py`) |
@@ -47,6 +48,7 @@ from typing import TYPE_CHECKING
 
 from chat_app.desk import (
     LEASE_SECONDS,
+    RUN_SECONDS,
     ConnectionFor,
     Desk,
     DeskStore,
@@ -244,6 +246,7 @@ FANOUT_URL_ENV = "CHAT_APP_FANOUT_URL"
 #: Reflex's own Redis (its state across workers), which the desk's notices use by default.
 REFLEX_REDIS_ENV = "REFLEX_REDIS_URL"
 LEASE_ENV = "CHAT_APP_DESK_LEASE_SECONDS"
+RUN_ENV = "CHAT_APP_RUN_SECONDS"
 
 
 def desk_from_env(
@@ -260,7 +263,8 @@ def desk_from_env(
     refuses go into `ledger`'s audit trail.
 
     Raises:
-        ValueError: `CHAT_APP_DESK_LEASE_SECONDS` is not a number above 0.
+        ValueError: `CHAT_APP_DESK_LEASE_SECONDS` or `CHAT_APP_RUN_SECONDS` is not a number
+            above 0.
         DatabaseUnavailable: the database cannot be opened or migrated.
     """
     redis_url = (
@@ -269,6 +273,7 @@ def desk_from_env(
         or None
     )
     lease = _seconds(LEASE_ENV, LEASE_SECONDS)
+    run_seconds = _seconds(RUN_ENV, RUN_SECONDS)
     return Desk(
         DeskStore(app_database()),
         connection_for=connection_for,
@@ -276,6 +281,7 @@ def desk_from_env(
         policy=policy,
         fanout=Fanout(redis_url),
         lease_seconds=lease,
+        run_seconds=run_seconds,
         agent_reads_policy=agent_reads_policy,
         audit=ledger.append_async if ledger is not None else None,
     )

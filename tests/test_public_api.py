@@ -279,6 +279,7 @@ DESK = [
     "LEASE_SECONDS",
     "PastDecision",
     "PeopleFor",
+    "RUN_SECONDS",
     "RunAs",
     "SettledRequest",
     "Timers",

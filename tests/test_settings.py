@@ -100,6 +100,7 @@ TOO_LONG = "is more than 1577836800 seconds (18262 days)"
         ("CHAT_APP_NOTIFY_IDLE_SECONDS", "nan", NOT_A_NUMBER),
         ("CHAT_APP_NOTIFY_IDLE_SECONDS", "1e12", TOO_LONG),
         ("CHAT_APP_DESK_LEASE_SECONDS", "1e12", TOO_LONG),
+        ("CHAT_APP_RUN_SECONDS", "0", NOT_A_NUMBER),
         ("CHAT_APP_HEARTBEAT_SECONDS", "0", NOT_A_NUMBER),
         ("CHAT_APP_HEARTBEAT_SECONDS", "7200", "is more than 3600 seconds (1 h)"),
     ],

@@ -7,6 +7,7 @@ across workers; `records.py` what it hands out. See `docs/protocol.md` §10.
 from .desk import (
     ADMIN_ROLE,
     LEASE_SECONDS,
+    RUN_SECONDS,
     ConnectionFor,
     Desk,
     RunAs,
@@ -58,6 +59,7 @@ __all__ = [
     "LEASE_SECONDS",
     "PastDecision",
     "PeopleFor",
+    "RUN_SECONDS",
     "RunAs",
     "SettledRequest",
     "Timers",

@@ -67,6 +67,7 @@ from chat_app.trust import (
     approval_record,
     asking_a_person,
     cancel_refusal,
+    describe_duration,
     edited_refusal,
     refusal_record,
 )
@@ -103,6 +104,7 @@ from .store import (
 __all__ = [
     "ANSWERABLE",
     "LEASE_SECONDS",
+    "RUN_SECONDS",
     "ConnectionFor",
     "Desk",
     "RunAs",
@@ -141,6 +143,10 @@ REFILE_PAGE = 500
 #: restart, a worker still on the old policy files its pauses under it.
 REFILE_EVERY_SECONDS = 600.0
 INTERRUPTED = "The app stopped while this conversation was running. Retry runs it again."
+#: How long one run of the desk's may take before it is stopped: an agent that never ends
+#: its stream (words forever, or keep-alive comments alone) would hold the conversation,
+#: and nobody could send to it, retry it or stop it.
+RUN_SECONDS = 1800.0
 
 
 def thread_topic(thread_id: str) -> str:
@@ -198,6 +204,7 @@ class Desk:
         worker: str | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         lease_seconds: float = LEASE_SECONDS,
+        run_seconds: float = RUN_SECONDS,
         notify_idle_seconds: float = 60.0,
         refile_every_seconds: float = REFILE_EVERY_SECONDS,
         agent_reads_policy: bool = True,
@@ -211,6 +218,7 @@ class Desk:
         self.worker = worker or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.clock = clock
         self.lease_seconds = lease_seconds
+        self.run_seconds = run_seconds
         #: A requester's own decision (no rule) is notified only this long after the pause
         #: and only if their page is not open on it then: they may be answering it already.
         self.notify_idle_seconds = notify_idle_seconds
@@ -850,11 +858,15 @@ class Desk:
         task = self._live[thread_id] = asyncio.ensure_future(_without_a_browser(client, action))
         saved: tuple[int, bool, int] = (-1, False, -1)
         last_renew = last_save = time.monotonic()
+        deadline, overdue = last_save + self.run_seconds, None
         try:
             while True:
                 done, _ = await asyncio.wait([task], timeout=SAVE_EVERY_SECONDS)
                 if done:
                     break  # stored once, below
+                if time.monotonic() > deadline:
+                    overdue = client.state  # stopped, and stored as a send cut off, below
+                    break
                 state = client.state
                 mark = (len(state.messages), state.resuming, _last_text_length(state))
                 streamed = mark != saved and time.monotonic() - last_save > STREAM_SAVE_SECONDS
@@ -865,15 +877,26 @@ class Desk:
                 if time.monotonic() - last_renew > self.lease_seconds / 3:
                     last_renew = time.monotonic()
                     await self._claim(thread_id)
-            if task.exception() is not None:
+            if overdue is None and task.exception() is not None:
                 _log.error("A desk run failed", exc_info=task.exception())
         finally:
             if not task.done():
                 task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             self._live.pop(thread_id, None)
-            await self._save(thread_id, client.state, owner_email, owner_name, run_as.identity,
-                             busy=False, failure=_failure(task))  # fmt: skip
-        return client.state
+            state, failure = client.state, _failure(task)
+            if overdue is not None:
+                # As a worker that died mid-run leaves it: what was in flight, Retry sends
+                # again (or goes on from the results, when tools ran).
+                stopped = self._client(overdue, RunAs(ANONYMOUS)).state
+                state = _send_cut_off(overdue, stopped)
+                took = describe_duration(timedelta(seconds=self.run_seconds))
+                failure = f"The agent did not finish within {took}, so its run was stopped. "
+                failure += "Retry runs it again."
+            await self._save(thread_id, state, owner_email, owner_name, run_as.identity,
+                             busy=False, failure=failure)  # fmt: skip
+        return state
 
     async def _continue(self, thread_id: str) -> None:
         """Send the continuation once every open item of the pause has a decided answer."""

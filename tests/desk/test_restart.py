@@ -14,7 +14,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import pytest
-from ag_ui.core import EventType, RunAgentInput
+from ag_ui.core import (
+    EventType,
+    RunAgentInput,
+    RunStartedEvent,
+    TextMessageContentEvent,
+    TextMessageStartEvent,
+)
 from sqlalchemy import Row, select, update
 
 from chat_app.client import (
@@ -298,6 +304,47 @@ class FailsFirst:
         self.broke = True
         raise ConnectionError("the ledger did not answer")
         yield  # an async generator that fails at its first step
+
+
+class NeverEnds:
+    """The agent's reply to a message: a word, then nothing but the wait, for ever (a remote
+    agent that sends keep-alive comments alone), once; then as the agent answers."""
+
+    def __init__(self) -> None:
+        self.hung = False
+
+    def __call__(self, given: RunAgentInput, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        return events if given.resume or self.hung else self._hung(given)
+
+    async def _hung(self, given: RunAgentInput) -> AsyncIterator[Any]:
+        self.hung = True
+        yield RunStartedEvent(thread_id=given.thread_id, run_id=given.run_id)
+        yield TextMessageStartEvent(message_id="m-hung", role="assistant")
+        yield TextMessageContentEvent(message_id="m-hung", delta="Thinking")
+        await asyncio.Event().wait()
+
+
+async def test_a_run_that_never_ends_is_stopped_in_time_and_may_be_run_again(
+    world: World,
+) -> None:
+    """The agent never ends its reply: the desk stops the run once its time is up
+    (`Desk.run_seconds`), says so, and the conversation takes a Retry (which runs the
+    message again) and new messages; it no longer holds it for ever."""
+    desk = world.new_desk(worker="worker-2", wrap=NeverEnds())
+    desk.run_seconds = 1
+    thread = await desk.start(RITA, "hello")
+    await desk.wait_idle()
+    view = await desk.view(thread, RITA)
+    assert (view.summary.status, view.summary.error) == ("failed", (
+        "The agent did not finish within 1 s, so its run was stopped. Retry runs it again."
+    ))  # fmt: skip
+    assert not view.running
+    await desk.retry(thread, RITA)
+    await desk.wait_idle()
+    again = await desk.view(thread, RITA)
+    assert again.summary.status == "done"
+    assert texts(again)[-1].startswith("I'm the ops desk demo agent.")
+    assert [m for m in texts(again) if m == "Thinking"] == []  # the cut-off reply went
 
 
 async def test_an_answer_the_agent_never_took_is_not_told_as_carried(world: World) -> None:
