@@ -272,6 +272,21 @@ class Desk:
             "forbidden", "This conversation is someone else's, with no decision of yours in it."
         )
 
+    def refusals(self, view: ConversationView) -> dict[str, dict[str, str]]:
+        """Why the agent refused the last answer to each of `view`'s pending decisions that
+        waits again because of it, by interrupt id: `{"code", "message"}` as the engine said
+        it (an approver the agent's own policy does not know, say). A decision answered at
+        the desk is open again then, and a script would read only that it waits."""
+        pending = {item.item_id for item in view.pending}
+        if not pending:
+            return {}
+        state = ClientState.from_json(view.state)
+        return {
+            item.id: {"code": item.error.code, "message": item.error.message}
+            for item in state.interrupts
+            if item.id in pending and item.answerable and item.error is not None
+        }
+
     def answer_schemas(self, view: ConversationView) -> dict[str, dict[str, Any]]:
         """What the answer to each of `view`'s pending decisions is checked against, by
         interrupt id, read as `decide` reads it (the conversation restored with the tools as

@@ -389,17 +389,23 @@ class ConversationView:
         return [item for item in self.decisions if item.status == "pending"]
 
     def to_json(
-        self, messages: list[dict[str, Any]], schemas: Mapping[str, dict[str, Any]]
+        self,
+        messages: list[dict[str, Any]],
+        schemas: Mapping[str, dict[str, Any]],
+        refusals: Mapping[str, dict[str, str]] | None = None,
     ) -> dict[str, Any]:
-        """`schemas`: `Desk.answer_schemas`, by interrupt id."""
+        """`schemas`: `Desk.answer_schemas`, by interrupt id; `refusals`: why the agent
+        refused the last answer to a decision that waits again (`Desk.refusals`)."""
+        refused = refusals or {}
         return {
             **self.summary.to_json(),
             "messages": messages,
             "decisions": [
-                item.to_json() | {"answerSchemas": schemas.get(item.item_id)}
+                item.to_json() | {"answerSchemas": schemas.get(item.item_id),
+                                  "refusal": refused.get(item.item_id)}
                 for item in self.pending
             ],
-        }
+        }  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

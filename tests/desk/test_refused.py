@@ -113,6 +113,11 @@ async def test_an_answer_the_agent_refuses_waits_again_with_its_reason(
         "not the requester."
     )
     assert [r.actor for r in world.records("refusal")] == [RITA.email]
+    # A script reads it too: the conversation's JSON says why it waits again.
+    shown = view.to_json([], world.desk.answer_schemas(view), world.desk.refusals(view))
+    assert [d["refusal"] for d in shown["decisions"]] == [
+        {"code": card.error.code, "message": card.error.message}
+    ]
     assert [name for id_, name in steps if id_ == item.decision_id] == [
         "paused", "decided", "refused"
     ]  # fmt: skip
@@ -121,6 +126,8 @@ async def test_an_answer_the_agent_refuses_waits_again_with_its_reason(
     # The metrics' count by outcome keeps the edit it had counted: a counter never goes down.
     assert dict(DeskStats(world.engine).outcomes()) == {"edited": 1}
 
+    other = await world.start(RITA, "transfer 30 to Ada")  # never answered: refused nothing
+    assert world.desk.refusals(await world.desk.view(other, RITA)) == {}
     assert (await world.desk.decide(item.decision_id, RITA, Answer("approve"))).status == "decided"
     await world.desk.wait_idle()
     assert dict(DeskStats(world.engine).outcomes()) == {"edited": 1, "approved": 1}
