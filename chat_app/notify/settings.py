@@ -250,8 +250,10 @@ def _host_only(value: str) -> str:
     start = value.find("//")
     start = start + 2 if start >= 0 else 0
     ends = [at for at in (value.find(mark, start) for mark in "/?#") if at >= 0]
-    authority = value[start : min(ends, default=len(value))].rpartition("@")[2]
-    return f"{value[:start]}{authority}/…"
+    end = min(ends, default=len(value))
+    user, at, authority = value[start:end].rpartition("@")
+    # "…" only where something was left out: a value with no path shows as it was typed.
+    return f"{value[:start]}{authority}{'/…' if value[end:] or at else ''}"
 
 
 def _webhook_format(value: str | None) -> WebhookFormat:

@@ -13,6 +13,8 @@ from typing import Any
 
 import httpx
 
+from chat_app.interrupts.http_answers import server_message, trim
+
 from .notice import DeliveryError, Notice, in_words_utc, iso_utc
 from .settings import NotifySettings
 
@@ -189,9 +191,9 @@ async def post(
             f"the webhook could not be reached: {type(error).__name__}: {error}"
         ) from None
     if not 200 <= response.status_code < 300:
-        text = " ".join(response.text.split())
-        if len(text) > _ERROR_BODY_LIMIT:
-            text = text[: _ERROR_BODY_LIMIT - 1] + "…"
+        # As a person reads it: a JSON error's message, an HTML page's title, not its markup.
+        said = server_message(response.content, response.headers.get("content-type", ""))
+        text = trim(said, _ERROR_BODY_LIMIT)
         raise DeliveryError(
             f"the webhook answered {response.status_code} {response.reason_phrase}"
             + (f": {text}" if text else "")

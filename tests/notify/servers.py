@@ -64,6 +64,9 @@ class WebhookReceiver:
     url: str
     fail_first: int = 0
     fail_status: int = 500
+    #: What a refusal says, and as what (`Content-Type`; none by default).
+    fail_body: bytes = b"receiver says no\n(on purpose)"
+    fail_type: str = ""
     received: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     answering: threading.Event = field(default_factory=threading.Event)
@@ -84,12 +87,16 @@ class WebhookReceiver:
 
 
 @contextmanager
-def webhook_receiver(fail_first: int = 0, *, fail_status: int = 500) -> Iterator[WebhookReceiver]:
-    """An HTTP server on a free loopback port that records every request."""
+def webhook_receiver(
+    fail_first: int = 0, *, fail_status: int = 500, **refusal: Any
+) -> Iterator[WebhookReceiver]:
+    """An HTTP server on a free loopback port that records every request (`refusal`:
+    `fail_body`, `fail_type`)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     port = server.server_address[1]
     receiver = WebhookReceiver(
-        url=f"http://127.0.0.1:{port}/hook", fail_first=fail_first, fail_status=fail_status
+        url=f"http://127.0.0.1:{port}/hook", fail_first=fail_first, fail_status=fail_status,
+        **refusal,
     )
 
     class Handler(BaseHTTPRequestHandler):
@@ -101,8 +108,10 @@ def webhook_receiver(fail_first: int = 0, *, fail_status: int = 500) -> Iterator
                     Received("POST", self.path, dict(self.headers.items()), body, status)
                 )
             receiver.answering.wait(timeout=60)
-            answer = b"ok" if status == 200 else b"receiver says no\n(on purpose)"
+            answer = b"ok" if status == 200 else receiver.fail_body
             self.send_response(status)
+            if status != 200 and receiver.fail_type:
+                self.send_header("Content-Type", receiver.fail_type)
             self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
             self.wfile.write(answer)

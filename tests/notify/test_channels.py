@@ -217,6 +217,18 @@ async def test_post_without_a_secret_is_not_signed() -> None:
     assert request.json()["blocks"]
 
 
+async def test_a_refusal_in_html_is_told_by_its_title() -> None:
+    """The Deliveries page and the trail read a receiver's refusal as a person would, not
+    its markup."""
+    page = b"<html><head><title>Receiver says no</title></head><body><p>broken</p></body></html>"
+    with webhook_receiver(1, fail_status=404, fail_body=page, fail_type="text/html") as receiver:
+        settings = NotifySettings(webhook_url=receiver.url, webhook_secret=SECRET)
+        async with httpx.AsyncClient() as client:
+            with pytest.raises(DeliveryError) as refused:
+                await post(client, settings, make_notice(), now=NOW)
+    assert str(refused.value) == "the webhook answered 404 Not Found: Receiver says no"
+
+
 async def test_a_refusal_or_no_receiver_is_a_delivery_error() -> None:
     with webhook_receiver(fail_first=1, fail_status=503) as receiver:
         settings = NotifySettings(webhook_url=receiver.url, webhook_secret=SECRET)

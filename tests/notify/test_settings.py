@@ -183,6 +183,15 @@ def test_a_bad_webhook_url_is_shown_without_its_path() -> None:
         assert "'ftp://hooks.example.com/…'" in str(refused.value), url
 
 
+def test_a_refused_webhook_url_is_shown_as_typed_when_nothing_of_it_is_hidden() -> None:
+    """No "/…" added to what was typed when nothing followed the host ('notaurl/…' read as
+    if a path had been left out)."""
+    for typed in ("notaurl", "http://"):
+        with pytest.raises(NotifyConfigError) as refused:
+            NotifySettings.from_env({"CHAT_APP_WEBHOOK_URL": typed})
+        assert str(refused.value).startswith(f"CHAT_APP_WEBHOOK_URL={typed!r} is not an http")
+
+
 def test_a_refused_url_hides_its_password_and_a_webhooks_path() -> None:
     with pytest.raises(NotifyConfigError) as smtp:
         NotifySettings.from_env({"CHAT_APP_SMTP_URL": "smtp://bob:s3cret@mail:99999"})
