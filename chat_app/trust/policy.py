@@ -366,15 +366,17 @@ class Policy:
             return f"Decided by policy {rule.name}; nobody is asked."
         who = self.describe_approvers(rule, escalated=escalated)
         not_you = ", not the requester" if rule.not_requester else ""
+        # A question is answered, not approved.
+        needs = "Needs an answer from" if rule.interrupt is not None else "Needs approval from"
         if rule.not_requester and decider_is_requester:
             if not rule.approvers:
                 return "Needs a decision from someone other than the requester."
-            return f"Needs approval from {who}, not the requester."
+            return f"{needs} {who}, not the requester."
         if not rule.approvers:
             return None
         if self._names(_deciders(rule, escalated), decider):
             return None
-        refusal = f"Needs approval from {who}{not_you}."
+        refusal = f"{needs} {who}{not_you}."
         later = rule.escalate_after
         if not escalated and later is not None and self._names(rule.escalate_to, decider):
             # Someone the escalation will let in reads when, rather than a flat no.

@@ -147,8 +147,8 @@ async def test_a_question_escalates_by_its_sealed_expiry(ledger: SQLiteLedger) -
     clock.now = NOW + HOUR - 1
     assert refusal(await answer("r2")) == (
         "forbidden",
-        "Needs approval from ada@example.com. Escalation lets admin decide too once it has "
-        "waited 1 h.",
+        "Needs an answer from ada@example.com. Escalation lets admin decide too once it has "
+        "waited 1 h.",  # a question is answered, not approved
     )
     clock.now = NOW + HOUR
     assert "Shipping order 42 express" in text_of(await answer("r3"))
