@@ -169,10 +169,14 @@ class Timers:
         to = json.loads(row.escalate_to or "[]")
         added = [route_of(person) for person in to]
         after = row.escalate_at - row.created_at
-        note = escalation_note(to, after)
-        # A sentence of its own, to the people it now lets in.
-        note = f"{note[:1].upper()}{note[1:]}: you may decide it now."
-        told = await self._tell(row, "escalated", added, note=note)
+        said = escalation_note(to, after)
+        said = f"{said[:1].upper()}{said[1:]}"
+        # A sentence of its own, to the people it now lets in; when it lets in nobody (the
+        # only admin is who asked), the webhook reads that it was escalated, not "you may".
+        told = await self._tell(
+            row, "escalated", added, note=f"{said}: you may decide it now.",
+            note_to_nobody=f"{said}, which lets nobody else decide it.",
+        )  # fmt: skip
         fire = partial(self.desk.store.fire, "escalate", row.id, now, routes=added, as_read=row)
         if await self._db(fire):
             data = {"to": to, "after": describe_duration(after), "told": told}
@@ -253,10 +257,15 @@ class Timers:
         )
         return found
 
-    async def _tell(self, row: Any, event: str, routes: Sequence[str], *, note: str) -> list[str]:
+    async def _tell(
+        self, row: Any, event: str, routes: Sequence[str], *, note: str,
+        note_to_nobody: str | None = None,
+    ) -> list[str]:  # fmt: skip
         """Queue the notice for the people `routes` name (not the requester, when the rule
         keeps them from deciding) and for the webhook, even when nobody here has an email (its
-        receiver, a team's channel, may know them); returns who was told by email."""
+        receiver, a team's channel, may know them); returns who was told by email. The
+        notice says `note_to_nobody` (when given) where `routes` name nobody but the
+        requester."""
         if not routes or self.outbox is None or self.settings is None:
             return []
         people: Sequence[Recipient] = await asyncio.to_thread(self.people, routes)
@@ -276,6 +285,8 @@ class Timers:
             item = await self.desk.decision(row.id)
             voted = {vote.email.lower() for vote in item.votes} if item is not None else set()
             people = [person for person in people if person.email.lower() not in voted]
+        if not people and note_to_nobody is not None:
+            note = note_to_nobody
         await self._enqueue(self._notice_of(row, event, note, people), people)
         return [person.email for person in people] if "email" in self.settings.channels else []
 

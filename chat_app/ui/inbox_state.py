@@ -54,7 +54,10 @@ def _waiting_for(item: InboxItem, viewer: Identity, *, yours: bool, approved: bo
     if item.rule is None:
         return "Waiting for you" if asked else item.waiting_for
     waiting = item.waiting_now
-    return f"{waiting}: you may decide" if yours and not approved else waiting
+    if not yours or approved:
+        return waiting
+    # Said first: after "escalated to admin", it read as if the escalation let them decide.
+    return f"You may decide: {waiting[:1].lower()}{waiting[1:]}"
 
 
 def inbox_row(item: InboxItem, viewer: Identity, now: datetime, *, yours: bool) -> InboxRow:

@@ -208,6 +208,23 @@ async def test_reminder_and_escalation_fire_once_with_two_workers(timed: Timed) 
     assert [data["args"]["amount"] for data in world.executions("transfer")] == [5000]
 
 
+async def test_an_escalation_that_lets_in_nobody_new_does_not_say_you_may(timed: Timed) -> None:
+    """Olive, the only admin, asked for the large transfer: its escalation to admin lets
+    nobody else decide it. The webhook hears of the escalation, and that it adds nobody,
+    not "you may decide it now" addressed to no one."""
+    world = timed.world
+    await world.start(OLIVE, "transfer 5000 to Ada")
+    await _tick_all(timed, world.desk)
+    timed.clock.advance(2 * 3600 + 1)
+    await _tick_all(timed, world.desk)
+    [hook] = [row for row in timed.deliveries("escalated") if row.channel == "webhook"]
+    said = json.loads(hook.notice)
+    assert (said["note"], said["recipients"]) == (
+        "Escalated to admin after 2 h, which lets nobody else decide it.", []
+    )  # fmt: skip
+    assert [row.channel for row in timed.deliveries("escalated")] == ["webhook"]
+
+
 async def test_the_escalated_people_never_see_it_before_it_says_it_was_escalated(
     timed: Timed,
 ) -> None:
@@ -220,12 +237,12 @@ async def test_the_escalated_people_never_see_it_before_it_says_it_was_escalated
     seen_while_telling: list[str] = []
     tell = timers._tell
 
-    async def telling(row: Any, event: str, routes: Any, *, note: str) -> list[str]:
+    async def telling(row: Any, event: str, routes: Any, *, note: str, **rest: Any) -> list[str]:
         if event == "escalated":
             seen_while_telling.extend(
                 item.escalation for item in (await world.desk.inbox(OLIVE))[0]
             )
-        return await tell(row, event, routes, note=note)
+        return await tell(row, event, routes, note=note, **rest)
 
     timers._tell = telling  # type: ignore[method-assign]
     timed.clock.advance(2 * 3600)
