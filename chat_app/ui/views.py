@@ -482,6 +482,8 @@ def settled_elsewhere(settled: SettledRequest, viewer_email: str) -> tuple[str, 
     in …"). The end first: on a phone it may be all there is room for."""
     item, title = settled.item, settled.title or UNTITLED  # one line already
     ended = how_it_ended(item, viewer_email) + (f": {settled.reason}" if settled.reason else "")
+    if item.outcome == "expired":  # said as every other channel says it
+        ended = item.expiry_note
     what = f"Your request {item.name}" if item.kind == "tool" else f"The question “{item.name}”"
     return _sentence(ended), f"{what} in “{title}”."
 

@@ -248,10 +248,13 @@ def test_a_request_settled_elsewhere_says_how_it_ended_then_which_it_was() -> No
     assert settled_elsewhere(said, RITA)[0] == "Rejected by Olive: not this quarter."
     asked = SettledRequest(rejected, NOW, "rotate the keys", reason="Why now?")
     assert settled_elsewhere(asked, RITA)[0] == "Rejected by Olive: Why now?"
-    expired = item(status="closed", outcome="expired")
+    # An expiry says how long nobody decided, as the email and the webhook say it.
+    day = NOW - timedelta(minutes=5) + timedelta(days=1)  # from its pause
+    expired = item(status="closed", outcome="expired", expires_at=day)
     assert settled_elsewhere(SettledRequest(expired, NOW, ""), RITA) == (
-        "Expired.", "Your request rotate_keys in “Untitled conversation”."
-    )  # fmt: skip
+        "Expired: nobody decided within 1 day.",
+        "Your request rotate_keys in “Untitled conversation”.",
+    )
     question = item(
         status="closed", outcome="answered", kind="question", rule=None,
         name="How should order 42 ship?", decided_by=SAM, decided_by_name="Sam",
