@@ -164,11 +164,14 @@ def owner_topic(email: str) -> str:
 
 @dataclass(slots=True)
 class PageRunEnd:
-    """How a page's own run ended, as the page tells `Desk.page_run`: with an error event (the
-    agent refused its answers, or the model failed), its answers were not carried, and are
-    not traced or timed as carried (a refused one waits again once the page stores it)."""
+    """How a page's own run ended, as the page tells `Desk.page_run`: its answers count as
+    carried (traced, timed, `carried`) only when the run `finished` (`RUN_FINISHED`) and
+    without an error event (the agent refused its answers, or the model failed: a refused
+    one waits again once the page stores it). A stream cut off before its end carried
+    nothing that anyone knows of."""
 
     errored: bool = False
+    finished: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +192,7 @@ ToolSource = Callable[[], Sequence[ClientTool]]
 
 #: A page's write refused because the stored conversation changed since the tab's copy.
 STORED_SINCE = "The conversation was stored from elsewhere since this tab's copy of it."
+
 
 class Desk:
     """Stored conversations, the inbox and server-run continuations."""
@@ -755,7 +759,7 @@ class Desk:
             started = self.clock()
             with run_span("continuation", {"thread.id": thread_id, "run.by": "page"}) as run:
                 yield end
-            if not end.errored:  # carried as a desk continuation carries them
+            if end.finished and not end.errored:  # carried as a desk continuation carries them
                 await self._page_carried(thread_id, answered, started, run,
                                          entries=entries or {}, by=actor.email)  # fmt: skip
         finally:
@@ -826,6 +830,7 @@ class Desk:
                 )  # fmt: skip
             )
             owner_email, owner_name = owner.email, owner.name
+            if_version = None  # stored just now: no version of it was anyone's before
         else:
             owner_email, owner_name = stored
         return await self._save(
@@ -897,8 +902,7 @@ class Desk:
         finally:
             if not task.done():
                 task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                await asyncio.wait([task])  # its end, without taking on its cancellation
             self._live.pop(thread_id, None)
             state, failure = client.state, _failure(task)
             if overdue is not None:
@@ -907,8 +911,9 @@ class Desk:
                 stopped = self._client(overdue, RunAs(ANONYMOUS)).state
                 state = _send_cut_off(overdue, stopped)
                 took = describe_duration(timedelta(seconds=self.run_seconds))
-                failure = f"The agent did not finish within {took}, so its run was stopped. "
-                failure += "Retry runs it again."
+                failure = f"The agent did not finish within {took}, so its run was stopped."
+                if state.can_retry or state.can_resend or state.can_go_on:
+                    failure += " Retry sends it again."
             await self._save(thread_id, state, owner_email, owner_name, run_as.identity,
                              busy=False, failure=failure)  # fmt: skip
         return state
@@ -1869,4 +1874,3 @@ def _short(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = one_line(text.replace("\x00", " "))  # a body's newlines too
     return text if len(text) <= 60 else text[:59] + "…"
-

@@ -443,10 +443,12 @@ class Answer:
         if unknown:
             # The usual slip is a payload's field beside `approved` ("reason"): say where
             # it goes, with the body as it would be.
-            moved = ", ".join(f"{json.dumps(key)}: …" for key in unknown)
+            # Named, not echoed: cut to a few short names (the body may be anything).
+            named = [key if len(key) <= 40 else f"{key[:39]}…" for key in unknown[:5]]
+            moved = ", ".join(f"{json.dumps(key)}: …" for key in named)
             raise DeskError(
                 "invalid",
-                f"Unknown field(s): {', '.join(unknown)}. What the tool asks with a decision "
+                f"Unknown field(s): {', '.join(named)}. What the tool asks with a decision "
                 f'goes in "payload": {{"approved": {json.dumps(approved)}, "payload": '
                 f"{{{moved}}}}}.",
             )

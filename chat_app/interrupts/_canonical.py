@@ -36,11 +36,12 @@ _CYCLE = "Interrupt values must not cycle."
 _NOT_PLAIN = "Interrupt values must use plain JSON objects."
 _NOT_TEXT = "Interrupt digests require canonical JSON text."
 
-_SAFE_INTEGER = 2**53
 #: The largest whole number every JSON reader keeps exactly (JavaScript's
 #: `Number.MAX_SAFE_INTEGER`, RFC 7493): past it a browser or a JavaScript agent reads another
 #: number than the one written, and canonical JSON writes the one they would read.
 MAX_SAFE_INTEGER = 2**53 - 1
+#: Up to this one, a whole number is written as it is (2**53 too: a double holds it exactly).
+_SAFE_INTEGER = MAX_SAFE_INTEGER + 1
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ASTRAL_UTF8 = re.compile(b"[\xf0-\xf4]")
 # Subclasses, dataclasses and datetimes go to `default`, which refuses them. Integers past

@@ -26,9 +26,17 @@ from typing import Any
 import jsonschema
 import jsonschema_rs
 from jsonschema.exceptions import best_match
-from referencing import Registry, Resource
+from jsonschema_specifications import REGISTRY as SPECIFICATIONS
+from referencing import Resource
 from referencing.exceptions import Unresolvable
-from referencing.jsonschema import DRAFT202012, specification_with
+from referencing.jsonschema import (
+    DRAFT3,
+    DRAFT4,
+    DRAFT6,
+    DRAFT7,
+    DRAFT202012,
+    specification_with,
+)
 
 from ._canonical import canonical_interrupt_json
 
@@ -262,16 +270,20 @@ def _compile(schema: Any) -> CompiledSchema:
 
 
 def _unresolved_ref(schema: Any) -> str | None:
-    """The first `$ref` (or `$dynamicRef`) of `schema` that does not resolve within it."""
+    """The first `$ref` (or `$dynamicRef`) of `schema` that resolves neither within it nor
+    to a document jsonschema holds itself (the drafts' meta-schemas), as jsonschema would
+    follow it."""
     dialect = schema.get("$schema", "") if isinstance(schema, dict) else ""
     specification = specification_with(str(dialect), default=DRAFT202012)
     resource = specification.create_resource(schema)
     uri = resource.id() or ""
-    resolver = Registry().with_resource(uri, resource).resolver(base_uri=uri)
-    return _first_unresolved(resource, resolver)
+    resolver = SPECIFICATIONS.with_resource(uri, resource).resolver(base_uri=uri)
+    # Before 2019-09 a `$ref` stands alone: the keywords beside it are not read.
+    alone = specification in (DRAFT3, DRAFT4, DRAFT6, DRAFT7)
+    return _first_unresolved(resource, resolver, alone=alone)
 
 
-def _first_unresolved(resource: Resource[Any], resolver: Any) -> str | None:
+def _first_unresolved(resource: Resource[Any], resolver: Any, *, alone: bool) -> str | None:
     # `resolver`: a `referencing` Resolver (the package exports no name for its type).
     contents = resource.contents
     if isinstance(contents, dict):
@@ -282,8 +294,11 @@ def _first_unresolved(resource: Resource[Any], resolver: Any) -> str | None:
                     resolver.lookup(reference)
                 except Unresolvable:
                     return reference
+        if alone and isinstance(contents.get("$ref"), str):
+            return None
     for subresource in resource.subresources():
-        found = _first_unresolved(subresource, resolver.in_subresource(subresource))
+        within = resolver.in_subresource(subresource)
+        found = _first_unresolved(subresource, within, alone=alone)
         if found is not None:
             return found
     return None

@@ -640,4 +640,4 @@ def _before(issued: float, moment: datetime) -> bool:
     counts: signing in again at once must); one an earlier version issued in whole seconds
     counts from its second."""
     at = moment.timestamp()
-    return issued < (math.floor(at) if float(issued).is_integer() else to_millisecond(at))
+    return issued < (math.floor(at) if isinstance(issued, int) else to_millisecond(at))

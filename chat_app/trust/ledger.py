@@ -292,9 +292,11 @@ class SQLiteLedger:
     @contextmanager
     def _answering(self) -> Iterator[None]:
         """A file SQLite cannot write or read just now (a full disk, a lock held past the
-        wait, an I/O error, a folder made read-only) raises `LedgerUnavailable`: the
-        transaction was rolled back, so nothing of it was kept (never `late`). A statement
-        SQLite refuses as wrong is a bug, raised as it is."""
+        wait, an I/O error, a folder made read-only, a damaged file) raises
+        `LedgerUnavailable`, not `late`: SQLite reports the transaction rolled back (after an
+        I/O error at its commit it may be on disk after all: answering again is then refused
+        as a replay, the safe side). A statement SQLite refuses as wrong (no such table, a
+        syntax error) is a bug, raised as it is."""
         try:
             yield
         except sqlite3.Error as error:
@@ -306,9 +308,17 @@ class SQLiteLedger:
 
 
 def _unavailable(error: sqlite3.Error) -> bool:
-    """The file, not the statement: `OperationalError` (locked, full, I/O, read-only, cannot
-    open) or a bare `DatabaseError` (the file is damaged or is not a database)."""
-    return isinstance(error, sqlite3.OperationalError) or type(error) is sqlite3.DatabaseError
+    """The file, not the statement, by SQLite's primary result code (`SQLITE_IOERR_WRITE`
+    is an `SQLITE_IOERR`)."""
+    name = str(getattr(error, "sqlite_errorname", "") or "")
+    return "_".join(name.split("_")[:2]) in _FILE_TROUBLES
+
+
+#: SQLite's result codes for a file that cannot be used just now, or at all.
+_FILE_TROUBLES = frozenset({
+    "SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY",
+    "SQLITE_CANTOPEN", "SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_PROTOCOL", "SQLITE_PERM",
+})  # fmt: skip
 
 
 def _open(path: Path, busy_seconds: float) -> sqlite3.Connection:

@@ -41,7 +41,8 @@ class Session(NamedTuple):
 
     email: str
     method: AuthMethod
-    #: Unix seconds.
+    #: Unix seconds: a float to the millisecond, or an `int` from an earlier version that
+    #: issued whole seconds.
     issued: float
 
 
@@ -104,4 +105,6 @@ class SessionSigner:
             return "invalid"
         if now - issued >= self.ttl_seconds:
             return "expired"
-        return Session(email, method, float(issued))
+        # As sent: a whole number is an earlier version's (whole seconds); a new one's is a
+        # float, even on a whole second (JSON keeps `.0`).
+        return Session(email, method, issued)

@@ -312,4 +312,7 @@ deliveries = Table(
     Column("reason", Text, nullable=True),  # skipped: why it was not sent
     Index(None, "status", "next_attempt_at"),
     Index(None, "created_at"),
+    # A claim looks for an earlier notice of the same decision to the same receiver still
+    # to go (`Outbox.claim_due`): without it, each look read every pending row.
+    Index(None, "decision_id", "channel", "recipient", "status", "id"),
 )

@@ -228,6 +228,7 @@ class PageRunConnection(Connection):
         try:
             async with self.desk.page_run(thread, list(entries), actor, entries) as end:
                 async for event in self.inner.stream(body):
+                    end.finished = end.finished or event.get("type") == "RUN_FINISHED"
                     if event.get("type") == "RUN_ERROR":  # refused, or failed: not carried
                         end.errored = True
                         if (

@@ -832,6 +832,11 @@ class ChatState(IdentityState):
         pending = session.recording  # a write `_follow` let go on: this one lands after it
         if pending is not None:
             await asyncio.wait([pending])
+            went = pending.result()
+            if isinstance(went.outcome, int) and went.thread_id == self.thread_shown:
+                # The version this tab stored last: a write stored only over the tab's own
+                # version (`if_version`) is not refused for the tab's own write just before.
+                self._desk_version = went.outcome
         task = self._start_record(session) or pending
         session.recording = None
         if task is None:
@@ -866,7 +871,7 @@ class ChatState(IdentityState):
         state_json = session.state_json.dump(state)
         # Answers refused as a replay are over (`ClientState.answered_before`) only if no run
         # of them was stored since this tab's copy: one of another tab's that went, say.
-        if_version = self._desk_version if state.answered_before else None
+        if_version = self._desk_version if state.answered_before and self._desk_version else None
 
         async def write() -> _Recorded:
             try:
@@ -919,6 +924,13 @@ class ChatState(IdentityState):
             and others(other) != ""
             for other in session.client.interrupts
         ):  # fmt: skip
+            return True
+        # Part of the batch is decided at the desk (the person's own Inbox, say): the desk
+        # holds those answers and sends the batch once the rest is decided there too.
+        if any(
+            other.id != item.id and other.answerable and other.id in self._at_desk
+            for other in session.client.interrupts
+        ):
             return True
         shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
         quorum = shown.get("quorum") if isinstance(shown, dict) else None

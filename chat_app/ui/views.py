@@ -545,7 +545,8 @@ def decision_view(
     memory = memory or FormMemory()
     waiting = who_decides(item) if who_decides is not None else ""
     # A problem of a whole form (no field to show it under: `FORM_ERROR_KEY`) is the card's.
-    whole = next((e[FORM_ERROR_KEY] for e in memory.errors.values() if e.get(FORM_ERROR_KEY)), "")
+    # The open panel's form (a question's is its response form).
+    whole = memory.errors.get(memory.panel or "response", {}).get(FORM_ERROR_KEY, "")
     error = item.error.message if item.error else memory.message or whole
     expired = item.expired(now_ms)
     expired_note = (item.expiry_note or "") if item.status == "expired" else ""
@@ -922,7 +923,11 @@ def build_views(
         and not (who_decides is not None and who_decides(item))
         and item.id not in held_only
     ]
-    bulk_ok = bool(answerable) and state.can_approve_all and state.can_reject_all
+    # Approve all would answer in the tab what the desk holds decided (`with_batch`): the
+    # rest go one by one, through the desk.
+    bulk_ok = (
+        bool(answerable) and not with_batch and state.can_approve_all and state.can_reject_all
+    )
     open_ids = {item.id for item in answerable if item.status in OPEN_STATUSES}
     cards = [t.decision for m in messages[fresh:] for t in m.tools if t.has_decision] + loose
     if state.answered and cache is None:
@@ -942,6 +947,8 @@ def build_views(
         for tool in shown.tools:
             if tool.decision.id in with_batch:  # decided: not awaiting it
                 tool.status_label, tool.status_color = "Decided", "blue"
+            elif tool.has_decision and tool.decision.held == IN_THE_LEDGER:
+                tool.status_label, tool.status_color = "In the ledger", "amber"
             elif tool.has_decision and tool.decision.held:
                 tool.status_label, tool.status_color = "Not sent", "amber"
     if asked_by is not None:
@@ -960,7 +967,8 @@ def build_views(
         open_count=len(open_ids),
         batch_size=len(answerable),
         bulk_ok=bulk_ok,
-        cancel_all_ok=all(card.can_cancel for card in cards if card.id in open_ids),
+        cancel_all_ok=not with_batch
+        and all(card.can_cancel for card in cards if card.id in open_ids),
         unsent=len(open_ids & held.keys()),
         # "One or more … are invalid" only repeats what the items themselves show; a
         # replay's refusal, what the status row says of it.

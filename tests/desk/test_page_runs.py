@@ -206,14 +206,29 @@ async def test_a_page_runs_answer_is_traced_and_timed_as_a_desk_continuations(
     thread = await world.start(RITA, "delete project apollo")
     item = await world.only_item(RITA)
     entry = {"interruptId": item.item_id, **answer}
-    async with world.desk.page_run(thread, [item.item_id], RITA, {item.item_id: entry}):
-        pass  # the page's client runs the continuation here
+    async with world.desk.page_run(thread, [item.item_id], RITA, {item.item_id: entry}) as end:
+        end.finished = True  # the page's client ran the continuation here, to its end
 
     assert [name for id_, name in steps if id_ == item.decision_id] == [
         "paused", "decided", step
     ]  # fmt: skip
     assert closed == [(item.decision_id, outcome, "")]
     assert DeskStats(world.engine).histogram("continued_seconds", [60.0]).count == 1
+
+
+async def test_a_page_run_cut_off_before_its_end_carried_nothing_anyone_knows_of(
+    world: World,
+) -> None:
+    """The stream ended without `RUN_FINISHED` or `RUN_ERROR` (a proxy closed it): whether
+    the agent took the answers is not known, so they are not counted as carried, and a
+    Retry the ledger refuses as a replay ends the batch rather than being told "Already
+    answered, in another tab"."""
+    thread = await world.start(RITA, "delete project apollo")
+    item = await world.only_item(RITA)
+    entry = {"interruptId": item.item_id, "status": "resolved", "payload": {"approved": True}}
+    async with world.desk.page_run(thread, [item.item_id], RITA, {item.item_id: entry}):
+        pass  # cut off: neither end came
+    assert not await world.desk.carried(thread, [item.item_id])
 
 
 async def test_a_continuation_that_fails_marks_its_run_and_its_decision_failed(

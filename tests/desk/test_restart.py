@@ -336,7 +336,7 @@ async def test_a_run_that_never_ends_is_stopped_in_time_and_may_be_run_again(
     await desk.wait_idle()
     view = await desk.view(thread, RITA)
     assert (view.summary.status, view.summary.error) == ("failed", (
-        "The agent did not finish within 1 s, so its run was stopped. Retry runs it again."
+        "The agent did not finish within 1 s, so its run was stopped. Retry sends it again."
     ))  # fmt: skip
     assert not view.running
     await desk.retry(thread, RITA)

@@ -125,9 +125,16 @@ def test_a_client_checks_only_what_it_can_know() -> None:
         assert check_decision(answer, unusable, side="client") == []
         (problem,) = check_decision(answer, unusable)
         assert (problem.code, problem.source) == ("invalid-response-schema", "server")
-    found = DecisionTarget(kind="generic", response_schema={
-        "$ref": "#/$defs/speed", "$defs": {"speed": {"enum": ["x"]}}})  # fmt: skip
-    assert check_decision(answer, found) == []
+    # As jsonschema follows them: within the schema, to a draft's meta-schema it holds, and
+    # before 2019-09 not beside a `$ref` (whose siblings those drafts do not read).
+    for schema, value in (
+        ({"$ref": "#/$defs/speed", "$defs": {"speed": {"enum": ["x"]}}}, "x"),
+        ({"$ref": "https://json-schema.org/draft/2020-12/schema"}, {"type": "string"}),
+        ({"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"s": {}},
+          "$ref": "#/definitions/s", "properties": {"ignored": {"$ref": "#/nowhere"}}}, "x"),
+    ):  # fmt: skip
+        found = DecisionTarget(kind="generic", response_schema=schema)
+        assert check_decision(Decision.answer("ship", value), found) == [], schema
 
 
 @pytest.mark.parametrize(

@@ -238,6 +238,9 @@ def test_signing_out_ends_the_sessions_issued_before_it(accounts: Accounts, cloc
     clock.advance(seconds=second + 0.7 - clock.now.timestamp())
     accounts.sign_out("ada@example.com")
     assert accounts.session_account("ada@example.com", second + 0.2) == "signed-out"
+    # One issued on the whole second is no earlier version's: a float, it counts to the ms.
+    assert accounts.session_account("ada@example.com", float(second)) == "signed-out"
+    assert isinstance(accounts.session_account("ada@example.com", second), Identity)
     a_moment_after = second + 0.701
     assert isinstance(accounts.session_account("ada@example.com", a_moment_after), Identity)
     # A new password ends the sessions of the old one.

@@ -629,22 +629,35 @@ async def test_a_ledger_file_another_process_holds_locked_stops_the_run_before_a
     assert [r.kind for r in ledger.records()] == ["pause", "decision", "execution"]
 
 
+def _sqlite_error(kind: type[sqlite3.Error], message: str, name: str) -> sqlite3.Error:
+    """An error as SQLite raises one: with its result code's name (`sqlite_errorname`)."""
+    error = kind(message)
+    error.sqlite_errorname = name
+    return error
+
+
 @pytest.mark.parametrize(
     ("error", "outage"),
     [
-        (sqlite3.OperationalError("database or disk is full"), True),
-        (sqlite3.OperationalError("attempt to write a readonly database"), True),
-        (sqlite3.DatabaseError("database disk image is malformed"), True),
-        (sqlite3.IntegrityError("UNIQUE constraint failed: audit.seq"), False),
+        (_sqlite_error(sqlite3.OperationalError, "database or disk is full", "SQLITE_FULL"),
+         True),
+        (_sqlite_error(sqlite3.OperationalError, "attempt to write a readonly database",
+                       "SQLITE_READONLY_DBMOVED"), True),
+        (_sqlite_error(sqlite3.OperationalError, "disk I/O error", "SQLITE_IOERR_WRITE"), True),
+        (_sqlite_error(sqlite3.DatabaseError, "database disk image is malformed",
+                       "SQLITE_CORRUPT"), True),
+        (_sqlite_error(sqlite3.OperationalError, "no such table: audit", "SQLITE_ERROR"), False),
+        (_sqlite_error(sqlite3.IntegrityError, "UNIQUE constraint failed: audit.seq",
+                       "SQLITE_CONSTRAINT_PRIMARYKEY"), False),
         (sqlite3.ProgrammingError("Incorrect number of bindings supplied"), False),
     ],
-)
+)  # fmt: skip
 def test_only_the_files_troubles_are_an_outage(
     tmp_path: Path, error: sqlite3.Error, outage: bool
 ) -> None:
     """A full disk, a read-only or damaged file is `LedgerUnavailable` (the run says the
-    ledger is down); a statement SQLite refuses as wrong is a bug, raised as it is rather
-    than hidden as an outage."""
+    ledger is down); a statement SQLite refuses as wrong (a table missing, a constraint) is
+    a bug, raised as it is rather than hidden as an outage."""
     ledger = SQLiteLedger(tmp_path / "ledger.db")
     expected: type[Exception] = LedgerUnavailable if outage else type(error)
     with pytest.raises(expected) as raised, ledger._answering():

@@ -1117,6 +1117,44 @@ def test_an_answer_the_ledger_held_from_a_lost_send_ends_the_batch_and_a_message
         assert "delete_project" not in executions(database)
 
 
+def test_a_batch_decided_in_part_at_the_desk_is_finished_from_the_chat(
+    browser: Browser, race_app: tuple[str, Path], screenshot_dir: Path
+) -> None:
+    """Rita decided two of her three invoices from the desk (its API, as her Inbox does; the
+    desk holds those answers until the batch is complete): her chat shows them decided, live,
+    with nothing to click and no Approve all, and her Approve of the third goes to the desk,
+    which sends the batch. It was staged in the tab, which waited for the two it still took
+    for open: nothing went."""
+    url, database = race_app
+    with people(browser, url, RITA) as [rita]:
+        ask(rita, "pay invoices")
+        expect(rita.locator(".approval-card button.approve")).to_have_count(3)
+        run_ended(rita)
+        thread = thread_of(rita)
+        store = DeskStore(open_database(f"sqlite:///{database}"))
+        try:
+            pending = sorted(store.decisions_of(thread), key=lambda i: str(i.args["invoice"]))
+        finally:
+            store.engine.dispose()
+        for item in pending[:2]:
+            status = rita.evaluate(
+                """async (id) => (await fetch(`/api/inbox/${id}`, {method: 'POST',
+                     headers: {'Content-Type': 'application/json'},
+                     body: JSON.stringify({approved: true})})).status""",
+                item.decision_id,
+            )
+            assert status == 200
+        decided = rita.locator('.tool-card[data-tool="pay_invoice"] .tool-status')
+        expect(decided.filter(has_text="Decided")).to_have_count(2)
+        expect(rita.locator(".approval-card button.approve")).to_have_count(1)
+        expect(rita.locator("#approve-all")).to_have_count(0)
+        expect(rita.locator("#batch-title")).to_have_count(0)  # one left: no batch bar
+        shot(rita, screenshot_dir, "batch-decided-in-part")
+        rita.locator(".approval-card button.approve").click()
+        expect(rita.get_by_text(re.compile(r"Paid INV-1003"))).to_be_visible()
+        expect(rita.get_by_text(re.compile(r"Paid INV-1001"))).to_be_visible()
+
+
 def withdrawn_late(rita: Page, database: Path, text: str, email: str, outcome: str) -> None:
     """Rita asks for `text`; `email` decides it (`decided_meanwhile`) while her card still
     offers Withdraw, which she then clicks."""
