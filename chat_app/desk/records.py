@@ -201,6 +201,9 @@ class InboxItem:
     #: The arguments an approver changed the call to before approving it (outcome
     #: `edited`); `None` otherwise.
     edited_args: Any = None
+    #: A rule's own decision (outcome `auto`): whether it approved; `None` for any other, or
+    #: one stored before the verdict was kept.
+    auto_approved: bool | None = None
 
     @property
     def waiting_now(self) -> str:

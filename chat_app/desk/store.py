@@ -406,7 +406,9 @@ class DeskStore:
                 outcome="auto",
                 decided_by=None,
                 decided_by_name=f"policy {decided.rule}",
-                answer=None,
+                # The verdict, as an approval's entry holds it: the lists say which it was.
+                answer=_dumps({"interruptId": decided.call_id, "status": "resolved",
+                               "payload": decided.outcome == "approved"}),
                 applied=True,
                 created_at=now,
                 expires_at=None,
@@ -1120,6 +1122,7 @@ class DeskStore:
                 escalated_to=tuple(json.loads(row.escalate_to or "[]")),
                 escalate_at=row.escalate_at,
                 edited_args=_edited_args(row) if row.outcome == "edited" else None,
+                auto_approved=_auto_verdict(row) if row.outcome == "auto" else None,
             )  # fmt: skip
             for row in rows
         ]
@@ -1630,6 +1633,12 @@ def answered_value(answer: str | None) -> Any:
     decision = read_decision(json.loads(answer or "{}"), "generic")
     given = decision.payload if isinstance(decision, Decision) else None
     return None if given is ABSENT else given
+
+
+def _auto_verdict(row: Row[Any]) -> bool | None:
+    """Whether a rule's own decision approved (`None` when stored without its verdict)."""
+    payload = json.loads(row.answer or "{}").get("payload")
+    return payload if isinstance(payload, bool) else None
 
 
 def _edited_args(row: Row[Any]) -> Any:

@@ -462,12 +462,13 @@ def how_answered(item: InboxItem, viewer_email: str) -> Answered | None:
 
 def how_it_ended(item: InboxItem, viewer_email: str) -> str:
     """A settled decision's end in words, for the lists: "Rejected by Olive", "Approved by
-    you and Sam", "Decided by policy small-refunds", "Expired" (the person looking: "you")."""
+    you and Sam", "Approved by policy small-refunds", "Expired" (the person looking: "you")."""
     answered = how_answered(item, viewer_email)
     if answered is not None:
         return answered.text
     if item.outcome == "auto" and item.rule:
-        return f"Decided by policy {item.rule}"
+        verdict = {True: "Approved", False: "Rejected", None: "Decided"}[item.auto_approved]
+        return f"{verdict} by policy {item.rule}"
     return (item.outcome or "closed").capitalize()  # expired, or closed with nobody named
 
 

@@ -161,6 +161,7 @@ async def test_each_listed_conversation_says_how_its_latest_decision_ended(world
     }  # fmt: skip
     auto = by_id[refunded].last_decision
     assert auto is not None and (auto.outcome, auto.rule) == ("auto", "small-refunds")
+    assert auto.auto_approved is True  # the verdict is kept: "Approved by policy …"
     # Each a pause of one decision.
     assert (by_id[rejected].last_pause, by_id[refunded].last_pause) == ((last,), (auto,))
 

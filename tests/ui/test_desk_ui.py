@@ -199,8 +199,12 @@ def test_a_conversation_row_says_its_status_and_last_activity() -> None:
     assert conversation_row(expired, NOW, RITA).last_decision == "rotate_keys: Expired"
     auto = item(status="decided", outcome="auto", rule="small-refunds", name="refund")
     assert conversation_row(replace(summary("done"), last_decision=auto), NOW).last_decision == (
-        "refund: Decided by policy small-refunds"
+        "refund: Decided by policy small-refunds"  # stored before the verdict was kept
     )
+    for verdict, said in ((True, "Approved"), (False, "Rejected")):
+        ruled = replace(summary("done"), last_decision=replace(auto, auto_approved=verdict))
+        ended = conversation_row(ruled, NOW).last_decision
+        assert ended == f"refund: {said} by policy small-refunds"
     question = item(status="decided", outcome="answered", kind="question", rule=None,
                     name="How should order 42 ship?", decided_by=RITA, decided_by_name="Rita")
     answered = replace(summary("done"), last_decision=question)  # its sentence, then the end
