@@ -393,15 +393,20 @@ class _Run:
             if isinstance(item, ItemInterruptError) and item.code == "forbidden"
         ]  # fmt: skip
         if refused and self.agent.ledger is not None:
+            # Each as the answer's own decider's: a batch sent as its last decider holds the
+            # others' answers too (one held at the desk from before a policy change).
+            deciders = [self.gate.decider_of(item.interrupt_id) for item in refused]
             await self.agent.ledger.append_async(
                 [
                     self._audit(
                         "refusal",
-                        {**self._refusal_of(item.interrupt_id, item.message), **self._verified},
+                        {**self._refusal_of(item.interrupt_id, item.message),
+                         **self._verified_as(decider)},
+                        by=decider,
                     )
-                    for item in refused
+                    for item, decider in zip(refused, deciders, strict=True)
                 ]
-            )
+            )  # fmt: skip
 
     def _refusal_of(self, interrupt_id: str, reason: str) -> dict[str, Any]:
         """The refusal's record, naming the tool call it refused and the rule of that call

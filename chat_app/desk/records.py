@@ -451,9 +451,9 @@ class Answer:
             moved = ", ".join(f"{json.dumps(key)}: …" for key in named)
             raise DeskError(
                 "invalid",
-                f"Unknown field(s): {', '.join(named)}. What the tool asks with a decision "
-                f'goes in "payload": {{"approved": {json.dumps(approved)}, "payload": '
-                f"{{{moved}}}}}.",
+                f"Unknown field(s): {', '.join(named)}. What a tool asks with a decision "
+                f'goes in "payload" ({{"approved": {json.dumps(approved)}, "payload": '
+                f"{{{moved}}}}}), where the conversation's answerSchemas say it takes one.",
             )
         # Neither a payload nor arguments are null: an item's own JSON shows `"editedArgs":
         # null` for none, and an answer copying that shape (or a script's empty payload

@@ -905,7 +905,7 @@ def build_views(
     # Decided at the desk while the rest of its batch is not: the desk sends it with them,
     # and nobody answers it again here (the desk would refuse it as decided).
     with_batch = {
-        item.id: f"{given[item.id]}; the desk sends it with the rest of the batch."
+        item.id: f"{given[item.id]}; the desk sends this answer with the rest of the batch."
         for item in state.interrupts
         if item.id in given and item.id not in held and item.answerable
     }

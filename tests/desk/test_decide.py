@@ -230,8 +230,9 @@ def test_a_payloads_field_beside_approved_is_told_where_it_goes() -> None:
     with pytest.raises(DeskError) as caught:
         Answer.read({"approved": False, "reason": "Not this quarter", "note": 1})
     assert caught.value.message == (
-        'Unknown field(s): note, reason. What the tool asks with a decision goes in "payload": '
-        '{"approved": false, "payload": {"note": …, "reason": …}}.'
+        "Unknown field(s): note, reason. What a tool asks with a decision goes in \"payload\" "
+        '({"approved": false, "payload": {"note": …, "reason": …}}), where the '
+        "conversation's answerSchemas say it takes one."
     )
 
 

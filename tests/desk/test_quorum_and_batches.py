@@ -323,7 +323,7 @@ async def test_a_batch_runs_once_every_item_is_decided(world: World) -> None:
         assert [(c.status_label, c.decision.held_only) for c in decided] == [("Decided", True)] * 2
         who = "you" if viewer is RITA else "Rita"
         assert decided[0].decision.held == (
-            f"Approved by {who}; the desk sends it with the rest of the batch."
+            f"Approved by {who}; the desk sends this answer with the rest of the batch."
         )
         assert (cards[items[2].item_id].status_label, cards[items[2].item_id].decision.held) == (
             "Awaiting approval", ""

@@ -158,6 +158,9 @@ async def test_the_rest_of_a_refused_batch_stays_decided_and_goes_with_it(
 
     assert world.executions() == []
     assert (await world.only_item(RITA)).decision_id == first.decision_id
+    # The trail names whose answer was refused: Rita's, though Ada's approval sent the batch.
+    [refusal] = world.records("refusal")
+    assert (refusal.actor, refusal.data["verifiedBy"]) == (RITA.email, RITA.method)
     statuses = {d.decision_id: d.status for d in await world.desk.decisions_of(thread)}
     assert statuses == {first.decision_id: "pending", middle.decision_id: "decided",
                         third.decision_id: "decided"}  # fmt: skip
