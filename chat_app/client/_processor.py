@@ -19,8 +19,6 @@ import jsonpatch
 import jsonpointer
 
 from chat_app.interrupts import (
-    BATCH_ERROR_CODES,
-    ITEM_ERROR_CODES,
     LEGACY_APPROVAL_REASON,
     POLICY_DECISION_EVENT,
     js_json_dumps,
@@ -42,6 +40,7 @@ from ._messages import (
     parse_tool_arguments,
     with_tool_result,
 )
+from ._state import REFUSAL_CODES
 
 __all__ = [
     "RunStatus",
@@ -333,7 +332,7 @@ class StreamProcessor:
     def _run_error(self, state: StreamState, event: Mapping[str, object]) -> StreamState:
         message = _str(event.get("message")) or "An error occurred"
         code = _str(event.get("code"))
-        if code not in _REFUSALS:  # a refused continuation's batch stands, to answer again
+        if code not in REFUSAL_CODES:  # a refused continuation's batch stands, to answer again
             state = _mark_turns_calls(state, _IN_FLIGHT, status="stopped", error=None)
         return replace(
             state, run_status="error", error=message, error_code=code,
@@ -441,7 +440,6 @@ LEFT_BEHIND = "The conversation went on without its result."
 #: A call in one of these states when its run ends in an error never gets its result from
 #: that run (an approval's answer, held by a failed send, is the batch's to show).
 _IN_FLIGHT = frozenset({"streaming", "running"})
-_REFUSALS = ITEM_ERROR_CODES | BATCH_ERROR_CODES
 
 
 def _mark_turns_calls(

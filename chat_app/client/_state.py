@@ -60,7 +60,7 @@ class ClientState:
     def refused(self) -> bool:
         """The run's error is the server refusing the continuation: its reasons are on the
         interrupt items and batch errors, not a failure of the run itself."""
-        return self.error_code in _REFUSAL_CODES
+        return self.error_code in REFUSAL_CODES
 
     @property
     def answered_before(self) -> bool:
@@ -85,7 +85,7 @@ class ClientState:
 
 #: A server refuses with an interrupt error code; `transport` is the client's own (a failed
 #: send), never a refusal: its message is the run's error.
-_REFUSAL_CODES = (ITEM_ERROR_CODES | BATCH_ERROR_CODES) - {"transport"}
+REFUSAL_CODES = (ITEM_ERROR_CODES | BATCH_ERROR_CODES) - {"transport"}
 
 
 @cache

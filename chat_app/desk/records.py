@@ -444,9 +444,8 @@ class Answer:
             )
         unknown = sorted(set(body) - {"approved", "payload", "editedArgs"})
         if unknown:
-            # The usual slip is a payload's field beside `approved` ("reason"): say where
-            # it goes, with the body as it would be.
-            # Named, not echoed: cut to a few short names (the body may be anything).
+            # The usual slip is a payload's field beside `approved` ("reason"): say where it
+            # goes, with the body as it would be, its fields named (cut short), not echoed.
             named = [key if len(key) <= 40 else f"{key[:39]}…" for key in unknown[:5]]
             moved = ", ".join(f"{json.dumps(key)}: …" for key in named)
             raise DeskError(

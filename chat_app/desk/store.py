@@ -407,8 +407,10 @@ class DeskStore:
                 decided_by=None,
                 decided_by_name=f"policy {decided.rule}",
                 # The verdict, as an approval's entry holds it: the lists say which it was.
-                answer=_dumps({"interruptId": decided.call_id, "status": "resolved",
-                               "payload": decided.outcome == "approved"}),
+                answer=_dumps(
+                    Decision.approval(decided.call_id, decided.outcome == "approved")
+                    .resume_entry()
+                ),
                 applied=True,
                 created_at=now,
                 expires_at=None,
@@ -1637,8 +1639,10 @@ def answered_value(answer: str | None) -> Any:
 
 def _auto_verdict(row: Row[Any]) -> bool | None:
     """Whether a rule's own decision approved (`None` when stored without its verdict)."""
-    payload = json.loads(row.answer or "{}").get("payload")
-    return payload if isinstance(payload, bool) else None
+    if row.answer is None:
+        return None
+    decision = read_decision(json.loads(row.answer), "approval")
+    return decision.approved if isinstance(decision, Decision) else None
 
 
 def _edited_args(row: Row[Any]) -> Any:

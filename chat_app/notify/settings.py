@@ -251,7 +251,7 @@ def _host_only(value: str) -> str:
     start = start + 2 if start >= 0 else 0
     ends = [at for at in (value.find(mark, start) for mark in "/?#") if at >= 0]
     end = min(ends, default=len(value))
-    user, at, authority = value[start:end].rpartition("@")
+    _user, at, authority = value[start:end].rpartition("@")
     # "…" only where something was left out: a value with no path shows as it was typed.
     return f"{value[:start]}{authority}{'/…' if value[end:] or at else ''}"
 

@@ -34,6 +34,7 @@ from .conversations_state import (
 )
 from .guard import guarded, guarded_task
 from .identity_state import IdentityState, replace_address
+from .views import mid_sentence
 
 #: The page's address.
 ROUTE = "/inbox"
@@ -57,7 +58,7 @@ def _waiting_for(item: InboxItem, viewer: Identity, *, yours: bool, approved: bo
     if not yours or approved:
         return waiting
     # Said first: after "escalated to admin", it read as if the escalation let them decide.
-    return f"You may decide: {waiting[:1].lower()}{waiting[1:]}"
+    return f"You may decide: {mid_sentence(waiting)}"
 
 
 def inbox_row(item: InboxItem, viewer: Identity, now: datetime, *, yours: bool) -> InboxRow:

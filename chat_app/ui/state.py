@@ -62,6 +62,7 @@ from .views import (
     FormMemory,
     MessageView,
     WhoDecides,
+    answered_at_desk,
     answered_by,
     answered_edits,
     archive_blocks,
@@ -927,10 +928,7 @@ class ChatState(IdentityState):
             return True
         # Part of the batch is decided at the desk (the person's own Inbox, say): the desk
         # holds those answers and sends the batch once the rest is decided there too.
-        if any(
-            other.id != item.id and other.answerable and other.id in self._at_desk
-            for other in session.client.interrupts
-        ):
+        if answered_at_desk(session.client.interrupts, self._at_desk) - {item.id}:
             return True
         shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
         quorum = shown.get("quorum") if isinstance(shown, dict) else None

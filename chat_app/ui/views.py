@@ -309,6 +309,12 @@ def held_answers(
     return notes
 
 
+def answered_at_desk(items: Iterable[InterruptItem], given: Mapping[str, str]) -> set[str]:
+    """Of the client's `items`, those still open in it whose answer the desk holds (`given`,
+    from `given_at_desk`): the desk sends them with the rest of their batch."""
+    return {item.id for item in items if item.id in given and item.answerable}
+
+
 def given_at_desk(items: Iterable[InboxItem], viewer_email: str) -> dict[str, str]:
     """The answers of `items` given at the desk (decided there, not in a page's own run),
     however they were given and by whom, the person looking named "you": item id ->
@@ -482,9 +488,11 @@ def settled_elsewhere(settled: SettledRequest, viewer_email: str) -> tuple[str, 
     acme”."); a question's: ("Answered by Sam.", "The question “How should order 42 ship?”
     in …"). The end first: on a phone it may be all there is room for."""
     item, title = settled.item, settled.title or UNTITLED  # one line already
-    ended = how_it_ended(item, viewer_email) + (f": {settled.reason}" if settled.reason else "")
     if item.outcome == "expired":  # said as every other channel says it
         ended = item.expiry_note
+    else:
+        ended = how_it_ended(item, viewer_email)
+        ended += f": {settled.reason}" if settled.reason else ""
     what = f"Your request {item.name}" if item.kind == "tool" else f"The question “{item.name}”"
     return _sentence(ended), f"{what} in “{title}”."
 
@@ -905,9 +913,8 @@ def build_views(
     # Decided at the desk while the rest of its batch is not: the desk sends it with them,
     # and nobody answers it again here (the desk would refuse it as decided).
     with_batch = {
-        item.id: f"{given[item.id]}; the desk sends this answer with the rest of the batch."
-        for item in state.interrupts
-        if item.id in given and item.id not in held and item.answerable
+        item_id: f"{given[item_id]}; the desk sends this answer with the rest of the batch."
+        for item_id in answered_at_desk(state.interrupts, given) - held.keys()
     }
     held.update(with_batch)
     held_only.update(with_batch)
