@@ -276,6 +276,20 @@ class Desk:
             "forbidden", "This conversation is someone else's, with no decision of yours in it."
         )
 
+    def current(self, view: ConversationView) -> list[InboxItem]:
+        """`view`'s pause as a script reads it: its pending decisions, and those decided at
+        the desk whose answers it holds until the rest of their batch is decided (open still
+        in the stored conversation), in the order the agent asked them."""
+        asked = [item.id for item in ClientState.from_json(view.state).interrupts
+                 if item.answerable]  # fmt: skip
+        order = {item_id: n for n, item_id in enumerate(asked)}
+        listed = [
+            item for item in view.decisions
+            if item.status == "pending" or (item.status == "decided" and item.item_id in order)
+        ]  # fmt: skip
+        return sorted(listed, key=lambda item: (order.get(item.item_id, len(order)),
+                                                item.created_at))  # fmt: skip
+
     def refusals(self, view: ConversationView) -> dict[str, dict[str, str]]:
         """Why the agent refused the last answer to each of `view`'s pending decisions that
         waits again because of it, by interrupt id: `{"code", "message"}` as the engine said

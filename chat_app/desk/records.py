@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Literal, TypeAlias
@@ -396,17 +396,21 @@ class ConversationView:
         messages: list[dict[str, Any]],
         schemas: Mapping[str, dict[str, Any]],
         refusals: Mapping[str, dict[str, str]] | None = None,
+        current: Sequence[InboxItem] | None = None,
     ) -> dict[str, Any]:
         """`schemas`: `Desk.answer_schemas`, by interrupt id; `refusals`: why the agent
-        refused the last answer to a decision that waits again (`Desk.refusals`)."""
+        refused the last answer to a decision that waits again (`Desk.refusals`);
+        `current`: the pause's decisions to list (`Desk.current`: the pending ones and those
+        whose answers the desk holds for the rest of their batch; `pending` when `None`)."""
         refused = refusals or {}
         return {
             **self.summary.to_json(),
             "messages": messages,
             "decisions": [
                 item.to_json() | {"answerSchemas": schemas.get(item.item_id),
-                                  "refusal": refused.get(item.item_id)}
-                for item in self.pending
+                                  "refusal": refused.get(item.item_id),
+                                  "held": item.status != "pending"}
+                for item in (self.pending if current is None else current)
             ],
         }  # fmt: skip
 

@@ -124,8 +124,9 @@ def desk_routes(desk: Desk, who: Who, *, max_body_bytes: int = MAX_DESK_BODY_BYT
     async def conversation(request: Request, identity: Identity) -> Response:
         view = await desk.view(request.path_params["thread_id"], identity)
         shown = view.to_json(
-            messages_json(view.state), desk.answer_schemas(view), desk.refusals(view)
-        )
+            messages_json(view.state), desk.answer_schemas(view), desk.refusals(view),
+            desk.current(view),
+        )  # fmt: skip
         return JSONResponse(shown)
 
     async def post(request: Request, identity: Identity) -> Response:

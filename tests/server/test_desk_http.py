@@ -512,6 +512,37 @@ def test_messages_conversations_and_who_may_see_them(served: DeskServed) -> None
     )
 
 
+def test_a_batch_decided_in_part_lists_the_answer_the_desk_holds(served: DeskServed) -> None:
+    rita = served.cookie_of(RITA)
+    thread_id = start(served, rita, "pay invoices")
+    paused = wait(served, thread_id, rita, waiting_for_decision)
+    asked = [call["interruptId"] for call in paused["messages"][-1]["toolCalls"]]
+    assert len(asked) == 3
+    # Listed in the order the agent asked, whatever order the desk filed them in.
+    assert [d["interruptId"] for d in paused["decisions"]] == asked
+    assert [d["held"] for d in paused["decisions"]] == [False] * 3
+    middle = paused["decisions"][1]
+    assert decide(served, middle["decisionId"], rita, {"approved": True}).status_code == 200
+
+    shown = wait(served, thread_id, rita)
+    assert shown["status"] == "waiting"
+    assert [d["interruptId"] for d in shown["decisions"]] == asked
+    held = shown["decisions"][1]
+    assert (held["held"], held["status"], held["outcome"], held["decidedBy"]) == (
+        True, "decided", "approved", RITA,
+    )  # fmt: skip
+    assert (held["answerSchemas"], held["refusal"]) == (None, None)
+    assert [d["held"] for d in shown["decisions"]] == [False, True, False]
+    assert all(d["answerSchemas"] is not None for d in shown["decisions"] if not d["held"])
+    assert executions(served) == []  # held: nothing ran before the rest is decided
+
+    for listed in (shown["decisions"][0], shown["decisions"][2]):
+        assert decide(served, listed["decisionId"], rita, {"approved": True}).status_code == 200
+    done = wait(served, thread_id, rita, lambda c: c["status"] == "done")
+    assert done["decisions"] == []
+    assert executions(served) == ["pay_invoice"] * 3
+
+
 def test_the_inbox_filters_and_everyone_is_for_admins(served: DeskServed) -> None:
     rita, ada, olive = (served.cookie_of(email) for email in (RITA, ADA, OLIVE))
     sam = served.cookie_of(SAM)
