@@ -305,3 +305,80 @@ async def test_a_call_the_policy_now_decides_alone_is_left_to_whoever_asked(
     assert (await world.desk.decide(item.decision_id, RITA, Answer("approve"))).status == "decided"
     await world.desk.wait_idle()
     assert [run["toolName"] for run in world.executions()] == ["rotate_keys"]
+
+
+#: Invoices paid as finance says, then as ops says (a rule appended to the demo policy).
+INVOICES = '\n[[rules]]\nname = "invoices"\ntool = "pay_invoice"\napprovers = ["{who}"]\n'
+FOR_FINANCE = DEMO + INVOICES.format(who="role:finance")
+
+
+async def _invoices_one_held(world: World) -> tuple[str, list[InboxItem]]:
+    """Rita's three invoices under finance's rule, the first approved by Ada: the desk holds
+    her answer until the other two are decided."""
+    _use(world, FOR_FINANCE)
+    thread = await world.start(RITA, "pay invoices")
+    items, total = await world.desk.inbox(ADA)
+    assert total == 3
+    items = sorted(items, key=lambda item: item.created_at)
+    assert (await world.desk.decide(items[0].decision_id, ADA, Answer("approve"))).status == (
+        "decided"
+    )
+    await world.desk.wait_idle()
+    assert world.executions() == []
+    return thread, items
+
+
+async def test_an_answer_held_for_its_batch_from_someone_the_policy_now_refuses_waits_again(
+    world: World,
+) -> None:
+    """Invoices moved from finance to ops while Ada's approval of one waited for the other
+    two. Sent with the batch, the agent would refuse it (and every card meanwhile said the
+    desk sends it): at start it waits again, for ops, Ada's approval gone, and the trail
+    says why. Sam's three approvals run the three invoices, once each."""
+    thread, items = await _invoices_one_held(world)
+    _use(world, DEMO + INVOICES.format(who="role:ops"))
+
+    moved = await world.desk.refile()
+    assert set(moved) == {item.decision_id for item in items}
+    view = await world.desk.view(thread, RITA)
+    assert [item.status for item in world.desk.current(view)] == ["pending"] * 3
+    held = await world.desk.decision(items[0].decision_id)
+    assert held is not None
+    assert (held.status, held.decided_by, held.votes) == ("pending", None, ())
+    assert _routes(world, held.decision_id) == ["role:ops"]
+    [refusal] = world.records("refusal")
+    assert refusal.actor == ADA.email
+    assert refusal.data["reason"].startswith(
+        "Ada's answer no longer counts: the policy changed while it waited for the rest of "
+        "its batch, and "
+    )
+    assert refusal.data["reason"].endswith(" It waits again.")
+
+    for item in items:
+        assert (await world.desk.decide(item.decision_id, SAM, Answer("approve"))).status == (
+            "decided"
+        )
+    await world.desk.wait_idle()
+    assert [run["toolName"] for run in world.executions()] == ["pay_invoice"] * 3
+    deciders = {record.actor for record in world.records("decision")}
+    assert deciders == {SAM.email}
+
+
+async def test_an_answer_held_for_its_batch_that_the_policy_still_takes_stays(
+    world: World,
+) -> None:
+    """Invoices now for finance or admin: Ada still may, so her held approval stays, and
+    Olive's two approvals send it with theirs."""
+    _, items = await _invoices_one_held(world)
+    _use(world, DEMO + INVOICES.format(who='role:finance", "role:admin'))
+
+    assert items[0].decision_id not in await world.desk.refile()
+    held = await world.desk.decision(items[0].decision_id)
+    assert held is not None and (held.status, held.decided_by) == ("decided", ADA.email)
+    assert world.records("refusal") == []
+    for item in items[1:]:
+        assert (await world.desk.decide(item.decision_id, OLIVE, Answer("approve"))).status == (
+            "decided"
+        )
+    await world.desk.wait_idle()
+    assert [run["toolName"] for run in world.executions()] == ["pay_invoice"] * 3
