@@ -7,6 +7,7 @@ saves a screenshot of the states it passes through.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -901,6 +902,28 @@ def test_bytes_per_streamed_token_do_not_grow_with_the_history(page: Page) -> No
     assert len(short) >= 3 and len(long) >= 3, (short, long)
     # Same reply, five more exchanges of history: a token frame costs the same.
     assert max(long) <= max(short) * 1.1 + 64, (short, long)
+
+
+def test_a_streamed_frame_carries_the_words_alone(page: Page) -> None:
+    """Once a reply's first words show, each frame of it is its words: no var assigned the
+    value it had, nor a computed var reading one (they were ~170 bytes of each frame)."""
+    frames: list[str] = []
+    page.on("websocket", lambda socket: socket.on("framereceived", lambda f: frames.append(str(f))))
+    page.reload()
+    page.wait_for_selector('#app-root[data-hydrated="true"]')
+    ask(page, "hello")
+    expect(page.get_by_text("Try one of these")).to_be_visible()
+    run_ended(page)
+    changed: list[set[str]] = []
+    for frame in frames:
+        if not frame.startswith("42/_event,"):  # socket.io's event frames; not its pings
+            continue
+        event = json.loads(frame.partition(",")[2])
+        for delta in event[1].get("delta", {}).values():
+            if "streaming_text_rx_state_" in delta and delta["streaming_text_rx_state_"]:
+                changed.append(set(delta))
+    assert len(changed) >= 4, changed
+    assert all(names == {"streaming_text_rx_state_"} for names in changed[1:-1]), changed
 
 
 def test_answering_a_decision_does_not_send_the_history_again(page: Page) -> None:
