@@ -955,6 +955,9 @@ def build_views(
         for tool in shown.tools:
             if tool.decision.id in with_batch:  # decided: not awaiting it
                 tool.status_label, tool.status_color = "Decided", "blue"
+                # An approval with changes runs the call so: the arguments shown are the
+                # proposal, as on a card decided and sent.
+                tool.changes = list(known.changes.get(tool.decision.id, ()))
             elif tool.has_decision and tool.decision.held == IN_THE_LEDGER:
                 tool.status_label, tool.status_color = "In the ledger", "amber"
             elif tool.has_decision and tool.decision.held:

@@ -16,7 +16,7 @@ from chat_app.client import ClientState
 from chat_app.demo import POLICY_PATH
 from chat_app.desk import Answer, DeskError, DeskStore, InboxItem, Vote
 from chat_app.trust import Policy
-from chat_app.ui.views import build_views, given_at_desk
+from chat_app.ui.views import build_views, edits, given_at_desk
 from tests.desk.world import ADA, OLIVE, RITA, SAM, THEO, World, texts
 
 
@@ -301,7 +301,10 @@ async def test_a_batch_runs_once_every_item_is_decided(world: World) -> None:
     thread, items = await invoices(world)
     assert [item.args["invoice"] for item in items] == ["INV-1001", "INV-1002", "INV-1003"]
 
-    first = await world.desk.decide(items[0].decision_id, RITA, Answer("approve"))
+    edited = {**items[0].args, "amount": items[0].args["amount"] - 1}
+    first = await world.desk.decide(
+        items[0].decision_id, RITA, Answer.read({"approved": True, "editedArgs": edited})
+    )
     body = {"approved": False}
     second = await world.desk.decide(items[1].decision_id, RITA, Answer.read(body))
     assert (first.status, second.status) == ("decided", "decided")
@@ -316,15 +319,21 @@ async def test_a_batch_runs_once_every_item_is_decided(world: World) -> None:
     # one decision still needed.
     for viewer in (RITA, ADA):
         shown = build_views(ClientState.from_json(view.state), {},
-                            at_desk=given_at_desk(view.decisions, viewer.email))  # fmt: skip
+                            at_desk=given_at_desk(view.decisions, viewer.email),
+                            changes=edits(view.decisions))  # fmt: skip
         cards = {t.decision.id: t for m in shown.messages for t in m.tools if t.has_decision}
         assert shown.open_count == 1
         decided = [cards[item.item_id] for item in items[:2]]
         assert [(c.status_label, c.decision.held_only) for c in decided] == [("Decided", True)] * 2
         who = "you" if viewer is RITA else "Rita"
         assert decided[0].decision.held == (
-            f"Approved by {who}; the desk sends this answer with the rest of the batch."
+            f"Approved with changes by {who}; the desk sends this answer with the rest of the "
+            "batch."
         )
+        # What the approval changes, beside the arguments proposed, as once it has run.
+        amount = items[0].args["amount"]
+        assert decided[0].changes == [f"amount: {amount} → {amount - 1}"]
+        assert decided[1].changes == []
         assert (cards[items[2].item_id].status_label, cards[items[2].item_id].decision.held) == (
             "Awaiting approval", ""
         )
@@ -334,10 +343,8 @@ async def test_a_batch_runs_once_every_item_is_decided(world: World) -> None:
 
     [continuation] = world.continuations
     assert continuation.resume is not None and len(continuation.resume) == 3
-    assert sorted(run["args"]["invoice"] for run in world.executions()) == [
-        "INV-1001",
-        "INV-1003",
-    ]
+    ran = sorted((run["args"]["invoice"], run["args"]["amount"]) for run in world.executions())
+    assert ran == [("INV-1001", edited["amount"]), ("INV-1003", items[2].args["amount"])]
     view = await world.desk.view(thread, RITA)
     assert view.summary.status == "done"
     assert len(world.records("decision")) == 3
@@ -346,7 +353,7 @@ async def test_a_batch_runs_once_every_item_is_decided(world: World) -> None:
     [listed] = [c for c in await world.desk.conversations(RITA) if c.thread_id == thread]
     assert listed.last_decision is not None and listed.last_decision in listed.last_pause
     assert sorted((item.args["invoice"], item.outcome) for item in listed.last_pause) == [
-        ("INV-1001", "approved"), ("INV-1002", "rejected"), ("INV-1003", "approved")]  # fmt: skip
+        ("INV-1001", "edited"), ("INV-1002", "rejected"), ("INV-1003", "approved")]  # fmt: skip
 
 
 @pytest.mark.parametrize("workers", [1, 2])
