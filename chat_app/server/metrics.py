@@ -140,7 +140,8 @@ class DeskCollector(Collector):
             ),
             HistogramMetricFamily(
                 "chat_app_decision_wait_seconds",
-                "Seconds from a pause to its decision.",
+                "Seconds from a pause to the answer that settled it (a person's, in the page or "
+                "at the desk); an expiry is not an answer and is not counted here.",
                 labels=[],
             ),
             HistogramMetricFamily(
