@@ -444,9 +444,17 @@ class ChatState(IdentityState):
             self.recent = parts.recent
         if parts.turn != self.turn:
             self.turn = parts.turn
-        self.loose_decisions = views.loose_decisions
-        self.open_count = views.open_count
-        self.unsent = views.unsent
+        self._assign(
+            loose_decisions=views.loose_decisions, open_count=views.open_count,
+            unsent=views.unsent, batch_size=views.batch_size, bulk_ok=views.bulk_ok,
+            cancel_all_ok=views.cancel_all_ok, batch_errors=views.batch_errors,
+            can_retry=state.can_retry, can_resend=state.can_resend or state.can_go_on,
+            resuming=state.resuming,
+            # A refused continuation is shown on its decisions, not again as a run error;
+            # but a refusal as a replay is over, with nothing left to decide: said here.
+            run_error=(ANSWERED_BEFORE if state.answered_before
+                       else "" if state.refused else state.error or ""),
+        )  # fmt: skip
         if self.held == RUNNING_NOTICE:  # until the run ends: Send is back then
             if not self.running:
                 self.held = ""
@@ -458,19 +466,6 @@ class ChatState(IdentityState):
             self.held = WAITING_NOTICE
         elif self.held and views.open_count:  # theirs to answer first (one kept, restored)
             self.held = HELD_NOTICE
-        self.batch_size = views.batch_size
-        self.bulk_ok = views.bulk_ok
-        self.cancel_all_ok = views.cancel_all_ok
-        self.batch_errors = views.batch_errors
-        self.can_retry = state.can_retry
-        self.can_resend = state.can_resend or state.can_go_on
-        self.resuming = state.resuming
-        # A refused continuation is shown on its decisions, not again as a run error; but
-        # a refusal as a replay is over, with nothing left to decide: said here.
-        self.run_error = (
-            ANSWERED_BEFORE if state.answered_before
-            else "" if state.refused else state.error or ""
-        )  # fmt: skip
         self._refresh_streaming(client)
         if save:
             self._save(session, state)
@@ -478,6 +473,13 @@ class ChatState(IdentityState):
         if fresh:
             self._noticed = [*self._noticed, *fresh]
             self.notices = [*self.notices, *fresh]
+
+    def _assign(self, **values: Any) -> None:
+        """Assign the vars whose value differs: Reflex sends every var assigned to, and every
+        computed var reading one, in the event's delta, changed or not."""
+        for name, value in values.items():
+            if getattr(self, name) != value:
+                setattr(self, name, value)
 
     def _save(self, session: sessions.Session, state: ClientState | None = None) -> None:
         """Save the client's state (`state`, read from it when not given) in the tab's
@@ -510,21 +512,15 @@ class ChatState(IdentityState):
     def _refresh_streaming(self, client: ChatClient) -> bool:
         """Update only the streamed message; return whether the transcript needs rebuilding.
 
-        Each var is assigned only when it differs: Reflex sends every var assigned to, and
-        every computed var reading one (`working`, `resuming_quiet`), in each frame of a
-        reply; assigned regardless, they were about 170 of a streamed frame's ~370 bytes
-        beside its words (the browser benchmark's websocket bytes per streamed token: 412,
-        now about 310)."""
+        Each var is assigned only when it differs (`_assign`): assigned regardless, they and
+        the computed vars reading them (`working`, `resuming_quiet`) were about 170 of a
+        streamed frame's ~370 bytes beside its words (the browser benchmark's websocket
+        bytes per streamed token: 412, now about 310)."""
         streaming = client.status == "streaming"
         message_id, text, tools = streaming_preview(client.messages) if streaming else ("", "", [])
         rebuild = message_id != self.streaming_id or tools != self.streaming_tools
-        if rebuild:
-            self.streaming_id, self.streaming_tools = message_id, tools
-        if text != self.streaming_text:
-            self.streaming_text = text
-        awaiting = streaming and message_id == ""
-        if awaiting != self.awaiting_words:
-            self.awaiting_words = awaiting
+        self._assign(streaming_id=message_id, streaming_tools=tools, streaming_text=text,
+                     awaiting_words=streaming and message_id == "")  # fmt: skip
         return rebuild
 
     # --- page lifecycle -----------------------------------------------------------------
