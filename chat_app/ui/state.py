@@ -141,6 +141,11 @@ STORE_NOTE = "((key, note, draft) => draft === '1' ? undefined : sessionStorage.
 
 _log = logging.getLogger(__name__)
 
+#: A decision's form on the page, by the decision's id and the form's name (`id`, `name`).
+_FIND_FORM = """[...document.querySelectorAll('form.decision-form')].find((f) =>
+  f.elements.__interrupt && f.elements.__interrupt.value === id &&
+  f.elements.__form && f.elements.__form.value === name)"""
+
 #: Once a decision's form is drawn (`%s`: its decision's id, the form's name and which field,
 #: as JSON): the first field of it, or the first in error after a refused Submit, takes the
 #: focus, scrolled into view (a keyboard's next key goes where the person looks). A form just
@@ -154,15 +159,45 @@ setTimeout(() => {
   if (which === 'first' && typing && typing.closest('form.decision-form')) return;
   const sent = window.__decisionSubmit;
   if (which === 'error' && sent && sent.id === id && sent.name === name && sent.movedOn) return;
-  const form = [...document.querySelectorAll('form.decision-form')].find((f) =>
-    f.elements.__interrupt && f.elements.__interrupt.value === id &&
-    f.elements.__form && f.elements.__form.value === name);
+  const form = FIND_FORM;
   const field = form && form.querySelector(which === 'error'
     ? '.form-field:has(.field-error)' : '.form-field');
   const control = field && field.querySelector('input:not([type=hidden]), textarea, button');
-  if (control) { control.focus({preventScroll: true}); field.scrollIntoView({block: 'center'}); }
+  if (!control) return;
+  control.focus({preventScroll: true});
+  field.scrollIntoView({block: 'center'});
+  // A draft goes on where it ends: at its start, what is typed next would go before it.
+  try { control.setSelectionRange(control.value.length, control.value.length); } catch (e) {}
 }, 50)
-"""
+""".replace("FIND_FORM", _FIND_FORM)
+
+
+#: A page opened with a decision's form open (`%s`: the decision's id and the form's name,
+#: as JSON): its first field takes the focus once it shows (a conversation opened at its
+#: address is hidden until the tab's state has caught up), at the end of its draft, unless
+#: the person has put the focus somewhere meanwhile. Looked at for 5 s.
+BACK_IN_FORM = """
+(() => {
+  const [id, name] = %s;
+  const free = () => { const at = document.activeElement;
+    return !at || at === document.body || at.getAttribute('role') === 'log'; };
+  let looks = 100;
+  const look = setInterval(() => {
+    if (--looks < 0 || !free()) return clearInterval(look);
+    const form = FIND_FORM;
+    const field = form && form.querySelector('.form-field');
+    const control = field && field.querySelector('input:not([type=hidden]), textarea, button');
+    const shown = control && control.checkVisibility({visibilityProperty: true,
+                                                      checkVisibilityCSS: true});
+    if (!shown) return;
+    control.focus({preventScroll: true});
+    if (document.activeElement !== control) return;
+    clearInterval(look);
+    field.scrollIntoView({block: 'center'});
+    try { control.setSelectionRange(control.value.length, control.value.length); } catch (e) {}
+  }, 50);
+})()
+""".replace("FIND_FORM", _FIND_FORM)
 
 
 @dataclass
@@ -1209,7 +1244,19 @@ class ChatState(IdentityState):
             await self._count_inbox(viewer)
         self._settled_to(viewer)
         lost = self._lost_answer(session.client) if self._lost_click else None
-        return [event for event in (lost, ChatState.watch) if event is not None]
+        return [event for event in (lost, self._back_in_form(session), ChatState.watch)
+                if event is not None]  # fmt: skip
+
+    def _back_in_form(self, session: sessions.Session) -> Any:
+        """The first open decision's form, if the tab had one open (a reload, the person
+        back from another page): the focus goes into it, at the end of its draft, where
+        the person left off. Its Approve takes no focus then (`DecisionView.focus`): Enter
+        would approve over a half-written rejection."""
+        first = next((item for item in session.client.interrupts if item.answerable), None)
+        memory = self._memory.get(first.id) if first is not None else None
+        if first is None or memory is None or not memory.panel:
+            return None
+        return rx.call_script(BACK_IN_FORM % json.dumps([first.id, memory.panel]))
 
     # --- composer -----------------------------------------------------------------------
 

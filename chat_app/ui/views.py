@@ -83,6 +83,9 @@ class DecisionView:
     id: str
     kind: str = "approval"  # approval | generic | unbound
     title: str = ""
+    #: The card's accessible name when its title alone does not tell it from its batch's
+    #: others ("Approve pay invoice? invoice INV-1001, supplier Acme…"); "" for the title.
+    label: str = ""
     message: str = ""
     can_resolve: bool = False
     error: str = ""
@@ -130,8 +133,10 @@ class DecisionView:
     #: That answer was given at the desk (by whoever `held` names): nobody answers anew here,
     #: only a Retry sends it.
     held_only: bool = False
-    #: The first answerable decision takes the keyboard focus. A field of the view rather
-    #: than a page var, so that a memoized message row depends on its own data only.
+    #: The first answerable decision takes the keyboard focus (its Approve, or its Submit),
+    #: unless one of its forms is open: Enter there would answer over the form's draft. A
+    #: field of the view rather than a page var, so that a memoized message row depends on
+    #: its own data only.
     focus: bool = False
     #: How many of the tab's answers to it the server refused (`FormMemory.replies`): the
     #: card redraws on each, so its "Sending…" ends even when the refusal is the same again
@@ -203,6 +208,19 @@ def _argument_rows(args: Any) -> list[list[str]]:
     if isinstance(args, Mapping):
         return [[spelled_out(str(key)), _short(value)] for key, value in args.items()]
     return [["arguments", _short(args)]] if args is not None else []
+
+
+#: How much of a call's arguments a card's accessible name carries.
+LABEL_CHARACTERS = 160
+
+
+def _label(title: str, arguments: Sequence[Sequence[str]]) -> str:
+    """A card's accessible name: its title and its arguments in brief, so that a screen
+    reader moving through a batch (three invoices) tells one card from the next."""
+    if not arguments:
+        return ""
+    label = f"{title} " + ", ".join(f"{key} {value}" for key, value in arguments)
+    return label if len(label) <= LABEL_CHARACTERS else label[: LABEL_CHARACTERS - 1] + "…"
 
 
 def _short(value: Any) -> str:
@@ -578,16 +596,19 @@ def decision_view(
     if isinstance(item, ToolApprovalInterrupt):
         tool = _tool_words(item)
         edit_fields = fields("edit")
+        # A question only to whoever may answer it; the others read what it waits for.
+        title = f"Approval needed: {tool}" if waiting else f"Approve {tool}?"
+        arguments = _argument_rows(item.original_args)
         return DecisionView(
             id=item.id,
             replies=memory.replies,
             kind="approval",
-            # A question only to whoever may answer it; the others read what it waits for.
-            title=f"Approval needed: {tool}" if waiting else f"Approve {tool}?",
+            title=title,
+            label=_label(title, arguments),
             message=spelled_out(item.message or ""),
             can_resolve=item.can_resolve,
             error=error,
-            arguments=_argument_rows(item.original_args),
+            arguments=arguments,
             approve_fields=fields("approve"),
             reject_fields=fields("reject"),
             edit_fields=edit_fields,
@@ -947,7 +968,7 @@ def build_views(
     if focus:
         first = next((d for d in cards if d.id in open_ids), None)
         if first is not None:
-            first.focus = True
+            first.focus = first.panel == ""
     for card in cards:
         card.held = held.get(card.id, "")
         card.held_only = card.id in held_only

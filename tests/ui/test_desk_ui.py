@@ -532,6 +532,50 @@ def test_a_rejection_typed_in_someone_elses_conversation_survives_going_to_chat_
         expect(reason).to_have_value("Wrong account")
 
 
+def test_a_half_written_rejection_keeps_the_keyboard_after_a_reload(
+    browser: Browser, app_url: str
+) -> None:
+    """Ada half-writes a rejection and reloads. The focus goes back into the reason, at
+    the end of what she typed (not on Approve, where Enter approved the transfer); closed
+    with Escape and opened again, typing goes on after the draft, not before it."""
+    with people(browser, app_url, ADA, RITA) as (ada, rita):
+        card = asked_and_opened(rita, ada, "transfer 5000 to Ada")
+        card.locator("button.reject").click()
+        reason = card.locator('.form-reject [name="reason"]')
+        reason.fill("Needs PO")
+        held = "sessionStorage.getItem('chat_app_unsent_drafts')"
+        eventually(lambda: ada.evaluate(held) is None, "the draft sent")
+        ada.reload()
+        ada.wait_for_selector('#app-root[data-hydrated="true"]')
+        reason = tool_card(ada, "transfer").locator('.form-reject [name="reason"]')
+        expect(reason).to_have_value("Needs PO")
+        expect(reason).to_be_focused()
+        expect(tool_card(ada, "transfer").locator("button.approve")).not_to_be_focused()
+        ada.keyboard.type(" 123")
+        expect(reason).to_have_value("Needs PO 123")
+
+        ada.keyboard.press("Escape")
+        reject = tool_card(ada, "transfer").locator("button.reject")
+        expect(reject).to_be_focused()
+        ada.keyboard.press("Enter")
+        expect(reason).to_be_focused()
+        ada.keyboard.type("4")
+        expect(reason).to_have_value("Needs PO 1234")
+        submit = tool_card(ada, "transfer").locator(".form-reject button[type=submit]")
+        for _ in range(5):  # past the reason's counter, if any, to the form's Reject
+            ada.keyboard.press("Tab")
+            if submit.evaluate("(button) => button === document.activeElement"):
+                break
+        expect(submit).to_be_focused()
+        ada.keyboard.press("Enter")
+        expect(tool_card(rita, "transfer").locator(".tool-status")).to_have_text("Rejected")
+        expect(tool_card(rita, "transfer")).to_contain_text("Needs PO 1234")
+        # Someone else's conversation: nothing to type in it, so the card that says how it
+        # went has the keyboard, not the message box.
+        expect(ada.locator("#composer-input")).not_to_be_focused()
+        expect(tool_card(ada, "transfer")).to_be_focused()
+
+
 def test_a_decision_opened_from_the_inbox_by_keyboard_takes_the_focus(
     browser: Browser, app_url: str
 ) -> None:

@@ -140,6 +140,40 @@ def test_the_first_open_decision_takes_the_focus_and_moves_on_when_answered() ->
     run_on_own_loop(scenario())
 
 
+def test_a_decision_with_its_form_open_gives_its_approve_no_focus() -> None:
+    """Ada half-wrote a rejection and reloaded: her card's Reject form is open with the
+    draft. Its Approve must not take the focus (Enter would approve); the form takes it."""
+
+    async def scenario() -> None:
+        client = demo_client()
+        await client.send("pay invoices")
+        first, second, _ = client.interrupts
+        forms = {first.id: FormMemory(panel="reject")}
+        cards = [t.decision for t in build_views(client.state, forms).messages[-1].tools]
+        assert [card.focus for card in cards] == [False, False, False]
+        forms = {second.id: FormMemory(panel="reject")}
+        cards = [t.decision for t in build_views(client.state, forms).messages[-1].tools]
+        assert [card.focus for card in cards] == [True, False, False]
+
+    run_on_own_loop(scenario())
+
+
+def test_each_card_of_a_batch_has_a_name_of_its_own() -> None:
+    """A screen reader moving through three invoices hears which one each card is."""
+
+    async def scenario() -> None:
+        client = demo_client()
+        await client.send("pay invoices")
+        cards = [t.decision for t in build_views(client.state, memory()).messages[-1].tools]
+        labels = [card.label for card in cards]
+        assert len(set(labels)) == 3
+        assert all(label.startswith(cards[0].title + " ") for label in labels)
+        assert "INV-1001" in labels[0] and "INV-1002" in labels[1]
+        assert all(len(label) <= 160 for label in labels)
+
+    run_on_own_loop(scenario())
+
+
 def test_cached_views_equal_fresh_ones_and_only_the_turn_is_rebuilt() -> None:
     async def scenario() -> None:
         client = demo_client()

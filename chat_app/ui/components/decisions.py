@@ -63,7 +63,9 @@ document.addEventListener('keydown', (event) => {
 #: page's body): the next open decision's control, which becomes the one marked to take the
 #: focus (`data-autofocus`, `takes_focus`), takes it then, so the keyboard goes on from
 #: decision to decision; after the last one, answered from the keyboard, the message box
-#: takes it (the next Tab would otherwise start from the top of the page). Only while the
+#: takes it (the next Tab would otherwise start from the top of the page), or in someone
+#: else's conversation, where there is nothing to type, the answered call's card (which says
+#: how it went, and where the next Tab goes on from). Only while the
 #: person is answering decisions (their last key or click was on one): a focus they let go
 #: by clicking elsewhere stays where it is when someone else's answer moves the mark.
 #: Delegated, once per page (a control that mounts marked takes it by React's autofocus).
@@ -81,11 +83,21 @@ FOCUS_NEXT_DECISION_SCRIPT = """
     // Answered from the keyboard: once its button goes and no decision is left to take
     // the focus, the message box takes it (looked at for 10 s, until the focus is placed).
     const pressed = event.target;
+    const card = pressed.closest('.tool-card') || pressed.closest('.decision');
     let looks = 100;
     const look = setInterval(() => {
       const now = document.activeElement;
       if (--looks < 0 || (!lost() && now !== pressed)) return clearInterval(look);
       if (!lost() || document.querySelector('[data-autofocus="true"]')) return;
+      const send = document.getElementById('composer-send');
+      if (send && send.dataset.readOnly === 'true') {
+        clearInterval(look);
+        if (card && card.isConnected) {
+          card.tabIndex = -1;
+          card.focus({ preventScroll: true });
+        }
+        return;
+      }
       const box = document.getElementById(INPUT_ID);
       if (!box || box.disabled) return;  // looked at again until it can take it
       clearInterval(look);
@@ -523,7 +535,7 @@ def _decision_card(
         ),
         class_name=f"decision {kind}-card",
         role="group",
-        aria_label=title,
+        aria_label=rx.cond(decision.label != "", decision.label, title),
         data_decision=decision.id,
         padding="0.75em",
         border_radius="8px",
