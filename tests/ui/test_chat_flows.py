@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Locator, Page, WebSocket, WebSocketRoute, expect
 
+from chat_app.ui.components.connection import CONNECTION_LOST
 from chat_app.ui.state import NOTHING_RAN, RUNNING_NOTICE, SUGGESTIONS
 from tests.ui.conftest import (
     ask,
@@ -902,6 +903,26 @@ def test_bytes_per_streamed_token_do_not_grow_with_the_history(page: Page) -> No
     assert len(short) >= 3 and len(long) >= 3, (short, long)
     # Same reply, five more exchanges of history: a token frame costs the same.
     assert max(long) <= max(short) * 1.1 + 64, (short, long)
+
+
+def test_a_lost_connection_is_said_in_the_pages_words_and_an_answer_given_then_goes(
+    page: Page,
+) -> None:
+    """Offline, the page says it is reconnecting, in its words (Reflex's toast named the
+    websocket's address and covered a phone's screen); an Approve clicked meanwhile is sent
+    once the connection is back, and the notice goes."""
+    ask(page, "delete project apollo")
+    approve = page.locator(".approval-card button.approve")
+    expect(approve).to_be_enabled()
+    try:
+        page.context.set_offline(True)
+        expect(page.locator("#connection-lost")).to_have_text(CONNECTION_LOST)
+        expect(page.get_by_text("Cannot connect to server")).to_have_count(0)
+        approve.click()
+    finally:
+        page.context.set_offline(False)
+    expect(page.get_by_text("Project apollo is deleted.")).to_be_visible()
+    expect(page.locator("#connection-lost")).to_have_count(0)
 
 
 def test_a_streamed_frame_carries_the_words_alone(page: Page) -> None:
