@@ -305,8 +305,13 @@ class ChatClient:
         self._check_idle()
         if self._manager.has_open_items:
             raise UsageError("Resolve or cancel the pending interrupts before going on.")
-        if not self._stream.messages:
+        messages = self._stream.messages
+        if not messages:
             raise UsageError("There is no conversation to go on with.")
+        if _cut_reply(messages):
+            # The model answers again from the results: kept, the half sentence would stay
+            # above the new reply, and the model would read it as said.
+            self._stream = replace(self._stream, messages=messages[:-1])
         self._manager.reset()
         self._go_on = await self._request() == "error"
         self._resend = False
@@ -701,3 +706,15 @@ def _generation(descriptors: Sequence[Mapping[str, object]]) -> int:
             return 0
         generation = value
     return generation or 0
+
+
+def _cut_reply(messages: Sequence[ChatMessage]) -> bool:
+    """Whether the last message is the words of a reply to tools' results that was cut off
+    (text alone, after a message that called tools), which going on replaces."""
+    if len(messages) < 2:
+        return False
+    last = messages[-1]
+    return (
+        last.role == "assistant" and last.raw is None and not last.tool_calls
+        and bool(messages[-2].tool_calls)
+    )  # fmt: skip

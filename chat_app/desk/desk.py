@@ -1109,10 +1109,17 @@ class Desk:
                 # them, whoever asked is told how they ended, as after a continuation that
                 # finished; where that is unknown, Retry sends them again, as the person's.
                 await self._carried_elsewhere(thread_id, _in_flight(stored), tell=go_on)
+                failure = None
                 if not go_on:
                     failure = INTERRUPTED if state.can_retry or state.can_resend else None
                     await self._save(thread_id, state, row.owner_email, row.owner_name,
                                      ANONYMOUS, busy=False, failure=failure)  # fmt: skip
+                _log.warning(
+                    "Conversation %s was left running by %s, which stopped: %s", thread_id,
+                    row.runner or "a worker",
+                    "its reply goes on from the tools' results" if go_on
+                    else "shown failed, with Retry" if failure else "shown as it stood",
+                )  # fmt: skip
             finally:
                 if not go_on:
                     await self._db(self.store.release, thread_id, self.worker)

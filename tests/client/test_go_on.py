@@ -16,6 +16,7 @@ from chat_app.client import (
     ChatClient,
     ClientTool,
     InProcessConnection,
+    TextPart,
     TransportError,
     UsageError,
     read_manifest,
@@ -63,6 +64,36 @@ async def test_a_reply_lost_after_its_tool_ran_is_written_from_the_result(
     assert cut.messages[-1].text == reply  # the same receipt: the tool did not run again
     kinds = [record.kind for record in ledger.records()]
     assert kinds.count("execution") == 1 and kinds.count("decision") == 1
+
+
+async def test_a_reply_cut_mid_sentence_is_replaced_not_kept_above_the_new_one(
+    tmp_path: Path,
+) -> None:
+    """The worker died as the reply streamed: "Sent 25 to" was stored. Going on, the model
+    writes the reply again from the result, and the half sentence goes (it stayed as a
+    bubble of its own above the whole reply, and in the history the model read)."""
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    agent, tools = _demo(ledger)
+    connection = _in_process(agent)
+    client = ChatClient(connection, tools=tools)
+    await client.send("transfer 25 to Ada")
+    await client.resolve_interrupt(client.interrupts[0].id, approved=True)
+    whole = client.messages[-1]
+    assert whole.text.startswith("Sent 25 to Ada. Receipt id: rcpt-")
+
+    half = dataclasses.replace(whole, parts=(TextPart(content="Sent 25 to"),))
+    state = client.state
+    cut = ChatClient.restore(
+        dataclasses.replace(state, messages=(*state.messages[:-1], half)), connection,
+        tools=tools,
+    )  # fmt: skip
+    await cut.go_on()
+
+    assert cut.error is None
+    assert [m.text for m in cut.messages[-2:]] == [client.messages[-2].text, whole.text]
+    assert all(m.text != "Sent 25 to" for m in cut.messages)
+    kinds = [record.kind for record in ledger.records()]
+    assert kinds.count("execution") == 1
 
 
 async def test_going_on_needs_a_conversation_and_no_open_decision(tmp_path: Path) -> None:
