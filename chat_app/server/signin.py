@@ -36,7 +36,7 @@ from chat_app.trust.authn import (
 )
 from chat_app.trust.identity import Directory, Identity
 from chat_app.trust.sessions import SESSION_COOKIE
-from chat_app.trust.store import not_answering
+from chat_app.trust.store import database_trouble, not_answering
 
 __all__ = [
     "SignInAccounts",
@@ -183,18 +183,26 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         client = client_host(request) or ""
         # One attempt per email at a time in this process: parallel guesses queue up, and
         # each finds the failures before it counted.
-        async with locks.hold(email):
-            wait = await asyncio.to_thread(accounts.sign_in_wait, email, client)
-            if wait.refuse > 0:  # said at once, unchecked: nothing is learned by trying
-                too_many = _too_many(wait.refuse)
-                return _refused(too_many, target, as_json, email, status=429, code="too-many")
-            if wait.hold > 0:  # failures from elsewhere: slowed down, never locked out
-                await _hold(wait.hold)
-            identity = await asyncio.to_thread(accounts.check_password, email, password)
-            if identity is None:
-                await asyncio.to_thread(accounts.record_failure, email, client)
-                return _refused(WRONG_PASSWORD, target, as_json, email)
-            await asyncio.to_thread(accounts.clear_failures, email)
+        try:
+            async with locks.hold(email):
+                wait = await asyncio.to_thread(accounts.sign_in_wait, email, client)
+                if wait.refuse > 0:  # said at once, unchecked: nothing is learned by trying
+                    too_many = _too_many(wait.refuse)
+                    return _refused(too_many, target, as_json, email, status=429,
+                                    code="too-many")  # fmt: skip
+                if wait.hold > 0:  # failures from elsewhere: slowed down, never locked out
+                    await _hold(wait.hold)
+                identity = await asyncio.to_thread(accounts.check_password, email, password)
+                if identity is None:
+                    await asyncio.to_thread(accounts.record_failure, email, client)
+                    return _refused(WRONG_PASSWORD, target, as_json, email)
+                await asyncio.to_thread(accounts.clear_failures, email)
+        except OperationalError as error:
+            # The accounts' database is away: said as the other routes say it (503), and to
+            # a browser on the sign-in form, the email kept, not as a server error's page.
+            _log.warning("Sign-in could not read the accounts: %s", database_trouble(error))
+            return _refused(not_answering(error), target, as_json, email, status=503,
+                            code="unavailable")  # fmt: skip
         return signed_in(replace(identity, method="password"), target, request)
 
     async def signin_demo(request: Request) -> Response:

@@ -429,6 +429,34 @@ def test_signing_out_clears_the_cookie_when_the_database_does_not_answer(
     assert session_cookie(response)[0] == ""
 
 
+def test_signing_in_while_the_database_does_not_answer_says_so(
+    password_server: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The accounts' database is away: a script reads 503 `unavailable` as from every other
+    route (it was a bare 500 and a traceback), and a browser's form comes back with the
+    message and the email typed (it ended on a JSON error page at /api/signin)."""
+
+    def away(self: object, email: str, client: str) -> None:
+        raise OperationalError("SELECT sign_in_failures", {}, Exception("connection refused"))
+
+    monkeypatch.setattr(type(password_server.accounts), "sign_in_wait", away)
+    body = {"email": "ada@example.com", "password": "ada-password"}
+    answer = password_server.http.post("/api/signin", json=body)
+    assert (answer.status_code, answer.json()["code"]) == (503, "unavailable")
+    assert answer.json()["error"] == (
+        "The database is not answering (Exception). Try again in a moment."
+    )
+    form = password_server.http.post(
+        "/api/signin", data={**body, "next": "/inbox"}, follow_redirects=False
+    )
+    assert form.status_code == 303
+    back = parse_qs(urlsplit(form.headers["location"]).query)
+    assert urlsplit(form.headers["location"]).path == "/signin"
+    assert back["error"] == ["The database is not answering (Exception). Try again in a moment."]
+    assert (back["email"], back["next"]) == (["ada@example.com"], ["/inbox"])
+    assert "set-cookie" not in form.headers
+
+
 def test_a_forged_session_is_refused(password_server: Served) -> None:
     value = session_for(password_server, "ada@example.com")["Cookie"].split("=", 1)[1]
     forged_as_olive = SessionSigner(b"a guessed secret", 3600).issue(
