@@ -139,6 +139,7 @@ TRUST = [
     "describe_duration",
     "edited_refusal",
     "escalation_note",
+    "held_record",
     "iso_from_epoch",
     "load_secret",
     "open_ledger",

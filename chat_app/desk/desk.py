@@ -69,6 +69,7 @@ from chat_app.trust import (
     cancel_refusal,
     describe_duration,
     edited_refusal,
+    held_record,
     refusal_record,
 )
 from chat_app.trust.identity import spelled_out
@@ -660,6 +661,7 @@ class Desk:
                 uncounted=uncounted - {decider.email},
             )  # fmt: skip
         )
+        held = False
         if won:  # committed: its continuation goes, whatever happens to this answer
             _log.info(
                 "Decision %s %s by %s (%s)", decision_id, _outcome(answer), decider.email,
@@ -668,6 +670,11 @@ class Desk:
             decision_span(decision_id, "decided", start=now, attributes={
                 "decision.outcome": _outcome(answer), "decided.by": decider.email,
                 "verified.by": decider.method, "rule": item.rule or ""})  # fmt: skip
+            held = await self._held_for_batch(item)
+            if held:  # the trail's decision comes when the batch goes, if it ever does
+                await self._audit_act("held", item, decider, held_record(
+                    item.item_id, _outcome(answer), tool_name=item.name if item.kind == "tool"
+                    else None, rule=item.rule))  # fmt: skip
             self._spawn(self._continue(item.thread_id))
         fresh = await self.decision(decision_id)
         assert fresh is not None
@@ -683,7 +690,17 @@ class Desk:
         if not won and not counted:
             self._check_open(fresh)
         await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))
-        return DecideResult("decided", fresh, f"{_outcome(answer).capitalize()}.")
+        said = f"{_outcome(answer).capitalize()}."
+        if held:
+            said += " It is sent with the rest of its batch, once they are decided."
+        return DecideResult("decided", fresh, said)
+
+    async def _held_for_batch(self, item: InboxItem) -> bool:
+        """Whether the answer just given to `item` waits for others of its pause, still
+        pending, before the agent takes them together."""
+        others = await self.decisions_of(item.thread_id)
+        return any(other.status == "pending" and other.decision_id != item.decision_id
+                   for other in others)  # fmt: skip
 
     async def watching(self, thread_id: str, viewer: Identity, *, looking: bool = True) -> None:
         """The viewer's page is open on the conversation (say so every `WATCH_SECONDS`): when
@@ -972,8 +989,11 @@ class Desk:
             owner = _owner_of(conversation)
             run_as = await self._db(self._run_as, list(by_item.values()), owner)
             answers = {item_id: json.loads(row.answer) for item_id, row in by_item.items()}
-            expired = {item_id: expiry_note(row.created_at, row.expires_at)
-                       for item_id, row in by_item.items() if row.outcome == "expired"}  # fmt: skip
+            expired = {
+                item_id: expiry_note(row.created_at, row.expires_at,
+                                     row.decided_by_name or row.decided_by or "")
+                for item_id, row in by_item.items() if row.outcome == "expired"
+            }  # fmt: skip
             applied = [row.id for row in by_item.values()]
 
             async def apply(

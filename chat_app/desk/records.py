@@ -132,11 +132,20 @@ def waiting_for_requester(name: str) -> str:
     return f"Waiting for {name or 'the person who asked'}"
 
 
-def expiry_note(paused_at: datetime, expires_at: datetime | None) -> str:
-    """ "Expired: nobody decided within 1 day." for a decision paused and expiring then."""
-    if expires_at is None:
-        return "Expired: nobody decided in time."
-    return f"Expired: nobody decided within {describe_duration(_rounded(expires_at - paused_at))}."
+def expiry_note(paused_at: datetime, expires_at: datetime | None, decided_by: str = "") -> str:
+    """ "Expired: nobody decided within 1 day." for a decision paused and expiring then; for
+    one `decided_by` someone in time whose batch the rest of did not come before the expiry
+    (the agent takes no answer past it), that they did, and why nothing ran all the same."""
+    within = (
+        "in time" if expires_at is None
+        else f"within {describe_duration(_rounded(expires_at - paused_at))}"
+    )  # fmt: skip
+    if decided_by:
+        return (
+            f"Expired: {decided_by} decided it in time, but the rest of its batch was not "
+            f"decided {within}, so nothing ran."
+        )
+    return f"Expired: nobody decided {within}."
 
 
 def _when(moment: datetime | None) -> str | None:
@@ -233,7 +242,8 @@ class InboxItem:
     @property
     def expiry_note(self) -> str:
         """What the requester reads once it expired: "Expired: nobody decided within 1 day."."""
-        return expiry_note(self.created_at, self.expires_at)
+        return expiry_note(self.created_at, self.expires_at,
+                           self.decided_by_name or self.decided_by or "")  # fmt: skip
 
     @property
     def approvals(self) -> tuple[Vote, ...]:

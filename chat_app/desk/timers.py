@@ -208,7 +208,8 @@ class Timers:
             decided_by = "" if expired else row.decided_by_name or row.decided_by or ""
             reason = rejection_reason(row.answer) if row.outcome == "rejected" else ""
             if expired:
-                note = expiry_note(row.created_at, row.expires_at)
+                note = expiry_note(row.created_at, row.expires_at,
+                                   row.decided_by_name or row.decided_by or "")  # fmt: skip
             else:
                 heading = OUTCOME_HEADINGS.get(row.outcome or "", "Decided")
                 who = await self._approvers(row, decided_by)

@@ -13,6 +13,7 @@ those that need them. Imports the wire layer
 from .audit_records import (
     approval_record,
     decision_record,
+    held_record,
     pause_record,
     policy_decision_record,
     refusal_record,
@@ -77,6 +78,7 @@ __all__ = [
     "describe_duration",
     "edited_refusal",
     "escalation_note",
+    "held_record",
     "iso_from_epoch",
     "load_secret",
     "open_ledger",

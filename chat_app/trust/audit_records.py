@@ -121,6 +121,16 @@ def refusal_record(
     return _about_item(interrupt_id, tool_name, rule, reason=reason)
 
 
+def held_record(
+    interrupt_id: str, outcome: str, *, tool_name: str | None = None, rule: str | None = None
+) -> dict[str, Any]:
+    """An answer given at the desk that waits for the rest of its batch (`outcome`:
+    `approved`, `edited`, `rejected`, `cancelled`, `answered`): which item. The decision
+    record, written when the batch goes, says what the agent took; one that never goes (the
+    batch expired) leaves this as the trail's word that someone answered in time."""
+    return _about_item(interrupt_id, tool_name, rule, outcome=outcome)
+
+
 def approval_record(
     interrupt_id: str, progress: str, *, tool_name: str | None = None, rule: str | None = None
 ) -> dict[str, Any]:

@@ -126,6 +126,8 @@ def summarize(
         return text
     if kind == "refusal":
         return f"Refused {what}: {data.get('reason')}"
+    if kind == "held":  # answered at the desk, waiting for the rest of its batch
+        return f"{str(data.get('outcome', '')).capitalize()} {what}: held for the rest of its batch"
     if kind == "approval":  # towards a quorum, short of it
         return f"Approved {what} towards rule {data.get('rule')}: {data.get('progress')}"
     if kind == "resent":  # answers given at the desk, sent again by a Retry

@@ -376,6 +376,9 @@ def answered_by(items: Iterable[InboxItem], viewer_email: str) -> dict[str, str]
     for item in items:
         if item.status == "pending" or not item.decided_by:
             continue
+        if item.outcome == "expired":  # decided in time, but its batch was not
+            found[item.item_id] = item.expiry_note
+            continue
         answer = how_answered(item, viewer_email)
         if answer is None:
             continue
@@ -1149,6 +1152,10 @@ def _tool_card(part: ToolCallPart, cards: _Cards) -> ToolCardView:
         card.changes = list(cards.changes.get(part.approval_id, ()))
         if part.status == "cancelled" and card.decided_by.startswith(WITHDRAWN):
             card.status_label = WITHDRAWN
+        if part.status == "expired" and card.decided_by:
+            # Decided in time, its batch not: the desk's words say who did, and why nothing
+            # ran; the agent's ("nobody decided") are of the batch.
+            card.reason, card.decided_by = card.decided_by, ""
     if item is not None:
         cards.attached.add(item.id)
         card.decision = cards.decision(item)

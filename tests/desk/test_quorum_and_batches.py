@@ -308,6 +308,14 @@ async def test_a_batch_runs_once_every_item_is_decided(world: World) -> None:
     body = {"approved": False}
     second = await world.desk.decide(items[1].decision_id, RITA, Answer.read(body))
     assert (first.status, second.status) == ("decided", "decided")
+    # Said to whoever answered, and put in the trail: the decision records come with the batch.
+    assert second.message == (
+        "Rejected. It is sent with the rest of its batch, once they are decided."
+    )
+    held = world.records("held")
+    assert [(r.actor, r.data["interruptId"], r.data["outcome"]) for r in held] == [
+        (RITA.email, items[0].item_id, "edited"), (RITA.email, items[1].item_id, "rejected"),
+    ]  # fmt: skip
     await world.desk.wait_idle()
     view = await world.desk.view(thread, RITA)
     assert view.summary.status == "waiting"
@@ -338,8 +346,10 @@ async def test_a_batch_runs_once_every_item_is_decided(world: World) -> None:
             "Awaiting approval", ""
         )
 
-    await world.desk.decide(items[2].decision_id, RITA, Answer("approve"))
+    last = await world.desk.decide(items[2].decision_id, RITA, Answer("approve"))
+    assert last.message == "Approved."  # the batch goes: nothing is held
     await world.desk.wait_idle()
+    assert len(world.records("held")) == 2
 
     [continuation] = world.continuations
     assert continuation.resume is not None and len(continuation.resume) == 3

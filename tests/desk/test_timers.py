@@ -26,6 +26,7 @@ from chat_app.notify import Deliverer, NotifySettings, Outbox, Recipient
 from chat_app.trust import Policy, Sealer, SQLiteLedger
 from chat_app.trust.store import open_database
 from chat_app.trust.tables import decision_routes, decisions, deliveries
+from chat_app.ui.views import answered_by, build_views
 from tests.desk.world import ADA, OLIVE, RITA, SAM, World, state_of
 from tests.notify.servers import smtp_server, webhook_receiver
 
@@ -731,8 +732,19 @@ async def test_a_batch_answered_in_part_then_expired_closes_and_runs_nothing(
     assert [call.status for call in calls] == ["expired"] * 3
     stored = [world.desk.store.decision(item.decision_id) for item in items]
     assert [found.outcome if found else None for found in stored] == ["expired"] * 3
-    # Who approved in time stays on record.
+    # Who approved in time stays on record, and is said: "nobody decided" was not so.
     assert [found.decided_by if found else None for found in stored[:2]] == [RITA.email] * 2
+    notes = [found.expiry_note if found else "" for found in stored]
+    assert notes[:2] == [
+        "Expired: Rita decided it in time, but the rest of its batch was not decided within "
+        "1 day, so nothing ran."
+    ] * 2
+    assert notes[2] == "Expired: nobody decided within 1 day."
+    # Rita's cards say it too (the agent's result, "nobody decided", is of the batch).
+    marks = answered_by(view.decisions, RITA.email)
+    shown = build_views(state_of(view), {}, decided_by=marks).messages
+    cards = [(t.reason, t.decided_by) for m in shown for t in m.tools if t.name == "pay_invoice"]
+    assert sorted(cards) == sorted((note, "") for note in notes)
 
 
 async def test_a_timer_that_fails_leaves_the_others_and_the_next_round(timed: Timed) -> None:

@@ -127,6 +127,9 @@ def test_the_audit_trail_says_what_the_timers_and_the_notices_did() -> None:
                                                 "attempt": 8, "error": "HTTP 500",
                                                 "willRetry": False}}  # fmt: skip
     assert summarize(last) == "Delivery of the webhook failed (attempt 8): HTTP 500; gave up"
+    held = {"kind": "held", "data": {"interruptId": "approval_c2", "toolName": "pay_invoice",
+                                     "outcome": "approved"}}  # fmt: skip
+    assert summarize(held) == "Approved pay_invoice: held for the rest of its batch"
     expired = {"kind": "decision", "data": {"interruptId": "approval_c1",
                                             "status": "expired", "toolName": "transfer",
                                             "decision": "expired"}}  # fmt: skip
