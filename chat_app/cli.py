@@ -184,7 +184,7 @@ def _audit_verify(path: str) -> int:
     else:
         last = records[-1]
         count = "1 record" if len(records) == 1 else f"{len(records)} records"
-        print(f"Intact: {count}, the last {last.seq} with hash {last.hash}.")
+        print(f"Intact: {count}; the last is record {last.seq}, hash {last.hash}.")
     return 0
 
 

@@ -581,7 +581,7 @@ class Desk:
             raise await self._audited_refusal(item, decider, refusal)
         if answer.kind != "cancel" and (answer.kind == "answer") != (item.kind == "question"):
             raise DeskError("invalid", _WRONG_KIND[item.kind])
-        self._check_open(item)
+        self._check_open(item, decider)
         rule = self._rule(item)
         counts = rule is not None and rule.quorum > 1 and answer.kind in ("approve", "answer")
         if counts and answer.has_edited_args:
@@ -688,7 +688,7 @@ class Desk:
             and any(vote.email == decider.email for vote in fresh.approvals)
         )  # fmt: skip
         if not won and not counted:
-            self._check_open(fresh)
+            self._check_open(fresh, decider)
         await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))
         said = f"{_outcome(answer).capitalize()}."
         if held:
@@ -1279,7 +1279,11 @@ class Desk:
                 moved = []
             self._refiled = True
             if moved:
-                _log.info("Filed %d pending decisions again under the policy now", len(moved))
+                _log.info(
+                    "Filed %d decision%s again under the policy in force: %s", len(moved),
+                    "" if len(moved) == 1 else "s", ", ".join(moved[:20])
+                    + (f" and {len(moved) - 20} more" if len(moved) > 20 else ""),
+                )  # fmt: skip
 
     async def keep_recovering(self) -> None:
         """`refiled`, then `recover` now and then, for as long as the app runs: a worker that
@@ -1649,13 +1653,17 @@ class Desk:
         (the timer that tells the escalated people may fire a moment later)."""
         return item.escalate_at is not None and item.escalate_at <= self.clock()
 
-    def _check_open(self, item: InboxItem) -> None:
+    def _check_open(self, item: InboxItem, viewer: Identity | None = None) -> None:
+        """`DeskError` unless `item` is still to decide, saying how it ended and by whom
+        ("you" to `viewer`, when it was them)."""
         if item.status == "decided" and item.outcome == "expired":
             raise DeskError("expired", item.expiry_note + " Nobody can decide it any more.")
         if item.status == "decided":
-            who = item.decided_by_name or item.decided_by or "someone"
+            said = f"Already decided by {item.decided_by_name or item.decided_by or 'someone'}"
+            if viewer is not None and viewer.email and item.decided_by == viewer.email:
+                said = "You already decided this"
             raise DeskError(
-                "already-decided", f"Already decided by {who} ({item.outcome}).",
+                "already-decided", f"{said} ({item.outcome}).",
                 decidedBy=item.decided_by, outcome=item.outcome,
             )  # fmt: skip
         if item.status != "pending":

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
@@ -29,7 +30,7 @@ import httpx
 from chat_app.trust.ledger import AuditEntry
 
 from . import email, webhook
-from .notice import DeliveryError, iso_utc
+from .notice import DeliveryError, iso_utc, one_line
 from .outbox import Delivery, Outbox, OutboxError
 from .settings import NotifySettings
 
@@ -84,6 +85,8 @@ class Deliverer:
         self._sending: dict[int, asyncio.Task[bool]] = {}  # `run`'s sends under way, by row
         # Rows whose send reached its receiver, being recorded: never given back.
         self._delivered: set[int] = set()
+        #: Since when claiming has failed (the database away), for one log line of it.
+        self._claims_failing_since: float | None = None
 
     async def deliver_due(self) -> int:
         """Claim what is due and try each once, waiting for every send; returns how many
@@ -125,9 +128,18 @@ class Deliverer:
                 limit=limit,
                 lease_seconds=self._lease_seconds,
             )
-        except OutboxError as error:  # one line a round while it lasts, not a traceback
-            _log.warning("notify: could not claim deliveries (%s); trying again next round", error)
+        except OutboxError as error:
+            # One line when the database goes away, not one a round (a second) while it is
+            # away, and one when it is back.
+            if self._claims_failing_since is None:
+                self._claims_failing_since = time.monotonic()
+                _log.warning("notify: could not claim deliveries (%s); trying again each "
+                             "round, quietly until it works", one_line(str(error)))  # fmt: skip
             return []
+        if self._claims_failing_since is not None:
+            away = time.monotonic() - self._claims_failing_since
+            self._claims_failing_since = None
+            _log.warning("notify: claiming deliveries again, after %.0f s", away)
         return await self._skip_settled(rows)
 
     async def run(self, wake: asyncio.Event | None = None, *, poll_seconds: float = 1.0) -> None:

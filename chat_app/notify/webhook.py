@@ -70,8 +70,10 @@ def verify(
     False when the signature does not match (compared in constant time, so timing reveals
     nothing of the right one), or when the timestamp is more than `tolerance_seconds` from
     `now` in either direction: a captured request replayed later is refused. Inside the
-    window a replay still verifies; a receiver that must act once keys on the body's
-    `decisionId` and `event` (the same notice may also come twice after a crash mid-send).
+    window a replay still verifies; a receiver that must act once keys on the
+    `X-Chat-App-Delivery` header, the same on every attempt of one notice (which may come
+    twice after a crash mid-send). Not on the body's `decisionId` and `event`: a decision
+    filed again for other people (a policy change) is a second "decision-needed" for them.
     """
     try:
         sent_at = int(timestamp)

@@ -62,7 +62,7 @@ _NOT_EXTRAS = [*RESERVED_ATTRS, "color_message"]
 
 class JsonLines(JsonFormatter):
     """python-json-logger's formatter with this app's fields, in this order: time, level,
-    logger, message, exception, the call's extras, trace_id, span_id."""
+    logger, pid, message, exception, the call's extras, trace_id, span_id."""
 
     def __init__(self) -> None:
         # ASCII (the JSON encoder's default, \u escapes): a line stays valid JSON whatever
@@ -80,6 +80,8 @@ class JsonLines(JsonFormatter):
         log_data["time"] = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
         log_data["level"] = record.levelname
         log_data["logger"] = record.name
+        # Which process: `--workers 2` (and Reflex's workers) write to one stream.
+        log_data["pid"] = record.process
         super().add_fields(log_data, record, message_dict)
         context = trace.get_current_span().get_span_context()
         if context.is_valid:

@@ -22,6 +22,7 @@ takes the URL. Imports nothing of ours (the migrations read `tables`).
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 import time
@@ -35,6 +36,8 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
 from .seal import make_private_folder
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "DATABASE_URL_ENV",
@@ -248,6 +251,7 @@ def migrate(target: str | Engine) -> None:
     # Imported here: Alembic (with Mako) is a quarter of a second, needed once, at start.
     from alembic import command
     from alembic.config import Config
+    from alembic.runtime.migration import MigrationContext
 
     engine = target if isinstance(target, Engine) else create_database_engine(target)
     config = Config()
@@ -259,7 +263,15 @@ def migrate(target: str | Engine) -> None:
                     text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK}
                 )
             config.attributes["connection"] = connection
+            before = MigrationContext.configure(connection).get_current_revision()
             command.upgrade(config, "head")
+            after = MigrationContext.configure(connection).get_current_revision()
+        if before != after:
+            # An upgrade is news to the operator (what changed, from what); a new database's
+            # first migration is not (the start's first line says which sign-in is on).
+            _log.log(logging.INFO if before else logging.DEBUG,
+                     "Migrated the database %s from %s to %s", shown_url(engine.url),
+                     before or "empty", after)  # fmt: skip
     finally:
         if engine is not target:
             engine.dispose()
@@ -295,7 +307,13 @@ def open_database(url: str) -> Engine:
         raise DatabaseUnavailable(f"Cannot open the database {shown}: {reason}") from None
     except CommandError as error:  # e.g. a database migrated by a newer version of the app
         engine.dispose()
-        raise DatabaseUnavailable(f"Cannot migrate the database {shown}: {error}") from None
+        said = f"Cannot migrate the database {shown}: {error}"
+        if "Can't locate revision" in str(error):
+            said += (
+                ". A newer version of chat_app migrated it: run that version (or a newer "
+                "one), or restore the backup taken before it; this one leaves it unchanged."
+            )
+        raise DatabaseUnavailable(said) from None
     if not _in_memory(engine.url):  # there the connection is the database
         engine.dispose()  # each process connects on first use
     return engine

@@ -88,7 +88,7 @@ async def test_a_script_asks_and_finance_approves_from_the_inbox(served: DeskSer
         with pytest.raises(DeskRequestError) as again:
             await ada.decide(item["decisionId"], True)
         assert (again.value.status, again.value.code) == (409, "already-decided")
-        assert again.value.message == "Already decided by ada@example.com (approved)."
+        assert again.value.message == "You already decided this (approved)."
         assert again.value.details == {"decidedBy": ADA, "outcome": "approved"}
         with pytest.raises(DeskRequestError) as unknown:
             await ada.decide("d-none", cancelled=True)

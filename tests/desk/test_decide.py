@@ -134,10 +134,10 @@ async def test_finance_approves_and_the_transfer_runs_once(world: World) -> None
 
     error = await refused(world.desk, item, ADA, {"approved": True})
     assert (error.code, error.http_status) == ("already-decided", 409)
-    assert error.message == "Already decided by Ada (approved)."
+    assert error.message == "You already decided this (approved)."  # said to Ada herself
     assert error.details["decidedBy"] == "ada@example.com"
     error = await refused(world.desk, item, RITA, {"cancelled": True})
-    assert error.code == "already-decided"
+    assert (error.code, error.message) == ("already-decided", "Already decided by Ada (approved).")
     await world.desk.wait_idle()
     assert len(world.executions()) == 1 and len(world.continuations) == 1
 

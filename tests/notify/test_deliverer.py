@@ -492,3 +492,34 @@ async def test_run_keeps_at_most_max_sending_sends_under_way(
             with pytest.raises(asyncio.CancelledError):
                 await task
     assert sorted(r.json()["decisionId"] for r in receiver.accepted) == [f"d{n}" for n in range(5)]
+
+
+async def test_a_database_away_for_many_rounds_is_one_log_line_and_one_when_back(
+    engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The outbox's table cannot be read for five rounds (a real failure of the real
+    database: it is renamed away, then back): one WARNING says so, not one a round (an
+    operator saw 38 lines in 40 s), and one says it works again; then the notice goes."""
+    clock = Clock()
+    with webhook_receiver() as receiver:
+        settings = webhook(receiver.url)
+        outbox = Outbox(engine, settings, clock=clock)
+        deliverer = Deliverer(outbox, settings, worker="w1")
+        try:
+            assert outbox.enqueue(make_notice(), [ADA]) == 1
+            with engine.begin() as connection:
+                connection.exec_driver_sql("ALTER TABLE deliveries RENAME TO deliveries_away")
+            with caplog.at_level("WARNING", logger=deliverer_module.__name__):
+                for _ in range(5):
+                    assert await deliverer.deliver_due() == 0
+                with engine.begin() as connection:
+                    connection.exec_driver_sql(
+                        "ALTER TABLE deliveries_away RENAME TO deliveries"
+                    )
+                assert await deliverer.deliver_due() == 1
+        finally:
+            await deliverer.aclose()
+    said = [record.getMessage() for record in caplog.records]
+    assert len([line for line in said if "could not claim deliveries" in line]) == 1
+    assert len([line for line in said if "claiming deliveries again" in line]) == 1
+    assert len(receiver.received) == 1

@@ -63,7 +63,11 @@ def test_json_lines_carry_time_level_logger_message_extras_and_the_exception() -
         """,
         CHAT_APP_LOG_FORMAT="json",
     )
-    assert list(info) == ["time", "level", "logger", "message", "decision_id", "wait_seconds"]
+    assert list(info) == [
+        "time", "level", "logger", "pid", "message", "decision_id", "wait_seconds",
+    ]  # fmt: skip
+    # The process that wrote it (several workers write to one stream), on every line.
+    assert isinstance(info["pid"], int) and info["pid"] not in (0, os.getpid())
     assert info["time"].endswith("Z") and info["time"][:2] == "20"
     assert (info["level"], info["logger"], info["message"]) == (
         "INFO",

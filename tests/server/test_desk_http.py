@@ -169,7 +169,7 @@ def test_finance_decides_a_large_transfer_from_the_inbox(served: DeskServed) -> 
 
     again = decide(served, decision_id, ada, {"approved": True})
     assert again.status_code == 409
-    assert again.json()["error"] == "Already decided by Ada (approved)."
+    assert again.json()["error"] == "You already decided this (approved)."
     assert (again.json()["code"], again.json()["decidedBy"]) == ("already-decided", ADA)
     unknown = decide(served, "d" + "0" * 31, ada, {"approved": True})
     assert (unknown.status_code, unknown.json()["code"]) == (404, "unknown")

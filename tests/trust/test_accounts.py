@@ -620,6 +620,38 @@ def test_the_developers_downgrade_and_upgrade_keep_every_row(database_url: str) 
         engine.dispose()
 
 
+def test_an_upgrade_of_the_schema_is_a_log_line_naming_both_revisions(
+    database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An operator reads that a start changed the schema, and from what; a new database's
+    first migration, or a start with nothing to do, says nothing at INFO."""
+    scripts = ScriptDirectory(str(store.MIGRATIONS))
+    head = scripts.get_current_head()
+    assert head is not None
+    before = scripts.get_revision(head).down_revision
+    assert isinstance(before, str)
+
+    def migrations_said() -> list[str]:
+        return [r.getMessage() for r in caplog.records
+                if r.levelname == "INFO" and r.getMessage().startswith("Migrated")]  # fmt: skip
+
+    with caplog.at_level("INFO", logger=store.__name__):
+        open_database(database_url).dispose()
+        open_database(database_url).dispose()
+        assert migrations_said() == []
+        ini = Path(store.MIGRATIONS) / "alembic.ini"
+        done = subprocess.run(
+            [sys.executable, "-m", "alembic", "-c", str(ini), "-x", f"url={database_url}",
+             "downgrade", before],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        open_database(database_url).dispose()
+    [said] = migrations_said()
+    assert said.startswith("Migrated the database ")
+    assert said.endswith(f" from {before} to {head}")
+
+
 def test_workers_starting_at_once_migrate_the_database_once(database_url: str) -> None:
     errors: list[Exception] = []
 
@@ -667,6 +699,11 @@ def test_a_database_from_a_newer_version_of_the_app_is_refused_by_name(
         open_database(url)
     assert str(newer.value).startswith(f"Cannot migrate the database {url}: ")
     assert "from_the_future" in str(newer.value)
+    # What to do about it, for the operator reading it at start.
+    assert str(newer.value).endswith(
+        ". A newer version of chat_app migrated it: run that version (or a newer one), or "
+        "restore the backup taken before it; this one leaves it unchanged."
+    )
 
 
 def test_a_postgresql_server_that_is_not_running_is_named_with_its_password_hidden() -> None:

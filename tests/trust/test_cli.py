@@ -588,7 +588,7 @@ def test_audit_verify_checks_an_exports_chain_with_no_database(
 
     intact = cli("audit", "verify", str(export))
     assert (intact.status, intact.out) == (
-        0, f"Intact: 3 records, the last {records[-1].seq} with hash {records[-1].hash}.\n"
+        0, f"Intact: 3 records; the last is record {records[-1].seq}, hash {records[-1].hash}.\n"
     )  # fmt: skip
     assert not data_dir.exists()  # no database was opened, nor made
     assert cli("audit", "verify", "-", stdin=export.read_text()).out == intact.out
