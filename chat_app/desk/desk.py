@@ -762,12 +762,21 @@ class Desk:
         until = now + timedelta(seconds=self.lease_seconds)
         # One transaction (the lease, the answers): each more was a commit and a trip to a
         # database thread before the run could start.
+        closed: list[tuple[str, str]] = []
         lease = await self._db(
             lambda: self.store.lease_for_page(
                 thread_id, runner, answered, email=actor.email, name=actor.name, now=now,
-                until=until, entries=entries,
+                until=until, entries=entries, closed=closed,
             )  # fmt: skip
         )
+        for decision_id, outcome in closed:
+            # As a decision at the desk is: in the page, whoever asked answers everything no
+            # rule covers, and the log had no line of it.
+            _log.info(
+                "Decision %s %s by %s (%s), in the conversation", decision_id, outcome,
+                actor.email, actor.method, extra={"decision": decision_id, "outcome": outcome,
+                                                  "by": actor.email, "verified_by": actor.method},
+            )  # fmt: skip
         if lease == "new":
             yield end  # not stored yet: its first message
             return

@@ -640,11 +640,13 @@ class DeskStore:
     def lease_for_page(
         self, thread_id: str, runner: str, item_ids: Sequence[str], *, email: str, name: str,
         now: datetime, until: datetime, entries: Mapping[str, Mapping[str, Any]] | None = None,
+        closed: list[tuple[str, str]] | None = None,
     ) -> Literal["new", "busy", "taken"] | InboxItem:  # fmt: skip
         """A page's run on a stored conversation, in one transaction: `new` when it is not
         stored (nothing is done), `busy` when another holds its lease; else the lease is
         `runner`'s and, for a continuation, its answers' decisions are taken (`_take_answers`):
-        `taken`, or the decision another person decided already (the lease is still taken)."""
+        `taken`, or the decision another person decided already (the lease is still taken).
+        `closed` is given each decision taken, with its outcome."""
         with write_transaction(self.engine) as connection:
             if not _claim(connection, thread_id, runner, now=now, until=until):
                 stored = connection.execute(
@@ -653,8 +655,12 @@ class DeskStore:
                 return "busy" if stored else "new"
             if not item_ids:
                 return "taken"
+            taken: list[tuple[str, str]] = []
             decided = self._take_answers(connection, thread_id, item_ids, email=email,
-                                         name=name, now=now, entries=entries)  # fmt: skip
+                                         name=name, now=now, entries=entries,
+                                         closed=taken)  # fmt: skip
+        if closed is not None:  # committed
+            closed.extend(taken)
         return "taken" if decided is None else decided
 
     def decided_among(
@@ -674,6 +680,7 @@ class DeskStore:
     def _take_answers(
         self, connection: Any, thread_id: str, item_ids: Sequence[str], *, email: str,
         name: str, now: datetime, entries: Mapping[str, Mapping[str, Any]] | None,
+        closed: list[tuple[str, str]],
     ) -> InboxItem | None:  # fmt: skip
         rows = connection.execute(
             select(decisions).where(
@@ -689,12 +696,14 @@ class DeskStore:
             if row.status != "pending":
                 continue
             entry = given.get(row.item_id)
+            outcome = entry_outcome(entry, row.kind)
+            closed.append((row.id, outcome))
             connection.execute(
                 update(decisions)
                 .where(decisions.c.id == row.id)
                 .values(
                     status="closed",
-                    outcome=entry_outcome(entry, row.kind),
+                    outcome=outcome,
                     answer=None if entry is None else _dumps(dict(entry)),
                     decided_by=email or None,
                     decided_by_name=name or None,

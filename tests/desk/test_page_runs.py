@@ -409,3 +409,24 @@ async def test_an_answer_given_anew_after_a_failed_send_is_the_one_recorded(
     went = await world.desk.decision(item.decision_id)
     assert went is not None and (went.status, went.outcome) == ("closed", "cancelled")
     assert world.executions("delete_project") == []
+
+
+async def test_an_answer_in_the_page_is_a_log_line_as_one_at_the_desk_is(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Rita answers her own small transfer in the chat (no rule: it is hers to decide): the
+    log says so, with the same keys as a decision at the desk (it had no line of it)."""
+    thread = await world.start(RITA, "transfer 25 to Ada")
+    item = await world.only_item(RITA)
+    entry = {"interruptId": item.item_id, "status": "resolved", "payload": {"approved": True}}
+    with caplog.at_level("INFO", logger=desk_module.__name__):
+        async with world.desk.page_run(thread, [item.item_id], RITA, {item.item_id: entry}):
+            pass
+    [line] = [r for r in caplog.records if r.getMessage().startswith("Decision ")]
+    assert line.getMessage() == (
+        f"Decision {item.decision_id} approved by {RITA.email} ({RITA.method}), in the "
+        "conversation"
+    )
+    assert (line.decision, line.outcome, line.by, line.verified_by) == (  # type: ignore[attr-defined]
+        item.decision_id, "approved", RITA.email, RITA.method,
+    )  # fmt: skip
