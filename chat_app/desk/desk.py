@@ -116,11 +116,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
-#: The kind of answer each outcome of a person's decision was given as.
-_KIND_OF_OUTCOME = {
-    "approved": "approve", "edited": "approve", "rejected": "reject", "cancelled": "cancel",
-    "answered": "answer",
-}  # fmt: skip
 #: What an answer of the other kind is told (`Answer.read` takes either shape).
 _WRONG_KIND = {
     "question": 'This is a question: answer it with {"value": …}, or {"cancelled": true}.',
@@ -1182,9 +1177,8 @@ class Desk:
         decision waited moves it to that rule (a renamed rule is found again): who finds it
         in their inbox and is reminded, what it is waiting for, how many must approve, and
         when its reminder and escalation are due. Its notice goes to whoever that adds; a
-        reminder or an escalation that rule would have given too stands. An answer held for
-        the rest of its batch that the policy no longer takes is opened again
-        (`_reopen_held`). Returns the decisions it moved or opened."""
+        reminder or an escalation that rule would have given too stands. Returns the
+        decisions it moved."""
         moved: list[str] = []
         threads: set[str] = set()
         after: tuple[datetime, str] | None = None
@@ -1198,79 +1192,7 @@ class Desk:
             after = (page[-1].created_at, page[-1].decision_id)
         if moved:
             await self.fanout.publish(inbox_topic(), *map(thread_topic, sorted(threads)))
-        return moved + await self._reopen_held()
-
-    async def _reopen_held(self) -> list[str]:
-        """Answers the desk holds for the rest of their batch (decided, not carried, their
-        items still open in the conversation) that the policy in force no longer takes:
-        given by someone it does not let decide them, or with fewer approvals than it now
-        needs. Sent with the batch, the agent would refuse them (and meanwhile every card
-        said the desk sends them); they are opened again now, filed under that policy, their
-        votes gone, as the agent's refusal would open them, and the trail says whose answer
-        stopped counting, and why. Returns the decisions opened."""
-        opened: list[str] = []
-        for thread_id in await self._db(self.store.threads_with_answers):
-            conversation = await self._db(self.store.load, thread_id)
-            if conversation is None or _running(conversation, self.clock()):
-                continue  # a run under way may be carrying them: the agent judges them then
-            asked = {item.id: item for item in ClientState.from_json(conversation.state).interrupts
-                     if item.answerable}  # fmt: skip
-            stale: dict[str, tuple[InboxItem, Identity, str]] = {}
-            for item in await self.decisions_of(thread_id):
-                if item.status == "decided" and item.item_id in asked:
-                    found = self._no_longer_taken(item)
-                    if found is not None:
-                        stale[item.item_id] = (item, *found)
-            if not stale:
-                continue
-            owner = _owner_of(conversation)
-            drafts = [self._draft(asked[item_id], owner.email, owner.name) for item_id in stale]
-            reopened = await self._db(
-                partial(self.store.reopen_refused, thread_id, drafts, now=self.clock())
-            )
-            for item, decider, reason in stale.values():
-                if item.decision_id in reopened:
-                    await self._audited_refusal(item, decider, reason)
-            if reopened:
-                opened += reopened
-                await self.fanout.publish(inbox_topic(), thread_topic(thread_id))
-        return opened
-
-    def _no_longer_taken(self, item: InboxItem) -> tuple[Identity, str] | None:
-        """Whose answer to the decided `item` the policy in force would not take, and why
-        (as the engine's gate would refuse it), judged under the rule that governs it now;
-        `None` when it stands."""
-        kind = _KIND_OF_OUTCOME.get(item.outcome or "")
-        if kind is None or not item.decided_by:  # an expiry, or a rule's own verdict
-            return None
-        filing = self._filing_in_force(item)
-        escalated = filing.escalate_after is not None and (
-            item.created_at + filing.escalate_after <= self.clock()
-        )
-        now = replace(item, rule=filing.rule, quorum=filing.quorum)
-        given = {vote.email: vote for vote in item.votes}
-        if kind in ("approve", "answer") and filing.quorum > 1:
-            people = [vote for vote in item.approvals if vote.email in given]
-        else:
-            people = [given[item.decided_by]] if item.decided_by in given else []
-        counted = 0
-        for vote in people:
-            refusal = self._refusal(now, _identity(vote), kind, escalated=escalated)
-            if refusal is not None:
-                who = vote.name or vote.email
-                return _identity(vote), (
-                    f"{who}'s answer no longer counts: the policy changed while it waited for "
-                    f"the rest of its batch, and {refusal[0].lower()}{refusal[1:]} It waits "
-                    "again."
-                )
-            counted += 1
-        if counted < filing.quorum and people:
-            return _identity(people[-1]), (
-                f"The policy changed while it waited for the rest of its batch: rule "
-                f"{filing.rule} needs {filing.quorum} approvals, and it had {counted}. It waits "
-                "again."
-            )
-        return None
+        return moved
 
     async def refiled(self) -> None:
         """`refile` if it is due (at this process's start, then as `keep_recovering` says),
