@@ -665,12 +665,12 @@ class Desk:
             decision_span(decision_id, "decided", start=now, attributes={
                 "decision.outcome": _outcome(answer), "decided.by": decider.email,
                 "verified.by": decider.method, "rule": item.rule or ""})  # fmt: skip
+            self._spawn(self._continue(item.thread_id))
             held = await self._held_for_batch(item)
             if held:  # the trail's decision comes when the batch goes, if it ever does
                 await self._audit_act("held", item, decider, held_record(
                     item.item_id, _outcome(answer), tool_name=item.name if item.kind == "tool"
                     else None, rule=item.rule))  # fmt: skip
-            self._spawn(self._continue(item.thread_id))
         fresh = await self.decision(decision_id)
         assert fresh is not None
         # Two approvals completing a quorum at once each see it complete and both decide:
@@ -687,15 +687,24 @@ class Desk:
         await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))
         said = f"{_outcome(answer).capitalize()}."
         if held:
-            said += " It is sent with the rest of its batch, once they are decided."
+            said += (
+                " The answer goes to the agent with the rest of its batch, once they are "
+                "decided."
+            )
         return DecideResult("decided", fresh, said)
 
     async def _held_for_batch(self, item: InboxItem) -> bool:
         """Whether the answer just given to `item` waits for others of its pause, still
-        pending, before the agent takes them together."""
-        others = await self.decisions_of(item.thread_id)
-        return any(other.status == "pending" and other.decision_id != item.decision_id
-                   for other in others)  # fmt: skip
+        pending, before the agent takes them together. Asked after the answer is committed
+        and its continuation set going: a database that does not answer now takes nothing
+        back (the answer is said as not held, and the log says why)."""
+        try:
+            return bool(await self._db(self.store.pending_beside, item.thread_id,
+                                       item.decision_id))  # fmt: skip
+        except DeskError as error:
+            _log.warning("Could not tell whether decision %s waits for its batch: %s",
+                         item.decision_id, error.message)  # fmt: skip
+            return False
 
     async def watching(self, thread_id: str, viewer: Identity, *, looking: bool = True) -> None:
         """The viewer's page is open on the conversation (say so every `WATCH_SECONDS`): when
@@ -757,20 +766,21 @@ class Desk:
         until = now + timedelta(seconds=self.lease_seconds)
         # One transaction (the lease, the answers): each more was a commit and a trip to a
         # database thread before the run could start.
-        closed: list[tuple[str, str]] = []
+        closed: list[tuple[str, str, str]] = []
         lease = await self._db(
             lambda: self.store.lease_for_page(
                 thread_id, runner, answered, email=actor.email, name=actor.name, now=now,
                 until=until, entries=entries, closed=closed,
             )  # fmt: skip
         )
-        for decision_id, outcome in closed:
+        for decision_id, outcome, rule in closed:
             # As a decision at the desk is: in the page, whoever asked answers everything no
             # rule covers, and the log had no line of it.
             _log.info(
                 "Decision %s %s by %s (%s), in the conversation", decision_id, outcome,
                 actor.email, actor.method, extra={"decision": decision_id, "outcome": outcome,
-                                                  "by": actor.email, "verified_by": actor.method},
+                                                  "by": actor.email, "verified_by": actor.method,
+                                                  "rule": rule},
             )  # fmt: skip
         if lease == "new":
             yield end  # not stored yet: its first message
@@ -1139,8 +1149,8 @@ class Desk:
                     await self._save(thread_id, state, row.owner_email, row.owner_name,
                                      ANONYMOUS, busy=False, failure=failure)  # fmt: skip
                 _log.warning(
-                    "Conversation %s was left running by %s, which stopped: %s", thread_id,
-                    row.runner or "a worker",
+                    "Conversation %s was left running by a worker that stopped; %s took it "
+                    "over: %s", thread_id, self.worker,
                     "its reply goes on from the tools' results" if go_on
                     else "shown failed, with Retry" if failure else "shown as it stood",
                 )  # fmt: skip

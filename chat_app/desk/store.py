@@ -640,13 +640,13 @@ class DeskStore:
     def lease_for_page(
         self, thread_id: str, runner: str, item_ids: Sequence[str], *, email: str, name: str,
         now: datetime, until: datetime, entries: Mapping[str, Mapping[str, Any]] | None = None,
-        closed: list[tuple[str, str]] | None = None,
+        closed: list[tuple[str, str, str]] | None = None,
     ) -> Literal["new", "busy", "taken"] | InboxItem:  # fmt: skip
         """A page's run on a stored conversation, in one transaction: `new` when it is not
         stored (nothing is done), `busy` when another holds its lease; else the lease is
         `runner`'s and, for a continuation, its answers' decisions are taken (`_take_answers`):
         `taken`, or the decision another person decided already (the lease is still taken).
-        `closed` is given each decision taken, with its outcome."""
+        `closed` is given each decision taken, with its outcome and rule ("" for none)."""
         with write_transaction(self.engine) as connection:
             if not _claim(connection, thread_id, runner, now=now, until=until):
                 stored = connection.execute(
@@ -655,7 +655,7 @@ class DeskStore:
                 return "busy" if stored else "new"
             if not item_ids:
                 return "taken"
-            taken: list[tuple[str, str]] = []
+            taken: list[tuple[str, str, str]] = []
             decided = self._take_answers(connection, thread_id, item_ids, email=email,
                                          name=name, now=now, entries=entries,
                                          closed=taken)  # fmt: skip
@@ -680,7 +680,7 @@ class DeskStore:
     def _take_answers(
         self, connection: Any, thread_id: str, item_ids: Sequence[str], *, email: str,
         name: str, now: datetime, entries: Mapping[str, Mapping[str, Any]] | None,
-        closed: list[tuple[str, str]],
+        closed: list[tuple[str, str, str]],
     ) -> InboxItem | None:  # fmt: skip
         rows = connection.execute(
             select(decisions).where(
@@ -697,7 +697,7 @@ class DeskStore:
                 continue
             entry = given.get(row.item_id)
             outcome = entry_outcome(entry, row.kind)
-            closed.append((row.id, outcome))
+            closed.append((row.id, outcome, row.rule or ""))
             connection.execute(
                 update(decisions)
                 .where(decisions.c.id == row.id)
@@ -1164,6 +1164,18 @@ class DeskStore:
                 ).all()
             )
 
+    def pending_beside(self, thread_id: str, decision_id: str) -> bool:
+        """Whether the conversation has a pending decision besides `decision_id` (one of its
+        pause's: a conversation waits on one pause at a time)."""
+        with self.engine.connect() as connection:
+            found = connection.execute(
+                select(decisions.c.id).where(
+                    decisions.c.thread_id == thread_id, decisions.c.status == "pending",
+                    decisions.c.id != decision_id,
+                ).limit(1)
+            ).first()  # fmt: skip
+        return found is not None
+
     def threads_with_answers(self) -> list[str]:
         """Conversations with decided answers no continuation has carried yet."""
         with self.engine.connect() as connection:
@@ -1280,7 +1292,9 @@ class DeskStore:
                 connection.execute(
                     update(decisions)
                     .where(decisions.c.id == row.id)
-                    .values(outcome="expired", answer=_dumps(expiry_entry(row.item_id)))
+                    # An expiry: out of the figures of answers' waits, as every expiry is.
+                    .values(outcome="expired", answer=_dumps(expiry_entry(row.item_id)),
+                            wait_seconds=None)  # fmt: skip
                 )
 
     def untold(self, now: datetime, *, limit: int = 100) -> list[Due]:

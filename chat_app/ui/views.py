@@ -31,6 +31,7 @@ from chat_app.client import (
     UnboundInterrupt,
 )
 from chat_app.desk import InboxItem, SettledRequest
+from chat_app.desk.records import expiry_note
 from chat_app.interrupts import (
     CANCELLED_RESULT,
     DEFAULT_DENIED_RESULT,
@@ -377,7 +378,9 @@ def answered_by(items: Iterable[InboxItem], viewer_email: str) -> dict[str, str]
         if item.status == "pending" or not item.decided_by:
             continue
         if item.outcome == "expired":  # decided in time, but its batch was not
-            found[item.item_id] = item.expiry_note
+            who = "you" if item.decided_by == viewer_email else item.decided_by_name
+            found[item.item_id] = expiry_note(item.created_at, item.expires_at,
+                                              who or item.decided_by)  # fmt: skip
             continue
         answer = how_answered(item, viewer_email)
         if answer is None:

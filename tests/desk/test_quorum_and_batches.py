@@ -310,7 +310,8 @@ async def test_a_batch_runs_once_every_item_is_decided(world: World) -> None:
     assert (first.status, second.status) == ("decided", "decided")
     # Said to whoever answered, and put in the trail: the decision records come with the batch.
     assert second.message == (
-        "Rejected. It is sent with the rest of its batch, once they are decided."
+        "Rejected. The answer goes to the agent with the rest of its batch, once they are "
+        "decided."
     )
     held = world.records("held")
     assert [(r.actor, r.data["interruptId"], r.data["outcome"]) for r in held] == [

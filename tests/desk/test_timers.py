@@ -740,11 +740,18 @@ async def test_a_batch_answered_in_part_then_expired_closes_and_runs_nothing(
         "1 day, so nothing ran."
     ] * 2
     assert notes[2] == "Expired: nobody decided within 1 day."
-    # Rita's cards say it too (the agent's result, "nobody decided", is of the batch).
+    # Rita's cards say it too, to her (the agent's result, "nobody decided", is the batch's).
     marks = answered_by(view.decisions, RITA.email)
     shown = build_views(state_of(view), {}, decided_by=marks).messages
     cards = [(t.reason, t.decided_by) for m in shown for t in m.tools if t.name == "pay_invoice"]
-    assert sorted(cards) == sorted((note, "") for note in notes)
+    to_her = [note.replace("Expired: Rita decided", "Expired: you decided") for note in notes]
+    assert sorted(cards) == sorted((note, "") for note in to_her)
+    # An expiry, not an answer's wait, in the figures.
+    with world.engine.connect() as connection:
+        waits = connection.execute(
+            select(decisions.c.wait_seconds).where(decisions.c.thread_id == thread)
+        ).scalars().all()
+    assert waits == [None] * 3
 
 
 async def test_a_timer_that_fails_leaves_the_others_and_the_next_round(timed: Timed) -> None:
