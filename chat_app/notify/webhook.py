@@ -70,10 +70,11 @@ def verify(
     False when the signature does not match (compared in constant time, so timing reveals
     nothing of the right one), or when the timestamp is more than `tolerance_seconds` from
     `now` in either direction: a captured request replayed later is refused. Inside the
-    window a replay still verifies; a receiver that must act once keys on the
-    `X-Chat-App-Delivery` header, the same on every attempt of one notice (which may come
-    twice after a crash mid-send). Not on the body's `decisionId` and `event`: a decision
-    filed again for other people (a policy change) is a second "decision-needed" for them.
+    window a replay still verifies; a receiver that must act once keys on the body's
+    `deliveryId`, the same on every attempt of one notice (which may come twice after a
+    crash mid-send) and signed with the body, unlike the `X-Chat-App-Delivery` header that
+    repeats it. Not on `decisionId` and `event`: a decision filed again for other people (a
+    policy change) is a second "decision-needed", for them.
     """
     try:
         sent_at = int(timestamp)
@@ -85,9 +86,12 @@ def verify(
     return hmac.compare_digest(expected, signature.encode("utf-8", "replace"))
 
 
-def json_body(notice: Notice) -> bytes:
-    """The JSON format's body: camelCase fields, times ISO 8601 UTC (or null)."""
+def json_body(notice: Notice, delivery_id: str = "") -> bytes:
+    """The JSON format's body: camelCase fields, times ISO 8601 UTC (or null). `deliveryId`,
+    the outbox's key of this notice for its receiver (the same on every attempt; null when
+    sent outside the outbox), is in the body so that the signature covers it."""
     payload: dict[str, Any] = {
+        "deliveryId": delivery_id or None,
         "event": notice.event,
         "decisionId": notice.decision_id,
         "threadId": notice.thread_id,
@@ -171,7 +175,10 @@ async def post(
     """
     if not settings.webhook_url:
         raise DeliveryError("no webhook is configured (CHAT_APP_WEBHOOK_URL)")
-    body = slack_body(notice) if settings.webhook_format == "slack" else json_body(notice)
+    body = (
+        slack_body(notice) if settings.webhook_format == "slack"
+        else json_body(notice, delivery_id)
+    )  # fmt: skip
     timestamp = str(int(now))
     headers = {
         "Content-Type": "application/json", "User-Agent": USER_AGENT, TIMESTAMP_HEADER: timestamp,

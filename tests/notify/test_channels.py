@@ -80,8 +80,9 @@ def test_subjects() -> None:
 
 
 def test_the_json_body_has_every_field() -> None:
-    body = json.loads(json_body(make_notice()))
+    body = json.loads(json_body(make_notice(), "d0123-webhook-1"))
     assert body == {
+        "deliveryId": "d0123-webhook-1",
         "event": "decision-needed",
         "decisionId": "d0123456789abcdef0123456789abcd",
         "threadId": "t-transfer",
@@ -103,6 +104,7 @@ def test_the_json_body_has_every_field() -> None:
     question = json.loads(json_body(make_notice(kind="question", name="shipping", expires_at=None)))
     assert question["question"] == "shipping" and "tool" not in question
     assert question["expiresAt"] is None
+    assert question["deliveryId"] is None  # sent outside the outbox
 
 
 def test_the_slack_body_has_text_and_a_button_to_the_link() -> None:

@@ -201,7 +201,9 @@ async def test_a_restart_between_attempts_still_delivers_once(database_url: str)
             engine.dispose()
     assert [request.status for request in receiver.received] == [500, 200]
     assert (row.status, row.attempts) == ("sent", 2)
-    # Both attempts name the one delivery, so a receiver can drop a repeat.
+    # Both attempts name the one delivery, so a receiver can drop a repeat: in the signed
+    # body, and in a header.
+    assert [r.json()["deliveryId"] for r in receiver.received] == [row.key] * 2
     assert [r.headers["X-Chat-App-Delivery"] for r in receiver.received] == [row.key] * 2
     assert row.key.startswith(make_notice().decision_id)  # random per decision: unique anywhere
 
