@@ -280,9 +280,10 @@ class Desk:
     def current(self, view: ConversationView) -> list[InboxItem]:
         """`view`'s pause as a script reads it: its pending decisions, and those decided at
         the desk whose answers it holds until the rest of their batch is decided (open still
-        in the stored conversation), in the order the agent asked them."""
+        in the stored conversation, which no run is carrying), in the order the agent asked
+        them."""
         asked = [item.id for item in ClientState.from_json(view.state).interrupts
-                 if item.answerable]  # fmt: skip
+                 if item.answerable and not view.running]  # fmt: skip
         order = {item_id: n for n, item_id in enumerate(asked)}
         listed = [
             item for item in view.decisions

@@ -410,18 +410,20 @@ class ConversationView:
     ) -> dict[str, Any]:
         """`schemas`: `Desk.answer_schemas`, by interrupt id; `refusals`: why the agent
         refused the last answer to a decision that waits again (`Desk.refusals`);
-        `current`: the pause's decisions to list (`Desk.current`: the pending ones and those
-        whose answers the desk holds for the rest of their batch; `pending` when `None`)."""
+        `current`: the pause's decisions in the order asked (`Desk.current`: the pending ones,
+        then listed as `decisions`, and those whose answers the desk holds for the rest of
+        their batch, listed apart as `heldAnswers`; `pending` alone when `None`)."""
         refused = refusals or {}
+        listed = self.pending if current is None else current
         return {
             **self.summary.to_json(),
             "messages": messages,
             "decisions": [
                 item.to_json() | {"answerSchemas": schemas.get(item.item_id),
-                                  "refusal": refused.get(item.item_id),
-                                  "held": item.status != "pending"}
-                for item in (self.pending if current is None else current)
+                                  "refusal": refused.get(item.item_id)}
+                for item in listed if item.status == "pending"
             ],
+            "heldAnswers": [item.to_json() for item in listed if item.status != "pending"],
         }  # fmt: skip
 
 

@@ -520,26 +520,25 @@ def test_a_batch_decided_in_part_lists_the_answer_the_desk_holds(served: DeskSer
     assert len(asked) == 3
     # Listed in the order the agent asked, whatever order the desk filed them in.
     assert [d["interruptId"] for d in paused["decisions"]] == asked
-    assert [d["held"] for d in paused["decisions"]] == [False] * 3
+    assert paused["heldAnswers"] == []
     middle = paused["decisions"][1]
     assert decide(served, middle["decisionId"], rita, {"approved": True}).status_code == 200
 
     shown = wait(served, thread_id, rita)
     assert shown["status"] == "waiting"
-    assert [d["interruptId"] for d in shown["decisions"]] == asked
-    held = shown["decisions"][1]
-    assert (held["held"], held["status"], held["outcome"], held["decidedBy"]) == (
-        True, "decided", "approved", RITA,
+    # What is left to decide, as before; the answer the desk holds, apart, with who gave it.
+    assert [d["interruptId"] for d in shown["decisions"]] == [asked[0], asked[2]]
+    assert all(d["answerSchemas"] is not None for d in shown["decisions"])
+    [held] = shown["heldAnswers"]
+    assert (held["interruptId"], held["status"], held["outcome"], held["decidedBy"]) == (
+        asked[1], "decided", "approved", RITA,
     )  # fmt: skip
-    assert (held["answerSchemas"], held["refusal"]) == (None, None)
-    assert [d["held"] for d in shown["decisions"]] == [False, True, False]
-    assert all(d["answerSchemas"] is not None for d in shown["decisions"] if not d["held"])
     assert executions(served) == []  # held: nothing ran before the rest is decided
 
-    for listed in (shown["decisions"][0], shown["decisions"][2]):
+    for listed in shown["decisions"]:
         assert decide(served, listed["decisionId"], rita, {"approved": True}).status_code == 200
     done = wait(served, thread_id, rita, lambda c: c["status"] == "done")
-    assert done["decisions"] == []
+    assert (done["decisions"], done["heldAnswers"]) == ([], [])
     assert executions(served) == ["pay_invoice"] * 3
 
 
