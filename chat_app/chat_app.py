@@ -265,7 +265,10 @@ app = rx.App(
 )
 # While the connection is lost, the page says so in its own words (Reflex's overlay shows
 # its framework's, with the websocket's address).
-app.app_wraps[(5, "Overlay")] = lambda stateful: connection_notice() if stateful else None
+# (A wrap takes the app as its last child: the notice sits beside it, in a fragment.)
+app.app_wraps[(5, "Overlay")] = lambda stateful: (
+    rx.fragment(connection_notice()) if stateful else None
+)
 # The app's websocket carries the visitor's session as any request does, and acts with it:
 # only this site's pages may open it (`server/origin.py`). Reflex would let any origin.
 assert app.sio is not None

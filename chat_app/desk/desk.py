@@ -476,7 +476,9 @@ class Desk:
                 "busy", "Answer or withdraw the pending decisions first; then send the message."
             )
         # Of two messages posted at once, one runs: the other is told to wait.
-        if self._busy(thread_id) or not await self._begin_run(thread_id):
+        # Only over the version read above: a Retry a moment before may have run and stored
+        # its end since, mending what this one read as failed.
+        if self._busy(thread_id) or not await self._begin_run(thread_id, if_version=row.version):
             raise DeskError("busy", "The conversation is running; wait for its reply.")
 
         self._spawn(self._run(thread_id, RunAs(sender), lambda client: client.send(text)))
@@ -515,7 +517,9 @@ class Desk:
                 run_as = await self._db(self._run_as, decided, owner)
         # Of two Retries at once (a double click, two tabs), one runs: the other is told to
         # wait, as a second message is.
-        if self._busy(thread_id) or not await self._begin_run(thread_id):
+        # Only over the version read above: a Retry a moment before may have run and stored
+        # its end since, mending what this one read as failed.
+        if self._busy(thread_id) or not await self._begin_run(thread_id, if_version=row.version):
             raise DeskError("busy", "The conversation is running; wait for its reply.")
         if decided:
             try:
@@ -526,9 +530,11 @@ class Desk:
         given = [answer.id for answer in decided]
         self._spawn(self._run(thread_id, run_as, again, carrying=given))
 
-    async def _begin_run(self, thread_id: str) -> bool:
+    async def _begin_run(self, thread_id: str, *, if_version: int | None = None) -> bool:
         """`DeskStore.begin_run`, now."""
-        begun: bool = await self._db(self.store.begin_run, thread_id, self.clock())
+        begun: bool = await self._db(
+            partial(self.store.begin_run, thread_id, self.clock(), if_version=if_version)
+        )
         return begun
 
     async def _audit_resent(self, thread_id: str, viewer: Identity, rows: Sequence[Any]) -> None:

@@ -191,19 +191,22 @@ class DeskStore:
             )
             connection.execute(insert(conversation_states).values(thread_id=thread_id, state=state))
 
-    def begin_run(self, thread_id: str, now: datetime) -> bool:
+    def begin_run(self, thread_id: str, now: datetime, *, if_version: int | None = None) -> bool:
         """Mark a settled conversation running (a message was posted); False when it is
-        running or waiting already (of two messages posted at once, one runs). From `now`:
-        until a worker takes it, recovery counts the wait from then (`interrupted`)."""
+        running or waiting already (of two messages posted at once, one runs), or, with
+        `if_version`, when a run stored anything since that version was read (a Retry read
+        a failure that the run before it, started and finished meanwhile, has mended). From
+        `now`: until a worker takes it, recovery counts the wait from then (`interrupted`)."""
+        where = [
+            conversations.c.thread_id == thread_id,
+            conversations.c.status.in_(("done", "failed")),
+            conversations.c.runner.is_(None),  # nobody runs it (a page, a worker)
+        ]
+        if if_version is not None:
+            where.append(conversations.c.version == if_version)
         with write_transaction(self.engine) as connection:
             changed = connection.execute(
-                update(conversations)
-                .where(
-                    conversations.c.thread_id == thread_id,
-                    conversations.c.status.in_(("done", "failed")),
-                    conversations.c.runner.is_(None),  # nobody runs it (a page, a worker)
-                )
-                .values(status="running", updated_at=now)
+                update(conversations).where(*where).values(status="running", updated_at=now)
             ).rowcount
         return bool(changed)
 

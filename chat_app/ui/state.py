@@ -175,21 +175,27 @@ setTimeout(() => {
 #: A page opened with a decision's form open (`%s`: the decision's id and the form's name,
 #: as JSON): its first field takes the focus once it shows (a conversation opened at its
 #: address is hidden until the tab's state has caught up), at the end of its draft, unless
-#: the person has put the focus somewhere meanwhile. Looked at for 5 s.
+#: the person has put the focus somewhere, or scrolled, clicked or typed, meanwhile. Looked
+#: at for 5 s.
 BACK_IN_FORM = """
 (() => {
   const [id, name] = %s;
   const free = () => { const at = document.activeElement;
     return !at || at === document.body || at.getAttribute('role') === 'log'; };
+  let moved = false;
+  for (const type of ['wheel', 'touchstart', 'pointerdown', 'keydown']) {
+    document.addEventListener(type, () => { moved = true; }, {once: true, capture: true});
+  }
+  const shows = (element) => typeof element.checkVisibility === 'function'
+    ? element.checkVisibility({visibilityProperty: true, checkVisibilityCSS: true})
+    : element.getClientRects().length > 0;
   let looks = 100;
   const look = setInterval(() => {
-    if (--looks < 0 || !free()) return clearInterval(look);
+    if (moved || --looks < 0 || !free()) return clearInterval(look);
     const form = FIND_FORM;
     const field = form && form.querySelector('.form-field');
     const control = field && field.querySelector('input:not([type=hidden]), textarea, button');
-    const shown = control && control.checkVisibility({visibilityProperty: true,
-                                                      checkVisibilityCSS: true});
-    if (!shown) return;
+    if (!control || !shows(control)) return;
     control.focus({preventScroll: true});
     if (document.activeElement !== control) return;
     clearInterval(look);
@@ -1248,15 +1254,15 @@ class ChatState(IdentityState):
                 if event is not None]  # fmt: skip
 
     def _back_in_form(self, session: sessions.Session) -> Any:
-        """The first open decision's form, if the tab had one open (a reload, the person
-        back from another page): the focus goes into it, at the end of its draft, where
-        the person left off. Its Approve takes no focus then (`DecisionView.focus`): Enter
-        would approve over a half-written rejection."""
-        first = next((item for item in session.client.interrupts if item.answerable), None)
-        memory = self._memory.get(first.id) if first is not None else None
-        if first is None or memory is None or not memory.panel:
-            return None
-        return rx.call_script(BACK_IN_FORM % json.dumps([first.id, memory.panel]))
+        """The first open decision with a form open, if the tab had one (a reload, the
+        person back from another page): the focus goes into it, at the end of its draft,
+        where the person left off. No Approve takes the focus then (`DecisionView.focus`):
+        Enter would approve beside a half-written rejection."""
+        for item in session.client.interrupts:
+            memory = self._memory.get(item.id)
+            if item.answerable and memory is not None and memory.panel:
+                return rx.call_script(BACK_IN_FORM % json.dumps([item.id, memory.panel]))
+        return None
 
     # --- composer -----------------------------------------------------------------------
 

@@ -135,7 +135,7 @@ class DecisionView:
     #: only a Retry sends it.
     held_only: bool = False
     #: The first answerable decision takes the keyboard focus (its Approve, or its Submit),
-    #: unless one of its forms is open: Enter there would answer over the form's draft. A
+    #: unless a decision's form is open: Enter there would answer beside the draft. A
     #: field of the view rather than a page var, so that a memoized message row depends on
     #: its own data only.
     focus: bool = False
@@ -974,7 +974,9 @@ def build_views(
     if focus:
         first = next((d for d in cards if d.id in open_ids), None)
         if first is not None:
-            first.focus = first.panel == ""
+            # A form left open (a reload, the person back from another page) keeps the
+            # keyboard: no Approve takes it, where Enter would answer beside the draft.
+            first.focus = not any(d.panel for d in cards if d.id in open_ids)
     for card in cards:
         card.held = held.get(card.id, "")
         card.held_only = card.id in held_only

@@ -368,6 +368,8 @@ async def test_an_answer_the_agent_never_took_is_not_told_as_carried(world: Worl
     await desk.wait_idle()
     assert world.executions() == []
 
+    failed = world.store.load(thread)
+    assert failed is not None
     await desk.retry(thread, RITA)
     # A second click, before the first Retry's run has even started, runs nothing more.
     with pytest.raises(DeskError, match="The conversation is running; wait for its reply."):
@@ -375,6 +377,11 @@ async def test_an_answer_the_agent_never_took_is_not_told_as_carried(world: Worl
     await desk.wait_idle()
     assert len(world.executions()) == 1
     assert (await desk.view(thread, RITA)).summary.status == "done"
+    # Nor one that read the failure before the first Retry ran, and comes once it is over:
+    # the run stored its end since (under load, the two clicks can come so).
+    assert not world.store.begin_run(thread, desk.clock(), if_version=failed.version)
+    assert world.store.begin_run(thread, desk.clock())  # a new message may go on
+    world.store.undo_begin_run(thread, "done")
     # The trail says who sent Ada's answer again; the decision record stays hers.
     [resent] = world.records("resent")
     assert (resent.actor, resent.thread_id) == (RITA.email, thread)

@@ -142,7 +142,7 @@ def test_the_first_open_decision_takes_the_focus_and_moves_on_when_answered() ->
 
 def test_a_decision_with_its_form_open_gives_its_approve_no_focus() -> None:
     """Ada half-wrote a rejection and reloaded: her card's Reject form is open with the
-    draft. Its Approve must not take the focus (Enter would approve); the form takes it."""
+    draft. No Approve takes the focus (Enter would approve); the form takes it."""
 
     async def scenario() -> None:
         client = demo_client()
@@ -151,8 +151,12 @@ def test_a_decision_with_its_form_open_gives_its_approve_no_focus() -> None:
         forms = {first.id: FormMemory(panel="reject")}
         cards = [t.decision for t in build_views(client.state, forms).messages[-1].tools]
         assert [card.focus for card in cards] == [False, False, False]
+        # The draft in the second card: the first's Approve takes no focus either (Enter
+        # would pay invoice 1 while the person was rejecting invoice 2).
         forms = {second.id: FormMemory(panel="reject")}
         cards = [t.decision for t in build_views(client.state, forms).messages[-1].tools]
+        assert [card.focus for card in cards] == [False, False, False]
+        cards = [t.decision for t in build_views(client.state, memory()).messages[-1].tools]
         assert [card.focus for card in cards] == [True, False, False]
 
     run_on_own_loop(scenario())

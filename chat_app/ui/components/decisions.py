@@ -93,7 +93,8 @@ FOCUS_NEXT_DECISION_SCRIPT = """
       if (send && send.dataset.readOnly === 'true') {
         clearInterval(look);
         if (card && card.isConnected) {
-          card.tabIndex = -1;
+          card.tabIndex = -1;  // focusable by script only, and only until it is left
+          card.addEventListener('blur', () => card.removeAttribute('tabindex'), { once: true });
           card.focus({ preventScroll: true });
         }
         return;
