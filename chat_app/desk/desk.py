@@ -692,7 +692,8 @@ class Desk:
         if not won and not counted:
             self._check_open(fresh, decider)
         await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))
-        said = f"{_outcome(answer).capitalize()}."
+        outcome = _outcome(answer)
+        said = "Approved with changes." if outcome == "edited" else f"{outcome.capitalize()}."
         if held:
             said += (
                 " The answer goes to the agent with the rest of its batch, once they are "

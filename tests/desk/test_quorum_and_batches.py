@@ -313,6 +313,7 @@ async def test_a_batch_runs_once_every_item_is_decided(world: World) -> None:
         "Rejected. The answer goes to the agent with the rest of its batch, once they are "
         "decided."
     )
+    assert first.message.startswith("Approved with changes. The answer goes to the agent")
     held = world.records("held")
     assert [(r.actor, r.data["interruptId"], r.data["outcome"]) for r in held] == [
         (RITA.email, items[0].item_id, "edited"), (RITA.email, items[1].item_id, "rejected"),

@@ -113,10 +113,10 @@ _FOLD_SUMMARY: dict[str, Any] = {
 
 
 def _changes(card: ToolCardView) -> rx.Component:
-    """What an approval with changes changed: the arguments above are those the model
-    proposed; these ran instead."""
+    """What an approval with changes changed: the arguments below are those the model
+    proposed; these run instead (or ran: a card held for its batch shows them too)."""
     return rx.vstack(
-        rx.text("Changed before it ran", size="1", weight="medium"),
+        rx.text("Changed by the approval", size="1", weight="medium"),
         rx.el.ul(
             rx.foreach(
                 card.changes,
