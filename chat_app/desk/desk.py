@@ -86,7 +86,7 @@ from .records import (
     PastDecision,
     SettledRequest,
     Vote,
-    expiry_note,
+    expiry_note_of,
     waiting_for_requester,
 )
 from .store import (
@@ -475,9 +475,9 @@ class Desk:
             raise DeskError(
                 "busy", "Answer or withdraw the pending decisions first; then send the message."
             )
-        # Of two messages posted at once, one runs: the other is told to wait.
-        # Only over the version read above: a Retry a moment before may have run and stored
-        # its end since, mending what this one read as failed.
+        # Of two messages posted at once, one runs: the other is told to wait. Only over
+        # the version read above: a run that stored since (another tab's message, a Retry)
+        # goes first, and this one is told to wait too.
         if self._busy(thread_id) or not await self._begin_run(thread_id, if_version=row.version):
             raise DeskError("busy", "The conversation is running; wait for its reply.")
 
@@ -1011,11 +1011,8 @@ class Desk:
             owner = _owner_of(conversation)
             run_as = await self._db(self._run_as, list(by_item.values()), owner)
             answers = {item_id: json.loads(row.answer) for item_id, row in by_item.items()}
-            expired = {
-                item_id: expiry_note(row.created_at, row.expires_at,
-                                     row.decided_by_name or row.decided_by or "")
-                for item_id, row in by_item.items() if row.outcome == "expired"
-            }  # fmt: skip
+            expired = {item_id: expiry_note_of(row)
+                       for item_id, row in by_item.items() if row.outcome == "expired"}  # fmt: skip
             applied = [row.id for row in by_item.values()]
 
             async def apply(

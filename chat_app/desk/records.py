@@ -33,6 +33,7 @@ __all__ = [
     "SettledRequest",
     "Vote",
     "expiry_note",
+    "expiry_note_of",
     "waiting_for_requester",
 ]
 
@@ -148,6 +149,13 @@ def expiry_note(paused_at: datetime, expires_at: datetime | None, decided_by: st
     return f"Expired: nobody decided {within}."
 
 
+def expiry_note_of(decision: Any) -> str:
+    """`expiry_note` of a stored decision that expired (its row, or an `InboxItem`), naming
+    whoever decided it in time, if someone did."""
+    decider = decision.decided_by_name or decision.decided_by or ""
+    return expiry_note(decision.created_at, decision.expires_at, decider)
+
+
 def _when(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat().replace("+00:00", "Z")
 
@@ -242,8 +250,7 @@ class InboxItem:
     @property
     def expiry_note(self) -> str:
         """What the requester reads once it expired: "Expired: nobody decided within 1 day."."""
-        return expiry_note(self.created_at, self.expires_at,
-                           self.decided_by_name or self.decided_by or "")  # fmt: skip
+        return expiry_note_of(self)
 
     @property
     def approvals(self) -> tuple[Vote, ...]:

@@ -50,7 +50,7 @@ from chat_app.trust.ledger import AuditEntry
 from chat_app.trust.policy import all_of
 
 from .desk import Desk, arguments_line, inbox_topic, thread_topic
-from .records import DeskError, expiry_note
+from .records import DeskError, expiry_note_of
 from .store import Due, answered_value, rejection_reason, route_of
 
 __all__ = ["AuditSink", "PeopleFor", "Timers"]
@@ -208,8 +208,7 @@ class Timers:
             decided_by = "" if expired else row.decided_by_name or row.decided_by or ""
             reason = rejection_reason(row.answer) if row.outcome == "rejected" else ""
             if expired:
-                note = expiry_note(row.created_at, row.expires_at,
-                                   row.decided_by_name or row.decided_by or "")  # fmt: skip
+                note = expiry_note_of(row)
             else:
                 heading = OUTCOME_HEADINGS.get(row.outcome or "", "Decided")
                 who = await self._approvers(row, decided_by)

@@ -40,15 +40,24 @@ def _in_process(agent: Agent) -> InProcessConnection:
     )
 
 
-async def test_a_reply_lost_after_its_tool_ran_is_written_from_the_result(
-    tmp_path: Path,
-) -> None:
-    ledger = SQLiteLedger(tmp_path / "ledger.db")
+async def _transfer_approved(
+    ledger: SQLiteLedger,
+) -> tuple[ChatClient, InProcessConnection, list[ClientTool]]:
+    """Rita's transfer of 25, approved and run on the demo agent: the client, its connection
+    and its tools."""
     agent, tools = _demo(ledger)
     connection = _in_process(agent)
     client = ChatClient(connection, tools=tools)
     await client.send("transfer 25 to Ada")
     await client.resolve_interrupt(client.interrupts[0].id, approved=True)
+    return client, connection, tools
+
+
+async def test_a_reply_lost_after_its_tool_ran_is_written_from_the_result(
+    tmp_path: Path,
+) -> None:
+    ledger = SQLiteLedger(tmp_path / "ledger.db")
+    client, connection, tools = await _transfer_approved(ledger)
     reply = client.messages[-1].text
     assert reply.startswith("Sent 25 to Ada. Receipt id: rcpt-")
 
@@ -73,11 +82,7 @@ async def test_a_reply_cut_mid_sentence_is_replaced_not_kept_above_the_new_one(
     writes the reply again from the result, and the half sentence goes (it stayed as a
     bubble of its own above the whole reply, and in the history the model read)."""
     ledger = SQLiteLedger(tmp_path / "ledger.db")
-    agent, tools = _demo(ledger)
-    connection = _in_process(agent)
-    client = ChatClient(connection, tools=tools)
-    await client.send("transfer 25 to Ada")
-    await client.resolve_interrupt(client.interrupts[0].id, approved=True)
+    client, connection, tools = await _transfer_approved(ledger)
     whole = client.messages[-1]
     assert whole.text.startswith("Sent 25 to Ada. Receipt id: rcpt-")
 
