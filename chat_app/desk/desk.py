@@ -128,6 +128,12 @@ ANSWERABLE = ANSWERABLE_STATUSES
 LEASE_SECONDS = 60.0
 #: What names a page's run in the lease's runner (`worker:page:random`).
 PAGE_RUNNER = ":page:"
+#: How long a stopping worker lets its runs end on their own before it hands the rest over
+#: (`Desk.hand_over`): of the 5 s the app's shutdown gives its background tasks, the rest is
+#: for storing and letting go of what is left.
+DRAIN_SECONDS = 3.0
+#: How long the runs stopped at a hand-over have to store themselves and let go.
+HAND_OVER_SECONDS = 1.5
 #: How often a running conversation is stored (and announced) at most.
 SAVE_EVERY_SECONDS = 0.1
 #: How often text being streamed is stored (and announced) at most: a watcher's page shows
@@ -164,6 +170,10 @@ def owner_topic(email: str) -> str:
 
 
 @dataclass(slots=True)
+class _HandedOver(Exception):
+    """A run stopped because its worker is stopping (`Desk.hand_over`), stored as running."""
+
+
 class PageRunEnd:
     """How a page's own run ended, as the page tells `Desk.page_run`: its answers count as
     carried (traced, timed, `carried`) only when the run `finished` (`RUN_FINISHED`) and
@@ -247,6 +257,10 @@ class Desk:
         #: (the timers and the recovery both ask).
         self._refiled = False
         self._refiling = asyncio.Lock()
+        #: This worker is stopping: its runs stop where they are, stored as running with the
+        #: lease let go at once (`hand_over`), each told by its future here.
+        self._stopping = False
+        self._stop_run: dict[str, asyncio.Future[None]] = {}
 
     # --- reading ------------------------------------------------------------------------
 
@@ -916,32 +930,42 @@ class Desk:
             if not await self._claim(thread_id):
                 _log.warning("Conversation %s is running on another worker", thread_id)
                 return
+            handed = False
             try:
                 ended = await self._run_claimed(thread_id, run_as, action)
                 if carrying and not ended.can_retry and not ended.refused:
                     await self._mark_carried(carrying, tell=True)
+            except _HandedOver:
+                handed = True
             finally:
-                await self._db(self.store.release, thread_id, self.worker)
-        await self._continue(thread_id)
+                await self._let_go(thread_id, handed=handed)
+        if not handed:
+            await self._continue(thread_id)
 
     async def _run_claimed(
         self, thread_id: str, run_as: RunAs, action: Callable[[ChatClient], Awaitable[None]]
     ) -> ClientState:
         """Run `action` on the conversation's client, storing its state as it streams;
         returns the state it ended with (stored too)."""
+        if self._stopping:  # not begun, for the next worker to run
+            raise _HandedOver
         row = await self._db(self.store.load, thread_id)
         assert row is not None
         client = self._client(row.state, run_as)
         owner_email, owner_name = row.owner_email, row.owner_name
         task = self._live[thread_id] = asyncio.ensure_future(_without_a_browser(client, action))
+        stopping = self._stop_run[thread_id] = asyncio.get_running_loop().create_future()
         saved: tuple[int, bool, int] = (-1, False, -1)
         last_renew = last_save = time.monotonic()
-        deadline, overdue = last_save + self.run_seconds, None
+        deadline, overdue, handed = last_save + self.run_seconds, None, None
         try:
             while True:
-                done, _ = await asyncio.wait([task], timeout=SAVE_EVERY_SECONDS)
-                if done:
+                done, _ = await asyncio.wait([task, stopping], timeout=SAVE_EVERY_SECONDS)
+                if task in done:
                     break  # stored once, below
+                if stopping in done:
+                    handed = client.state  # stopped, and stored as it stands, below
+                    break
                 if time.monotonic() > deadline:
                     overdue = client.state  # stopped, and stored as a send cut off, below
                     break
@@ -958,11 +982,18 @@ class Desk:
             if overdue is None and task.exception() is not None:
                 _log.error("A desk run failed", exc_info=task.exception())
         finally:
+            self._stop_run.pop(thread_id, None)
             if not task.done():
                 task.cancel()
                 await asyncio.wait([task])  # its end, without taking on its cancellation
             self._live.pop(thread_id, None)
             state, failure = client.state, _failure(task)
+            if handed is not None:
+                # As a worker that died leaves it, running: whoever takes it over goes on from
+                # the tools' results, or shows it failed with Retry (`recover`).
+                await self._save(thread_id, handed, owner_email, owner_name, run_as.identity,
+                                 busy=True)  # fmt: skip
+                raise _HandedOver
             if overdue is not None:
                 # As a worker that died mid-run leaves it: what was in flight, Retry sends
                 # again (or goes on from the results, when tools ran).
@@ -1028,6 +1059,7 @@ class Desk:
 
             if not await self._claim(thread_id):
                 return  # the worker running it picks these up when its run ends
+            handed = False
             try:
                 # Under the lease, again: another worker may have carried them between the
                 # look above and the claim.
@@ -1036,7 +1068,11 @@ class Desk:
                     continue  # look again
                 started = self.clock()
                 with run_span("continuation", {"thread.id": thread_id}) as run:
-                    ended_with = await self._run_claimed(thread_id, run_as, apply)
+                    try:
+                        ended_with = await self._run_claimed(thread_id, run_as, apply)
+                    except _HandedOver:
+                        handed = True
+                        return  # in flight, for whoever takes it over (`recover`)
                     # A refusal is the agent's answer, not a failure of the run.
                     failure = "" if ended_with.refused else ended_with.error or ""
                     if failure:
@@ -1069,7 +1105,7 @@ class Desk:
                                    started=row.created_at, ran=(started, ended), run=run,
                                    executed=executed, error=failure)  # fmt: skip
             finally:
-                await self._db(self.store.release, thread_id, self.worker)
+                await self._let_go(thread_id, handed=handed)
 
     def _wake_timers(self) -> None:
         if self.on_new_decisions is not None:
@@ -1235,20 +1271,49 @@ class Desk:
         """`refiled`, then `recover` now and then, for as long as the app runs: a worker that
         died leaves its conversations to the others once its lease lapses. Refiling is due
         again every `refile_every_seconds`: what another worker filed under another policy
-        (a rolling restart) moves to this one's."""
+        (a rolling restart) moves to this one's. Cancelled (the app stops), it hands its runs
+        over (`hand_over`)."""
         refiled_at = time.monotonic()
-        while True:
-            if time.monotonic() - refiled_at >= self.refile_every_seconds:
-                refiled_at = time.monotonic()
-                self._refiled = False
-            try:
-                await self.refiled()
-                await self.recover()
-            except DeskError as error:  # the database is away: try again later
-                _log.warning("The desk could not look for interrupted runs: %s", error)
-            except Exception:  # a bug here must not end recovery for good
-                _log.exception("The desk's look for interrupted runs failed; trying again")
-            await asyncio.sleep(min(self.lease_seconds / 2, self.refile_every_seconds))
+        try:
+            while True:
+                if time.monotonic() - refiled_at >= self.refile_every_seconds:
+                    refiled_at = time.monotonic()
+                    self._refiled = False
+                try:
+                    await self.refiled()
+                    await self.recover()
+                except DeskError as error:  # the database is away: try again later
+                    _log.warning("The desk could not look for interrupted runs: %s", error)
+                except Exception:  # a bug here must not end recovery for good
+                    _log.exception("The desk's look for interrupted runs failed; trying again")
+                await asyncio.sleep(min(self.lease_seconds / 2, self.refile_every_seconds))
+        except asyncio.CancelledError:  # the app stops (its lifespan's end)
+            await self.hand_over()
+            raise
+
+    async def hand_over(self, drain_seconds: float = DRAIN_SECONDS) -> list[str]:
+        """As this worker stops: its runs get `drain_seconds` to end on their own; those
+        still going then stop where they are, stored as running, and their leases are let go
+        at once, so that another worker's `recover` (or this one's, once started again) takes
+        them over now rather than once the lease lapses. Nothing begins here after this.
+        Returns the conversations handed over."""
+        deadline = time.monotonic() + drain_seconds
+        while self._live and (left := deadline - time.monotonic()) > 0:
+            await asyncio.wait(list(self._live.values()), timeout=left)
+        self._stopping = True
+        handed = sorted(self._stop_run)
+        for stop in self._stop_run.values():
+            if not stop.done():
+                stop.set_result(None)
+        if self._tasks:  # each stops, stores and lets go in a database round or two
+            await asyncio.wait(list(self._tasks), timeout=HAND_OVER_SECONDS)
+        if handed:
+            _log.warning(
+                "Stopping with %d conversation%s running: %s; handed over (the lease let go) "
+                "for another worker, or this one once started again, to go on with",
+                len(handed), "" if len(handed) == 1 else "s", ", ".join(handed),
+            )  # fmt: skip
+        return handed
 
     async def wait_idle(self) -> None:
         """Wait for every task the desk started (tests, shutdown)."""
@@ -1290,6 +1355,17 @@ class Desk:
     def _busy(self, thread_id: str) -> bool:
         task = self._live.get(thread_id)
         return task is not None and not task.done()
+
+    async def _let_go(self, thread_id: str, *, handed: bool) -> None:
+        """The end of this worker's lease on the conversation: released, or (`handed` over,
+        still running) lapsed now, which `recover` takes for a worker gone."""
+        if not handed:
+            await self._db(self.store.release, thread_id, self.worker)
+            return
+        now = self.clock()
+        await self._db(
+            lambda: self.store.claim(thread_id, self.worker, now=now, until=now)
+        )
 
     async def _claim(self, thread_id: str) -> bool:
         now = self.clock()

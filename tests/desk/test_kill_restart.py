@@ -25,6 +25,7 @@ and fails saying what it waited for and what it saw.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import os
 import signal
@@ -58,6 +59,9 @@ TOKEN_DELAY_MS = 250
 #: Generous bounds for a machine running other tests at the same time.
 START_TIMEOUT = 120.0
 SETTLE_TIMEOUT = 90.0
+#: Slow enough that the continuation's reply (7 words) outlasts the few seconds a stopping
+#: server gives its runs to end on their own.
+HANDED_OVER_TOKEN_DELAY_MS = 900
 #: Another worker, which holds a conversation's lease and dies with the server.
 ELSEWHERE = "worker-elsewhere"
 
@@ -113,6 +117,17 @@ class Server:
         os.kill(self.proc.pid, signal.SIGKILL)
         assert self.proc.wait(timeout=30) == -signal.SIGKILL, self.tail()
         self.proc = None
+
+    def terminate(self) -> int:
+        """SIGTERM, as a deploy stops it; its exit status, once it has stopped by itself."""
+        assert self.proc is not None, "not running"
+        self.proc.terminate()
+        try:
+            code = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"The server did not stop within 30 s of SIGTERM:\n{self.tail()}")
+        self.proc = None
+        return code
 
     def stop(self) -> None:
         if self.proc is None:
@@ -290,8 +305,11 @@ def _short(seen: object) -> str:
     return text if len(text) < 3000 else text[:3000] + "…"
 
 
-@pytest.fixture
-async def app(database_url: str, tmp_path: Path) -> AsyncIterator[App]:
+@contextlib.asynccontextmanager
+async def serving(
+    database_url: str, tmp_path: Path, *, lease_seconds: float = LEASE_SECONDS,
+    token_delay_ms: int = TOKEN_DELAY_MS,
+) -> AsyncIterator[App]:  # fmt: skip
     data_dir = tmp_path / "data"
     # Nothing of the developer's shell: the app's variables are these alone.
     env = {k: v for k, v in os.environ.items()
@@ -300,8 +318,8 @@ async def app(database_url: str, tmp_path: Path) -> AsyncIterator[App]:
         CHAT_APP_DATABASE_URL=database_url,
         CHAT_APP_DATA_DIR=str(data_dir),
         CHAT_APP_AUTH="demo",
-        CHAT_APP_DESK_LEASE_SECONDS=str(LEASE_SECONDS),
-        CHAT_APP_DEMO_TOKEN_DELAY_MS=str(TOKEN_DELAY_MS),
+        CHAT_APP_DESK_LEASE_SECONDS=str(lease_seconds),
+        CHAT_APP_DEMO_TOKEN_DELAY_MS=str(token_delay_ms),
         PYTHONUNBUFFERED="1",
     )
     served = App(Server(env, tmp_path / "server.log"), database_url, data_dir)
@@ -310,6 +328,12 @@ async def app(database_url: str, tmp_path: Path) -> AsyncIterator[App]:
         yield served
     finally:
         await served.close()
+
+
+@pytest.fixture
+async def app(database_url: str, tmp_path: Path) -> AsyncIterator[App]:
+    async with serving(database_url, tmp_path) as served:
+        yield served
 
 
 # --- the checks every outcome must pass ----------------------------------------------------
@@ -489,3 +513,34 @@ async def test_a_first_run_killed_while_streaming_is_failed_with_retry(app: App)
     item = await app.inbox_item(thread_id)
     await app.desk(ADA).decide(item["decisionId"], True)
     await nothing_lost(app, thread_id, item["decisionId"])
+
+
+async def test_a_server_stopped_mid_reply_hands_its_run_over_to_the_next_start(
+    database_url: str, tmp_path: Path
+) -> None:
+    """SIGTERM while a continuation's reply streams, after the transfer ran: the server stops
+    by itself, leaving the conversation running with its lease let go, and the next start goes
+    on from the transfer's result at once. The lease here is an hour: nothing waits for it."""
+    async with serving(database_url, tmp_path, lease_seconds=3600,
+                       token_delay_ms=HANDED_OVER_TOKEN_DELAY_MS) as app:  # fmt: skip
+        thread_id, item = await app.paused()
+        await app.desk(ADA).decide(item["decisionId"], True)
+        await poll(
+            "the transfer's result, the reply streaming",
+            lambda: app.desk(RITA).conversation(thread_id),
+            lambda c: c["status"] == "running" and bool(transfer_call(c)["hasResult"]),
+        )
+        # uvicorn raises the signal again once it has shut down: the status says SIGTERM.
+        assert app.server.terminate() in (0, -signal.SIGTERM)
+        stopped = app.server.tail()
+        assert "1 conversation running: " + thread_id in stopped
+        assert "Application shutdown complete." in stopped
+        row = app.store.load(thread_id)
+        assert row is not None and row.status == "running"
+        assert row.runner_until is not None
+        assert row.runner_until.replace(tzinfo=UTC) <= datetime.now(UTC)
+
+        await app.start()
+        conversation = await nothing_lost(app, thread_id, item["decisionId"])
+        assert conversation["status"] == "done"
+        assert "its reply goes on from the tools' results" in app.server.tail()

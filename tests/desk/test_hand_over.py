@@ -1,0 +1,149 @@
+"""A worker that stops (SIGTERM, a deploy) hands its runs over (`Desk.hand_over`): they get a
+few seconds to end on their own; those still going stop where they are, stored as running, and
+the worker lets go of their leases at once. Another worker's `recover` (or this one's, once
+started again) takes them over then, as it would a dead worker's, without waiting for the
+lease to lapse: a reply cut after its tools' results goes on from them, a first reply cut off
+is failed with Retry, an answer decided but not carried is carried. Nothing runs twice."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from ag_ui.core import EventType, RunAgentInput
+
+from chat_app.desk import Answer, Desk
+from chat_app.desk.desk import INTERRUPTED
+from tests.desk.world import ADA, RITA, World, texts
+
+
+class Hold:
+    """Holds a run's reply once it has begun (`held`): a continuation's once its tools'
+    results came, a first run's after its first words; it goes on when `go` is set."""
+
+    def __init__(self, *, continuation: bool) -> None:
+        self.continuation = continuation
+        self.held = asyncio.Event()
+        self.go = asyncio.Event()
+
+    def __call__(self, given: RunAgentInput, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        return self._run(events) if bool(given.resume) == self.continuation else events
+
+    async def _run(self, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        results = 0
+        async for event in events:
+            if event.type == EventType.TOOL_CALL_RESULT:
+                results += 1
+            elif event.type == EventType.TEXT_MESSAGE_CONTENT and (
+                results or not self.continuation
+            ):
+                yield event
+                self.held.set()
+                await self.go.wait()
+                continue
+            yield event
+
+
+def stopped_and_let_go(world: World, thread: str, worker: str) -> None:
+    """As the stopping worker left it: running, its lease its own and lapsed already."""
+    row = world.store.load(thread)
+    assert row is not None
+    assert (row.status, row.runner) == ("running", worker)
+    assert row.runner_until is not None
+    assert row.runner_until.replace(tzinfo=UTC) <= datetime.now(UTC)
+
+
+async def stopping_mid_continuation(world: World) -> tuple[str, Desk, Hold]:
+    """Ada approves Rita's large transfer on a worker whose continuation's reply holds once
+    the transfer's result came back."""
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    hold = Hold(continuation=True)
+    stopping = world.new_desk(worker="worker-stopping", wrap=hold)
+    await stopping.decide(item.decision_id, ADA, Answer("approve"))
+    await hold.held.wait()
+    return thread, stopping, hold
+
+
+async def test_a_continuation_cut_after_its_results_is_taken_over_at_once(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    thread, stopping, _ = await stopping_mid_continuation(world)
+    with caplog.at_level(logging.WARNING, logger="chat_app.desk.desk"):
+        assert await stopping.hand_over(drain_seconds=0) == [thread]
+    assert f"Stopping with 1 conversation running: {thread}; handed over" in caplog.text
+    await stopping.wait_idle()  # nothing of it goes on
+    stopped_and_let_go(world, thread, "worker-stopping")
+    assert len(world.executions()) == 1
+
+    # Another worker, now (its lease as long as ever): no lapse to wait for.
+    other = world.new_desk(worker="worker-2")
+    assert await other.recover() == [thread]
+    await other.wait_idle()
+    view = await other.view(thread, RITA)
+    assert (view.summary.status, view.summary.error) == ("done", None)
+    [run] = world.executions()  # the transfer once: the reply went on from its result
+    assert texts(view)[-1] == f"Sent 5,000 to Ada. Receipt id: {run['result']['receipt']}."
+    row = world.store.load(thread)
+    assert row is not None and row.runner is None
+
+
+async def test_runs_that_end_within_the_drain_are_not_handed_over(world: World) -> None:
+    thread, stopping, hold = await stopping_mid_continuation(world)
+    handing = asyncio.ensure_future(stopping.hand_over(drain_seconds=60))
+    await asyncio.sleep(0)
+    assert not handing.done()  # waiting for the run
+    hold.go.set()
+    assert await handing == []
+    view = await stopping.view(thread, RITA)
+    assert view.summary.status == "done"
+    assert texts(view)[-1].startswith("Sent 5,000 to Ada.")
+    row = world.store.load(thread)
+    assert row is not None and row.runner is None  # released, not handed over
+    assert len(world.executions()) == 1
+
+
+async def test_a_first_reply_cut_off_is_failed_with_retry_by_the_next_worker(
+    world: World,
+) -> None:
+    hold = Hold(continuation=False)
+    stopping = world.new_desk(worker="worker-stopping", wrap=hold)
+    thread = await stopping.start(RITA, "transfer 5000 to Ada")
+    await hold.held.wait()
+    assert await stopping.hand_over(drain_seconds=0) == [thread]
+    stopped_and_let_go(world, thread, "worker-stopping")
+
+    other = world.new_desk(worker="worker-2")
+    assert await other.recover() == [thread]
+    view = await other.view(thread, RITA)
+    assert (view.summary.status, view.summary.error) == ("failed", INTERRUPTED)
+    await other.retry(thread, RITA)
+    await other.wait_idle()
+    again = await other.view(thread, RITA)
+    assert again.summary.status == "waiting"
+    assert texts(again) == ["transfer 5000 to Ada", "I'll send 5,000 to Ada once it is approved."]
+    assert world.executions() == []
+
+
+async def test_nothing_begins_on_a_worker_that_has_handed_over(world: World) -> None:
+    """An answer given at a worker that is stopping is stored, and its continuation left to
+    the next worker, which carries it at once."""
+    thread = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    stopping = world.new_desk(worker="worker-stopping")
+    assert await stopping.hand_over(drain_seconds=0) == []
+    await stopping.decide(item.decision_id, ADA, Answer("approve"))
+    await stopping.wait_idle()
+    assert world.executions() == []
+    assert [row.id for row in world.store.answers_to_apply(thread)] == [item.decision_id]
+
+    other = world.new_desk(worker="worker-2")
+    await other.recover()
+    await other.wait_idle()
+    view = await other.view(thread, RITA)
+    assert view.summary.status == "done"
+    assert len(world.executions()) == 1
