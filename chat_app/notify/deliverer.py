@@ -14,6 +14,12 @@ A notice that asks for a decision (`Notice.asks_for_decision`) is checked just b
 sent: one can wait long in the outbox (a receiver down, its retries), and telling someone to
 decide what was approved or expired meanwhile only misleads them. Such a delivery is
 `skipped`, with the reason, and the Deliveries page shows it.
+
+Emails claimed in one round for one person about one conversation and one event (a batch's
+decisions, filed together; their reminders; how they ended) go as one message
+(`email.render_together`): a batch of ten invoices is one email to each approver, not ten.
+Each delivery is still its own row, sent, retried or skipped on its own record; a batch's
+rows fail and are retried together, so they stay together.
 """
 
 from __future__ import annotations
@@ -82,7 +88,7 @@ class Deliverer:
         self._lease_seconds = max(_MIN_LEASE_SECONDS, 3 * settings.timeout_seconds)
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._sending: dict[int, asyncio.Task[bool]] = {}  # `run`'s sends under way, by row
+        self._sending: dict[int, asyncio.Task[int]] = {}  # `run`'s sends under way, by row
         # Rows whose send reached its receiver, being recorded: never given back.
         self._delivered: set[int] = set()
         #: Since when claiming has failed (the database away), for one log line of it.
@@ -94,7 +100,7 @@ class Deliverer:
         rows = await self._claim()
         if not rows:
             return 0
-        sent = await asyncio.gather(*(self._deliver(row) for row in rows))
+        sent = await asyncio.gather(*(self._deliver(group) for group in _together(rows)))
         return sum(sent)
 
     async def _start_due(self) -> None:
@@ -103,14 +109,15 @@ class Deliverer:
         room = MAX_SENDING - len(self._sending)
         if room <= 0:
             return
-        for row in await self._claim(limit=room):
-            if row.id in self._sending:  # its lease lapsed mid-send: the send still runs
-                continue
-            task = asyncio.create_task(self._deliver(row))
-            self._sending[row.id] = task
-            task.add_done_callback(functools.partial(self._forget, row.id))
+        claimed = await self._claim(limit=room)
+        # A row whose lease lapsed mid-send is claimed again: that send still runs.
+        for group in _together([row for row in claimed if row.id not in self._sending]):
+            task = asyncio.create_task(self._deliver(group))
+            for row in group:
+                self._sending[row.id] = task
+                task.add_done_callback(functools.partial(self._forget, row.id))
 
-    def _forget(self, key: int, task: asyncio.Task[bool]) -> None:
+    def _forget(self, key: int, task: asyncio.Task[int]) -> None:
         if self._sending.get(key) is task:
             del self._sending[key]
         if not task.cancelled() and task.exception() is not None:
@@ -174,7 +181,7 @@ class Deliverer:
             return
         for task in sending.values():
             task.cancel()
-        await asyncio.wait(sending.values())
+        await asyncio.wait(set(sending.values()))
         unsent = [
             key for key, task in sending.items() if task.cancelled() and key not in self._delivered
         ]
@@ -246,23 +253,30 @@ class Deliverer:
             _log.info("notify: %s delivery %s %s", row.channel, row.id, reason)
         return keep
 
-    async def _deliver(self, row: Delivery) -> bool:
+    async def _deliver(self, rows: Sequence[Delivery]) -> int:
+        """Send `rows` (one message: `_together`) once; how many of them were sent."""
         try:
-            await asyncio.wait_for(self._send(row), self.settings.timeout_seconds)
+            await asyncio.wait_for(self._send(rows), self.settings.timeout_seconds)
         except DeliveryError as error:
-            await self._failed(row, str(error))
-            return False
+            failure = str(error)
         except TimeoutError:
-            timeout = self.settings.timeout_seconds
-            await self._failed(row, f"{row.channel}: no answer within {timeout:g} s")
-            return False
+            failure = f"{rows[0].channel}: no answer within {self.settings.timeout_seconds:g} s"
         except Exception as error:  # a notice a channel cannot render is a failure too
-            _log.exception("notify: delivery %s failed unexpectedly", row.id)
-            await self._failed(row, f"{type(error).__name__}: {error}")
-            return False
-        # Taken by its receiver: from here a cancel (the worker stopping) leaves it to this
-        # record, which its thread finishes anyway, not to `_stop_sending`'s give-back.
-        self._delivered.add(row.id)
+            _log.exception("notify: delivery %s failed unexpectedly",
+                           ", ".join(str(row.id) for row in rows))  # fmt: skip
+            failure = f"{type(error).__name__}: {error}"
+        else:
+            # Taken by its receiver: from here a cancel (the worker stopping) leaves them to
+            # their records, which their thread finishes anyway, not to `_stop_sending`.
+            self._delivered.update(row.id for row in rows)
+            for row in rows:
+                await self._sent(row)
+            return len(rows)
+        for row in rows:
+            await self._failed(row, failure)
+        return 0
+
+    async def _sent(self, row: Delivery) -> None:
         try:
             done = await asyncio.to_thread(
                 self.outbox.mark_sent, row.id, self.worker, now=self.outbox.clock()
@@ -271,31 +285,32 @@ class Deliverer:
             # Sent, but not recorded: once the claim lapses it is sent again (at least once).
             self._delivered.discard(row.id)
             _log.exception("notify: delivery %s was sent but could not be recorded", row.id)
-            return True
+            return
         self._delivered.discard(row.id)
         if done is None:
             _log.warning("notify: delivery %s was sent after its claim lapsed", row.id)
-            return True
+            return
         if self._on_sent is not None:
             try:
                 self._on_sent(done)
             except Exception:
                 _log.exception("notify: on_sent failed for delivery %s", row.id)
-        return True
 
-    async def _send(self, row: Delivery) -> None:
-        if row.channel == "webhook":
+    async def _send(self, rows: Sequence[Delivery]) -> None:
+        first = rows[0]
+        if first.channel == "webhook":
             await webhook.post(
-                self._client(), self.settings, row.notice,
-                now=self.outbox.clock().timestamp(), delivery_id=row.key,
+                self._client(), self.settings, first.notice,
+                now=self.outbox.clock().timestamp(), delivery_id=first.key,
             )  # fmt: skip
-        elif row.channel == "email":
+        elif first.channel == "email":
             if not self.settings.mail_from:
                 raise DeliveryError("no sender is configured (CHAT_APP_MAIL_FROM)")
-            message = email.render(row.notice, row.to, mail_from=self.settings.mail_from)
+            message = email.render_together([row.notice for row in rows], first.to,
+                                            mail_from=self.settings.mail_from)  # fmt: skip
             await email.send(self.settings, message)
         else:
-            raise DeliveryError(f"unknown channel {row.channel!r}")
+            raise DeliveryError(f"unknown channel {first.channel!r}")
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
@@ -342,6 +357,18 @@ class Deliverer:
             await self._audit([entry])
         except Exception:
             _log.exception("notify: could not audit the failure of delivery %s", row.id)
+
+
+def _together(rows: Sequence[Delivery]) -> list[list[Delivery]]:
+    """`rows` as the messages they go in: an email for each person, conversation and event
+    (in the order claimed); each webhook delivery alone (a receiver keys on one decision)."""
+    groups: dict[tuple[str, ...] | int, list[Delivery]] = {}
+    for row in rows:
+        key: tuple[str, ...] | int = row.id
+        if row.channel == "email" and row.thread_id:
+            key = (row.recipient, row.thread_id, row.event, row.notice.link)
+        groups.setdefault(key, []).append(row)
+    return list(groups.values())
 
 
 def _asks(row: Delivery) -> bool:

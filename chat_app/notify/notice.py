@@ -71,6 +71,14 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def bounded_line(text: str) -> str:
+    """`one_line`, cut with an ellipsis at `_SUBJECT_LIMIT` characters: a subject's."""
+    text = one_line(text)
+    if len(text) > _SUBJECT_LIMIT:
+        text = text[: _SUBJECT_LIMIT - 1].rstrip() + "…"
+    return text
+
+
 @dataclass(frozen=True, slots=True)
 class Recipient:
     """A person a notice is for."""
@@ -144,22 +152,23 @@ class Notice:
             return f"{self.name} ({self.summary})"
         return self.name
 
+    @property
+    def heading(self) -> str:
+        """What this notice is, in a word or two: `Approval needed`, `Answer needed`,
+        `Reminder`, `Escalated`; how it ended, `Rejected`."""
+        if self.event == "reminder":
+            return "Reminder"
+        if self.event == "escalated":
+            return "Escalated"
+        if self.event == "decided":
+            return OUTCOME_HEADINGS.get(self.outcome, "Decided")
+        return "Approval needed" if self.kind == "tool" else "Answer needed"
+
     def subject(self) -> str:
         """One line for an email subject or a chat preview: `Approval needed: transfer
         (recipient=Ada, amount=5000)`, `Answer needed: shipping`, `Reminder: …`,
         `Escalated: …`; how it ended, `Rejected: transfer (…)`."""
-        if self.event == "reminder":
-            heading = "Reminder"
-        elif self.event == "escalated":
-            heading = "Escalated"
-        elif self.event == "decided":
-            heading = OUTCOME_HEADINGS.get(self.outcome, "Decided")
-        else:
-            heading = "Approval needed" if self.kind == "tool" else "Answer needed"
-        text = one_line(f"{heading}: {self.what}")
-        if len(text) > _SUBJECT_LIMIT:
-            text = text[: _SUBJECT_LIMIT - 1].rstrip() + "…"
-        return text
+        return bounded_line(f"{self.heading}: {self.what}")
 
     def to_json(self) -> str:
         """The notice as stored in the outbox (`from_json` reads it back)."""

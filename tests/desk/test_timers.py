@@ -1145,3 +1145,73 @@ async def test_whoever_asked_is_told_where_the_rule_lets_only_them_decide(timed:
     await _tick_all(timed, world.desk)
     told = [row.recipient for row in timed.deliveries("decision-needed") if row.channel == "email"]
     assert told == ["rita@example.com"]
+
+
+# --- a batch is one email ----------------------------------------------------------------------
+
+INVOICES_TO_FINANCE = POLICY + """
+[[rules]]
+name = "invoices"
+tool = "pay_invoice"
+approvers = ["role:finance"]
+not_requester = true
+"""
+
+
+async def _send_due(timed: Timed, smtp: Any, hook: Any) -> int:
+    settings = replace(timed.settings, smtp=smtp.server, webhook_url=hook.url)
+    outbox = Outbox(timed.world.engine, settings, clock=timed.clock.utc)
+    deliverer = Deliverer(outbox, settings, worker="worker-1",
+                          settled=timed.world.desk.store.settled)  # fmt: skip
+    try:
+        return await deliverer.deliver_due()
+    finally:
+        await deliverer.aclose()
+
+
+async def test_a_batch_is_one_email_to_each_person_and_one_of_how_it_ended(timed: Timed) -> None:
+    """Three invoices asked together: Ada gets one email naming all three (three deliveries,
+    each on its own record), and once she has decided them, Rita one telling how each ended."""
+    world = timed.world
+    world.use_policy(INVOICES_TO_FINANCE)
+    thread = await world.start(RITA, "pay invoices")
+    await _tick_all(timed, world.desk)
+    with smtp_server() as smtp, webhook_receiver() as hook:
+        assert await _send_due(timed, smtp, hook) == 6
+    [mail] = smtp.messages
+    assert mail.rcpt_tos == ("ada@example.com",)
+    assert mail.message["Subject"] == (
+        "Approval needed: pay_invoice (invoice=INV-1001, supplier=Acme Paper, amount=120.5) "
+        "and 2 more"
+    )
+    text = mail.part("text/plain")
+    assert "Rita (rita@example.com) is waiting for 3 decisions in one conversation" in text
+    listed = [line for line in text.splitlines() if line[:3] in ("1. ", "2. ", "3. ")]
+    assert [line.split("(invoice=")[1][:8] for line in listed] == [
+        "INV-1001", "INV-1002", "INV-1003"
+    ]  # fmt: skip
+    link = f"https://desk.example.com/c/{thread}"
+    assert text.count(link) == 1 and mail.part("text/html").count(f'href="{link}"') == 1
+    assert "Open it to approve or reject" in text
+    assert [row.status for row in timed.deliveries("decision-needed")] == ["sent"] * 6
+    # The webhook's receiver keys on one decision: a post each.
+    assert sorted(r.json()["args"]["invoice"] for r in hook.accepted) == [
+        "INV-1001", "INV-1002", "INV-1003"
+    ]  # fmt: skip
+
+    items, _ = await world.desk.inbox(ADA)
+    for item in sorted(items, key=lambda item: item.summary):
+        answer = Answer("reject" if "INV-1002" in item.summary else "approve")
+        await world.desk.decide(item.decision_id, ADA, answer)
+    await world.desk.wait_idle()
+    await _tick_all(timed, world.desk)
+    with smtp_server() as smtp, webhook_receiver() as hook:
+        assert await _send_due(timed, smtp, hook) == 6
+    [told_rita] = smtp.messages
+    assert told_rita.rcpt_tos == ("rita@example.com",)
+    assert told_rita.message["Subject"].startswith("Decided: pay_invoice (")
+    text = told_rita.part("text/plain")
+    assert "How 3 decisions in your conversation ended:" in text
+    assert "Rejected: pay_invoice (invoice=INV-1002" in text
+    assert text.count("Approved: pay_invoice (") == 2
+    assert "Open the conversation: " + link in text

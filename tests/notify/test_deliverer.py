@@ -14,13 +14,13 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
-from chat_app.notify import Deliverer, Delivery, NotifySettings, Outbox, verify
+from chat_app.notify import Deliverer, Delivery, NotifySettings, Outbox, email, verify
 from chat_app.notify import deliverer as deliverer_module
 from chat_app.trust.ledger import AuditEntry
 from chat_app.trust.store import open_database
 from tests.live_server import free_port
 from tests.notify.notices import ADA, SAM, Clock, make_notice
-from tests.notify.servers import closed_url, smtp_server, webhook_receiver
+from tests.notify.servers import SmtpReceiver, closed_url, smtp_server, webhook_receiver
 
 SECRET = b"notify-tests-secret"
 FAST = NotifySettings(webhook_secret=SECRET, attempts=5, backoff_seconds=0.05, timeout_seconds=5)
@@ -38,6 +38,12 @@ class Audit:
 
 def webhook(url: str, **changes: object) -> NotifySettings:
     return replace(FAST, webhook_url=url, **changes)  # type: ignore[arg-type]
+
+
+def up_and_down(smtp: SmtpReceiver) -> tuple[NotifySettings, NotifySettings]:
+    """Settings sending to `smtp`, and the same with its server down (a port nobody has)."""
+    up = replace(FAST, smtp=smtp.server, mail_from="approvals@example.com")
+    return up, replace(up, smtp=replace(smtp.server, port=free_port()))
 
 
 async def until(condition: Callable[[], bool], *, rounds: int = 500) -> None:
@@ -340,8 +346,7 @@ async def test_a_notice_asking_for_a_decision_settled_while_smtp_was_down_is_not
     clock = Clock()
     settled = Settled()
     with smtp_server() as smtp:
-        up = replace(FAST, smtp=smtp.server, mail_from="approvals@example.com")
-        down = replace(up, smtp=replace(smtp.server, port=free_port()))
+        up, down = up_and_down(smtp)
         outbox = Outbox(engine, up, clock=clock)
         outbox.enqueue(make_notice(decision_id="d-approved"), [ADA])
         outbox.enqueue(make_notice(decision_id="d-open", event="reminder"), [SAM])
@@ -525,3 +530,95 @@ async def test_a_database_away_for_many_rounds_is_one_log_line_and_one_when_back
     assert len([line for line in said if "could not claim deliveries" in line]) == 1
     assert len([line for line in said if "claiming deliveries again" in line]) == 1
     assert len(receiver.received) == 1
+
+
+async def test_emails_of_one_conversation_and_event_go_as_one_message(engine: Engine) -> None:
+    """Three decisions of one conversation asked of Ada and Sam, and one of another: each
+    gets one email for the three and one for the other; each delivery is still its own
+    row, sent; the webhook hears of each decision alone."""
+    clock = Clock()
+    sent: list[Delivery] = []
+    invoices = [
+        make_notice(decision_id=f"d-{n}", name="pay_invoice", summary=f"invoice=INV-{n}",
+                    args={"invoice": f"INV-{n}"})  # fmt: skip
+        for n in (1001, 1002, 1003)
+    ]
+    other = make_notice(decision_id="d-other", thread_id="t-other",
+                        link="http://chat.example.com/c/t-other")  # fmt: skip
+    with smtp_server() as smtp, webhook_receiver() as hook:
+        settings = replace(webhook(hook.url), smtp=smtp.server, mail_from="desk@example.com")
+        outbox = Outbox(engine, settings, clock=clock)
+        for notice in [*invoices, other]:
+            outbox.enqueue(notice, [ADA, SAM])
+        deliverer = Deliverer(outbox, settings, worker="w1", on_sent=sent.append)
+        try:
+            assert await deliverer.deliver_due() == 12  # 8 emails' rows and 4 webhooks
+        finally:
+            await deliverer.aclose()
+    by_person = sorted((mail.rcpt_tos[0], mail.message["Subject"]) for mail in smtp.messages)
+    assert by_person == [
+        ("ada@example.com", "Approval needed: pay_invoice (invoice=INV-1001) and 2 more"),
+        ("ada@example.com", "Approval needed: transfer (recipient=Ada, amount=5000)"),
+        ("sam@example.com", "Approval needed: pay_invoice (invoice=INV-1001) and 2 more"),
+        ("sam@example.com", "Approval needed: transfer (recipient=Ada, amount=5000)"),
+    ]
+    together = next(m for m in smtp.messages if "and 2 more" in m.message["Subject"])
+    for kind in ("text/plain", "text/html"):
+        body = together.part(kind)
+        assert [body.index(f"INV-{n}") for n in (1001, 1002, 1003)] == sorted(
+            body.index(f"INV-{n}") for n in (1001, 1002, 1003)
+        )
+        assert body.count("http://chat.example.com/c/t-transfer") == (
+            1 if kind == "text/plain" else 2  # the link, and the address to paste
+        )
+    assert sorted(r.json()["decisionId"] for r in hook.accepted) == [
+        "d-1001", "d-1002", "d-1003", "d-other"
+    ]  # fmt: skip
+    assert {row.status for row in outbox.recent()} == {"sent"}
+    assert len(sent) == 12
+
+
+async def test_a_message_of_several_that_fails_is_retried_as_one(engine: Engine) -> None:
+    """The SMTP server is down: each of the three rows records the failed attempt (and the
+    trail each); once it is back, the three go again, in one message. One decided meanwhile
+    is left out of it, skipped."""
+    clock = Clock()
+    audit = Audit()
+    settled = Settled()
+    with smtp_server() as smtp:
+        up, down = up_and_down(smtp)
+        outbox = Outbox(engine, up, clock=clock)
+        for n in (1, 2, 3):
+            outbox.enqueue(make_notice(decision_id=f"d-{n}", summary=f"n={n}"), [ADA])
+        assert await Deliverer(outbox, down, worker="w1", audit=audit).deliver_due() == 0
+        assert [(row.status, row.attempts) for row in outbox.recent()] == [("pending", 1)] * 3
+        assert sorted(entry.data["decisionId"] for entry in audit.entries) == [
+            "d-1", "d-2", "d-3"
+        ]  # fmt: skip
+
+        settled.ended["d-2"] = "rejected"
+        clock.advance(60)
+        deliverer = Deliverer(outbox, up, worker="w1", settled=settled)
+        assert await deliverer.deliver_due() == 2
+    [mail] = smtp.messages
+    assert mail.message["Subject"] == "Approval needed: transfer (n=1) and 1 more"
+    text = mail.part("text/plain")
+    assert "n=1" in text and "n=3" in text and "n=2" not in text
+    statuses = {row.decision_id: row.status for row in outbox.recent()}
+    assert statuses == {"d-1": "sent", "d-2": "skipped", "d-3": "sent"}
+
+
+def test_a_message_of_several_escapes_what_the_agent_wrote() -> None:
+    notices = [
+        make_notice(decision_id=f"d-{n}", summary=f"<b>{n}</b>", note="<script>x</script>",
+                    requester_name="Rita <admin>")  # fmt: skip
+        for n in (1, 2)
+    ]
+    message = email.render_together(notices, ADA, mail_from="desk@example.com")
+    html_body = message.get_body(preferencelist=("html",))
+    assert html_body is not None
+    text = str(html_body.get_content())
+    assert "<script>" not in text and "&lt;script&gt;" in text
+    assert "<b>1</b>" not in text and "&lt;b&gt;1&lt;/b&gt;" in text
+    assert "Rita &lt;admin&gt;" in text
+    assert "\n" not in str(message["Subject"]).strip()
