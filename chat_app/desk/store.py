@@ -338,10 +338,10 @@ class DeskStore:
             }
             changed = bool(gone)
             added: list[str] = []
-            for draft in drafts:
+            for position, draft in enumerate(drafts):  # in the order the agent asked
                 stored = known.get(draft.item_id)
                 if stored is None:
-                    self._add(connection, thread_id, draft, now)
+                    self._add(connection, thread_id, draft, now, position)
                     added.append(decision_id_of(thread_id, draft.item_id))
                     changed = True
                 elif stored == "closed":  # an answer given in the chat was refused: open again
@@ -359,7 +359,9 @@ class DeskStore:
         return Saved(int(found or 0), changed, tuple(added), tuple(auto_added))
 
     @staticmethod
-    def _add(connection: Any, thread_id: str, draft: DecisionDraft, now: datetime) -> None:
+    def _add(
+        connection: Any, thread_id: str, draft: DecisionDraft, now: datetime, position: int
+    ) -> None:
         decision_id = decision_id_of(thread_id, draft.item_id)
         connection.execute(
             insert(decisions).values(
@@ -379,6 +381,7 @@ class DeskStore:
                 answer=None,
                 applied=False,
                 created_at=now,
+                position=position,
                 expires_at=draft.expires_at,
                 decided_at=None,
                 run_id=draft.run_id,
@@ -790,7 +793,7 @@ class DeskStore:
             rows = connection.execute(
                 select(decisions)
                 .where(*where)
-                .order_by(decisions.c.created_at, decisions.c.item_id)
+                .order_by(decisions.c.created_at, decisions.c.position, decisions.c.item_id)
             ).all()
             return self._items(connection, rows)
 
@@ -817,7 +820,8 @@ class DeskStore:
             return [], 0
         where = _inbox_where(viewer_email, everyone=everyone, tool=tool, requester=requester,
                              now=now)  # fmt: skip
-        order = (decisions.c.created_at.desc(), decisions.c.id)
+        # Newest first; a batch's decisions, which share their time, as the agent asked them.
+        order = (decisions.c.created_at.desc(), decisions.c.position, decisions.c.id)
         with read_snapshot(self.engine) as connection:
             if limit <= 0:
                 rows: list[Row[Any]] = []
@@ -1630,10 +1634,10 @@ def _candidates(page: Any, heads: Any, dialect: str) -> Any:
             select(one)
             .select_from(heads)
             .join(one, true())
-            .order_by(one.c.created_at.desc(), one.c.id)
+            .order_by(one.c.created_at.desc(), one.c.position, one.c.id)
         )
     return page.join(heads, heads.c.decision_id == decisions.c.id).order_by(
-        decisions.c.created_at.desc(), decisions.c.id
+        decisions.c.created_at.desc(), decisions.c.position, decisions.c.id
     )
 
 

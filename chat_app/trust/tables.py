@@ -211,6 +211,8 @@ decisions = Table(
     Column("answer", Text, nullable=True),  # the resume entry, JSON
     Column("applied", Boolean, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+    # Its place among the decisions its pause asked together (which share `created_at`).
+    Column("position", Integer, nullable=False, server_default="0"),
     Column("expires_at", UTCDateTime, nullable=True),
     Column("decided_at", UTCDateTime, nullable=True),
     # The timers, as due times (a worker that wins the conditional UPDATE setting the `…ed_at`

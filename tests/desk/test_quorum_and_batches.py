@@ -297,6 +297,20 @@ async def invoices(world: World) -> tuple[str, list[InboxItem]]:
     return thread, sorted(items, key=lambda item: item.args["invoice"])
 
 
+async def test_the_inbox_lists_each_batch_as_the_agent_asked_it(world: World) -> None:
+    """A batch's decisions share their time: newest batch first, each in the agent's order,
+    from a person's route (Rita's own) and from every decision (an admin's)."""
+    first = await world.start(RITA, "pay invoices")
+    second = await world.start(RITA, "pay invoices")
+    asked = ["INV-1001", "INV-1002", "INV-1003"]
+    for viewer in (RITA, OLIVE):
+        items, total = await world.desk.inbox(viewer, everyone=True)
+        assert total == 6
+        assert [(item.thread_id, item.args["invoice"]) for item in items] == [
+            *((second, invoice) for invoice in asked), *((first, invoice) for invoice in asked)
+        ]  # fmt: skip
+
+
 async def test_a_batch_runs_once_every_item_is_decided(world: World) -> None:
     thread, items = await invoices(world)
     assert [item.args["invoice"] for item in items] == ["INV-1001", "INV-1002", "INV-1003"]
