@@ -5,13 +5,17 @@ decision appeared or left. Watchers (a page's live loop, a test) wait for any of
 topics and then read the database, which is the truth; a notice carries no data, so a lost
 or doubled one costs a read, never a wrong page. With a Redis URL (`CHAT_APP_FANOUT_URL`,
 else Reflex's own `REFLEX_REDIS_URL`), notices go through Redis pub/sub to every worker;
-without one they stay in this process (one worker).
+without one they stay in this process (one worker). While Redis is away, a worker's pages wait
+for their own worker's notices and poll for the rest; the log says so once, and once when it
+answers again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +46,8 @@ class Fanout:
         self._redis: Any = None
         self._listener: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
+        #: Since when Redis has not answered (monotonic), for one log line of it.
+        self._away_since: float | None = None
 
     async def publish(self, *topics: str) -> None:
         """Wake this process's watchers of `topics`, and every other worker's."""
@@ -52,7 +58,7 @@ class Fanout:
             await self._ensure_listening()
             await self._redis.publish(CHANNEL, "\n".join(topics))
         except Exception as error:  # other workers poll too: a lost notice costs a delay
-            _log.warning("Could not publish a desk notice to Redis: %s", error)
+            self._away("could not publish a notice", error)
 
     def mark(self, topics: Iterable[str]) -> tuple[int, ...]:
         """Where `topics` stand now: pass it to `wait` as `since`, after reading what they
@@ -76,7 +82,7 @@ class Fanout:
             try:
                 await self._ensure_listening()
             except Exception as error:  # this worker's own notices still come; others poll
-                _log.warning("Could not listen for desk notices on Redis: %s", error)
+                self._away("could not listen for notices", error)
         waiter = _Waiter(frozenset(wanted), asyncio.Event(), asyncio.get_running_loop())
         self._waiters.add(waiter)
         try:
@@ -108,6 +114,9 @@ class Fanout:
             return
         import redis.asyncio as redis
 
+        if self._redis is not None:  # the one a listener that stopped had
+            with contextlib.suppress(Exception):
+                await self._redis.aclose()
         self._redis = redis.Redis.from_url(str(self.redis_url), decode_responses=True)
         self._ready = asyncio.Event()
         self._listener = asyncio.ensure_future(self._listen(self._ready))
@@ -118,6 +127,7 @@ class Fanout:
         try:
             await pubsub.subscribe(CHANNEL)
             ready.set()
+            self._back()
             async for message in pubsub.listen():
                 if message.get("type") == "message":
                     self._wake(str(message.get("data", "")).split("\n"))
@@ -125,12 +135,30 @@ class Fanout:
             raise
         except Exception as error:
             ready.set()
-            _log.warning("The desk's Redis listener stopped: %s", error)
+            self._away("its listener stopped", error)
         finally:
             try:
                 await pubsub.aclose()
             except Exception:  # the connection may be gone already
                 pass
+
+    def _away(self, what: str, error: Exception) -> None:
+        """One WARNING when Redis stops answering, not one per page's wait meanwhile."""
+        if self._away_since is not None:
+            _log.debug("The desk's Redis: %s: %s", what, error)
+            return
+        self._away_since = time.monotonic()
+        _log.warning(
+            "The desk's Redis %s (%s): pages see other workers' changes by polling until it "
+            "answers again", what, error,
+        )  # fmt: skip
+
+    def _back(self) -> None:
+        if self._away_since is None:
+            return
+        away = time.monotonic() - self._away_since
+        self._away_since = None
+        _log.warning("The desk's Redis answers again, after %.0f s: live updates resume", away)
 
     def unreachable(self, timeout: float = 2.0) -> str | None:
         """Why its Redis does not answer now (`None` when it does, or there is none): said

@@ -4,6 +4,7 @@ change, in this process and, through Redis pub/sub, on another worker."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from chat_app.desk import Answer, Fanout, inbox_topic, thread_topic
 from tests.desk.world import ADA, RITA, World
+from tests.live_server import free_port
 from tests.redis_server import redis_server
 
 
@@ -80,3 +82,34 @@ async def test_redis_carries_a_notice_to_another_workers_watcher(
     finally:
         await first.aclose()
         await second.aclose()
+
+
+async def test_redis_going_away_is_one_log_line_and_one_when_it_answers_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """While Redis is down every page's wait and every notice meets it: the log says so
+    once; once Redis is back, notices cross between workers again, and the log says that."""
+    workdir = tmp_path / "redis"
+    workdir.mkdir()
+    port = free_port()
+    first = second = None
+    try:
+        with redis_server(workdir, port=port) as url:
+            first, second = Fanout(url), Fanout(url)
+            assert await delivered(first, second, "thread:before") == {"thread:before"}
+        with caplog.at_level(logging.WARNING, logger="chat_app.desk.fanout"):
+            for _ in range(5):  # pages waiting, a desk publishing, Redis away
+                assert await second.wait(["thread:away"], timeout=0.05) == frozenset()
+                await first.publish("thread:away")
+            away = [r.getMessage() for r in caplog.records if "Redis" in r.getMessage()]
+            assert len(away) == 2, away  # one per worker
+            assert all("until it answers again" in line for line in away)
+            caplog.clear()
+            with redis_server(workdir, port=port):
+                assert await delivered(first, second, "thread:back") == {"thread:back"}
+            back = [r.getMessage() for r in caplog.records if "answers again" in r.getMessage()]
+            assert len(back) == 2 and all("live updates resume" in line for line in back), back
+    finally:
+        for fanout in (first, second):
+            if fanout is not None:
+                await fanout.aclose()
