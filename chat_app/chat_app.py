@@ -42,8 +42,9 @@ from chat_app.config import (
     remote_agent_from_env,
     remote_agent_problems,
     security_from_env,
+    settings_lines,
 )
-from chat_app.demo import POLICY_PATH, build_demo_agent
+from chat_app.demo import POLICY_PATH, build_demo_agent, describe_model
 from chat_app.desk import DeskStats, RunAs
 from chat_app.notify import Outbox
 from chat_app.notify.stats import DeliveryStats
@@ -54,7 +55,7 @@ from chat_app.server.metrics import MetricsSource
 from chat_app.server.origin import handshake_from_elsewhere
 from chat_app.server.run_input import KeptRunInputReader, read_run_input
 from chat_app.trust import Identity, PolicyError, audit_report
-from chat_app.trust.store import DatabaseUnavailable
+from chat_app.trust.store import DatabaseUnavailable, shown_url
 from chat_app.ui import session
 from chat_app.ui.audit_state import ROUTE as AUDIT_ROUTE
 from chat_app.ui.audit_state import AuditState
@@ -207,6 +208,16 @@ for warning in fanout_problems(desk):
     logging.getLogger("chat_app").warning("%s", warning)
 
 
+async def _say_settings() -> None:
+    """What this worker runs with, in its log as it starts (`reflex run` prints its own)."""
+    running = f"in this process, {describe_model(agent.model)}"
+    if AGENT_URL:
+        running = f"remote, at {shown_url(AGENT_URL)}"
+    for line in settings_lines(authenticator.config, policy, security, desk,
+                               notifications.settings, agent=running):  # fmt: skip
+        logging.getLogger("chat_app").info("%s", line)
+
+
 def _live_tokens() -> Container[str]:
     """The tabs connected to this worker now."""
     namespace = app.event_namespace
@@ -289,6 +300,7 @@ app.add_page(audit, route=AUDIT_ROUTE, title="Audit · chat_app", on_load=AuditS
 app.add_page(signin, route=SIGN_IN_ROUTE, title="Sign in · chat_app", on_load=SignInState.load)
 # Conversations a worker that died left running are shown failed (with Retry); answers
 # decided but never carried are carried.
+app.register_lifespan_task(_say_settings)
 app.register_lifespan_task(desk.keep_recovering)
 # Notices, reminders, escalations and expiries, in every worker (each fires once: see
 # chat_app.desk.timers), and the outbox's deliveries.

@@ -475,6 +475,32 @@ def remote_agent_problems(remote: RemoteAgent | None, auth_mode: AuthMode) -> li
     ]
 
 
+def settings_lines(
+    auth: AuthConfig, policy: Policy | None, security: Security, desk: Desk,
+    notify: NotifySettings, *, agent: str,
+) -> list[str]:  # fmt: skip
+    """What a start says it runs with, a line each, passwords hidden: who signs people in,
+    the policy, the agent (`agent`, in words), the database, the trail, live updates and
+    notifications."""
+    ledger_url = os.environ.get(LEDGER_URL_ENV, "").strip()
+    if security.ledger is None:
+        trail = "off (CHAT_APP_SECURE=0): ids are not sealed and answers not recorded"
+    elif ledger_url:
+        trail = f"Redis at {shown_url(ledger_url)}"
+    else:
+        trail = f"SQLite file {getattr(security.ledger, 'path', data_dir())}"
+    fanout = desk.fanout.redis_url
+    return [
+        f"sign-in: {auth.describe()}",
+        f"policy: {policy.source if policy is not None else 'none'}",
+        f"agent: {agent}",
+        f"database: {shown_url(desk.store.engine.url)}",
+        f"audit trail and ledger: {trail}",
+        f"live updates: {f'Redis at {shown_url(fanout)}' if fanout else 'this process alone'}",
+        f"notifications: {', '.join(notify.channels) or 'none'}",
+    ]
+
+
 def fanout_problems(desk: Desk) -> list[str]:
     """What to warn of at start: the Redis the desk's live notices go through does not
     answer. The app still works: each page looks for changes every `WATCH_SECONDS`."""

@@ -338,6 +338,7 @@ DEMO = [
     "POLICY_PATH",
     "build_demo_agent",
     "demo_model",
+    "describe_model",
 ]
 
 PINNED = {

@@ -58,6 +58,15 @@ def demo_model() -> Model:
 POLICY_PATH = Path(__file__).with_name("policy.toml")
 
 
+def describe_model(model: Model) -> str:
+    """The agent's model in words, for the log at start: `OpenAI model gpt-4o-mini`, or the
+    scripted one."""
+    if isinstance(model, ScriptedModel):
+        return "the scripted demo model (offline)"
+    provider = getattr(model, "provider_name", "")
+    return f"{provider} model {model.name}".strip()
+
+
 def build_demo_agent(
     model: Model | None = None,
     *,
@@ -85,4 +94,5 @@ __all__ = [
     "POLICY_PATH",
     "build_demo_agent",
     "demo_model",
+    "describe_model",
 ]

@@ -46,6 +46,8 @@ LogFormat: TypeAlias = Literal["text", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = get_args(LogFormat)
 LOG_FORMAT_ENV = "CHAT_APP_LOG_FORMAT"
 LOG_LEVEL_ENV = "CHAT_APP_LOG_LEVEL"
+#: The app's own loggers' parent.
+APP_LOGGER = "chat_app"
 #: The loggers uvicorn and granian give handlers of their own.
 SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "_granian", "granian.access")
 #: Libraries whose INFO lines are chatter to an operator: Alembic names each plugin it sets up
@@ -134,11 +136,14 @@ def configure_logging(environ: Mapping[str, str]) -> None:
     """Set up the root logger as `CHAT_APP_LOG_FORMAT` (`text`, the default, or `json`) and
     `CHAT_APP_LOG_LEVEL` (default INFO) say; a `ValueError` names a value that is neither.
 
-    `text` changes nothing but the level, and that only when it is given. `json` gives the
-    root one handler on stderr writing `JsonLines` (console handlers already there would
-    write each line a second time, as text: they go; others, such as files, stay) and sends
-    the servers' loggers to it. In both, `QUIET_LOGGERS` write their warnings and errors
-    only, unless the level is DEBUG.
+    `text` changes the root's level only when one is given, and the app's own lines
+    (`chat_app.*`) are written at that level (INFO by default): through the root's handlers
+    when the host has set some up, else to stderr each with its level (Python's last resort
+    would write warnings alone, bare, and no INFO line at all). `json` gives the root one
+    handler on stderr writing `JsonLines` (console handlers already there would write each
+    line a second time, as text: they go; others, such as files, stay) and sends the servers'
+    loggers to it. In both, `QUIET_LOGGERS` write their warnings and errors only, unless the
+    level is DEBUG.
     """
     log_format = _read_format(environ)
     level = _read_level(environ)
@@ -147,6 +152,13 @@ def configure_logging(environ: Mapping[str, str]) -> None:
     if log_format == "text":
         if level is not None:
             root.setLevel(level)
+        app = logging.getLogger(APP_LOGGER)
+        if not root.handlers and not app.handlers:
+            console = logging.StreamHandler()
+            console.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
+            app.addHandler(console)
+            app.propagate = False
+        app.setLevel(level if level is not None else logging.INFO)
         return
     for handler in list(root.handlers):
         if isinstance(handler, _JsonHandler) or _writes_to_console(handler):

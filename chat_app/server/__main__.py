@@ -34,8 +34,9 @@ from chat_app.config import (
     policy_sign_in_problems,
     policy_time_problems,
     security_from_env,
+    settings_lines,
 )
-from chat_app.demo import POLICY_PATH, build_demo_agent
+from chat_app.demo import POLICY_PATH, build_demo_agent, describe_model
 from chat_app.desk import DeskStats, RunAs
 from chat_app.notify.settings import PUBLIC_URL
 from chat_app.notify.stats import DeliveryStats
@@ -112,15 +113,6 @@ def _configure_logs() -> dict[str, Any] | None:
     except ValueError as error:
         sys.exit(f"chat_app.server: {error}")
     log_config = server_log_config(os.environ)
-    app_logger = logging.getLogger("chat_app")
-    if log_config is None and not app_logger.handlers:
-        # Text: the app's lines (the deliverer's, the desk's…) as uvicorn writes its own,
-        # each with its level, not bare as Python's last-resort handler writes warnings.
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
-        app_logger.addHandler(handler)
-        app_logger.propagate = False
-    app_logger.setLevel(log_level(os.environ))
     configure_tracing(os.environ)
     return log_config
 
@@ -144,15 +136,15 @@ def _build(*, announce: bool) -> Starlette:
     except (ValueError, DatabaseUnavailable, PolicyError) as error:  # say which, and stop
         sys.exit(f"chat_app.server: {error}")
     if announce:
-        logger.info("sign-in: %s", config.describe())
-        logger.info("policy: %s", policy.source if policy is not None else "none")
+        settings = notifications.settings
+        running = f"in this process, {describe_model(agent.model)}"
+        for line in settings_lines(config, policy, security, desk, settings, agent=running):
+            logger.info("%s", line)
         problems = policy_sign_in_problems(policy, config.mode)
         for problem in [
             *problems, *policy_time_problems(policy, security), *fanout_problems(desk)
         ]:
             logger.warning("%s", problem)
-        settings = notifications.settings
-        logger.info("notifications: %s", ", ".join(settings.channels) or "none")
         if settings.channels and not settings.public_url_set:
             # This server is the HTTP API alone: a notice's link must lead to the app's pages.
             logger.warning(

@@ -158,6 +158,22 @@ def test_text_changes_nothing() -> None:
     assert server_log_config({"CHAT_APP_LOG_FORMAT": "text"}) is None
 
 
+def test_text_writes_the_apps_info_lines_where_nobody_set_up_a_handler() -> None:
+    """As `make run` starts the app: no handler anywhere. The app's lines come with their
+    level (INFO by default); a library's INFO stays out, its warning as Python writes it."""
+    code = """
+        import logging, os
+        from chat_app.observe import configure_logging
+        configure_logging(os.environ)
+        logging.getLogger("chat_app.desk").info("sign-in: demo")
+        logging.getLogger("chat_app").debug("not at INFO")
+        logging.getLogger("somelib").info("chatter")
+        logging.getLogger("somelib").warning("careful")
+        """
+    assert stderr_of(code) == ["INFO:     sign-in: demo", "careful"]
+    assert stderr_of(code, CHAT_APP_LOG_LEVEL="warning") == ["careful"]
+
+
 def test_a_format_or_level_that_is_neither_is_refused_naming_the_variable() -> None:
     root = logging.getLogger()
     before = (list(root.handlers), root.level)

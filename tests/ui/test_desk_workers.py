@@ -46,6 +46,7 @@ from sqlalchemy import make_url
 
 from chat_app.trust.ledger import AuditRecord, verify_chain
 from chat_app.trust.redis_ledger import RedisLedger
+from chat_app.trust.store import shown_url
 from tests.pg_server import PostgresServer
 from tests.redis_server import redis_server
 from tests.ui.app_server import LAUNCHER, AppDidNotStart, app_env, copy_app, served_app
@@ -277,3 +278,26 @@ def test_rita_asks_on_one_worker_and_ada_approves_on_the_other(
         + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in timings.items())
         + "\n"
     )
+
+
+def test_each_worker_says_what_it_runs_with_as_it_starts(
+    desk_workers_app: DeskWorkersApp,
+) -> None:
+    """Every worker's log names its sign-in, policy, agent, database, trail, live updates and
+    notifications, passwords hidden, as the HTTP server's start does."""
+    app = desk_workers_app
+    log = app.log_path.read_text(errors="replace")
+    redis_shown = shown_url(app.redis_url)
+    expected = [
+        "sign-in: demo (visitors are signed in as demo people; not for real use; 12 h sessions)",
+        "agent: in this process, the scripted demo model (offline)",
+        f"database: {shown_url(app.database_url)}",
+        f"audit trail and ledger: Redis at {redis_shown}",
+        f"live updates: Redis at {redis_shown}",
+        "notifications: none",
+    ]
+    for line in expected:
+        assert log.count(line) == WORKERS, (line, log[-3000:])
+    assert log.count("policy: ") >= WORKERS and "policy.toml" in log
+    password = make_url(app.database_url).password
+    assert not password or password not in log
