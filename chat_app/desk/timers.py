@@ -152,12 +152,17 @@ class Timers:
 
     async def _reminder(self, due: Due, now: datetime) -> None:
         row = due.decision
-        waited = describe_duration(row.remind_at - row.created_at)
-        # The rule's time, unless the reminder is well past it (the app was down): then how
-        # long it has waited by now, in whole minutes (a look's few seconds late are no news).
-        late = now - row.remind_at > timedelta(minutes=1)
-        minutes = round((now - row.created_at).total_seconds() / 60)
-        so_far = describe_duration(timedelta(minutes=minutes)) if late else waited
+        after = row.remind_at - row.created_at
+        waited = describe_duration(after)
+        # The rule's time, unless the reminder is well past it (the app was down, the policy
+        # changed after it was due): then how long it has waited by now, in whole minutes
+        # past the first (a look's few seconds late, or a tenth of the rule's time, are no
+        # news).
+        so_far, by_now = waited, now - row.created_at
+        if now - row.remind_at > max(timedelta(seconds=2 * self.every_seconds), after / 10):
+            if by_now >= timedelta(minutes=1):
+                by_now = timedelta(minutes=round(by_now.total_seconds() / 60))
+            so_far = describe_duration(by_now)
         note = f"Reminder: waiting for a decision for {so_far}"
         told = await self._tell(row, "reminder", due.routes, note=note)
         if await self._db(lambda: self.desk.store.fire("remind", row.id, now, as_read=row)):

@@ -1215,3 +1215,20 @@ async def test_a_batch_is_one_email_to_each_person_and_one_of_how_it_ended(timed
     assert "Rejected: pay_invoice (invoice=INV-1002" in text
     assert text.count("Approved: pay_invoice (") == 2
     assert "Open the conversation: " + link in text
+
+
+async def test_a_short_reminder_due_long_before_its_look_says_how_long_it_waited(
+    timed: Timed,
+) -> None:
+    """A rule reminding after 20 s meets its decision 31 s old (a policy changed while it
+    waited; a look late): "31 s", not the rule's "20 s"."""
+    world = timed.world
+    world.use_policy(POLICY.replace('remind_after = "30m"', 'remind_after = "20s"'))
+    await world.start(RITA, "transfer 5000 to Ada")
+    await _tick_all(timed, world.desk)  # its first notice, to Ada
+    timed.clock.advance(31)
+    await _tick_all(timed, world.desk)
+    notes = {json.loads(row.notice)["note"] for row in timed.deliveries("reminder")}
+    assert notes == {"Reminder: waiting for a decision for 31 s"}
+    [reminded] = timed.trail("reminded")
+    assert reminded["after"] == "20 s"  # as the rule set it
