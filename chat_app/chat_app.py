@@ -67,7 +67,7 @@ from chat_app.ui.components.decisions import (
     SENDING_SCRIPT,
     TYPING_KEEPS_FOCUS_SCRIPT,
 )
-from chat_app.ui.components.page import ROOT_HAS_SCRIPT
+from chat_app.ui.components.page import ROOT_HAS_SCRIPT, SKIP_LINK_SCRIPT
 from chat_app.ui.components.schema_form import DRAFT_SCRIPT, PROPOSED_SCRIPT
 from chat_app.ui.conversations_state import ConversationsState
 from chat_app.ui.decided_state import DecidedState
@@ -271,6 +271,7 @@ app = rx.App(
         rx.script(FOCUS_NEXT_DECISION_SCRIPT),
         rx.script(TYPING_KEEPS_FOCUS_SCRIPT),
         rx.script(ROOT_HAS_SCRIPT),
+        rx.script(SKIP_LINK_SCRIPT),
     ],
     stylesheets=["/forms.css"],
 )

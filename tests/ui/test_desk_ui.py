@@ -1311,3 +1311,29 @@ def executions(database: Path) -> list[str]:
     finally:
         ledger.close()
     return [r.data.get("toolName", "") for r in records if r.kind == "execution"]
+
+
+def test_the_keyboard_skips_the_header_to_the_pages_content(browser: Browser, app_url: str) -> None:
+    """The first Tab on a page reaches "Skip to content", shown only then; Enter on it puts
+    the focus at the start of the page's own content, and the next Tab goes on from there,
+    past the header's links. The page is not loaded again."""
+    with signed_in(browser, app_url, ADA) as ada:
+        ada.goto("/inbox")
+        hydrated(ada)
+        expect(ada.locator("#inbox-total")).to_be_visible()
+        skip = ada.locator("a.skip-link")
+        box = skip.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 0  # out of sight
+        ada.keyboard.press("Tab")
+        expect(skip).to_be_focused()
+        box = skip.bounding_box()
+        assert box is not None and box["y"] >= 0  # shown while focused
+        ada.evaluate("window.__kept = true")
+        ada.keyboard.press("Enter")
+        expect(ada.locator("#main")).to_be_focused()
+        ada.keyboard.press("Tab")
+        inside = ada.evaluate(
+            "() => document.getElementById('main').contains(document.activeElement)"
+        )
+        assert inside, ada.evaluate("() => document.activeElement.outerHTML.slice(0, 200)")
+        assert ada.evaluate("window.__kept === true")  # the same page, not loaded again

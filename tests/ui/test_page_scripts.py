@@ -40,6 +40,7 @@ def _scripts() -> dict[str, str]:
     ref = "ref_transcript"
     return {
         "page.ROOT_HAS_SCRIPT": page.ROOT_HAS_SCRIPT,
+        "page.SKIP_LINK_SCRIPT": page.SKIP_LINK_SCRIPT,
         "schema_form.PROPOSED_SCRIPT": schema_form.PROPOSED_SCRIPT,
         "schema_form.DRAFT_SCRIPT": schema_form.DRAFT_SCRIPT,
         "decisions.CLOSE_ON_ESCAPE_SCRIPT": decisions.CLOSE_ON_ESCAPE_SCRIPT,

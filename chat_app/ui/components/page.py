@@ -69,6 +69,20 @@ ROOT_HAS_SCRIPT = """
 """
 
 
+#: "Skip to content" moves the focus itself: the router takes the address's `#main`, and
+#: the browser then neither scrolls nor focuses.
+SKIP_LINK_SCRIPT = """
+document.addEventListener('click', (event) => {
+  const link = event.target.closest && event.target.closest('a.skip-link');
+  const main = link && document.getElementById('main');
+  if (!main) return;
+  event.preventDefault();
+  main.focus();
+  main.scrollIntoView({block: 'start'});
+});
+"""
+
+
 def page_frame(
     top: rx.Component, *children: rx.Component, max_width: str = "860px", **column: object
 ) -> rx.Component:
@@ -77,6 +91,8 @@ def page_frame(
     hydrated."""
     main = rx.el.main(
         *children,
+        id="main",
+        tab_index=-1,  # the skip link's target takes the focus, so Tab goes on from there
         # Lays its children out as the column would without it (a fixed-height page's
         # transcript still takes the height left).
         display="flex",
@@ -87,6 +103,8 @@ def page_frame(
         width="100%",
     )
     return rx.box(
+        # Past the header's links, straight to the page's own content.
+        rx.el.a("Skip to content", href="#main", class_name="skip-link"),
         rx.vstack(
             top,
             main,
