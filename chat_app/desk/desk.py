@@ -52,8 +52,11 @@ from chat_app.interrupts import (
     POLICY_METADATA_KEY,
     Decision,
     DecisionProblem,
+    SchemaProblem,
+    UnusableSchemaError,
     parse_js_date,
     read_decision,
+    schema_problems,
 )
 from chat_app.notify.notice import one_line
 from chat_app.observe import close_decision, decision_span, fail_current_span, run_span
@@ -1755,11 +1758,19 @@ class Desk:
                 # The client's words ("This approval branch requires a payload.") are for a
                 # page's form; a script is told what to send.
                 message = _payload_needed(found, answer.kind == "approve")
-            raise DeskError(
-                "invalid", message,
-                errors=[{"code": error.code, "message": message,
-                         "path": list(error.path or ())}] if error is not None else [],
-            )  # fmt: skip
+            errors = []
+            if error is not None:
+                errors = [{"code": error.code, "message": message, "path": list(error.path or ())}]
+                # The client stops at the first problem (a form shows each field's own); a
+                # script is told them all at once.
+                every = _every_problem(found, answer) if error.path else []
+                errors += [
+                    {"code": error.code, "message": problem.message, "path": list(problem.path)}
+                    for problem in every if tuple(problem.path) != tuple(error.path or ())
+                ]  # fmt: skip
+                if more := len(errors) - 1:
+                    message += f" ({more} more problem{'' if more == 1 else 's'}: see errors)"
+            raise DeskError("invalid", message, errors=errors)
         return dict(staged.resolution)
 
     async def _db(self, function: Callable[..., Any], *args: Any) -> Any:
@@ -1770,6 +1781,26 @@ class Desk:
             return await asyncio.to_thread(function, *args)
         except OperationalError as error:
             raise DeskError.unavailable(error) from None
+
+
+def _every_problem(item: InterruptItem, answer: Answer) -> list[SchemaProblem]:
+    """Every problem the schema an answer is checked against finds in it (a question's
+    response, a decision's payload, edited arguments); none where it has no such schema."""
+    schema: object = None
+    value: object = None
+    if answer.kind == "answer":
+        schema, value = item.response_schema, answer.payload
+    elif isinstance(item, ToolApprovalInterrupt) and answer.has_edited_args:
+        schema, value = item.input_schema, answer.edited_args
+    elif isinstance(item, ToolApprovalInterrupt) and answer.has_payload:
+        schema = item.approve_schema if answer.kind == "approve" else item.reject_schema
+        value = answer.payload
+    if not isinstance(schema, dict):
+        return []
+    try:
+        return schema_problems(schema, value)
+    except UnusableSchemaError:
+        return []
 
 
 def _payload_needed(item: ToolApprovalInterrupt, approved: bool) -> str:

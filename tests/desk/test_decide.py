@@ -309,6 +309,17 @@ async def test_a_question_is_answered_from_the_inbox(world: World) -> None:
         body = {"value": {"speed": "teleport", "giftWrap": False}}
         await world.desk.decide(item.decision_id, RITA, Answer.read(body))
     assert invalid.value.code == "invalid" and "teleport" in invalid.value.message
+    # Two fields wrong: both told at once (the first in the message too).
+    with pytest.raises(DeskError) as both:
+        body = {"value": {"speed": "teleport", "giftWrap": "yes"}}
+        await world.desk.decide(item.decision_id, RITA, Answer.read(body))
+    errors = both.value.details["errors"]
+    assert sorted((e["path"], e["code"]) for e in errors) == [
+        (["giftWrap"], "invalid-payload"), (["speed"], "invalid-payload")
+    ]  # fmt: skip
+    assert "'yes' is not of type 'boolean'" in [e["message"] for e in errors]
+    assert both.value.message.startswith(errors[0]["message"])
+    assert both.value.message.endswith(" (1 more problem: see errors)")
     # Someone it is not for is refused as such first (the item's kind is not theirs to learn).
     with pytest.raises(DeskError) as stranger:
         await world.desk.decide(item.decision_id, SAM, Answer.read({"approved": True}))

@@ -218,13 +218,14 @@ async def test_what_a_worker_on_the_old_policy_files_moves_to_the_new_one(world:
     old = world.new_desk(worker="worker-old")
     old.policy = Policy.parse(DEMO, "policy.toml")
     _use(world, MOVED)
+    await world.desk.refiled()
+    await world.start(RITA, "rotate production keys", desk=old)
+    [filed] = world.store.pending()
+    assert _routes(world, filed.decision_id) == ["role:ops"]
+    # Its rounds from now (started before, one could have come before the look above).
     world.desk.refile_every_seconds = 0.05
     running = asyncio.create_task(world.desk.keep_recovering())
     try:
-        await world.desk.refiled()
-        await world.start(RITA, "rotate production keys", desk=old)
-        [filed] = world.store.pending()
-        assert _routes(world, filed.decision_id) == ["role:ops"]
         items = await _inbox_once_filled(world)
         assert [item.decision_id for item in items] == [filed.decision_id]
         assert _routes(world, filed.decision_id) == ["role:admin", "role:finance"]
