@@ -225,6 +225,7 @@ class Timers:
             notice = replace(
                 self._notice_of(row, "decided", note, people),
                 outcome=row.outcome or "", decided_by=decided_by, reason=reason,
+                decided_by_email="" if expired else row.decided_by or "",
             )  # fmt: skip
             edited = edited_args_of(json.loads(row.answer or "{}"))
             if row.outcome == "edited" and edited is not None:

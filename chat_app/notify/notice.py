@@ -129,11 +129,12 @@ class Notice:
     note: str
     #: Who is asked (told, for `decided`).
     recipients: tuple[Recipient, ...]
-    #: `decided`: how it ended (`OUTCOME_HEADINGS`' keys), who decided it ("" for an
-    #: expiry), and the reason a rejection gave ("" for none).
+    #: `decided`: how it ended (`OUTCOME_HEADINGS`' keys), who decided it, by name and by
+    #: email ("" for an expiry), and the reason a rejection gave ("" for none).
     outcome: str = ""
     decided_by: str = ""
     reason: str = ""
+    decided_by_email: str = ""
 
     @property
     def requester(self) -> Recipient:
@@ -191,6 +192,7 @@ class Notice:
                 "recipients": [{"email": r.email, "name": r.name} for r in self.recipients],
                 "outcome": self.outcome,
                 "decided_by": self.decided_by,
+                "decided_by_email": self.decided_by_email,
                 "reason": self.reason,
             },
             ensure_ascii=False,
@@ -246,6 +248,7 @@ class Notice:
             outcome=_optional(data, "outcome"),
             decided_by=_optional(data, "decided_by"),
             reason=_optional(data, "reason"),
+            decided_by_email=_optional(data, "decided_by_email"),
         )
 
 

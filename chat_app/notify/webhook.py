@@ -109,6 +109,7 @@ def json_body(notice: Notice, delivery_id: str = "") -> bytes:
     }
     if notice.event == "decided":
         payload |= {"outcome": notice.outcome, "decidedBy": notice.decided_by or None,
+                    "decidedByEmail": notice.decided_by_email or None,
                     "reason": notice.reason}  # fmt: skip
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 

@@ -876,6 +876,7 @@ async def test_whoever_asked_is_told_once_how_someone_else_decided(timed: Timed)
     assert (notice["outcome"], notice["decided_by"], notice["reason"]) == (
         "rejected", "Ada", "Not this quarter."
     )  # fmt: skip
+    assert notice["decided_by_email"] == ADA.email
     assert notice["note"] == "Rejected by Ada: Not this quarter."
     assert notice["link"] == f"https://desk.example.com/c/{thread}"
     assert [r.email for r in [Recipient(**p) for p in notice["recipients"]]] == [RITA.email]
@@ -994,6 +995,7 @@ async def test_an_expiry_is_told_to_whoever_asked(timed: Timed) -> None:
 
     [(_, _, notice), _] = sorted(told(timed), key=lambda sent: sent[0])
     assert (notice["outcome"], notice["decided_by"], notice["reason"]) == ("expired", "", "")
+    assert notice["decided_by_email"] == ""  # nobody's decision
     assert notice["note"] == "Expired: nobody decided within 1 day."
 
 

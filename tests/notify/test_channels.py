@@ -156,7 +156,8 @@ RITA = Recipient(email="rita@example.com", name="Rita")
 def rejected() -> Notice:
     return make_notice(
         event="decided", outcome="rejected", decided_by="Ada", reason="Not this quarter.",
-        note="Rejected by Ada: Not this quarter.", recipients=(RITA,),
+        decided_by_email="ada@example.com", note="Rejected by Ada: Not this quarter.",
+        recipients=(RITA,),
     )  # fmt: skip
 
 
@@ -173,6 +174,7 @@ def test_an_outcome_notice_says_how_it_ended_in_every_channel() -> None:
     assert (body["event"], body["outcome"], body["decidedBy"], body["reason"]) == (
         "decided", "rejected", "Ada", "Not this quarter."
     )  # fmt: skip
+    assert body["decidedByEmail"] == "ada@example.com"  # as the HTTP API names people
     assert "outcome" not in json.loads(json_body(make_notice()))  # only on `decided`
 
     slack = json.loads(slack_body(notice))
