@@ -17,7 +17,8 @@ decide what was approved or expired meanwhile only misleads them. Such a deliver
 
 Emails claimed in one round for one person about one conversation and one event (a batch's
 decisions, filed together; their reminders; how they ended) go as one message
-(`email.render_together`): a batch of ten invoices is one email to each approver, not ten.
+(`email.render_together`): a batch of ten invoices is one email to each approver, not ten;
+so do Slack messages (a channel is one reader). A JSON webhook gets each decision alone.
 Each delivery is still its own row, sent, retried or skipped on its own record; a batch's
 rows fail and are retried together, so they stay together.
 """
@@ -100,7 +101,7 @@ class Deliverer:
         rows = await self._claim()
         if not rows:
             return 0
-        sent = await asyncio.gather(*(self._deliver(group) for group in _together(rows)))
+        sent = await asyncio.gather(*(self._deliver(group) for group in self._messages(rows)))
         return sum(sent)
 
     async def _start_due(self) -> None:
@@ -111,11 +112,14 @@ class Deliverer:
             return
         claimed = await self._claim(limit=room)
         # A row whose lease lapsed mid-send is claimed again: that send still runs.
-        for group in _together([row for row in claimed if row.id not in self._sending]):
+        for group in self._messages([row for row in claimed if row.id not in self._sending]):
             task = asyncio.create_task(self._deliver(group))
             for row in group:
                 self._sending[row.id] = task
                 task.add_done_callback(functools.partial(self._forget, row.id))
+
+    def _messages(self, rows: Sequence[Delivery]) -> list[list[Delivery]]:
+        return _together(rows, slack=self.settings.webhook_format == "slack")
 
     def _forget(self, key: int, task: asyncio.Task[int]) -> None:
         if self._sending.get(key) is task:
@@ -300,7 +304,7 @@ class Deliverer:
         first = rows[0]
         if first.channel == "webhook":
             await webhook.post(
-                self._client(), self.settings, first.notice,
+                self._client(), self.settings, [row.notice for row in rows],
                 now=self.outbox.clock().timestamp(), delivery_id=first.key,
             )  # fmt: skip
         elif first.channel == "email":
@@ -359,14 +363,15 @@ class Deliverer:
             _log.exception("notify: could not audit the failure of delivery %s", row.id)
 
 
-def _together(rows: Sequence[Delivery]) -> list[list[Delivery]]:
-    """`rows` as the messages they go in: an email for each person, conversation and event
-    (in the order claimed); each webhook delivery alone (a receiver keys on one decision)."""
+def _together(rows: Sequence[Delivery], *, slack: bool) -> list[list[Delivery]]:
+    """`rows` as the messages they go in: one for each person (a Slack channel is one
+    reader), conversation and event, in the order claimed; each JSON webhook delivery alone
+    (a receiver keys on one decision)."""
     groups: dict[tuple[str, ...] | int, list[Delivery]] = {}
     for row in rows:
         key: tuple[str, ...] | int = row.id
-        if row.channel == "email" and row.thread_id:
-            key = (row.recipient, row.thread_id, row.event, row.notice.link)
+        if row.thread_id and (row.channel == "email" or slack):
+            key = (row.channel, row.recipient, row.thread_id, row.event, row.notice.link)
         groups.setdefault(key, []).append(row)
     return list(groups.values())
 

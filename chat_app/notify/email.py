@@ -15,7 +15,15 @@ from email.utils import formataddr, formatdate, getaddresses, make_msgid
 
 import aiosmtplib
 
-from .notice import DeliveryError, Notice, Recipient, bounded_line, in_words_utc, one_line
+from .notice import (
+    DeliveryError,
+    Notice,
+    Recipient,
+    in_words_utc,
+    one_line,
+    together_intro,
+    together_subject,
+)
 from .settings import NotifySettings
 
 __all__ = ["render", "render_together", "send"]
@@ -76,17 +84,6 @@ def _html(notice: Notice, recipient: Recipient) -> str:
     )
 
 
-def _together_intro(notices: Sequence[Notice]) -> str:
-    first, count = notices[0], len(notices)
-    if first.event == "decided":
-        return f"How {count} decisions in your conversation ended:"
-    still = "still " if first.event == "reminder" else ""
-    return (
-        f"{first.requester.display} is {still}waiting for {count} decisions in one "
-        "conversation, asked together:"
-    )
-
-
 def _item_facts(notice: Notice) -> list[tuple[str, str]]:
     """An item's facts in a message of several, less what its heading line says (the tool
     or question, a tool's arguments) and who asked (said once, above them all)."""
@@ -98,7 +95,7 @@ def _together_text(notices: Sequence[Notice], recipient: Recipient) -> str:
     lines = [
         f"Hello {recipient.name}," if recipient.name else "Hello,",
         "",
-        _together_intro(notices),
+        together_intro(notices, to_requester=True),
     ]
     width = max((len(label) for n in notices for label, _ in _item_facts(n)), default=0) + 1
     for number, notice in enumerate(notices, 1):
@@ -124,9 +121,10 @@ def _together_html(notices: Sequence[Notice], recipient: Recipient) -> str:
         items.append(f"<li><p><strong>{e(notice.subject())}</strong>{note}</p>"
                      f"<table>{rows}</table></li>")  # fmt: skip
     link = e(notices[0].link, quote=True)
+    intro = together_intro(notices, to_requester=True)
     return (
         "<!doctype html><html><body>"
-        f"<p>{greeting}</p><p>{e(_together_intro(notices))}</p><ol>{''.join(items)}</ol>"
+        f"<p>{greeting}</p><p>{e(intro)}</p><ol>{''.join(items)}</ol>"
         f'<p><a href="{link}">{e(_action(notices))}</a></p>'
         f'<p style="color:#666">Or paste this address into your browser: {e(notices[0].link)}</p>'
         "</body></html>\n"
@@ -143,15 +141,8 @@ def render_together(
         raise ValueError("render_together: no notices")
     if len(notices) == 1:
         return render(notices[0], recipient, mail_from=mail_from)
-    first = notices[0]
-    headings = {notice.heading for notice in notices}
-    if len(headings) == 1:
-        heading = first.heading
-    else:
-        heading = "Decided" if first.event == "decided" else "Decisions needed"
-    subject = bounded_line(f"{heading}: {first.what} and {len(notices) - 1} more")
-    return _message(subject, recipient, mail_from, _together_text(notices, recipient),
-                    _together_html(notices, recipient))  # fmt: skip
+    text, html_text = _together_text(notices, recipient), _together_html(notices, recipient)
+    return _message(together_subject(notices), recipient, mail_from, text, html_text)
 
 
 def render(notice: Notice, recipient: Recipient, *, mail_from: str) -> EmailMessage:

@@ -9,6 +9,7 @@ channel renders from it alone.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
@@ -24,6 +25,8 @@ __all__ = [
     "Recipient",
     "in_words_utc",
     "iso_utc",
+    "together_intro",
+    "together_subject",
 ]
 
 Event = Literal["decision-needed", "reminder", "escalated", "decided"]
@@ -250,6 +253,33 @@ class Notice:
             reason=_optional(data, "reason"),
             decided_by_email=_optional(data, "decided_by_email"),
         )
+
+
+def together_subject(notices: Sequence[Notice]) -> str:
+    """The subject of notices of one conversation and event sent as one message (a batch's):
+    `Approval needed: pay_invoice (…) and 2 more`; a single notice's own subject."""
+    first = notices[0]
+    if len(notices) == 1:
+        return first.subject()
+    if len({notice.heading for notice in notices}) == 1:
+        heading = first.heading
+    else:
+        heading = "Decided" if first.event == "decided" else "Decisions needed"
+    return bounded_line(f"{heading}: {first.what} and {len(notices) - 1} more")
+
+
+def together_intro(notices: Sequence[Notice], *, to_requester: bool) -> str:
+    """The line above the notices of such a message: who waits for how many decisions, or
+    (`decided`) how they ended, said to whoever asked (`to_requester`) or to a channel."""
+    first, count = notices[0], len(notices)
+    if first.event == "decided":
+        whose = "your conversation" if to_requester else f"{first.requester.display}'s conversation"
+        return f"How {count} decisions in {whose} ended:"
+    still = "still " if first.event == "reminder" else ""
+    return (
+        f"{first.requester.display} is {still}waiting for {count} decisions in one "
+        "conversation, asked together:"
+    )
 
 
 def _optional(data: dict[str, Any], key: str) -> str:

@@ -191,6 +191,7 @@ class Outbox:
         if not targets:
             return 0
         stored = notice.to_json()
+        gathering = now + timedelta(seconds=self.settings.gather_seconds)
         rows = [
             {
                 "key": delivery_key(notice.decision_id, notice.event, channel, keyed),
@@ -202,7 +203,7 @@ class Outbox:
                 "notice": stored,
                 "status": "pending",
                 "attempts": 0,
-                "next_attempt_at": now,
+                "next_attempt_at": gathering if channel in self.settings.gathered else now,
                 "claimed_by": None,
                 "claimed_until": None,
                 "last_error": None,
@@ -236,7 +237,12 @@ class Outbox:
     ) -> list[Delivery]:
         """Take up to `limit` pending deliveries that are due and that nobody holds (or
         whose holder's lease lapsed), for `worker` until `now + lease_seconds`. Of two
-        workers claiming at once, each row goes to one."""
+        workers claiming at once, each row goes to one.
+
+        With a due row of a channel that gathers (`NotifySettings.gathered`), the pending
+        rows of the same channel, recipient, conversation and event are taken too, due or
+        not (up to `limit` more): they go in its message (`Deliverer`), not one by one as
+        each comes due."""
         now = now if now is not None else self.clock()
         # One decision's notices reach each receiver in the order they were queued: one
         # waits while an earlier one to the same receiver is still to go (after an outage
@@ -269,11 +275,17 @@ class Outbox:
             ids = list(connection.execute(due).scalars())
             if not ids:
                 return []
+            ids += self._gathered_with(connection, ids, behind, now, limit)
             # The condition is checked again row by row: a row another worker claimed
-            # since the SELECT is not taken twice.
+            # since the SELECT is not taken twice (a row gathered in need not be due).
             claimed = connection.execute(
                 update(deliveries)
-                .where(deliveries.c.id.in_(ids), claimable)
+                .where(
+                    deliveries.c.id.in_(ids),
+                    deliveries.c.status == "pending",
+                    or_(deliveries.c.claimed_until.is_(None), deliveries.c.claimed_until <= now),
+                    ~behind,
+                )
                 .values(claimed_by=worker, claimed_until=now + timedelta(seconds=lease_seconds))
                 .returning(*deliveries.c)
             ).all()
@@ -286,6 +298,41 @@ class Outbox:
                 # lease lapses, so a worker that reads it (and no retry of ours) takes it.
                 _log.warning("delivery %s: unreadable notice, skipped: %s", row.id, error)
         return sorted(found, key=lambda delivery: (delivery.next_attempt_at, delivery.id))
+
+    def _gathered_with(
+        self, connection: Any, ids: list[int], behind: Any, now: datetime, limit: int
+    ) -> list[int]:
+        """The pending, unheld rows that go in one message with one of `ids` (same gathering
+        channel, recipient, conversation and event), due or not, up to `limit`."""
+        gathered = list(self.settings.gathered)
+        heads = connection.execute(
+            select(deliveries.c.channel, deliveries.c.recipient, deliveries.c.thread_id,
+                   deliveries.c.event)
+            .where(deliveries.c.id.in_(ids), deliveries.c.channel.in_(gathered),
+                   deliveries.c.thread_id.is_not(None))
+            .distinct()
+        ).all()  # fmt: skip
+        if not heads:
+            return []
+        same = or_(*(
+            and_(deliveries.c.channel == channel, deliveries.c.recipient == recipient,
+                 deliveries.c.thread_id == thread_id, deliveries.c.event == event)
+            for channel, recipient, thread_id, event in heads
+        ))  # fmt: skip
+        more = (
+            select(deliveries.c.id)
+            .where(
+                same,
+                deliveries.c.id.not_in(ids),
+                deliveries.c.status == "pending",
+                or_(deliveries.c.claimed_until.is_(None), deliveries.c.claimed_until <= now),
+                ~behind,
+            )
+            .order_by(deliveries.c.id)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        return list(connection.execute(more).scalars())
 
     def mark_sent(
         self, delivery_id: int, worker: str, *, now: datetime | None = None

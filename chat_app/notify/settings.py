@@ -89,6 +89,16 @@ class NotifySettings:
     backoff_seconds: float = 5.0
     #: One HTTP request or SMTP conversation may take this long.
     timeout_seconds: float = 10.0
+    #: A notice that goes out with others of its conversation (an email, a Slack message)
+    #: waits this long after it is queued, for the rest of its batch, which a look of the
+    #: timers queues one decision at a time: they then go as one message.
+    gather_seconds: float = 2.0
+
+    @property
+    def gathered(self) -> tuple[Channel, ...]:
+        """The channels whose notices of one conversation and event go as one message (to
+        each person): email, and the webhook when it is Slack's (a channel is one reader)."""
+        return ("email", "webhook") if self.webhook_format == "slack" else ("email",)
 
     @property
     def channels(self) -> tuple[Channel, ...]:

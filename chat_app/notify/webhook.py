@@ -9,13 +9,21 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
 from chat_app.interrupts.http_answers import server_message, trim
 
-from .notice import DeliveryError, Notice, in_words_utc, iso_utc
+from .notice import (
+    DeliveryError,
+    Notice,
+    in_words_utc,
+    iso_utc,
+    together_intro,
+    together_subject,
+)
 from .settings import NotifySettings
 
 __all__ = [
@@ -119,37 +127,52 @@ def _mrkdwn(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def slack_body(notice: Notice) -> bytes:
+def slack_body(notices: Notice | Sequence[Notice]) -> bytes:
     """A Slack incoming-webhook message: `text` (notifications and clients without blocks),
-    then `blocks`: what is asked and by whom, and a button that opens it."""
-    lines = [f"*{_mrkdwn(notice.subject())}*"]
-    if notice.kind == "question" and notice.summary:
-        lines.append(_mrkdwn(notice.summary))
-    lines.append(f"Asked by {_mrkdwn(notice.requester.display)}")
-    details = []
-    if notice.rule:
-        details.append(f"rule {_mrkdwn(notice.rule)}")
-    if notice.expires_at and notice.event != "decided":
-        details.append(f"expires {in_words_utc(notice.expires_at)}")
-    if details:
-        lines.append(" · ".join(details))
-    if notice.note:
-        lines.append(_mrkdwn(notice.note))
-    if notice.event == "decided":
+    then `blocks`: what is asked and by whom, and a button that opens it. Several notices of
+    one conversation and event (a batch's) are one message: who asks once, then a section for
+    each, and one button."""
+    notices = [notices] if isinstance(notices, Notice) else list(notices)
+    first = notices[0]
+    together = len(notices) > 1
+    sections = []
+    if together:
+        intro = together_intro(notices, to_requester=False)
+        sections.append(_section([_mrkdwn(intro)]))
+    for notice in notices:
+        lines = [f"*{_mrkdwn(notice.subject())}*"]
+        if notice.kind == "question" and notice.summary:
+            lines.append(_mrkdwn(notice.summary))
+        if not together:
+            lines.append(f"Asked by {_mrkdwn(notice.requester.display)}")
+        details = []
+        if notice.rule:
+            details.append(f"rule {_mrkdwn(notice.rule)}")
+        if notice.expires_at and notice.event != "decided":
+            details.append(f"expires {in_words_utc(notice.expires_at)}")
+        if details:
+            lines.append(" · ".join(details))
+        if notice.note:
+            lines.append(_mrkdwn(notice.note))
+        sections.append(_section(lines))
+    kinds = {notice.kind for notice in notices}
+    if first.event == "decided":
         button = "Open the conversation"
+    elif kinds == {"tool"}:
+        button = "Open the approval" if not together else "Open the approvals"
     else:
-        button = "Open the approval" if notice.kind == "tool" else "Answer it"
+        button = "Answer it" if not together else "Open them"
     payload = {
-        "text": f"{_mrkdwn(notice.subject())} <{notice.link}|{button}>",
+        "text": f"{_mrkdwn(together_subject(notices))} <{first.link}|{button}>",
         "blocks": [
-            {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)}},
+            *sections,
             {
                 "type": "actions",
                 "elements": [
                     {
                         "type": "button",
                         "text": {"type": "plain_text", "text": button},
-                        "url": notice.link,
+                        "url": first.link,
                         "style": "primary",
                     }
                 ],
@@ -159,27 +182,34 @@ def slack_body(notice: Notice) -> bytes:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+def _section(lines: list[str]) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)}}
+
+
 async def post(
     client: httpx.AsyncClient,
     settings: NotifySettings,
-    notice: Notice,
+    notices: Notice | Sequence[Notice],
     *,
     now: float,
     delivery_id: str = "",
 ) -> None:
-    """Send `notice` to the configured webhook, signed at `now` (Unix seconds), as the
-    outbox's delivery `delivery_id`.
+    """Send the notice (several, to Slack: `slack_body`) to the configured webhook, signed at
+    `now` (Unix seconds), as the outbox's delivery `delivery_id` (the first's, of several).
 
     Raises:
         DeliveryError: no webhook is configured, it could not be reached, or it answered
             other than 2xx. The message never shows the URL (a Slack URL is its secret).
+        ValueError: several notices for the JSON format, which posts each alone.
     """
     if not settings.webhook_url:
         raise DeliveryError("no webhook is configured (CHAT_APP_WEBHOOK_URL)")
-    body = (
-        slack_body(notice) if settings.webhook_format == "slack"
-        else json_body(notice, delivery_id)
-    )  # fmt: skip
+    if settings.webhook_format == "slack":
+        body = slack_body(notices)
+    elif isinstance(notices, Notice) or len(notices) == 1:
+        body = json_body(notices if isinstance(notices, Notice) else notices[0], delivery_id)
+    else:
+        raise ValueError("the JSON webhook posts one notice at a time")
     timestamp = str(int(now))
     headers = {
         "Content-Type": "application/json", "User-Agent": USER_AGENT, TIMESTAMP_HEADER: timestamp,

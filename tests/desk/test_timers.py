@@ -828,6 +828,7 @@ async def test_a_notice_queued_before_its_decision_is_not_sent_after_it(timed: T
     await world.desk.wait_idle()
 
     # The receivers were down until now: the deliverer gets to the queue only after.
+    timed.clock.advance(timed.settings.gather_seconds)  # the email waited for its batch
     with smtp_server() as smtp, webhook_receiver() as hook:
         settings = replace(timed.settings, smtp=smtp.server, webhook_url=hook.url)
         outbox = Outbox(world.engine, settings, clock=timed.clock.utc)
@@ -1161,6 +1162,8 @@ not_requester = true
 
 
 async def _send_due(timed: Timed, smtp: Any, hook: Any) -> int:
+    """What is due once the emails queued now have waited for the rest of their batch."""
+    timed.clock.advance(timed.settings.gather_seconds)
     settings = replace(timed.settings, smtp=smtp.server, webhook_url=hook.url)
     outbox = Outbox(timed.world.engine, settings, clock=timed.clock.utc)
     deliverer = Deliverer(outbox, settings, worker="worker-1",

@@ -23,7 +23,10 @@ from tests.notify.notices import ADA, SAM, Clock, make_notice
 from tests.notify.servers import SmtpReceiver, closed_url, smtp_server, webhook_receiver
 
 SECRET = b"notify-tests-secret"
-FAST = NotifySettings(webhook_secret=SECRET, attempts=5, backoff_seconds=0.05, timeout_seconds=5)
+#: Sent as soon as queued (`gather_seconds=0`): these tests move the outbox's clock by hand.
+FAST = NotifySettings(
+    webhook_secret=SECRET, attempts=5, backoff_seconds=0.05, timeout_seconds=5, gather_seconds=0
+)
 
 
 class Audit:
@@ -622,3 +625,43 @@ def test_a_message_of_several_escapes_what_the_agent_wrote() -> None:
     assert "<b>1</b>" not in text and "&lt;b&gt;1&lt;/b&gt;" in text
     assert "Rita &lt;admin&gt;" in text
     assert "\n" not in str(message["Subject"]).strip()
+
+
+async def test_slack_gets_one_message_for_a_batch(engine: Engine) -> None:
+    """A Slack channel is one reader: a batch of three is one message (who asks once, a
+    section for each, one button), another conversation's decision one of its own."""
+    invoices = [
+        make_notice(decision_id=f"d-{n}", name="pay_invoice", summary=f"invoice=INV-{n}",
+                    requester_name="Rita <ops>")  # fmt: skip
+        for n in (1001, 1002, 1003)
+    ]
+    other = make_notice(decision_id="d-other", thread_id="t-other",
+                        link="http://chat.example.com/c/t-other")  # fmt: skip
+    with webhook_receiver() as receiver:
+        settings = webhook(receiver.url, webhook_format="slack", webhook_secret=None)
+        outbox = Outbox(engine, settings, clock=Clock())
+        for notice in [*invoices, other]:
+            outbox.enqueue(notice, [])
+        deliverer = Deliverer(outbox, settings, worker="w1")
+        try:
+            assert await deliverer.deliver_due() == 4
+        finally:
+            await deliverer.aclose()
+    bodies = sorted((r.json() for r in receiver.accepted), key=lambda body: len(body["blocks"]))
+    single, together = bodies
+    assert single["text"].startswith("Approval needed: transfer (recipient=Ada, amount=5000) <")
+    assert together["text"] == (
+        "Approval needed: pay_invoice (invoice=INV-1001) and 2 more "
+        "<http://chat.example.com/c/t-transfer|Open the approvals>"
+    )
+    sections = [block["text"]["text"] for block in together["blocks"] if block["type"] == "section"]
+    assert sections[0] == (
+        "Rita &lt;ops&gt; (rita@example.com) is waiting for 3 decisions in one conversation, "
+        "asked together:"
+    )
+    assert [section.splitlines()[0] for section in sections[1:]] == [
+        f"*Approval needed: pay_invoice (invoice=INV-{n})*" for n in (1001, 1002, 1003)
+    ]
+    [actions] = [block for block in together["blocks"] if block["type"] == "actions"]
+    assert [e["url"] for e in actions["elements"]] == ["http://chat.example.com/c/t-transfer"]
+    assert {row.status for row in outbox.recent()} == {"sent"}

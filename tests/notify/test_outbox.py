@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import timedelta
 from functools import partial
 from typing import TypeVar
@@ -37,6 +38,7 @@ BOTH = NotifySettings(
     mail_from="approvals@example.com",
     attempts=4,
     backoff_seconds=0.05,
+    gather_seconds=0,  # these look at claims one by one
 )
 
 
@@ -173,6 +175,31 @@ def test_claims_take_due_unheld_rows_and_never_overlap(engine: Engine) -> None:
     assert sent is not None and (sent.status, sent.attempts) == ("sent", 1)
     assert sent.sent_at == START + timedelta(seconds=61)
     assert outbox.mark_sent(one[0].id, "w3", now=START) is None  # settled already
+
+
+def test_a_batchs_emails_are_claimed_together_once_the_first_is_due(engine: Engine) -> None:
+    """A look of the timers queues a batch's notices one decision at a time: each email
+    waits `gather_seconds`, and once the first is due the others of its person, conversation
+    and event are taken with it, due or not; not another person's, nor one another worker
+    holds."""
+    settings = replace(BOTH, webhook_url=None, gather_seconds=2)
+    outbox = Outbox(engine, settings)
+    for n, after in ((1, 0.0), (2, 0.4), (3, 0.8)):
+        notice = make_notice(decision_id=f"d-{n}", summary=f"n={n}")
+        told = [ADA, SAM] if n == 3 else [ADA]
+        outbox.enqueue(notice, told, now=START + timedelta(seconds=after))
+    elsewhere = make_notice(decision_id="d-other", thread_id="t-other")
+    outbox.enqueue(elsewhere, [ADA], now=START + timedelta(seconds=1))
+    assert outbox.claim_due("w1", now=START + timedelta(seconds=1.9)) == []  # gathering
+    claimed = outbox.claim_due("w1", now=START + timedelta(seconds=2))
+    assert [(row.decision_id, row.recipient) for row in claimed] == [
+        ("d-1", ADA.email), ("d-2", ADA.email), ("d-3", ADA.email)
+    ]  # fmt: skip
+    # Sam's is due at 2.8 s, Ada's other conversation's at 3 s: each then, on its own.
+    later = outbox.claim_due("w2", now=START + timedelta(seconds=3))
+    assert sorted((row.decision_id, row.recipient) for row in later) == [
+        ("d-3", SAM.email), ("d-other", ADA.email)
+    ]  # fmt: skip
 
 
 def test_failures_back_off_doubling_then_fail(engine: Engine) -> None:

@@ -95,6 +95,15 @@ SIGNATURE, TIMESTAMP = "X-Chat-App-Signature", "X-Chat-App-Timestamp"
 
 T = TypeVar("T")
 
+INVOICES_RULE = """
+[[rules]]
+name = "invoices"
+tool = "pay_invoice"
+approvers = ["role:finance"]
+not_requester = true
+remind_after = "2s"
+"""
+
 
 @dataclass
 class Pair:
@@ -125,6 +134,8 @@ async def pair(
     root = tmp_path_factory.mktemp("notify_pair")
     database_url = postgres_server.create_database("notify_pair")
     policy = timed_policy(root / "policy.toml", remind="2s", escalate="4s", expire="12s")
+    with policy.open("a") as text:  # Rita's invoices go to finance too, a batch of three
+        text.write(INVOICES_RULE)
     (root / "redis").mkdir()
     try:
         with (
@@ -266,6 +277,40 @@ async def test_a_pause_tells_ada_once_signed(pair: Pair) -> None:
     assert tampered != hook.body
     assert not verify(key, timestamp, tampered, signature, now=sent_at)
     assert not verify(b"another-secret", timestamp, hook.body, signature, now=sent_at)
+
+
+async def test_a_batch_is_one_email_to_ada_and_its_reminder_one_more(pair: Pair) -> None:
+    """Three invoices asked together, two workers' timers looking every 0.3 s and queueing
+    one decision at a time: Ada gets one email naming the three, then one reminder for
+    them; the webhook one request per decision and event."""
+    thread_id = await pair.a.desk(RITA).start("pay invoices")
+    await poll(
+        "the three invoices' reminders, by webhook",
+        reading(lambda: [r for r in pair.hooks.received if r.json()["threadId"] == thread_id
+                         and r.json()["event"] == "reminder"]),
+        lambda seen: len(seen) == 3,
+    )  # fmt: skip
+    await poll(  # each after its gathering wait
+        "the approval-needed and the reminder emails",
+        reading(lambda: (mails_for(pair.smtp, thread_id, "decision-needed"),
+                         mails_for(pair.smtp, thread_id, "reminder"))),
+        lambda seen: bool(seen[0]) and bool(seen[1]),
+    )  # fmt: skip
+    await asyncio.sleep(1.5)  # room for any split-off email to arrive, to be counted
+    for event, heading in (("decision-needed", "Approval needed"), ("reminder", "Reminder")):
+        [mail] = mails_for(pair.smtp, thread_id, event)
+        assert mail.rcpt_tos == (ADA,)
+        assert mail.message["Subject"] == (
+            f"{heading}: pay_invoice (invoice=INV-1001, supplier=Acme Paper, amount=120.5) "
+            "and 2 more"
+        )
+        text = mail.part("text/plain")
+        assert all(f"INV-100{n}" in text for n in (1, 2, 3)), text
+        hooks = [r for r in pair.hooks.received
+                 if r.json()["threadId"] == thread_id and r.json()["event"] == event]  # fmt: skip
+        assert sorted(r.json()["args"]["invoice"] for r in hooks) == [
+            "INV-1001", "INV-1002", "INV-1003"
+        ]  # fmt: skip
 
 
 # --- 3. two workers: reminder, escalation and expiry each once ----------------------------
