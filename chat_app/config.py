@@ -497,7 +497,7 @@ def settings_lines(
         f"database: {shown_url(desk.store.engine.url)}",
         f"audit trail and ledger: {trail}",
         f"live updates: {f'Redis at {shown_url(fanout)}' if fanout else 'this process alone'}",
-        f"notifications: {', '.join(notify.channels) or 'none'}",
+        f"notifications: {notify.describe()}",
     ]
 
 

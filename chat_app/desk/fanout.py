@@ -58,7 +58,7 @@ class Fanout:
             await self._ensure_listening()
             await self._redis.publish(CHANNEL, "\n".join(topics))
         except Exception as error:  # other workers poll too: a lost notice costs a delay
-            self._away("could not publish a notice", error)
+            self._away("A desk notice could not be published to Redis", error)
 
     def mark(self, topics: Iterable[str]) -> tuple[int, ...]:
         """Where `topics` stand now: pass it to `wait` as `since`, after reading what they
@@ -82,7 +82,7 @@ class Fanout:
             try:
                 await self._ensure_listening()
             except Exception as error:  # this worker's own notices still come; others poll
-                self._away("could not listen for notices", error)
+                self._away("The desk could not listen for notices on Redis", error)
         waiter = _Waiter(frozenset(wanted), asyncio.Event(), asyncio.get_running_loop())
         self._waiters.add(waiter)
         try:
@@ -135,7 +135,7 @@ class Fanout:
             raise
         except Exception as error:
             ready.set()
-            self._away("its listener stopped", error)
+            self._away("The desk's Redis listener stopped", error)
         finally:
             try:
                 await pubsub.aclose()
@@ -145,12 +145,12 @@ class Fanout:
     def _away(self, what: str, error: Exception) -> None:
         """One WARNING when Redis stops answering, not one per page's wait meanwhile."""
         if self._away_since is not None:
-            _log.debug("The desk's Redis: %s: %s", what, error)
+            _log.debug("%s: %s", what, error)
             return
         self._away_since = time.monotonic()
         _log.warning(
-            "The desk's Redis %s (%s): pages see other workers' changes by polling until it "
-            "answers again", what, error,
+            "%s (%s): pages see other workers' changes by polling until Redis answers again",
+            what, error,
         )  # fmt: skip
 
     def _back(self) -> None:

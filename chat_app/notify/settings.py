@@ -117,6 +117,28 @@ class NotifySettings:
         may be one too); "" without one."""
         return _host_only(self.webhook_url) if self.webhook_url else ""
 
+    def describe(self) -> str:
+        """One line for the log at start: each channel and where it goes (no secret: a
+        webhook by its host alone, SMTP by host and port), and where links lead; `none`."""
+        said = []
+        if "webhook" in self.channels:
+            signed = ", signed" if self.webhook_secret else ""
+            said.append(f"webhook to {self.webhook_shown} ({self.webhook_format}{signed})")
+        if "email" in self.channels and self.smtp is not None:
+            tls = (
+                "TLS"
+                if self.smtp.implicit_tls
+                else "STARTTLS"
+                if self.smtp.require_starttls
+                else "STARTTLS when offered"
+            )
+            said.append(
+                f"email from {self.mail_from} via {self.smtp.host}:{self.smtp.port} ({tls})"
+            )
+        if not said:
+            return "none"
+        return "; ".join(said) + f"; links lead to {self.public_url}"
+
     def link(self, thread_id: str) -> str:
         """Where a person opens the conversation a notice is about."""
         return f"{self.public_url}/c/{thread_id}"
@@ -146,7 +168,9 @@ class NotifySettings:
         webhook_url = get(WEBHOOK_URL)
         if webhook_url is not None:
             _http_url(
-                WEBHOOK_URL, webhook_url, example="https://hooks.example.com/chat-app",
+                WEBHOOK_URL,
+                webhook_url,
+                example="https://hooks.example.com/chat-app",
                 secret_path=True,
             )
         webhook_format = _webhook_format(get(WEBHOOK_FORMAT))

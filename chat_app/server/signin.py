@@ -13,13 +13,14 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Protocol, runtime_checkable
 from urllib.parse import parse_qs, quote, urlencode
 
 import orjson
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -306,10 +307,13 @@ def _not_here(message: str) -> Response:
 
 
 async def _read_form(request: Request) -> dict[str, str] | Response:
-    """The fields of a URL-encoded form or a JSON object (strings only)."""
+    """The fields of a URL-encoded or multipart form (`curl -d`, `curl -F`) or a JSON
+    object (strings only)."""
     body = await read_body(request, MAX_FORM_BYTES)
     if body is None:
         return _error("The sign-in form is too large.", 413, "invalid")
+    if request.headers.get("content-type", "").lower().startswith("multipart/form-data"):
+        return await _multipart_fields(request, body)
     if _is_json(request):
         try:
             data = orjson.loads(body)
@@ -323,6 +327,22 @@ async def _read_form(request: Request) -> dict[str, str] | Response:
     except UnicodeDecodeError:
         return _error("The form is not UTF-8.", 400, "invalid")
     return {key: values[0] for key, values in fields.items()}
+
+
+async def _multipart_fields(request: Request, body: bytes) -> dict[str, str] | Response:
+    """A multipart form's text fields (Starlette's parser, over the body read already)."""
+
+    async def chunks() -> AsyncGenerator[bytes, None]:
+        yield body
+
+    try:
+        form = await MultiPartParser(request.headers, chunks()).parse()
+    except MultiPartException as error:
+        return _error(f"The form could not be read: {error.message}", 400, "invalid")
+    try:
+        return {key: value for key, value in form.multi_items() if isinstance(value, str)}
+    finally:
+        await form.close()
 
 
 class _KeyedLocks:

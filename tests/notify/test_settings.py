@@ -215,3 +215,21 @@ def test_a_webhook_is_named_by_its_host_alone(url: str) -> None:
     shown = NotifySettings(webhook_url=url).webhook_shown
     assert shown.startswith("https://hooks.example.com") and shown.endswith("/…")
     assert "s3cret" not in shown and "key" not in shown and "T0" not in shown
+
+
+def test_the_start_says_where_notices_go_and_no_secret() -> None:
+    settings = NotifySettings.from_env(
+        {
+            "CHAT_APP_WEBHOOK_URL": "https://hooks.slack.com/services/T0/B1/s3cretKey",
+            "CHAT_APP_WEBHOOK_FORMAT": "slack",
+            "CHAT_APP_SMTP_URL": "smtp://ops:hunter2@mail.example.com:2525",
+            "CHAT_APP_MAIL_FROM": "Ops desk <desk@example.com>",
+            "CHAT_APP_PUBLIC_URL": "https://desk.example.com",
+        }
+    )
+    assert settings.describe() == (
+        "webhook to https://hooks.slack.com/… (slack); email from Ops desk "
+        "<desk@example.com> via mail.example.com:2525 (STARTTLS); links lead to "
+        "https://desk.example.com"
+    )
+    assert NotifySettings().describe() == "none"

@@ -624,6 +624,26 @@ def test_a_demo_visitor_is_rita_until_they_switch_to_ada(
         assert out.headers["location"] == "/"
 
 
+def test_a_multipart_form_signs_in_as_a_urlencoded_one_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`curl -F email=ada@example.com` sends multipart/form-data: read as `-d` is."""
+    with serve(tmp_path, monkeypatch, CHAT_APP_AUTH="demo") as served:
+        fields = {"email": (None, "ada@example.com"), "next": (None, "/inbox")}
+        signed = served.http.post("/api/signin/demo", files=fields)
+        assert signed.request.headers["content-type"].startswith("multipart/form-data")
+        assert (signed.status_code, signed.headers["location"]) == (303, "/inbox")
+        value, _ = session_cookie(signed)
+        me = served.http.get("/api/me", headers=with_session(value)).json()
+        assert me["email"] == "ada@example.com"
+        broken = served.http.post(
+            "/api/signin/demo", content=b"--x\r\nnot a part",
+            headers={"content-type": "multipart/form-data; boundary=x"},
+        )  # fmt: skip
+        assert broken.status_code == 400 and broken.json()["code"] == "invalid"
+        assert "set-cookie" not in broken.headers
+
+
 def test_only_demo_people_can_be_chosen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with serve(tmp_path, monkeypatch, CHAT_APP_AUTH="demo") as served:
         response = served.http.post("/api/signin/demo", json={"email": "ceo@corp"})

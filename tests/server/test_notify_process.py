@@ -519,7 +519,11 @@ async def test_every_log_line_is_json(pair: Pair) -> None:
             assert isinstance(entry.get("message"), str), line
         messages = [json.loads(line)["message"] for line in lines]
         assert any(m.startswith("sign-in: proxy") for m in messages), messages[:5]
-        assert "notifications: webhook, email" in messages
+        [said] = [m for m in messages if m.startswith("notifications: ")]
+        assert said.startswith("notifications: webhook to http://127.0.0.1:") and (
+            f"(json, signed); email from {MAIL_FROM} via 127.0.0.1:" in said
+        ), said
+        assert SECRET not in said
 
 
 # --- 2. fails three times, then succeeds, across a restart ---------------------------------
