@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Container, Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import reflex as rx
@@ -211,8 +212,9 @@ for warning in fanout_problems(desk):
 async def _say_settings() -> None:
     """What this worker runs with, in its log as it starts (`reflex run` prints its own)."""
     running = f"in this process, {describe_model(agent.model)}"
-    if AGENT_URL:
-        running = f"remote, at {shown_url(AGENT_URL)}"
+    if AGENT_URL:  # a query or a password may be its key: neither is logged
+        bare = urlsplit(AGENT_URL)._replace(query="", fragment="")
+        running = f"remote, at {shown_url(urlunsplit(bare))}"
     for line in settings_lines(authenticator.config, policy, security, desk,
                                notifications.settings, agent=running):  # fmt: skip
         logging.getLogger("chat_app").info("%s", line)

@@ -56,6 +56,7 @@ from chat_app.interrupts import (
     UnusableSchemaError,
     parse_js_date,
     read_decision,
+    schema_problem,
     schema_problems,
 )
 from chat_app.notify.notice import one_line
@@ -131,6 +132,8 @@ ANSWERABLE = ANSWERABLE_STATUSES
 LEASE_SECONDS = 60.0
 #: What names a page's run in the lease's runner (`worker:page:random`).
 PAGE_RUNNER = ":page:"
+#: What a message or a Retry is told while the worker stops (`Desk.hand_over`).
+STOPPING = "This server is restarting: nothing was sent. Send it again in a moment."
 #: How long a stopping worker lets its runs end on their own before it hands the rest over
 #: (`Desk.hand_over`): of the 5 s the app's shutdown gives its background tasks, the rest is
 #: for storing and letting go of what is left.
@@ -172,11 +175,12 @@ def owner_topic(email: str) -> str:
     return f"owner:{email.lower()}"
 
 
-@dataclass(slots=True)
 class _HandedOver(Exception):
-    """A run stopped because its worker is stopping (`Desk.hand_over`), stored as running."""
+    """A run stopped because its worker is stopping (`Desk.hand_over`), stored as running;
+    or not begun, its answers left for the next worker."""
 
 
+@dataclass(slots=True)
 class PageRunEnd:
     """How a page's own run ended, as the page tells `Desk.page_run`: its answers count as
     carried (traced, timed, `carried`) only when the run `finished` (`RUN_FINISHED`) and
@@ -260,10 +264,13 @@ class Desk:
         #: (the timers and the recovery both ask).
         self._refiled = False
         self._refiling = asyncio.Lock()
-        #: This worker is stopping: its runs stop where they are, stored as running with the
-        #: lease let go at once (`hand_over`), each told by its future here.
+        #: This worker is stopping (`hand_over`): it takes no new message or Retry. Once
+        #: `_handing`, its runs stop where they are, each told by its future here, stored
+        #: as running with the lease let go at once; those it stopped are `_handed`.
         self._stopping = False
+        self._handing = False
         self._stop_run: dict[str, asyncio.Future[None]] = {}
+        self._handed: list[str] = []
 
     # --- reading ------------------------------------------------------------------------
 
@@ -462,6 +469,7 @@ class Desk:
         text = text.strip()
         if not text:
             raise DeskError("invalid", "The message is empty.")
+        self._refuse_if_stopping()
         client = self._client(None, RunAs(owner))
         now = self.clock()
         await self._db(
@@ -475,6 +483,7 @@ class Desk:
                 status="running",
             )  # fmt: skip
         )
+        await self._refuse_if_handing(client.thread_id, "done")
         self._spawn(self._run(client.thread_id, RunAs(owner), lambda c: c.send(text)))
         return client.thread_id
 
@@ -488,6 +497,7 @@ class Desk:
             raise DeskError("unknown", f"There is no conversation {thread_id}.")
         if sender.email != row.owner_email:
             raise DeskError("forbidden", "Only the person who started a conversation writes in it.")
+        self._refuse_if_stopping()
         if row.status == "waiting":
             raise DeskError(
                 "busy", "Answer or withdraw the pending decisions first; then send the message."
@@ -497,7 +507,7 @@ class Desk:
         # goes first, and this one is told to wait too.
         if self._busy(thread_id) or not await self._begin_run(thread_id, if_version=row.version):
             raise DeskError("busy", "The conversation is running; wait for its reply.")
-
+        await self._refuse_if_handing(thread_id, row.status)
         self._spawn(self._run(thread_id, RunAs(sender), lambda client: client.send(text)))
 
     async def retry(self, thread_id: str, viewer: Identity) -> None:
@@ -520,6 +530,7 @@ class Desk:
 
         if not (state.can_retry or state.can_resend or _reply_lost(state)):
             raise DeskError("invalid", "Nothing failed here that could run again.")
+        self._refuse_if_stopping()
         # A message runs again as whoever wrote it (an admin's Retry does not make it theirs).
         owner = _owner_of(row)
         run_as = RunAs(viewer if viewer.email == row.owner_email else owner)
@@ -538,6 +549,9 @@ class Desk:
         # its end since, mending what this one read as failed.
         if self._busy(thread_id) or not await self._begin_run(thread_id, if_version=row.version):
             raise DeskError("busy", "The conversation is running; wait for its reply.")
+        # Before the trail says it was sent again. (What a Retry sends is stored: one the
+        # worker begins to hand over after this is shown failed again by the next.)
+        await self._refuse_if_handing(thread_id, row.status)
         if decided:
             try:
                 await self._audit_resent(thread_id, viewer, decided)
@@ -546,6 +560,20 @@ class Desk:
                 raise
         given = [answer.id for answer in decided]
         self._spawn(self._run(thread_id, run_as, again, carrying=given))
+
+    def _refuse_if_stopping(self) -> None:
+        """A message or a Retry is not taken while this worker stops: it would be cut off, or
+        (once its runs are handed over) never begun."""
+        if self._stopping:
+            raise DeskError("unavailable", STOPPING)
+
+    async def _refuse_if_handing(self, thread_id: str, status: ConversationStatus) -> None:
+        """After a message's or a Retry's begin: one the worker began handing over meanwhile
+        is not run (what it would send is not stored), and its conversation is put back as it
+        was (`status`). One taken while it drains is run, and waited for."""
+        if self._handing:
+            await self._db(self.store.undo_begin_run, thread_id, status)
+            raise DeskError("unavailable", STOPPING)
 
     async def _begin_run(self, thread_id: str, *, if_version: int | None = None) -> bool:
         """`DeskStore.begin_run`, now."""
@@ -941,7 +969,7 @@ class Desk:
             except _HandedOver:
                 handed = True
             finally:
-                await self._let_go(thread_id, handed=handed)
+                await self._let_go(thread_id)
         if not handed:
             await self._continue(thread_id)
 
@@ -950,14 +978,21 @@ class Desk:
     ) -> ClientState:
         """Run `action` on the conversation's client, storing its state as it streams;
         returns the state it ended with (stored too)."""
-        if self._stopping:  # not begun, for the next worker to run
+        # A message is not taken once the worker hands over (`_refuse_if_handing`), and one
+        # taken before is waited for: what comes here not begun is a continuation or a
+        # Retry, whose answers and sends are stored, left for the next worker.
+        if self._handing:
             raise _HandedOver
-        row = await self._db(self.store.load, thread_id)
+        stopping = self._stop_run[thread_id] = asyncio.get_running_loop().create_future()
+        try:
+            row = await self._db(self.store.load, thread_id)
+        except BaseException:
+            self._stop_run.pop(thread_id, None)
+            raise
         assert row is not None
         client = self._client(row.state, run_as)
         owner_email, owner_name = row.owner_email, row.owner_name
         task = self._live[thread_id] = asyncio.ensure_future(_without_a_browser(client, action))
-        stopping = self._stop_run[thread_id] = asyncio.get_running_loop().create_future()
         saved: tuple[int, bool, int] = (-1, False, -1)
         last_renew = last_save = time.monotonic()
         deadline, overdue, handed = last_save + self.run_seconds, None, None
@@ -982,7 +1017,7 @@ class Desk:
                 if time.monotonic() - last_renew > self.lease_seconds / 3:
                     last_renew = time.monotonic()
                     await self._claim(thread_id)
-            if overdue is None and task.exception() is not None:
+            if handed is None and overdue is None and task.exception() is not None:
                 _log.error("A desk run failed", exc_info=task.exception())
         finally:
             self._stop_run.pop(thread_id, None)
@@ -994,6 +1029,7 @@ class Desk:
             if handed is not None:
                 # As a worker that died leaves it, running: whoever takes it over goes on from
                 # the tools' results, or shows it failed with Retry (`recover`).
+                self._handed.append(thread_id)
                 await self._save(thread_id, handed, owner_email, owner_name, run_as.identity,
                                  busy=True)  # fmt: skip
                 raise _HandedOver
@@ -1062,7 +1098,6 @@ class Desk:
 
             if not await self._claim(thread_id):
                 return  # the worker running it picks these up when its run ends
-            handed = False
             try:
                 # Under the lease, again: another worker may have carried them between the
                 # look above and the claim.
@@ -1074,8 +1109,7 @@ class Desk:
                     try:
                         ended_with = await self._run_claimed(thread_id, run_as, apply)
                     except _HandedOver:
-                        handed = True
-                        return  # in flight, for whoever takes it over (`recover`)
+                        return  # in flight, or not begun: for whoever takes it over
                     # A refusal is the agent's answer, not a failure of the run.
                     failure = "" if ended_with.refused else ended_with.error or ""
                     if failure:
@@ -1108,7 +1142,7 @@ class Desk:
                                    started=row.created_at, ran=(started, ended), run=run,
                                    executed=executed, error=failure)  # fmt: skip
             finally:
-                await self._let_go(thread_id, handed=handed)
+                await self._let_go(thread_id)
 
     def _wake_timers(self) -> None:
         if self.on_new_decisions is not None:
@@ -1300,16 +1334,19 @@ class Desk:
         at once, so that another worker's `recover` (or this one's, once started again) takes
         them over now rather than once the lease lapses. Nothing begins here after this.
         Returns the conversations handed over."""
-        deadline = time.monotonic() + drain_seconds
-        while self._live and (left := deadline - time.monotonic()) > 0:
-            await asyncio.wait(list(self._live.values()), timeout=left)
         self._stopping = True
-        handed = sorted(self._stop_run)
+        deadline = time.monotonic() + drain_seconds
+        # Every task the desk started, those it starts meanwhile too (a run's continuation).
+        while self._tasks and (left := deadline - time.monotonic()) > 0:
+            await asyncio.wait(list(self._tasks), timeout=left,
+                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        self._handing = True
         for stop in self._stop_run.values():
             if not stop.done():
                 stop.set_result(None)
         if self._tasks:  # each stops, stores and lets go in a database round or two
             await asyncio.wait(list(self._tasks), timeout=HAND_OVER_SECONDS)
+        handed = sorted(set(self._handed))
         if handed:
             _log.warning(
                 "Stopping with %d conversation%s running: %s; handed over (the lease let go) "
@@ -1359,10 +1396,11 @@ class Desk:
         task = self._live.get(thread_id)
         return task is not None and not task.done()
 
-    async def _let_go(self, thread_id: str, *, handed: bool) -> None:
-        """The end of this worker's lease on the conversation: released, or (`handed` over,
-        still running) lapsed now, which `recover` takes for a worker gone."""
-        if not handed:
+    async def _let_go(self, thread_id: str) -> None:
+        """The end of this worker's lease on the conversation: released; or, handing over,
+        lapsed now, which `recover` takes for a worker gone (a conversation left running
+        with no runner would wait out the grace first)."""
+        if not self._handing:
             await self._db(self.store.release, thread_id, self.worker)
             return
         now = self.clock()
@@ -1763,10 +1801,9 @@ class Desk:
                 errors = [{"code": error.code, "message": message, "path": list(error.path or ())}]
                 # The client stops at the first problem (a form shows each field's own); a
                 # script is told them all at once.
-                every = _every_problem(found, answer) if error.path else []
                 errors += [
                     {"code": error.code, "message": problem.message, "path": list(problem.path)}
-                    for problem in every if tuple(problem.path) != tuple(error.path or ())
+                    for problem in (_other_problems(found, answer) if error.path else [])
                 ]  # fmt: skip
                 if more := len(errors) - 1:
                     message += f" ({more} more problem{'' if more == 1 else 's'}: see errors)"
@@ -1783,9 +1820,10 @@ class Desk:
             raise DeskError.unavailable(error) from None
 
 
-def _every_problem(item: InterruptItem, answer: Answer) -> list[SchemaProblem]:
-    """Every problem the schema an answer is checked against finds in it (a question's
-    response, a decision's payload, edited arguments); none where it has no such schema."""
+def _other_problems(item: InterruptItem, answer: Answer) -> list[SchemaProblem]:
+    """The problems the schema an answer is checked against finds in it (a question's
+    response, a decision's payload, edited arguments) beside the first, which the client
+    told; none where it has no such schema."""
     schema: object = None
     value: object = None
     if answer.kind == "answer":
@@ -1798,7 +1836,8 @@ def _every_problem(item: InterruptItem, answer: Answer) -> list[SchemaProblem]:
     if not isinstance(schema, dict):
         return []
     try:
-        return schema_problems(schema, value)
+        first = schema_problem(schema, value)
+        return [problem for problem in schema_problems(schema, value) if problem != first]
     except UnusableSchemaError:
         return []
 

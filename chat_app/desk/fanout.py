@@ -59,6 +59,8 @@ class Fanout:
             await self._redis.publish(CHANNEL, "\n".join(topics))
         except Exception as error:  # other workers poll too: a lost notice costs a delay
             self._away("A desk notice could not be published to Redis", error)
+        else:
+            self._back()
 
     def mark(self, topics: Iterable[str]) -> tuple[int, ...]:
         """Where `topics` stand now: pass it to `wait` as `since`, after reading what they

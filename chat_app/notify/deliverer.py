@@ -273,32 +273,41 @@ class Deliverer:
             # Taken by its receiver: from here a cancel (the worker stopping) leaves them to
             # their records, which their thread finishes anyway, not to `_stop_sending`.
             self._delivered.update(row.id for row in rows)
-            for row in rows:
-                await self._sent(row)
+            await self._sent(rows)
             return len(rows)
         for row in rows:
             await self._failed(row, failure)
         return 0
 
-    async def _sent(self, row: Delivery) -> None:
-        try:
-            done = await asyncio.to_thread(
-                self.outbox.mark_sent, row.id, self.worker, now=self.outbox.clock()
-            )
-        except OutboxError:
-            # Sent, but not recorded: once the claim lapses it is sent again (at least once).
+    async def _sent(self, rows: Sequence[Delivery]) -> None:
+        """Record `rows` sent, all in one trip to a thread: a cancel while it runs stops the
+        wait, not the recording (one row at a time, a cancel after the first left the rest
+        held, unsent to the record, until their claims lapsed: sent again then)."""
+        now = self.outbox.clock()
+
+        def record() -> list[Delivery | None | OutboxError]:
+            done: list[Delivery | None | OutboxError] = []
+            for row in rows:
+                try:
+                    done.append(self.outbox.mark_sent(row.id, self.worker, now=now))
+                except OutboxError as error:
+                    done.append(error)
+            return done
+
+        for row, done in zip(rows, await asyncio.to_thread(record), strict=True):
             self._delivered.discard(row.id)
-            _log.exception("notify: delivery %s was sent but could not be recorded", row.id)
-            return
-        self._delivered.discard(row.id)
-        if done is None:
-            _log.warning("notify: delivery %s was sent after its claim lapsed", row.id)
-            return
-        if self._on_sent is not None:
-            try:
-                self._on_sent(done)
-            except Exception:
-                _log.exception("notify: on_sent failed for delivery %s", row.id)
+            if isinstance(done, OutboxError):
+                # Sent, but not recorded: once the claim lapses it is sent again (at least
+                # once).
+                _log.error("notify: delivery %s was sent but could not be recorded: %s",
+                           row.id, done)  # fmt: skip
+            elif done is None:
+                _log.warning("notify: delivery %s was sent after its claim lapsed", row.id)
+            elif self._on_sent is not None:
+                try:
+                    self._on_sent(done)
+                except Exception:
+                    _log.exception("notify: on_sent failed for delivery %s", row.id)
 
     async def _send(self, rows: Sequence[Delivery]) -> None:
         first = rows[0]

@@ -158,6 +158,11 @@ def _address(recipient: Recipient) -> str | None:
     return address
 
 
+#: At most this many rows are taken with a due one into its message (a batch's decisions):
+#: a claim's `limit` is the room its worker has for sends, not a message's size.
+GATHERED_AT_MOST = 50
+
+
 class Outbox:
     """Deliveries over one engine. `clock` gives the time when a method is not told it
     (tests pass a fake one and move it). Every method raises `OutboxError` when the database
@@ -203,7 +208,9 @@ class Outbox:
                 "notice": stored,
                 "status": "pending",
                 "attempts": 0,
-                "next_attempt_at": gathering if channel in self.settings.gathered else now,
+                "next_attempt_at": (
+                    gathering if channel in self.settings.gathered and notice.thread_id else now
+                ),
                 "claimed_by": None,
                 "claimed_until": None,
                 "last_error": None,
@@ -241,8 +248,8 @@ class Outbox:
 
         With a due row of a channel that gathers (`NotifySettings.gathered`), the pending
         rows of the same channel, recipient, conversation and event are taken too, due or
-        not (up to `limit` more): they go in its message (`Deliverer`), not one by one as
-        each comes due."""
+        still gathering (`_gathered_with`): they go in its message (`Deliverer`), not one by
+        one as each comes due."""
         now = now if now is not None else self.clock()
         # One decision's notices reach each receiver in the order they were queued: one
         # waits while an earlier one to the same receiver is still to go (after an outage
@@ -275,7 +282,7 @@ class Outbox:
             ids = list(connection.execute(due).scalars())
             if not ids:
                 return []
-            ids += self._gathered_with(connection, ids, behind, now, limit)
+            ids += self._gathered_with(connection, ids, behind, now)
             # The condition is checked again row by row: a row another worker claimed
             # since the SELECT is not taken twice (a row gathered in need not be due).
             claimed = connection.execute(
@@ -300,10 +307,11 @@ class Outbox:
         return sorted(found, key=lambda delivery: (delivery.next_attempt_at, delivery.id))
 
     def _gathered_with(
-        self, connection: Any, ids: list[int], behind: Any, now: datetime, limit: int
+        self, connection: Any, ids: list[int], behind: Any, now: datetime
     ) -> list[int]:
         """The pending, unheld rows that go in one message with one of `ids` (same gathering
-        channel, recipient, conversation and event), due or not, up to `limit`."""
+        channel, recipient, conversation and event): still gathering, or due; not one waiting
+        out a failure's backoff, which keeps its own time. At most `GATHERED_AT_MOST`."""
         gathered = list(self.settings.gathered)
         heads = connection.execute(
             select(deliveries.c.channel, deliveries.c.recipient, deliveries.c.thread_id,
@@ -325,11 +333,12 @@ class Outbox:
                 same,
                 deliveries.c.id.not_in(ids),
                 deliveries.c.status == "pending",
+                or_(deliveries.c.attempts == 0, deliveries.c.next_attempt_at <= now),
                 or_(deliveries.c.claimed_until.is_(None), deliveries.c.claimed_until <= now),
                 ~behind,
             )
             .order_by(deliveries.c.id)
-            .limit(limit)
+            .limit(GATHERED_AT_MOST)
             .with_for_update(skip_locked=True)
         )
         return list(connection.execute(more).scalars())

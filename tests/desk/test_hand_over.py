@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
@@ -16,8 +17,8 @@ from typing import Any
 import pytest
 from ag_ui.core import EventType, RunAgentInput
 
-from chat_app.desk import Answer, Desk
-from chat_app.desk.desk import INTERRUPTED
+from chat_app.desk import Answer, Desk, DeskError, DeskStore
+from chat_app.desk.desk import INTERRUPTED, STOPPING
 from tests.desk.world import ADA, RITA, World, texts
 
 
@@ -147,3 +148,59 @@ async def test_nothing_begins_on_a_worker_that_has_handed_over(world: World) -> 
     view = await other.view(thread, RITA)
     assert view.summary.status == "done"
     assert len(world.executions()) == 1
+
+
+async def test_a_stopping_worker_takes_no_message_and_says_so(world: World) -> None:
+    """From the moment it begins to stop, a message, a new conversation or a Retry is
+    refused (503 over HTTP), nothing stored: the person sends it again, to a worker that
+    runs it."""
+    thread = await world.start(RITA, "hello")
+    stopping = world.new_desk(worker="worker-stopping")
+    assert await stopping.hand_over(drain_seconds=0) == []
+    for attempt in (
+        stopping.start(RITA, "transfer 5000 to Ada"),
+        stopping.post(thread, RITA, "transfer 5000 to Ada"),
+    ):
+        with pytest.raises(DeskError) as refused:
+            await attempt
+        assert (refused.value.code, refused.value.http_status) == ("unavailable", 503)
+        assert refused.value.message == STOPPING
+    assert [row.thread_id for row in world.store.conversations_of(RITA.email)] == [thread]
+    row = world.store.load(thread)
+    assert row is not None and row.status == "done"
+    assert texts(await stopping.view(thread, RITA))[-1].startswith("I'm the ops desk demo agent")
+
+
+class SlowBegin(DeskStore):
+    """A store whose `begin_run` waits until the test lets it go (it runs in a thread)."""
+
+    def __init__(self, engine: Any) -> None:
+        super().__init__(engine)
+        self.entered = threading.Event()
+        self.go = threading.Event()
+
+    def begin_run(self, thread_id: str, now: datetime, *, if_version: int | None = None) -> bool:
+        self.entered.set()
+        assert self.go.wait(30)
+        return super().begin_run(thread_id, now, if_version=if_version)
+
+
+async def test_a_message_begun_as_the_worker_hands_over_is_refused_not_lost(
+    world: World,
+) -> None:
+    """The hand-over runs while a message's begin is on its way to the database: the message
+    is refused (its words are nowhere else), and the conversation is as it was."""
+    thread = await world.start(RITA, "hello")
+    store = SlowBegin(world.engine)
+    stopping = world.new_desk(worker="worker-stopping", store=store)
+    posting = asyncio.ensure_future(stopping.post(thread, RITA, "transfer 5000 to Ada"))
+    assert await asyncio.to_thread(store.entered.wait, 30)
+    assert await stopping.hand_over(drain_seconds=0) == []
+    store.go.set()
+    with pytest.raises(DeskError) as refused:
+        await posting
+    assert refused.value.code == "unavailable"
+    await stopping.wait_idle()
+    row = world.store.load(thread)
+    assert row is not None and row.status == "done"
+    assert "transfer 5000 to Ada" not in texts(await stopping.view(thread, RITA))

@@ -441,14 +441,17 @@ async def test_a_stopping_worker_gives_back_what_it_was_sending(engine: Engine) 
     assert row.status == "sent"
 
 
+@pytest.mark.parametrize("batch", [1, 3], ids=["alone", "a-batch-in-one-message"])
 async def test_a_send_its_receiver_took_is_not_given_back_when_the_worker_stops(
-    engine: Engine,
+    engine: Engine, batch: int
 ) -> None:
-    """Stopped while recording a send its receiver took, the worker does not give the row
-    back: the record, which its thread finishes anyway, settles it as sent, and no other
-    worker sends it again."""
+    """Stopped while recording a send its receiver took, the worker does not give the rows
+    back: the record, which its thread finishes anyway, settles them all as sent (a batch
+    in one Slack message too), and no other worker sends them again."""
     with webhook_receiver() as receiver:
         settings = webhook(receiver.url)
+        if batch > 1:
+            settings = replace(settings, webhook_format="slack", webhook_secret=None)
         outbox = Outbox(engine, settings, clock=Clock())
         recording, recorded = threading.Event(), threading.Event()
         mark_sent = outbox.mark_sent
@@ -459,8 +462,9 @@ async def test_a_send_its_receiver_took_is_not_given_back_when_the_worker_stops(
             return mark_sent(*args, **kwargs)
 
         outbox.mark_sent = slow_mark_sent  # type: ignore[method-assign]
+        for n in range(batch):
+            outbox.enqueue(make_notice(decision_id=f"d-{n}"), [])
         task = asyncio.create_task(Deliverer(outbox, settings, worker="w1").run(poll_seconds=3600))
-        outbox.enqueue(make_notice(), [])
         try:
             await until(recording.is_set)
         finally:
@@ -468,7 +472,8 @@ async def test_a_send_its_receiver_took_is_not_given_back_when_the_worker_stops(
             with pytest.raises(asyncio.CancelledError):
                 await task
         recorded.set()
-        await until(lambda: outbox.recent()[0].status == "sent")
+        await until(lambda: {row.status for row in outbox.recent()} == {"sent"})
+        assert len(outbox.recent()) == batch
         after = Deliverer(outbox, settings, worker="w2")
         try:
             assert await after.deliver_due() == 0

@@ -12,7 +12,7 @@ from functools import partial
 from typing import TypeVar
 
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, update
 from sqlalchemy.exc import OperationalError
 
 from chat_app.notify import (
@@ -181,9 +181,20 @@ def test_a_batchs_emails_are_claimed_together_once_the_first_is_due(engine: Engi
     """A look of the timers queues a batch's notices one decision at a time: each email
     waits `gather_seconds`, and once the first is due the others of its person, conversation
     and event are taken with it, due or not; not another person's, nor one another worker
-    holds."""
+    holds, nor one waiting out a failure's backoff."""
     settings = replace(BOTH, webhook_url=None, gather_seconds=2)
     outbox = Outbox(engine, settings)
+    # Earlier, two of Ada's for the same conversation: one another worker holds, one that
+    # failed and waits out its backoff (until 5 s).
+    for name in ("d-held", "d-failed"):
+        outbox.enqueue(make_notice(decision_id=name), [ADA], now=START - timedelta(seconds=9))
+    held, failing = outbox.claim_due("w-other", now=START - timedelta(seconds=7))  # in one
+    with engine.begin() as connection:
+        connection.execute(
+            update(deliveries).where(deliveries.c.id == failing.id)
+            .values(claimed_by=None, claimed_until=None, attempts=1,
+                    next_attempt_at=START + timedelta(seconds=5))
+        )  # fmt: skip
     for n, after in ((1, 0.0), (2, 0.4), (3, 0.8)):
         notice = make_notice(decision_id=f"d-{n}", summary=f"n={n}")
         told = [ADA, SAM] if n == 3 else [ADA]
@@ -200,6 +211,9 @@ def test_a_batchs_emails_are_claimed_together_once_the_first_is_due(engine: Engi
     assert sorted((row.decision_id, row.recipient) for row in later) == [
         ("d-3", SAM.email), ("d-other", ADA.email)
     ]  # fmt: skip
+    assert held.decision_id == "d-held"  # still the other worker's
+    [retried] = outbox.claim_due("w2", now=START + timedelta(seconds=5))
+    assert retried.decision_id == "d-failed"  # at its own time
 
 
 def test_failures_back_off_doubling_then_fail(engine: Engine) -> None:
