@@ -239,6 +239,8 @@ session.configure(
     outbox=Outbox(desk.store.engine, notifications.settings),
     notify_settings=notifications.settings,
     agent_reads_policy=not AGENT_URL,
+    # Reflex runs one backend process where tabs' state is not in Redis.
+    one_process=not rx.config.get_config().redis_url,
 )
 
 def _opened_by_our_page(origin: str | None, environ: Mapping[str, Any]) -> bool:

@@ -214,6 +214,7 @@ CLIENT = [
     "DeskRequestError",
     "EventEncoder",
     "GenericInterrupt",
+    "INTERRUPTED",
     "InProcessConnection",
     "InterruptHandle",
     "InterruptItem",

@@ -43,7 +43,7 @@ from ._messages import (
 )
 from ._processor import LEFT_BEHIND, RunStatus, StreamProcessor, StreamState
 from ._request import build_run_input
-from ._state import ClientState, ClientStatus
+from ._state import INTERRUPTED, ClientState, ClientStatus
 from ._tools import (
     ClientInterruptDefinition,
     ClientTool,
@@ -73,6 +73,7 @@ __all__ = [
     "DeskRequestError",
     "EventEncoder",
     "GenericInterrupt",
+    "INTERRUPTED",
     "InProcessConnection",
     "InterruptHandle",
     "InterruptItem",

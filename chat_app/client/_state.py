@@ -7,7 +7,7 @@ errors and a pending or retryable submission.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Literal, TypeAlias
 
@@ -18,9 +18,11 @@ from chat_app.interrupts import BATCH_ERROR_CODES, ITEM_ERROR_CODES, BatchInterr
 from ._items import AnsweredQuestion, InterruptItem, ManagerSnapshot
 from ._messages import ChatMessage
 
-__all__ = ["ClientState", "ClientStatus"]
+__all__ = ["INTERRUPTED", "ClientState", "ClientStatus"]
 
 ClientStatus: TypeAlias = Literal["ready", "streaming", "error"]
+#: What a run says that stopped with the process running it (`ClientState.cut_off`).
+INTERRUPTED = "The app stopped while this conversation was running. Retry runs it again."
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -74,6 +76,31 @@ class ClientState:
             and bool(items)
             and all(item.error is not None and item.error.code == "conflict" for item in items)
         )
+
+    @property
+    def results_since_asked(self) -> bool:
+        """A tool's result came back after the person's last message."""
+        asked = max((i for i, m in enumerate(self.messages) if m.role == "user"), default=-1)
+        return any(
+            call.has_output for message in self.messages[asked + 1 :] for call in message.tool_calls
+        )
+
+    def cut_off(self, restored: ClientState) -> ClientState:
+        """This snapshot's conversation as restored (`restored`, what `ChatClient.restore`
+        made of it), its run having stopped with the process that ran it: a message's own run
+        stored mid-stream (no continuation in flight) is a failed send that Retry runs again,
+        or, where tools ran for the message already, one that goes on from their results
+        (running the message again would ask for them again, and run them twice once
+        approved). `restore` fails a continuation in flight itself, but takes a message's run
+        stored mid-stream for a finished one: the reply would stand cut off, nothing to retry.
+        """
+        if self.status != "streaming" or self.resuming or restored.can_resend:
+            return restored
+        if restored.results_since_asked:
+            return replace(restored, can_go_on=True, status="error", error=INTERRUPTED,
+                           error_code="transport")  # fmt: skip
+        return replace(restored, can_resend=True, status="error", error=INTERRUPTED,
+                       error_code="transport")  # fmt: skip
 
     def to_json(self) -> str:
         return _adapter().dump_json(self).decode("utf-8")

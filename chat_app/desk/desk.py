@@ -39,6 +39,7 @@ from typing import Any, Literal
 from chat_app.client import (
     ANSWERABLE_STATUSES,
     ANSWERED_BEFORE,
+    INTERRUPTED,
     ChatClient,
     ClientState,
     ClientTool,
@@ -155,7 +156,6 @@ REFILE_PAGE = 500
 #: How often a worker files pending decisions again after its start: during a rolling
 #: restart, a worker still on the old policy files its pauses under it.
 REFILE_EVERY_SECONDS = 600.0
-INTERRUPTED = "The app stopped while this conversation was running. Retry runs it again."
 #: How long one run of the desk's may take before it is stopped: an agent that never ends
 #: its stream (words forever, or keep-alive comments alone) would hold the conversation,
 #: and nobody could send to it, retry it or stop it.
@@ -1037,7 +1037,7 @@ class Desk:
                 # As a worker that died mid-run leaves it: what was in flight, Retry sends
                 # again (or goes on from the results, when tools ran).
                 stopped = self._client(overdue, RunAs(ANONYMOUS)).state
-                state = _send_cut_off(overdue, stopped)
+                state = overdue.cut_off(stopped)
                 took = describe_duration(timedelta(seconds=self.run_seconds))
                 failure = f"The agent did not finish within {took}, so its run was stopped."
                 if state.can_retry or state.can_resend or state.can_go_on:
@@ -1211,7 +1211,7 @@ class Desk:
                 assert row is not None
                 stored = ClientState.from_json(row.state)
                 client = self._client(stored, RunAs(ANONYMOUS))
-                state = _send_cut_off(stored, client.state)
+                state = stored.cut_off(client.state)
                 # The answers were applied and only the model's reply was lost: it goes on
                 # from the tools' results (a plain run: nothing is answered again, so nothing
                 # runs twice), the conversation running all along. Otherwise it is failed:
@@ -1951,7 +1951,7 @@ def _reply_lost(state: ClientState) -> bool:
         return True
     if state.error_code != "transport" or state.can_retry or state.can_resend:
         return False
-    return _results_since_asked(state)
+    return state.results_since_asked
 
 
 def _refused(state: ClientState, sent: Collection[str]) -> set[str]:
@@ -1970,36 +1970,10 @@ def _refused(state: ClientState, sent: Collection[str]) -> set[str]:
     }  # fmt: skip
 
 
-def _send_cut_off(stored: ClientState, restored: ClientState) -> ClientState:
-    """A dead worker's conversation as restored (`restored`), made a failed send that Retry
-    runs again when the worker died in a message's own run (`stored` mid-stream, no
-    continuation in flight). The client restores a continuation in flight as failed itself,
-    but takes a message's run stored mid-stream for a finished one: `recover` would show the
-    reply cut off as `done`, with nothing to retry."""
-    if stored.status != "streaming" or stored.resuming or restored.can_resend:
-        return restored
-    if _results_since_asked(restored):
-        # Tools ran for the message already (a run going on from applied answers, or one
-        # that ran a tool by itself): it goes on from their results. Running the message
-        # again would ask for them again, and run them twice once approved.
-        return replace(restored, can_go_on=True, status="error", error=INTERRUPTED,
-                       error_code="transport")  # fmt: skip
-    return replace(restored, can_resend=True, status="error", error=INTERRUPTED,
-                   error_code="transport")  # fmt: skip
-
-
 def _in_flight(state: ClientState) -> frozenset[str]:
     """The items whose answers were being sent when `state` was stored."""
     sending = state.manager.active_submission
     return frozenset(sending.interrupt_ids if sending is not None else ())
-
-
-def _results_since_asked(state: ClientState) -> bool:
-    """A tool's result came back after the person's last message."""
-    asked = max((i for i, m in enumerate(state.messages) if m.role == "user"), default=-1)
-    return any(
-        call.has_output for message in state.messages[asked + 1 :] for call in message.tool_calls
-    )
 
 
 def _running(row: Any, now: datetime) -> bool:

@@ -14,6 +14,7 @@ import itertools
 import logging
 import math
 import operator
+import uuid
 from collections.abc import AsyncIterator, Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -401,8 +402,13 @@ class _Backend:
     #: The agent gates answers by `policy` (it runs in this process); a remote agent's rules
     #: are known by the names its pauses give.
     agent_reads_policy: bool = True
+    #: Every tab's runs are in this process (Reflex's state is not shared: one backend): a
+    #: run another process saved mid-stream stopped with it (`session_for`).
+    one_process: bool = False
 
 
+#: This process's start, which the page saves its client's state under (`session_for`).
+BOOT = uuid.uuid4().hex
 _backend = _Backend()
 _sessions: dict[str, Session] = {}
 
@@ -420,6 +426,7 @@ def configure(
     outbox: Outbox | None = None,
     notify_settings: NotifySettings | None = None,
     agent_reads_policy: bool = True,
+    one_process: bool = False,
 ) -> None:
     """Set where chats go, which tools the client knows, where the audit trail is read, who
     someone is, who may decide what (and whether the agent reads that policy), where
@@ -435,6 +442,7 @@ def configure(
     _backend.outbox = outbox
     _backend.notify_settings = notify_settings
     _backend.agent_reads_policy = agent_reads_policy
+    _backend.one_process = one_process
     _sessions.clear()
 
 
@@ -599,15 +607,18 @@ def _tools(bridge: BrowserBridge, problems: list[str] | None = None) -> list[Cli
 
 
 def session_for(
-    token: str, saved: str = "", identity: Identity | None = ANONYMOUS, *, running: bool = False
-) -> Session:
+    token: str, saved: str = "", identity: Identity | None = ANONYMOUS, *, running: bool = False,
+    saved_by: str = "",
+) -> Session:  # fmt: skip
     """The tab's live session, rebuilt from its saved client state when needed.
 
     `identity` is who is at the keyboard now (`None`: nobody is signed in). It becomes the
     session's only between runs: a run goes on, to its end, as the person who started it,
     whoever signs in or out meanwhile; and nobody signed in changes nothing. `running`: the
     saved state is the desk's, stored mid-run by a run going on elsewhere
-    (`ChatClient.restore`).
+    (`ChatClient.restore`). `saved_by`: the `BOOT` of the process whose page saved it; in
+    `one_process`, one another process saved mid-stream is a run that stopped with it (a
+    restart), shown cut off, with Retry (`ClientState.cut_off`), not as if it had ended.
 
     The registry is per process and a tab's socket can move between workers, so a session
     made here earlier is kept only while it runs or still matches the saved state: another
@@ -635,10 +646,15 @@ def session_for(
     if _backend.desk is not None:
         connection = PageRunConnection(connection, _backend.desk, lambda: holder[0].identity)
     if saved:
+        stored = ClientState.from_json(saved)
         client = ChatClient.restore(
-            ClientState.from_json(saved), connection, tools=tools, on_change=on_change,
-            running=running,
-        )  # fmt: skip
+            stored, connection, tools=tools, on_change=on_change, running=running
+        )
+        if _backend.one_process and saved_by not in ("", BOOT) and not running:
+            restored = client.state
+            cut = stored.cut_off(restored)
+            if cut is not restored:
+                client = ChatClient.restore(cut, connection, tools=tools, on_change=on_change)
     else:
         client = ChatClient(connection, tools=tools, on_change=on_change)
     session = Session(

@@ -330,6 +330,8 @@ class ChatState(IdentityState):
     #: Whose conversation this tab holds (the email that started it; "" for none yet).
     _owner: str = ""
     _client_json: str = ""
+    #: Which process's page saved `_client_json` (`sessions.BOOT`; "" for a stored copy).
+    _saved_by: str = ""
     _memory: dict[str, FormMemory] = {}
     _stop: bool = False
     #: Every notice shown in this tab (a session made again reads the same manifest).
@@ -445,7 +447,7 @@ class ChatState(IdentityState):
         viewer = viewer or self._viewer()
         return sessions.session_for(
             self.router.session.client_token, self._client_json, viewer,
-            running=self._desk_running,
+            running=self._desk_running, saved_by=self._saved_by,
         )  # fmt: skip
 
     def _refresh(self, session: sessions.Session, *, save: bool = True) -> None:
@@ -528,6 +530,7 @@ class ChatState(IdentityState):
         if state is None:
             state = session.client.state
         self._client_json = session.state_json.dump(state)
+        self._saved_by = sessions.BOOT
         # The session holds what was just saved: the next event need not compare the two.
         session.saved = self._client_json
 
@@ -586,6 +589,7 @@ class ChatState(IdentityState):
             took_over = self._may_see(owner, viewer) and not (owner and nobody)
             if took_over:
                 self._client_json, self._memory, self._owner = saved, memory, owner
+                self._saved_by = ""
             sessions.forget(token)  # an event may have made an empty session already
         if self._someone_else(viewer):
             self._forget_person()
@@ -695,6 +699,7 @@ class ChatState(IdentityState):
         (one the viewer was refused, which the next person, or this one later, may see)."""
         sessions.forget(self.router.session.client_token)
         self._client_json, self._memory, self._owner = "", {}, ""
+        self._saved_by = ""
         self.owner_name, self.read_only, self.desk_notice = "", False, ""
         self._drop_conversation_notices()
         self.thread_shown, self._shown_to, self._desk_version = thread, shown_to, version
@@ -809,7 +814,7 @@ class ChatState(IdentityState):
                 },
             }  # fmt: skip
         self._drop_settled(wanted)
-        self._client_json = view.state
+        self._client_json, self._saved_by = view.state, ""
         self._owner = view.summary.owner_email
         self.owner_name = view.summary.owner_name or view.summary.owner_email
         self.read_only = view.read_only
@@ -1855,6 +1860,7 @@ class ChatState(IdentityState):
         """Show the stored conversation in place of the tab's copy (`shown`, its JSON), which
         is behind it."""
         self._client_json, self._desk_version = shown, 0  # read the stored one again
+        self._saved_by = ""
         sessions.forget(self.router.session.client_token)
         await self._sync_from_desk(self._viewer())
         self._refresh(self._session())

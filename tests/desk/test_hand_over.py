@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from ag_ui.core import EventType, RunAgentInput
 
+from chat_app.client import INTERRUPTED
 from chat_app.desk import Answer, Desk, DeskError, DeskStore
-from chat_app.desk.desk import INTERRUPTED, STOPPING
+from chat_app.desk.desk import STOPPING
 from tests.desk.world import ADA, RITA, World, texts
 
 

@@ -41,9 +41,8 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 
-from chat_app.client import DeskClient, DeskRequestError
+from chat_app.client import INTERRUPTED, DeskClient, DeskRequestError
 from chat_app.desk import DeskStore
-from chat_app.desk.desk import INTERRUPTED
 from chat_app.trust import SQLiteLedger
 from chat_app.trust.ledger import AuditRecord, verify_chain
 from chat_app.trust.store import open_database

@@ -25,6 +25,7 @@ from sqlalchemy import Row, select, update
 
 from chat_app.client import (
     ANSWERED_BEFORE,
+    INTERRUPTED,
     LEFT_BEHIND,
     ChatMessage,
     ClientState,
@@ -33,7 +34,6 @@ from chat_app.client import (
 )
 from chat_app.desk import LEASE_SECONDS, Answer, Desk, DeskError, thread_topic
 from chat_app.desk import desk as desk_module
-from chat_app.desk.desk import INTERRUPTED
 from chat_app.trust import RedisLedger
 from chat_app.trust.tables import conversation_states, conversations, decisions
 from chat_app.ui.views import IN_THE_LEDGER, build_views
@@ -406,12 +406,12 @@ def test_a_run_going_on_from_results_that_a_dead_worker_cut_goes_on_again() -> N
     ran = ToolCallPart(id="c1", name="transfer", status="done", has_output=True, output={})
     assistant = ChatMessage(id="m2", role="assistant", parts=(ran,))
     going = ClientState(thread_id="t", messages=(user, assistant), status="streaming")
-    restored = desk_module._send_cut_off(going, replace(going, status="ready"))
+    restored = going.cut_off(replace(going, status="ready"))
     assert (restored.can_go_on, restored.can_resend, restored.error) == (True, False, INTERRUPTED)
     assert desk_module._reply_lost(restored)
     # Without a result since the message, its own run is sent again, as before.
     asked = replace(going, messages=(user,))
-    again = desk_module._send_cut_off(asked, replace(asked, status="ready"))
+    again = asked.cut_off(replace(asked, status="ready"))
     assert (again.can_go_on, again.can_resend) == (False, True)
 
 

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
+from chat_app.client import INTERRUPTED
 from tests.live_server import free_port
 from tests.ui.app_server import LAUNCHER, AppDidNotStart, app_env, copy_app, served_app
-from tests.ui.conftest import ask, eventually, fresh_page, hydrated
+from tests.ui.conftest import ask, eventually, fresh_page, hydrated, run_ended
 
 pytestmark = pytest.mark.browser
 
@@ -54,5 +55,49 @@ def test_a_reason_typed_before_a_restart_is_there_after_it(
                 page.screenshot(path=str(screenshot_dir / "restart-reason-kept.png"))
                 page.locator(".approval-card .form-reject button[type=submit]").click()
                 expect(page.get_by_text(f"Reason: {REASON}.")).to_be_visible()
+        except AppDidNotStart as error:
+            pytest.fail(str(error), pytrace=False)
+
+
+def test_a_reply_a_restart_cut_is_shown_cut_off_and_retry_runs_it(
+    browser: Browser, tmp_path: Path, screenshot_dir: Path
+) -> None:
+    """Rita's own reply is streaming in her page when the app is stopped and started again:
+    the page says the run was cut off, with Retry, rather than showing the words it had as
+    a reply that ended; Retry runs her message again, its reply whole, once."""
+    app_root = tmp_path / "app"
+    copy_app(app_root)
+    env = {**app_env(), "CHAT_APP_DATA_DIR": str(tmp_path / "data"),
+           "CHAT_APP_DEMO_TOKEN_DELAY_MS": "150"}  # fmt: skip
+    port = free_port()
+    states = app_root / ".states"
+
+    def mid_reply() -> bool:  # the tab's state on disk holds the first words, not the end
+        saved = [path.read_bytes() for path in states.glob("*.pkl")]
+        return any(b"the ops desk demo agent" in data and b"two people from ops" not in data
+                   for data in saved)  # fmt: skip
+
+    with fresh_page(browser, f"http://127.0.0.1:{port}") as page:
+        try:
+            with served_app(app_root, env, tmp_path / "first.log", command=LAUNCHER, port=port):
+                page.goto("/")
+                hydrated(page)
+                ask(page, "hello")
+                expect(page.locator("#composer-stop")).to_be_visible()
+                eventually(mid_reply, "the first words of the reply in the tab's state on disk")
+            with served_app(app_root, env, tmp_path / "again.log", command=LAUNCHER, port=port):
+                page.reload()
+                hydrated(page)
+                expect(page.locator("#run-error-text")).to_have_text(INTERRUPTED)
+                page.screenshot(path=str(screenshot_dir / "restart-reply-cut.png"))
+                page.locator("#retry-send").click()
+                expect(page.locator("#run-error")).to_have_count(0)
+                replies = page.locator('.chat-message[data-role="assistant"]')
+                # The whole greeting, at 150 ms a word: half a minute.
+                expect(replies.last).to_contain_text(
+                    "two people from ops must approve", timeout=90_000
+                )
+                run_ended(page)
+                expect(replies).to_have_count(1)  # the cut words went with the Retry
         except AppDidNotStart as error:
             pytest.fail(str(error), pytrace=False)
