@@ -494,11 +494,20 @@ def settings_lines(
         f"sign-in: {auth.describe()}",
         f"policy: {policy.source if policy is not None else 'none'}",
         f"agent: {agent}",
-        f"database: {shown_url(desk.store.engine.url)}",
+        f"database: {_database_shown(desk.store.engine)}",
         f"audit trail and ledger: {trail}",
         f"live updates: {f'Redis at {shown_url(fanout)}' if fanout else 'this process alone'}",
         f"notifications: {notify.describe()}",
     ]
+
+
+def _database_shown(engine: Engine) -> str:
+    """The database's URL as the log shows it: no password, a SQLite file by its whole
+    path (a relative one names a folder only the start's working directory knows)."""
+    url = engine.url
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        url = url.set(database=str(Path(url.database).resolve()))
+    return shown_url(url)
 
 
 def fanout_problems(desk: Desk) -> list[str]:

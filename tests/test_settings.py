@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from chat_app.agent import ScriptedModel
+from chat_app.client import MockConnection
 from chat_app.config import (
     RemoteAgent,
     Security,
@@ -20,9 +21,14 @@ from chat_app.config import (
     remote_agent_from_env,
     remote_agent_problems,
     security_from_env,
+    settings_lines,
 )
 from chat_app.demo import demo_model
+from chat_app.desk import Desk, DeskStore
+from chat_app.notify import NotifySettings
 from chat_app.trust import SQLiteLedger
+from chat_app.trust.authn import AuthConfig
+from chat_app.trust.store import open_database
 from tests.live_server import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -243,3 +249,24 @@ def test_the_agent_is_signed_in_to_only_with_someone_signed_in_and_demo_people_a
     assert remote_agent_problems(remote_agent_from_env("password"), "password") == []
     monkeypatch.setenv("CHAT_APP_AGENT_SIGN_IN", "none")
     assert remote_agent_problems(remote_agent_from_env("demo"), "demo") == []
+
+
+def test_the_start_names_a_sqlite_database_by_its_whole_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative SQLite URL names a folder only the start's working directory knows: the
+    start's line says the whole path."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "here").mkdir()
+    engine = open_database("sqlite:///here/app.sqlite3")
+    try:
+        nowhere = MockConnection(lambda body: [])
+        desk = Desk(DeskStore(engine), connection_for=lambda run_as: nowhere)
+        lines = settings_lines(AuthConfig(mode="demo"), None, Security(sealer=None, ledger=None),
+                               desk, NotifySettings(), agent="in this process")  # fmt: skip
+    finally:
+        engine.dispose()
+    assert f"database: sqlite:///{tmp_path / 'here' / 'app.sqlite3'}" in lines
+    assert "audit trail and ledger: off (CHAT_APP_SECURE=0): ids are not sealed and answers not " \
+        "recorded" in lines
+    assert "notifications: none" in lines and "live updates: this process alone" in lines

@@ -1337,3 +1337,4 @@ def test_the_keyboard_skips_the_header_to_the_pages_content(browser: Browser, ap
         )
         assert inside, ada.evaluate("() => document.activeElement.outerHTML.slice(0, 200)")
         assert ada.evaluate("window.__kept === true")  # the same page, not loaded again
+        assert "#" not in ada.url, ada.url  # nor its address changed

@@ -70,16 +70,18 @@ ROOT_HAS_SCRIPT = """
 
 
 #: "Skip to content" moves the focus itself: the router takes the address's `#main`, and
-#: the browser then neither scrolls nor focuses.
+#: the browser then neither scrolls nor focuses. Caught before anything else hears the
+#: click (the capture phase), so the address stays as it is.
 SKIP_LINK_SCRIPT = """
 document.addEventListener('click', (event) => {
   const link = event.target.closest && event.target.closest('a.skip-link');
   const main = link && document.getElementById('main');
   if (!main) return;
   event.preventDefault();
+  event.stopPropagation();
   main.focus();
   main.scrollIntoView({block: 'start'});
-});
+}, true);
 """
 
 
