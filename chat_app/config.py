@@ -488,7 +488,7 @@ def settings_lines(
     elif ledger_url:
         trail = f"Redis at {shown_url(ledger_url)}"
     else:
-        trail = f"SQLite file {getattr(security.ledger, 'path', data_dir())}"
+        trail = f"SQLite file {Path(getattr(security.ledger, 'path', data_dir())).resolve()}"
     fanout = desk.fanout.redis_url
     return [
         f"sign-in: {auth.describe()}",

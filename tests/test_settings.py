@@ -264,9 +264,17 @@ def test_the_start_names_a_sqlite_database_by_its_whole_path(
         desk = Desk(DeskStore(engine), connection_for=lambda run_as: nowhere)
         lines = settings_lines(AuthConfig(mode="demo"), None, Security(sealer=None, ledger=None),
                                desk, NotifySettings(), agent="in this process")  # fmt: skip
+        ledger = SQLiteLedger(Path("here/ledger.db"))
+        try:
+            kept = settings_lines(AuthConfig(mode="demo"), None,
+                                  Security(sealer=None, ledger=ledger), desk, NotifySettings(),
+                                  agent="in this process")  # fmt: skip
+        finally:
+            ledger.close()
     finally:
         engine.dispose()
     assert f"database: sqlite:///{tmp_path / 'here' / 'app.sqlite3'}" in lines
     assert "audit trail and ledger: off (CHAT_APP_SECURE=0): ids are not sealed and answers not " \
         "recorded" in lines
+    assert f"audit trail and ledger: SQLite file {tmp_path / 'here' / 'ledger.db'}" in kept
     assert "notifications: none" in lines and "live updates: this process alone" in lines
