@@ -57,8 +57,9 @@ def _waiting_for(item: InboxItem, viewer: Identity, *, yours: bool, approved: bo
     waiting = item.waiting_now
     if not yours or approved:
         return waiting
-    # Said first: after "escalated to admin", it read as if the escalation let them decide.
-    return f"You may decide: {mid_sentence(waiting)}"
+    # "You" first: after "escalated to admin", it read as if the escalation let them decide.
+    # (Under its "Decides" label, "You may decide: …" said it twice.)
+    return f"You — {mid_sentence(waiting)}"
 
 
 def inbox_row(item: InboxItem, viewer: Identity, now: datetime, *, yours: bool) -> InboxRow:

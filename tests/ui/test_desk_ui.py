@@ -311,7 +311,7 @@ def test_an_inbox_row_says_who_asked_since_when_until_when_and_the_quorum() -> N
     assert inbox_row(question, sam, NOW, yours=False).waiting_for == "Waiting for Olive"
     # An approver reads that it waits for them too, until they have approved; others, for whom.
     assert inbox_row(voted, olive, NOW, yours=True).waiting_for == (
-        "You may decide: waiting for ops (2 approvals needed)"
+        "You — waiting for ops (2 approvals needed)"
     )
     assert inbox_row(voted, sam, NOW, yours=True).waiting_for == voted.waiting_for
     assert inbox_row(voted, olive, NOW, yours=False).waiting_for == voted.waiting_for
@@ -387,7 +387,7 @@ def test_a_decision_reaches_the_approvers_inbox_live_and_leaves_it_once_decided(
         expect(item.locator(".inbox-requester")).to_have_text("Rita")
         expect(item.locator(".inbox-rule")).to_have_text("large-transfers")
         expect(item.locator(".inbox-waiting-for")).to_have_text(
-            "You may decide: waiting for finance"
+            "You — waiting for finance"
         )
         expect(item.locator(".inbox-waiting-since")).to_have_text("<1 min")
         expect(item.locator(".inbox-waiting-since")).to_have_attribute("title", re.compile("UTC"))

@@ -95,10 +95,10 @@ def test_an_inbox_row_says_when_it_was_reminded_and_escalated() -> None:
     row = inbox_row(later, olive, NOW, yours=True)
     assert row.escalation == "escalated to admin after 2 h"
     # Who may decide now names the escalation, once it happened, as the card does.
-    assert plain.waiting_for == "You may decide: waiting for finance"
+    assert plain.waiting_for == "You — waiting for finance"
     planned = inbox_item(escalate_at=NOW + timedelta(hours=1), escalated_to=("role:admin",))
     assert inbox_row(planned, olive, NOW, yours=True).waiting_for == plain.waiting_for
-    assert row.waiting_for == "You may decide: waiting for finance; escalated to admin"
+    assert row.waiting_for == "You — waiting for finance; escalated to admin"
     assert inbox_row(later, DEMO_PEOPLE[0], NOW, yours=False).waiting_for == (
         "Waiting for finance; escalated to admin"
     )

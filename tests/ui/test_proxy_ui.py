@@ -71,7 +71,7 @@ def test_people_are_who_the_proxy_says_and_a_page_it_did_not_vouch_for_says_so(
         ada.locator("#nav-inbox").click()
         item = ada.locator(".inbox-item").filter(has_text="recipient=Ada, amount=5000").first
         expect(item.locator(".inbox-waiting-for")).to_have_text(
-            "You may decide: waiting for finance"
+            "You — waiting for finance"
         )
         item.locator(".inbox-open").click()
         ada.locator('.tool-card[data-tool="transfer"] button.approve').last.click()
