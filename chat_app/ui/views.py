@@ -508,7 +508,7 @@ UNTITLED = "Untitled conversation"
 
 def settled_elsewhere(settled: SettledRequest, viewer_email: str) -> tuple[str, str]:
     """How a request of the viewer's in another conversation ended, then which it was, each a
-    sentence: ("Rejected by Ada: not this quarter.", "Your request transfer_funds in “pay
+    sentence: ("Rejected by Ada: not this quarter.", "Your transfer_funds request in “pay
     acme”."); a question's: ("Answered by Sam.", "The question “How should order 42 ship?”
     in …"). The end first: on a phone it may be all there is room for."""
     item, title = settled.item, settled.title or UNTITLED  # one line already
@@ -517,7 +517,7 @@ def settled_elsewhere(settled: SettledRequest, viewer_email: str) -> tuple[str, 
     else:
         ended = how_it_ended(item, viewer_email)
         ended += f": {settled.reason}" if settled.reason else ""
-    what = f"Your request {item.name}" if item.kind == "tool" else f"The question “{item.name}”"
+    what = f"Your {item.name} request" if item.kind == "tool" else f"The question “{item.name}”"
     return _sentence(ended), f"{what} in “{title}”."
 
 

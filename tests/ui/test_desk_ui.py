@@ -246,7 +246,7 @@ def item(**extra: object) -> InboxItem:
 def test_a_request_settled_elsewhere_says_how_it_ended_then_which_it_was() -> None:
     rejected = item(status="decided", outcome="rejected", decided_by=OLIVE, decided_by_name="Olive")
     assert settled_elsewhere(SettledRequest(rejected, NOW, "rotate the keys"), RITA) == (
-        "Rejected by Olive.", "Your request rotate_keys in “rotate the keys”."
+        "Rejected by Olive.", "Your rotate_keys request in “rotate the keys”."
     )  # fmt: skip
     said = SettledRequest(rejected, NOW, "rotate the keys", reason="not this quarter")
     assert settled_elsewhere(said, RITA)[0] == "Rejected by Olive: not this quarter."
@@ -257,7 +257,7 @@ def test_a_request_settled_elsewhere_says_how_it_ended_then_which_it_was() -> No
     expired = item(status="closed", outcome="expired", expires_at=day)
     assert settled_elsewhere(SettledRequest(expired, NOW, ""), RITA) == (
         "Expired: nobody decided within 1 day.",
-        "Your request rotate_keys in “Untitled conversation”.",
+        "Your rotate_keys request in “Untitled conversation”.",
     )
     question = item(
         status="closed", outcome="answered", kind="question", rule=None,
@@ -1270,9 +1270,9 @@ def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
                 expect(told).to_have_count(0)
 
         expect(told.locator(".settled-text")).to_have_text([
-            "Rejected by Ada: Not this quarter. Your request transfer in “transfer 6000 to Ada”.",
-            "Approved by Ada. Your request transfer in “transfer 6100 to Ada”.",
-            "Approved by Ada. Your request transfer in “transfer 6300 to Ada”.",
+            "Rejected by Ada: Not this quarter. Your transfer request in “transfer 6000 to Ada”.",
+            "Approved by Ada. Your transfer request in “transfer 6100 to Ada”.",
+            "Approved by Ada. Your transfer request in “transfer 6300 to Ada”.",
         ])  # fmt: skip
         assert rita.evaluate("window.__not_reloaded") is True
         shot(rita, screenshot_dir, "settled-elsewhere")
@@ -1285,12 +1285,12 @@ def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
         rita.set_viewport_size({"width": 1200, "height": 800})
 
         # Dismissed from the keyboard, the keyboard goes on to the conversation shown.
-        dismissing = "Dismiss: Your request transfer in “transfer 6300 to Ada”."
+        dismissing = "Dismiss: Your transfer request in “transfer 6300 to Ada”."
         told.get_by_role("button", name=dismissing).press("Enter")
         expect(told).to_have_count(2)
         expect(rita.locator("#transcript")).to_be_focused()
 
-        opening = "Open: Your request transfer in “transfer 6100 to Ada”."
+        opening = "Open: Your transfer request in “transfer 6100 to Ada”."
         told.get_by_role("link", name=opening).press("Enter")
         expect(rita).to_have_url(re.compile(r"/c/" + re.escape(quote(approved, safe="")) + "$"))
         expect(rita.locator("#transcript")).to_be_focused()  # the keyboard goes on there

@@ -23,7 +23,7 @@ class SettledRow:
     decision_id: str
     #: How it ended: "Rejected by Ada: not this quarter."
     outcome: str
-    #: Which request it was: "Your request transfer in “pay acme”."
+    #: Which request it was: "Your transfer request in “pay acme”."
     what: str
     #: The conversation's own address.
     href: str
