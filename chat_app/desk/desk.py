@@ -175,6 +175,11 @@ def owner_topic(email: str) -> str:
     return f"owner:{email.lower()}"
 
 
+#: A page's run under way: its conversation, the event that stops renewing its lease, the
+#: renewing task, and the event of its end.
+_PageLease = tuple[str, asyncio.Event, "asyncio.Task[None]", asyncio.Event]
+
+
 class _HandedOver(Exception):
     """A run stopped because its worker is stopping (`Desk.hand_over`), stored as running;
     or not begun, its answers left for the next worker."""
@@ -271,6 +276,8 @@ class Desk:
         self._handing = False
         self._stop_run: dict[str, asyncio.Future[None]] = {}
         self._handed: list[str] = []
+        #: The pages' runs under way here, by their runner.
+        self._page_runs: dict[str, _PageLease] = {}
 
     # --- reading ------------------------------------------------------------------------
 
@@ -845,8 +852,9 @@ class Desk:
             )) is not None:  # fmt: skip
                 self._check_open(decided)
             raise DeskError("busy", "The conversation is running on the server; wait for it.")
-        done = asyncio.Event()
+        done, ended = asyncio.Event(), asyncio.Event()
         kept = asyncio.ensure_future(self._keep_lease(thread_id, runner, done))
+        self._page_runs[runner] = (thread_id, done, kept, ended)
         try:
             if isinstance(lease, InboxItem):
                 self._check_open(lease)  # says who decided it
@@ -866,6 +874,8 @@ class Desk:
                 await self._page_carried(thread_id, answered, started, run,
                                          entries=entries or {}, by=actor.email)  # fmt: skip
         finally:
+            self._page_runs.pop(runner, None)
+            ended.set()
             done.set()
             await kept  # a renewal under way lands before the release, not after it
             await self._db(self.store.release, thread_id, runner)
@@ -1336,14 +1346,20 @@ class Desk:
         Returns the conversations handed over."""
         self._stopping = True
         deadline = time.monotonic() + drain_seconds
-        # Every task the desk started, those it starts meanwhile too (a run's continuation).
-        while self._tasks and (left := deadline - time.monotonic()) > 0:
-            await asyncio.wait(list(self._tasks), timeout=left,
+        # Every task the desk started, those it starts meanwhile too (a run's continuation),
+        # and the pages' runs.
+        while (self._tasks or self._page_runs) and (left := deadline - time.monotonic()) > 0:
+            ending = [asyncio.ensure_future(ended.wait())
+                      for _, _, _, ended in self._page_runs.values()]  # fmt: skip
+            await asyncio.wait([*self._tasks, *ending], timeout=left,
                                return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+            for waiting in ending:
+                waiting.cancel()
         self._handing = True
         for stop in self._stop_run.values():
             if not stop.done():
                 stop.set_result(None)
+        await self._let_pages_go()
         if self._tasks:  # each stops, stores and lets go in a database round or two
             await asyncio.wait(list(self._tasks), timeout=HAND_OVER_SECONDS)
         handed = sorted(set(self._handed))
@@ -1354,6 +1370,19 @@ class Desk:
                 len(handed), "" if len(handed) == 1 else "s", ", ".join(handed),
             )  # fmt: skip
         return handed
+
+    async def _let_pages_go(self) -> None:
+        """The leases of the pages' runs still going as this worker stops, let go: the run in
+        its tab's handler stops with the process, and the conversation's next page, here or
+        on another worker, would be told it is busy until the lease lapsed (its page shows
+        the reply cut off, with Retry: `chat_app.ui.session`)."""
+        for runner, (thread_id, done, kept, _) in list(self._page_runs.items()):
+            done.set()
+            await asyncio.wait([kept], timeout=HAND_OVER_SECONDS)
+            try:
+                await self._db(self.store.release, thread_id, runner)
+            except DeskError as error:  # its lease lapses, as a dead worker's does
+                _log.warning("Could not let go of %s's lease: %s", thread_id, error.message)
 
     async def wait_idle(self) -> None:
         """Wait for every task the desk started (tests, shutdown)."""

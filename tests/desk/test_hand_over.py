@@ -205,3 +205,52 @@ async def test_a_message_begun_as_the_worker_hands_over_is_refused_not_lost(
     row = world.store.load(thread)
     assert row is not None and row.status == "done"
     assert "transfer 5000 to Ada" not in texts(await stopping.view(thread, RITA))
+
+
+async def test_a_pages_run_lets_go_of_its_lease_when_the_worker_stops(world: World) -> None:
+    """A page's own run on a stored conversation holds its lease while its tab streams; the
+    stopping worker waits for it, then lets the lease go, so the next page (here, another
+    worker's) runs the conversation at once, not told it is busy for a minute."""
+    thread = await world.start(RITA, "hello")
+    stopping = world.new_desk(worker="worker-stopping")
+    other = world.new_desk(worker="worker-2")
+    inside, leave = asyncio.Event(), asyncio.Event()
+
+    async def a_page_streaming() -> None:
+        async with stopping.page_run(thread, [], RITA):
+            inside.set()
+            await leave.wait()  # the tab's handler, cut with the process
+
+    page = asyncio.ensure_future(a_page_streaming())
+    await inside.wait()
+    with pytest.raises(DeskError) as busy:
+        async with other.page_run(thread, [], RITA):
+            pass
+    assert busy.value.code == "busy"
+    assert await stopping.hand_over(drain_seconds=0) == []
+    row = world.store.load(thread)
+    assert row is not None and row.runner is None
+    async with other.page_run(thread, [], RITA):  # not busy
+        pass
+    leave.set()
+    await page
+
+
+async def test_a_pages_run_that_ends_within_the_drain_is_waited_for(world: World) -> None:
+    thread = await world.start(RITA, "hello")
+    stopping = world.new_desk(worker="worker-stopping")
+    inside, leave = asyncio.Event(), asyncio.Event()
+
+    async def a_page_streaming() -> None:
+        async with stopping.page_run(thread, [], RITA):
+            inside.set()
+            await leave.wait()
+
+    page = asyncio.ensure_future(a_page_streaming())
+    await inside.wait()
+    handing = asyncio.ensure_future(stopping.hand_over(drain_seconds=60))
+    await asyncio.sleep(0.05)
+    assert not handing.done()  # waiting for the page's run
+    leave.set()
+    await page
+    assert await handing == []

@@ -59,12 +59,14 @@ def test_a_reason_typed_before_a_restart_is_there_after_it(
             pytest.fail(str(error), pytrace=False)
 
 
+@pytest.mark.parametrize("before", ["", "refund 20 to order 42"], ids=["new", "stored"])
 def test_a_reply_a_restart_cut_is_shown_cut_off_and_retry_runs_it(
-    browser: Browser, tmp_path: Path, screenshot_dir: Path
+    browser: Browser, tmp_path: Path, screenshot_dir: Path, before: str
 ) -> None:
-    """Rita's own reply is streaming in her page when the app is stopped and started again:
-    the page says the run was cut off, with Retry, rather than showing the words it had as
-    a reply that ended; Retry runs her message again, its reply whole, once."""
+    """Rita's own reply is streaming in her page when the app is stopped and started again,
+    in a new conversation or one stored already (whose lease the stopping app lets go): the
+    page says the run was cut off, with Retry, rather than showing the words it had as a
+    reply that ended; Retry runs her message again, its reply whole, once."""
     app_root = tmp_path / "app"
     copy_app(app_root)
     env = {**app_env(), "CHAT_APP_DATA_DIR": str(tmp_path / "data"),
@@ -82,6 +84,10 @@ def test_a_reply_a_restart_cut_is_shown_cut_off_and_retry_runs_it(
             with served_app(app_root, env, tmp_path / "first.log", command=LAUNCHER, port=port):
                 page.goto("/")
                 hydrated(page)
+                if before:  # a short reply: the conversation is stored once it ends
+                    ask(page, before)
+                    expect(page.get_by_text("Refunded 20 to order 42")).to_be_visible()
+                    page.wait_for_url("**/c/**")
                 ask(page, "hello")
                 expect(page.locator("#composer-stop")).to_be_visible()
                 eventually(mid_reply, "the first words of the reply in the tab's state on disk")
@@ -89,7 +95,7 @@ def test_a_reply_a_restart_cut_is_shown_cut_off_and_retry_runs_it(
                 page.reload()
                 hydrated(page)
                 expect(page.locator("#run-error-text")).to_have_text(INTERRUPTED)
-                page.screenshot(path=str(screenshot_dir / "restart-reply-cut.png"))
+                page.screenshot(path=str(screenshot_dir / f"restart-reply-cut-{len(before)}.png"))
                 page.locator("#retry-send").click()
                 expect(page.locator("#run-error")).to_have_count(0)
                 replies = page.locator('.chat-message[data-role="assistant"]')
@@ -98,6 +104,7 @@ def test_a_reply_a_restart_cut_is_shown_cut_off_and_retry_runs_it(
                     "two people from ops must approve", timeout=90_000
                 )
                 run_ended(page)
-                expect(replies).to_have_count(1)  # the cut words went with the Retry
+                greetings = replies.filter(has_text="the ops desk demo agent")
+                expect(greetings).to_have_count(1)  # the cut words went with the Retry
         except AppDidNotStart as error:
             pytest.fail(str(error), pytrace=False)
