@@ -874,11 +874,14 @@ class Desk:
                 await self._page_carried(thread_id, answered, started, run,
                                          entries=entries or {}, by=actor.email)  # fmt: skip
         finally:
-            self._page_runs.pop(runner, None)
-            ended.set()
-            done.set()
-            await kept  # a renewal under way lands before the release, not after it
-            await self._db(self.store.release, thread_id, runner)
+            try:
+                done.set()
+                await kept  # a renewal under way lands before the release, not after it
+                await self._db(self.store.release, thread_id, runner)
+            finally:
+                # Ended once its lease is let go: a stopping worker waits for that.
+                self._page_runs.pop(runner, None)
+                ended.set()
             self._spawn(self._continue(thread_id))
 
     async def _page_carried(
@@ -1376,13 +1379,20 @@ class Desk:
         its tab's handler stops with the process, and the conversation's next page, here or
         on another worker, would be told it is busy until the lease lapsed (its page shows
         the reply cut off, with Retry: `chat_app.ui.session`)."""
-        for runner, (thread_id, done, kept, _) in list(self._page_runs.items()):
+        async def let_go(runner: str, thread_id: str, done: asyncio.Event,
+                         kept: asyncio.Task[None]) -> None:  # fmt: skip
             done.set()
-            await asyncio.wait([kept], timeout=HAND_OVER_SECONDS)
+            await asyncio.wait([kept])
             try:
                 await self._db(self.store.release, thread_id, runner)
-            except DeskError as error:  # its lease lapses, as a dead worker's does
-                _log.warning("Could not let go of %s's lease: %s", thread_id, error.message)
+            except Exception as error:  # its lease lapses, as a dead worker's does
+                _log.warning("Could not let go of %s's lease: %s", thread_id, error)
+
+        runs = list(self._page_runs.items())
+        going = [asyncio.ensure_future(let_go(runner, thread_id, done, kept))
+                 for runner, (thread_id, done, kept, _) in runs]  # fmt: skip
+        if going:  # all at once, in the time the runs have to store themselves
+            await asyncio.wait(going, timeout=HAND_OVER_SECONDS)
 
     async def wait_idle(self) -> None:
         """Wait for every task the desk started (tests, shutdown)."""

@@ -582,14 +582,14 @@ class ChatState(IdentityState):
         viewer = self._viewer()
         took_over = not self._loaded and self.shown_under not in ("", token)
         if took_over:
-            saved, memory, owner = await _saved_conversation(self.shown_under)
+            saved, memory, owner, saved_by = await _saved_conversation(self.shown_under)
             # Not someone's conversation for a tab where nobody is signed in: it would go out
             # with every page load until someone signed in.
             nobody = viewer is None and self._tells_people_apart
             took_over = self._may_see(owner, viewer) and not (owner and nobody)
             if took_over:
                 self._client_json, self._memory, self._owner = saved, memory, owner
-                self._saved_by = ""
+                self._saved_by = saved_by  # a run it saved mid-stream before a restart is cut
             sessions.forget(token)  # an event may have made an empty session already
         if self._someone_else(viewer):
             self._forget_person()
@@ -2076,9 +2076,10 @@ def _first_words(client: ChatClient) -> str:
     return message_id if text else ""
 
 
-async def _saved_conversation(token: str) -> tuple[str, dict[str, FormMemory], str]:
-    """The client state, form memory and owner saved in another token's `ChatState`."""
+async def _saved_conversation(token: str) -> tuple[str, dict[str, FormMemory], str, str]:
+    """The client state, form memory and owner saved in another token's `ChatState`, and
+    which process saved the state (`ChatState._saved_by`)."""
     root = await get_state_manager().get_state(rx.BaseStateToken(ident=token, cls=ChatState))
     saved = root.get_substate(ChatState.get_full_name().split("."))
     assert isinstance(saved, ChatState)
-    return saved._client_json, dict(saved._memory), saved._owner
+    return saved._client_json, dict(saved._memory), saved._owner, saved._saved_by

@@ -252,5 +252,7 @@ async def test_a_pages_run_that_ends_within_the_drain_is_waited_for(world: World
     await asyncio.sleep(0.05)
     assert not handing.done()  # waiting for the page's run
     leave.set()
-    await page
     assert await handing == []
+    row = world.store.load(thread)  # its lease let go before the worker goes on stopping
+    assert row is not None and row.runner is None
+    await page
