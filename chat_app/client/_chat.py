@@ -41,7 +41,7 @@ from ._messages import ChatMessage, WireMessages
 from ._processor import StreamProcessor, StreamState, new_message_id
 from ._records import client_tool_target, same_batch
 from ._request import build_run_input, new_run_id
-from ._state import ClientState, ClientStatus
+from ._state import INTERRUPTED, ClientState, ClientStatus
 from ._tools import ClientInterruptDefinition, ClientTool, DefinitionLike, ToolRequest
 
 __all__ = ["ChatClient"]
@@ -216,6 +216,7 @@ class ChatClient:
         forwarded_props: Mapping[str, object] | None = None,
         on_change: Callable[[ChatClient], None] | None = None,
         running: bool = False,
+        died: bool = False,
     ) -> ChatClient:
         """Rebuild a client from `client.state` (or its JSON), e.g. after a page reload.
 
@@ -229,6 +230,13 @@ class ChatClient:
         stands, streaming, its continuation still in flight, and the client sends nothing
         (`running_elsewhere`; every action raises `UsageError`) until a newer snapshot
         replaces it.
+
+        `died`: the snapshot was stored mid-run by a process that has stopped since (a
+        restart, a worker that died). A message's own run stored mid-stream is then a failed
+        send that Retry runs again, or, where tools ran for the message already, one that
+        goes on from their results (running the message again would ask for them again, and
+        run them twice once approved); without `died` it stands as if it had ended, its reply
+        cut off with nothing to retry. A continuation in flight is failed either way (above).
         """
         if not isinstance(state, ClientState):
             state = ClientState.from_json(state)
@@ -252,6 +260,13 @@ class ChatClient:
             client._forget_answers(in_flight, client._expired_ids())
         client._resend = state.can_resend
         client._go_on = state.can_go_on
+        if died and state.status == "streaming" and in_flight is None and not client._resend:
+            client._error = TransportError(INTERRUPTED)
+            if state.results_since_asked:
+                client._go_on = True
+            else:
+                client._resend = True
+            return client
         if state.error is not None:  # still shown after a reload, until the next run
             client._error = (
                 TransportError(state.error)

@@ -7,7 +7,7 @@ errors and a pending or retryable submission.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 from typing import Literal, TypeAlias
 
@@ -21,7 +21,7 @@ from ._messages import ChatMessage
 __all__ = ["INTERRUPTED", "ClientState", "ClientStatus"]
 
 ClientStatus: TypeAlias = Literal["ready", "streaming", "error"]
-#: What a run says that stopped with the process running it (`ClientState.cut_off`).
+#: What a run says that stopped with the process running it (`ChatClient.restore`'s `died`).
 INTERRUPTED = "The app stopped while this conversation was running. Retry runs it again."
 
 
@@ -84,23 +84,6 @@ class ClientState:
         return any(
             call.has_output for message in self.messages[asked + 1 :] for call in message.tool_calls
         )
-
-    def cut_off(self, restored: ClientState) -> ClientState:
-        """This snapshot's conversation as restored (`restored`, what `ChatClient.restore`
-        made of it), its run having stopped with the process that ran it: a message's own run
-        stored mid-stream (no continuation in flight) is a failed send that Retry runs again,
-        or, where tools ran for the message already, one that goes on from their results
-        (running the message again would ask for them again, and run them twice once
-        approved). `restore` fails a continuation in flight itself, but takes a message's run
-        stored mid-stream for a finished one: the reply would stand cut off, nothing to retry.
-        """
-        if self.status != "streaming" or self.resuming or restored.can_resend:
-            return restored
-        if restored.results_since_asked:
-            return replace(restored, can_go_on=True, status="error", error=INTERRUPTED,
-                           error_code="transport")  # fmt: skip
-        return replace(restored, can_resend=True, status="error", error=INTERRUPTED,
-                       error_code="transport")  # fmt: skip
 
     def to_json(self) -> str:
         return _adapter().dump_json(self).decode("utf-8")

@@ -175,9 +175,6 @@ def owner_topic(email: str) -> str:
     return f"owner:{email.lower()}"
 
 
-#: A page's run under way: its conversation, the event that stops renewing its lease, the
-#: renewing task, and the event of its end.
-_PageLease = tuple[str, asyncio.Event, "asyncio.Task[None]", asyncio.Event]
 
 
 class _HandedOver(Exception):
@@ -195,6 +192,22 @@ class PageRunEnd:
 
     errored: bool = False
     finished: bool = False
+    #: Set by the desk when its worker stops (`Desk.hand_over`) and lets the run's lease go:
+    #: another worker may run the conversation now, so the page's stream goes no further.
+    stopped: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _PageLease:
+    """A page's run under way, as the desk holds its lease."""
+
+    thread_id: str
+    end: PageRunEnd
+    #: Stops the renewing (`kept`).
+    done: asyncio.Event
+    kept: asyncio.Task[None]
+    #: Set once the run has let go of its lease.
+    ended: asyncio.Event
 
 
 @dataclass(frozen=True, slots=True)
@@ -854,8 +867,10 @@ class Desk:
             raise DeskError("busy", "The conversation is running on the server; wait for it.")
         done, ended = asyncio.Event(), asyncio.Event()
         kept = asyncio.ensure_future(self._keep_lease(thread_id, runner, done))
-        self._page_runs[runner] = (thread_id, done, kept, ended)
+        self._page_runs[runner] = _PageLease(thread_id, end, done, kept, ended)
         try:
+            if self._handing:  # begun as the leases were let go: it would keep its own
+                raise DeskError("unavailable", STOPPING)
             if isinstance(lease, InboxItem):
                 self._check_open(lease)  # says who decided it
             if answered:  # taken: gone from every inbox (and the headers' counts) now
@@ -1049,8 +1064,7 @@ class Desk:
             if overdue is not None:
                 # As a worker that died mid-run leaves it: what was in flight, Retry sends
                 # again (or goes on from the results, when tools ran).
-                stopped = self._client(overdue, RunAs(ANONYMOUS)).state
-                state = overdue.cut_off(stopped)
+                state = self._client(overdue, RunAs(ANONYMOUS), died=True).state
                 took = describe_duration(timedelta(seconds=self.run_seconds))
                 failure = f"The agent did not finish within {took}, so its run was stopped."
                 if state.can_retry or state.can_resend or state.can_go_on:
@@ -1223,8 +1237,7 @@ class Desk:
                 row = await self._db(self.store.load, thread_id)
                 assert row is not None
                 stored = ClientState.from_json(row.state)
-                client = self._client(stored, RunAs(ANONYMOUS))
-                state = stored.cut_off(client.state)
+                state = self._client(stored, RunAs(ANONYMOUS), died=True).state
                 # The answers were applied and only the model's reply was lost: it goes on
                 # from the tools' results (a plain run: nothing is answered again, so nothing
                 # runs twice), the conversation running all along. Otherwise it is failed:
@@ -1352,8 +1365,7 @@ class Desk:
         # Every task the desk started, those it starts meanwhile too (a run's continuation),
         # and the pages' runs.
         while (self._tasks or self._page_runs) and (left := deadline - time.monotonic()) > 0:
-            ending = [asyncio.ensure_future(ended.wait())
-                      for _, _, _, ended in self._page_runs.values()]  # fmt: skip
+            ending = [asyncio.ensure_future(run.ended.wait()) for run in self._page_runs.values()]
             await asyncio.wait([*self._tasks, *ending], timeout=left,
                                return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
             for waiting in ending:
@@ -1378,19 +1390,20 @@ class Desk:
         """The leases of the pages' runs still going as this worker stops, let go: the run in
         its tab's handler stops with the process, and the conversation's next page, here or
         on another worker, would be told it is busy until the lease lapsed (its page shows
-        the reply cut off, with Retry: `chat_app.ui.session`)."""
-        async def let_go(runner: str, thread_id: str, done: asyncio.Event,
-                         kept: asyncio.Task[None]) -> None:  # fmt: skip
-            done.set()
-            await asyncio.wait([kept])
+        the reply cut off, with Retry: `chat_app.ui.session`). Each run's stream is told to
+        stop first (`PageRunEnd.stopped`): with the lease gone, another worker may run the
+        conversation, and this one's stream goes no further than the event it is at."""
+        async def let_go(runner: str, run: _PageLease) -> None:
+            run.end.stopped = True
+            run.done.set()
+            await asyncio.wait([run.kept])
             try:
-                await self._db(self.store.release, thread_id, runner)
+                await self._db(self.store.release, run.thread_id, runner)
             except Exception as error:  # its lease lapses, as a dead worker's does
-                _log.warning("Could not let go of %s's lease: %s", thread_id, error)
+                _log.warning("Could not let go of %s's lease: %s", run.thread_id, error)
 
-        runs = list(self._page_runs.items())
-        going = [asyncio.ensure_future(let_go(runner, thread_id, done, kept))
-                 for runner, (thread_id, done, kept, _) in runs]  # fmt: skip
+        going = [asyncio.ensure_future(let_go(runner, run))
+                 for runner, run in list(self._page_runs.items())]  # fmt: skip
         if going:  # all at once, in the time the runs have to store themselves
             await asyncio.wait(going, timeout=HAND_OVER_SECONDS)
 
@@ -1401,7 +1414,9 @@ class Desk:
 
     # --- helpers ------------------------------------------------------------------------
 
-    def _client(self, state: ClientState | str | None, run_as: RunAs) -> ChatClient:
+    def _client(
+        self, state: ClientState | str | None, run_as: RunAs, *, died: bool = False
+    ) -> ChatClient:
         connection = self.connection_for(run_as)
         # A tool the agent asks the client to run runs in a person's browser (the chat
         # page's): here there is none, so it fails saying why and the run goes on, rather
@@ -1412,7 +1427,7 @@ class Desk:
         ]
         if state is None:
             return ChatClient(connection, tools=tools)
-        return ChatClient.restore(state, connection, tools=tools)
+        return ChatClient.restore(state, connection, tools=tools, died=died)
 
     def _lock(self, thread_id: str) -> asyncio.Lock:
         lock = self._locks.get(thread_id)
@@ -1442,10 +1457,7 @@ class Desk:
         if not self._handing:
             await self._db(self.store.release, thread_id, self.worker)
             return
-        now = self.clock()
-        await self._db(
-            lambda: self.store.claim(thread_id, self.worker, now=now, until=now)
-        )
+        await self._db(partial(self.store.lapse, thread_id, self.worker, now=self.clock()))
 
     async def _claim(self, thread_id: str) -> bool:
         now = self.clock()

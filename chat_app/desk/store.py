@@ -643,6 +643,12 @@ class DeskStore:
         with write_transaction(self.engine) as connection:
             return _claim(connection, thread_id, runner, now=now, until=until)
 
+    def lapse(self, thread_id: str, runner: str, *, now: datetime) -> None:
+        """`runner`'s lease on the conversation, lapsed now rather than released: `recover`
+        takes a conversation left running under a lapsed lease for one whose worker is gone,
+        at once (one left running with no runner waits out its grace first)."""
+        self.claim(thread_id, runner, now=now, until=now)
+
     def lease_for_page(
         self, thread_id: str, runner: str, item_ids: Sequence[str], *, email: str, name: str,
         now: datetime, until: datetime, entries: Mapping[str, Mapping[str, Any]] | None = None,

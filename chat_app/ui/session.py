@@ -24,6 +24,7 @@ from pydantic import TypeAdapter
 from sqlalchemy.exc import OperationalError
 
 from chat_app.client import (
+    INTERRUPTED,
     AnsweredQuestion,
     ChatClient,
     ChatMessage,
@@ -229,6 +230,8 @@ class PageRunConnection(Connection):
         try:
             async with self.desk.page_run(thread, list(entries), actor, entries) as end:
                 async for event in self.inner.stream(body):
+                    if end.stopped:  # this worker stops, the lease let go: not a word more
+                        raise TransportError(INTERRUPTED)
                     end.finished = end.finished or event.get("type") == "RUN_FINISHED"
                     if event.get("type") == "RUN_ERROR":  # refused, or failed: not carried
                         end.errored = True
@@ -618,7 +621,8 @@ def session_for(
     saved state is the desk's, stored mid-run by a run going on elsewhere
     (`ChatClient.restore`). `saved_by`: the `BOOT` of the process whose page saved it; in
     `one_process`, one another process saved mid-stream is a run that stopped with it (a
-    restart), shown cut off, with Retry (`ClientState.cut_off`), not as if it had ended.
+    restart), shown cut off, with Retry (`ChatClient.restore`'s `died`), not as if it had
+    ended.
 
     The registry is per process and a tab's socket can move between workers, so a session
     made here earlier is kept only while it runs or still matches the saved state: another
@@ -647,14 +651,10 @@ def session_for(
         connection = PageRunConnection(connection, _backend.desk, lambda: holder[0].identity)
     if saved:
         stored = ClientState.from_json(saved)
+        died = _backend.one_process and saved_by not in ("", BOOT) and not running
         client = ChatClient.restore(
-            stored, connection, tools=tools, on_change=on_change, running=running
+            stored, connection, tools=tools, on_change=on_change, running=running, died=died
         )
-        if _backend.one_process and saved_by not in ("", BOOT) and not running:
-            restored = client.state
-            cut = stored.cut_off(restored)
-            if cut is not restored:
-                client = ChatClient.restore(cut, connection, tools=tools, on_change=on_change)
     else:
         client = ChatClient(connection, tools=tools, on_change=on_change)
     session = Session(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 
 import pytest
 
-from chat_app.client import ChatClient, ClientState, MockConnection, UsageError
+from chat_app.client import INTERRUPTED, ChatClient, ClientState, MockConnection, UsageError
 from chat_app.client._chat import CUT_OFF_AFTER_APPLIED
 from tests.client.builders import THREAD, approval, plain_tool
 from tests.client.test_chat_client import finished, pause, paused_client
@@ -66,7 +66,14 @@ async def _saved_mid_continuation(*, result_back: bool) -> str:
         new_id=iter(["run-1", "run-2"]).__next__,
     )  # fmt: skip
     await client.send("go")
-    running = asyncio.ensure_future(client.resolve_interrupt("approval_c1", approved=True))
+    return await _saved_once(client, client.resolve_interrupt("approval_c1", approved=True),
+                             saved_now)  # fmt: skip
+
+
+async def _saved_once(client: ChatClient, run: Awaitable[None], saved_now: asyncio.Event) -> str:
+    """`client`'s state as saved once `saved_now` is set while `run` streams; `run` is then
+    cut, as a process that stopped cuts it."""
+    running = asyncio.ensure_future(run)
     await saved_now.wait()
     saved = client.state.to_json()
     running.cancel()
@@ -116,6 +123,59 @@ async def test_a_snapshot_of_a_run_going_on_elsewhere_is_shown_running_not_faile
             assert failed.error == CUT_OFF_AFTER_APPLIED
         else:
             assert failed.can_retry and failed.interrupt_errors
+
+
+async def _saved_mid_reply(*, tool_ran: bool) -> str:
+    """A client's state saved while its message's own run streams (`tool_ran`: after a tool
+    the agent ran without asking returned), as a page saves it token by token."""
+    saved_now = asyncio.Event()
+
+    async def reply() -> AsyncIterator[Mapping[str, object]]:
+        yield {"type": "RUN_STARTED", "threadId": "t", "runId": "run-1"}
+        if tool_ran:
+            yield {"type": "TOOL_CALL_START", "toolCallId": "k", "toolCallName": "lookup",
+                   "parentMessageId": "a"}  # fmt: skip
+            yield {"type": "TOOL_CALL_END", "toolCallId": "k"}
+            yield {"type": "TOOL_CALL_RESULT", "toolCallId": "k", "messageId": "r",
+                   "content": '{"rate":3}', "role": "tool"}  # fmt: skip
+        yield {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}
+        yield {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "I'm"}
+        saved_now.set()
+        await asyncio.Event().wait()
+
+    client = ChatClient(MockConnection(lambda body: reply()), thread_id="t")
+    return await _saved_once(client, client.send("go"), saved_now)
+
+
+async def test_a_reply_stored_mid_stream_by_a_process_that_died_is_retried_not_ended() -> None:
+    """`died`: the message's own run stopped with the process that stored it. Its cut reply
+    is a failed send that Retry runs again (once), or, where a tool already ran for the
+    message, one that goes on from its result. Without `died` the reply stands as if ended."""
+    saved = await _saved_mid_reply(tool_ran=False)
+    connection = MockConnection(lambda body: finished(str(body["runId"])))
+
+    as_ended = ChatClient.restore(saved, connection).state
+    assert (as_ended.status, as_ended.error, as_ended.can_resend) == ("ready", None, False)
+
+    cut = ChatClient.restore(saved, connection, died=True)
+    state = cut.state
+    assert (state.status, state.error, state.error_code) == ("error", INTERRUPTED, "transport")
+    assert (state.can_resend, state.can_go_on) == (True, False)
+    await cut.resend()
+    (body,) = connection.requests
+    sent = body["messages"]
+    assert isinstance(sent, list) and [m["content"] for m in sent] == ["go"]  # cut words dropped
+    assert cut.state.status == "ready" and cut.messages[-1].text == "ok"
+
+    ran = await _saved_mid_reply(tool_ran=True)
+    state = ChatClient.restore(ran, connection, died=True).state
+    assert (state.error, state.can_resend, state.can_go_on) == (INTERRUPTED, False, True)
+
+    # A continuation in flight is the same failed send, `died` or not.
+    mid = await _saved_mid_continuation(result_back=False)
+    assert ChatClient.restore(mid, connection, died=True).state == (
+        ChatClient.restore(mid, connection).state
+    )
 
 
 async def test_a_restored_batch_keeps_staged_answers_and_submits_when_complete() -> None:

@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 from ag_ui.core import EventType, RunAgentInput
 
-from chat_app.client import INTERRUPTED
+from chat_app.client import INTERRUPTED, ChatClient, TransportError
 from chat_app.desk import Answer, Desk, DeskError, DeskStore
-from chat_app.desk.desk import STOPPING
+from chat_app.desk.desk import STOPPING, RunAs
+from chat_app.ui.session import PageRunConnection
 from tests.desk.world import ADA, RITA, World, texts
 
 
@@ -256,3 +257,42 @@ async def test_a_pages_run_that_ends_within_the_drain_is_waited_for(world: World
     row = world.store.load(thread)  # its lease let go before the worker goes on stopping
     assert row is not None and row.runner is None
     await page
+
+
+async def test_a_pages_stream_goes_no_further_once_its_lease_is_let_go(world: World) -> None:
+    """With its lease let go, another worker may run the conversation: the stopping worker's
+    page stream stops at the event it is at, and its tab shows the reply cut off, with
+    Retry (sent to the next worker), rather than stream on beside another run."""
+    thread = await world.start(RITA, "hello")
+    hold = Hold(continuation=False)
+    stopping = world.new_desk(worker="worker-stopping")
+    row = world.store.load(thread)
+    assert row is not None
+    page = PageRunConnection(world.connection_for(hold)(RunAs(RITA)), stopping, lambda: RITA)
+    tab = ChatClient.restore(row.state, page, tools=list(world.tools))
+    sending = asyncio.ensure_future(tab.send("transfer 5000 to Ada"))
+    await hold.held.wait()
+    assert await stopping.hand_over(drain_seconds=0) == []
+    hold.go.set()  # the agent's next words come: they reach nobody
+    await sending
+    state = tab.state
+    assert isinstance(tab.error, TransportError)
+    assert (state.error, state.can_resend) == (INTERRUPTED, True)
+    assert "I'll send 5,000 to Ada once it is approved." not in [m.text for m in tab.messages]
+    assert world.store.load(thread).runner is None  # type: ignore[union-attr]
+
+
+async def test_a_pages_run_begun_as_the_leases_are_let_go_is_refused_not_kept(
+    world: World,
+) -> None:
+    """A page's run that takes the lease once the worker has let the others go would keep it
+    (nothing lets it go after): it is refused, the lease given back, nothing sent."""
+    thread = await world.start(RITA, "hello")
+    stopping = world.new_desk(worker="worker-stopping")
+    await stopping.hand_over(drain_seconds=0)
+    with pytest.raises(DeskError) as refused:
+        async with stopping.page_run(thread, [], RITA):
+            raise AssertionError("nothing runs on a worker that has handed over")
+    assert (refused.value.code, refused.value.message) == ("unavailable", STOPPING)
+    row = world.store.load(thread)
+    assert row is not None and row.runner is None

@@ -27,8 +27,10 @@ from chat_app.client import (
     ANSWERED_BEFORE,
     INTERRUPTED,
     LEFT_BEHIND,
+    ChatClient,
     ChatMessage,
     ClientState,
+    MockConnection,
     TextPart,
     ToolCallPart,
 )
@@ -406,12 +408,13 @@ def test_a_run_going_on_from_results_that_a_dead_worker_cut_goes_on_again() -> N
     ran = ToolCallPart(id="c1", name="transfer", status="done", has_output=True, output={})
     assistant = ChatMessage(id="m2", role="assistant", parts=(ran,))
     going = ClientState(thread_id="t", messages=(user, assistant), status="streaming")
-    restored = going.cut_off(replace(going, status="ready"))
+    nowhere = MockConnection(lambda body: [])
+    restored = ChatClient.restore(going, nowhere, died=True).state
     assert (restored.can_go_on, restored.can_resend, restored.error) == (True, False, INTERRUPTED)
     assert desk_module._reply_lost(restored)
     # Without a result since the message, its own run is sent again, as before.
     asked = replace(going, messages=(user,))
-    again = asked.cut_off(replace(asked, status="ready"))
+    again = ChatClient.restore(asked, nowhere, died=True).state
     assert (again.can_go_on, again.can_resend) == (False, True)
 
 
