@@ -503,7 +503,9 @@ class Desk:
                 status="running",
             )  # fmt: skip
         )
-        await self._refuse_if_handing(client.thread_id, "done")
+        if self._handing:  # begun as the worker handed over: not run, and not kept empty
+            await self._db(self.store.undo_create, client.thread_id)
+            raise DeskError("unavailable", STOPPING)
         self._spawn(self._run(client.thread_id, RunAs(owner), lambda c: c.send(text)))
         return client.thread_id
 

@@ -191,6 +191,24 @@ class DeskStore:
             )
             connection.execute(insert(conversation_states).values(thread_id=thread_id, state=state))
 
+    def undo_create(self, thread_id: str) -> None:
+        """Take back a conversation `create`d a moment ago whose first run did not start (its
+        worker was stopping): while nothing has stored into it, nobody runs it."""
+        with write_transaction(self.engine) as connection:
+            untouched = connection.execute(
+                select(conversations.c.thread_id).where(
+                    conversations.c.thread_id == thread_id,
+                    conversations.c.version == 1,
+                    conversations.c.runner.is_(None),
+                )
+            ).first()
+            if untouched is None:
+                return
+            connection.execute(
+                delete(conversation_states).where(conversation_states.c.thread_id == thread_id)
+            )
+            connection.execute(delete(conversations).where(conversations.c.thread_id == thread_id))
+
     def begin_run(self, thread_id: str, now: datetime, *, if_version: int | None = None) -> bool:
         """Mark a settled conversation running (a message was posted); False when it is
         running or waiting already (of two messages posted at once, one runs), or, with

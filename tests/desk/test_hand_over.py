@@ -174,17 +174,25 @@ async def test_a_stopping_worker_takes_no_message_and_says_so(world: World) -> N
 
 
 class SlowBegin(DeskStore):
-    """A store whose `begin_run` waits until the test lets it go (it runs in a thread)."""
+    """A store whose `begin_run` and `create` wait until the test lets them go (they run in
+    a thread)."""
 
     def __init__(self, engine: Any) -> None:
         super().__init__(engine)
         self.entered = threading.Event()
         self.go = threading.Event()
 
-    def begin_run(self, thread_id: str, now: datetime, *, if_version: int | None = None) -> bool:
+    def _held(self) -> None:
         self.entered.set()
         assert self.go.wait(30)
+
+    def begin_run(self, thread_id: str, now: datetime, *, if_version: int | None = None) -> bool:
+        self._held()
         return super().begin_run(thread_id, now, if_version=if_version)
+
+    def create(self, thread_id: str, **row: Any) -> None:
+        self._held()
+        super().create(thread_id, **row)
 
 
 async def test_a_message_begun_as_the_worker_hands_over_is_refused_not_lost(
@@ -206,6 +214,25 @@ async def test_a_message_begun_as_the_worker_hands_over_is_refused_not_lost(
     row = world.store.load(thread)
     assert row is not None and row.status == "done"
     assert "transfer 5000 to Ada" not in texts(await stopping.view(thread, RITA))
+
+
+async def test_a_conversation_begun_as_the_worker_hands_over_is_refused_and_not_kept(
+    world: World,
+) -> None:
+    """A new conversation whose row was on its way to the database as the hand-over ran is
+    refused, and taken back: Rita's list does not gain an empty conversation."""
+    store = SlowBegin(world.engine)
+    stopping = world.new_desk(worker="worker-stopping", store=store)
+    starting = asyncio.ensure_future(stopping.start(RITA, "transfer 5000 to Ada"))
+    assert await asyncio.to_thread(store.entered.wait, 30)
+    assert await stopping.hand_over(drain_seconds=0) == []
+    store.go.set()
+    with pytest.raises(DeskError) as refused:
+        await starting
+    assert (refused.value.code, refused.value.message) == ("unavailable", STOPPING)
+    await stopping.wait_idle()
+    assert world.store.conversations_of(RITA.email) == []
+    assert world.executions() == []
 
 
 async def test_a_pages_run_lets_go_of_its_lease_when_the_worker_stops(world: World) -> None:
