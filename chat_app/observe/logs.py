@@ -35,8 +35,10 @@ __all__ = [
     "QUIET_LOGGERS",
     "SERVER_LOGGERS",
     "URL_LOGGERS",
+    "REPEATING",
     "JsonLines",
     "LogFormat",
+    "OnceEach",
     "configure_logging",
     "log_level",
     "server_log_config",
@@ -57,6 +59,32 @@ QUIET_LOGGERS = ("alembic",)
 #: for: a webhook's URL can be its secret (Slack's is), and the app's own lines say a
 #: delivery's host alone.
 URL_LOGGERS = ("httpx",)
+#: Lines a library repeats for each of many events, said once each: Reflex warns of every
+#: update it cannot send to a tab that has closed, which a reply streaming on makes one a
+#: token.
+REPEATING = (("reflex.app", "Attempting to send delta to disconnected client"),)
+
+
+class OnceEach(logging.Filter):
+    """Lets each distinct line that starts with `prefix` through once (the `keep` most recent
+    remembered), and every other line."""
+
+    def __init__(self, prefix: str, *, keep: int = 1000) -> None:
+        super().__init__()
+        self.prefix = prefix
+        self.keep = keep
+        self._seen: dict[str, None] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if not message.startswith(self.prefix):
+            return True
+        if message in self._seen:
+            return False
+        self._seen[message] = None
+        if len(self._seen) > self.keep:
+            del self._seen[next(iter(self._seen))]
+        return True
 
 #: uvicorn passes its message again with ANSI colours as an extra; the line has it once.
 _NOT_EXTRAS = [*RESERVED_ATTRS, "color_message"]
@@ -142,13 +170,14 @@ def configure_logging(environ: Mapping[str, str]) -> None:
     would write warnings alone, bare, and no INFO line at all). `json` gives the root one
     handler on stderr writing `JsonLines` (console handlers already there would write each
     line a second time, as text: they go; others, such as files, stay) and sends the servers'
-    loggers to it. In both, `QUIET_LOGGERS` write their warnings and errors only, unless the
-    level is DEBUG.
+    loggers to it. In both, `QUIET_LOGGERS` write their warnings and errors only, and
+    `REPEATING`'s lines come once each, unless the level is DEBUG.
     """
     log_format = _read_format(environ)
     level = _read_level(environ)
     root = logging.getLogger()
     _quieten(level)
+    _say_once(level)
     if log_format == "text":
         if level is not None:
             root.setLevel(level)
@@ -181,6 +210,17 @@ def _quieten(level: int | None) -> None:
         logging.getLogger(name).setLevel(logging.NOTSET if debugging else logging.WARNING)
     for name in URL_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _say_once(level: int | None) -> None:
+    """`REPEATING`'s lines once each, unless the level asked for is DEBUG."""
+    debugging = level is not None and level <= logging.DEBUG
+    for name, prefix in REPEATING:
+        logger = logging.getLogger(name)
+        for earlier in [f for f in logger.filters if isinstance(f, OnceEach)]:
+            logger.removeFilter(earlier)
+        if not debugging:
+            logger.addFilter(OnceEach(prefix))
 
 
 def _writes_to_console(handler: logging.Handler) -> bool:

@@ -189,6 +189,33 @@ def test_a_format_or_level_that_is_neither_is_refused_naming_the_variable() -> N
     assert (list(root.handlers), root.level) == before  # a refusal changes nothing
 
 
+#: Reflex's own `emit_update` for a tab that has closed, as a reply streaming on calls it.
+UPDATES_TO_CLOSED_TABS = """
+    import asyncio, os
+    from chat_app.observe import configure_logging
+    configure_logging(os.environ)
+    import reflex as rx
+    from reflex.app import EventNamespace
+    from reflex.state import StateUpdate
+
+    async def main():
+        events = EventNamespace("/_event", rx.App())
+        for token in ("tab-1", "tab-1", "tab-1", "tab-2", "tab-1"):
+            await events.emit_update(StateUpdate(delta={}), token)
+
+    asyncio.run(main())
+    """
+
+
+def test_reflexs_warning_of_a_closed_tab_comes_once_per_tab_not_once_a_token() -> None:
+    said = "Attempting to send delta to disconnected client"
+    assert stderr_of(UPDATES_TO_CLOSED_TABS) == [f"{said} 'tab-1'", f"{said} 'tab-2'"]
+    debugged = stderr_of(UPDATES_TO_CLOSED_TABS, CHAT_APP_LOG_LEVEL="debug")
+    assert [line for line in debugged if line.startswith(said)] == [
+        f"{said} 'tab-{n}'" for n in (1, 1, 1, 2, 1)
+    ]
+
+
 #: Alembic's lines at every start, under a root that writes INFO (as a host app's may).
 ALEMBIC_AT_START = """
     import logging, os
