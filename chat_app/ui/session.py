@@ -24,7 +24,6 @@ from pydantic import TypeAdapter
 from sqlalchemy.exc import OperationalError
 
 from chat_app.client import (
-    INTERRUPTED,
     AnsweredQuestion,
     ChatClient,
     ChatMessage,
@@ -230,8 +229,14 @@ class PageRunConnection(Connection):
         try:
             async with self.desk.page_run(thread, list(entries), actor, entries) as end:
                 async for event in self.inner.stream(body):
-                    if end.stopped:  # this worker stops, the lease let go: not a word more
-                        raise TransportError(INTERRUPTED)
+                    if end.stopped:
+                        # This worker stops and has let the lease go: not a word more, and
+                        # the agent's stream is read no further. The run waits to be cut
+                        # with the process, as one reading its next word would be. Ending
+                        # it here set the tab's handler storing and sending as the server
+                        # shut down: granian's worker panicked in 2 stops of 5 (a restart in
+                        # Chromium), and the conversation's lease stayed taken.
+                        await asyncio.Event().wait()
                     end.finished = end.finished or event.get("type") == "RUN_FINISHED"
                     if event.get("type") == "RUN_ERROR":  # refused, or failed: not carried
                         end.errored = True

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from ag_ui.core import EventType, RunAgentInput
 
-from chat_app.client import INTERRUPTED, ChatClient, TransportError
+from chat_app.client import INTERRUPTED, ChatClient
 from chat_app.desk import Answer, Desk, DeskError, DeskStore
 from chat_app.desk.desk import STOPPING, RunAs
 from chat_app.ui.session import PageRunConnection
@@ -288,25 +288,42 @@ async def test_a_pages_run_that_ends_within_the_drain_is_waited_for(world: World
 
 async def test_a_pages_stream_goes_no_further_once_its_lease_is_let_go(world: World) -> None:
     """With its lease let go, another worker may run the conversation: the stopping worker's
-    page stream stops at the event it is at, and its tab shows the reply cut off, with
-    Retry (sent to the next worker), rather than stream on beside another run."""
+    page stream stops at the event it is at, passing nothing more to its tab and reading the
+    agent's stream no further, until the process ends (cancelled here)."""
     thread = await world.start(RITA, "hello")
     hold = Hold(continuation=False)
+    read_after: list[Any] = []
+
+    def counted(given: RunAgentInput, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async def run() -> AsyncIterator[Any]:
+            async for event in hold(given, events):
+                if hold.go.is_set():
+                    read_after.append(event)
+                yield event
+
+        return run()
+
     stopping = world.new_desk(worker="worker-stopping")
     row = world.store.load(thread)
     assert row is not None
-    page = PageRunConnection(world.connection_for(hold)(RunAs(RITA)), stopping, lambda: RITA)
+    page = PageRunConnection(world.connection_for(counted)(RunAs(RITA)), stopping, lambda: RITA)
     tab = ChatClient.restore(row.state, page, tools=list(world.tools))
     sending = asyncio.ensure_future(tab.send("transfer 5000 to Ada"))
     await hold.held.wait()
+    shown = [m.text for m in tab.messages]
     assert await stopping.hand_over(drain_seconds=0) == []
-    hold.go.set()  # the agent's next words come: they reach nobody
-    await sending
-    state = tab.state
-    assert isinstance(tab.error, TransportError)
-    assert (state.error, state.can_resend) == (INTERRUPTED, True)
-    assert "I'll send 5,000 to Ada once it is approved." not in [m.text for m in tab.messages]
-    assert world.store.load(thread).runner is None  # type: ignore[union-attr]
+    hold.go.set()  # the agent's next words come
+    while not read_after:
+        await asyncio.sleep(0.01)
+    for _ in range(100):
+        await asyncio.sleep(0)
+    assert len(read_after) == 1  # the one it was at, and no more
+    assert [m.text for m in tab.messages] == shown and not sending.done()
+    row = world.store.load(thread)
+    assert row is not None and row.runner is None  # let go, for another worker to run it
+    sending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await sending
 
 
 async def test_a_pages_run_begun_as_the_leases_are_let_go_is_refused_not_kept(
