@@ -38,6 +38,7 @@ from chat_app.config import (
     metrics_token,
     notifications_from_env,
     policy_from_env,
+    policy_quorum_problems,
     policy_sign_in_problems,
     policy_time_problems,
     remote_agent_from_env,
@@ -105,6 +106,7 @@ for warning in [
     *remote_agent_problems(remote, authenticator.mode),
     *policy_sign_in_problems(policy, authenticator.mode),
     *policy_time_problems(policy, security),
+    *policy_quorum_problems(policy),
 ]:
     logging.getLogger("chat_app").warning("%s", warning)
 

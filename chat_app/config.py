@@ -378,6 +378,13 @@ def policy_time_problems(policy: Policy | None, security: Security) -> list[str]
     return problems
 
 
+def policy_quorum_problems(policy: Policy | None) -> list[str]:
+    """Each rule whose quorum the policy file's own people cannot reach
+    (`Policy.short_quorums`): a warning at start, since accounts or a proxy may give its
+    roles to more people."""
+    return [] if policy is None else policy.short_quorums()
+
+
 def policy_sign_in_problems(policy: Policy | None, auth_mode: AuthMode) -> list[str]:
     """Without sign-in nobody can be told apart, so a rule that names its approvers or keeps
     the requester out refuses every answer but the requester's own Cancel: worth a warning

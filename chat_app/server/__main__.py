@@ -31,6 +31,7 @@ from chat_app.config import (
     metrics_token,
     notifications_from_env,
     policy_from_env,
+    policy_quorum_problems,
     policy_sign_in_problems,
     policy_time_problems,
     security_from_env,
@@ -142,7 +143,8 @@ def _build(*, announce: bool) -> Starlette:
             logger.info("%s", line)
         problems = policy_sign_in_problems(policy, config.mode)
         for problem in [
-            *problems, *policy_time_problems(policy, security), *fanout_problems(desk)
+            *problems, *policy_time_problems(policy, security),
+            *policy_quorum_problems(policy), *fanout_problems(desk),
         ]:
             logger.warning("%s", problem)
         if settings.channels and not settings.public_url_set:

@@ -314,6 +314,39 @@ class Policy:
         """No rules: the person who asked decides everything."""
         return cls(source="<empty>", roles=MappingProxyType({}), rules=())
 
+    def short_quorums(self) -> list[str]:
+        """Each rule whose quorum the people this file names cannot reach, as a warning: its
+        roles may gain members from accounts (`users set-roles`) or a sign-in proxy's groups,
+        which only the running server knows. A rule with `not_requester` is short by one for
+        a request one of them made: that waits for escalation, or expires."""
+        notes: list[str] = []
+        for rule in self.rules:
+            named = [a.removeprefix(_ROLE_PREFIX) for a in rule.approvers
+                     if a.startswith(_ROLE_PREFIX)]  # fmt: skip
+            if rule.decide is not None or rule.quorum < 2 or not named:
+                continue
+            if any(role not in self.roles for role in named):  # members from elsewhere only
+                continue
+            people = {a for a in rule.approvers if not a.startswith(_ROLE_PREFIX)}
+            for role in named:
+                people |= self.roles[role]
+            short = len(people) - 1 if rule.not_requester else len(people)
+            if rule.quorum <= short:
+                continue
+            who = f"{_people(len(people))} ({', '.join(sorted(people)) or 'nobody'})"
+            roles = ", ".join(f"role {role}" for role in named)
+            if rule.quorum > len(people):
+                problem = f"only {who} could approve"
+            else:
+                problem = (f"of the {who} who could approve, a request by one of them can "
+                           f"gain only {short} approval{'s' if short != 1 else ''} "
+                           "(not_requester), and waits for escalation or expires")  # fmt: skip
+            notes.append(
+                f"{self.source}, rule {rule.name!r}: `quorum` is {rule.quorum}, but {problem}, "
+                f"unless accounts or a sign-in proxy's groups give {roles} to more people."
+            )
+        return notes
+
     @property
     def role_names(self) -> frozenset[str]:
         """The roles this policy names: in `[roles]`, or among a rule's `approvers` or
@@ -500,6 +533,10 @@ def _listed(names: list[str], last: str) -> str:
     return f"{', '.join(names[:-1])} {last} {names[-1]}"
 
 
+def _people(count: int) -> str:
+    return f"{count} {'person' if count == 1 else 'people'}"
+
+
 def _suggest(word: str, choices: tuple[str, ...] | frozenset[str] | list[str]) -> str:
     close = difflib.get_close_matches(word, sorted(choices), n=1)
     return f" (did you mean `{close[0]}`?)" if close else ""
@@ -648,18 +685,13 @@ def _read_rule(
     quorum = raw.get("quorum", 1)
     if isinstance(quorum, bool) or not isinstance(quorum, int) or quorum < 1:
         raise fail(f"`quorum` is {quorum!r}; it must be a whole number, 1 or more")
-    if approvers and not any(
-        a.startswith(_ROLE_PREFIX) and a[len(_ROLE_PREFIX) :] in known for a in approvers
-    ):
-        people = {a for a in approvers if not a.startswith(_ROLE_PREFIX)}
-        for approver in approvers:
-            if approver.startswith(_ROLE_PREFIX):
-                people |= roles[approver[len(_ROLE_PREFIX) :]]
-        if quorum > len(people):
+    # Named by email alone, the approvers are all there will be; a role's members may come
+    # from accounts and a proxy's groups too (`Policy.short_quorums` warns at start).
+    if approvers and not any(a.startswith(_ROLE_PREFIX) for a in approvers):
+        if quorum > len(approvers):
             raise fail(
-                f"`quorum` is {quorum} but only {len(people)} "
-                f"{'person' if len(people) == 1 else 'people'} could approve "
-                f"({', '.join(sorted(people)) or 'nobody'}); lower the quorum or add approvers"
+                f"`quorum` is {quorum} but only {_people(len(approvers))} could approve "
+                f"({', '.join(sorted(approvers))}); lower the quorum or add approvers"
             )
     timing = _read_timing(raw, roles, known, fail)
     return Rule(

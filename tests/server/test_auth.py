@@ -796,3 +796,20 @@ def test_a_page_elsewhere_cannot_act_with_a_visitors_session(password_server: Se
     transfer_approved(password_server, bearer)
     assert password_server.verified_by() == ["token"]
 
+
+
+def test_a_quorum_the_policy_files_people_cannot_reach_starts_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    """Ada alone is finance in the file, and Bob's account may hold the role too: the server
+    starts (it refused to, counting the file's people alone), and says what it cannot know."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        '[roles]\nfinance = ["ada@example.com"]\n[[rules]]\nname = "large-transfers"\n'
+        'tool = "transfer"\napprovers = ["role:finance"]\nquorum = 2\n'
+    )
+    lines = start_log(tmp_path, {"CHAT_APP_AUTH": "password", "CHAT_APP_POLICY": str(policy)})
+    assert "Application startup complete" in lines[-1]
+    assert f"WARNING:     {policy}, rule 'large-transfers': `quorum` is 2, but only 1 person " \
+        "(ada@example.com) could approve, unless accounts or a sign-in proxy's groups give " \
+        "role finance to more people." in lines

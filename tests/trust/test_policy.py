@@ -359,12 +359,43 @@ def test_quorum_must_be_a_whole_number_of_at_least_one(quorum: str) -> None:
     assert "rule 'r1'" in message and "`quorum`" in message and "1 or more" in message
 
 
-def test_quorum_larger_than_the_people_who_could_approve_is_refused() -> None:
-    message = _one_rule('tool = "t"\napprovers = ["role:ops", "ada@example.com"]\nquorum = 4')
-    assert "rule 'r1'" in message and "only 3 people could approve" in message
-    assert "lower the quorum or add approvers" in message
-    # Olive counted once although she is both in ops and named.
-    assert _one_rule('tool = "t"\napprovers = ["role:ops", "olive@example.com"]\nquorum = 3')
+def test_a_quorum_larger_than_the_approvers_named_by_email_is_refused() -> None:
+    message = _one_rule('tool = "t"\napprovers = ["ada@example.com", "bob@example.com"]\n'
+                        "quorum = 3")  # fmt: skip
+    assert "rule 'r1'" in message and "only 2 people could approve" in message
+    assert "(ada@example.com, bob@example.com); lower the quorum or add approvers" in message
+
+
+def test_a_quorum_the_files_people_cannot_reach_is_a_warning_not_a_refusal() -> None:
+    """A role's members come from the file, accounts and a proxy's groups alike: the file
+    alone cannot say the quorum is out of reach, so the server starts, and warns."""
+    policy = Policy.parse(
+        ROLES + '[[rules]]\nname = "big"\ntool = "t"\n'
+        'approvers = ["role:ops", "ada@example.com"]\nquorum = 4\n', "p.toml"
+    )  # fmt: skip
+    assert policy.rules[0].quorum == 4
+    assert policy.short_quorums() == [
+        "p.toml, rule 'big': `quorum` is 4, but only 3 people (ada@example.com, "
+        "olive@example.com, sam@example.com) could approve, unless accounts or a sign-in "
+        "proxy's groups give role ops to more people."
+    ]
+
+
+def test_a_quorum_short_by_the_requester_is_a_warning() -> None:
+    policy = Policy.parse(
+        ROLES + '[[rules]]\nname = "pair"\ntool = "t"\napprovers = ["role:ops"]\n'
+        "quorum = 2\nnot_requester = true\n", "p.toml"
+    )  # fmt: skip
+    assert policy.short_quorums() == [
+        "p.toml, rule 'pair': `quorum` is 2, but of the 2 people (olive@example.com, "
+        "sam@example.com) who could approve, a request by one of them can gain only 1 "
+        "approval (not_requester), and waits for escalation or expires, unless accounts or a "
+        "sign-in proxy's groups give role ops to more people."
+    ]
+    assert Policy.parse(
+        ROLES + '[[rules]]\nname = "pair"\ntool = "t"\napprovers = ["role:ops"]\nquorum = 2\n'
+    ).short_quorums() == []  # without not_requester, two can
+    assert _demo().short_quorums() == []
 
 
 def test_quorum_is_not_counted_when_a_known_role_is_involved() -> None:
@@ -375,6 +406,7 @@ def test_quorum_is_not_counted_when_a_known_role_is_involved() -> None:
         + 'approvers = ["role:ops", "role:sre"]\nquorum = 5'
     )
     assert policy.rules[0].quorum == 5
+    assert policy.short_quorums() == []  # sre's members are none of the file's to count
 
 
 @pytest.mark.parametrize(
