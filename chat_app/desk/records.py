@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 from urllib.parse import urlencode
 
 from chat_app.trust import AuthMethod, describe_duration, escalation_note
-from chat_app.trust.policy import any_of_approvers
+from chat_app.trust.policy import all_of, any_of_approvers
 from chat_app.trust.store import not_answering
 
 __all__ = [
@@ -133,10 +133,14 @@ def waiting_for_requester(name: str) -> str:
     return f"Waiting for {name or 'the person who asked'}"
 
 
-def expiry_note(paused_at: datetime, expires_at: datetime | None, decided_by: str = "") -> str:
+def expiry_note(
+    paused_at: datetime, expires_at: datetime | None, decided_by: str = "", *,
+    approved_by: Sequence[str] = (), quorum: int = 1,
+) -> str:  # fmt: skip
     """ "Expired: nobody decided within 1 day." for a decision paused and expiring then; for
     one `decided_by` someone in time whose batch the rest of did not come before the expiry
-    (the agent takes no answer past it), that they did, and why nothing ran all the same."""
+    (the agent takes no answer past it), that they did, and why nothing ran all the same; for
+    a quorum some approved short of it (`approved_by`), who did and how far it got."""
     within = (
         "in time" if expires_at is None
         else f"within {describe_duration(_rounded(expires_at - paused_at))}"
@@ -146,14 +150,24 @@ def expiry_note(paused_at: datetime, expires_at: datetime | None, decided_by: st
             f"Expired: {decided_by} decided it in time, but the rest of its batch was not "
             f"decided {within}, so nothing ran."
         )
+    if approved_by:
+        return (
+            f"Expired: only {all_of(list(approved_by))} approved ({len(approved_by)} of "
+            f"{quorum}) {within}, so nothing ran."
+        )
     return f"Expired: nobody decided {within}."
 
 
 def expiry_note_of(decision: Any) -> str:
     """`expiry_note` of a stored decision that expired (its row, or an `InboxItem`), naming
-    whoever decided it in time, if someone did."""
+    whoever decided it in time, if someone did, or, from an `InboxItem`'s votes, who
+    approved a quorum short of it."""
     decider = decision.decided_by_name or decision.decided_by or ""
-    return expiry_note(decision.created_at, decision.expires_at, decider)
+    approvals = decision.approvals if isinstance(decision, InboxItem) else ()
+    return expiry_note(
+        decision.created_at, decision.expires_at, decider,
+        approved_by=[vote.name or vote.email for vote in approvals], quorum=decision.quorum,
+    )  # fmt: skip
 
 
 def _when(moment: datetime | None) -> str | None:

@@ -212,8 +212,9 @@ class Timers:
             expired = row.outcome == "expired"
             decided_by = "" if expired else row.decided_by_name or row.decided_by or ""
             reason = rejection_reason(row.answer) if row.outcome == "rejected" else ""
-            if expired:
-                note = expiry_note_of(row)
+            if expired:  # a quorum's, with who approved short of it (its votes are read)
+                item = await self.desk.decision(row.id) if row.quorum > 1 else None
+                note = expiry_note_of(item or row)
             else:
                 heading = OUTCOME_HEADINGS.get(row.outcome or "", "Decided")
                 who = await self._approvers(row, decided_by)
@@ -287,13 +288,18 @@ class Timers:
             asked = row.requester_email.lower()
             others = [person for person in people if person.email.lower() != asked]
             people = others if others or row.not_requester else people
+        approved_by: tuple[str, ...] = ()
         if row.quorum > 1:  # who approved already waits for the others: their inbox has it not
             item = await self.desk.decision(row.id)
             voted = {vote.email.lower() for vote in item.votes} if item is not None else set()
             people = [person for person in people if person.email.lower() not in voted]
+            if item is not None:
+                approved_by = tuple(vote.name or vote.email for vote in item.approvals)
         if not people and note_to_nobody is not None:
             note = note_to_nobody
-        await self._enqueue(self._notice_of(row, event, note, people), people)
+        notice = replace(self._notice_of(row, event, note, people), quorum=row.quorum,
+                         approved_by=approved_by)  # fmt: skip
+        await self._enqueue(notice, people)
         return [person.email for person in people] if "email" in self.settings.channels else []
 
     def _notice_of(

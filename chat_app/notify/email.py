@@ -38,6 +38,7 @@ def _facts(notice: Notice) -> list[tuple[str, str]]:
         ("Arguments" if notice.kind == "tool" else "Details", notice.summary),
         ("Asked by", notice.requester.display),
         ("Rule", notice.rule or ""),
+        ("Approvals", "" if decided else notice.approvals),
         ("Expires", in_words_utc(notice.expires_at) if notice.expires_at and not decided else ""),
         ("Asked at" if decided else "Waiting since", in_words_utc(notice.waiting_since)),
     ]

@@ -138,6 +138,19 @@ class Notice:
     decided_by: str = ""
     reason: str = ""
     decided_by_email: str = ""
+    #: A quorum's: the approvals it needs (1: no quorum), and who has approved so far.
+    quorum: int = 1
+    approved_by: tuple[str, ...] = ()
+
+    @property
+    def approvals(self) -> str:
+        """How far a quorum has got, for those asked: "2 needed", "1 of 2: Ada approved";
+        "" without one."""
+        if self.quorum <= 1:
+            return ""
+        if not self.approved_by:
+            return f"{self.quorum} needed"
+        return f"{len(self.approved_by)} of {self.quorum}: {', '.join(self.approved_by)} approved"
 
     @property
     def requester(self) -> Recipient:
@@ -197,6 +210,8 @@ class Notice:
                 "decided_by": self.decided_by,
                 "decided_by_email": self.decided_by_email,
                 "reason": self.reason,
+                "quorum": self.quorum,
+                "approved_by": list(self.approved_by),
             },
             ensure_ascii=False,
             separators=(",", ":"),
@@ -252,6 +267,9 @@ class Notice:
             decided_by=_optional(data, "decided_by"),
             reason=_optional(data, "reason"),
             decided_by_email=_optional(data, "decided_by_email"),
+            quorum=quorum if isinstance(quorum := data.get("quorum"), int) and quorum > 1 else 1,
+            approved_by=tuple(name for name in approved if isinstance(name, str))
+            if isinstance(approved := data.get("approved_by"), list) else (),
         )
 
 

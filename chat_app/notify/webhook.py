@@ -114,6 +114,8 @@ def json_body(notice: Notice, delivery_id: str = "") -> bytes:
         "waitingSince": iso_utc(notice.waiting_since),
         "note": notice.note,
         "recipients": [{"email": r.email, "name": r.name} for r in notice.recipients],
+        "quorum": {"needed": notice.quorum, "approvedBy": list(notice.approved_by)}
+        if notice.quorum > 1 else None,
     }
     if notice.event == "decided":
         payload |= {"outcome": notice.outcome, "decidedBy": notice.decided_by or None,
@@ -148,6 +150,8 @@ def slack_body(notices: Notice | Sequence[Notice]) -> bytes:
         details = []
         if notice.rule:
             details.append(f"rule {_mrkdwn(notice.rule)}")
+        if notice.approvals and notice.event != "decided":
+            details.append(f"approvals {_mrkdwn(notice.approvals)}")
         if notice.expires_at and notice.event != "decided":
             details.append(f"expires {in_words_utc(notice.expires_at)}")
         if details:

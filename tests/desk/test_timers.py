@@ -22,7 +22,7 @@ from chat_app.client import ClientState, ToolCallPart, read_manifest
 from chat_app.demo import POLICY_PATH, build_demo_agent
 from chat_app.desk import Answer, Desk, DeskError, DeskStore, InboxItem, Timers
 from chat_app.desk.records import expiry_note
-from chat_app.notify import Deliverer, NotifySettings, Outbox, Recipient
+from chat_app.notify import Deliverer, Notice, NotifySettings, Outbox, Recipient
 from chat_app.trust import Policy, Sealer, SQLiteLedger
 from chat_app.trust.store import open_database
 from chat_app.trust.tables import decision_routes, decisions, deliveries
@@ -1049,18 +1049,41 @@ async def test_a_quorum_is_told_with_every_approver_as_its_cards_name_them(timed
     assert notice["note"] == "Approved by Sam and Olive."
 
 
+async def test_a_quorum_that_expired_short_is_told_with_who_approved(timed: Timed) -> None:
+    """Sam approved, Olive never did: Rita reads who approved and how far it got, not that
+    nobody decided."""
+    world = timed.world
+    await world.start(RITA, "rotate production keys")
+    item = await world.only_item(SAM)
+    await world.desk.decide(item.decision_id, SAM, Answer("approve"))
+    timed.clock.advance(24 * 3600 + 1)
+    await _tick_all(timed, world.desk)  # it expires, and she is due to be told
+    await _tick_all(timed, world.desk)
+
+    [(_, _, notice), _] = sorted(told(timed), key=lambda sent: sent[0])
+    assert (notice["outcome"], notice["decided_by"]) == ("expired", "")
+    assert notice["note"] == "Expired: only Sam approved (1 of 2) within 1 day, so nothing ran."
+    assert world.executions() == []
+
+
 async def test_a_quorums_reminder_goes_to_those_who_have_not_approved(timed: Timed) -> None:
     world = timed.world
     await world.start(RITA, "rotate production keys")
     later = timed.clock.utc() + timedelta(hours=1)
     with world.engine.begin() as connection:  # the demo's rule has no reminder: one in 1 h
         connection.execute(update(decisions).values(remind_at=later))
+    await _tick_all(timed, world.desk)  # both asked, as it pauses
     item = await world.only_item(SAM)
     await world.desk.decide(item.decision_id, SAM, Answer("approve"))
     timed.clock.advance(3600)
     await _tick_all(timed, world.desk)
-    told = sorted(row.recipient for row in timed.deliveries("reminder") if row.channel == "email")
-    assert told == ["olive@example.com"]
+    emails = [row for row in timed.deliveries("reminder") if row.channel == "email"]
+    assert [row.recipient for row in emails] == ["olive@example.com"]
+    [reminder] = [Notice.from_json(row.notice) for row in emails]
+    assert reminder.approvals == "1 of 2: Sam approved"  # as her inbox says it
+    [needed] = [Notice.from_json(row.notice) for row in timed.deliveries("decision-needed")
+                if row.recipient == "olive@example.com"]  # fmt: skip
+    assert needed.approvals == "2 needed"
     [reminded] = timed.trail("reminded")
     assert reminded["told"] == ["olive@example.com"]
 

@@ -61,6 +61,8 @@ def test_a_notice_survives_its_json() -> None:
     assert Notice.from_json(notice.to_json()) == notice
     bare = make_notice(rule=None, expires_at=None, recipients=(), args=None)
     assert Notice.from_json(bare.to_json()) == bare
+    quorum = make_notice(event="reminder", quorum=2, approved_by=("Sam",))
+    assert Notice.from_json(quorum.to_json()) == quorum
     with pytest.raises(ValueError):
         Notice.from_json(json.dumps({**json.loads(notice.to_json()), "event": "party"}))
 
@@ -100,6 +102,7 @@ def test_the_json_body_has_every_field() -> None:
             {"email": "ada@example.com", "name": "Ada Lovelace"},
             {"email": "sam@example.com", "name": "Sam"},
         ],
+        "quorum": None,
     }
     question = json.loads(json_body(make_notice(kind="question", name="shipping", expires_at=None)))
     assert question["question"] == "shipping" and "tool" not in question
@@ -119,6 +122,22 @@ def test_the_slack_body_has_text_and_a_button_to_the_link() -> None:
     [button] = actions["elements"]
     assert button["type"] == "button"
     assert button["url"] == "http://chat.example.com/c/t-transfer"
+
+
+def test_a_quorums_notices_say_how_many_approvals_it_needs_and_who_gave_one() -> None:
+    """The Inbox says "Waiting for ops (2 approvals needed)" and "1 of 2: Sam approved": so
+    do the email, Slack and the JSON webhook, to those still asked."""
+    needed = make_notice(quorum=2)
+    reminded = make_notice(event="reminder", quorum=2, approved_by=("Sam",))
+    assert (needed.approvals, reminded.approvals) == ("2 needed", "1 of 2: Sam approved")
+    plain = render(reminded, ADA, mail_from="a@example.com").get_body(("plain",))
+    assert plain is not None and "Approvals:     1 of 2: Sam approved\n" in plain.get_content()
+    section, _ = json.loads(slack_body(needed))["blocks"]
+    assert "rule large-transfers · approvals 2 needed · expires" in section["text"]["text"]
+    assert json.loads(json_body(reminded))["quorum"] == {"needed": 2, "approvedBy": ["Sam"]}
+    assert make_notice().approvals == ""  # no quorum: nothing said
+    plain = render(make_notice(), ADA, mail_from="a@example.com").get_body(("plain",))
+    assert plain is not None and "Approvals" not in plain.get_content()
 
 
 def test_an_email_has_text_and_html_with_the_link_escaped() -> None:
