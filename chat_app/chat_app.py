@@ -69,6 +69,7 @@ from chat_app.ui.components.decisions import (
     SENDING_SCRIPT,
     TYPING_KEEPS_FOCUS_SCRIPT,
 )
+from chat_app.ui.components.listing import KEEP_PLACE_SCRIPT
 from chat_app.ui.components.page import ROOT_HAS_SCRIPT, SKIP_LINK_SCRIPT
 from chat_app.ui.components.schema_form import DRAFT_SCRIPT, PROPOSED_SCRIPT
 from chat_app.ui.conversations_state import ConversationsState
@@ -278,6 +279,7 @@ app = rx.App(
         rx.script(TYPING_KEEPS_FOCUS_SCRIPT),
         rx.script(ROOT_HAS_SCRIPT),
         rx.script(SKIP_LINK_SCRIPT),
+        rx.script(KEEP_PLACE_SCRIPT),
     ],
     stylesheets=["/forms.css"],
 )

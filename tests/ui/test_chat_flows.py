@@ -354,6 +354,20 @@ def test_the_keyboard_goes_from_decision_to_decision(page: Page) -> None:
     expect(page.locator("#composer-input")).to_be_focused()
 
 
+@pytest.mark.parametrize("bulk", ["#approve-all", "#reject-all", "#cancel-all"])
+def test_a_batch_answered_whole_from_the_keyboard_gives_the_box_the_focus(
+    page: Page, bulk: str
+) -> None:
+    """Approve all, Reject all or Cancel all pressed with Enter: the cards go, and the box
+    takes the keyboard, as after the batch's last single answer (not the top of the page)."""
+    ask(page, "pay invoices")
+    expect(page.locator(".approval-card")).to_have_count(3)
+    page.locator(bulk).focus()
+    page.keyboard.press("Enter")
+    expect(page.locator(".approval-card button.approve")).to_have_count(0)
+    expect(page.locator("#composer-input")).to_be_focused()
+
+
 def test_generic_form_invalid_then_valid(page: Page, screenshot_dir: Path) -> None:
     ask(page, "plan release")
     generic = page.locator(".generic-card")

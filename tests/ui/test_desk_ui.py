@@ -961,6 +961,33 @@ def test_a_withdrawal_reaches_the_approvers_open_card(browser: Browser, app_url:
         assert ada.evaluate("window.__not_reloaded") is True
 
 
+def test_a_row_withdrawn_under_the_keyboard_leaves_the_focus_on_the_list_not_the_next(
+    browser: Browser, app_url: str
+) -> None:
+    """Ada's keyboard is on the Open of Rita's transfer of 5200 when Rita withdraws it: the
+    row goes from her Inbox live, and the focus goes to the list (read out by its name), not
+    onto the next row's Open, where Enter would open another request. Each Open is named
+    with what it asks."""
+    with people(browser, app_url, ADA, RITA) as (ada, rita):
+        ask(rita, "transfer 5100 to Ada")
+        expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
+        first = thread_of(rita)
+        new_conversation(rita)
+        ask(rita, "transfer 5200 to Ada")
+        expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
+        second = thread_of(rita)
+        open_inbox(ada)
+        going = inbox_item(ada, second).locator(".inbox-open")
+        expect(going).to_have_accessible_name(
+            "Open transfer (recipient=Ada, amount=5200) from Rita"
+        )
+        going.focus()
+        tool_card(rita, "transfer").locator("button.withdraw").click()
+        expect(inbox_item(ada, second)).to_have_count(0)
+        expect(ada.locator("#inbox-list")).to_be_focused()
+        expect(inbox_item(ada, first).locator(".inbox-open")).not_to_be_focused()
+
+
 def test_a_held_message_waits_in_the_box_wherever_its_owner_opens_the_conversation(
     browser: Browser, app_url: str
 ) -> None:

@@ -16,7 +16,15 @@ from pathlib import Path
 import pytest
 
 from chat_app.ui import state
-from chat_app.ui.components import decisions, following, header, page, posting, schema_form
+from chat_app.ui.components import (
+    decisions,
+    following,
+    header,
+    listing,
+    page,
+    posting,
+    schema_form,
+)
 from chat_app.ui.session import LOCAL_TIME_SCRIPT, LOCATION_SCRIPT
 
 #: Reads `{name: source}` on stdin; prints `{name: "SyntaxError: ..."}` for each that does not
@@ -41,6 +49,7 @@ def _scripts() -> dict[str, str]:
     return {
         "page.ROOT_HAS_SCRIPT": page.ROOT_HAS_SCRIPT,
         "page.SKIP_LINK_SCRIPT": page.SKIP_LINK_SCRIPT,
+        "listing.KEEP_PLACE_SCRIPT": listing.KEEP_PLACE_SCRIPT,
         "schema_form.PROPOSED_SCRIPT": schema_form.PROPOSED_SCRIPT,
         "schema_form.DRAFT_SCRIPT": schema_form.DRAFT_SCRIPT,
         "decisions.CLOSE_ON_ESCAPE_SCRIPT": decisions.CLOSE_ON_ESCAPE_SCRIPT,

@@ -68,13 +68,14 @@ document.addEventListener('keydown', (event) => {
 #: how it went, and where the next Tab goes on from). Only while the
 #: person is answering decisions (their last key or click was on one): a focus they let go
 #: by clicking elsewhere stays where it is when someone else's answer moves the mark.
+#: The batch's bar (Approve all, Reject all, Cancel all) counts as a decision's control.
 #: Delegated, once per page (a control that mounts marked takes it by React's autofocus).
 FOCUS_NEXT_DECISION_SCRIPT = """
 (() => {
   let answering = false;
   const lost = () => !document.activeElement || document.activeElement === document.body;
   const note = (event) => {
-    answering = Boolean(event.target.closest && event.target.closest('.decision'));
+    answering = Boolean(event.target.closest && event.target.closest('.decision, .batch-bar'));
   };
   document.addEventListener('pointerdown', note, true);
   document.addEventListener('keydown', (event) => {

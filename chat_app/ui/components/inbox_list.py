@@ -212,7 +212,10 @@ def _item(row: InboxRow) -> rx.Component:
                     spacing="2",
                     wrap="wrap",
                 ),
-                open_link(row.href, "Open " + row.name + " from " + row.requester, "inbox-open"),
+                # Named with what it asks: rows of one tool and person differ in that alone.
+                open_link(row.href, "Open " + row.name + rx.cond(
+                    row.summary != "", " (" + row.summary + ")", ""
+                ) + " from " + row.requester, "inbox-open"),  # fmt: skip
                 justify="between",
                 align="center",
                 gap="0.5em",
@@ -309,6 +312,8 @@ def _item(row: InboxRow) -> rx.Component:
             width="100%",
         ),
         class_name="inbox-item",
+        # Keyed by its decision: a row that goes takes its focus with it, not onto the next.
+        key=row.decision_id,
         data_decision_id=row.decision_id,
         data_thread_id=row.thread_id,
         data_tool=row.name,

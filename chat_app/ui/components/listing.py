@@ -10,6 +10,31 @@ import reflex as rx
 
 from ._types import Prop
 
+#: A list's row can go while the keyboard is on it (a decision someone else settled, a
+#: request withdrawn: the Inbox updates live): the focus would fall to the page's body, and
+#: the next Tab start again from the top. It goes to the list itself instead, which is read
+#: out by its name, or, once it is empty, to the page's main content. Delegated, once per
+#: page.
+KEEP_PLACE_SCRIPT = """
+(() => {
+  let held = null, list = '';
+  document.addEventListener('focusin', (event) => {
+    const row = event.target.closest && event.target.closest('ul.listing > li');
+    held = row ? event.target : null;
+    list = row ? row.parentElement.id : '';
+  }, true);
+  new MutationObserver(() => {
+    if (!held || held.isConnected) return;
+    const lost = !document.activeElement || document.activeElement === document.body;
+    const place = document.getElementById(list) || document.getElementById('main');
+    held = null;
+    if (!lost || !place) return;
+    if (!place.hasAttribute('tabindex')) place.tabIndex = -1;
+    place.focus({ preventScroll: true });
+  }).observe(document.documentElement, { childList: true, subtree: true });
+})();
+"""
+
 
 def listing(
     rows: Prop[list[Any]],
@@ -42,6 +67,7 @@ def listing(
                 rx.el.ul(
                     rx.foreach(rows, row),
                     id=list_id,
+                    class_name="listing",
                     aria_label=label,
                     margin="0",
                     padding="0",
