@@ -69,6 +69,7 @@ from chat_app.ui.components.decisions import (
     SENDING_SCRIPT,
     TYPING_KEEPS_FOCUS_SCRIPT,
 )
+from chat_app.ui.components.header import DEMO_SWITCH_SCRIPT
 from chat_app.ui.components.listing import KEEP_PLACE_SCRIPT
 from chat_app.ui.components.page import ROOT_HAS_SCRIPT, SKIP_LINK_SCRIPT
 from chat_app.ui.components.schema_form import DRAFT_SCRIPT, PROPOSED_SCRIPT
@@ -280,6 +281,7 @@ app = rx.App(
         rx.script(ROOT_HAS_SCRIPT),
         rx.script(SKIP_LINK_SCRIPT),
         rx.script(KEEP_PLACE_SCRIPT),
+        rx.script(DEMO_SWITCH_SCRIPT),
     ],
     stylesheets=["/forms.css"],
 )

@@ -992,6 +992,25 @@ def test_answering_a_decision_does_not_send_the_history_again(page: Page) -> Non
     expect(page.get_by_text("hello", exact=True)).to_be_visible()
 
 
+def test_the_demo_person_is_chosen_with_arrows_and_taken_with_enter(page: Page) -> None:
+    """With the keyboard on the demo sign-in, the arrows go through the people without
+    signing in as each (each did, and the page came back with the focus lost); Enter signs
+    in as the one chosen, and the select has the keyboard again."""
+    switcher = page.locator("#demo-person")
+    expect(switcher).to_have_value("rita@example.com")
+    emails = switcher.locator("option").evaluate_all("(all) => all.map((o) => o.value)")
+    at = emails.index("rita@example.com")
+    switcher.focus()
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    page.wait_for_selector('#app-root[data-hydrated="true"]')
+    expect(switcher).to_have_value(emails[at + 2])
+    expect(switcher).to_be_focused()
+    sign_in_as_demo(page, "rita@example.com")  # a choice made with the mouse: at once
+
+
 def test_on_a_phone_the_header_and_the_demo_banner_leave_the_chat_the_screen(
     page: Page, screenshot_dir: Path
 ) -> None:

@@ -74,6 +74,7 @@ def _scripts() -> dict[str, str]:
             id="transcript"
         ),
         "header.MARK_SIGNED_OUT_SCRIPT": header.MARK_SIGNED_OUT_SCRIPT,
+        "header.DEMO_SWITCH_SCRIPT": header.DEMO_SWITCH_SCRIPT,
         "header.go_sign_in_script": header.go_sign_in_script("/signin", "It's 'over' \"now\""),
         "posting.post_script": posting.post_script(
             "/api/signin", {"email": "email"}, {"x": "1"}, here_as="next", query={"next": "n"},

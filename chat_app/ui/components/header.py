@@ -17,6 +17,51 @@ from .posting import post_and_follow
 _SWITCH = post_and_follow("/api/signin/demo", {"email": "demo-person"}, {}, here_as="next")
 
 
+#: A closed select changes with each arrow key, and a change here signs in as that person
+#: and loads the page again: the keyboard could pass nobody without signing in as each, and
+#: lost its place each time. Arrowed through, a choice signs in on Enter, or when the focus
+#: leaves the select; a click, or a choice from its opened list, at once, as before. Once
+#: the page is back, the select has the keyboard again if it had it. Delegated, once per
+#: page.
+DEMO_SWITCH_SCRIPT = """
+(() => {
+  const ID = 'demo-person', BACK = 'chat_app_demo_switched';
+  const MOVES = ['ArrowUp', 'ArrowDown', 'ArrowLeft', 'ArrowRight', 'Home', 'End',
+                 'PageUp', 'PageDown'];
+  let moved = false, going = false;
+  const go = (select) => {
+    moved = false;
+    going = true;
+    sessionStorage.setItem(BACK, '1');
+    select.dispatchEvent(new Event('change', { bubbles: true }));
+    going = false;
+  };
+  document.addEventListener('keydown', (event) => {
+    if (event.target.id !== ID) return;
+    if (event.altKey || event.key === 'F4' || event.key === ' ') moved = false;  // the list opens
+    else if (MOVES.includes(event.key)) moved = true;
+    else if (event.key === 'Enter' && moved) go(event.target);
+  }, true);
+  document.addEventListener('change', (event) => {
+    if (event.target.id !== ID || going) return;
+    if (moved) event.stopImmediatePropagation();  // chosen, not yet gone to
+    else sessionStorage.setItem(BACK, document.activeElement === event.target ? '1' : '');
+  }, true);
+  document.addEventListener('focusout', (event) => {
+    if (event.target.id === ID && moved) go(event.target);
+  }, true);
+  if (!sessionStorage.getItem(BACK)) return;
+  sessionStorage.removeItem(BACK);
+  let looks = 50;
+  const look = setInterval(() => {
+    const select = document.getElementById(ID);
+    if (select) select.focus();
+    if (select || --looks < 0) clearInterval(look);
+  }, 100);
+})();
+"""
+
+
 def _demo_switcher(choices: list[list[str]], viewer_email: Prop[str]) -> rx.Component:
     """Pick a demo person: the server sets their cookie and sends the page back."""
     return rx.hstack(
@@ -36,7 +81,7 @@ def _demo_switcher(choices: list[list[str]], viewer_email: Prop[str]) -> rx.Comp
             value=viewer_email,
             id="demo-person",
             aria_label="Demo sign-in",
-            # A choice signs in at once.
+            # A choice signs in at once (arrowed through: on Enter, `DEMO_SWITCH_SCRIPT`).
             on_change=_SWITCH,
             style={"fontSize": "0.85rem", "padding": "0.15em 0.3em", "borderRadius": "6px"},
         ),
