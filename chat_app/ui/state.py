@@ -363,6 +363,8 @@ class ChatState(IdentityState):
     #: Someone else's conversation (opened from the inbox or a link): the viewer decides what
     #: is theirs to decide in it, and does not write in it.
     read_only: bool = False
+    #: The address names no conversation at all (read-only too: nothing to write in).
+    missing: bool = False
     owner_name: str = ""
     #: What the desk says about this tab's conversation: why it is not shown, or why a
     #: message cannot be sent in it ("" for nothing).
@@ -701,6 +703,7 @@ class ChatState(IdentityState):
         self._client_json, self._memory, self._owner = "", {}, ""
         self._saved_by = ""
         self.owner_name, self.read_only, self.desk_notice = "", False, ""
+        self.missing = False
         self._drop_conversation_notices()
         self.thread_shown, self._shown_to, self._desk_version = thread, shown_to, version
         self._desk_running = False
@@ -800,6 +803,7 @@ class ChatState(IdentityState):
                     seen = 0
                 self._show_nothing(thread=wanted, shown_to=viewer.email, version=seen)
                 self.read_only, self.desk_notice = True, error.message
+                self.missing = error.code == "unknown"
                 return True
             return False
         if wanted != self.thread_shown:

@@ -991,6 +991,10 @@ def build_views(
                 tool.status_label, tool.status_color = "In the ledger", "amber"
             elif tool.has_decision and tool.decision.held:
                 tool.status_label, tool.status_color = "Not sent", "amber"
+            elif tool.has_decision and tool.decision.staged:  # answered: goes with the rest
+                tone = tool.decision.staged_tone
+                tool.status_label = STATUS_LABELS.get(tone, "Decided")
+                tool.status_color = STATUS_COLORS.get(tone, "blue")
     if asked_by is not None:
         for card in cards:
             item = decisions.get(card.id)

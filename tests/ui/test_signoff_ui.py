@@ -192,6 +192,18 @@ def test_whoever_asked_can_withdraw_what_only_someone_else_may_approve(
     expect(page.locator("#composer-input")).to_have_attribute(
         "placeholder", "Someone else's conversation: New conversation starts your own"
     )
+    # An address that names no conversation says that, in the notice and in the box alike.
+    page.goto("/c/thread-nobody-ever-had")
+    expect(page.locator("#desk-notice")).to_contain_text(
+        "There is no conversation thread-nobody-ever-had."
+    )
+    expect(page.locator("#composer-input")).to_have_attribute(
+        "placeholder", "No conversation here: New conversation starts one"
+    )
+    page.go_back()
+    expect(page.locator("#composer-input")).to_have_attribute(
+        "placeholder", "Someone else's conversation: New conversation starts your own"
+    )
     expect(page.locator("#composer-send")).to_be_disabled()
     # …and looks it (Radix's mark of a disabled button, which gives its gray look).
     expect(page.locator("#composer-send")).to_have_attribute("data-disabled", "true")

@@ -132,6 +132,9 @@ def test_the_first_open_decision_takes_the_focus_and_moves_on_when_answered() ->
         cards = [t.decision for t in build_views(client.state, memory()).messages[-1].tools]
         assert [card.staged for card in cards] == ["Approved", "", ""]
         assert [card.focus for card in cards] == [False, True, False]
+        # Its call's badge says so too, not "Awaiting approval" beside the card's answer.
+        tools = build_views(client.state, memory()).messages[-1].tools
+        assert [t.status_label for t in tools] == ["Approved", *["Awaiting approval"] * 2]
 
         held = build_views(client.state, memory(), focus=False).messages[-1].tools
         assert not any(t.decision.focus for t in held)

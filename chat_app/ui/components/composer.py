@@ -20,6 +20,7 @@ def composer(
     running: Prop[bool],
     resuming: Prop[bool],
     read_only: Prop[bool],
+    missing: Prop[bool],
     owner_name: Prop[str],
     on_draft: Handler,
     on_send: Handler,
@@ -30,13 +31,17 @@ def composer(
     `held` says why a message sent was kept rather than sent (decisions are pending, or the
     agent still answers), "" when it was not; the placeholder points at the decisions while
     `open_count` is above 0. In someone else's conversation (`read_only`, theirs:
-    `owner_name`) the placeholder says so before anything is typed, and Send is off; what is
-    typed stays a draft.
+    `owner_name`), or at an address that names none (`missing`), the placeholder says so
+    before anything is typed, and Send is off; what is typed stays a draft.
     """
     elsewhere = rx.cond(
         owner_name != "",
         owner_name + "'s conversation: New conversation starts your own",
-        "Someone else's conversation: New conversation starts your own",
+        rx.cond(
+            missing,
+            "No conversation here: New conversation starts one",
+            "Someone else's conversation: New conversation starts your own",
+        ),
     )
     return rx.vstack(
         # The live region is always on the page, empty until there is something to say:

@@ -131,6 +131,7 @@ def _composer() -> rx.Component:
         running=ChatState.running,
         resuming=ChatState.resuming,
         read_only=ChatState.read_only,
+        missing=ChatState.missing,
         owner_name=ChatState.owner_name,
         on_draft=ChatState.set_draft,
         on_send=ChatState.send,
