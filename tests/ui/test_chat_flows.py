@@ -78,6 +78,11 @@ def test_transfer_approved_reports_the_receipt(page: Page, screenshot_dir: Path)
     expect(page.locator('.tool-card[data-tool="transfer"] .tool-status')).to_have_text("Done")
     expect(page.locator(".approval-card")).to_have_count(0)
     shot(page, screenshot_dir, "transfer-approved")
+    # Its folds are read by their words, in a group named for the call (not "▸ Arguments",
+    # the same on every card).
+    card = page.get_by_role("group", name="Tool call: transfer")
+    expect(card.locator(".tool-arguments .fold-summary")).to_have_accessible_name("Arguments")
+    expect(card.locator(".tool-result .fold-summary")).to_have_accessible_name("Result")
 
 
 def test_reject_needs_a_reason_and_the_model_reads_it(page: Page, screenshot_dir: Path) -> None:

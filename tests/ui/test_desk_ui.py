@@ -101,6 +101,9 @@ def expect_count(page: Page, count: int) -> None:
         expect(page.locator("#inbox-count")).to_have_text(str(count))
     else:
         expect(page.locator("#inbox-count")).to_have_count(0)
+    # Read as what the number counts.
+    said = f"Inbox, {count} pending" if count else "Inbox"
+    expect(page.locator("#nav-inbox")).to_have_accessible_name(said)
 
 
 def inbox_item(page: Page, thread: str) -> Locator:

@@ -231,12 +231,15 @@ def auth_banner(
 
 
 def _nav_link(
-    label: str, href: str, link_id: str, active: rx.Var[bool], *extra: rx.Component
-) -> rx.Component:
+    label: str, href: str, link_id: str, active: rx.Var[bool], *extra: rx.Component,
+    name: rx.Var[str] | str | None = None,
+) -> rx.Component:  # fmt: skip
+    """`name`: what a screen reader reads, when the label and `extra` do not say it."""
     return rx.link(
         label,
         *extra,
         href=href,
+        **({} if name is None else {"aria_label": name}),
         size="2",
         id=link_id,
         weight=rx.cond(active, "bold", "regular"),
@@ -277,8 +280,11 @@ def nav_links(
     return rx.el.nav(
         _nav_link("Chat", "/", "nav-chat", (path == "/") | path.startswith("/c/")),
         _nav_link("Conversations", "/conversations", "nav-conversations", path == "/conversations"),
+        # Read as "Inbox, 3 pending", not "Inbox 3".
         _nav_link("Inbox", "/inbox", "nav-inbox", (path == "/inbox") | path.startswith("/inbox/"),
-                  _inbox_badge(count)),  # fmt: skip
+                  _inbox_badge(count), name=rx.cond(count > 0, "Inbox, " + rx.cond(
+                      count > INBOX_COUNT_CAP, f"{INBOX_COUNT_CAP}+", count.to_string()
+                  ) + " pending", "Inbox")),  # fmt: skip
         rx.cond(may_audit, _nav_link("Audit", "/audit", "nav-audit", path == "/audit")),
         rx.cond(
             is_admin,

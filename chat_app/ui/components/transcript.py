@@ -107,7 +107,8 @@ _FOLD_SUMMARY: dict[str, Any] = {
     "font": "inherit",
     "font_size": "0.8rem",
     "cursor": "pointer",
-    "&::before": {"content": "'▸'", "transition": "transform 0.1s"},
+    # Drawn, not read: an empty alternative keeps it out of the button's name.
+    "&::before": {"content": "'▸' / ''", "transition": "transform 0.1s"},
     "&[aria-expanded='true']::before": {"transform": "rotate(90deg)"},
 }
 
@@ -199,6 +200,9 @@ def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
         class_name="tool-card",
         data_tool=card.name,
         data_status=card.status,
+        # Named, so that its folds ("Arguments", "Result") are read as this call's.
+        role="group",
+        aria_label="Tool call: " + card.name,
         opacity=rx.cond(settled, "0.75", "1"),
         padding="0.6em 0.75em",
         border_radius="8px",
