@@ -647,6 +647,10 @@ class Desk:
             raise DeskError("unknown", f"There is no decision {decision_id}.")
         refusal = self._refusal(item, decider, answer.kind)
         if refusal is not None:  # before saying who decided it: that is not theirs to know
+            if answer.kind != "cancel" and item.kind == "tool" and (
+                decider.email.lower() == item.requester_email.lower()
+            ):  # their own request, which they may not approve nor reject: what they may do
+                refusal += " You may withdraw your own request: cancel it."
             raise await self._audited_refusal(item, decider, refusal)
         if answer.kind != "cancel" and (answer.kind == "answer") != (item.kind == "question"):
             raise DeskError("invalid", _WRONG_KIND[item.kind])

@@ -39,7 +39,7 @@ def _facts(notice: Notice) -> list[tuple[str, str]]:
         ("Asked by", notice.requester.display),
         ("Rule", notice.rule or ""),
         ("Approvals", "" if decided else notice.approvals),
-        ("Expires", in_words_utc(notice.expires_at) if notice.expires_at and not decided else ""),
+        ("Expires", "" if decided else notice.expires_in_words),
         ("Asked at" if decided else "Waiting since", in_words_utc(notice.waiting_since)),
     ]
     return [(label, value) for label, value in facts if value]
@@ -92,11 +92,18 @@ def _item_facts(notice: Notice) -> list[tuple[str, str]]:
     return [(label, value) for label, value in _facts(notice) if label not in said]
 
 
+def _asked(notices: Sequence[Notice], recipient: Recipient) -> bool:
+    """Whether `recipient` asked for what `notices` tell of (told how it ended, or asked to
+    decide their own requests, where no rule asks anyone else)."""
+    first = notices[0]
+    return first.event == "decided" or recipient.email.lower() == first.requester_email.lower()
+
+
 def _together_text(notices: Sequence[Notice], recipient: Recipient) -> str:
     lines = [
         f"Hello {recipient.name}," if recipient.name else "Hello,",
         "",
-        together_intro(notices, to_requester=True),
+        together_intro(notices, to_requester=_asked(notices, recipient)),
     ]
     width = max((len(label) for n in notices for label, _ in _item_facts(n)), default=0) + 1
     for number, notice in enumerate(notices, 1):
@@ -122,7 +129,7 @@ def _together_html(notices: Sequence[Notice], recipient: Recipient) -> str:
         items.append(f"<li><p><strong>{e(notice.subject())}</strong>{note}</p>"
                      f"<table>{rows}</table></li>")  # fmt: skip
     link = e(notices[0].link, quote=True)
-    intro = together_intro(notices, to_requester=True)
+    intro = together_intro(notices, to_requester=_asked(notices, recipient))
     return (
         "<!doctype html><html><body>"
         f"<p>{greeting}</p><p>{e(intro)}</p><ol>{''.join(items)}</ol>"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, cast
 
 from chat_app.interrupts import JSONValue
@@ -53,11 +53,12 @@ def iso_utc(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def in_words_utc(moment: datetime) -> str:
-    """`Tue 1 Jan 2030, 13:00 UTC`: a time as a person reads it in a message (the webhook's
-    JSON keeps `iso_utc`)."""
+def in_words_utc(moment: datetime, *, seconds: bool = False) -> str:
+    """`Tue 1 Jan 2030, 13:00 UTC` (with `seconds`, `13:00:25 UTC`): a time as a person
+    reads it in a message (the webhook's JSON keeps `iso_utc`)."""
     at = moment.astimezone(UTC)
-    return f"{at:%a} {at.day} {at:%b %Y, %H:%M} UTC"
+    clock = f"{at:%H:%M:%S}" if seconds else f"{at:%H:%M}"
+    return f"{at:%a} {at.day} {at:%b %Y}, {clock} UTC"
 
 
 def _moment(value: object, field: str) -> datetime:
@@ -141,6 +142,15 @@ class Notice:
     #: A quorum's: the approvals it needs (1: no quorum), and who has approved so far.
     quorum: int = 1
     approved_by: tuple[str, ...] = ()
+
+    @property
+    def expires_in_words(self) -> str:
+        """When it expires, as a message says it ("" for never): to the second where it was
+        given less than an hour (a minute is then much of its time)."""
+        if self.expires_at is None:
+            return ""
+        short = self.expires_at - self.waiting_since < timedelta(hours=1)
+        return in_words_utc(self.expires_at, seconds=short)
 
     @property
     def approvals(self) -> str:
@@ -288,12 +298,15 @@ def together_subject(notices: Sequence[Notice]) -> str:
 
 def together_intro(notices: Sequence[Notice], *, to_requester: bool) -> str:
     """The line above the notices of such a message: who waits for how many decisions, or
-    (`decided`) how they ended, said to whoever asked (`to_requester`) or to a channel."""
+    (`decided`) how they ended, said to whoever asked (`to_requester`: for a decision, one
+    they are asked to make themselves) or to anyone else (an approver, a channel)."""
     first, count = notices[0], len(notices)
     if first.event == "decided":
         whose = "your conversation" if to_requester else f"{first.requester.display}'s conversation"
         return f"How {count} decisions in {whose} ended:"
     still = "still " if first.event == "reminder" else ""
+    if to_requester:  # no rule asks anyone else: whoever asked decides their own
+        return f"{count} decisions in your conversation {still}wait for you, asked together:"
     return (
         f"{first.requester.display} is {still}waiting for {count} decisions in one "
         "conversation, asked together:"

@@ -19,7 +19,6 @@ from chat_app.interrupts.http_answers import server_message, trim
 from .notice import (
     DeliveryError,
     Notice,
-    in_words_utc,
     iso_utc,
     together_intro,
     together_subject,
@@ -153,7 +152,7 @@ def slack_body(notices: Notice | Sequence[Notice]) -> bytes:
         if notice.approvals and notice.event != "decided":
             details.append(f"approvals {_mrkdwn(notice.approvals)}")
         if notice.expires_at and notice.event != "decided":
-            details.append(f"expires {in_words_utc(notice.expires_at)}")
+            details.append(f"expires {notice.expires_in_words}")
         if details:
             lines.append(" · ".join(details))
         if notice.note:

@@ -97,6 +97,17 @@ async def test_an_approver_rejects_rather_than_cancels(world: World) -> None:
     with pytest.raises(DeskError) as not_theirs:
         await world.desk.decide(item.decision_id, SAM, Answer.read({"cancelled": True}))
     assert not_theirs.value.message == "Needs approval from role finance, not the requester."
+    # Rita may neither approve nor reject what she asked for: she is told what she may do.
+    no = Answer.read({"approved": False, "payload": {"reason": "x"}})
+    for answer in (Answer("approve"), no):
+        with pytest.raises(DeskError) as own:
+            await world.desk.decide(item.decision_id, RITA, answer)
+        assert own.value.message == (
+            "Needs approval from role finance, not the requester. You may withdraw your own "
+            "request: cancel it."
+        )
+    withdrawn = await world.desk.decide(item.decision_id, RITA, Answer.read({"cancelled": True}))
+    assert withdrawn.status == "decided"
 
 
 async def test_edited_args_given_as_null_are_none(world: World) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -138,6 +139,21 @@ def test_a_quorums_notices_say_how_many_approvals_it_needs_and_who_gave_one() ->
     assert make_notice().approvals == ""  # no quorum: nothing said
     plain = render(make_notice(), ADA, mail_from="a@example.com").get_body(("plain",))
     assert plain is not None and "Approvals" not in plain.get_content()
+
+
+def test_a_short_expiry_is_said_to_the_second() -> None:
+    """Given minutes (a rule's `expires_after = "150s"`), an expiry cut to the minute says
+    09:47 for 09:47:49; given hours, the minute is enough."""
+    soon = make_notice(waiting_since=START, expires_at=START + timedelta(seconds=150))
+    assert soon.expires_in_words == "Tue 1 Jan 2030, 09:02:30 UTC"
+    assert make_notice().expires_in_words == "Tue 1 Jan 2030, 13:00 UTC"
+    assert make_notice(expires_at=None).expires_in_words == ""
+    plain = render(soon, ADA, mail_from="a@example.com").get_body(("plain",))
+    assert plain is not None and "Expires:       Tue 1 Jan 2030, 09:02:30 UTC" in (
+        plain.get_content()
+    )
+    section, _ = json.loads(slack_body(soon))["blocks"]
+    assert "expires Tue 1 Jan 2030, 09:02:30 UTC" in section["text"]["text"]
 
 
 def test_an_email_has_text_and_html_with_the_link_escaped() -> None:

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
-from chat_app.notify import Deliverer, Delivery, NotifySettings, Outbox, email, verify
+from chat_app.notify import Deliverer, Delivery, NotifySettings, Outbox, Recipient, email, verify
 from chat_app.notify import deliverer as deliverer_module
 from chat_app.trust.ledger import AuditEntry
 from chat_app.trust.store import open_database
@@ -614,6 +614,27 @@ async def test_a_message_of_several_that_fails_is_retried_as_one(engine: Engine)
     assert "n=1" in text and "n=3" in text and "n=2" not in text
     statuses = {row.decision_id: row.status for row in outbox.recent()}
     assert statuses == {"d-1": "sent", "d-2": "skipped", "d-3": "sent"}
+
+
+def test_a_message_of_several_says_whose_they_are_to_whoever_reads_it() -> None:
+    """An approver reads who waits on them; whoever asked, where no rule asks anyone else,
+    reads that their own decisions wait for them (not "Rita is waiting for" to Rita)."""
+    notices = [make_notice(decision_id=f"d-{n}", summary=f"n={n}") for n in (1, 2, 3)]
+    rita = Recipient(email="Rita@example.com", name="Rita")
+    for reader, said in (
+        (ADA, "Rita (rita@example.com) is waiting for 3 decisions in one conversation, "
+              "asked together:"),
+        (rita, "3 decisions in your conversation wait for you, asked together:"),
+    ):  # fmt: skip
+        message = email.render_together(notices, reader, mail_from="desk@example.com")
+        for kind in ("plain", "html"):
+            body = message.get_body(preferencelist=(kind,))
+            assert body is not None and said in str(body.get_content()), (reader, kind)
+    reminded = [replace(notice, event="reminder") for notice in notices]
+    message = email.render_together(reminded, rita, mail_from="desk@example.com")
+    plain = message.get_body(preferencelist=("plain",))
+    assert plain is not None
+    assert "3 decisions in your conversation still wait for you" in str(plain.get_content())
 
 
 def test_a_message_of_several_escapes_what_the_agent_wrote() -> None:
