@@ -1529,6 +1529,13 @@ class Desk:
                           attributes={"thread.id": thread_id})  # fmt: skip
         for decided in saved.auto_added:  # a trace of one moment: the rule decided at the pause
             moment, decision_id = self.clock(), decision_id_of(thread_id, decided.call_id)
+            _log.info(
+                "Decision %s %s by policy %s: %s (%s), asked by %s", decision_id,
+                decided.outcome, decided.rule, decided.name, decided.summary,
+                decided.requester_email, extra={"decision": decision_id, "outcome": "auto",
+                                                "by": f"policy {decided.rule}",
+                                                "rule": decided.rule},
+            )  # fmt: skip
             decision_span(decision_id, "decided", start=moment, attributes={
                 "decision.outcome": "auto", "decided.by": f"policy {decided.rule}",
                 "rule": decided.rule})  # fmt: skip

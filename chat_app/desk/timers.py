@@ -166,6 +166,9 @@ class Timers:
         note = f"Reminder: waiting for a decision for {so_far}"
         told = await self._tell(row, "reminder", due.routes, note=note)
         if await self._db(lambda: self.desk.store.fire("remind", row.id, now, as_read=row)):
+            _log.info("Decision %s: its approvers reminded after %s%s", row.id, so_far,
+                      f" (emailed: {', '.join(told)})" if told else "",
+                      extra={"decision": row.id, "rule": row.rule or ""})  # fmt: skip
             await self._record(row, "reminded", {"after": waited, "told": told}, now)
             await self._announce(row)
 
@@ -184,6 +187,9 @@ class Timers:
         )  # fmt: skip
         fire = partial(self.desk.store.fire, "escalate", row.id, now, routes=added, as_read=row)
         if await self._db(fire):
+            _log.info("Decision %s: %s%s", row.id, said,
+                      f" (emailed: {', '.join(told)})" if told else "",
+                      extra={"decision": row.id, "rule": row.rule or ""})  # fmt: skip
             data = {"to": to, "after": describe_duration(after), "told": told}
             await self._record(row, "escalated", data, now)
             await self._announce(row)

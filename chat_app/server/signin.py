@@ -30,6 +30,7 @@ from chat_app.server.origin import CROSS_SITE, from_elsewhere
 from chat_app.trust.accounts import SignInWait
 from chat_app.trust.authn import (
     BROWSER_CARRIED,
+    ROUTINE_REFUSALS,
     Authenticator,
     AuthFailure,
     names_api_token,
@@ -127,7 +128,12 @@ async def identify(authenticator: Authenticator, request: Request) -> Identity |
         and found.method in BROWSER_CARRIED
         and elsewhere(authenticator, request)
     ):
-        return AuthFailure(CROSS_SITE, status=403)
+        found = AuthFailure(CROSS_SITE, status=403)
+    if isinstance(found, AuthFailure) and found.message not in ROUTINE_REFUSALS:
+        # A token that is not (or no longer) valid, headers from outside the proxy, another
+        # site's request: worth an operator's look, with where it came from.
+        _log.warning("Refused %s %s from %s: %s", request.method, request.url.path,
+                     host or "an unknown address", found.message)  # fmt: skip
     return found
 
 
@@ -189,6 +195,8 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
                 wait = await asyncio.to_thread(accounts.sign_in_wait, email, client)
                 if wait.refuse > 0:  # said at once, unchecked: nothing is learned by trying
                     too_many = _too_many(wait.refuse)
+                    _log.warning("Sign-in refused for %s from %s: %s", email,
+                                 client or "an unknown address", too_many)  # fmt: skip
                     return _refused(too_many, target, as_json, email, status=429,
                                     code="too-many")  # fmt: skip
                 if wait.hold > 0:  # failures from elsewhere: slowed down, never locked out
@@ -196,6 +204,8 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
                 identity = await asyncio.to_thread(accounts.check_password, email, password)
                 if identity is None:
                     await asyncio.to_thread(accounts.record_failure, email, client)
+                    _log.warning("Sign-in refused for %s from %s: wrong email or password",
+                                 email, client or "an unknown address")  # fmt: skip
                     return _refused(WRONG_PASSWORD, target, as_json, email)
                 await asyncio.to_thread(accounts.clear_failures, email)
         except OperationalError as error:
@@ -204,6 +214,7 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
             _log.warning("Sign-in could not read the accounts: %s", database_trouble(error))
             return _refused(not_answering(error), target, as_json, email, status=503,
                             code="unavailable")  # fmt: skip
+        _log.info("Signed in: %s (password) from %s", email, client or "an unknown address")
         return signed_in(replace(identity, method="password"), target, request)
 
     async def signin_demo(request: Request) -> Response:

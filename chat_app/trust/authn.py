@@ -92,6 +92,12 @@ NOT_OUR_TOKEN = (
     "`python -m chat_app tokens create` makes one."
 )
 NOT_FROM_PROXY = "Requests must come through the sign-in proxy."
+#: Refusals of a browser's everyday life (nobody signed in yet, a session that ended), which
+#: the log leaves out; the others (a bad token, headers from outside the proxy) it names.
+ROUTINE_REFUSALS = frozenset({
+    SIGN_IN_FIRST, SESSION_EXPIRED, SESSION_INVALID, SIGNED_OUT, ACCOUNT_REMOVED,
+    PASSWORD_CHANGED, ACCOUNT_REPLACED,
+})  # fmt: skip
 
 #: Identities that ride on what a browser sends by itself with every request to this host
 #: (a session cookie; a sign-in proxy's, on its own cookie): only this site's pages may use

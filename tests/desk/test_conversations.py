@@ -4,6 +4,8 @@ policy: `large-transfers` (over 1000) needs `finance` (Ada), never the requester
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from chat_app.client import ToolCallPart
@@ -143,7 +145,10 @@ async def test_an_approver_still_sees_how_a_request_of_theirs_ended(world: World
         await world.desk.view(thread, SAM)
 
 
-async def test_each_listed_conversation_says_how_its_latest_decision_ended(world: World) -> None:
+async def test_each_listed_conversation_says_how_its_latest_decision_ended(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="chat_app.desk.desk")
     rejected = await world.start(RITA, "transfer 5000 to Ada")
     item = await world.only_item(ADA)
     no = Answer("reject", payload={"reason": "Not this quarter."}, has_payload=True)
@@ -162,6 +167,10 @@ async def test_each_listed_conversation_says_how_its_latest_decision_ended(world
     auto = by_id[refunded].last_decision
     assert auto is not None and (auto.outcome, auto.rule) == ("auto", "small-refunds")
     assert auto.auto_approved is True  # the verdict is kept: "Approved by policy …"
+    # The log has it, as it has a person's decision.
+    [line] = [r.getMessage() for r in caplog.records if "by policy" in r.getMessage()]
+    assert line.endswith(" approved by policy small-refunds: refund (order=42, "
+                         "amount=20), asked by rita@example.com")  # fmt: skip
     # Each a pause of one decision.
     assert (by_id[rejected].last_pause, by_id[refunded].last_pause) == ((last,), (auto,))
 

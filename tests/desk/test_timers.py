@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -162,7 +163,10 @@ async def test_a_pause_tells_the_approvers_once_by_each_channel(timed: Timed) ->
     assert not [row for row in timed.deliveries() if row.recipient == "rita@example.com"]
 
 
-async def test_reminder_and_escalation_fire_once_with_two_workers(timed: Timed) -> None:
+async def test_reminder_and_escalation_fire_once_with_two_workers(
+    timed: Timed, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="chat_app.desk.timers")
     world = timed.world
     await world.start(RITA, "transfer 5000 to Ada")
     other = timed.desk("worker-2")
@@ -193,6 +197,13 @@ async def test_reminder_and_escalation_fire_once_with_two_workers(timed: Timed) 
     escalated = timed.trail("escalated")
     assert len(escalated) == 1 and escalated[0]["after"] == "2 h"
     assert len(timed.trail("reminded")) == 1
+    # Each is a line for an operator too, once.
+    said = [r.getMessage() for r in caplog.records if r.name == "chat_app.desk.timers"]
+    assert said == [
+        f"Decision {item.decision_id}: its approvers reminded after 30 min "
+        "(emailed: ada@example.com)",
+        f"Decision {item.decision_id}: Escalated to admin after 2 h (emailed: olive@example.com)",
+    ]
     assert [row.recipient for row in timed.deliveries("escalated") if row.channel == "email"] == [
         "olive@example.com"
     ]

@@ -4,6 +4,7 @@ line. The trail always records the verified identity; `forwardedProps.actor` is 
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import time
@@ -27,6 +28,7 @@ from chat_app.trust.authn import (
     ACCOUNT_REPLACED,
     PASSWORD_CHANGED,
     SIGNED_OUT,
+    TOKEN_INVALID,
     AuthConfig,
     Authenticator,
 )
@@ -300,6 +302,25 @@ def test_a_wrong_password_and_an_unknown_user_get_the_same_answer(
             "/api/signin", json={"email": email, "password": "not-her-password"}
         )
         assert (response.status_code, response.json()) == (401, {"error": WRONG, "code": "refused"})
+
+
+def test_refused_sign_ins_and_tokens_are_logged_for_an_operator_and_routine_ones_not(
+    password_server: Served, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A wrong password, a bad token: a WARNING each, naming what and from where; a page
+    asked for before signing in is no news; a sign-in is an INFO line."""
+    with caplog.at_level(logging.INFO, logger="chat_app.server.signin"):
+        sign_in(password_server, "ada@example.com", "not-her-password")
+        password_server.http.get("/api/me", headers={"Authorization": "Bearer cat_nope"})
+        password_server.http.get("/api/me")  # nobody signed in yet: routine
+        sign_in(password_server, "ada@example.com", "ada-password")
+    said = [(record.levelname, record.getMessage()) for record in caplog.records]
+    assert said == [
+        ("WARNING", "Sign-in refused for ada@example.com from 127.0.0.1: wrong email or "
+                    "password"),
+        ("WARNING", f"Refused GET /api/me from 127.0.0.1: {TOKEN_INVALID}"),
+        ("INFO", "Signed in: ada@example.com (password) from 127.0.0.1"),
+    ]  # fmt: skip
 
 
 def test_repeated_failures_make_the_next_attempt_wait_and_say_how_long(
