@@ -30,6 +30,7 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import httpx
@@ -289,7 +290,8 @@ class Deliverer:
             done: list[Delivery | None | OutboxError] = []
             for row in rows:
                 try:
-                    done.append(self.outbox.mark_sent(row.id, self.worker, now=now))
+                    done.append(self.outbox.mark_sent(row.id, self.worker, now=now,
+                                                      sent_to=self._sent_to(row)))  # fmt: skip
                 except OutboxError as error:
                     done.append(error)
             return done
@@ -325,6 +327,11 @@ class Deliverer:
         else:
             raise DeliveryError(f"unknown channel {first.channel!r}")
 
+    def _sent_to(self, row: Delivery) -> str | None:
+        """Where `row` goes now: a webhook's address as the log names it; None for an email
+        (its recipient says where)."""
+        return self.settings.webhook_shown if row.channel == "webhook" else None
+
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
             self._http = httpx.AsyncClient()
@@ -333,7 +340,8 @@ class Deliverer:
     async def _failed(self, row: Delivery, error: str) -> None:
         try:
             after = await asyncio.to_thread(
-                self.outbox.mark_failed, row.id, self.worker, now=self.outbox.clock(), error=error
+                partial(self.outbox.mark_failed, row.id, self.worker, now=self.outbox.clock(),
+                        error=error, sent_to=self._sent_to(row))  # fmt: skip
             )
         except OutboxError:
             _log.exception("notify: could not record the failure of delivery %s", row.id)

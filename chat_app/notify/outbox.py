@@ -116,6 +116,8 @@ class Delivery:
     sent_at: datetime | None
     #: Why it was not sent (`skipped`); None otherwise.
     reason: str | None = None
+    #: Where a webhook's was last tried (its address, no secret); None for an email.
+    sent_to: str | None = None
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> Delivery:
@@ -135,6 +137,7 @@ class Delivery:
             created_at=row.created_at,
             sent_at=row.sent_at,
             reason=row.reason,
+            sent_to=row.sent_to,
         )
 
     @property
@@ -344,21 +347,26 @@ class Outbox:
         return list(connection.execute(more).scalars())
 
     def mark_sent(
-        self, delivery_id: int, worker: str, *, now: datetime | None = None
-    ) -> Delivery | None:
-        """Record a successful attempt by `worker`. None when the row is no longer its to
-        record (its lease lapsed and another worker claimed it, or it is settled)."""
+        self, delivery_id: int, worker: str, *, now: datetime | None = None,
+        sent_to: str | None = None,
+    ) -> Delivery | None:  # fmt: skip
+        """Record a successful attempt by `worker` (to `sent_to`, a webhook's address). None
+        when the row is no longer its to record (its lease lapsed and another worker claimed
+        it, or it is settled)."""
         now = now if now is not None else self.clock()
         return self._settle(
             delivery_id, worker,
             status="sent", attempts=deliveries.c.attempts + 1, sent_at=now, last_error=None,
+            sent_to=sent_to,
         )  # fmt: skip
 
     def mark_failed(
-        self, delivery_id: int, worker: str, *, now: datetime | None = None, error: str
-    ) -> Delivery | None:
-        """Record a failed attempt by `worker`: tried again after the backoff, or `failed`
-        when that was the last attempt. None when the row is no longer its to record."""
+        self, delivery_id: int, worker: str, *, now: datetime | None = None, error: str,
+        sent_to: str | None = None,
+    ) -> Delivery | None:  # fmt: skip
+        """Record a failed attempt by `worker` (to `sent_to`): tried again after the backoff,
+        or `failed` when that was the last attempt. None when the row is no longer its to
+        record."""
         now = now if now is not None else self.clock()
         with _answering(), write_transaction(self.engine) as connection:
             attempts = connection.execute(
@@ -379,6 +387,7 @@ class Outbox:
                     last_error=error[:_ERROR_LIMIT],
                     claimed_by=None,
                     claimed_until=None,
+                    sent_to=sent_to,
                 )
                 .returning(*deliveries.c)
             ).one()

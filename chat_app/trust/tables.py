@@ -312,6 +312,8 @@ deliveries = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("sent_at", UTCDateTime, nullable=True),
     Column("reason", Text, nullable=True),  # skipped: why it was not sent
+    # A webhook's address (scheme, host, port) when it was last tried; None for an email.
+    Column("sent_to", String(300), nullable=True),
     Index(None, "status", "next_attempt_at"),
     Index(None, "created_at"),
     # A claim looks for an earlier notice of the same decision to the same receiver still

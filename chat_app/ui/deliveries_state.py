@@ -109,7 +109,8 @@ def delivery_row(delivery: Delivery, settings: NotifySettings | None = None) -> 
     if delivery.channel == "email":
         to_whom = delivery.to.display
     else:
-        host = _host(settings.webhook_url if settings is not None else None)
+        # Where it went when it was tried; one not tried yet goes where the webhook is now.
+        host = _host(delivery.sent_to or (settings.webhook_url if settings is not None else None))
         to_whom = f"webhook at {host}" if host else "the webhook"
     return DeliveryRow(
         id=delivery.id,

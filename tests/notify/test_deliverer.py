@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import Engine
@@ -18,6 +19,7 @@ from chat_app.notify import Deliverer, Delivery, NotifySettings, Outbox, Recipie
 from chat_app.notify import deliverer as deliverer_module
 from chat_app.trust.ledger import AuditEntry
 from chat_app.trust.store import open_database
+from chat_app.ui.deliveries_state import delivery_row
 from tests.live_server import free_port
 from tests.notify.notices import ADA, SAM, Clock, make_notice
 from tests.notify.servers import SmtpReceiver, closed_url, smtp_server, webhook_receiver
@@ -215,6 +217,27 @@ async def test_a_restart_between_attempts_still_delivers_once(database_url: str)
     assert [r.json()["deliveryId"] for r in receiver.received] == [row.key] * 2
     assert [r.headers["X-Chat-App-Delivery"] for r in receiver.received] == [row.key] * 2
     assert row.key.startswith(make_notice().decision_id)  # random per decision: unique anywhere
+
+
+async def test_a_delivery_says_where_it_went_after_the_webhook_moved(engine: Engine) -> None:
+    """Sent to one receiver, then the app restarted with another: the Deliveries page names
+    the first for what went there, and the one set now for what has not gone yet."""
+    clock = Clock()
+    with webhook_receiver() as first, webhook_receiver() as second:
+        before, after = webhook(first.url), webhook(second.url)
+        outbox = Outbox(engine, before, clock=clock)
+        deliverer = Deliverer(outbox, before, worker="w1")
+        try:
+            outbox.enqueue(make_notice(), [ADA])
+            assert await deliverer.deliver_due() == 1
+        finally:
+            await deliverer.aclose()
+        outbox.enqueue(make_notice(decision_id="d-later", thread_id="t-later"), [ADA])
+        sent, waiting = sorted(Outbox(engine, after, clock=clock).recent(), key=lambda r: r.id)
+    assert sent.sent_to == before.webhook_shown and waiting.sent_to is None
+    assert delivery_row(sent, after).to_whom == f"webhook at {urlsplit(first.url).netloc}"
+    assert delivery_row(waiting, after).to_whom == f"webhook at {urlsplit(second.url).netloc}"
+    assert first.received and not second.received
 
 
 async def test_a_receiver_that_is_down_is_retried_then_given_up(engine: Engine) -> None:
