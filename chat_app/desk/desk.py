@@ -135,6 +135,8 @@ LEASE_SECONDS = 60.0
 PAGE_RUNNER = ":page:"
 #: What a message or a Retry is told while the worker stops (`Desk.hand_over`).
 STOPPING = "This server is restarting: nothing was sent. Send it again in a moment."
+#: A page's answers taken just as its worker stopped: the next worker's recovery sends them.
+ANSWERS_KEPT = "This server is restarting: your answers are kept, and go on once it is back."
 #: How long a stopping worker lets its runs end on their own before it hands the rest over
 #: (`Desk.hand_over`): of the 5 s the app's shutdown gives its background tasks, the rest is
 #: for storing and letting go of what is left.
@@ -173,8 +175,6 @@ def inbox_topic() -> str:
 def owner_topic(email: str) -> str:
     """Any conversation of this person moved on (or began)."""
     return f"owner:{email.lower()}"
-
-
 
 
 class _HandedOver(Exception):
@@ -648,7 +648,8 @@ class Desk:
         refusal = self._refusal(item, decider, answer.kind)
         if refusal is not None:  # before saying who decided it: that is not theirs to know
             if answer.kind != "cancel" and item.kind == "tool" and (
-                decider.email.lower() == item.requester_email.lower()
+                decider.email == item.requester_email
+                and self._refusal(item, decider, "cancel") is None
             ):  # their own request, which they may not approve nor reject: what they may do
                 refusal += " You may withdraw your own request: cancel it."
             raise await self._audited_refusal(item, decider, refusal)
@@ -840,6 +841,8 @@ class Desk:
         each was answered, for the figures. The page marks the `PageRunEnd` it is given when
         its run ends with an error."""
         end = PageRunEnd()
+        if self._handing:  # its lease would be kept, and its answers taken, by nobody
+            raise DeskError("unavailable", STOPPING)
         runner = f"{self.worker}{PAGE_RUNNER}{uuid.uuid4().hex[:8]}"
         now = self.clock()
         until = now + timedelta(seconds=self.lease_seconds)
@@ -875,8 +878,10 @@ class Desk:
         kept = asyncio.ensure_future(self._keep_lease(thread_id, runner, done))
         self._page_runs[runner] = _PageLease(thread_id, end, done, kept, ended)
         try:
-            if self._handing:  # begun as the leases were let go: it would keep its own
-                raise DeskError("unavailable", STOPPING)
+            if self._handing:
+                # Leased as the leases were let go: given back. Its answers are taken (the
+                # next worker carries them), so the tab is not told that nothing was sent.
+                raise DeskError("unavailable", ANSWERS_KEPT if answered else STOPPING)
             if isinstance(lease, InboxItem):
                 self._check_open(lease)  # says who decided it
             if answered:  # taken: gone from every inbox (and the headers' counts) now
@@ -1530,9 +1535,9 @@ class Desk:
         for decided in saved.auto_added:  # a trace of one moment: the rule decided at the pause
             moment, decision_id = self.clock(), decision_id_of(thread_id, decided.call_id)
             _log.info(
-                "Decision %s %s by policy %s: %s (%s), asked by %s", decision_id,
-                decided.outcome, decided.rule, decided.name, decided.summary,
-                decided.requester_email, extra={"decision": decision_id, "outcome": "auto",
+                "Decision %s %s by policy %s: %s, asked by %s", decision_id, decided.outcome,
+                decided.rule, decided.name, decided.requester_email,
+                extra={"decision": decision_id, "outcome": "auto",
                                                 "by": f"policy {decided.rule}",
                                                 "rule": decided.rule},
             )  # fmt: skip

@@ -33,9 +33,9 @@ __all__ = [
     "LOG_FORMAT_ENV",
     "LOG_LEVEL_ENV",
     "QUIET_LOGGERS",
+    "REPEATING",
     "SERVER_LOGGERS",
     "URL_LOGGERS",
-    "REPEATING",
     "JsonLines",
     "LogFormat",
     "OnceEach",
@@ -66,8 +66,8 @@ REPEATING = (("reflex.app", "Attempting to send delta to disconnected client"),)
 
 
 class OnceEach(logging.Filter):
-    """Lets each distinct line that starts with `prefix` through once (the `keep` most recent
-    remembered), and every other line."""
+    """Lets each distinct line that starts with `prefix` through once (the `keep` last let
+    through remembered), and every other line."""
 
     def __init__(self, prefix: str, *, keep: int = 1000) -> None:
         super().__init__()

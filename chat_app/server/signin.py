@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Protocol, runtime_checkable
@@ -131,10 +132,43 @@ async def identify(authenticator: Authenticator, request: Request) -> Identity |
         found = AuthFailure(CROSS_SITE, status=403)
     if isinstance(found, AuthFailure) and found.message not in ROUTINE_REFUSALS:
         # A token that is not (or no longer) valid, headers from outside the proxy, another
-        # site's request: worth an operator's look, with where it came from.
-        _log.warning("Refused %s %s from %s: %s", request.method, request.url.path,
-                     host or "an unknown address", found.message)  # fmt: skip
+        # site's request: worth an operator's look, with where it came from (once a minute
+        # for the same: a script polling with a revoked token is one line, not one a poll).
+        where = host or "an unknown address"
+        if _now_and_then.first((found.message, request.url.path, where)):
+            _log.warning("Refused %s %s from %s: %s", request.method,
+                         _shown(request.url.path), where, found.message)  # fmt: skip
     return found
+
+
+class _NowAndThen:
+    """Which of many repeated log lines to write: the first of each key in a minute (the
+    `KEEP` most recently written remembered)."""
+
+    EVERY_SECONDS = 60.0
+    KEEP = 1000
+
+    def __init__(self) -> None:
+        self._written: dict[object, float] = {}
+
+    def first(self, key: object) -> bool:
+        now = time.monotonic()
+        if now - self._written.get(key, -self.EVERY_SECONDS) < self.EVERY_SECONDS:
+            return False
+        self._written.pop(key, None)
+        self._written[key] = now
+        if len(self._written) > self.KEEP:
+            del self._written[next(iter(self._written))]
+        return True
+
+
+_now_and_then = _NowAndThen()
+
+
+def _shown(typed: str) -> str:
+    """What a client typed or sent, as a log line holds it: one line (control and other
+    non-ASCII characters escaped), at most 254 characters (an email's longest)."""
+    return typed[:254].encode("unicode_escape").decode("ascii")
 
 
 def unauthorized(failure: AuthFailure) -> Response:
@@ -195,8 +229,9 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
                 wait = await asyncio.to_thread(accounts.sign_in_wait, email, client)
                 if wait.refuse > 0:  # said at once, unchecked: nothing is learned by trying
                     too_many = _too_many(wait.refuse)
-                    _log.warning("Sign-in refused for %s from %s: %s", email,
-                                 client or "an unknown address", too_many)  # fmt: skip
+                    if _now_and_then.first(("too-many", email, client)):
+                        _log.warning("Sign-in refused for %s from %s: %s", _shown(email),
+                                     client or "an unknown address", too_many)  # fmt: skip
                     return _refused(too_many, target, as_json, email, status=429,
                                     code="too-many")  # fmt: skip
                 if wait.hold > 0:  # failures from elsewhere: slowed down, never locked out
@@ -205,7 +240,7 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
                 if identity is None:
                     await asyncio.to_thread(accounts.record_failure, email, client)
                     _log.warning("Sign-in refused for %s from %s: wrong email or password",
-                                 email, client or "an unknown address")  # fmt: skip
+                                 _shown(email), client or "an unknown address")  # fmt: skip
                     return _refused(WRONG_PASSWORD, target, as_json, email)
                 await asyncio.to_thread(accounts.clear_failures, email)
         except OperationalError as error:
@@ -214,7 +249,8 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
             _log.warning("Sign-in could not read the accounts: %s", database_trouble(error))
             return _refused(not_answering(error), target, as_json, email, status=503,
                             code="unavailable")  # fmt: skip
-        _log.info("Signed in: %s (password) from %s", email, client or "an unknown address")
+        _log.info("Signed in: %s (password) from %s", _shown(email),
+                  client or "an unknown address")  # fmt: skip
         return signed_in(replace(identity, method="password"), target, request)
 
     async def signin_demo(request: Request) -> Response:

@@ -24,6 +24,7 @@ from pydantic import TypeAdapter
 from sqlalchemy.exc import OperationalError
 
 from chat_app.client import (
+    INTERRUPTED,
     AnsweredQuestion,
     ChatClient,
     ChatMessage,
@@ -206,6 +207,10 @@ class DecidedElsewhere(TransportError):
 ANSWERED_MEANWHILE = "Already answered, in another tab or by someone else."
 
 
+#: How long a page's run stopped by its worker's hand-over waits for the process to end.
+STOPPED_WAIT_SECONDS = 60.0
+
+
 class PageRunConnection(Connection):
     """A tab's connection when conversations are stored: each run holds the conversation's
     lease (`Desk.page_run`), and a continuation first takes its answers' decisions, so an
@@ -232,11 +237,12 @@ class PageRunConnection(Connection):
                     if end.stopped:
                         # This worker stops and has let the lease go: not a word more, and
                         # the agent's stream is read no further. The run waits to be cut
-                        # with the process, as one reading its next word would be. Ending
-                        # it here set the tab's handler storing and sending as the server
-                        # shut down: granian's worker panicked in 2 stops of 5 (a restart in
-                        # Chromium), and the conversation's lease stayed taken.
-                        await asyncio.Event().wait()
+                        # with the process, as one reading its next word would be: ending it
+                        # here sets the tab's handler storing and sending while the server
+                        # shuts down, which can crash its worker. A process that goes on
+                        # after all ends it, cut off, once its stop is surely over.
+                        await asyncio.sleep(STOPPED_WAIT_SECONDS)
+                        raise TransportError(INTERRUPTED)
                     end.finished = end.finished or event.get("type") == "RUN_FINISHED"
                     if event.get("type") == "RUN_ERROR":  # refused, or failed: not carried
                         end.errored = True

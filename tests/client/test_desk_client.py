@@ -66,7 +66,10 @@ async def test_a_script_asks_and_finance_approves_from_the_inbox(served: DeskSer
         with pytest.raises(DeskRequestError) as refused:
             await rita.decide(item["decisionId"], True)
         assert (refused.value.status, refused.value.code) == (403, "forbidden")
-        assert refused.value.message == "Needs approval from role finance, not the requester."
+        assert refused.value.message == (
+            "Needs approval from role finance, not the requester. You may withdraw your own "
+            "request: cancel it."
+        )
         with pytest.raises(DeskRequestError) as busy:
             await rita.post(thread_id, "hello")
         assert (busy.value.status, busy.value.code) == (409, "busy")

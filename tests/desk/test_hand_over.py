@@ -20,8 +20,9 @@ from ag_ui.core import EventType, RunAgentInput
 from chat_app.client import INTERRUPTED, ChatClient
 from chat_app.desk import Answer, Desk, DeskError, DeskStore
 from chat_app.desk.desk import STOPPING, RunAs
+from chat_app.ui import session as session_module
 from chat_app.ui.session import PageRunConnection
-from tests.desk.world import ADA, RITA, World, texts
+from tests.desk.world import ADA, RITA, RunWrapper, World, texts
 
 
 class Hold:
@@ -286,6 +287,24 @@ async def test_a_pages_run_that_ends_within_the_drain_is_waited_for(world: World
     await page
 
 
+async def a_tab_streaming_at_a_stop(
+    world: World, thread: str, hold: Hold, wrap: RunWrapper
+) -> tuple[ChatClient, asyncio.Future[None], list[str]]:
+    """Rita's tab sends a message in her stored conversation, on a worker that hands over
+    while the reply holds (`hold`; `wrap` is the agent's stream): the tab, its send, and the
+    words it had."""
+    stopping = world.new_desk(worker="worker-stopping")
+    row = world.store.load(thread)
+    assert row is not None
+    page = PageRunConnection(world.connection_for(wrap)(RunAs(RITA)), stopping, lambda: RITA)
+    tab = ChatClient.restore(row.state, page, tools=list(world.tools))
+    sending = asyncio.ensure_future(tab.send("transfer 5000 to Ada"))
+    await hold.held.wait()
+    shown = [m.text for m in tab.messages]
+    assert await stopping.hand_over(drain_seconds=0) == []
+    return tab, sending, shown
+
+
 async def test_a_pages_stream_goes_no_further_once_its_lease_is_let_go(world: World) -> None:
     """With its lease let go, another worker may run the conversation: the stopping worker's
     page stream stops at the event it is at, passing nothing more to its tab and reading the
@@ -303,15 +322,7 @@ async def test_a_pages_stream_goes_no_further_once_its_lease_is_let_go(world: Wo
 
         return run()
 
-    stopping = world.new_desk(worker="worker-stopping")
-    row = world.store.load(thread)
-    assert row is not None
-    page = PageRunConnection(world.connection_for(counted)(RunAs(RITA)), stopping, lambda: RITA)
-    tab = ChatClient.restore(row.state, page, tools=list(world.tools))
-    sending = asyncio.ensure_future(tab.send("transfer 5000 to Ada"))
-    await hold.held.wait()
-    shown = [m.text for m in tab.messages]
-    assert await stopping.hand_over(drain_seconds=0) == []
+    tab, sending, shown = await a_tab_streaming_at_a_stop(world, thread, hold, counted)
     hold.go.set()  # the agent's next words come
     while not read_after:
         await asyncio.sleep(0.01)
@@ -324,6 +335,20 @@ async def test_a_pages_stream_goes_no_further_once_its_lease_is_let_go(world: Wo
     sending.cancel()
     with pytest.raises(asyncio.CancelledError):
         await sending
+
+
+async def test_a_stopped_page_stream_in_a_process_that_goes_on_ends_cut_off(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its process did not end after all (a hand-over outside a stop): the stopped stream
+    ends once the wait is over, the tab's reply cut off with Retry, not streaming for good."""
+    monkeypatch.setattr(session_module, "STOPPED_WAIT_SECONDS", 0.0)
+    thread = await world.start(RITA, "hello")
+    hold = Hold(continuation=False)
+    tab, sending, _ = await a_tab_streaming_at_a_stop(world, thread, hold, hold)
+    hold.go.set()
+    await sending
+    assert (tab.state.error, tab.state.can_resend) == (INTERRUPTED, True)
 
 
 async def test_a_pages_run_begun_as_the_leases_are_let_go_is_refused_not_kept(
@@ -340,3 +365,11 @@ async def test_a_pages_run_begun_as_the_leases_are_let_go_is_refused_not_kept(
     assert (refused.value.code, refused.value.message) == ("unavailable", STOPPING)
     row = world.store.load(thread)
     assert row is not None and row.runner is None
+    # A continuation's answers are not taken either: nothing was sent, as it says.
+    asked = await world.start(RITA, "transfer 5000 to Ada")
+    item = await world.only_item(ADA)
+    with pytest.raises(DeskError) as refused:
+        async with stopping.page_run(asked, [item.item_id], RITA):
+            raise AssertionError("nothing runs on a worker that has handed over")
+    assert refused.value.message == STOPPING
+    assert (await world.only_item(ADA)).status == "pending"

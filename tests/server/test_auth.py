@@ -305,19 +305,25 @@ def test_a_wrong_password_and_an_unknown_user_get_the_same_answer(
 
 
 def test_refused_sign_ins_and_tokens_are_logged_for_an_operator_and_routine_ones_not(
-    password_server: Served, caplog: pytest.LogCaptureFixture
+    password_server: Served, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A wrong password, a bad token: a WARNING each, naming what and from where; a page
-    asked for before signing in is no news; a sign-in is an INFO line."""
+    """A wrong password, a bad token: a WARNING each, naming what and from where (the same
+    refusal again within a minute is not written again, and what was typed cannot write a
+    line of its own); a page asked for before signing in is no news; a sign-in is INFO."""
+    monkeypatch.setattr(signin_module, "_now_and_then", signin_module._NowAndThen())
     with caplog.at_level(logging.INFO, logger="chat_app.server.signin"):
         sign_in(password_server, "ada@example.com", "not-her-password")
-        password_server.http.get("/api/me", headers={"Authorization": "Bearer cat_nope"})
+        sign_in(password_server, "x@example.com\nINFO:     Signed in: olive", "guess")
+        for _ in range(3):  # a script polling with a revoked token
+            password_server.http.get("/api/me", headers={"Authorization": "Bearer cat_nope"})
         password_server.http.get("/api/me")  # nobody signed in yet: routine
         sign_in(password_server, "ada@example.com", "ada-password")
     said = [(record.levelname, record.getMessage()) for record in caplog.records]
     assert said == [
         ("WARNING", "Sign-in refused for ada@example.com from 127.0.0.1: wrong email or "
                     "password"),
+        ("WARNING", "Sign-in refused for x@example.com\\ninfo:     signed in: olive from "
+                    "127.0.0.1: wrong email or password"),
         ("WARNING", f"Refused GET /api/me from 127.0.0.1: {TOKEN_INVALID}"),
         ("INFO", "Signed in: ada@example.com (password) from 127.0.0.1"),
     ]  # fmt: skip

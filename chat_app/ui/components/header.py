@@ -19,39 +19,58 @@ _SWITCH = post_and_follow("/api/signin/demo", {"email": "demo-person"}, {}, here
 
 #: A closed select changes with each arrow key, and a change here signs in as that person
 #: and loads the page again: the keyboard could pass nobody without signing in as each, and
-#: lost its place each time. Arrowed through, a choice signs in on Enter, or when the focus
-#: leaves the select; a click, or a choice from its opened list, at once, as before. Once
-#: the page is back, the select has the keyboard again if it had it. Delegated, once per
-#: page.
+#: lost its place each time. Arrowed through (or a name's first letters typed), a choice
+#: signs in on Enter, or when the focus leaves the select; a click, or a choice from its
+#: opened list, at once. Once the page is back, the select has the keyboard again if it had
+#: it. Delegated, once per page.
 DEMO_SWITCH_SCRIPT = """
 (() => {
   const ID = 'demo-person', BACK = 'chat_app_demo_switched';
   const MOVES = ['ArrowUp', 'ArrowDown', 'ArrowLeft', 'ArrowRight', 'Home', 'End',
                  'PageUp', 'PageDown'];
-  let moved = false, going = false;
+  // On a Mac the arrows open the list, whose choice is taken as a click's.
+  const MAC = /Mac|iPhone|iPad/.test(navigator.platform || '');
+  let moved = false, going = false, chosen = null;
+  const remember = (value) => { try { sessionStorage.setItem(BACK, value); } catch (e) {} };
   const go = (select) => {
     moved = false;
     going = true;
-    sessionStorage.setItem(BACK, '1');
-    select.dispatchEvent(new Event('change', { bubbles: true }));
-    going = false;
+    try {
+      // The select is React's, which may have drawn it again with the person signed in.
+      if (chosen !== null) select.value = chosen;
+      remember('1');
+      select.dispatchEvent(new Event('change', { bubbles: true }));
+    } finally {
+      going = false;
+      chosen = null;
+    }
   };
+  document.addEventListener('pointerdown', (event) => {
+    if (event.target.id === ID) moved = false;  // a click chooses at once
+  }, true);
   document.addEventListener('keydown', (event) => {
     if (event.target.id !== ID) return;
-    if (event.altKey || event.key === 'F4' || event.key === ' ') moved = false;  // the list opens
-    else if (MOVES.includes(event.key)) moved = true;
+    const opens = event.altKey || event.key === 'F4' || event.key === ' ' ||
+      (MAC && MOVES.includes(event.key));
+    if (opens) moved = false;
+    else if (MOVES.includes(event.key) || event.key.length === 1) moved = true;  // or typed
     else if (event.key === 'Enter' && moved) go(event.target);
   }, true);
   document.addEventListener('change', (event) => {
     if (event.target.id !== ID || going) return;
-    if (moved) event.stopImmediatePropagation();  // chosen, not yet gone to
-    else sessionStorage.setItem(BACK, document.activeElement === event.target ? '1' : '');
+    if (moved) {  // chosen, not yet gone to
+      chosen = event.target.value;
+      event.stopImmediatePropagation();
+    } else {
+      remember(document.activeElement === event.target ? '1' : '');
+    }
   }, true);
   document.addEventListener('focusout', (event) => {
     if (event.target.id === ID && moved) go(event.target);
   }, true);
-  if (!sessionStorage.getItem(BACK)) return;
-  sessionStorage.removeItem(BACK);
+  let back = '';
+  try { back = sessionStorage.getItem(BACK) || ''; sessionStorage.removeItem(BACK); } catch (e) {}
+  if (!back) return;
   let looks = 50;
   const look = setInterval(() => {
     const select = document.getElementById(ID);
@@ -252,11 +271,16 @@ def _nav_link(
     )
 
 
+def _count_text(count: rx.Var[int]) -> rx.Var[str]:
+    """The Inbox's count as its badge shows it: "3", or "99+" past the cap."""
+    return rx.cond(count > INBOX_COUNT_CAP, f"{INBOX_COUNT_CAP}+", count.to_string())
+
+
 def _inbox_badge(count: rx.Var[int]) -> rx.Component:
     return rx.cond(
         count > 0,
         rx.badge(
-            rx.cond(count > INBOX_COUNT_CAP, f"{INBOX_COUNT_CAP}+", count.to_string()),
+            _count_text(count),
             id="inbox-count",
             color_scheme="red",
             variant="solid",
@@ -282,9 +306,9 @@ def nav_links(
         _nav_link("Conversations", "/conversations", "nav-conversations", path == "/conversations"),
         # Read as "Inbox, 3 pending", not "Inbox 3".
         _nav_link("Inbox", "/inbox", "nav-inbox", (path == "/inbox") | path.startswith("/inbox/"),
-                  _inbox_badge(count), name=rx.cond(count > 0, "Inbox, " + rx.cond(
-                      count > INBOX_COUNT_CAP, f"{INBOX_COUNT_CAP}+", count.to_string()
-                  ) + " pending", "Inbox")),  # fmt: skip
+                  _inbox_badge(count),
+                  name=rx.cond(count > 0, "Inbox, " + _count_text(count) + " pending",
+                               "Inbox")),  # fmt: skip
         rx.cond(may_audit, _nav_link("Audit", "/audit", "nav-audit", path == "/audit")),
         rx.cond(
             is_admin,

@@ -13,23 +13,30 @@ from ._types import Prop
 #: A list's row can go while the keyboard is on it (a decision someone else settled, a
 #: request withdrawn: the Inbox updates live): the focus would fall to the page's body, and
 #: the next Tab start again from the top. It goes to the list itself instead, which is read
-#: out by its name, or, once it is empty, to the page's main content. Delegated, once per
-#: page.
+#: out by its name, or, once it is empty, to the page's main content; not when the row went
+#: with its page (its link followed). Delegated, once per page.
 KEEP_PLACE_SCRIPT = """
 (() => {
-  let held = null, list = '';
+  let held = null, list = '', page = '';
   document.addEventListener('focusin', (event) => {
     const row = event.target.closest && event.target.closest('ul.listing > li');
     held = row ? event.target : null;
     list = row ? row.parentElement.id : '';
+    page = location.href;
   }, true);
+  document.addEventListener('pointerdown', () => { held = null; }, true);  // put elsewhere
   new MutationObserver(() => {
     if (!held || held.isConnected) return;
+    // A row's link followed: the next page places the focus itself.
+    if (location.href !== page) { held = null; return; }
     const lost = !document.activeElement || document.activeElement === document.body;
     const place = document.getElementById(list) || document.getElementById('main');
     held = null;
     if (!lost || !place) return;
-    if (!place.hasAttribute('tabindex')) place.tabIndex = -1;
+    if (!place.hasAttribute('tabindex')) {  // focusable by script, until it is left
+      place.tabIndex = -1;
+      place.addEventListener('blur', () => place.removeAttribute('tabindex'), { once: true });
+    }
     place.focus({ preventScroll: true });
   }).observe(document.documentElement, { childList: true, subtree: true });
 })();
