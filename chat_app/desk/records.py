@@ -163,11 +163,9 @@ def expiry_note_of(decision: Any) -> str:
     whoever decided it in time, if someone did, or, from an `InboxItem`'s votes, who
     approved a quorum short of it."""
     decider = decision.decided_by_name or decision.decided_by or ""
-    approvals = decision.approvals if isinstance(decision, InboxItem) else ()
-    return expiry_note(
-        decision.created_at, decision.expires_at, decider,
-        approved_by=[vote.name or vote.email for vote in approvals], quorum=decision.quorum,
-    )  # fmt: skip
+    approved_by = decision.approved_by if isinstance(decision, InboxItem) else ()
+    return expiry_note(decision.created_at, decision.expires_at, decider,
+                       approved_by=approved_by, quorum=decision.quorum)  # fmt: skip
 
 
 def _when(moment: datetime | None) -> str | None:
@@ -270,6 +268,11 @@ class InboxItem:
     def approvals(self) -> tuple[Vote, ...]:
         """The approvals that count towards the quorum (as the desk marked them)."""
         return tuple(vote for vote in self.votes if vote.approved and vote.counts)
+
+    @property
+    def approved_by(self) -> tuple[str, ...]:
+        """Who gave `approvals`, by name (their email where they have none)."""
+        return tuple(vote.name or vote.email for vote in self.approvals)
 
     @property
     def deciders(self) -> dict[str, str]:

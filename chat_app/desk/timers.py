@@ -50,7 +50,7 @@ from chat_app.trust.ledger import AuditEntry
 from chat_app.trust.policy import all_of
 
 from .desk import Desk, arguments_line, inbox_topic, thread_topic
-from .records import DeskError, expiry_note_of
+from .records import DeskError, InboxItem, expiry_note_of
 from .store import Due, answered_value, rejection_reason, route_of
 
 __all__ = ["AuditSink", "PeopleFor", "Timers"]
@@ -219,8 +219,7 @@ class Timers:
             decided_by = "" if expired else row.decided_by_name or row.decided_by or ""
             reason = rejection_reason(row.answer) if row.outcome == "rejected" else ""
             if expired:  # a quorum's, with who approved short of it (its votes are read)
-                item = await self.desk.decision(row.id) if row.quorum > 1 else None
-                note = expiry_note_of(item or row)
+                note = expiry_note_of(await self._with_votes(row) or row)
             else:
                 heading = OUTCOME_HEADINGS.get(row.outcome or "", "Decided")
                 who = await self._approvers(row, decided_by)
@@ -258,10 +257,13 @@ class Timers:
     async def _approvers(self, row: Any, decided_by: str) -> str:
         """Who settled it, as its cards name them ("Sam and Olive": `InboxItem.deciders`);
         the votes are read only for a quorum's."""
-        if row.quorum <= 1:
-            return decided_by
-        item = await self.desk.decision(row.id)
+        item = await self._with_votes(row)
         return all_of(list(item.deciders.values())) if item is not None else decided_by
+
+    async def _with_votes(self, row: Any) -> InboxItem | None:
+        """A quorum's decision with its votes (who approved so far), read for it alone; None
+        for one a single answer decides, or one gone."""
+        return await self.desk.decision(row.id) if row.quorum > 1 else None
 
     async def _due(self, timer: str, now: datetime) -> list[Due]:
         store = self.desk.store
@@ -295,12 +297,11 @@ class Timers:
             others = [person for person in people if person.email.lower() != asked]
             people = others if others or row.not_requester else people
         approved_by: tuple[str, ...] = ()
-        if row.quorum > 1:  # who approved already waits for the others: their inbox has it not
-            item = await self.desk.decision(row.id)
-            voted = {vote.email.lower() for vote in item.votes} if item is not None else set()
+        if (item := await self._with_votes(row)) is not None:
+            # Who approved already waits for the others: their inbox has it not.
+            voted = {vote.email.lower() for vote in item.votes}
             people = [person for person in people if person.email.lower() not in voted]
-            if item is not None:
-                approved_by = tuple(vote.name or vote.email for vote in item.approvals)
+            approved_by = item.approved_by
         if not people and note_to_nobody is not None:
             note = note_to_nobody
         notice = replace(self._notice_of(row, event, note, people), quorum=row.quorum,

@@ -127,6 +127,14 @@ def tool_card(page: Page, tool: str) -> Locator:
     return page.locator(f'.tool-card[data-tool="{tool}"]').last
 
 
+def asked_and_waiting(page: Page, text: str, tool: str, other_than: str = "") -> str:
+    """The requester asks for `text` and it waits for someone else: its conversation
+    (`other_than` the one shown before)."""
+    ask(page, text)
+    expect(tool_card(page, tool).locator(".waiting-label")).to_be_visible()
+    return thread_of(page, other_than=other_than)
+
+
 def asked_and_opened(requester: Page, approver: Page, text: str) -> Locator:
     """The requester asks for a transfer; the approver opens it from their inbox: its card
     on the approver's page."""
@@ -773,13 +781,9 @@ def test_the_inbox_filters_by_tool_and_requester_and_an_admin_sees_everything(
     browser: Browser, app_url: str, screenshot_dir: Path
 ) -> None:
     with people(browser, app_url, RITA, SAM, OLIVE) as (rita, sam, olive):
-        ask(rita, "rotate production keys")
-        expect(tool_card(rita, "rotate_keys").locator(".waiting-label")).to_be_visible()
-        rita_keys = thread_of(rita)
+        rita_keys = asked_and_waiting(rita, "rotate production keys", "rotate_keys")
         new_conversation(rita)
-        ask(rita, "transfer 5000 to Ada")
-        expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
-        rita_transfer = thread_of(rita, other_than=rita_keys)
+        rita_transfer = asked_and_waiting(rita, "transfer 5000 to Ada", "transfer", rita_keys)
         ask(sam, "rotate production keys")
         expect(tool_card(sam, "rotate_keys").locator(".waiting-label")).to_be_visible()
         sam_keys = thread_of(sam)
@@ -972,13 +976,9 @@ def test_a_row_withdrawn_under_the_keyboard_leaves_the_focus_on_the_list_not_the
     onto the next row's Open, where Enter would open another request. Each Open is named
     with what it asks."""
     with people(browser, app_url, ADA, RITA) as (ada, rita):
-        ask(rita, "transfer 5100 to Ada")
-        expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
-        first = thread_of(rita)
+        first = asked_and_waiting(rita, "transfer 5100 to Ada", "transfer")
         new_conversation(rita)
-        ask(rita, "transfer 5200 to Ada")
-        expect(tool_card(rita, "transfer").locator(".waiting-label")).to_be_visible()
-        second = thread_of(rita)
+        second = asked_and_waiting(rita, "transfer 5200 to Ada", "transfer", other_than=first)
         open_inbox(ada)
         going = inbox_item(ada, second).locator(".inbox-open")
         expect(going).to_have_accessible_name(
