@@ -40,10 +40,15 @@ CHROMIUM_ARGS = [
 ]
 START_TIMEOUT = float(os.environ.get("CHAT_APP_UI_START_TIMEOUT", "600"))
 #: `reflex run`, as the tests and benchmark serve the app (the launcher adds worker respawn).
-REFLEX_RUN = [str(Path(sys.executable).with_name("reflex")), "run"]
+REFLEX = "reflex"
 #: As `make run` serves it: `reflex run` with worker respawn and pages' state kept across a
 #: restart (`chat_app.launch`).
-LAUNCHER = [sys.executable, "-m", "chat_app.launch", "run"]
+LAUNCHER = "chat_app.launch"
+#: Runs either with the frontend built only when no earlier copy built the same pages.
+REUSE_BUILD = Path(__file__).resolve().with_name("reuse_build.py")
+#: Where the build `reuse_build.py` reuses is kept (the UI tests' conftest sets it per test
+#: process); None: every copy is built.
+builds_kept_in: Path | None = None
 
 
 class AppDidNotStart(RuntimeError):
@@ -121,16 +126,20 @@ def served_app(
     env: dict[str, str],
     log_path: Path,
     *,
-    command: Sequence[str] = REFLEX_RUN,
+    module: str = REFLEX,
     timeout: float = START_TIMEOUT,
     port: int | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`command … --env prod --single-port` from `cwd` on `port` (a free one by default; a
-    prod build is tied to its port, and a restart keeps the pages' origin only on the same
-    one); yield its base URL and process once `/ping` and `/` answer. A build whose
-    prerender timed out is run once more; any other failure is `AppDidNotStart`."""
+    """`python -m module run --env prod --single-port` from `cwd` on `port` (a free one by
+    default; a restart keeps the pages' origin only on the same one), its frontend the one
+    kept in `builds_kept_in` where that has the same pages; yield its base URL and process
+    once `/ping` and `/` answer. A build whose prerender timed out is run once more; any
+    other failure is `AppDidNotStart`."""
     port = port or free_port()
-    cmd = [*command, "--env", "prod", "--single-port", "--backend-port", str(port)]
+    kept = builds_kept_in
+    runner = ["-m", module] if kept is None else [str(REUSE_BUILD), str(kept), module]
+    cmd = [sys.executable, *runner, "run", "--env", "prod", "--single-port",
+           "--backend-port", str(port)]  # fmt: skip
     for attempt in (1, 2):
         proc = _start(cmd, cwd, env, log_path)
         try:

@@ -5,8 +5,12 @@ of the app on a free port and yields its base URL. `page` gives each test a fres
 browser context (hence a fresh Reflex client token and state) in the system
 Chromium, already loaded at `app_url` and hydrated.
 
+Every copy of the app a test process serves has its frontend built only where no earlier
+copy built the same pages (`_one_build_per_page_set`, `tests/ui/reuse_build.py`).
+
 Environment knobs:
   CHAT_APP_UI_START_TIMEOUT  seconds to wait for the first build (default 600)
+  CHAT_APP_UI_BUILD_EACH     1: build every copy's frontend, as `reflex run` does
   CHAT_APP_UI_URL            use an already running app instead of starting one
   CHROMIUM                   browser binary (default /usr/bin/chromium)
 """
@@ -25,6 +29,7 @@ from urllib.parse import quote, unquote
 import pytest
 
 from chat_app.trust.store import DATABASE_FILE
+from tests.ui import app_server
 from tests.ui.app_server import (
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -51,6 +56,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if here in item.path.resolve().parents and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(START_TIMEOUT + 120))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_build_per_page_set(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The copies this process serves reuse the first one's frontend build where their
+    compiled pages are the same: some forty copies, each built in 5 to 15 s."""
+    if os.environ.get("CHAT_APP_UI_BUILD_EACH") != "1":
+        app_server.builds_kept_in = tmp_path_factory.getbasetemp() / "frontend-build"
 
 
 @pytest.fixture(scope="session")

@@ -121,7 +121,7 @@ def desk_workers_app(
             log_path = root / "reflex-run.log"
             started = time.monotonic()
             try:
-                with served_app(app_root, env, log_path, command=LAUNCHER) as (url, proc):
+                with served_app(app_root, env, log_path, module=LAUNCHER) as (url, proc):
                     port = int(url.rsplit(":", 1)[1])
                     app = DeskWorkersApp(url, redis_url, proc, port, log_path, database_url)
                     _wait_for(f"{WORKERS} workers", lambda: len(app.workers()) == WORKERS, app, 60)

@@ -176,7 +176,7 @@ def many_workers_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManyW
         log_path = root / "reflex-run.log"
         started = time.monotonic()
         try:
-            with served_app(app_root, env, log_path, command=LAUNCHER) as (url, proc):
+            with served_app(app_root, env, log_path, module=LAUNCHER) as (url, proc):
                 port = int(url.rsplit(":", 1)[1])
                 app = ManyWorkersApp(url, redis_url, proc, port, log_path)
                 _wait_for(f"{WORKERS} live workers", lambda: len(app.workers()) == WORKERS, app, 60)

@@ -150,7 +150,7 @@ def one_worker_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OneWork
         )
         log_path = root / "reflex-run.log"
         try:
-            with served_app(app_root, env, log_path, command=LAUNCHER) as (url, proc):
+            with served_app(app_root, env, log_path, module=LAUNCHER) as (url, proc):
                 app = OneWorkerApp(url, redis_url, proc, log_path)
                 app.worker()
                 yield app

@@ -42,7 +42,7 @@ class Restarted:
         """Started with its environment, `env` changed for this start."""
         try:
             with served_app(self.root, {**self.env, **env}, self.tmp_path / log,
-                            command=LAUNCHER, port=self.port):  # fmt: skip
+                            module=LAUNCHER, port=self.port):  # fmt: skip
                 yield
         except AppDidNotStart as error:
             pytest.fail(str(error), pytrace=False)
