@@ -295,6 +295,7 @@ DESK = [
 
 OBSERVE = [
     "JsonLines",
+    "Seldom",
     "close_decision",
     "configure_logging",
     "configure_tracing",

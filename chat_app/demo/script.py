@@ -10,6 +10,7 @@ from ag_ui.core import ToolMessage
 
 from chat_app.agent import ModelRequest, ScriptedCall, ScriptedTurn, last_user_text
 from chat_app.interrupts import DEFAULT_DENIED_RESULT, is_expired_result
+from chat_app.trust.policy import all_of
 
 HELP = (
     "I'm the ops desk demo agent. Try one of these:\n\n"
@@ -46,9 +47,7 @@ def demo_script(request: ModelRequest) -> ScriptedTurn:
     """Decide the next turn from the latest user message and what happened since."""
     results = _results_since_user(request)
     if results:
-        return ScriptedTurn(
-            text=" ".join(_describe(name, content, outcome) for name, content, outcome in results)
-        )
+        return ScriptedTurn(text=" ".join(_said(results)))
     if request.notes:
         return _after_generic(request.notes)
     return _first_turn(last_user_text(request).strip())
@@ -121,13 +120,19 @@ def _money(amount: float) -> str:
     return f"{amount:,.2f}".removesuffix(".00")
 
 
-def _results_since_user(request: ModelRequest) -> list[tuple[str, Any, str]]:
-    """Each tool result since the last user message: `(tool name, content, outcome)`, the
-    outcome `ok`, `error` (refused, cancelled, or the tool's error as its content) or `failed`
-    (a client tool that ran and has no answer: no content, only the message's `error`, which
-    becomes the content)."""
+#: A tool result since the last user message: `(tool name, content, outcome, label)`.
+Result = tuple[str, Any, str, str]
+
+
+def _results_since_user(request: ModelRequest) -> list[Result]:
+    """Each tool result since the last user message: `(tool name, content, outcome, label)`,
+    the outcome `ok`, `error` (refused, cancelled, or the tool's error as its content) or
+    `failed` (a client tool that ran and has no answer: no content, only the message's
+    `error`, which becomes the content); the label the call's first text argument
+    ("INV-1002"), which tells calls of one tool apart."""
     names: dict[str, str] = {}
-    results: list[tuple[str, Any, str]] = []
+    labels: dict[str, str] = {}
+    results: list[Result] = []
     messages = request.messages
     start = len(messages)  # read back to the last user message only: a long history is long
     while start > 0 and messages[start - 1].role != "user":
@@ -136,6 +141,7 @@ def _results_since_user(request: ModelRequest) -> list[tuple[str, Any, str]]:
         if message.role == "assistant":
             for call in message.tool_calls or []:
                 names[call.id] = call.function.name
+                labels[call.id] = _first_text(call.function.arguments)
         elif isinstance(message, ToolMessage):
             try:
                 content = json.loads(str(message.content))
@@ -144,8 +150,46 @@ def _results_since_user(request: ModelRequest) -> list[tuple[str, Any, str]]:
             outcome = "ok" if message.error is None else "error"
             if content is None and message.error is not None:
                 content, outcome = message.error, "failed"
-            results.append((names.get(message.tool_call_id, "tool"), content, outcome))
+            call_id = message.tool_call_id
+            results.append((names.get(call_id, "tool"), content, outcome, labels.get(call_id, "")))
     return results
+
+
+def _first_text(arguments: str) -> str:
+    try:
+        values = json.loads(arguments)
+    except json.JSONDecodeError:
+        return ""
+    if not isinstance(values, dict):
+        return ""
+    return next((value for value in values.values() if isinstance(value, str)), "")
+
+
+def _said(results: list[Result]) -> list[str]:
+    """A sentence for each result; calls of one tool that came out the same (three invoices
+    rejected without a reason) in one sentence naming each, not the same sentence again."""
+    said: list[str] = []
+    group: list[Result] = []
+
+    def close() -> None:
+        name, content, outcome, _ = group[0]
+        labels = [label for *_, label in group]
+        if len(group) > 1 and all(labels):
+            together = _describe(name, content, outcome, all_of(labels))
+            if together != _describe(name, content, outcome):  # the sentence names them
+                said.append(together)
+                return
+        said.extend(_describe(name, content, outcome) for name, content, outcome, _ in group)
+
+    for result in results:
+        name, content, outcome, _ = result
+        if group and _describe(*group[0][:3]) != _describe(name, content, outcome):
+            close()
+            group = []
+        group.append(result)
+    if group:
+        close()
+    return said
 
 
 def _sentence(text: str) -> str:
@@ -155,23 +199,25 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?", "…")) else text + "."
 
 
-def _describe(name: str, content: Any, outcome: str) -> str:
+def _describe(name: str, content: Any, outcome: str, among: str = "") -> str:
+    """What the model says of one result, or of several alike, `among` naming them."""
     data = content if isinstance(content, dict) else {}
+    of = f" for {among}" if among else ""
     if outcome == "failed":  # it ran, in the client, and has no answer: no decision was refused
         what = "read your location" if name == "get_location" else f"run {name.replace('_', ' ')}"
         return f"I couldn't {what}: {_sentence(str(content))}"
     if is_expired_result(data):  # nobody decided: not a refusal, so never "denied"
         return (
-            f"Nobody decided on the {name.replace('_', ' ')} in time: the request expired "
+            f"Nobody decided on the {name.replace('_', ' ')}{of} in time: the request expired "
             "unanswered, so it did not run."
         )
     if data.get("error") == "Tool execution cancelled":
-        return f"Cancelled: {name.replace('_', ' ')} did not run."
+        return f"Cancelled: {name.replace('_', ' ')} did not run{of}."
     if data == DEFAULT_DENIED_RESULT:  # rejected with one click: no reason was given
-        return f"Understood — {name.replace('_', ' ')} was not run; no reason was given."
+        return f"Understood — {name.replace('_', ' ')} was not run{of}; no reason was given."
     if outcome == "error" or "error" in data:
         reason = _sentence(str(data.get("reason") or data.get("error") or "no reason given"))
-        return f"Understood — {name.replace('_', ' ')} was not run. Reason: {reason}"
+        return f"Understood — {name.replace('_', ' ')} was not run{of}. Reason: {reason}"
     if name == "transfer":
         amount = _money(float(data["amount"]))
         return f"Sent {amount} to {data['recipient']}. Receipt id: {data['receipt']}."

@@ -4,7 +4,7 @@
 Imports nothing of ours.
 """
 
-from .logs import JsonLines, configure_logging, log_level, server_log_config
+from .logs import JsonLines, Seldom, configure_logging, log_level, server_log_config
 from .tracing import (
     close_decision,
     configure_tracing,
@@ -19,6 +19,7 @@ from .tracing import (
 
 __all__ = [
     "JsonLines",
+    "Seldom",
     "close_decision",
     "configure_logging",
     "configure_tracing",

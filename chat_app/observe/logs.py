@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 import logging.config
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Hashable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal, TextIO, TypeAlias, get_args
 
@@ -39,6 +40,7 @@ __all__ = [
     "JsonLines",
     "LogFormat",
     "OnceEach",
+    "Seldom",
     "configure_logging",
     "log_level",
     "server_log_config",
@@ -65,6 +67,29 @@ URL_LOGGERS = ("httpx",)
 REPEATING = (("reflex.app", "Attempting to send delta to disconnected client"),)
 
 
+class Seldom:
+    """Which of many repeated log lines to write: the first of each key, and again once
+    `every` seconds have passed since it was written (never again with None); the `keep`
+    keys last written are remembered, so the cost stays bounded whatever is repeated."""
+
+    def __init__(self, every: float | None = None, *, keep: int = 1000) -> None:
+        self.every = every
+        self.keep = keep
+        self._written: dict[Hashable, float] = {}
+
+    def first(self, key: Hashable) -> bool:
+        """Whether to write the line of `key` now (and, if so, remember it written)."""
+        now = time.monotonic()
+        written = self._written.get(key)
+        if written is not None and (self.every is None or now - written < self.every):
+            return False
+        self._written.pop(key, None)  # moved to the end: the newest is forgotten last
+        self._written[key] = now
+        if len(self._written) > self.keep:
+            del self._written[next(iter(self._written))]
+        return True
+
+
 class OnceEach(logging.Filter):
     """Lets each distinct line that starts with `prefix` through once (the `keep` last let
     through remembered), and every other line."""
@@ -72,19 +97,11 @@ class OnceEach(logging.Filter):
     def __init__(self, prefix: str, *, keep: int = 1000) -> None:
         super().__init__()
         self.prefix = prefix
-        self.keep = keep
-        self._seen: dict[str, None] = {}
+        self._seldom = Seldom(keep=keep)
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        if not message.startswith(self.prefix):
-            return True
-        if message in self._seen:
-            return False
-        self._seen[message] = None
-        if len(self._seen) > self.keep:
-            del self._seen[next(iter(self._seen))]
-        return True
+        return not message.startswith(self.prefix) or self._seldom.first(message)
 
 #: uvicorn passes its message again with ANSI colours as an extra; the line has it once.
 _NOT_EXTRAS = [*RESERVED_ATTRS, "color_message"]

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import logging
 import math
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Protocol, runtime_checkable
@@ -26,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from chat_app.observe import Seldom
 from chat_app.server._body import read_body
 from chat_app.server.origin import CROSS_SITE, from_elsewhere
 from chat_app.trust.accounts import SignInWait
@@ -141,28 +141,8 @@ async def identify(authenticator: Authenticator, request: Request) -> Identity |
     return found
 
 
-class _NowAndThen:
-    """Which of many repeated log lines to write: the first of each key in a minute (the
-    `KEEP` most recently written remembered)."""
-
-    EVERY_SECONDS = 60.0
-    KEEP = 1000
-
-    def __init__(self) -> None:
-        self._written: dict[object, float] = {}
-
-    def first(self, key: object) -> bool:
-        now = time.monotonic()
-        if now - self._written.get(key, -self.EVERY_SECONDS) < self.EVERY_SECONDS:
-            return False
-        self._written.pop(key, None)
-        self._written[key] = now
-        if len(self._written) > self.KEEP:
-            del self._written[next(iter(self._written))]
-        return True
-
-
-_now_and_then = _NowAndThen()
+#: A refusal repeated (a revoked token polled) is written once a minute.
+_now_and_then = Seldom(every=60.0)
 
 
 def _shown(typed: str) -> str:

@@ -13,12 +13,13 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from chat_app.observe import configure_logging, server_log_config
+from chat_app.observe import Seldom, configure_logging, server_log_config
 from tests.server.process_app import first_log_line, start_log
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -214,6 +215,25 @@ def test_reflexs_warning_of_a_closed_tab_comes_once_per_tab_not_once_a_token() -
     assert [line for line in debugged if line.startswith(said)] == [
         f"{said} 'tab-{n}'" for n in (1, 1, 1, 2, 1)
     ]
+
+
+def test_a_seldom_line_is_written_again_once_its_time_has_passed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [100.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    each_minute, once, kept_two = Seldom(every=60.0), Seldom(), Seldom(every=60.0, keep=2)
+    written = []
+    for at in (0.0, 30.0, 59.9, 60.0, 61.0, 120.0):
+        now[0] = 100.0 + at
+        written.append((each_minute.first("refused"), once.first("refused")))
+    assert written == [(True, True), (False, False), (False, False), (True, False),
+                       (False, False), (True, False)]  # fmt: skip
+    assert each_minute.first("another") is True  # each key on its own
+    for key in ("a", "b", "c"):
+        assert kept_two.first(key)
+    assert kept_two.first("a") is True  # forgotten: only the last two are remembered
+    assert kept_two.first("c") is False
 
 
 #: Alembic's lines at every start, under a root that writes INFO (as a host app's may).

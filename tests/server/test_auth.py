@@ -20,6 +20,7 @@ from sqlalchemy.exc import OperationalError
 
 from chat_app.config import authenticator_from_env
 from chat_app.demo import build_demo_agent
+from chat_app.observe import Seldom
 from chat_app.server import create_app
 from chat_app.server import signin as signin_module
 from chat_app.server.origin import CROSS_SITE
@@ -310,7 +311,7 @@ def test_refused_sign_ins_and_tokens_are_logged_for_an_operator_and_routine_ones
     """A wrong password, a bad token: a WARNING each, naming what and from where (the same
     refusal again within a minute is not written again, and what was typed cannot write a
     line of its own); a page asked for before signing in is no news; a sign-in is INFO."""
-    monkeypatch.setattr(signin_module, "_now_and_then", signin_module._NowAndThen())
+    monkeypatch.setattr(signin_module, "_now_and_then", Seldom(every=60.0))
     with caplog.at_level(logging.INFO, logger="chat_app.server.signin"):
         sign_in(password_server, "ada@example.com", "not-her-password")
         sign_in(password_server, "x@example.com\nINFO:     Signed in: olive", "guess")

@@ -27,7 +27,9 @@ TOO_LARGE = "This page could not load from the server (its state is too large). 
 def connection_notice() -> rx.Component:
     """A line across the top of the page while the connection is lost: from the second
     failed attempt (a single one is often a blip that the next attempt mends). The live
-    region stays in the page, empty, so that its words are announced when they come."""
+    region stays in the page, empty, so that its words are announced when they come. It
+    sticks to the top as the page scrolls, and pushes the page down rather than cover the
+    header's links."""
     lost = has_too_many_connection_errors | has_hydration_payload_error
     return rx.box(
         rx.cond(
@@ -37,10 +39,8 @@ def connection_notice() -> rx.Component:
         ),
         id="connection-lost",
         role="status",
-        position="fixed",
+        position="sticky",
         top="0",
-        left="0",
-        right="0",
         z_index="1000",
         text_align="center",
         padding=rx.cond(lost, "0.4em 1em", "0"),

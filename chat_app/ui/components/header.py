@@ -102,7 +102,9 @@ def _demo_switcher(choices: list[list[str]], viewer_email: Prop[str]) -> rx.Comp
             aria_label="Demo sign-in",
             # A choice signs in at once (arrowed through: on Enter, `DEMO_SWITCH_SCRIPT`).
             on_change=_SWITCH,
-            style={"fontSize": "0.85rem", "padding": "0.15em 0.3em", "borderRadius": "6px"},
+            # 28 px tall: a target at least 24 px square (WCAG 2.2, 2.5.8) with room to spare.
+            style={"fontSize": "0.85rem", "padding": "0.15em 0.3em", "borderRadius": "6px",
+                   "minHeight": "1.75rem"},  # fmt: skip
         ),
         align="center",
         spacing="2",
