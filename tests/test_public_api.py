@@ -139,6 +139,7 @@ TRUST = [
     "describe_duration",
     "edited_refusal",
     "escalation_note",
+    "expiry_words",
     "held_record",
     "iso_from_epoch",
     "load_secret",

@@ -100,6 +100,8 @@ class ResumePlan:
     #: The items cancelled once past their expiry, which expired unanswered: by interrupt id,
     #: how long they had waited for a decision ("1 day"; "" when not known).
     expired: dict[str, str] = field(default_factory=dict)
+    #: Of those, the ones some approved short of their rule's quorum: who, and the quorum.
+    short_of_quorum: dict[str, tuple[tuple[Identity, ...], int]] = field(default_factory=dict)
 
     def audit_record(self, interrupt_id: str) -> dict[str, Any]:
         """What the trail says about the answer to `interrupt_id` (with the tool call it
@@ -118,6 +120,10 @@ class ResumePlan:
             )  # fmt: skip
         if self.expired.get(interrupt_id):
             record["expiredAfter"] = self.expired[interrupt_id]
+        if interrupt_id in self.short_of_quorum:
+            people, quorum = self.short_of_quorum[interrupt_id]
+            record["approvedBy"] = [person.email for person in people]
+            record["quorum"] = quorum
         if interrupt_id in self.rules:
             record["rule"] = self.rules[interrupt_id]
         return record
@@ -268,6 +274,7 @@ def plan_continuation(
                 plan.decisions[interrupt_id] = Decision.cancel(interrupt_id)
                 assert sealer is not None  # only a sealer says "expired"
                 plan.expired[interrupt_id] = _within(_call_lifetime(call, gate, sealer))
+                _note_short_of_quorum(plan, interrupt_id, call, gate)
                 continue
             _seal_error(errors, interrupt_id, call.call.id, seals[call.call.id])
             continue
@@ -398,6 +405,16 @@ def _is_cancel(entry: ResumeEntry, kind: PendingKind) -> bool:
     """Whether `entry` is a well-formed cancellation (what ends an expired item)."""
     read = read_decision(entry, "client-tool" if kind == "client" else "approval")
     return isinstance(read, Decision) and read.kind == "cancel"
+
+
+def _note_short_of_quorum(
+    plan: ResumePlan, interrupt_id: str, call: PendingCall, gate: Gate | None
+) -> None:
+    """Who approved an expired call short of its rule's quorum (the desk's cosigners)."""
+    rule = gate.policy.rule_for_tool(call.call.name, call.call.args) if gate else None
+    approved = tuple(gate.cosigners.get(interrupt_id, ())) if gate else ()
+    if rule is not None and rule.quorum > 1 and approved:
+        plan.short_of_quorum[interrupt_id] = (approved, rule.quorum)
 
 
 def _call_lifetime(call: PendingCall, gate: Gate | None, sealer: Sealer) -> float:

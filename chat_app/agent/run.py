@@ -66,6 +66,7 @@ from chat_app.trust import (
     Policy,
     Rule,
     Sealer,
+    expiry_words,
     iso_from_epoch,
     pause_record,
     policy_decision_record,
@@ -539,7 +540,11 @@ class _Run:
         if answer is not None and interrupt_id in plan.expired:
             # Nobody decided in time: the model reads that it expired, not that someone said no.
             if not call.has_result:
-                expired = expired_result(plan.expired[interrupt_id] or "the time it was given")
+                within = f"within {plan.expired[interrupt_id] or 'the time it was given'}"
+                people, quorum = plan.short_of_quorum.get(interrupt_id, ((), 1))
+                approved_by = [person.name or person.email for person in people]
+                error = expiry_words(within, approved_by, quorum)
+                expired = expired_result(error, approved_by, quorum)
                 yield self._record_result(call.message_id, call.id, expired, error=True)
             return
         if cancel_all or (answer is not None and answer.kind == "cancel"):

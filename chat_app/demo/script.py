@@ -206,6 +206,9 @@ def _describe(name: str, content: Any, outcome: str, among: str = "") -> str:
     if outcome == "failed":  # it ran, in the client, and has no answer: no decision was refused
         what = "read your location" if name == "get_location" else f"run {name.replace('_', ' ')}"
         return f"I couldn't {what}: {_sentence(str(content))}"
+    if is_expired_result(data) and data.get("approvedBy"):  # a quorum not reached in time
+        how = str(data["error"]).removeprefix("Expired: ")
+        return f"The {name.replace('_', ' ')}{of} expired before enough people approved: {how}"
     if is_expired_result(data):  # nobody decided: not a refusal, so never "denied"
         return (
             f"Nobody decided on the {name.replace('_', ' ')}{of} in time: the request expired "

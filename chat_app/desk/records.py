@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar, Literal, TypeAlias
 from urllib.parse import urlencode
 
-from chat_app.trust import AuthMethod, describe_duration, escalation_note
-from chat_app.trust.policy import all_of, any_of_approvers
+from chat_app.trust import AuthMethod, describe_duration, escalation_note, expiry_words
+from chat_app.trust.policy import any_of_approvers
 from chat_app.trust.store import not_answering
 
 __all__ = [
@@ -150,12 +150,7 @@ def expiry_note(
             f"Expired: {decided_by} decided it in time, but the rest of its batch was not "
             f"decided {within}, so nothing ran."
         )
-    if approved_by:
-        return (
-            f"Expired: only {all_of(list(approved_by))} approved ({len(approved_by)} of "
-            f"{quorum}) {within}, so nothing ran."
-        )
-    return f"Expired: nobody decided {within}."
+    return expiry_words(within, approved_by, quorum)
 
 
 def expiry_note_of(decision: Any) -> str:
@@ -329,7 +324,8 @@ class InboxItem:
             "expiresAt": _when(self.expires_at),
             "remindedAt": _when(self.reminded_at),
             "escalatedAt": _when(self.escalated_at),
-            "escalatedTo": list(self.escalated_to),
+            # Whom its rule escalates to is stored from the start: said once it happened.
+            "escalatedTo": list(self.escalated_to) if self.escalated_at else [],
             "note": self.escalation,
         }
 

@@ -6,7 +6,7 @@ that did not run (`expired_result` and `is_expired_result`, which recognises one
 Imports nothing but `typing` and `collections.abc`.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final, Literal
 
 INTERRUPT_BINDING_METADATA_KEY: Final = "tanstack:interruptBinding"
@@ -58,11 +58,17 @@ DEFAULT_DENIED_RESULT: Final = {"error": "User declined tool execution"}
 CANCELLED_RESULT: Final = {"error": "Tool execution cancelled"}
 
 
-def expired_result(within: str) -> dict[str, object]:
-    """The result of a call nobody decided on before its request expired ("within 1 day"):
-    the model reads that it did not run, and why. An ordinary error result on the wire; the
-    `expired` flag lets a client tell it from a person's cancellation."""
-    return {"error": f"Expired: nobody decided within {within}.", "expired": True}
+def expired_result(
+    error: str, approved_by: Sequence[str] = (), quorum: int = 1
+) -> dict[str, object]:
+    """The result of a call nobody decided on before its request expired, or that fewer
+    people approved (`approved_by`) than its `quorum`: the model reads `error`, that it did
+    not run and why ("Expired: nobody decided within 1 day."). An ordinary error result on
+    the wire; the `expired` flag lets a client tell it from a person's cancellation."""
+    result: dict[str, object] = {"error": error, "expired": True}
+    if approved_by:
+        result |= {"approvedBy": list(approved_by), "quorum": quorum}
+    return result
 
 
 def is_expired_result(output: object) -> bool:

@@ -42,6 +42,7 @@ from .policy import (
     describe_duration,
     edited_refusal,
     escalation_note,
+    expiry_words,
     parse_duration,
     rule_lifetime,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "describe_duration",
     "edited_refusal",
     "escalation_note",
+    "expiry_words",
     "held_record",
     "iso_from_epoch",
     "load_secret",

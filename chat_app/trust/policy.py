@@ -42,6 +42,7 @@ __all__ = [
     "describe_duration",
     "edited_refusal",
     "escalation_note",
+    "expiry_words",
     "parse_duration",
     "rule_lifetime",
 ]
@@ -520,6 +521,17 @@ def any_of_approvers(approvers: Sequence[str]) -> str:
 def either_of(names: list[str]) -> str:
     """ "finance", "finance or admin", "ada@example.com, sam@example.com or admin"."""
     return _listed(names, "or")
+
+
+def expiry_words(within: str, approved_by: Sequence[str] = (), quorum: int = 1) -> str:
+    """How a request that expired ended, `within` its time ("within 1 day", "in time"):
+    "Expired: nobody decided within 1 day."; for a quorum some approved short of, who did
+    and how far it got: "Expired: only Sam approved (1 of 2) within 1 day, so nothing ran."
+    """
+    if not approved_by:
+        return f"Expired: nobody decided {within}."
+    who, count = all_of(list(approved_by)), len(approved_by)
+    return f"Expired: only {who} approved ({count} of {quorum}) {within}, so nothing ran."
 
 
 def all_of(names: list[str]) -> str:

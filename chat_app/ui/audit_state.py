@@ -107,6 +107,9 @@ def summarize(
             f"{data.get('error')}; {then}"
         )
     if kind == "decision" and "expired" in (data.get("status"), data.get("decision")):
+        if approved := data.get("approvedBy"):
+            approvals = f"{len(approved)} of {data.get('quorum')} approvals"
+            return f"Expired {what}: {approvals} ({', '.join(map(str, approved))})"
         return f"Expired {what}: nobody decided"
     if kind == "pause":
         shown = data.get("interrupts") or []

@@ -11,6 +11,7 @@ from ag_ui.core import AssistantMessage, FunctionCall, ToolCall, ToolMessage, Us
 from chat_app.agent import ModelRequest
 from chat_app.demo.script import INVOICES, demo_script
 from chat_app.interrupts import CANCELLED_RESULT, DEFAULT_DENIED_RESULT, expired_result
+from chat_app.trust import expiry_words
 
 
 def _after_invoices(*results: Mapping[str, object]) -> str:
@@ -53,7 +54,8 @@ def test_different_reasons_and_outcomes_are_said_each() -> None:
         "Understood — pay invoice was not run for INV-1001 and INV-1002. Reason: Paid twice. "
         "Understood — pay invoice was not run. Reason: Wrong supplier."
     )
-    mixed = _after_invoices(CANCELLED_RESULT, expired_result("1 day"), CANCELLED_RESULT)
+    expired = expired_result(expiry_words("within 1 day"))
+    mixed = _after_invoices(CANCELLED_RESULT, expired, CANCELLED_RESULT)
     assert mixed.count("Cancelled: pay invoice did not run.") == 2
     assert "Nobody decided on the pay invoice in time" in mixed
 

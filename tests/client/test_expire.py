@@ -24,7 +24,7 @@ from chat_app.client import (
 from chat_app.client._messages import status_after_result, with_result
 from chat_app.demo import POLICY_PATH, build_demo_agent, demo_model
 from chat_app.interrupts import CANCELLED_RESULT, ItemInterruptError, expired_result
-from chat_app.trust import DEMO_PEOPLE, Identity, Policy, Sealer, SQLiteLedger
+from chat_app.trust import DEMO_PEOPLE, Identity, Policy, Sealer, SQLiteLedger, expiry_words
 from tests.client.builders import approval, hydrated, plain_tool, typed_generic
 from tests.client.conftest import Recording
 
@@ -85,7 +85,7 @@ async def test_expire_sends_the_cancel_and_the_call_shows_expired(tmp_path: Path
     assert connection.requests[-1]["resume"] == [{"interruptId": item.id, "status": "cancelled"}]
     [call] = calls(client)
     assert (call.status, call.error, call.decision) == ("expired", NOTE, "expired")
-    assert call.output == expired_result("1 day")
+    assert call.output == expired_result(expiry_words("within 1 day"))
     assert last_text(client) == (
         "Nobody decided on the transfer in time: the request expired unanswered, so it did "
         "not run."
@@ -124,7 +124,9 @@ async def test_expire_shows_at_once_and_nothing_answers_the_item(tmp_path: Path)
     assert all(entry == {"interruptId": entry["interruptId"], "status": "cancelled"}
                for entry in resume)  # fmt: skip
     assert [p.status for p in calls(client)] == ["expired"] * 3
-    assert "Nobody decided on the pay invoice in time" in last_text(client)
+    assert "Nobody decided on the pay invoice for INV-1001, INV-1002 and INV-1003 in time" in (
+        last_text(client)
+    )
 
 
 async def test_approve_all_skips_an_expired_item(tmp_path: Path) -> None:
@@ -192,7 +194,7 @@ def test_an_expiry_the_server_refuses_makes_the_item_answerable_again() -> None:
 
 def test_an_expired_result_makes_the_call_expired_whatever_was_decided() -> None:
     part = ToolCallPart(id="c1", name="transfer", status="cancelled", decision="cancelled")
-    output = expired_result("2 h")
+    output = expired_result(expiry_words("within 2 h"))
     assert status_after_result(part, output, True) == "expired"
     done = with_result(part, output, True)
     assert (done.status, done.error) == ("expired", "Expired: nobody decided within 2 h.")

@@ -241,11 +241,14 @@ async def test_the_escalated_people_never_see_it_before_it_says_it_was_escalated
     timed: Timed,
 ) -> None:
     """While the escalation's notices are queued, Olive's inbox does not list the transfer
-    yet; once it does, it says it was escalated (both land in one transaction)."""
+    yet; once it does, it says it was escalated (both land in one transaction). Before, Ada's
+    says whom it went to nobody yet: `escalatedTo` named admin from the start."""
     world = timed.world
     await world.start(RITA, "transfer 5000 to Ada")
     timers = timed.timers(world.desk)
     await timers.tick()
+    before = (await world.only_item(ADA)).to_json()
+    assert (before["escalatedAt"], before["escalatedTo"], before["note"]) == (None, [], "")
     seen_while_telling: list[str] = []
     tell = timers._tell
 
@@ -262,7 +265,9 @@ async def test_the_escalated_people_never_see_it_before_it_says_it_was_escalated
     await world.desk.wait_idle()
     assert len(timed.trail("escalated")) == 1
     assert seen_while_telling == []
-    assert (await world.only_item(OLIVE)).escalation == "escalated to admin after 2 h"
+    escalated = await world.only_item(OLIVE)
+    assert escalated.escalation == "escalated to admin after 2 h"
+    assert escalated.to_json()["escalatedTo"] == ["role:admin"]
 
 
 async def test_a_reminder_after_the_escalation_tells_the_escalated_people_too(
@@ -1062,9 +1067,9 @@ async def test_a_quorum_is_told_with_every_approver_as_its_cards_name_them(timed
 
 async def test_a_quorum_that_expired_short_is_told_with_who_approved(timed: Timed) -> None:
     """Sam approved, Olive never did: Rita reads who approved and how far it got, not that
-    nobody decided."""
+    nobody decided, and so does the model, and its reply says so."""
     world = timed.world
-    await world.start(RITA, "rotate production keys")
+    thread = await world.start(RITA, "rotate production keys")
     item = await world.only_item(SAM)
     await world.desk.decide(item.decision_id, SAM, Answer("approve"))
     timed.clock.advance(24 * 3600 + 1)
@@ -1075,6 +1080,16 @@ async def test_a_quorum_that_expired_short_is_told_with_who_approved(timed: Time
     assert (notice["outcome"], notice["decided_by"]) == ("expired", "")
     assert notice["note"] == "Expired: only Sam approved (1 of 2) within 1 day, so nothing ran."
     assert world.executions() == []
+    state = state_of(await world.desk.view(thread, RITA))
+    [call] = [part for message in state.messages for part in message.parts
+              if isinstance(part, ToolCallPart)]  # fmt: skip
+    assert (call.status, call.error) == ("expired", notice["note"])
+    assert state.messages[-1].text == (
+        "The rotate keys expired before enough people approved: only Sam approved (1 of 2) "
+        "within 1 day, so nothing ran."
+    )
+    [record] = [r.data for r in world.records("decision") if r.data.get("status") == "expired"]
+    assert (record["approvedBy"], record["quorum"]) == ([SAM.email], 2)
 
 
 async def test_a_quorums_reminder_goes_to_those_who_have_not_approved(timed: Timed) -> None:

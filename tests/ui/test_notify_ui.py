@@ -134,6 +134,10 @@ def test_the_audit_trail_says_what_the_timers_and_the_notices_did() -> None:
                                             "status": "expired", "toolName": "transfer",
                                             "decision": "expired"}}  # fmt: skip
     assert summarize(expired) == "Expired transfer: nobody decided"
+    short = {"kind": "decision", "data": {"interruptId": "approval_c1", "status": "expired",
+                                          "toolName": "transfer", "decision": "expired",
+                                          "approvedBy": [SAM], "quorum": 2}}  # fmt: skip
+    assert summarize(short) == f"Expired transfer: 1 of 2 approvals ({SAM})"
     approved = {"kind": "decision", "data": {"toolName": "transfer", "status": "resolved",
                                              "decision": "approved"}}  # fmt: skip
     assert summarize(approved) == "Approved transfer"
