@@ -1,6 +1,7 @@
 """`python -m chat_app`: password accounts and API tokens, managed from a shell.
 
-    python -m chat_app users add EMAIL [--role ROLE]… [--name NAME] [--password-stdin]
+    python -m chat_app users add EMAIL [--role ROLE]… [--name NAME]
+                                 [--password-stdin | --no-password]
     python -m chat_app users list
     python -m chat_app users set-roles EMAIL (--role ROLE… | --no-roles)
     python -m chat_app users remove EMAIL
@@ -100,7 +101,14 @@ def _parser() -> argparse.ArgumentParser:
         "--role", action="append", default=[], help="a role (repeat for more), e.g. finance"
     )
     add.add_argument("--name", default="", help="the name the page shows")
-    _password_stdin(add)
+    given = add.add_mutually_exclusive_group()
+    _password_stdin(given)
+    given.add_argument(
+        "--no-password",
+        action="store_true",
+        help="an account nobody signs in to with a password: a service's, for its API tokens, "
+        "or someone's behind a sign-in proxy (set-password gives it one)",
+    )
     add.set_defaults(run=_users_add)
     listing = user_commands.add_parser("list", help="list the accounts")
     listing.set_defaults(run=_users_list)
@@ -188,7 +196,7 @@ def _audit_verify(path: str) -> int:
     return 0
 
 
-def _password_stdin(parser: argparse.ArgumentParser) -> None:
+def _password_stdin(parser: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup) -> None:
     parser.add_argument(
         "--password-stdin",
         action="store_true",
@@ -241,9 +249,10 @@ def _users_add(accounts: Accounts, options: argparse.Namespace) -> None:
     name = _plain("A name", options.name.strip())
     if accounts.account(email) is not None:  # before asking for a password it cannot use
         raise CommandError(f"{email} already has an account.")
-    password = _read_password(email, options.password_stdin)
+    password = None if options.no_password else _read_password(email, options.password_stdin)
     account = accounts.add_user(options.email, password, roles=options.role, name=name)
-    print(f"Added {account.email} (roles: {', '.join(account.roles) or 'none'}).")
+    without = "" if account.has_password else ", no password: API tokens and a sign-in proxy only"
+    print(f"Added {account.email} (roles: {', '.join(account.roles) or 'none'}{without}).")
     _check_roles(account.roles)
 
 
@@ -326,9 +335,10 @@ def _users_list(accounts: Accounts, options: argparse.Namespace) -> None:
         print("No accounts. Add one with: python -m chat_app users add EMAIL")
         return
     _table(
-        ("EMAIL", "NAME", "ROLES", "CREATED"),
-        [(a.email, a.name, ",".join(a.roles), _when(a.created)) for a in found],
-    )
+        ("EMAIL", "NAME", "ROLES", "PASSWORD", "CREATED"),
+        [(a.email, a.name, ",".join(a.roles), "yes" if a.has_password else "none",
+          _when(a.created)) for a in found],
+    )  # fmt: skip
 
 
 def _users_remove(accounts: Accounts, options: argparse.Namespace) -> None:
@@ -355,8 +365,9 @@ def _tokens_create(accounts: Accounts, options: argparse.Namespace) -> None:
     if accounts.account(email) is None:
         # Behind a sign-in proxy too: a token acts as an account of the app's own.
         raise CommandError(
-            f"There is no account {email}: add it first with `{PROG} users add {email}` (a "
-            "token acts as that account; behind a sign-in proxy its password is never used)."
+            f"There is no account {email}: add it first with `{PROG} users add {email} "
+            "--no-password` (a token acts as that account; for a person who also signs in "
+            "with a password, leave out --no-password)."
         )
     token = accounts.create_token(options.user, options.name)
     print(token)

@@ -47,6 +47,9 @@ __all__ = [
 #: What every API token starts with, so a leaked one is recognisable (secret scanners).
 TOKEN_PREFIX = API_TOKEN_PREFIX
 MIN_PASSWORD_LENGTH = 8
+#: The stored hash of an account made without a password: no password's hash is this (an
+#: argon2 hash is a PHC string, `$argon2id$…`), so none matches it.
+NO_PASSWORD = "!"
 #: Failed sign-ins are counted over this window, per email and per client address.
 FAILURE_WINDOW = timedelta(minutes=15)
 #: Failures for one email within the window that cost nothing; after them, the next attempt
@@ -99,6 +102,8 @@ class Account:
     #: Sorted.
     roles: tuple[str, ...]
     created: datetime
+    #: False for an account made without one (API tokens and a sign-in proxy only).
+    has_password: bool = True
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -187,15 +192,21 @@ class Accounts:
     # -- users -------------------------------------------------------------------------
 
     def add_user(
-        self, email: str, password: str, roles: Iterable[str] = (), name: str = ""
+        self, email: str, password: str | None, roles: Iterable[str] = (), name: str = ""
     ) -> Account:
-        """A new account. Refuses an invalid email, a password shorter than 8 characters, a
-        bad role name and an email that already has an account (`AccountError`)."""
+        """A new account; with `password` None, one nobody signs in to with a password (a
+        service's, for its API tokens, or someone's behind a sign-in proxy) until
+        `set_password` gives it one. Refuses an invalid email, a password shorter than 8
+        characters, a bad role name and an email that already has an account
+        (`AccountError`)."""
         email = _check_email(email)
         name = _check_name(name)
         wanted = _check_roles(roles)
-        _check_password(password)
-        password_hash = self._hasher.hash(password)
+        if password is None:
+            password_hash = NO_PASSWORD
+        else:
+            _check_password(password)
+            password_hash = self._hasher.hash(password)
         created = self._now()
         try:
             with write_transaction(self.engine) as connection:
@@ -214,7 +225,8 @@ class Accounts:
                     )
         except IntegrityError:
             raise AccountError("duplicate-user", f"{email} already has an account.") from None
-        return Account(email=email, name=name, roles=wanted, created=created)
+        return Account(email=email, name=name, roles=wanted, created=created,
+                       has_password=password is not None)  # fmt: skip
 
     def remove_user(self, email: str) -> None:
         """Removes the account, its roles and its API tokens."""
@@ -261,9 +273,7 @@ class Accounts:
     def list_users(self) -> list[Account]:
         """Every account, by email."""
         with self.engine.connect() as connection:
-            rows = connection.execute(
-                select(users.c.id, users.c.email, users.c.name, users.c.created_at)
-            ).all()
+            rows = connection.execute(select(*_LISTED)).all()
             roles = self._roles(connection, [row.id for row in rows])
         return _listed(rows, roles)
 
@@ -311,8 +321,8 @@ class Accounts:
         dummy_hash = self._dummy_hash
         with self.engine.connect() as connection:
             row = self._user(connection, _normal_email(email))
-            if row is None:
-                self._verify(dummy_hash, password)
+            if row is None or row.password_hash == NO_PASSWORD:
+                self._verify(dummy_hash, password)  # costs what a wrong password costs
                 return None
             if not self._verify(row.password_hash, password):
                 return None
@@ -570,21 +580,29 @@ def find_accounts(
     if not wanted_emails and not wanted_roles:
         return []
     members = select(user_roles.c.user_id).where(user_roles.c.role.in_(wanted_roles))
-    query = select(users.c.id, users.c.email, users.c.name, users.c.created_at).where(
+    query = select(*_LISTED).where(
         or_(users.c.email.in_(wanted_emails), users.c.id.in_(members))
     )
     rows = connection.execute(query).all()
     return _listed(rows, Accounts._roles(connection, [row.id for row in rows]))
 
 
+#: What a listed account is read from (never the hash itself).
+_LISTED = (
+    users.c.id, users.c.email, users.c.name, users.c.created_at,
+    (users.c.password_hash != NO_PASSWORD).label("has_password"),
+)  # fmt: skip
+
+
 def _listed(rows: Sequence[Any], roles: Mapping[int, frozenset[str]]) -> list[Account]:
-    """Users' rows (id, email, name, created_at) as accounts, by email."""
+    """Users' rows (`_LISTED`) as accounts, by email."""
     return [
         Account(
             email=row.email,
             name=row.name,
             roles=tuple(sorted(roles.get(row.id, ()))),
             created=row.created_at,
+            has_password=bool(row.has_password),
         )
         for row in sorted(rows, key=lambda row: row.email)
     ]

@@ -101,7 +101,9 @@ def in_process(
     def run(*args: str, stdin: str = "", prompt: bool = False) -> Result:
         capsys.readouterr()
         monkeypatch.setattr("sys.stdin", _Terminal(stdin) if prompt else io.StringIO(stdin))
-        wants_password = args[:2] in (("users", "add"), ("users", "set-password"))
+        wants_password = args[:2] in (("users", "add"), ("users", "set-password")) and (
+            "--no-password" not in args
+        )
         status = main([*args, *(["--password-stdin"] if wants_password and not prompt else [])])
         captured = capsys.readouterr()
         return Result(status, captured.out, captured.err)
@@ -128,8 +130,8 @@ def test_users_add_reads_the_password_from_stdin_and_list_shows_roles(
     assert listed.status == 0
     assert listed.err == database
     header, row = listed.out.splitlines()
-    assert header.split() == ["EMAIL", "NAME", "ROLES", "CREATED"]
-    assert row.split()[:3] == ["ada@example.com", "Ada", "finance,ops"]
+    assert header.split() == ["EMAIL", "NAME", "ROLES", "PASSWORD", "CREATED"]
+    assert row.split()[:4] == ["ada@example.com", "Ada", "finance,ops", "yes"]
     identity = Accounts(engine).check_password("ada@example.com", PASSWORD)
     assert identity is not None and identity.roles == frozenset({"finance", "ops"})
 
@@ -225,7 +227,7 @@ def test_a_duplicate_user_exits_1_with_a_message_and_no_traceback(cli: Cli, data
         (("users", "set-roles", "ada@example.com", "--role", "a b"), "'a b' is not a role name"),
         (
             ("tokens", "create", "--user", "bob@example.com", "--name", "ci"),
-            "add it first with `python -m chat_app users add bob@example.com`",
+            "add it first with `python -m chat_app users add bob@example.com --no-password`",
         ),
         (
             ("tokens", "create", "--user", "ada@example.com", "--name", "   "),
@@ -353,6 +355,40 @@ def test_set_password_changes_the_password(
     accounts = Accounts(engine)
     assert accounts.check_password("ada@example.com", "battery staple") is not None
     assert accounts.check_password("ada@example.com", PASSWORD) is None
+
+
+def test_a_service_account_has_no_password_and_acts_by_its_token(
+    in_process: InProcess, engine: Engine, database: str
+) -> None:
+    """A bot's account, or someone's behind a sign-in proxy, is made without a password:
+    nobody signs in to it with one (whatever they type), its tokens work, and `set-password`
+    gives it one."""
+    added = in_process("users", "add", "ci-bot@example.com", "--role", "ops", "--no-password")
+    assert added == Result(
+        0, "Added ci-bot@example.com (roles: ops, no password: API tokens and a sign-in proxy "
+        "only).\n", database,
+    )  # fmt: skip
+    assert in_process("users", "list").out.splitlines()[1].split()[:3] == [
+        "ci-bot@example.com", "ops", "none"
+    ]  # fmt: skip
+    accounts = Accounts(engine)
+    for typed in ("!", "", PASSWORD):
+        assert accounts.check_password("ci-bot@example.com", typed) is None
+    token = in_process("tokens", "create", "--user", "ci-bot@example.com", "--name", "ci").out
+    identity = accounts.identity_for_token(token.strip())
+    assert identity is not None and identity.roles == frozenset({"ops"})
+
+    in_process("users", "set-password", "ci-bot@example.com", stdin=PASSWORD)
+    assert accounts.check_password("ci-bot@example.com", PASSWORD) is not None
+    assert in_process("users", "list").out.splitlines()[1].split()[2] == "yes"
+
+
+def test_a_password_and_no_password_together_are_refused(cli: Cli) -> None:
+    both = cli("users", "add", "ci-bot@example.com", "--no-password", "--password-stdin",
+               stdin=PASSWORD)  # fmt: skip
+    assert both.status == 2
+    assert "not allowed with argument" in both.err
+    assert cli("users", "list").out.startswith("No accounts.")
 
 
 def test_a_created_token_is_printed_once_works_and_stops_working_once_revoked(
