@@ -61,7 +61,6 @@ from chat_app.trust.store import DatabaseUnavailable, shown_url
 from chat_app.ui import session
 from chat_app.ui.audit_state import ROUTE as AUDIT_ROUTE
 from chat_app.ui.audit_state import AuditState
-from chat_app.ui.components.connection import connection_notice
 from chat_app.ui.components.decisions import (
     CLOSE_ON_ESCAPE_SCRIPT,
     FOCUS_NEXT_DECISION_SCRIPT,
@@ -285,12 +284,10 @@ app = rx.App(
     ],
     stylesheets=["/forms.css"],
 )
-# While the connection is lost, the page says so in its own words (Reflex's overlay shows
-# its framework's, with the websocket's address).
-# (A wrap takes the app as its last child: the notice sits beside it, in a fragment.)
-app.app_wraps[(5, "Overlay")] = lambda stateful: (
-    rx.fragment(connection_notice()) if stateful else None
-)
+# While the connection is lost, each page says so in its own words, in its frame
+# (`components.connection`): Reflex's overlay, which shows its framework's with the
+# websocket's address, is left out.
+app.app_wraps[(5, "Overlay")] = lambda stateful: None
 # The app's websocket carries the visitor's session as any request does, and acts with it:
 # only this site's pages may open it (`server/origin.py`). Reflex would let any origin.
 assert app.sio is not None

@@ -410,11 +410,20 @@ def _is_cancel(entry: ResumeEntry, kind: PendingKind) -> bool:
 def _note_short_of_quorum(
     plan: ResumePlan, interrupt_id: str, call: PendingCall, gate: Gate | None
 ) -> None:
-    """Who approved an expired call short of its rule's quorum (the desk's cosigners)."""
+    """Who approved an expired call short of its rule's quorum: the desk's cosigners, each
+    once, named people only (as an approval counts them), and fewer than the quorum."""
     rule = gate.policy.rule_for_tool(call.call.name, call.call.args) if gate else None
-    approved = tuple(gate.cosigners.get(interrupt_id, ())) if gate else ()
-    if rule is not None and rule.quorum > 1 and approved:
-        plan.short_of_quorum[interrupt_id] = (approved, rule.quorum)
+    if gate is None or rule is None or rule.quorum < 2:
+        return
+    seen: set[str] = set()
+    approved: list[Identity] = []
+    for person in gate.cosigners.get(interrupt_id, ()):
+        if person.email and not person.anonymous and person.email.lower() not in seen:
+            seen.add(person.email.lower())
+            approved.append(person)
+    if 0 < len(approved) < rule.quorum:
+        plan.short_of_quorum[interrupt_id] = (tuple(approved), rule.quorum)
+        plan.rules[interrupt_id] = rule.name
 
 
 def _call_lifetime(call: PendingCall, gate: Gate | None, sealer: Sealer) -> float:

@@ -544,7 +544,7 @@ class _Run:
                 people, quorum = plan.short_of_quorum.get(interrupt_id, ((), 1))
                 approved_by = [person.name or person.email for person in people]
                 error = expiry_words(within, approved_by, quorum)
-                expired = expired_result(error, approved_by, quorum)
+                expired = expired_result(error=error, approved_by=approved_by, quorum=quorum)
                 yield self._record_result(call.message_id, call.id, expired, error=True)
             return
         if cancel_all or (answer is not None and answer.kind == "cancel"):

@@ -174,7 +174,7 @@ def _said(results: list[Result]) -> list[str]:
     def close() -> None:
         name, content, outcome, _ = group[0]
         labels = [label for *_, label in group]
-        if len(group) > 1 and all(labels):
+        if len(group) > 1 and all(labels) and len(set(labels)) == len(labels):
             together = _describe(name, content, outcome, all_of(labels))
             if together != _describe(name, content, outcome):  # the sentence names them
                 said.append(together)

@@ -325,7 +325,7 @@ class InboxItem:
             "remindedAt": _when(self.reminded_at),
             "escalatedAt": _when(self.escalated_at),
             # Whom its rule escalates to is stored from the start: said once it happened.
-            "escalatedTo": list(self.escalated_to) if self.escalated_at else [],
+            "escalatedTo": list(self.escalated_to) if self.escalated_at is not None else [],
             "note": self.escalation,
         }
 

@@ -59,7 +59,7 @@ CANCELLED_RESULT: Final = {"error": "Tool execution cancelled"}
 
 
 def expired_result(
-    error: str, approved_by: Sequence[str] = (), quorum: int = 1
+    *, error: str, approved_by: Sequence[str] = (), quorum: int = 1
 ) -> dict[str, object]:
     """The result of a call nobody decided on before its request expired, or that fewer
     people approved (`approved_by`) than its `quorum`: the model reads `error`, that it did

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import logging.config
 import sys
+import threading
 import time
 from collections.abc import Hashable, Mapping
 from datetime import UTC, datetime
@@ -76,18 +77,21 @@ class Seldom:
         self.every = every
         self.keep = keep
         self._written: dict[Hashable, float] = {}
+        # A logging filter is called from whichever thread logs.
+        self._lock = threading.Lock()
 
     def first(self, key: Hashable) -> bool:
         """Whether to write the line of `key` now (and, if so, remember it written)."""
         now = time.monotonic()
-        written = self._written.get(key)
-        if written is not None and (self.every is None or now - written < self.every):
-            return False
-        self._written.pop(key, None)  # moved to the end: the newest is forgotten last
-        self._written[key] = now
-        if len(self._written) > self.keep:
-            del self._written[next(iter(self._written))]
-        return True
+        with self._lock:
+            written = self._written.get(key)
+            if written is not None and (self.every is None or now - written < self.every):
+                return False
+            self._written.pop(key, None)  # moved to the end: the newest is forgotten last
+            self._written[key] = now
+            if len(self._written) > self.keep:
+                del self._written[next(iter(self._written))]
+            return True
 
 
 class OnceEach(logging.Filter):

@@ -103,7 +103,7 @@ class Account:
     roles: tuple[str, ...]
     created: datetime
     #: False for an account made without one (API tokens and a sign-in proxy only).
-    has_password: bool = True
+    has_password: bool
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -259,7 +259,7 @@ class Accounts:
         wanted = _check_roles(roles)
         with write_transaction(self.engine) as connection:
             row = connection.execute(
-                select(users.c.id, users.c.name, users.c.created_at).where(users.c.email == email)
+                select(*_LISTED).where(users.c.email == email)
             ).one_or_none()
             if row is None:
                 raise _unknown_user(email)
@@ -268,7 +268,8 @@ class Accounts:
                 connection.execute(
                     insert(user_roles), [{"user_id": row.id, "role": r} for r in wanted]
                 )
-        return Account(email=email, name=row.name, roles=wanted, created=row.created_at)
+        [account] = _listed([row], {row.id: frozenset(wanted)})
+        return account
 
     def list_users(self) -> list[Account]:
         """Every account, by email."""

@@ -46,7 +46,7 @@ def _after_question(note: dict[str, str]) -> str:
     ],
 )
 def test_an_expired_call_is_said_to_have_expired(tool: str, said: str) -> None:
-    text = _after(tool, expired_result(expiry_words("within 1 day")))
+    text = _after(tool, expired_result(error=expiry_words("within 1 day")))
     assert text == f"{said}: the request expired unanswered, so it did not run."
     assert not any(word in text.lower() for word in ("denied", "rejected", "declined"))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chat_app.agent import Agent
+from chat_app.agent import Agent, event_to_wire
 from chat_app.demo import POLICY_PATH, build_demo_agent, demo_model
 from chat_app.interrupts import (
     CANCELLED_RESULT,
@@ -21,7 +21,7 @@ from chat_app.interrupts import (
     wrap_generic_continuation,
 )
 from chat_app.trust import DEMO_PEOPLE, Identity, Policy, Sealer, SQLiteLedger
-from tests.agent.builders import collect
+from tests.agent.builders import collect, run_input
 
 SECRET = b"expiry-test-secret-expiry-test-secret"
 RITA, ADA, SAM, OLIVE = DEMO_PEOPLE[:4]
@@ -309,3 +309,54 @@ async def test_without_a_sealer_a_rule_still_gives_a_question_its_expiry(
     plain = build_demo_agent(demo_model(), ledger=ledger)
     plain.clock = clock
     assert the_item(await ask(plain, "ship order 42")).get("expiresAt") is None
+
+
+async def _expire_with(
+    agent: Agent, clock: Clock, cosigners: tuple[Identity, ...]
+) -> list[dict[str, Any]]:
+    """Rita's key rotation (two of ops), expired with `cosigners` passed as the desk does."""
+    paused = await ask(agent, "rotate production keys")
+    item = the_item(paused)
+    clock.now = NOW + DAY
+    body = {"threadId": "t", "runId": "r2", "parentRunId": "r1",
+            "messages": paused[-2]["messages"], "resume": [cancel(item)]}  # fmt: skip
+    return [
+        event_to_wire(event)
+        async for event in agent.run(
+            run_input(**body), identity=RITA, cosigners={item["id"]: cosigners}
+        )
+    ]
+
+
+async def test_a_quorum_that_expired_short_tells_the_model_who_approved(
+    ledger: SQLiteLedger,
+) -> None:
+    """The desk passes Sam's approval (twice: each counts once) with the expiry: the model
+    reads who approved and how far it got, and so does the trail (by email, with the rule)."""
+    clock = Clock()
+    events = await _expire_with(agent_with(ledger, clock), clock, (SAM, SAM))
+    said = "Expired: only Sam approved (1 of 2) within 1 day, so nothing ran."
+    assert result_of(events) == (
+        {"error": said, "expired": True, "approvedBy": ["Sam"], "quorum": 2}, True
+    )  # fmt: skip
+    assert text_of(events) == (
+        "The rotate keys expired before enough people approved: only Sam approved (1 of 2) "
+        "within 1 day, so nothing ran."
+    )
+    [decision] = records(ledger, "decision")
+    assert (decision["approvedBy"], decision["quorum"], decision["rule"]) == (
+        [SAM.email], 2, "key-rotation"
+    )  # fmt: skip
+    assert not records(ledger, "execution")
+
+
+async def test_approvals_that_do_not_fall_short_are_not_said_to(ledger: SQLiteLedger) -> None:
+    """Two approvals of a quorum of two would have run it: an expiry with them says nobody
+    decided rather than "only Sam and Olive approved (2 of 2)"."""
+    clock = Clock()
+    events = await _expire_with(agent_with(ledger, clock), clock, (SAM, OLIVE))
+    assert result_of(events)[0] == {
+        "error": "Expired: nobody decided within 1 day.", "expired": True
+    }  # fmt: skip
+    [decision] = records(ledger, "decision")
+    assert "approvedBy" not in decision

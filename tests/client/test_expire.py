@@ -85,7 +85,7 @@ async def test_expire_sends_the_cancel_and_the_call_shows_expired(tmp_path: Path
     assert connection.requests[-1]["resume"] == [{"interruptId": item.id, "status": "cancelled"}]
     [call] = calls(client)
     assert (call.status, call.error, call.decision) == ("expired", NOTE, "expired")
-    assert call.output == expired_result(expiry_words("within 1 day"))
+    assert call.output == expired_result(error=expiry_words("within 1 day"))
     assert last_text(client) == (
         "Nobody decided on the transfer in time: the request expired unanswered, so it did "
         "not run."
@@ -194,7 +194,7 @@ def test_an_expiry_the_server_refuses_makes_the_item_answerable_again() -> None:
 
 def test_an_expired_result_makes_the_call_expired_whatever_was_decided() -> None:
     part = ToolCallPart(id="c1", name="transfer", status="cancelled", decision="cancelled")
-    output = expired_result(expiry_words("within 2 h"))
+    output = expired_result(error=expiry_words("within 2 h"))
     assert status_after_result(part, output, True) == "expired"
     done = with_result(part, output, True)
     assert (done.status, done.error) == ("expired", "Expired: nobody decided within 2 h.")

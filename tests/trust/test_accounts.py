@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
@@ -109,13 +110,15 @@ def test_a_new_account_is_listed_with_its_lower_case_email_name_and_roles(
     added = accounts.add_user(
         " Ada@Example.COM ", PASSWORD, roles=["ops", "Finance", "finance "], name="Ada"
     )  # roles as the policy and a proxy's groups name them: lower case, once each
-    accounts.add_user("rita@example.com", PASSWORD)
-    expected = Account(email="ada@example.com", name="Ada", roles=("finance", "ops"), created=START)
+    accounts.add_user("rita@example.com", None)  # a service's: no password
+    expected = Account(
+        email="ada@example.com", name="Ada", roles=("finance", "ops"), created=START,
+        has_password=True,
+    )  # fmt: skip
     assert added == expected
-    assert accounts.list_users() == [
-        expected,
-        Account(email="rita@example.com", name="", roles=(), created=START),
-    ]
+    rita = Account(email="rita@example.com", name="", roles=(), created=START, has_password=False)
+    assert accounts.list_users() == [expected, rita]
+    assert accounts.set_roles("rita@example.com", ["ops"]) == replace(rita, roles=("ops",))
 
 
 def test_accounts_and_tokens_are_listed_in_code_point_order_on_every_database(

@@ -61,7 +61,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session", autouse=True)
 def _one_build_per_page_set(tmp_path_factory: pytest.TempPathFactory) -> None:
     """The copies this process serves reuse the first one's frontend build where their
-    compiled pages are the same: some forty copies, each built in 5 to 15 s."""
+    compiled pages are the same: some thirty copies, each built in 5 to 15 s."""
     if os.environ.get("CHAT_APP_UI_BUILD_EACH") != "1":
         app_server.builds_kept_in = tmp_path_factory.getbasetemp() / "frontend-build"
 

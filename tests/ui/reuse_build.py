@@ -4,7 +4,7 @@ when no earlier copy built the same pages.
 
 Reflex builds the frontend at every `reflex run --env prod` (`bun run export`: Vite, the
 prerender, compression), about 5 of the 9 seconds a copy takes to serve on an idle machine and
-three times that beside a running browser test; the browser tests serve some forty copies of
+three times that beside a running browser test; the browser tests serve some thirty copies of
 the app, most differing from the last only in their settings and port. Here Reflex still
 compiles the pages (so a setting that changes what a page is made of is built), and its
 `build` step is replaced by `build_or_reuse`: where the compiled sources are the same as
@@ -23,21 +23,41 @@ import os
 import runpy
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 #: Under `.web`, what is not the compiled pages: the packages, the build's output and its
 #: intermediate types, and the files holding this copy's address and start time.
 NOT_SOURCES = frozenset({"node_modules", "build", ".react-router", "env.json", "reflex.json"})
+#: Settings the build reads itself rather than from `.web`: Vite's, and Reflex's frontend
+#: ones (not all `REFLEX_`: Reflex puts each copy's port there too).
+BUILD_SETTINGS = frozenset({
+    "REFLEX_ENV_MODE", "REFLEX_FRONTEND_PATH", "REFLEX_FRONTEND_COMPRESSION_FORMATS",
+    "REFLEX_NO_AUTOPREFIXER",
+})  # fmt: skip
+#: The pre-compressed copies Reflex may write beside a file (`frontend_compression_formats`).
+COMPRESSED = (".gz", ".br", ".zst")
 DIGEST = "digest"
 ENV_JSON = "env.json"
 BUILD = "build"
 
 
-def sources_digest(web: Path) -> str:
-    """A digest of the compiled pages under `web` (names and contents)."""
+def sources_digest(web: Path, environ: Mapping[str, str] = os.environ) -> str:
+    """A digest of the compiled pages under `web` (names and contents, each length first),
+    of the app's `rxconfig.py` beside it and of the settings the build reads from
+    `environ`."""
     digest = hashlib.sha256()
-    for folder, subfolders, files in os.walk(web):
+
+    def add(data: bytes) -> None:
+        digest.update(len(data).to_bytes(8, "big") + data)
+
+    for name in sorted(environ):
+        if name.startswith("VITE_") or name in BUILD_SETTINGS:
+            add(f"{name}={environ[name]}".encode())
+    config = web.parent / "rxconfig.py"
+    add(config.read_bytes() if config.exists() else b"")
+    for folder, subfolders, files in os.walk(web, followlinks=True):
         here = Path(folder)
         if here == web:
             subfolders[:] = [name for name in subfolders if name not in NOT_SOURCES]
@@ -45,26 +65,37 @@ def sources_digest(web: Path) -> str:
         subfolders.sort()
         for name in sorted(files):
             path = here / name
-            digest.update(path.relative_to(web).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes() + b"\0")
+            add(path.relative_to(web).as_posix().encode())
+            add(path.read_bytes())
     return digest.hexdigest()
 
 
-def _addresses(env_json: Path) -> dict[str, str]:
-    return {k: v for k, v in json.loads(env_json.read_text()).items() if isinstance(v, str)}
+def _moves(kept_env: Path, web_env: Path) -> list[tuple[bytes, bytes]] | None:
+    """The addresses to replace to make the kept build this copy's: each value of the kept
+    `env.json` that differs; None when more than the host and port differ (another transport,
+    a key more or less: a build of other settings)."""
+    old, new = json.loads(kept_env.read_text()), json.loads(web_env.read_text())
+    old_host, new_host = urlsplit(old["PING"]).netloc, urlsplit(new["PING"]).netloc
+    if json.loads(kept_env.read_text().replace(old_host, new_host)) != new:
+        return None
+    return [(old[key].encode(), new[key].encode()) for key in old if old[key] != new[key]]
 
 
 def reuse(kept: Path, web: Path) -> bool:
     """Copy the build in `kept` into `web`, its addresses replaced by `web`'s own; whether
-    it could be (every address that differs was found in the bundle)."""
-    old, new = _addresses(kept / ENV_JSON), _addresses(web / ENV_JSON)
-    moves = [(old[k].encode(), new[k].encode()) for k in old if new.get(k, old[k]) != old[k]]
+    it could be (nothing but the address differs, each old address was found, and no file
+    names the old host after)."""
+    moves = _moves(kept / ENV_JSON, web / ENV_JSON)
+    if moves is None:
+        return False
+    old_host = urlsplit(json.loads((kept / ENV_JSON).read_text())["PING"]).netloc.encode()
     target = web / BUILD
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(kept / BUILD, target)
     found: set[bytes] = set()
+    left: list[Path] = []
     for path in target.rglob("*"):
-        if not path.is_file() or path.suffix not in (".js", ".html", ".json"):
+        if not path.is_file() or path.suffix in COMPRESSED:
             continue
         data = changed = path.read_bytes()
         for before, after in moves:
@@ -74,25 +105,31 @@ def reuse(kept: Path, web: Path) -> bool:
         if changed != data:
             path.write_bytes(changed)
             _compressed_again(path, changed)
-    if found != {before for before, _ in moves}:
+        if moves and old_host in changed:
+            left.append(path)
+    if left or found != {before for before, _ in moves}:
         shutil.rmtree(target, ignore_errors=True)
         return False
     return True
 
 
 def _compressed_again(path: Path, data: bytes) -> None:
-    """The file's pre-compressed siblings made from `data` (gzip, the app's only format;
+    """The file's pre-compressed copies made from `data` (gzip, the app's only format;
     another is removed, so the server sends the file itself)."""
-    for sibling in path.parent.glob(path.name + ".*"):
-        if sibling.suffix == ".gz":
-            sibling.write_bytes(gzip.compress(data, mtime=0))
+    for suffix in COMPRESSED:
+        copy = path.with_name(path.name + suffix)
+        if not copy.exists():
+            continue
+        if suffix == ".gz":
+            copy.write_bytes(gzip.compress(data, mtime=0))
         else:
-            sibling.unlink()
+            copy.unlink()
 
 
 def keep(web: Path, kept: Path, digest: str) -> None:
     """Keep `web`'s fresh build in `kept` for the copies after it (the digest written last:
-    a folder without one holds nothing usable)."""
+    a folder without one holds nothing usable). Unlocked: one test process serves its copies
+    one at a time, and each has a folder of its own."""
     shutil.rmtree(kept, ignore_errors=True)
     kept.mkdir(parents=True)
     shutil.copytree(web / BUILD, kept / BUILD)
@@ -115,7 +152,11 @@ def build_or_reuse(kept: Path, web: Path, build: Callable[[], None]) -> None:
 def main() -> None:
     kept, module, *args = sys.argv[1:]
     # Run from the copy: its `chat_app`, not this folder's modules, is the one imported.
-    sys.path[0] = os.getcwd()
+    here = Path(__file__).resolve().parent
+    if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == here:
+        sys.path[0] = os.getcwd()
+    else:  # `python -P`: the script's folder is not on the path
+        sys.path.insert(0, os.getcwd())
     from reflex.utils import build, prerequisites
 
     real = build.build

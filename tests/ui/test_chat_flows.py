@@ -978,8 +978,9 @@ def test_a_lost_connection_is_said_in_the_pages_words_and_an_answer_given_then_g
     page: Page,
 ) -> None:
     """Offline, the page says it is reconnecting, in its words (Reflex's toast named the
-    websocket's address and covered a phone's screen), above the header, not over its links;
-    an Approve clicked meanwhile is sent once the connection is back, and the notice goes."""
+    websocket's address and covered a phone's screen), above the header, not over its links,
+    the message box still on screen; an Approve clicked meanwhile is sent once the connection
+    is back, and the notice goes."""
     ask(page, "delete project apollo")
     approve = page.locator(".approval-card button.approve")
     expect(approve).to_be_enabled()
@@ -989,8 +990,13 @@ def test_a_lost_connection_is_said_in_the_pages_words_and_an_answer_given_then_g
         page.context.set_offline(True)
         expect(notice).to_have_text(CONNECTION_LOST)
         expect(page.get_by_text("Cannot connect to server")).to_have_count(0)
+        # On a phone too: above the header's links, not over them, and the box where it was
+        # typed in still on screen (the notice takes its room from the transcript).
+        page.set_viewport_size({"width": 390, "height": 844})
         said, inbox = notice.bounding_box(), page.locator("#nav-inbox").bounding_box()
         assert said and inbox and said["y"] + said["height"] <= inbox["y"], (said, inbox)
+        box = page.locator("#composer-input").bounding_box()
+        assert box and box["y"] + box["height"] <= 844, box
         approve.click()
     finally:
         page.context.set_offline(False)

@@ -12,10 +12,10 @@ from tests.ui.reuse_build import build_or_reuse, reuse, sources_digest
 ENV = "reflex-env-Ab12.js"
 
 
-def _env(web: Path, port: int) -> None:
+def _env(web: Path, port: int, transport: str = "websocket") -> None:
     web.mkdir(parents=True, exist_ok=True)
     urls = {"PING": f"http://localhost:{port}/ping", "EVENT": f"ws://localhost:{port}/_event"}
-    (web / "env.json").write_text(json.dumps({**urls, "TRANSPORT": "websocket"}))
+    (web / "env.json").write_text(json.dumps({**urls, "TRANSPORT": transport}))
 
 
 def _built(web: Path, port: int) -> None:
@@ -25,6 +25,8 @@ def _built(web: Path, port: int) -> None:
     bundle = f"var e={{PING:`http://localhost:{port}/ping`,EVENT:`ws://localhost:{port}/_event`}}"
     (assets / ENV).write_text(bundle)
     (assets / (ENV + ".gz")).write_bytes(gzip.compress(bundle.encode()))
+    (assets / (ENV + ".br")).write_bytes(b"brotli of the old bundle")
+    (assets / (ENV + ".map")).write_text("a source map, not a compressed copy")
     (web / "build" / "client" / "index.html").write_text("<p>8631 is not an address</p>")
 
 
@@ -43,6 +45,26 @@ def test_a_kept_build_is_pointed_at_the_new_address_compressed_copy_too(tmp_path
     assert gzip.decompress(compressed).decode() == bundle
     assert (web / "build/client/index.html").read_text() == "<p>8631 is not an address</p>"
     assert "8631" in (kept / "build/client/assets" / ENV).read_text(), "the kept build unchanged"
+    assert not (web / "build/client/assets" / (ENV + ".br")).exists()  # sent uncompressed
+    assert (web / "build/client/assets" / (ENV + ".map")).exists()
+
+
+def test_a_build_of_other_settings_or_naming_the_old_host_elsewhere_is_not_reused(
+    tmp_path: Path,
+) -> None:
+    kept = tmp_path / "kept"
+    _env(kept, 8631)
+    _built(kept, 8631)
+    polling = tmp_path / "polling"
+    _env(polling, 8700, transport="polling")  # more than the address differs
+    assert not reuse(kept, polling)
+    assert not (polling / "build").exists()
+
+    (kept / "build/client/app.css").write_text("/* served from localhost:8631 */")
+    web = tmp_path / "web"
+    _env(web, 8700)
+    assert not reuse(kept, web)  # the old host left where no address replaced it
+    assert not (web / "build").exists()
 
 
 def test_a_bundle_without_the_old_address_is_not_reused(tmp_path: Path) -> None:
@@ -80,4 +102,6 @@ def test_only_the_same_pages_reuse_a_build_and_the_first_build_is_kept(tmp_path:
 
     assert builds == [first, third]
     assert sources_digest(first) == sources_digest(second) != sources_digest(third)
+    assert sources_digest(first, {"VITE_MINIFY": "false"}) != sources_digest(first, {})
+    assert sources_digest(first, {"REFLEX_BACKEND_PORT": "8700"}) == sources_digest(first, {})
     assert "localhost:8700" in (second / "build/client/assets" / ENV).read_text()

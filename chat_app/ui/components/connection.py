@@ -27,9 +27,8 @@ TOO_LARGE = "This page could not load from the server (its state is too large). 
 def connection_notice() -> rx.Component:
     """A line across the top of the page while the connection is lost: from the second
     failed attempt (a single one is often a blip that the next attempt mends). The live
-    region stays in the page, empty, so that its words are announced when they come. It
-    sticks to the top as the page scrolls, and pushes the page down rather than cover the
-    header's links."""
+    region stays in the page, empty, so that its words are announced when they come. Each
+    page's frame (`page.page_frame`) puts it above the header."""
     lost = has_too_many_connection_errors | has_hydration_payload_error
     return rx.box(
         rx.cond(
@@ -41,6 +40,7 @@ def connection_notice() -> rx.Component:
         role="status",
         position="sticky",
         top="0",
+        width="100%",
         z_index="1000",
         text_align="center",
         padding=rx.cond(lost, "0.4em 1em", "0"),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import reflex as rx
 
+from .connection import connection_notice
+
 #: Takes the `:root:where(:has(.radix-themes[data-is-root-theme='true']…))` selectors out of
 #: Radix Themes' style sheet, once it is loaded (the rest of each rule stays).
 #:
@@ -90,7 +92,9 @@ def page_frame(
 ) -> rx.Component:
     """`top` (the header) over `children`, the page's `<main>`, in a full-height centred
     column (`column` styles it further, e.g. a fixed height); `#app-root` says when it is
-    hydrated."""
+    hydrated. While the connection is lost, its notice heads the column: in a fixed-height
+    page it takes its room from the content (the chat's composer stays on screen), in
+    another it sticks to the top as the page scrolls, and neither covers the header."""
     main = rx.el.main(
         *children,
         id="main",
@@ -108,6 +112,7 @@ def page_frame(
         # Past the header's links, straight to the page's own content.
         rx.el.a("Skip to content", href="#main", class_name="skip-link"),
         rx.vstack(
+            connection_notice(),
             top,
             main,
             spacing="0",
