@@ -37,7 +37,7 @@ from chat_app.config import POLICY_ENV, data_dir, policy_from_env
 from chat_app.demo import POLICY_PATH
 from chat_app.interrupts.strict_json import strict_loads
 from chat_app.trust import Identity, Policy, PolicyError
-from chat_app.trust.accounts import MIN_PASSWORD_LENGTH, AccountError, Accounts
+from chat_app.trust.accounts import MIN_PASSWORD_LENGTH, Account, AccountError, Accounts
 from chat_app.trust.identity import AUDIT_ROLES, is_control
 from chat_app.trust.ledger import AuditRecord, verify_chain
 from chat_app.trust.store import (
@@ -287,8 +287,7 @@ def _check_roles(roles: Sequence[str], *, changed: str = "") -> None:
             )
         return
     if policy is not None and changed:
-        account = Identity(email=changed, method="password", roles=frozenset(roles))
-        kept = sorted(policy.roles_of(account) - set(roles))
+        kept = _given_by(policy, changed, roles)
         if kept:
             it = "it" if len(kept) == 1 else "them"
             print(
@@ -334,11 +333,34 @@ def _users_list(accounts: Accounts, options: argparse.Namespace) -> None:
     if not found:
         print("No accounts. Add one with: python -m chat_app users add EMAIL")
         return
+    given = _roles_the_policy_gives(found)
     _table(
-        ("EMAIL", "NAME", "ROLES", "PASSWORD", "CREATED"),
-        [(a.email, a.name, ",".join(a.roles), "yes" if a.has_password else "none",
-          _when(a.created)) for a in found],
+        ("EMAIL", "NAME", "ROLES", "FROM POLICY", "PASSWORD", "CREATED"),
+        [(a.email, a.name, ",".join(a.roles), given.get(a.email, ""),
+          "yes" if a.has_password else "none", _when(a.created)) for a in found],
     )  # fmt: skip
+
+
+def _roles_the_policy_gives(accounts: Sequence[Account]) -> dict[str, str]:
+    """By email, the roles the policy in force gives each account in its `[roles]`, beside
+    those the account holds (a person's roles are both); "?" for every account, with a
+    warning, when the policy cannot be read."""
+    try:
+        policy = policy_from_env(POLICY_PATH)
+    except PolicyError as error:
+        print(f"{PROG}: warning: FROM POLICY is unknown: the policy cannot be read: {error}",
+              file=sys.stderr)  # fmt: skip
+        return {account.email: "?" for account in accounts}
+    if policy is None:
+        return {}
+    given = {account.email: _given_by(policy, account.email, account.roles) for account in accounts}
+    return {email: ",".join(roles) for email, roles in given.items() if roles}
+
+
+def _given_by(policy: Policy, email: str, roles: Sequence[str]) -> list[str]:
+    """The roles `policy`'s `[roles]` gives `email` that its account's `roles` do not hold."""
+    person = Identity(email=email, method="password", roles=frozenset(roles))
+    return sorted(policy.roles_of(person) - set(roles))
 
 
 def _users_remove(accounts: Accounts, options: argparse.Namespace) -> None:

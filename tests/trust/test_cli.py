@@ -130,7 +130,7 @@ def test_users_add_reads_the_password_from_stdin_and_list_shows_roles(
     assert listed.status == 0
     assert listed.err == database
     header, row = listed.out.splitlines()
-    assert header.split() == ["EMAIL", "NAME", "ROLES", "PASSWORD", "CREATED"]
+    assert header.split() == ["EMAIL", "NAME", "ROLES", "FROM", "POLICY", "PASSWORD", "CREATED"]
     assert row.split()[:4] == ["ada@example.com", "Ada", "finance,ops", "yes"]
     identity = Accounts(engine).check_password("ada@example.com", PASSWORD)
     assert identity is not None and identity.roles == frozenset({"finance", "ops"})
@@ -650,3 +650,25 @@ def test_audit_verify_checks_an_exports_chain_with_no_database(
         1, "python -m chat_app: error: Line 2 is not an audit record: NaN is not a JSON value."
     )  # fmt: skip
     assert "Traceback" not in wide.err + nan.err
+
+
+def test_the_list_shows_the_roles_the_policy_gives_beside_the_accounts_own(
+    in_process: InProcess, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Olive's account holds ops; the demo policy's `[roles]` makes her admin as well, which
+    the list shows (it showed ops alone); a policy that cannot be read is said, not guessed."""
+    in_process("users", "add", "olive@example.com", "--role", "ops", stdin=PASSWORD)
+    in_process("users", "add", "rita@example.com", stdin=PASSWORD)
+    listed = in_process("users", "list")
+    header, olive, rita = listed.out.splitlines()
+    assert header.split() == ["EMAIL", "NAME", "ROLES", "FROM", "POLICY", "PASSWORD", "CREATED"]
+    assert olive.split()[:4] == ["olive@example.com", "ops", "admin", "yes"]
+    assert rita.split()[:2] == ["rita@example.com", "yes"]
+
+    broken = tmp_path / "policy.toml"
+    broken.write_text("[[rules]]\nname = 1\n")
+    monkeypatch.setenv("CHAT_APP_POLICY", str(broken))
+    unknown = in_process("users", "list")
+    assert unknown.status == 0
+    assert "warning: FROM POLICY is unknown: the policy cannot be read" in unknown.err
+    assert unknown.out.splitlines()[1].split()[:4] == ["olive@example.com", "ops", "?", "yes"]
