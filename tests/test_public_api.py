@@ -150,6 +150,7 @@ TRUST = [
     "record_hash",
     "refusal_record",
     "rule_lifetime",
+    "verified_by",
     "verify_chain",
 ]
 

@@ -71,6 +71,7 @@ from chat_app.trust import (
     pause_record,
     policy_decision_record,
     refusal_record,
+    verified_by,
 )
 
 from . import events
@@ -383,9 +384,8 @@ class _Run:
         return self._verified_as(self.identity)
 
     @staticmethod
-    def _verified_as(person: Identity) -> dict[str, str]:
-        method: dict[str, str] = {"verifiedBy": person.method}
-        return {**method, "tokenName": person.token_name} if person.token_name else method
+    def _verified_as(person: Identity) -> dict[str, Any]:
+        return verified_by(person)
 
     async def _record_refusals(self, error: InterruptResumeValidationError) -> None:
         """Put every answer the policy refused in the trail, with who tried and why."""

@@ -76,6 +76,7 @@ from chat_app.trust import (
     edited_refusal,
     held_record,
     refusal_record,
+    verified_by,
 )
 from chat_app.trust.identity import spelled_out
 
@@ -618,10 +619,8 @@ class Desk:
                  "decidedBy": row.decided_by}
                 for row in rows
             ],
-            "verifiedBy": viewer.method,
+            **verified_by(viewer),
         }  # fmt: skip
-        if viewer.token_name:
-            data["tokenName"] = viewer.token_name
         entry = AuditEntry(kind="resent", thread_id=thread_id, run_id="",
                            actor=viewer.email or None, data=data)  # fmt: skip
         try:
@@ -1744,9 +1743,7 @@ class Desk:
         (the person is told of it either way); the log says what the trail lacks."""
         if self.audit is None:
             return
-        data = {**data, "verifiedBy": decider.method, "decisionId": item.decision_id}
-        if decider.token_name:
-            data["tokenName"] = decider.token_name
+        data = {**data, **verified_by(decider), "decisionId": item.decision_id}
         entry = AuditEntry(kind=kind, thread_id=item.thread_id, run_id="",
                            actor=decider.email or None, data=data)  # fmt: skip
         try:

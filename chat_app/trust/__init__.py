@@ -17,6 +17,7 @@ from .audit_records import (
     pause_record,
     policy_decision_record,
     refusal_record,
+    verified_by,
 )
 from .identity import ANONYMOUS, DEMO_PEOPLE, AuthMethod, Directory, Identity, SessionEnd
 from .ledger import (
@@ -90,5 +91,6 @@ __all__ = [
     "record_hash",
     "refusal_record",
     "rule_lifetime",
+    "verified_by",
     "verify_chain",
 ]

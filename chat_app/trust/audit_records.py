@@ -72,12 +72,22 @@ def decision_record(
     return record
 
 
-def _cosigner(person: Identity) -> dict[str, str]:
-    """One earlier approver, as the trail names the person deciding: email, how verified (and
-    which token, if one)."""
-    record = {"actor": person.email, "verifiedBy": person.method}
+def _cosigner(person: Identity) -> dict[str, Any]:
+    """One earlier approver, as the trail names the person deciding: email, and how they
+    were verified (`verified_by`)."""
+    return {"actor": person.email, **verified_by(person)}
+
+
+def verified_by(person: Identity) -> dict[str, Any]:
+    """How the person acting was verified, for their record in the trail: the method, the
+    token's name if a token, and the roles their verification gave them (a sign-in proxy's
+    groups, an account's roles) if any, which the policy's `[roles]` adds to: what let them
+    decide, as it was then."""
+    record: dict[str, Any] = {"verifiedBy": person.method}
     if person.token_name:
         record["tokenName"] = person.token_name
+    if person.roles:
+        record["roles"] = sorted(person.roles)
     return record
 
 

@@ -110,7 +110,9 @@ async def test_an_approver_with_a_cosigner_runs_the_tool_once_and_the_trail_name
     [decision] = [r for r in ledger.records() if r.kind == "decision"]
     assert decision.actor == OLIVE.email
     assert decision.data["rule"] == "key-rotation" and decision.data["verifiedBy"] == "demo"
-    assert decision.data["cosigners"] == [{"actor": SAM.email, "verifiedBy": "demo"}]
+    assert decision.data["cosigners"] == [
+        {"actor": SAM.email, "verifiedBy": "demo", "roles": ["ops"]}
+    ]
     # The same continuation again is a replay: nothing runs twice.
     again = await decide(agent, paused, item, True, OLIVE, "r3", {item["id"]: [SAM]})
     assert refusal(again)[0] == "conflict"
@@ -211,7 +213,9 @@ async def test_a_question_with_a_quorum_is_answered_with_a_cosigner_by_its_inter
     assert done[-1]["type"] == "RUN_FINISHED", done[-1]
     [decision] = [r for r in ledger.records() if r.kind == "decision"]
     assert decision.actor == SAM.email and decision.data["rule"] == "release-review"
-    assert decision.data["cosigners"] == [{"actor": OLIVE.email, "verifiedBy": "demo"}]
+    assert decision.data["cosigners"] == [
+        {"actor": OLIVE.email, "verifiedBy": "demo", "roles": ["admin", "ops"]}
+    ]
 
 
 async def test_a_rejection_by_one_allowed_person_decides_alone(ledger: SQLiteLedger) -> None:

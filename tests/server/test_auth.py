@@ -138,6 +138,19 @@ def test_the_proxy_header_is_the_actor_and_a_spoofed_forwarded_actor_is_ignored(
                   "method": "proxy", "demo": False}  # fmt: skip
 
 
+def test_the_trail_keeps_the_proxy_groups_a_decider_had(proxy_server: Served) -> None:
+    """What let someone decide, as it was then: the groups the proxy sent with the decision
+    (they may change at the identity provider later); none said where none were sent."""
+    served = proxy_server
+    transfer_approved(served, {"X-Forwarded-Email": "ada@corp",
+                               "X-Forwarded-Groups": "Finance, staff"})  # fmt: skip
+    transfer_approved(served, {"X-Forwarded-Email": "bob@corp"})
+    decided = [r for r in served.ledger.records() if r.kind == "decision"]
+    assert [(r.actor, r.data["verifiedBy"], r.data.get("roles")) for r in decided] == [
+        ("ada@corp", "proxy", ["finance", "staff"]), ("bob@corp", "proxy", None)
+    ]  # fmt: skip
+
+
 def test_the_proxy_header_from_an_untrusted_address_is_refused_and_nothing_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
