@@ -175,11 +175,17 @@ class Gate:
             rule is not None and rule.decide is None and rule.quorum > 1 for rule in rules
         ):
             return ()
-        seen = {self.decider.email.lower()}
+        return self.distinct_cosigners(decision.interrupt_id, besides=self.decider.email)
+
+    def distinct_cosigners(self, interrupt_id: str, besides: str = "") -> tuple[Identity, ...]:
+        """The item's cosigners, each named person once, in the order given, leaving out
+        `besides` (the decider, who counts on their own)."""
+        seen = {besides.lower()}
         counted: list[Identity] = []
-        for person in self.cosigners.get(decision.interrupt_id, ()):
-            if person.email.lower() not in seen:
-                seen.add(person.email.lower())
+        for person in self.cosigners.get(interrupt_id, ()):
+            email = person.email.lower()
+            if email and not person.anonymous and email not in seen:
+                seen.add(email)
                 counted.append(person)
         return tuple(counted)
 

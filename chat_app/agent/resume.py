@@ -273,8 +273,10 @@ def plan_continuation(
                 # The expiry itself, sent as the standard cancellation: nothing runs.
                 plan.decisions[interrupt_id] = Decision.cancel(interrupt_id)
                 assert sealer is not None  # only a sealer says "expired"
-                plan.expired[interrupt_id] = _within(_call_lifetime(call, gate, sealer))
-                _note_short_of_quorum(plan, interrupt_id, call, gate)
+                rule = gate.policy.rule_for_tool(call.call.name, call.call.args) if gate else None
+                plan.expired[interrupt_id] = _within(rule_lifetime(rule, sealer.ttl_seconds))
+                if gate is not None and rule is not None:
+                    _note_short_of_quorum(plan, interrupt_id, rule, gate)
                 continue
             _seal_error(errors, interrupt_id, call.call.id, seals[call.call.id])
             continue
@@ -407,29 +409,13 @@ def _is_cancel(entry: ResumeEntry, kind: PendingKind) -> bool:
     return isinstance(read, Decision) and read.kind == "cancel"
 
 
-def _note_short_of_quorum(
-    plan: ResumePlan, interrupt_id: str, call: PendingCall, gate: Gate | None
-) -> None:
-    """Who approved an expired call short of its rule's quorum: the desk's cosigners, each
-    once, named people only (as an approval counts them), and fewer than the quorum."""
-    rule = gate.policy.rule_for_tool(call.call.name, call.call.args) if gate else None
-    if gate is None or rule is None or rule.quorum < 2:
-        return
-    seen: set[str] = set()
-    approved: list[Identity] = []
-    for person in gate.cosigners.get(interrupt_id, ()):
-        if person.email and not person.anonymous and person.email.lower() not in seen:
-            seen.add(person.email.lower())
-            approved.append(person)
+def _note_short_of_quorum(plan: ResumePlan, interrupt_id: str, rule: Rule, gate: Gate) -> None:
+    """Who approved an expired call short of its `rule`'s quorum: the desk's cosigners, as
+    an approval counts them (`Gate.distinct_cosigners`), when fewer than the quorum."""
+    approved = gate.distinct_cosigners(interrupt_id)
     if 0 < len(approved) < rule.quorum:
-        plan.short_of_quorum[interrupt_id] = (tuple(approved), rule.quorum)
+        plan.short_of_quorum[interrupt_id] = (approved, rule.quorum)
         plan.rules[interrupt_id] = rule.name
-
-
-def _call_lifetime(call: PendingCall, gate: Gate | None, sealer: Sealer) -> float:
-    """The lifetime a call was sealed with: its rule's `expires_after`, else the TTL."""
-    rule = gate.policy.rule_for_tool(call.call.name, call.call.args) if gate else None
-    return rule_lifetime(rule, sealer.ttl_seconds)
 
 
 def _generic_lifetime(

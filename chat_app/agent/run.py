@@ -271,7 +271,7 @@ class _Run:
         if interrupt_id in plan.expired:
             entry = self._audit("decision", {**record, "closedFor": decider.email or None})
             return replace(entry, actor=None)
-        return self._audit("decision", {**record, **self._verified_as(decider)}, by=decider)
+        return self._audit("decision", {**record, **verified_by(decider)}, by=decider)
 
     def ledger_failure(self, error: LedgerUnavailable) -> str:
         """What a person is told when the ledger did not answer: before a continuation's
@@ -379,13 +379,9 @@ class _Run:
             )
 
     @property
-    def _verified(self) -> dict[str, str]:
+    def _verified(self) -> dict[str, Any]:
         """How the person acting was verified, for the trail (and which token, if one)."""
-        return self._verified_as(self.identity)
-
-    @staticmethod
-    def _verified_as(person: Identity) -> dict[str, Any]:
-        return verified_by(person)
+        return verified_by(self.identity)
 
     async def _record_refusals(self, error: InterruptResumeValidationError) -> None:
         """Put every answer the policy refused in the trail, with who tried and why."""
@@ -402,7 +398,7 @@ class _Run:
                     self._audit(
                         "refusal",
                         {**self._refusal_of(item.interrupt_id, item.message),
-                         **self._verified_as(decider)},
+                         **verified_by(decider)},
                         by=decider,
                     )
                     for item, decider in zip(refused, deciders, strict=True)
