@@ -938,6 +938,7 @@ def test_new_conversation_while_a_reply_streams_stops_it(page: Page) -> None:
     expect(page.get_by_text("where you are")).to_be_visible(timeout=20_000)
 
 
+@pytest.mark.long
 def test_bytes_per_streamed_token_do_not_grow_with_the_history(page: Page) -> None:
     """The frames that carry streamed text are as small with a long history as a short one."""
     frames: list[str] = []

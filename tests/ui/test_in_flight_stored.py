@@ -41,6 +41,15 @@ def slow_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
         yield served
 
 
+@pytest.fixture(scope="module")
+def unhurried_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """Words every 1.5 s: a continuation's four words leave a test seconds to act while it
+    runs, where 300 ms left it under one, which a busy machine's browser can overrun."""
+    unhurried = {"CHAT_APP_DEMO_TOKEN_DELAY_MS": "1500"}
+    with app_with_database(tmp_path_factory, "unhurried", **unhurried) as served:
+        yield served
+
+
 def stored_states(database: Path, thread: str = "") -> list[ClientState]:
     """The conversations stored on the app's database (`thread`: that one only)."""
     query = "SELECT state FROM conversation_states"
@@ -186,11 +195,11 @@ def test_a_message_sent_while_a_run_elsewhere_holds_the_conversation_goes_back_t
 
 
 def test_enter_during_a_continuation_is_told_why_nothing_went(
-    browser: Browser, slow_app: tuple[str, Path]
+    browser: Browser, unhurried_app: tuple[str, Path]
 ) -> None:
     """A continuation has no Stop, and Send reads as off while it runs; Enter then (or a
     click on Send) still reaches the page, which keeps the message and says why."""
-    url, _ = slow_app
+    url, _ = unhurried_app
     with fresh_page(browser, url) as page:
         delete_approved(page)
         expect(page.locator(".chat-message.streaming")).to_contain_text("Project")
@@ -204,6 +213,7 @@ def test_enter_during_a_continuation_is_told_why_nothing_went(
         send.click(force=True)  # a click reaches it too (Playwright would wait for "enabled")
         expect(page.locator("#held-notice")).to_have_text(RUNNING_NOTICE)
         expect(page.locator("#composer-input")).to_have_value("what time is it now")
+        expect(page.locator(".chat-message.streaming")).to_have_count(1)  # all while it ran
         expect(page.get_by_text("Project apollo is deleted.")).to_be_visible(timeout=20_000)
         expect(send).to_be_enabled(timeout=20_000)
         expect(page.locator("#held-notice")).to_have_count(0)

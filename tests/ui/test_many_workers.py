@@ -248,6 +248,7 @@ def _transfer_records(records: list[AuditRecord], kind: str) -> list[AuditRecord
 
 
 @pytest.mark.browser
+@pytest.mark.long
 def test_fifty_tabs_pause_and_resume_across_a_killed_worker(
     many_workers_app: ManyWorkersApp,
 ) -> None:

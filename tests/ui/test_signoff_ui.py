@@ -650,6 +650,7 @@ def test_the_audit_trail_goes_from_a_tab_signed_out_on_another_device(
 SHORT_SESSION_SECONDS = 15
 
 
+@pytest.mark.long
 def test_a_chat_tab_whose_session_ran_out_says_so_on_the_sign_in_page(
     browser: Browser, tmp_path_factory: pytest.TempPathFactory, screenshot_dir: Path
 ) -> None:
