@@ -37,6 +37,7 @@ from chat_app.config import (
     heartbeat_seconds,
     metrics_token,
     notifications_from_env,
+    policy_edit_problems,
     policy_from_env,
     policy_quorum_problems,
     policy_sign_in_problems,
@@ -108,6 +109,7 @@ for warning in [
     *policy_sign_in_problems(policy, authenticator.mode),
     *policy_time_problems(policy, security),
     *policy_quorum_problems(policy),
+    *policy_edit_problems(policy, agent.input_schemas()),
 ]:
     logging.getLogger("chat_app").warning("%s", warning)
 

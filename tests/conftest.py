@@ -21,15 +21,29 @@ from tests.pg_server import PostgresMissing, PostgresServer, start_postgres
 DATABASES = ["sqlite", "postgresql"]
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tests marked `long` first, in their order, then the rest in theirs.
+#: The browser tests' folder: its tests run after every other (see below).
+_BROWSER_TESTS = Path(__file__).resolve().parent / "ui"
 
-    `make test`'s two processes (xdist's worksteal) take the collection in two halves, so
-    the long tests (the fifty tabs, the monkey's walks, a session left to run out) run one
-    after another at the start of the first, beside the other's short ones, rather than
-    meeting on both cores at the end: two met there ran 147 and 142 s against 86 and 110 s
-    apart, and the run's last minutes waited on them."""
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test outside tests/ui first, then the tests marked `long`, then the rest of
+    tests/ui, each part in its own order.
+
+    Playwright's sync browser (a session fixture) keeps an event loop running in the main
+    thread for the rest of a test process, so no asyncio test may come after the first
+    browser test in a process. `make test`'s two processes (xdist's worksteal) take the
+    collection in halves, the second ending with tests/ui, and an idle process takes work
+    from the end of the other's queue: so the long tests (the fifty tabs, the monkey's walks,
+    a session left to run out) run one after another in the second, where its browser tests
+    begin, beside the first's short ones, rather than meeting on both cores at the end (two
+    met there ran 147 and 142 s, against 86 and 110 s apart)."""
+
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker("long") is not None:
+            return 1
+        return 2 if _BROWSER_TESTS in item.path.resolve().parents else 0
+
+    items.sort(key=rank)
 
 
 @pytest.fixture(autouse=True)

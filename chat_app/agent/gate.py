@@ -104,6 +104,7 @@ class Gate:
             "approvers": list(rule.approvers),
             "notRequester": rule.not_requester,
             "quorum": rule.quorum,
+            "editable": None if rule.editable is None else list(rule.editable),
             "waitingFor": self.policy.describe_approvers(rule),
         }
 
@@ -115,6 +116,7 @@ class Gate:
         rules: list[Rule | None],
         waited: float | None = None,
         approval: bool = False,
+        shown_args: object = None,
     ) -> DecisionProblem | None:
         """Why `self.decider` may not give `decision`, if they may not.
 
@@ -125,7 +127,9 @@ class Gate:
         the decider and the item's cosigners; a rejection or cancellation decides alone.
         `waited` is how many seconds ago the item paused (`Gate.waited`), when known: a rule whose
         `escalate_after` has passed lets its `escalate_to` decide too. An `approval`'s
-        cancellation is its requester's withdrawal: nobody else's.
+        cancellation is its requester's withdrawal: nobody else's. Edited arguments may
+        change from `shown_args` (the call's as shown) only what the rule of what was shown
+        lists in `editable`.
         """
         asked = self._is_requester(sealed)
         if decision.kind == "cancel" and asked:
@@ -163,6 +167,11 @@ class Gate:
                 message = self._quorum_problem(decision, rule, sealed, escalated)
                 if message is not None:
                     return _forbidden(message)
+        shown = asking_a_person(rules[0]) if rules else None
+        if decision.kind == "approve" and decision.edited and shown is not None:
+            refused = shown.refuses_edit(shown_args, decision.edited_args)
+            if refused is not None:
+                return _forbidden(refused)
         return None
 
     def cosigners_of(

@@ -361,7 +361,8 @@ def _check_deciders(
         # An expired call's cancellation is its expiry, which whoever may decide it closes;
         # any other is a withdrawal, whoever asked's alone.
         approval = interrupt_id not in plan.expired
-        _gate_one(gate, plan, errors, decision, call.call.id, rules, waited, approval=approval)
+        _gate_one(gate, plan, errors, decision, call.call.id, rules, waited, approval=approval,
+                  shown_args=call.call.args)  # fmt: skip
     for call in clients:
         # A client tool's output comes from the client of whoever asked: nobody else's.
         client_decision = plan.decisions.get(str(call.interrupt_id))
@@ -387,9 +388,11 @@ def _gate_one(
     waited: float | None = None,
     *,
     approval: bool = False,
+    shown_args: object = None,
 ) -> None:
     gate = gate.for_item(decision.interrupt_id)
-    problem = gate.check(decision, sealed=sealed, rules=rules, waited=waited, approval=approval)
+    problem = gate.check(decision, sealed=sealed, rules=rules, waited=waited, approval=approval,
+                         shown_args=shown_args)  # fmt: skip
     if problem is not None:
         errors.item(decision.interrupt_id, problem.code, problem.message, source=problem.source)
         return

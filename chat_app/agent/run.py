@@ -53,6 +53,7 @@ from chat_app.interrupts import (
     InterruptResumeValidationError,
     ItemInterruptError,
     ItemInterruptErrorCode,
+    JSONSchema,
     expired_result,
     schema_problem,
     tool_call_id_of,
@@ -152,6 +153,10 @@ class Agent:
 
     def tool_manifest(self) -> list[dict[str, object]]:
         return [item.manifest() for item in self.tools.values()]
+
+    def input_schemas(self) -> dict[str, JSONSchema | None]:
+        """Each tool's input schema, by the tool's name."""
+        return {name: tool.input_schema for name, tool in self.tools.items()}
 
     async def run(
         self,

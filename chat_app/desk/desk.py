@@ -359,9 +359,10 @@ class Desk:
 
         - a question: `value`, its response schema (`None`: any value);
         - a tool call: `approvePayload` and `rejectPayload` (`None`: that decision takes no
-          payload), and `editedArgs`, the tool's input schema (`None`: edits are not taken,
+          payload), `editedArgs`, the tool's input schema (`None`: edits are not taken,
           as the engine takes none without one, nor a quorum, whose approvals are of the
-          arguments as shown);
+          arguments as shown, nor a rule whose `editable` is empty), and `editable`, the
+          arguments its rule lets an approver change (`None`: any);
         - a tool call paused before a release changed its tool, held as an item answered
           with the approval's envelope: `approval`, the schema the whole `{"approved",
           "payload", "editedArgs"}` answer is checked against.
@@ -375,11 +376,13 @@ class Desk:
             if decision is None or not item.answerable:
                 continue
             if isinstance(item, ToolApprovalInterrupt):
-                edits = None if decision.quorum > 1 else item.input_schema
+                editable = self._editable(item)
+                edits = None if decision.quorum > 1 or editable == () else item.input_schema
                 found[item.id] = {
                     "approvePayload": item.approve_schema,
                     "rejectPayload": item.reject_schema,
                     "editedArgs": edits,
+                    "editable": None if editable is None else list(editable),
                 }
             elif decision.kind == "tool":
                 found[item.id] = {"approval": item.response_schema}
@@ -1679,10 +1682,19 @@ class Desk:
                                  escalated=self._escalated(item) if escalated is None
                                  else escalated)  # fmt: skip
 
+    def _editable(self, item: ToolApprovalInterrupt) -> tuple[str, ...] | None:
+        """The arguments the rule of `item` as shown lets an approver change, as
+        `_run_refusal` judges an edit (`None`: any, or the agent's rules are its own)."""
+        if self.policy is None or not self.agent_reads_policy:
+            return None
+        rule = asking_a_person(self.policy.rule_for_tool(item.tool_name, item.original_args))
+        return None if rule is None else rule.editable
+
     def _run_refusal(self, item: InboxItem, viewer: Identity, answer: Answer) -> str | None:
         """Why the engine's gate would refuse to run what `viewer` approves of a tool call,
         if it would, found as it finds it: a rule that rejects the call as shown or as edited,
-        and for edited arguments their own rule, which must allow `viewer` too (editing cannot
+        an edit of an argument the rule as shown does not list in `editable`, and for edited
+        arguments their own rule, which must allow `viewer` too (editing cannot
         move a call out of a rule's reach). Refused here, before it is stored as decided, the
         approver reads why on the card; a remote agent's rules are its own (`_carry` opens a
         decision it refuses again)."""
@@ -1697,6 +1709,10 @@ class Desk:
             rejected = rule.refuses_approval() if rule is not None else None
             if rejected is not None:
                 return rejected
+        asked = asking_a_person(shown) if edited else None
+        fixed = asked.refuses_edit(item.args, answer.edited_args) if asked is not None else None
+        if fixed is not None:
+            return fixed
         if not edited or (ran is not None and ran.decide is not None):
             return None
         if ran is None:

@@ -30,6 +30,7 @@ from chat_app.config import (
     heartbeat_seconds,
     metrics_token,
     notifications_from_env,
+    policy_edit_problems,
     policy_from_env,
     policy_quorum_problems,
     policy_sign_in_problems,
@@ -145,6 +146,7 @@ def _build(*, announce: bool) -> Starlette:
         for problem in [
             *problems, *policy_time_problems(policy, security),
             *policy_quorum_problems(policy), *fanout_problems(desk),
+            *policy_edit_problems(policy, agent.input_schemas()),
         ]:
             logger.warning("%s", problem)
         if settings.channels and not settings.public_url_set:

@@ -4,7 +4,8 @@ Owns `Policy`, `Rule` and `PolicyError`. A policy names roles (`[roles]`: role -
 besides the roles an identity already carries) and an ordered list of `[[rules]]`; the first
 rule whose `tool` (or generic `interrupt`) and `when` (a JSON Schema over the arguments, or
 the interrupt's display payload) match decides. A rule either decides by itself (`decide`)
-or names who may (`approvers`, `not_requester`, `quorum`), and how long a person has: after
+or names who may (`approvers`, `not_requester`, `quorum`) and which arguments they may
+change in approving (`editable`), and how long a person has: after
 `expires_after` the request expires unanswered, `remind_after` is when the approval desk
 reminds the approvers, and after `escalate_after` the people of `escalate_to` may decide too.
 When no rule matches, the person who asked decides. Every problem in the file is a
@@ -31,7 +32,7 @@ import jsonschema
 
 from chat_app.interrupts import CompiledSchema, compile_schema
 
-from .identity import Identity
+from .identity import Identity, spelled_out
 
 __all__ = [
     "WITHDRAWAL_ONLY",
@@ -50,7 +51,7 @@ __all__ = [
 _TOP_KEYS = ("roles", "known_roles", "rules")
 _RULE_KEYS = (
     "name", "tool", "interrupt", "when", "decide", "reason", "approvers", "not_requester",
-    "quorum", "expires_after", "remind_after", "escalate_after", "escalate_to",
+    "quorum", "editable", "expires_after", "remind_after", "escalate_after", "escalate_to",
 )  # fmt: skip
 _DURATION_KEYS = ("expires_after", "remind_after", "escalate_after")
 _DURATION_PART = re.compile(r"\s*(\d+)\s*([dhms])", re.IGNORECASE)
@@ -196,6 +197,9 @@ class Rule:
     not_requester: bool = False
     #: Distinct approvals needed before it runs (any rejection decides).
     quorum: int = 1
+    #: The arguments a decider may change by approving with edited arguments (top-level
+    #: names; empty: none); `None`: any, within the rule's reach (`edited_refusal`).
+    editable: tuple[str, ...] | None = None
     #: How long a request waits before it expires unanswered (`None`: the sealer's TTL).
     expires_after: datetime.timedelta | None = None
     #: When the approval desk reminds the approvers, counted from the pause.
@@ -223,6 +227,48 @@ class Rule:
         if self.decide != "reject":
             return None
         return f"Rejected by policy {self.name}: {self.reason or 'not allowed'}."
+
+    def refuses_edit(self, shown: object, edited: object) -> str | None:
+        """Why approving `shown` arguments as `edited` is refused, when the edit changes one
+        this rule does not list in `editable`: the `forbidden` message the gate gives and
+        the desk gives before it ("Rule large-transfers lets an approver change only amount,
+        not recipient.")."""
+        if self.editable is None:
+            return None
+        changed = changed_arguments(shown, edited)
+        fixed = [name for name in changed if name not in self.editable]
+        if not fixed:
+            return None
+        if not self.editable:
+            return (f"Rule {self.name} lets nobody change the arguments: approve them as "
+                    "shown, or reject.")  # fmt: skip
+        return (f"Rule {self.name} lets an approver change only {all_of(list(self.editable))}, "
+                f"not {all_of([spelled_out(name) for name in fixed])}.")  # fmt: skip
+
+
+def changed_arguments(shown: object, edited: object) -> list[str]:
+    """The top-level arguments `edited` changes from `shown` (one added or removed counts),
+    in the order shown then added; `["arguments"]` when either is not an object and they
+    differ. Values compare as JSON does (`true` is not `1`)."""
+    if not isinstance(shown, Mapping) or not isinstance(edited, Mapping):
+        return [] if _same_json(shown, edited) else ["arguments"]
+    names = [*shown, *(name for name in edited if name not in shown)]
+    return [
+        str(name) for name in names
+        if name not in shown or name not in edited or not _same_json(shown[name], edited[name])
+    ]  # fmt: skip
+
+
+def _same_json(a: object, b: object) -> bool:
+    """Equal as JSON values: Python's `==` takes `True` for `1` and `1` for `1.0`; JSON
+    tells the first apart (a number and a boolean) and not the second."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
 
 
 @overload
@@ -676,7 +722,7 @@ def _read_rule(
                 "`decide` cannot answer an `interrupt` rule: a question needs a person's "
                 "value; name `approvers` instead"
             )
-        for key in ("not_requester", "quorum"):
+        for key in ("not_requester", "quorum", "editable"):
             if key in raw:
                 raise fail(f"`{key}` applies only with `approvers`; remove it, or `decide`")
         for key in (*_DURATION_KEYS, "escalate_to"):
@@ -705,6 +751,7 @@ def _read_rule(
                 f"`quorum` is {quorum} but only {_people(len(approvers))} could approve "
                 f"({', '.join(sorted(approvers))}); lower the quorum or add approvers"
             )
+    editable = _read_editable(raw, tool, quorum, fail)
     timing = _read_timing(raw, roles, known, fail)
     return Rule(
         name=name,
@@ -716,8 +763,37 @@ def _read_rule(
         approvers=approvers,
         not_requester=not_requester,
         quorum=quorum,
+        editable=editable,
         **timing,
     )
+
+
+def _read_editable(
+    raw: dict[str, Any], tool: str | None, quorum: int, fail: _Fail
+) -> tuple[str, ...] | None:
+    """A rule's `editable`: the names of the arguments an approver may change (`None` when
+    it is not given: any)."""
+    if "editable" not in raw:
+        return None
+    value = raw["editable"]
+    if tool is None:
+        raise fail("`editable` applies only to a `tool` rule: a question's answer is not edited")
+    if quorum > 1:
+        raise fail(
+            "`editable` applies only with a quorum of 1: under a quorum each approver approves "
+            "the arguments as shown, and an edit is refused; remove it"
+        )
+    if not isinstance(value, list) or not all(
+        isinstance(name, str) and name.strip() for name in value
+    ):
+        raise fail(
+            f"`editable` is {value!r}; write the names of the arguments an approver may "
+            'change, e.g. editable = ["amount"], or editable = [] for none'
+        )
+    repeated = sorted({name for name in value if value.count(name) > 1})
+    if repeated:
+        raise fail(f"`editable` names {', '.join(repeated)} more than once")
+    return tuple(value)
 
 
 def _read_timing(

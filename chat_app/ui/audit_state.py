@@ -10,7 +10,7 @@ from typing import Any
 import reflex as rx
 
 from chat_app.trust import Identity, LedgerUnavailable, Policy
-from chat_app.trust.identity import AUDIT_ROLES
+from chat_app.trust.identity import AUDIT_ROLES, spelled_out
 from chat_app.trust.policy import all_of, any_of_approvers, either_of
 
 from . import session as sessions
@@ -35,7 +35,7 @@ class AuditRow:
     at: str
     kind: str
     actor: str
-    #: How the actor was verified (`demo`, `password`, `proxy`, `token`, `none`, or `policy`).
+    #: How the actor was verified, with the roles it gave them then (`verified_words`).
     verified: str
     #: The policy rule that allowed (or made) the decision.
     rule: str
@@ -50,6 +50,20 @@ def _verified(record: dict[str, Any]) -> str:
     if data.get("decidedBy") == "policy":
         return "policy"
     return str(data.get("verifiedBy") or "")
+
+
+def verified_words(record: dict[str, Any]) -> str:
+    """The Verified by column: how the actor was verified (`demo`, `password`, `proxy`,
+    `token` with its name, `none`, or `policy`) and the roles that gave them then: "token
+    nightly (ops)", "proxy (finance, admin)"."""
+    method = _verified(record)
+    if method == "policy":  # the rule decided: whoever asked was verified, not as deciding
+        return method
+    data = record.get("data") or {}
+    token = data.get("tokenName")
+    said = f"{method} {spelled_out(str(token))}" if method == "token" and token else method
+    roles = [spelled_out(str(role)) for role in data.get("roles") or []]
+    return f"{said} ({', '.join(roles)})" if said and roles else said
 
 
 def who(record: dict[str, Any]) -> str:
@@ -217,7 +231,7 @@ class AuditState(IdentityState):
                 at=str(record.get("at", "")),
                 kind=str(record.get("kind", "")),
                 actor=who(record),
-                verified=_verified(record),
+                verified=verified_words(record),
                 rule=str((record.get("data") or {}).get("rule") or ""),
                 thread=str(record.get("thread_id", "")),
                 summary=summarize(record, sessions.policy(), asked),

@@ -67,6 +67,7 @@ from .views import (
     answered_edits,
     archive_blocks,
     build_views,
+    edited_arguments,
     edits,
     form_schema,
     given_at_desk,
@@ -1428,7 +1429,7 @@ class ChatState(IdentityState):
                 # the first of them takes the focus (on a long form it may be out of view).
                 self._refresh(session)
                 return rx.call_script(FOCUS_IN_FORM % json.dumps([interrupt_id, form, "error"]))
-            value = result.value
+            value = edited_arguments(item, result.value) if form == "edit" else result.value
         memory.errors.pop(form, None)
         self._answering(interrupt_id)
         if self._through_desk(session, item, form):

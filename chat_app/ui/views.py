@@ -95,6 +95,8 @@ class DecisionView:
     approve_fields: list[FormField] = field(default_factory=list)
     reject_fields: list[FormField] = field(default_factory=list)
     edit_fields: list[FormField] = field(default_factory=list)
+    #: The edit form's note of the arguments its rule keeps as they are ("" for none).
+    edit_note: str = ""
     can_edit: bool = False
     #: Which panel is open: "" | "approve" | "reject" | "edit".
     panel: str = ""
@@ -545,17 +547,89 @@ def mid_sentence(text: str) -> str:
 
 
 def form_schema(item: InterruptItem, form: str) -> tuple[Mapping[str, Any] | None, Any]:
-    """The schema of one of a decision's forms, and the value its fields start from."""
+    """The schema of one of a decision's forms, and the value its fields start from. The
+    edit form holds only the arguments its rule lets an approver change (`edit_limits`)."""
     if isinstance(item, ToolApprovalInterrupt):
         schemas = {
             "approve": item.approve_schema,
             "reject": item.reject_schema,
-            "edit": item.input_schema,
+            "edit": _editable_schema(item.input_schema, edit_limits(item)),
         }
         return schemas.get(form), item.original_args if form == "edit" else None
     if isinstance(item, GenericInterrupt):
         return item.response_schema, None
     return None, None
+
+
+def edit_limits(item: InterruptItem) -> tuple[str, tuple[str, ...]] | None:
+    """The rule an approval paused under and the arguments it lets an approver change
+    (its `editable`, which the pause's policy metadata carries); `None` when any may be."""
+    shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
+    if not isinstance(shown, Mapping) or not isinstance(shown.get("editable"), list):
+        return None
+    return str(shown.get("rule") or ""), tuple(str(name) for name in shown["editable"])
+
+
+def _editable_schema(
+    schema: Mapping[str, Any] | None, limits: tuple[str, tuple[str, ...]] | None
+) -> Mapping[str, Any] | None:
+    """`schema` with only the properties `limits` lets be changed (`None` when none may
+    be). A schema not made of plain properties stays whole: the server refuses what the
+    rule does not allow, and the card says why."""
+    if limits is None or schema is None:
+        return schema
+    properties = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(properties, Mapping) or any(
+        key in schema for key in ("$ref", "allOf", "anyOf", "oneOf", "if", "dependentSchemas",
+                                  "dependentRequired", "patternProperties")
+    ):  # fmt: skip
+        return schema
+    editable = limits[1]
+    if not any(name in properties for name in editable):
+        return None
+    required = schema.get("required")
+    return {
+        **schema,
+        "properties": {name: sub for name, sub in properties.items() if name in editable},
+        **({"required": [name for name in required if name in editable]}
+           if isinstance(required, list) else {}),
+    }  # fmt: skip
+
+
+def edited_arguments(item: InterruptItem, value: Any) -> Any:
+    """The arguments an edit form's `value` approves: its fields in place of the call's own,
+    which stand for every argument the rule does not let be changed (the form leaves those
+    out)."""
+    limits = edit_limits(item)
+    if limits is None or not isinstance(item, ToolApprovalInterrupt):
+        return value
+    original = item.original_args
+    if item.input_schema is _editable_schema(item.input_schema, limits):
+        return value  # the form held every argument: the server says what it refuses
+    if not isinstance(value, Mapping) or not isinstance(original, Mapping):
+        return value
+    editable = limits[1]
+    merged: dict[str, Any] = {}
+    for name in dict.fromkeys([*original, *value]):
+        if name in editable:
+            if name in value:
+                merged[name] = value[name]
+        elif name in original:
+            merged[name] = original[name]
+    return merged
+
+
+def edit_note(item: InterruptItem) -> str:
+    """What the edit form says of the arguments it leaves out: "Rule large-transfers lets
+    an approver change only amount."; "" when any may be changed."""
+    limits = edit_limits(item)
+    if limits is None:
+        return ""
+    rule, editable = limits
+    if not editable:
+        return f"Rule {rule} lets nobody change the arguments."
+    names = all_of([spelled_out(name) for name in editable])
+    return f"Rule {rule} lets an approver change only {names}."
 
 
 #: Who decides an item, when it is not the person looking: the sentence to show, or "".
@@ -618,6 +692,7 @@ def decision_view(
             approve_fields=fields("approve"),
             reject_fields=fields("reject"),
             edit_fields=edit_fields,
+            edit_note=edit_note(item),
             # A tool that takes no arguments has nothing to edit.
             can_edit=bool(edit_fields) and item.id not in quorum,
             panel=memory.panel,

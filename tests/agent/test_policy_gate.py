@@ -229,6 +229,35 @@ async def test_editing_arguments_cannot_move_a_call_out_of_its_rule(
     assert not [r for r in ledger.records() if r.kind == "execution"]
 
 
+async def test_an_approver_changes_only_what_the_rule_lets_be_edited(ledger: SQLiteLedger) -> None:
+    """The demo's large transfers are editable in their amount alone: Ada (finance) may not
+    approve Rita's transfer to Bob as one to herself; the refusal is in the trail, nothing
+    runs, and the same item is approved with a lower amount, to Bob."""
+    agent = agent_with(ledger)
+    paused = await ask(agent, "transfer 5000 to Bob")
+    item = the_item(paused)
+    assert item["metadata"]["chat_app:policy"]["editable"] == ["amount"]
+    to_herself = decide(item, True, editedArgs={"recipient": "Ada", "amount": 5000})
+    events = await answer(agent, paused, to_herself, ADA, "r2")
+    assert refusal(events) == (
+        "forbidden", "Rule large-transfers lets an approver change only amount, not recipient."
+    )  # fmt: skip
+    [refused] = [r for r in ledger.records() if r.kind == "refusal"]
+    assert refused.actor == ADA.email and "not recipient" in str(refused.data)
+    assert not [r for r in ledger.records() if r.kind == "execution"]
+
+    lower = decide(item, True, editedArgs={"recipient": "Bob", "amount": 4000})
+    adas = await answer(agent, paused, lower, ADA, "r3")
+    assert "Sent 4,000 to Bob" in text_of(adas)
+    [ran] = [r for r in ledger.records() if r.kind == "execution"]
+    assert ran.data["args"] == {"recipient": "Bob", "amount": 4000}
+
+
+async def test_a_rule_without_editable_says_so_to_the_page(ledger: SQLiteLedger) -> None:
+    paused = await ask(agent_with(ledger), "rotate production keys", SAM)
+    assert the_item(paused)["metadata"]["chat_app:policy"]["editable"] is None
+
+
 async def test_the_requester_may_withdraw_but_not_approve(ledger: SQLiteLedger) -> None:
     agent = agent_with(ledger)
     paused = await ask(agent, "transfer 5000 to Ada")

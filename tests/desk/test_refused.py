@@ -57,6 +57,48 @@ async def test_an_edit_into_a_rule_that_does_not_allow_the_decider_is_refused_up
     assert [run["args"]["amount"] for run in world.executions("transfer")] == [25]
 
 
+async def test_an_edit_of_an_argument_the_rule_keeps_is_refused_up_front(world: World) -> None:
+    """The demo's large transfers let finance change the amount alone: Ada's approval of
+    Rita's transfer to Bob as one to herself is refused before anything is stored, with the
+    engine's words, in the trail as her refusal; her lower amount to Bob runs."""
+    await world.start(RITA, "transfer 5000 to Bob")
+    item = await world.only_item(ADA)
+    to_herself = _edited({"recipient": "Ada", "amount": 5000})
+    message = await _refused(world, item.decision_id, to_herself, ADA)
+    assert message == "Rule large-transfers lets an approver change only amount, not recipient."
+    [refusal] = world.records("refusal")
+    assert refusal.actor == ADA.email and refusal.data["reason"] == message
+    assert (await world.only_item(ADA)).status == "pending"
+    assert world.executions() == []
+
+    lower = _edited({"recipient": "Bob", "amount": 4000})
+    assert (await world.desk.decide(item.decision_id, ADA, lower)).status == "decided"
+    await world.desk.wait_idle()
+    assert [run["args"] for run in world.executions("transfer")] == [
+        {"recipient": "Bob", "amount": 4000}
+    ]
+
+
+async def test_under_editable_empty_the_desk_takes_no_edit_and_says_so(world: World) -> None:
+    """A client that builds its own form reads which arguments it may change; with none, no
+    edit schema, and an edit of anything is refused (an approval as shown runs)."""
+    thread = await world.start(RITA, "transfer 5000 to Bob")
+    [schemas] = world.desk.answer_schemas(await world.desk.view(thread, ADA)).values()
+    assert (schemas["editable"], schemas["editedArgs"] is not None) == (["amount"], True)
+    world.use_policy(POLICY_PATH.read_text().replace('editable = ["amount"]', "editable = []"))
+    [schemas] = world.desk.answer_schemas(await world.desk.view(thread, ADA)).values()
+    assert (schemas["editable"], schemas["editedArgs"]) == ([], None)
+    item = await world.only_item(ADA)
+    message = await _refused(world, item.decision_id, _edited({"recipient": "Bob", "amount": 1}),
+                             ADA)  # fmt: skip
+    assert message == (
+        "Rule large-transfers lets nobody change the arguments: approve them as shown, or reject."
+    )
+    assert (await world.desk.decide(item.decision_id, ADA, Answer("approve"))).status == "decided"
+    await world.desk.wait_idle()
+    assert [run["args"]["amount"] for run in world.executions("transfer")] == [5000]
+
+
 async def test_a_call_the_policy_came_to_reject_is_refused_an_approval_at_the_desk(
     world: World,
 ) -> None:

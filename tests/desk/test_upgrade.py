@@ -105,6 +105,7 @@ async def test_an_earlier_pause_shows_the_form_its_answer_is_checked_against(
         "approvePayload": None,
         "rejectPayload": demo_tools.TRANSFER.approval.reject,
         "editedArgs": demo_tools.TRANSFER.input_schema,
+        "editable": ["amount"],
     }]  # fmt: skip
 
 

@@ -125,6 +125,7 @@ def test_finance_decides_a_large_transfer_from_the_inbox(served: DeskServed) -> 
         "approvePayload": None,
         "rejectPayload": TRANSFER.approval.reject,
         "editedArgs": TRANSFER.input_schema,
+        "editable": ["amount"],  # the demo rule's: finance changes the amount, not who is paid
     }
 
     found = inbox(served, ada)

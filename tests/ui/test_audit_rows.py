@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chat_app.ui.audit_state import summarize, who
+from chat_app.ui.audit_state import summarize, verified_words, who
 
 RITA = "rita@example.com"
 
@@ -17,6 +17,24 @@ def test_a_decision_a_policy_made_is_the_policys_not_the_requesters() -> None:
     by_rita = {"kind": "decision", "actor": RITA, "data": {"verifiedBy": "demo"}}
     assert who(by_rita) == RITA
     assert who({"kind": "execution", "actor": None, "data": {}}) == "—"
+
+
+def test_verified_by_says_how_and_the_roles_that_let_them_decide() -> None:
+    def record(**data: object) -> dict[str, object]:
+        return {"kind": "decision", "actor": RITA, "data": data}
+
+    assert verified_words(record(verifiedBy="demo", roles=["finance"])) == "demo (finance)"
+    assert verified_words(record(verifiedBy="password")) == "password"
+    proxy = record(verifiedBy="proxy", roles=["admin", "ops"])
+    assert verified_words(proxy) == "proxy (admin, ops)"
+    assert verified_words(record(verifiedBy="token", tokenName="nightly", roles=["ops"])) == (
+        "token nightly (ops)"
+    )
+    assert verified_words(record(verifiedBy="token", tokenName="x\u202ey")) == "token x[U+202E]y"
+    # A rule decided: the requester's roles had no part in it.
+    policy = record(verifiedBy="demo", decidedBy="policy", roles=["ops"])
+    assert verified_words(policy) == "policy"
+    assert verified_words({"kind": "execution", "actor": None, "data": {}}) == ""
 
 
 def test_an_approval_short_of_its_quorum_says_how_far_it_got() -> None:

@@ -608,6 +608,29 @@ def test_a_decision_opened_from_the_inbox_by_keyboard_takes_the_focus(
         )
 
 
+def test_an_approver_edits_only_what_the_rule_lets_change(
+    browser: Browser, app_url: str, screenshot_dir: Path
+) -> None:
+    """The demo's large transfers let finance change the amount, not who is paid: Ada's edit
+    form for Rita's transfer to Bob holds the amount alone and says why, and what she sends
+    pays Bob the lower amount."""
+    with people(browser, app_url, ADA, RITA) as (ada, rita):
+        card = asked_and_opened(rita, ada, "transfer 5000 to Bob")
+        card.locator("button.edit").click()
+        form = card.locator(".form-edit")
+        expect(form.locator(".form-note")).to_have_text(
+            "Rule large-transfers lets an approver change only amount."
+        )
+        expect(form.locator("input:not([type=hidden]), textarea")).to_have_count(1)
+        expect(form.locator('input[name="recipient"]')).to_have_count(0)
+        form.locator('input[name="amount"]').fill("4000")
+        shot(ada, screenshot_dir, "edit-amount-only")
+        form.locator("button[type=submit]").click()
+        paid = rita.get_by_text(re.compile(r"Sent 4,000 to Bob\. Receipt id: rcpt-"))
+        expect(paid).to_be_visible()
+        expect(card.locator(".tool-status")).to_have_text("Done")
+
+
 def test_an_edit_only_the_requester_could_run_is_refused_on_the_card_with_the_draft_kept(
     browser: Browser, app_url: str, screenshot_dir: Path
 ) -> None:
@@ -658,7 +681,7 @@ def test_an_edit_only_the_requester_could_run_is_refused_on_the_card_with_the_dr
         expect(refusal).to_contain_text("Refused transfer:")  # the tool, not the item's id
         expect(refusal).to_contain_text("large-transfers")  # the rule it was filed under
         expect(refusal.locator("td").nth(3)).to_have_text(ADA)  # Who
-        expect(refusal.locator("td").nth(4)).to_have_text("demo")  # Verified by
+        expect(refusal.locator("td").nth(4)).to_have_text("demo (finance)")  # Verified by
 
 
 def test_an_approval_with_changes_shows_what_changed_to_everyone(

@@ -86,7 +86,7 @@ def test_a_large_transfer_waits_for_finance_and_the_trail_names_who_approved(
     decision = page.locator('.audit-row[data-kind="decision"]').first
     cells = decision.locator("td")
     expect(cells.nth(3)).to_have_text("ada@example.com")  # Who
-    expect(cells.nth(4)).to_have_text("demo")  # Verified by
+    expect(cells.nth(4)).to_have_text("demo (finance)")  # Verified by, as what
     expect(cells.nth(5)).to_have_text("large-transfers")  # Rule
     expect(decision).to_contain_text("Approved transfer")
     shot(page, screenshot_dir, "audit-who-verified-rule")

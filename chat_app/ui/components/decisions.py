@@ -275,8 +275,9 @@ def _panel(
     """One `rx.match` case: the form that opens under Approve…, Reject… or Edit arguments."""
     button = rx.button(submit, type="submit", color_scheme=color, class_name="submit")
     key = decision.id + "-" + form
+    note: Any = decision.edit_note if form == "edit" else ""
     return form, schema_form(
-        decision.id, form, fields, button, on_submit=events.submit_form, key=key
+        decision.id, form, fields, button, on_submit=events.submit_form, key=key, note=note
     )
 
 

@@ -359,13 +359,20 @@ def schema_form(
     *actions: rx.Component,
     on_submit: Handler,
     key: Any = None,
+    note: Any = "",
 ) -> rx.Component:
     """A form of `fields` whose submit goes to `on_submit` with its identity (hidden
-    `__interrupt` and `__form` inputs)."""
+    `__interrupt` and `__form` inputs), after `note` when there is one (what the form leaves
+    out, and why)."""
     return rx.form(
         rx.el.input(type="hidden", name="__interrupt", value=interrupt_id),
         rx.el.input(type="hidden", name="__form", value=form),
         rx.el.input(type="hidden", name=DRAFT_FIELD, value=""),
+        *([] if isinstance(note, str) and not note else [rx.cond(
+            note != "",
+            rx.text(note, size="2", color=rx.color("gray", 11), class_name="form-note",
+                    margin_bottom="0.5em"),
+        )]),  # fmt: skip
         rx.vstack(rx.foreach(fields, field_row), spacing="3", width="100%"),
         rx.hstack(*actions, spacing="2", padding_top="0.5em", wrap="wrap", align="center"),
         on_submit=on_submit,
