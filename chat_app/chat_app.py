@@ -109,7 +109,8 @@ for warning in [
     *policy_sign_in_problems(policy, authenticator.mode),
     *policy_time_problems(policy, security),
     *policy_quorum_problems(policy),
-    *policy_edit_problems(policy, agent.input_schemas()),
+    # A remote agent's tools are its own: what its policy names is its to judge.
+    *(policy_edit_problems(policy, agent.input_schemas()) if remote is None else []),
 ]:
     logging.getLogger("chat_app").warning("%s", warning)
 

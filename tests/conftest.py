@@ -9,6 +9,7 @@ first test asks for it; without PostgreSQL's server binaries those tests fail, s
 `make test` (which installs them).
 """
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,14 +30,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Every test outside tests/ui first, then the tests marked `long`, then the rest of
     tests/ui, each part in its own order.
 
-    Playwright's sync browser (a session fixture) keeps an event loop running in the main
-    thread for the rest of a test process, so no asyncio test may come after the first
-    browser test in a process. `make test`'s two processes (xdist's worksteal) take the
-    collection in halves, the second ending with tests/ui, and an idle process takes work
-    from the end of the other's queue: so the long tests (the fifty tabs, the monkey's walks,
-    a session left to run out) run one after another in the second, where its browser tests
-    begin, beside the first's short ones, rather than meeting on both cores at the end (two
-    met there ran 147 and 142 s, against 86 and 110 s apart)."""
+    `make test`'s two processes (xdist's worksteal) take the collection in halves, the
+    second ending with tests/ui, and an idle process takes work from the end of the other's
+    queue: so the long tests (the fifty tabs, the monkey's walks, a session left to run out)
+    run one after another where the second's browser tests begin, beside the first's short
+    ones, rather than meeting on both cores at the end (two met there ran 147 and 142 s,
+    against 86 and 110 s apart). Tests outside tests/ui coming first also keeps them clear
+    of the browser's event loop (`pytest_runtest_protocol`), as a rule rather than always."""
 
     def rank(item: pytest.Item) -> int:
         if item.get_closest_marker("long") is not None:
@@ -44,6 +44,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return 2 if _BROWSER_TESTS in item.path.resolve().parents else 0
 
     items.sort(key=rank)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A test outside tests/ui runs without the browser tests' event loop.
+
+    Playwright's sync browser (a session fixture of tests/ui) marks its loop as this
+    thread's running one between its calls, for the rest of the process, and pytest-asyncio
+    then refuses every asyncio test ("Runner.run() cannot be called from a running event
+    loop"). The ordering above keeps them apart as a rule, but a process that takes work
+    from the other after its first browser test may get some: for those the mark is lifted,
+    and put back after (no browser call is made meanwhile)."""
+    browsers = asyncio._get_running_loop()
+    if browsers is None or _BROWSER_TESTS in item.path.resolve().parents:
+        yield
+        return
+    asyncio._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio._set_running_loop(browsers)
 
 
 @pytest.fixture(autouse=True)

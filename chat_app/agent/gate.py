@@ -27,7 +27,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from chat_app.interrupts import Decision, DecisionProblem
+from chat_app.interrupts import ABSENT, Decision, DecisionProblem
 from chat_app.trust import (
     ANONYMOUS,
     Identity,
@@ -116,7 +116,7 @@ class Gate:
         rules: list[Rule | None],
         waited: float | None = None,
         approval: bool = False,
-        shown_args: object = None,
+        shown_args: object = ABSENT,
     ) -> DecisionProblem | None:
         """Why `self.decider` may not give `decision`, if they may not.
 
@@ -127,10 +127,13 @@ class Gate:
         the decider and the item's cosigners; a rejection or cancellation decides alone.
         `waited` is how many seconds ago the item paused (`Gate.waited`), when known: a rule whose
         `escalate_after` has passed lets its `escalate_to` decide too. An `approval`'s
-        cancellation is its requester's withdrawal: nobody else's. Edited arguments may
-        change from `shown_args` (the call's as shown) only what the rule of what was shown
-        lists in `editable`.
+        cancellation is its requester's withdrawal: nobody else's. Edited arguments (a
+        second rule) may change from `shown_args` (the call's as shown; required with them)
+        only what the rule of what was shown lists in `editable`, judged before the rule of
+        what would run, in the desk's order.
         """
+        if len(rules) > 1 and shown_args is ABSENT:
+            raise ValueError("edited arguments are judged against the call's as shown")
         asked = self._is_requester(sealed)
         if decision.kind == "cancel" and asked:
             return None  # whoever asked may always withdraw the request
@@ -143,6 +146,11 @@ class Gate:
             rejected = rule.refuses_approval() if rule is not None else None
             if rejected is not None and decision.kind == "approve":
                 return _forbidden(rejected)
+            if index == 1:  # edited: first, whether the rule shown lets this be changed
+                shown = asking_a_person(rules[0])
+                fixed = shown.refuses_edit(shown_args, decision.edited_args) if shown else None
+                if fixed is not None:
+                    return _forbidden(fixed)
             if index == 0:
                 # What was shown is answered by its rule's approvers; a rule that now decides
                 # such calls alone has none. What editing would run is only checked against
@@ -167,11 +175,6 @@ class Gate:
                 message = self._quorum_problem(decision, rule, sealed, escalated)
                 if message is not None:
                     return _forbidden(message)
-        shown = asking_a_person(rules[0]) if rules else None
-        if decision.kind == "approve" and decision.edited and shown is not None:
-            refused = shown.refuses_edit(shown_args, decision.edited_args)
-            if refused is not None:
-                return _forbidden(refused)
         return None
 
     def cosigners_of(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from functools import partial
 from typing import Any, Literal
@@ -52,6 +52,7 @@ from chat_app.trust import (
     Rule,
     SealCheck,
     Sealer,
+    asking_a_person,
     decision_record,
     describe_duration,
     rule_lifetime,
@@ -361,8 +362,13 @@ def _check_deciders(
         # An expired call's cancellation is its expiry, which whoever may decide it closes;
         # any other is a withdrawal, whoever asked's alone.
         approval = interrupt_id not in plan.expired
-        _gate_one(gate, plan, errors, decision, call.call.id, rules, waited, approval=approval,
-                  shown_args=call.call.args)  # fmt: skip
+        allowed = _gate_one(gate, plan, errors, decision, call.call.id, rules, waited,
+                            approval=approval, shown_args=call.call.args)  # fmt: skip
+        fixed_by = asking_a_person(shown)
+        if allowed and decision.edited and fixed_by is not None:
+            # What the rule keeps runs as shown, not as a client wrote it again (`1.0`).
+            pinned = fixed_by.pinned(call.call.args, decision.edited_args)
+            plan.decisions[interrupt_id] = replace(decision, edited_args=pinned)
     for call in clients:
         # A client tool's output comes from the client of whoever asked: nobody else's.
         client_decision = plan.decisions.get(str(call.interrupt_id))
@@ -388,18 +394,20 @@ def _gate_one(
     waited: float | None = None,
     *,
     approval: bool = False,
-    shown_args: object = None,
-) -> None:
+    shown_args: object = ABSENT,
+) -> bool:
+    """Whether `decision` is allowed (else its item's error is noted)."""
     gate = gate.for_item(decision.interrupt_id)
     problem = gate.check(decision, sealed=sealed, rules=rules, waited=waited, approval=approval,
                          shown_args=shown_args)  # fmt: skip
     if problem is not None:
         errors.item(decision.interrupt_id, problem.code, problem.message, source=problem.source)
-        return
+        return False
     plan.rules[decision.interrupt_id] = next((rule.name for rule in rules if rule), None)
     cosigners = gate.cosigners_of(decision, rules)
     if cosigners:
         plan.cosigners[decision.interrupt_id] = cosigners
+    return True
 
 
 def _ms(iso: str | None) -> float | None:

@@ -1683,10 +1683,13 @@ class Desk:
                                  else escalated)  # fmt: skip
 
     def _editable(self, item: ToolApprovalInterrupt) -> tuple[str, ...] | None:
-        """The arguments the rule of `item` as shown lets an approver change, as
-        `_run_refusal` judges an edit (`None`: any, or the agent's rules are its own)."""
+        """The arguments the rule of `item` as shown lets an approver change (`None`: any),
+        as `_run_refusal` judges an edit; for an agent whose rules are its own, as its pause
+        said (`editable` in the policy metadata)."""
         if self.policy is None or not self.agent_reads_policy:
-            return None
+            shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
+            named = shown.get("editable") if isinstance(shown, Mapping) else None
+            return tuple(str(name) for name in named) if isinstance(named, list) else None
         rule = asking_a_person(self.policy.rule_for_tool(item.tool_name, item.original_args))
         return None if rule is None else rule.editable
 

@@ -242,8 +242,29 @@ class Rule:
         if not self.editable:
             return (f"Rule {self.name} lets nobody change the arguments: approve them as "
                     "shown, or reject.")  # fmt: skip
-        return (f"Rule {self.name} lets an approver change only {all_of(list(self.editable))}, "
-                f"not {all_of([spelled_out(name) for name in fixed])}.")  # fmt: skip
+        only = f"Rule {self.name} lets an approver change only {all_of(list(self.editable))}"
+        if not isinstance(shown, Mapping) or not isinstance(edited, Mapping):
+            return f"{only}, and these edited arguments are not an object of named ones."
+        # Named from what an approver sent: spelled out, and a few (the trail keeps it).
+        named = [spelled_out(name) for name in fixed[:_NAMED]]
+        if len(fixed) > _NAMED:
+            named.append(f"{len(fixed) - _NAMED} more")
+        return f"{only}, not {either_of(named)}."
+
+    def pinned(self, shown: object, edited: object) -> object:
+        """`edited` with each argument this rule's `editable` leaves out as `shown` has it:
+        an edit `refuses_edit` let through changes those at most in how a number is written
+        (`1.0` for `1`), which the tool then does not see."""
+        if self.editable is None or not isinstance(shown, Mapping):
+            return edited
+        if not isinstance(edited, Mapping):
+            return edited
+        return {name: shown[name] if name in shown and name not in self.editable else value
+                for name, value in edited.items()}  # fmt: skip
+
+
+#: How many arguments a refused edit names (then "and N more").
+_NAMED = 5
 
 
 def changed_arguments(shown: object, edited: object) -> list[str]:

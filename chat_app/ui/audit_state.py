@@ -54,7 +54,7 @@ def _verified(record: dict[str, Any]) -> str:
 
 def verified_words(record: dict[str, Any]) -> str:
     """The Verified by column: how the actor was verified (`demo`, `password`, `proxy`,
-    `token` with its name, `none`, or `policy`) and the roles that gave them then: "token
+    `token` with its name, `none`, or `policy`) and the roles it gave them then: "token
     nightly (ops)", "proxy (finance, admin)"."""
     method = _verified(record)
     if method == "policy":  # the rule decided: whoever asked was verified, not as deciding

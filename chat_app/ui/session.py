@@ -45,7 +45,7 @@ from chat_app.trust import ANONYMOUS, Identity, Policy, Rule, Sealer, asking_a_p
 from chat_app.trust.authn import Authenticator, AuthFailure
 from chat_app.trust.store import not_answering
 
-from .views import ViewCache, WhoDecides
+from .views import EditLimit, ViewCache, WhoDecides, pause_edit_limits
 
 #: A connection for one tab, given how to read who is at its keyboard now (the run's identity
 #: is read when each run starts: a demo visitor may switch person mid-conversation).
@@ -567,6 +567,21 @@ def _governing(policy: Policy, item: InterruptItem, named: object) -> Rule | Non
     else:
         rule = policy.rule_named(named)
     return asking_a_person(rule)
+
+
+def edit_limits(item: InterruptItem) -> EditLimit | None:
+    """For the page: the rule that will judge an edit of `item` and the arguments it lets an
+    approver change, found as the engine finds it (`_governing`), so that the edit form
+    holds what the server takes, a policy changed since the pause included; a remote
+    agent's, as its pause said (its rules are its own). `None`: any may change."""
+    policy = _backend.policy
+    if policy is None or not _backend.agent_reads_policy:
+        return pause_edit_limits(item)
+    shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
+    rule = _governing(policy, item, shown.get("rule") if isinstance(shown, Mapping) else None)
+    if rule is None or rule.editable is None:
+        return None
+    return rule.name, rule.editable
 
 
 def asked_by(viewer: Identity) -> Callable[[InterruptItem], bool]:

@@ -476,6 +476,7 @@ class ChatState(IdentityState):
             can_retry=not self.read_only,
             retry_by=self.owner_name,
             at_desk=self._at_desk,
+            edits=sessions.edit_limits,
         )
         streaming = client.status == "streaming"
         messages = views.messages
@@ -1418,7 +1419,8 @@ class ChatState(IdentityState):
         memory = self._memory.setdefault(interrupt_id, FormMemory())
         memory.drafts[form] = dict(data)
         memory.message = ""
-        schema, initial = form_schema(item, form)
+        limits = sessions.edit_limits(item)
+        schema, initial = form_schema(item, form, limits)
         value: Any = None
         if schema:
             result = read_form(schema, form_fields(schema, initial), data)
@@ -1429,7 +1431,9 @@ class ChatState(IdentityState):
                 # the first of them takes the focus (on a long form it may be out of view).
                 self._refresh(session)
                 return rx.call_script(FOCUS_IN_FORM % json.dumps([interrupt_id, form, "error"]))
-            value = edited_arguments(item, result.value) if form == "edit" else result.value
+            value = result.value
+            if form == "edit":
+                value = edited_arguments(item, value, limits)
         memory.errors.pop(form, None)
         self._answering(interrupt_id)
         if self._through_desk(session, item, form):

@@ -546,14 +546,16 @@ def mid_sentence(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-def form_schema(item: InterruptItem, form: str) -> tuple[Mapping[str, Any] | None, Any]:
+def form_schema(
+    item: InterruptItem, form: str, limits: EditLimit | None = None
+) -> tuple[Mapping[str, Any] | None, Any]:
     """The schema of one of a decision's forms, and the value its fields start from. The
-    edit form holds only the arguments its rule lets an approver change (`edit_limits`)."""
+    edit form holds only the arguments `limits` (its rule's) lets an approver change."""
     if isinstance(item, ToolApprovalInterrupt):
         schemas = {
             "approve": item.approve_schema,
             "reject": item.reject_schema,
-            "edit": _editable_schema(item.input_schema, edit_limits(item)),
+            "edit": _editable_schema(item.input_schema, limits),
         }
         return schemas.get(form), item.original_args if form == "edit" else None
     if isinstance(item, GenericInterrupt):
@@ -561,9 +563,23 @@ def form_schema(item: InterruptItem, form: str) -> tuple[Mapping[str, Any] | Non
     return None, None
 
 
-def edit_limits(item: InterruptItem) -> tuple[str, tuple[str, ...]] | None:
-    """The rule an approval paused under and the arguments it lets an approver change
-    (its `editable`, which the pause's policy metadata carries); `None` when any may be."""
+#: The rule that judges an edit of an item, and the arguments it lets an approver change.
+EditLimit = tuple[str, tuple[str, ...]]
+#: An item's `EditLimit`; `None` when any argument may change.
+EditLimits = Callable[[InterruptItem], EditLimit | None]
+
+#: Keywords that tie properties to each other or count them: a form cut down to some of
+#: the properties could not meet them, so a schema with one is shown whole.
+_WHOLE_SCHEMA_KEYWORDS = (
+    "$ref", "allOf", "anyOf", "oneOf", "not", "if", "dependencies", "dependentSchemas",
+    "dependentRequired", "patternProperties", "propertyNames", "minProperties",
+    "maxProperties", "unevaluatedProperties",
+)  # fmt: skip
+
+
+def pause_edit_limits(item: InterruptItem) -> EditLimit | None:
+    """The `EditLimit` the pause's policy metadata gave (`editable`), for a page that knows
+    no policy of its own (`chat_app.ui.session.edit_limits` reads the rule in force)."""
     shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
     if not isinstance(shown, Mapping) or not isinstance(shown.get("editable"), list):
         return None
@@ -571,18 +587,18 @@ def edit_limits(item: InterruptItem) -> tuple[str, tuple[str, ...]] | None:
 
 
 def _editable_schema(
-    schema: Mapping[str, Any] | None, limits: tuple[str, tuple[str, ...]] | None
+    schema: Mapping[str, Any] | None, limits: EditLimit | None
 ) -> Mapping[str, Any] | None:
     """`schema` with only the properties `limits` lets be changed (`None` when none may
     be). A schema not made of plain properties stays whole: the server refuses what the
     rule does not allow, and the card says why."""
     if limits is None or schema is None:
         return schema
+    if not limits[1]:
+        return None
     properties = schema.get("properties")
-    if schema.get("type") != "object" or not isinstance(properties, Mapping) or any(
-        key in schema for key in ("$ref", "allOf", "anyOf", "oneOf", "if", "dependentSchemas",
-                                  "dependentRequired", "patternProperties")
-    ):  # fmt: skip
+    if (schema.get("type") != "object" or not isinstance(properties, Mapping)
+            or any(key in schema for key in _WHOLE_SCHEMA_KEYWORDS)):  # fmt: skip
         return schema
     editable = limits[1]
     if not any(name in properties for name in editable):
@@ -596,22 +612,22 @@ def _editable_schema(
     }  # fmt: skip
 
 
-def edited_arguments(item: InterruptItem, value: Any) -> Any:
-    """The arguments an edit form's `value` approves: its fields in place of the call's own,
-    which stand for every argument the rule does not let be changed (the form leaves those
-    out)."""
-    limits = edit_limits(item)
+def edited_arguments(item: InterruptItem, value: Any, limits: EditLimit | None) -> Any:
+    """The arguments an edit form's `value` approves: the fields the form holds in place of
+    the call's own, which stand for every other argument (the form leaves out those the
+    rule, `limits`, does not let be changed)."""
     if limits is None or not isinstance(item, ToolApprovalInterrupt):
         return value
     original = item.original_args
-    if item.input_schema is _editable_schema(item.input_schema, limits):
+    held = _editable_schema(item.input_schema, limits)
+    if held is None or held is item.input_schema:
         return value  # the form held every argument: the server says what it refuses
     if not isinstance(value, Mapping) or not isinstance(original, Mapping):
         return value
-    editable = limits[1]
+    fields = held.get("properties") or {}
     merged: dict[str, Any] = {}
     for name in dict.fromkeys([*original, *value]):
-        if name in editable:
+        if name in fields:
             if name in value:
                 merged[name] = value[name]
         elif name in original:
@@ -619,17 +635,26 @@ def edited_arguments(item: InterruptItem, value: Any) -> Any:
     return merged
 
 
-def edit_note(item: InterruptItem) -> str:
-    """What the edit form says of the arguments it leaves out: "Rule large-transfers lets
-    an approver change only amount."; "" when any may be changed."""
-    limits = edit_limits(item)
+def edit_note(item: InterruptItem, limits: EditLimit | None) -> str:
+    """What the edit form says of the arguments it leaves out, by their fields' titles:
+    "Rule large-transfers lets an approver change only Amount."; "" when any may be
+    changed."""
     if limits is None:
         return ""
     rule, editable = limits
+    by = f"Rule {spelled_out(rule)}" if rule else "The policy"
     if not editable:
-        return f"Rule {rule} lets nobody change the arguments."
-    names = all_of([spelled_out(name) for name in editable])
-    return f"Rule {rule} lets an approver change only {names}."
+        return f"{by} lets nobody change the arguments."
+    schema = item.input_schema if isinstance(item, ToolApprovalInterrupt) else None
+    properties = (schema or {}).get("properties")
+    titled = properties if isinstance(properties, Mapping) else {}
+
+    def title(name: str) -> str:
+        field = titled.get(name)
+        given = field.get("title") if isinstance(field, Mapping) else None
+        return spelled_out(given if isinstance(given, str) and given else name)
+
+    return f"{by} lets an approver change only {all_of([title(n) for n in editable])}."
 
 
 #: Who decides an item, when it is not the person looking: the sentence to show, or "".
@@ -644,11 +669,14 @@ def decision_view(
     now_ms: float,
     who_decides: WhoDecides | None = None,
     quorum: Mapping[str, str] | None = None,
+    edits: EditLimits | None = None,
 ) -> DecisionView:
     """What the card of `item` shows. `quorum` holds the approvals that need more than one
     approver, with their progress (item id -> "1 of 2: Sam approved"): they offer no edit,
-    as each approver approves the arguments as shown (the desk refuses an edited one)."""
+    as each approver approves the arguments as shown (the desk refuses an edited one).
+    `edits` says which arguments the edit form may hold (`pause_edit_limits` without it)."""
     quorum = quorum or {}
+    limits = (edits or pause_edit_limits)(item)
     memory = memory or FormMemory()
     waiting = who_decides(item) if who_decides is not None else ""
     # A problem of a whole form (no field to show it under: `FORM_ERROR_KEY`) is the card's.
@@ -661,7 +689,7 @@ def decision_view(
     expires = _expires(item) if waiting and not expired else ""
 
     def fields(form: str) -> list[FormField]:
-        schema, initial = form_schema(item, form)
+        schema, initial = form_schema(item, form, limits)
         if not schema:
             return []
         rows = form_fields(schema, initial)
@@ -692,7 +720,7 @@ def decision_view(
             approve_fields=fields("approve"),
             reject_fields=fields("reject"),
             edit_fields=edit_fields,
-            edit_note=edit_note(item),
+            edit_note=edit_note(item, limits),
             # A tool that takes no arguments has nothing to edit.
             can_edit=bool(edit_fields) and item.id not in quorum,
             panel=memory.panel,
@@ -961,6 +989,7 @@ def build_views(
     can_retry: bool = True,
     retry_by: str = "",
     at_desk: Mapping[str, str] | None = None,
+    edits: EditLimits | None = None,
 ) -> Views:
     """Everything the transcript and the decision cards show.
 
@@ -973,7 +1002,8 @@ def build_views(
     with changes changed (`edits`), for its tool call's card; `can_retry`, whether the person
     looking may send a failed continuation again (its cards then say what it holds), and
     when not, `retry_by`, who may (the cards then say which answers from the desk it holds);
-    `at_desk`, the answers given at the desk (`given_at_desk`), which only Retry sends.
+    `at_desk`, the answers given at the desk (`given_at_desk`), which only Retry sends;
+    `edits`, which arguments each approval's edit form may hold (`decision_view`).
     """
     decisions = {item.id: item for item in state.interrupts}
     by_call = {
@@ -983,8 +1013,9 @@ def build_views(
     }
     now_ms = time.time() * 1000  # one clock for every card, the count and the focus
     known = _Cards(
-        by_call, memory, now_ms, who_decides, decided_by or {}, quorum or {}, changes or {}
-    )
+        by_call, memory, now_ms, who_decides, decided_by or {}, quorum or {}, changes or {},
+        edits,
+    )  # fmt: skip
     reused = cache.reusable(state.messages, by_call.keys()) if cache is not None else 0
     messages: list[MessageView] = cache.reused(reused) if cache is not None else []
     fresh = len(messages)  # the reused views have no decision: they were cached
@@ -1194,13 +1225,15 @@ class _Cards:
     decided_by: Mapping[str, str]
     quorum: Mapping[str, str]
     changes: Mapping[str, list[str]]
+    edits: EditLimits | None = None
     #: The ids of the decisions shown on a tool call's card, added to as they are built.
     attached: set[str] = field(default_factory=set)
 
     def decision(self, item: InterruptItem) -> DecisionView:
         return decision_view(
-            item, self.memory.get(item.id), self.now_ms, self.who_decides, self.quorum
-        )
+            item, self.memory.get(item.id), self.now_ms, self.who_decides, self.quorum,
+            self.edits,
+        )  # fmt: skip
 
 
 def _message_view(message: ChatMessage, cards: _Cards) -> MessageView | None:

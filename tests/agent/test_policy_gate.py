@@ -253,6 +253,52 @@ async def test_an_approver_changes_only_what_the_rule_lets_be_edited(ledger: SQL
     assert ran.data["args"] == {"recipient": "Bob", "amount": 4000}
 
 
+async def test_a_kept_argument_is_refused_before_the_rule_the_edit_would_fall_under(
+    ledger: SQLiteLedger,
+) -> None:
+    """Ada pays herself 500: 500 falls under no rule (Rita's alone), but what she may not
+    change is said first, as the desk says it (tests/desk/test_refused.py)."""
+    agent = agent_with(ledger)
+    paused = await ask(agent, "transfer 5000 to Bob")
+    both = decide(the_item(paused), True, editedArgs={"recipient": "Ada", "amount": 500})
+    events = await answer(agent, paused, both, ADA, "r2")
+    assert refusal(events) == (
+        "forbidden", "Rule large-transfers lets an approver change only amount, not recipient."
+    )  # fmt: skip
+
+
+async def test_under_editable_empty_only_the_arguments_as_shown_are_approved(
+    ledger: SQLiteLedger,
+) -> None:
+    text = POLICY_PATH.read_text().replace('editable = ["amount"]', "editable = []")
+    agent = agent_with(ledger, Policy.parse(text))
+    paused = await ask(agent, "transfer 5000 to Bob")
+    item = the_item(paused)
+    assert item["metadata"]["chat_app:policy"]["editable"] == []
+    lower = decide(item, True, editedArgs={"recipient": "Bob", "amount": 4000})
+    assert refusal(await answer(agent, paused, lower, ADA, "r2")) == (
+        "forbidden",
+        "Rule large-transfers lets nobody change the arguments: approve them as shown, or reject.",
+    )
+    same = decide(item, True, editedArgs={"recipient": "Bob", "amount": 5000})
+    assert "Sent 5,000 to Bob" in text_of(await answer(agent, paused, same, ADA, "r3"))
+
+
+async def test_a_kept_number_runs_as_shown_however_the_answer_wrote_it(
+    ledger: SQLiteLedger,
+) -> None:
+    """Recipient editable, amount kept: `5000.0` for `5000` is no change, and the tool and
+    the trail get the `5000` shown."""
+    text = POLICY_PATH.read_text().replace('editable = ["amount"]', 'editable = ["recipient"]')
+    agent = agent_with(ledger, Policy.parse(text))
+    paused = await ask(agent, "transfer 5000 to Bob")
+    edited = decide(the_item(paused), True, editedArgs={"recipient": "Carol", "amount": 5000.0})
+    assert "Sent 5,000 to Carol" in text_of(await answer(agent, paused, edited, ADA, "r2"))
+    [ran] = [r for r in ledger.records() if r.kind == "execution"]
+    assert ran.data["args"] == {"recipient": "Carol", "amount": 5000}
+    assert type(ran.data["args"]["amount"]) is int
+
+
 async def test_a_rule_without_editable_says_so_to_the_page(ledger: SQLiteLedger) -> None:
     paused = await ask(agent_with(ledger), "rotate production keys", SAM)
     assert the_item(paused)["metadata"]["chat_app:policy"]["editable"] is None

@@ -71,6 +71,11 @@ async def test_an_edit_of_an_argument_the_rule_keeps_is_refused_up_front(world: 
     assert (await world.only_item(ADA)).status == "pending"
     assert world.executions() == []
 
+    # Paid to herself and lowered under any rule: what she may not change is said first, as
+    # the engine says it (tests/agent/test_policy_gate.py).
+    both = _edited({"recipient": "Ada", "amount": 500})
+    assert await _refused(world, item.decision_id, both, ADA) == message
+
     lower = _edited({"recipient": "Bob", "amount": 4000})
     assert (await world.desk.decide(item.decision_id, ADA, lower)).status == "decided"
     await world.desk.wait_idle()

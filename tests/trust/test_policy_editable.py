@@ -92,6 +92,38 @@ def test_two_editable_names_are_said_together() -> None:
     )
 
 
+def test_several_kept_arguments_are_named_as_either_and_a_flood_is_counted() -> None:
+    rule = _rule('editable = ["amount"]').rules[0]
+    shown = {"recipient": "Bob", "amount": 1}
+    refused = rule.refuses_edit(shown, {"recipient": "Ada", "amount": 1, "memo": "x"})
+    assert refused == (
+        "Rule large-transfers lets an approver change only amount, not recipient or memo."
+    )
+    flood = {**shown, **{f"k{n}": n for n in range(1000)}}
+    refused = rule.refuses_edit(shown, flood)
+    assert refused is not None and refused.endswith("not k0, k1, k2, k3, k4 or 995 more.")
+
+
+def test_arguments_that_are_not_an_object_are_refused_as_such() -> None:
+    rule = _rule('editable = ["amount"]').rules[0]
+    assert rule.refuses_edit({"amount": 1}, [1]) == (
+        "Rule large-transfers lets an approver change only amount, and these edited arguments "
+        "are not an object of named ones."
+    )
+
+
+def test_what_the_rule_keeps_runs_as_shown_however_a_client_wrote_it() -> None:
+    """`1.0` for `1` is no change (JSON has one number), but the tool gets the `1` shown."""
+    rule = _rule('editable = ["amount"]').rules[0]
+    shown = {"recipient": "Bob", "account": 42, "amount": 5300}
+    edited = {"recipient": "Bob", "account": 42.0, "amount": 4000}
+    assert rule.refuses_edit(shown, edited) is None
+    pinned = rule.pinned(shown, edited)
+    assert pinned == {"recipient": "Bob", "account": 42, "amount": 4000}
+    assert isinstance(pinned["account"], int)
+    assert _rule("").rules[0].pinned(shown, edited) is edited  # no editable: as sent
+
+
 def test_changes_are_compared_as_json_values() -> None:
     assert changed_arguments({"a": 1}, {"a": 1.0}) == []  # one JSON number
     assert changed_arguments({"a": 1}, {"a": True}) == ["a"]  # a number is not a boolean

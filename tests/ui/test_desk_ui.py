@@ -619,7 +619,7 @@ def test_an_approver_edits_only_what_the_rule_lets_change(
         card.locator("button.edit").click()
         form = card.locator(".form-edit")
         expect(form.locator(".form-note")).to_have_text(
-            "Rule large-transfers lets an approver change only amount."
+            "Rule large-transfers lets an approver change only Amount."
         )
         expect(form.locator("input:not([type=hidden]), textarea")).to_have_count(1)
         expect(form.locator('input[name="recipient"]')).to_have_count(0)

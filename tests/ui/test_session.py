@@ -3,6 +3,7 @@ cookies and the policy, never from anything the page sends."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,25 @@ def test_a_remote_agents_pause_is_judged_by_the_rule_it_names() -> None:
     assert session.who_decides(RITA)(item(unruled)) == ""
     named = {"rule": "large-transfers", "requester": RITA.email}
     assert session.who_decides(RITA)(item(named, amount=500)).startswith("Waiting for finance")
+
+
+def test_the_edit_form_follows_the_rule_the_engine_will_judge_by() -> None:
+    """The pause said "amount"; the policy in force now lets the recipient be changed
+    instead, and the page offers what the server will take. A remote agent's pause is taken
+    at its word (its rules are its own)."""
+    paused = item({"rule": "large-transfers", "requester": RITA.email, "editable": ["amount"]})
+    configure("demo", Policy.load(POLICY_PATH))
+    assert session.edit_limits(paused) == ("large-transfers", ("amount",))
+    changed = POLICY_PATH.read_text().replace('editable = ["amount"]', 'editable = ["recipient"]')
+    configure("demo", Policy.parse(changed, "policy.toml"))
+    assert session.edit_limits(paused) == ("large-transfers", ("recipient",))
+    without = re.sub(r"(?m)^editable = .*\n", "", POLICY_PATH.read_text())
+    configure("demo", Policy.parse(without, "policy.toml"))
+    assert session.edit_limits(paused) is None
+    authenticator = Authenticator(AuthConfig(mode="demo"), signer=SIGNER, directory=None)
+    session.configure(lambda _: None, lambda: {"tools": []}, authenticator=authenticator,  # type: ignore[arg-type,return-value]
+                      policy=Policy.parse(without, "p.toml"), agent_reads_policy=False)  # fmt: skip
+    assert session.edit_limits(paused) == ("large-transfers", ("amount",))
 
 
 def test_views_count_only_what_the_viewer_may_decide() -> None:
