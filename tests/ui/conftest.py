@@ -60,10 +60,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session", autouse=True)
 def _one_build_per_page_set(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """The copies this process serves reuse the first one's frontend build where their
-    compiled pages are the same: some thirty copies, each built in 5 to 15 s."""
+    """The copies this run serves reuse the first one's frontend build where their compiled
+    pages are the same: some thirty copies, each built in 5 to 15 s. Under xdist the test
+    processes share it (their temporary folders sit in the run's own): the second's first
+    copy built again, 20 to 100 s beside the other's browser tests."""
     if os.environ.get("CHAT_APP_UI_BUILD_EACH") != "1":
-        app_server.builds_kept_in = tmp_path_factory.getbasetemp() / "frontend-build"
+        base = tmp_path_factory.getbasetemp()
+        run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+        app_server.builds_kept_in = run / "frontend-build"
 
 
 @pytest.fixture(scope="session")

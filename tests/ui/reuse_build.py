@@ -16,6 +16,7 @@ copy is built.
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import hashlib
 import json
@@ -23,7 +24,8 @@ import os
 import runpy
 import shutil
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -128,8 +130,7 @@ def _compressed_again(path: Path, data: bytes) -> None:
 
 def keep(web: Path, kept: Path, digest: str) -> None:
     """Keep `web`'s fresh build in `kept` for the copies after it (the digest written last:
-    a folder without one holds nothing usable). Unlocked: one test process serves its copies
-    one at a time, and each has a folder of its own."""
+    a folder without one holds nothing usable). Under the caller's `_locked`."""
     shutil.rmtree(kept, ignore_errors=True)
     kept.mkdir(parents=True)
     shutil.copytree(web / BUILD, kept / BUILD)
@@ -137,16 +138,32 @@ def keep(web: Path, kept: Path, digest: str) -> None:
     (kept / DIGEST).write_text(digest)
 
 
+@contextmanager
+def _locked(kept: Path) -> Iterator[None]:
+    """`kept` to this process alone: the test processes of a run share it, and one may be
+    keeping its build while another copies it."""
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    with open(kept.with_name(kept.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def build_or_reuse(kept: Path, web: Path, build: Callable[[], None]) -> None:
-    """Reflex's `build` for the pages compiled in `web`, or the build kept in `kept`."""
+    """Reflex's `build` for the pages compiled in `web`, or the build kept in `kept`. The
+    build itself runs unlocked: another process's copy of other pages need not wait."""
     digest = sources_digest(web)
     stored = kept / DIGEST
-    if stored.exists() and stored.read_text() == digest and reuse(kept, web):
-        print(f"Reused the frontend built in {kept}", flush=True)
-        return
+    with _locked(kept):
+        if stored.exists() and stored.read_text() == digest and reuse(kept, web):
+            print(f"Reused the frontend built in {kept}", flush=True)
+            return
     build()
-    if not stored.exists():
-        keep(web, kept, digest)
+    with _locked(kept):
+        if not stored.exists():
+            keep(web, kept, digest)
 
 
 def main() -> None:
