@@ -17,7 +17,7 @@ from . import session as sessions
 from .conversations_state import follow_page
 from .guard import guarded, guarded_task
 from .identity_state import IdentityState
-from .views import pretty
+from .views import arguments_changed, pretty
 
 _log = logging.getLogger("chat_app.ui")
 #: The page's address.
@@ -133,8 +133,10 @@ def summarize(
         return "Paused for: " + ", ".join(str(name) for name in names)
     if kind == "decision":
         text = f"{str(data.get('decision', '')).capitalize()} {what}"
-        if "editedArgs" in data:
-            text += " with edited arguments"
+        if "editedArgs" in data:  # what changed, as the card says it, where the record shows
+            changed = arguments_changed(data.get("shownArgs"), data.get("editedArgs"))
+            shown = "shownArgs" in data and changed
+            text += f" with changes ({'; '.join(changed)})" if shown else " with edited arguments"
         if data.get("decidedBy") == "policy":
             text += f" by policy {data.get('rule')}"
         earlier = [str(person.get("actor")) for person in data.get("cosigners") or []]

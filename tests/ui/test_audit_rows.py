@@ -37,6 +37,20 @@ def test_verified_by_says_how_and_the_roles_that_let_them_decide() -> None:
     assert verified_words({"kind": "execution", "actor": None, "data": {}}) == ""
 
 
+def test_an_approval_with_changes_says_what_changed() -> None:
+    edited = {
+        "kind": "decision",
+        "actor": "ada@example.com",
+        "data": {"decision": "approved", "toolName": "transfer",
+                 "shownArgs": {"recipient": "Bob", "amount": 5300},
+                 "editedArgs": {"recipient": "Bob", "amount": 4800}},
+    }  # fmt: skip
+    assert summarize(edited) == "Approved transfer with changes (amount: 5300 → 4800)"
+    # A record of an earlier release, without what was shown, says only that it was edited.
+    del edited["data"]["shownArgs"]  # type: ignore[attr-defined]
+    assert summarize(edited) == "Approved transfer with edited arguments"
+
+
 def test_an_approval_short_of_its_quorum_says_how_far_it_got() -> None:
     approval = {
         "kind": "approval",
