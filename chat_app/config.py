@@ -388,25 +388,9 @@ def policy_quorum_problems(policy: Policy | None) -> list[str]:
 def policy_edit_problems(
     policy: Policy | None, input_schemas: Mapping[str, Mapping[str, Any] | None]
 ) -> list[str]:
-    """Each name a rule's `editable` gives that its tool's input schema (`input_schemas`:
-    tool name -> schema, the agent's) has no property of: a misspelt name leaves the argument
-    it meant fixed. A warning at start: the policy file is read without the tools."""
-    if policy is None:
-        return []
-    problems: list[str] = []
-    for rule in policy.rules:
-        schema = input_schemas.get(rule.tool or "")
-        properties = schema.get("properties") if isinstance(schema, Mapping) else None
-        if not rule.editable or not isinstance(properties, Mapping):
-            continue
-        unknown = [name for name in rule.editable if name not in properties]
-        if unknown:
-            problems.append(
-                f"{policy.source}, rule {rule.name!r}: editable names "
-                f"{', '.join(unknown)}, which {rule.tool} does not take (its arguments: "
-                f"{', '.join(properties) or 'none'}); check the spelling."
-            )
-    return problems
+    """Each name a rule's `editable` gives that its tool does not take
+    (`Policy.edit_problems`): a warning at start."""
+    return [] if policy is None else policy.edit_problems(input_schemas)
 
 
 def policy_sign_in_problems(policy: Policy | None, auth_mode: AuthMode) -> list[str]:

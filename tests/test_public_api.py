@@ -137,6 +137,7 @@ TRUST = [
     "cancel_refusal",
     "decision_record",
     "describe_duration",
+    "editable_shown",
     "edited_refusal",
     "escalation_note",
     "expiry_words",

@@ -73,6 +73,7 @@ from chat_app.trust import (
     asking_a_person,
     cancel_refusal,
     describe_duration,
+    editable_shown,
     edited_refusal,
     held_record,
     refusal_record,
@@ -1687,9 +1688,7 @@ class Desk:
         as `_run_refusal` judges an edit; for an agent whose rules are its own, as its pause
         said (`editable` in the policy metadata)."""
         if self.policy is None or not self.agent_reads_policy:
-            shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
-            named = shown.get("editable") if isinstance(shown, Mapping) else None
-            return tuple(str(name) for name in named) if isinstance(named, list) else None
+            return editable_shown(item.metadata)
         rule = asking_a_person(self.policy.rule_for_tool(item.tool_name, item.original_args))
         return None if rule is None else rule.editable
 

@@ -30,7 +30,12 @@ from typing import Any, Literal, overload
 
 import jsonschema
 
-from chat_app.interrupts import CompiledSchema, compile_schema
+from chat_app.interrupts import (
+    POLICY_METADATA_KEY,
+    CompiledSchema,
+    canonical_interrupt_json,
+    compile_schema,
+)
 
 from .identity import Identity, spelled_out
 
@@ -41,6 +46,7 @@ __all__ = [
     "PolicyError",
     "Rule",
     "describe_duration",
+    "editable_shown",
     "edited_refusal",
     "escalation_note",
     "expiry_words",
@@ -281,15 +287,18 @@ def changed_arguments(shown: object, edited: object) -> list[str]:
 
 
 def _same_json(a: object, b: object) -> bool:
-    """Equal as JSON values: Python's `==` takes `True` for `1` and `1` for `1.0`; JSON
-    tells the first apart (a number and a boolean) and not the second."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(_same_json(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b, strict=True))
-    return a == b
+    """Equal as JSON values, as the interrupts' canonical form writes them (`1` and `1.0`
+    alike, `true` not `1`, key order aside)."""
+    return canonical_interrupt_json(a) == canonical_interrupt_json(b)
+
+
+def editable_shown(metadata: object) -> tuple[str, ...] | None:
+    """The `editable` a pause's policy metadata (`chat_app:policy`, as the engine's gate
+    describes the rule) gives: for a page or desk that judges by the pause, an agent's
+    whose rules are its own. `None`: any argument may change, or it does not say."""
+    shown = metadata.get(POLICY_METADATA_KEY) if isinstance(metadata, Mapping) else None
+    named = shown.get("editable") if isinstance(shown, Mapping) else None
+    return tuple(str(name) for name in named) if isinstance(named, list) else None
 
 
 @overload
@@ -381,6 +390,25 @@ class Policy:
     def empty(cls) -> Policy:
         """No rules: the person who asked decides everything."""
         return cls(source="<empty>", roles=MappingProxyType({}), rules=())
+
+    def edit_problems(self, input_schemas: Mapping[str, Mapping[str, Any] | None]) -> list[str]:
+        """Each name a rule's `editable` gives that its tool's input schema (`input_schemas`:
+        tool name -> schema, the agent's) has no property of, as a warning: a misspelt name
+        leaves the argument it meant fixed, and this file is read without the tools."""
+        problems: list[str] = []
+        for rule in self.rules:
+            schema = input_schemas.get(rule.tool or "")
+            properties = schema.get("properties") if isinstance(schema, Mapping) else None
+            if not rule.editable or not isinstance(properties, Mapping):
+                continue
+            unknown = [name for name in rule.editable if name not in properties]
+            if unknown:
+                problems.append(
+                    f"{self.source}, rule {rule.name!r}: editable names "
+                    f"{', '.join(unknown)}, which {rule.tool} does not take (its arguments: "
+                    f"{', '.join(properties) or 'none'}); check the spelling."
+                )
+        return problems
 
     def short_quorums(self) -> list[str]:
         """Each rule whose quorum the people this file names cannot reach, as a warning: its

@@ -45,7 +45,7 @@ from chat_app.interrupts import (
 )
 from chat_app.trust import cancel_refusal
 from chat_app.trust.identity import spelled_out
-from chat_app.trust.policy import all_of
+from chat_app.trust.policy import all_of, editable_shown
 
 from .forms import FORM_ERROR_KEY, FormField, answer_lines, form_fields
 
@@ -580,10 +580,11 @@ _WHOLE_SCHEMA_KEYWORDS = (
 def pause_edit_limits(item: InterruptItem) -> EditLimit | None:
     """The `EditLimit` the pause's policy metadata gave (`editable`), for a page that knows
     no policy of its own (`chat_app.ui.session.edit_limits` reads the rule in force)."""
-    shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
-    if not isinstance(shown, Mapping) or not isinstance(shown.get("editable"), list):
+    editable = editable_shown(item.metadata)
+    if editable is None:
         return None
-    return str(shown.get("rule") or ""), tuple(str(name) for name in shown["editable"])
+    shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
+    return str(shown.get("rule") or "") if isinstance(shown, Mapping) else "", editable
 
 
 def _editable_schema(
