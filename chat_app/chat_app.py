@@ -37,11 +37,8 @@ from chat_app.config import (
     heartbeat_seconds,
     metrics_token,
     notifications_from_env,
-    policy_edit_problems,
     policy_from_env,
-    policy_quorum_problems,
-    policy_sign_in_problems,
-    policy_time_problems,
+    policy_warnings,
     remote_agent_from_env,
     remote_agent_problems,
     security_from_env,
@@ -106,11 +103,13 @@ except (ValueError, DatabaseUnavailable, PolicyError) as problem:  # say which, 
 AGENT_URL = remote.url if remote is not None else ""
 for warning in [
     *remote_agent_problems(remote, authenticator.mode),
-    *policy_sign_in_problems(policy, authenticator.mode),
-    *policy_time_problems(policy, security),
-    *policy_quorum_problems(policy),
-    # A remote agent's tools are its own: what its policy names is its to judge.
-    *(policy_edit_problems(policy, agent.input_schemas()) if remote is None else []),
+    *policy_warnings(
+        policy,
+        auth_mode=authenticator.mode,
+        ttl_seconds=security.sealer.ttl_seconds if security.sealer is not None else None,
+        # A remote agent's tools are its own: what its policy names is its to judge.
+        input_schemas=agent.input_schemas() if remote is None else None,
+    ),
 ]:
     logging.getLogger("chat_app").warning("%s", warning)
 

@@ -1,4 +1,5 @@
-"""`python -m chat_app`: password accounts and API tokens, managed from a shell.
+"""`python -m chat_app`: password accounts and API tokens, managed from a shell; audit exports
+and policy files checked.
 
     python -m chat_app users add EMAIL [--role ROLE]… [--name NAME]
                                  [--password-stdin | --no-password]
@@ -10,15 +11,19 @@
     python -m chat_app tokens list
     python -m chat_app tokens revoke NAME [--user EMAIL]
     python -m chat_app audit verify FILE
+    python -m chat_app policy check [FILE] [--call TOOL ARGS]… [--strict]
 
 `audit verify` reads an export of the audit trail (the Audit page's Export JSON lines, `GET
 /api/audit.jsonl`; `-` for standard input) and checks its hash chain, with no database.
+`policy check` reads a policy file (else the one in force) as a start would, with no
+database: its rules in words, what it warns of, and which rule each `--call` falls under.
 
 The database is `CHAT_APP_DATABASE_URL`, else SQLite in `CHAT_APP_DATA_DIR` (as the app
 reads them), migrated first; every command names it on stderr. Roles are stored in lower case,
 as a sign-in proxy's groups are, and one the policy in force (`CHAT_APP_POLICY`, as the app
 reads it) does not name draws a warning. A refused command prints why and exits with status 1.
-An entry point: imports `config`, `demo` (the default policy's path) and `trust`.
+An entry point: imports `config`, `demo` (the default policy's path, and its agent's tools
+for `policy check`), `agent` and `trust`.
 """
 
 from __future__ import annotations
@@ -33,13 +38,24 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from chat_app.config import POLICY_ENV, data_dir, policy_from_env
-from chat_app.demo import POLICY_PATH
+from chat_app.agent import Agent, ScriptedModel
+from chat_app.config import (
+    POLICY_ENV,
+    auth_from_env,
+    data_dir,
+    interrupt_ttl_from_env,
+    policy_from_env,
+    policy_warnings,
+    remote_agent_from_env,
+)
+from chat_app.demo import POLICY_PATH, build_demo_agent
+from chat_app.demo.script import demo_script
 from chat_app.interrupts.strict_json import strict_loads
 from chat_app.trust import Identity, Policy, PolicyError
 from chat_app.trust.accounts import MIN_PASSWORD_LENGTH, Account, AccountError, Accounts
 from chat_app.trust.identity import AUDIT_ROLES, is_control
 from chat_app.trust.ledger import AuditRecord, verify_chain
+from chat_app.trust.policy_summary import describe_rule, judge_call
 from chat_app.trust.store import (
     DATABASE_URL_ENV,
     DatabaseUnavailable,
@@ -60,9 +76,11 @@ class CommandError(Exception):
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs one command; returns the exit status."""
     options = _parser().parse_args(argv)
-    if options.topic == "audit":
+    if options.topic in ("audit", "policy"):  # files, no database
         try:
-            return _audit_verify(options.file)
+            if options.topic == "audit":
+                return _audit_verify(options.file)
+            return _policy_check(options.file, options.call or [], strict=options.strict)
         except CommandError as error:
             print(f"{PROG}: error: {error}", file=sys.stderr)
             return 1
@@ -87,10 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Manage the app's password accounts and API tokens."
+        prog=PROG,
+        description="Manage the app's password accounts and API tokens; check an audit export "
+        "or a policy file.",
     )
     topics = parser.add_subparsers(
-        title="commands", required=True, metavar="{users,tokens,audit}", dest="topic"
+        title="commands", required=True, metavar="{users,tokens,audit,policy}", dest="topic"
     )
 
     users = topics.add_parser("users", help="password accounts (CHAT_APP_AUTH=password)")
@@ -157,7 +177,122 @@ def _parser() -> argparse.ArgumentParser:
         "the end leave a chain that still holds. Exit status 1 when it does not hold.",
     )
     verify.add_argument("file", help="the export, or - for standard input")
+
+    policy = topics.add_parser("policy", help="check a policy file before the app reads it")
+    policy_commands = policy.add_subparsers(title="policy commands", required=True)
+    check = policy_commands.add_parser(
+        "check",
+        help="read a policy as a start would: its rules in words and its warnings",
+        description="Read a policy file as the app's start does, against the demo agent's "
+        "tools (or, with CHAT_APP_AGENT_URL, as the app does for a remote agent), and say "
+        "each rule in words, what a start would warn of, and which rule each --call falls "
+        "under. Exit status 1 when the app would not start on it (with --strict, when it "
+        "warns too).",
+    )
+    check.add_argument(
+        "file", nargs="?", help=f"the policy file (default: {POLICY_ENV}, else the demo's)"
+    )
+    check.add_argument(
+        "--call",
+        nargs=2,
+        action="append",
+        metavar=("TOOL", "ARGS"),
+        help="a tool call (or a question and its display payload) and its arguments as JSON, "
+        """e.g. --call transfer '{"recipient": "Bob", "amount": 5300}'; repeatable""",
+    )
+    check.add_argument(
+        "--strict", action="store_true", help="exit with status 1 when there is a warning"
+    )
     return parser
+
+
+def _policy_check(path: str | None, calls: Sequence[Sequence[str]], *, strict: bool) -> int:
+    """Say what the policy at `path` (else the one in force) does, and where each of `calls`
+    falls; 0 when a start would take it (and, with `strict`, warns of nothing), else 1."""
+    try:
+        policy = Policy.load(path) if path is not None else policy_from_env(POLICY_PATH)
+        auth_mode = auth_from_env("demo").mode  # the default of `make run`'s app
+        ttl = interrupt_ttl_from_env()
+        remote = remote_agent_from_env(auth_mode)
+        agent = None if remote is not None else build_demo_agent(
+            ScriptedModel(demo_script), policy=policy
+        )  # fmt: skip
+    except (PolicyError, ValueError) as error:
+        raise CommandError(str(error)) from None
+    if policy is None:
+        print(f"No policy is in force ({POLICY_ENV}=none): whoever asked decides every call.")
+        return 0
+    # Every call is read before anything is printed: a mistyped one refuses the command whole.
+    verdicts = [(tool, text, _judge(policy, agent, tool, text)) for tool, text in calls]
+    count = len(policy.rules)
+    print(
+        f"{policy.source}: {count} rule{'' if count == 1 else 's'}. The first whose tool (or "
+        "question) and `when` match a call governs it; whoever asked decides a call no rule "
+        "matches."
+    )
+    if policy.roles:
+        print("\nRoles:")
+        width = max(len(role) for role in policy.roles)
+        for role, members in sorted(policy.roles.items()):
+            print(f"  {role:<{width}}  {', '.join(sorted(members)) or 'nobody'}")
+    if policy.rules:
+        print("\nRules:")
+        for number, rule in enumerate(policy.rules, start=1):
+            first, *rest = describe_rule(policy, rule, ttl_seconds=ttl)
+            print(f"  {number}. {first}")
+            for line in rest:
+                print(f"     {line}")
+    if agent is not None:
+        _print_unruled(policy, agent)
+    elif remote is not None:
+        print(f"\nThe tools are those of the agent at {remote.url}, which checks the rules "
+              "against them when it starts.")  # fmt: skip
+    for tool, text, verdict in verdicts:
+        print(f"\n--call {tool} {text}\n  {verdict}")
+    warnings = policy_warnings(
+        policy,
+        auth_mode=auth_mode,
+        ttl_seconds=ttl,
+        input_schemas=agent.input_schemas() if agent is not None else None,
+    )
+    if warnings:
+        print(f"\n{len(warnings)} warning{'' if len(warnings) == 1 else 's'}:")
+        for warning in warnings:
+            print(f"  {warning}")
+    else:
+        print("\nNo warnings.")
+    return 1 if strict and warnings else 0
+
+
+def _print_unruled(policy: Policy, agent: Agent) -> None:
+    """The tools that ask for approval, and the questions, that no rule names: whoever asked
+    decides them, which a policy's author may not have meant."""
+    tools = sorted(name for name, tool in agent.tools.items() if tool.needs_approval
+                   and not any(rule.tool == name for rule in policy.rules))  # fmt: skip
+    questions = sorted(name for name in agent.definitions
+                       if not any(rule.interrupt == name for rule in policy.rules))  # fmt: skip
+    if tools:
+        print(f"\nNo rule names {', '.join(tools)}: whoever asked approves them.")
+    if questions:
+        print(f"No rule names the question{'s' if len(questions) > 1 else ''} "
+              f"{', '.join(questions)}: whoever asked answers.")  # fmt: skip
+
+
+def _judge(policy: Policy, agent: Agent | None, name: str, text: str) -> str:
+    """Where a `--call` falls, or why it cannot be judged."""
+    try:
+        args = strict_loads(text)
+    except ValueError as error:
+        raise CommandError(f"--call {name}: {text!r} is not JSON ({error}).") from None
+    if agent is not None and name not in agent.tools and name not in agent.definitions:
+        known = ", ".join(sorted([*agent.tools, *agent.definitions]))
+        raise CommandError(
+            f"--call {name}: the agent has no tool or question {name}; it has: {known}."
+        )
+    if agent is not None and name in agent.tools and not agent.tools[name].needs_approval:
+        return f"{name} runs without asking anyone: no rule applies."
+    question = agent is not None and name in agent.definitions
+    return judge_call(policy, name, args, question=question).words
 
 
 def _audit_verify(path: str) -> int:

@@ -128,6 +128,19 @@ LEDGER_URL_ENV = "CHAT_APP_LEDGER_URL"
 MAX_TTL_SECONDS = LONGEST_DURATION.total_seconds()
 
 
+def interrupt_ttl_from_env() -> float | None:
+    """How long an interrupt lives, in seconds (`CHAT_APP_INTERRUPT_TTL_SECONDS`); `None` when
+    `CHAT_APP_SECURE=0`, where nothing is sealed and nothing expires.
+
+    Raises:
+        ValueError: the TTL is not a number of seconds above 0 and at most `MAX_TTL_SECONDS`;
+            the message names it.
+    """
+    if os.environ.get("CHAT_APP_SECURE", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    return _seconds(TTL_ENV, DEFAULT_TTL_SECONDS, at_most=MAX_TTL_SECONDS)
+
+
 def security_from_env() -> Security:
     """Sealing and the ledger, on unless `CHAT_APP_SECURE=0`.
 
@@ -137,9 +150,9 @@ def security_from_env() -> Security:
         LedgerUnusable: the ledger's Redis does not answer or could lose answers (a
             `ValueError` too), named by its variable.
     """
-    if os.environ.get("CHAT_APP_SECURE", "1").strip().lower() in ("0", "false", "no", "off"):
+    ttl = interrupt_ttl_from_env()
+    if ttl is None:
         return Security(sealer=None, ledger=None)
-    ttl = _seconds(TTL_ENV, DEFAULT_TTL_SECONDS, at_most=MAX_TTL_SECONDS)
     folder = data_dir()
     try:
         ledger = open_ledger(os.environ.get(LEDGER_URL_ENV), folder)
@@ -357,15 +370,36 @@ def notifications_from_env(
 TTL_SOURCE = f"the interrupt TTL, {TTL_ENV}"
 
 
-def policy_time_problems(policy: Policy | None, security: Security) -> list[str]:
+def policy_warnings(
+    policy: Policy | None,
+    *,
+    auth_mode: AuthMode,
+    ttl_seconds: float | None,
+    input_schemas: Mapping[str, Mapping[str, Any] | None] | None,
+) -> list[str]:
+    """What a start warns of in `policy`, under sign-in `auth_mode` and an interrupt TTL of
+    `ttl_seconds` (`None`: nothing expires): rules nobody can be told apart for, timers that
+    never come, quorums short of people, and `editable` names the agent's tools
+    (`input_schemas`; `None` for a remote agent's, which are its own to judge) do not take.
+    The app, `python -m chat_app.server` and `python -m chat_app policy check` say the same."""
+    return [
+        *policy_sign_in_problems(policy, auth_mode),
+        *policy_time_problems(policy, ttl_seconds),
+        *policy_quorum_problems(policy),
+        *(policy_edit_problems(policy, input_schemas) if input_schemas is not None else []),
+    ]
+
+
+def policy_time_problems(policy: Policy | None, ttl_seconds: float | None) -> list[str]:
     """Each rule's reminder or escalation that could never come: due after its decisions
-    expire (the rule's `expires_after`, else the interrupt TTL). Not an error — the rule still
-    routes and expires — but worth a warning at start."""
-    if policy is None or security.sealer is None:
+    expire (the rule's `expires_after`, else the interrupt TTL `ttl_seconds`; `None`: nothing
+    expires). Not an error — the rule still routes and expires — but worth a warning at
+    start."""
+    if policy is None or ttl_seconds is None:
         return []
     problems: list[str] = []
     for rule in policy.rules:
-        lifetime = timedelta(seconds=rule_lifetime(rule, security.sealer.ttl_seconds))
+        lifetime = timedelta(seconds=rule_lifetime(rule, ttl_seconds))
         for key, after in (("remind_after", rule.remind_after),
                            ("escalate_after", rule.escalate_after)):  # fmt: skip
             if after is not None and after >= lifetime:

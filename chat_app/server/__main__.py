@@ -30,11 +30,8 @@ from chat_app.config import (
     heartbeat_seconds,
     metrics_token,
     notifications_from_env,
-    policy_edit_problems,
     policy_from_env,
-    policy_quorum_problems,
-    policy_sign_in_problems,
-    policy_time_problems,
+    policy_warnings,
     security_from_env,
     settings_lines,
 )
@@ -142,12 +139,12 @@ def _build(*, announce: bool) -> Starlette:
         running = f"in this process, {describe_model(agent.model)}"
         for line in settings_lines(config, policy, security, desk, settings, agent=running):
             logger.info("%s", line)
-        problems = policy_sign_in_problems(policy, config.mode)
+        ttl = security.sealer.ttl_seconds if security.sealer is not None else None
         for problem in [
-            *problems, *policy_time_problems(policy, security),
-            *policy_quorum_problems(policy), *fanout_problems(desk),
-            *policy_edit_problems(policy, agent.input_schemas()),
-        ]:
+            *policy_warnings(policy, auth_mode=config.mode, ttl_seconds=ttl,
+                             input_schemas=agent.input_schemas()),
+            *fanout_problems(desk),
+        ]:  # fmt: skip
             logger.warning("%s", problem)
         if settings.channels and not settings.public_url_set:
             # This server is the HTTP API alone: a notice's link must lead to the app's pages.

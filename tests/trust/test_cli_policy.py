@@ -1,0 +1,282 @@
+"""`python -m chat_app policy check`: a policy read as a start reads it, said in words, with
+the start's warnings and where a sample call falls, before anyone restarts the app on it."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Protocol
+
+import pytest
+
+from chat_app.cli import main
+from chat_app.demo import POLICY_PATH
+from chat_app.trust import Policy
+from chat_app.trust.policy_summary import decides, describe_rule, judge_call
+from tests.trust.test_cli import ROOT, Result
+
+#: A policy that the demo agent takes but a start warns of: a quorum its own people cannot
+#: reach, a misspelt `editable`, and (with interrupts living an hour, `HOUR`) a reminder due
+#: after its requests expire.
+WARNED = """
+[roles]
+ops = ["sam@example.com", "olive@example.com"]
+
+[[rules]]
+name = "key-rotation"
+tool = "rotate_keys"
+approvers = ["role:ops"]
+quorum = 2
+not_requester = true
+
+[[rules]]
+name = "transfers"
+tool = "transfer"
+approvers = ["ada@example.com"]
+editable = ["amout"]
+remind_after = "2h"
+
+[[rules]]
+name = "shipping"
+interrupt = "shipping-speed"
+when = { properties = { order = { const = "42" } } }
+approvers = ["role:ops"]
+"""
+
+
+HOUR = {"CHAT_APP_INTERRUPT_TTL_SECONDS": "3600"}
+
+
+class Check(Protocol):
+    def __call__(self, *args: str, env: dict[str, str] | None = None) -> Result: ...
+
+
+@pytest.fixture
+def check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Check:
+    """`main(["policy", "check", ARGS…])` in this process, with no `CHAT_APP_` setting but
+    those given and a data folder nobody may create (the check opens no database)."""
+    for key in [key for key in os.environ if key.startswith("CHAT_APP_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("CHAT_APP_DATA_DIR", str(tmp_path / "never" / "made"))
+
+    def run(*args: str, env: dict[str, str] | None = None) -> Result:
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        capsys.readouterr()
+        monkeypatch.setattr("sys.stdin", io.StringIO(""))
+        status = main(["policy", "check", *args])
+        captured = capsys.readouterr()
+        return Result(status, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture
+def warned(tmp_path: Path) -> Path:
+    path = tmp_path / "warned.toml"
+    path.write_text(WARNED)
+    return path
+
+
+def test_the_demo_policy_in_words(check: Check, tmp_path: Path) -> None:
+    done = check()
+    assert (done.status, done.err) == (0, "")
+    assert done.out.startswith(f"{POLICY_PATH}: 3 rules. The first whose tool")
+    assert "  finance  ada@example.com\n" in done.out
+    assert "  ops      olive@example.com, sam@example.com, theo@example.com\n" in done.out
+    assert (
+        "  2. large-transfers: transfer, when "
+        '{"properties": {"amount": {"exclusiveMinimum": 1000}}}\n'
+        "     Needs approval from role finance, not the requester. An approver may change "
+        "only amount.\n"
+        "     Expires after 1 day (the interrupt TTL). Reminds the approvers after 30 min. "
+        "Escalated to admin after 2 h.\n"
+    ) in done.out
+    assert "  1. small-refunds: refund, when" in done.out
+    assert "     Approved by the policy: nobody is asked.\n" in done.out
+    assert (
+        "     Needs 2 approvals from role ops, not the requester; any rejection decides.\n"
+    ) in done.out
+    # What no rule covers is said, since whoever asked decides it.
+    assert (
+        "No rule names delete_project, deploy, get_location, pay_invoice, send_email: "
+        "whoever asked approves them.\n"
+    ) in done.out
+    assert "No rule names the questions release-plan, shipping-speed" in done.out
+    assert done.out.endswith("\nNo warnings.\n")
+    assert not (tmp_path / "never").exists()
+
+
+def test_the_ttl_in_force_is_the_one_said(check: Check) -> None:
+    done = check(env={"CHAT_APP_INTERRUPT_TTL_SECONDS": "5400"})
+    assert "Expires after 1 h 30 min (the interrupt TTL)." in done.out
+    # The demo's escalation after 2 h can no longer come: the start's own warning.
+    assert "1 warning:\n" in done.out
+    assert "escalate_after is 2 h, but its decisions expire after 1 h 30 min" in done.out
+    assert done.status == 0
+    assert check("--strict").status == 1
+    off = check(env={"CHAT_APP_SECURE": "0"})
+    assert "Expires after" not in off.out and off.out.endswith("No warnings.\n")
+
+
+def test_sample_calls_fall_under_the_rule_the_engine_would_pick(check: Check) -> None:
+    done = check(
+        "--call", "transfer", '{"recipient": "Bob", "amount": 5300}',
+        "--call", "transfer", '{"recipient": "Bob", "amount": 50}',
+        "--call", "refund", '{"order": "42", "amount": 20}',
+        "--call", "ship_order", '{"order": "42"}',
+    )  # fmt: skip
+    assert done.status == 0, done.err
+    assert (
+        '\n--call transfer {"recipient": "Bob", "amount": 5300}\n'
+        "  Rule large-transfers. Needs approval from role finance, not the requester. "
+        "An approver may change only amount.\n"
+    ) in done.out
+    assert (
+        '\n--call transfer {"recipient": "Bob", "amount": 50}\n'
+        "  No rule matches: whoever asked decides.\n"
+    ) in done.out
+    assert "  Rule small-refunds. Approved by the policy: nobody is asked.\n" in done.out
+    assert "  ship_order runs without asking anyone: no rule applies.\n" in done.out
+
+
+def test_a_question_is_matched_on_its_display_payload(check: Check, warned: Path) -> None:
+    done = check(
+        str(warned),
+        "--call", "shipping-speed", '{"order": "42"}',
+        "--call", "shipping-speed", '{"order": "7"}',
+    )  # fmt: skip
+    assert "  Rule shipping. Needs an answer from role ops.\n" in done.out
+    assert done.out.count("No rule matches: whoever asked decides.") == 1
+
+
+def test_a_mistyped_call_refuses_the_command_before_anything_is_said(check: Check) -> None:
+    unknown = check("--call", "transfr", "{}")
+    assert unknown.status == 1 and unknown.out == ""
+    assert unknown.err.startswith("python -m chat_app: error: --call transfr: the agent has no ")
+    assert "it has: delete_project, deploy," in unknown.err
+    not_json = check("--call", "transfer", "{amount: 5}")
+    assert not_json.status == 1 and not_json.out == ""
+    assert "--call transfer: '{amount: 5}' is not JSON" in not_json.err
+
+
+def test_the_starts_warnings_are_listed_and_strict_fails_on_them(
+    check: Check, warned: Path
+) -> None:
+    done = check(str(warned), env=HOUR)
+    assert done.status == 0
+    assert "\n3 warnings:\n" in done.out
+    assert "rule 'key-rotation': `quorum` is 2, but of the 2 people" in done.out
+    assert "rule 'transfers': editable names amout, which transfer does not take" in done.out
+    assert "rule 'transfers': remind_after is 2 h, but its decisions expire after 1 h" in done.out
+    assert "     Needs approval from ada@example.com. An approver may change only amout.\n" in (
+        done.out
+    )
+    assert (
+        "     Expires after 1 h (the interrupt TTL). Reminds the approvers after 2 h.\n"
+    ) in done.out
+    strict = check(str(warned), "--strict")
+    assert (strict.status, strict.out) == (1, done.out)
+    # Without sign-in, a rule that names approvers refuses every answer: a fourth.
+    none = check(str(warned), env={**HOUR, "CHAT_APP_AUTH": "none"})
+    assert "\n4 warnings:\n" in none.out and "sign-in is off (CHAT_APP_AUTH=none)" in none.out
+
+
+def test_a_policy_a_start_would_refuse_exits_1_with_the_starts_words(
+    check: Check, tmp_path: Path
+) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('[[rules]]\nname = "x"\ntool = "transfer"\napprover = ["role:ops"]\n')
+    done = check(str(path))
+    assert (done.status, done.out) == (1, "")
+    assert done.err.startswith(f"python -m chat_app: error: {path}, rule 'x': unknown key ")
+    assert "(did you mean `approvers`?)" in done.err
+    # Read, but naming a tool the agent lacks: the agent's own refusal at start.
+    path.write_text('[[rules]]\nname = "x"\ntool = "wire"\napprovers = ["ada@example.com"]\n')
+    done = check(str(path))
+    assert done.status == 1
+    assert "names tool 'wire', which this agent does not have" in done.err
+    missing = check(str(tmp_path / "missing.toml"))
+    assert missing.status == 1 and "cannot be read" in missing.err
+
+
+def test_the_policy_in_force_is_the_one_the_app_would_read(check: Check, warned: Path) -> None:
+    done = check(env={"CHAT_APP_POLICY": str(warned)})
+    assert done.out.startswith(f"{warned}: 3 rules.")
+    off = check(env={"CHAT_APP_POLICY": "none"})
+    assert (off.status, off.out) == (
+        0, "No policy is in force (CHAT_APP_POLICY=none): whoever asked decides every call.\n"
+    )  # fmt: skip
+    bad = check(env={"CHAT_APP_INTERRUPT_TTL_SECONDS": "soon"})
+    assert bad.status == 1 and "CHAT_APP_INTERRUPT_TTL_SECONDS='soon'" in bad.err
+
+
+def test_a_remote_agents_tools_are_its_own_to_check(check: Check, tmp_path: Path) -> None:
+    path = tmp_path / "remote.toml"
+    path.write_text(
+        '[[rules]]\nname = "wires"\ntool = "wire"\napprovers = ["ada@example.com"]\n'
+        'editable = ["amout"]\n'
+    )
+    done = check(str(path), "--call", "wire", "{}", env={"CHAT_APP_AGENT_URL": "http://agent:9"})
+    assert done.status == 0, done.err
+    assert "The tools are those of the agent at http://agent:9, which checks the rules" in (
+        done.out
+    )
+    assert "  Rule wires. Needs approval from ada@example.com." in done.out
+    assert "No rule names" not in done.out and done.out.endswith("No warnings.\n")
+
+
+def test_the_command_as_a_person_runs_it(tmp_path: Path, warned: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("CHAT_APP_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "chat_app", "policy", "check", str(warned), "--strict"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=60,
+        env={**env, **HOUR, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 1 and done.stderr == ""
+    assert "3 warnings:" in done.stdout
+    helped = subprocess.run(
+        [sys.executable, "-m", "chat_app", "policy", "check", "--help"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=60,
+        env={**env, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert helped.returncode == 0 and "--call TOOL ARGS" in helped.stdout
+
+
+def test_rules_of_every_shape_in_words() -> None:
+    policy = Policy.parse(
+        """
+known_roles = ["ops"]
+
+[[rules]]
+name = "no-deploys"
+tool = "deploy"
+decide = "reject"
+reason = "Deploys are frozen this week."
+
+[[rules]]
+name = "mail"
+tool = "send_email"
+approvers = ["sam@example.com", "role:ops"]
+not_requester = true
+editable = []
+""",
+        "p.toml",
+    )
+    frozen, mail = policy.rules
+    assert describe_rule(policy, frozen, ttl_seconds=60) == [
+        "no-deploys: deploy",
+        "Rejected by the policy: nobody is asked. The model reads: Deploys are frozen this week.",
+    ]
+    assert decides(policy, mail) == (
+        "Needs approval from sam@example.com or role ops, not the requester. "
+        "An approver may change nothing."
+    )
+    assert describe_rule(policy, mail, ttl_seconds=None)[2:] == []
+    verdict = judge_call(policy, "deploy", {})
+    assert verdict.rule is frozen and verdict.words.startswith("Rule no-deploys. Rejected")
