@@ -30,13 +30,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Every test outside tests/ui first, then the tests marked `long`, then the rest of
     tests/ui, each part in its own order.
 
-    `make test`'s two processes (xdist's worksteal) take the collection in halves, the
-    second ending with tests/ui, and an idle process takes work from the end of the other's
+    `make test`'s processes (xdist's worksteal) take the collection in equal parts, the
+    last ending with tests/ui, and an idle process takes work from the end of another's
     queue: so the long tests (the fifty tabs, the monkey's walks, a session left to run out)
-    run one after another where the second's browser tests begin, beside the first's short
-    ones, rather than meeting on both cores at the end (two met there ran 147 and 142 s,
-    against 86 and 110 s apart). Tests outside tests/ui coming first also keeps them clear
-    of the browser's event loop (`pytest_runtest_protocol`), as a rule rather than always."""
+    run where the browser tests begin, beside others' short ones, rather than meeting at the
+    end (two met there ran 147 and 142 s, against 86 and 110 s apart). Tests outside
+    tests/ui coming first also keeps them clear of the browser's event loop
+    (`pytest_runtest_protocol`), as a rule rather than always."""
 
     def rank(item: pytest.Item) -> int:
         if item.get_closest_marker("long") is not None:

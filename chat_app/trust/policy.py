@@ -532,9 +532,7 @@ class Policy:
     def describe_approvers(self, rule: Rule, *, escalated: bool = False) -> str:
         """Who may decide, for a message: "role finance", "ada@example.com or role finance";
         once `escalated`, with the rule's `escalate_to` ("role finance or role admin")."""
-        names = [_ROLE_PREFIX_WORD + a[len(_ROLE_PREFIX) :] if a.startswith(_ROLE_PREFIX) else a
-                 for a in _deciders(rule, escalated)]  # fmt: skip
-        return either_of(names) or "anyone"
+        return describe_people(_deciders(rule, escalated)) or "anyone"
 
     def waiting_for(self, rule: Rule, *, viewer_is_requester: bool) -> str:
         """A short sentence for the page, e.g. "Waiting for finance"."""
@@ -605,6 +603,14 @@ def escalation_note(escalate_to: Sequence[str], after: datetime.timedelta) -> st
     if not escalate_to:
         return ""
     return f"escalated to {any_of_approvers(escalate_to)} after {describe_duration(after)}"
+
+
+def describe_people(approvers: Sequence[str]) -> str:
+    """Approvers as a rule names them, for a message: "role finance", "ada@example.com or
+    role finance"; "" for none."""
+    names = [_ROLE_PREFIX_WORD + a[len(_ROLE_PREFIX) :] if a.startswith(_ROLE_PREFIX) else a
+             for a in approvers]  # fmt: skip
+    return either_of(names)
 
 
 def any_of_approvers(approvers: Sequence[str]) -> str:

@@ -1,8 +1,8 @@
 """A policy in words, rule by rule, for whoever writes one (`python -m chat_app policy check`).
 
 The sentences are the ones the product shows elsewhere (`Policy.check`'s "Needs approval
-from role finance, not the requester", `escalation_note`, `describe_duration`), so what the
-check prints is what an approver will read.
+from role finance, not the requester", `describe_duration`'s "30 min"), so what the check
+prints is what an approver will read.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .policy import (
     Rule,
     asking_a_person,
     describe_duration,
-    escalation_note,
+    describe_people,
     rule_lifetime,
 )
 
@@ -38,11 +38,13 @@ def describe_rule(policy: Policy, rule: Rule, *, ttl_seconds: float | None) -> l
         timing.append(f"Expires after {describe_duration(_span(lifetime))}{source}.")
     if rule.remind_after is not None:
         timing.append(f"Reminds the approvers after {describe_duration(rule.remind_after)}.")
-    if rule.escalate_after is not None:
-        note = escalation_note(rule.escalate_to, rule.escalate_after)
-        timing.append(f"{note[0].upper()}{note[1:]}." if note else "")
+    if rule.escalate_after is not None and rule.escalate_to:
+        timing.append(
+            f"After {describe_duration(rule.escalate_after)}, "
+            f"{describe_people(rule.escalate_to)} may decide too."
+        )
     if timing:
-        lines.append(" ".join(part for part in timing if part))
+        lines.append(" ".join(timing))
     return lines
 
 
@@ -63,6 +65,9 @@ def decides(policy: Policy, rule: Rule) -> str:
     if rule.not_requester:
         needs += ", not the requester"
     sentence = f"{needs}; any rejection decides." if rule.quorum > 1 else f"{needs}."
+    if not rule.not_requester:
+        # Said, since nobody approving their own request is what most rules want.
+        sentence += " One of them may decide their own request (no not_requester)."
     if rule.editable is not None:
         may = f"only {', '.join(rule.editable)}" if rule.editable else "nothing"
         sentence += f" An approver may change {may}."

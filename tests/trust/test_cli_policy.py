@@ -95,7 +95,7 @@ def test_the_demo_policy_in_words(check: Check, tmp_path: Path) -> None:
         "     Needs approval from role finance, not the requester. An approver may change "
         "only amount.\n"
         "     Expires after 1 day (the interrupt TTL). Reminds the approvers after 30 min. "
-        "Escalated to admin after 2 h.\n"
+        "After 2 h, role admin may decide too.\n"
     ) in done.out
     assert "  1. small-refunds: refund, when" in done.out
     assert "     Approved by the policy: nobody is asked.\n" in done.out
@@ -151,7 +151,10 @@ def test_a_question_is_matched_on_its_display_payload(check: Check, warned: Path
         "--call", "shipping-speed", '{"order": "42"}',
         "--call", "shipping-speed", '{"order": "7"}',
     )  # fmt: skip
-    assert "  Rule shipping. Needs an answer from role ops.\n" in done.out
+    assert (
+        "  Rule shipping. Needs an answer from role ops. "
+        "One of them may decide their own request (no not_requester).\n"
+    ) in done.out
     assert done.out.count("No rule matches: whoever asked decides.") == 1
 
 
@@ -174,9 +177,10 @@ def test_the_starts_warnings_are_listed_and_strict_fails_on_them(
     assert "rule 'key-rotation': `quorum` is 2, but of the 2 people" in done.out
     assert "rule 'transfers': editable names amout, which transfer does not take" in done.out
     assert "rule 'transfers': remind_after is 2 h, but its decisions expire after 1 h" in done.out
-    assert "     Needs approval from ada@example.com. An approver may change only amout.\n" in (
-        done.out
-    )
+    assert (
+        "     Needs approval from ada@example.com. One of them may decide their own request "
+        "(no not_requester). An approver may change only amout.\n"
+    ) in done.out
     assert (
         "     Expires after 1 h (the interrupt TTL). Reminds the approvers after 2 h.\n"
     ) in done.out
@@ -265,10 +269,24 @@ tool = "send_email"
 approvers = ["sam@example.com", "role:ops"]
 not_requester = true
 editable = []
+
+[[rules]]
+name = "plans"
+interrupt = "release-plan"
+approvers = ["role:ops"]
+expires_after = "3h"
+escalate_after = "1h30m"
+escalate_to = ["boss@example.com", "role:ops"]
 """,
         "p.toml",
     )
-    frozen, mail = policy.rules
+    frozen, mail, plans = policy.rules
+    assert describe_rule(policy, plans, ttl_seconds=60) == [
+        "plans: question release-plan",
+        "Needs an answer from role ops. "
+        "One of them may decide their own request (no not_requester).",
+        "Expires after 3 h. After 1 h 30 min, boss@example.com or role ops may decide too.",
+    ]
     assert describe_rule(policy, frozen, ttl_seconds=60) == [
         "no-deploys: deploy",
         "Rejected by the policy: nobody is asked. The model reads: Deploys are frozen this week.",

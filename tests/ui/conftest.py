@@ -95,6 +95,20 @@ def _failing_if_it_does_not_start() -> Iterator[None]:
         pytest.fail(str(error), pytrace=False)
 
 
+#: How long `expect` waits for what a page should show (Playwright's own is 5 s): the app,
+#: Chromium and the other test processes share two cores, and a reply or a live update can
+#: take longer there. Only a failing assertion waits it out; no test asserts a wall-clock
+#: time, and a step that must be quick says so with its own timeout.
+EXPECT_TIMEOUT_MS = 20_000
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _patient_expect() -> None:
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     """Headless system Chromium driven by Playwright (never `playwright install`)."""
@@ -122,7 +136,7 @@ def fresh_page(browser: Browser, base_url: str, **options: Any) -> Iterator[Page
     context = browser.new_context(
         base_url=base_url, viewport={"width": 1200, "height": 800}, **options
     )
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(EXPECT_TIMEOUT_MS)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -49,14 +49,6 @@ SAM, OLIVE = "sam@example.com", "olive@example.com"
 WAITING_FOR_FINANCE = "Waiting for finance — you asked for this, so someone else approves it"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _patient_expect() -> Iterator[None]:
-    """Several contexts share two cores with the app: wait up to 20 s for what a page shows
-    (each live update comes well within that; no test asserts a wall-clock time)."""
-    expect.set_options(timeout=20_000)
-    yield
-    expect.set_options(timeout=None)
-
 
 @contextmanager
 def signed_in(browser: Browser, app_url: str, email: str) -> Iterator[Page]:

@@ -81,14 +81,6 @@ TOKEN_JS = "sessionStorage.getItem('token')"
 RECEIPT = re.compile(r"Sent 5,000 to Ada\. Receipt id: (rcpt-[0-9a-f]+)")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _patient_expect() -> Iterator[None]:
-    """Two contexts and two workers share two cores: what is not a live update may take a
-    while (a live update has LIVE_MS, passed where it is awaited)."""
-    expect.set_options(timeout=20_000)
-    yield
-    expect.set_options(timeout=None)
-
 
 @dataclass
 class DeskWorkersApp(ManyWorkersApp):

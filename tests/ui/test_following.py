@@ -6,7 +6,6 @@ A short window, so that a few exchanges fill it. "In view" is Playwright's
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,14 +23,6 @@ SHORT_WINDOW: ViewportSize = {"width": 900, "height": 520}
 def _overflowing(page: Page) -> bool:
     return bool(page.locator("#transcript").evaluate("el => el.scrollHeight > el.clientHeight"))
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _patient_expect() -> Iterator[None]:
-    """Two test processes share two cores with the app: a long reply can take more than
-    `expect`'s 5 s to stream. Wait up to 20 s for what a page shows."""
-    expect.set_options(timeout=20_000)
-    yield
-    expect.set_options(timeout=None)
 
 
 def _fill(page: Page) -> None:

@@ -79,12 +79,6 @@ class OutageApp:
         return self.log.read_text(errors="replace").count("Connection refused")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _patient_expect() -> Iterator[None]:
-    expect.set_options(timeout=20_000)
-    yield
-    expect.set_options(timeout=None)
-
 
 @pytest.fixture(scope="module")
 def outage_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OutageApp]:

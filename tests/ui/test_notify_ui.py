@@ -59,13 +59,6 @@ ESCALATED = "escalated to admin after 4 s"
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _patient_expect() -> Iterator[None]:
-    """Several contexts share two cores with the app: wait up to 20 s for what a page shows."""
-    expect.set_options(timeout=20_000)
-    yield
-    expect.set_options(timeout=None)
-
 
 # --- the words, in-process --------------------------------------------------------------------
 

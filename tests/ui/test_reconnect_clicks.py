@@ -122,14 +122,6 @@ def _alive(pid: int) -> bool:
     return "zombie" not in state and "dead" not in state
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _patient_expect() -> Iterator[None]:
-    """Replies stream at `TOKEN_DELAY_MS` a token: wait up to 20 s for what a page shows (no
-    test asserts a wall-clock time)."""
-    expect.set_options(timeout=20_000)
-    yield
-    expect.set_options(timeout=None)
-
 
 @pytest.fixture(scope="module")
 def one_worker_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OneWorkerApp]:

@@ -70,34 +70,30 @@ def test_the_remote_agent_tells_the_requester_from_the_approver(
     to finance. Ada approves it from the app's inbox, the remote runs it, and its trail says
     Ada decided it, signed in by the app as proxy. Olive reads that trail on the app's Audit
     page, as herself."""
-    expect.set_options(timeout=20_000)
-    try:
-        with people(browser, app_url, RITA, ADA, OLIVE) as (rita, ada, olive):
-            ask(rita, "transfer 5000 to Ada")
-            card = tool_card(rita, "transfer")
-            expect(card.locator(".waiting-label")).to_contain_text("Waiting for finance")
-            thread = thread_of(rita)
+    with people(browser, app_url, RITA, ADA, OLIVE) as (rita, ada, olive):
+        ask(rita, "transfer 5000 to Ada")
+        card = tool_card(rita, "transfer")
+        expect(card.locator(".waiting-label")).to_contain_text("Waiting for finance")
+        thread = thread_of(rita)
 
-            open_inbox(ada)
-            inbox_item(ada, thread).locator(".inbox-open").click()
-            tool_card(ada, "transfer").locator("button.approve").click()
-            expect(rita.get_by_text("Sent 5,000 to Ada")).to_be_visible()
-            rita.screenshot(path=str(screenshot_dir / "remote-proxy-approved.png"))
+        open_inbox(ada)
+        inbox_item(ada, thread).locator(".inbox-open").click()
+        tool_card(ada, "transfer").locator("button.approve").click()
+        expect(rita.get_by_text("Sent 5,000 to Ada")).to_be_visible()
+        rita.screenshot(path=str(screenshot_dir / "remote-proxy-approved.png"))
 
-            trail = httpx.get(
-                f"{remote_url}/api/audit", headers={"X-Forwarded-Email": OLIVE}, timeout=5
-            ).json()
-            decided = [r for r in trail["records"] if r["kind"] == "decision"]
-            assert [(r["actor"], r["data"]["verifiedBy"]) for r in decided] == [(ADA, "proxy")]
-            paused = [r for r in trail["records"] if r["kind"] == "pause"]
-            assert paused and all(r["actor"] == RITA for r in paused), paused
+        trail = httpx.get(
+            f"{remote_url}/api/audit", headers={"X-Forwarded-Email": OLIVE}, timeout=5
+        ).json()
+        decided = [r for r in trail["records"] if r["kind"] == "decision"]
+        assert [(r["actor"], r["data"]["verifiedBy"]) for r in decided] == [(ADA, "proxy")]
+        paused = [r for r in trail["records"] if r["kind"] == "pause"]
+        assert paused and all(r["actor"] == RITA for r in paused), paused
 
-            olive.locator("#nav-audit").click()
-            expect(olive.locator("#audit-chain")).to_contain_text("Intact")
-            decision = olive.locator('.audit-row[data-kind="decision"]').first
-            expect(decision.locator("td").nth(3)).to_have_text(ADA)  # Who
-            expect(decision).to_contain_text("Approved transfer")
-            # This app's own export would be another trail: it is not offered.
-            expect(olive.locator("#audit-export")).to_have_count(0)
-    finally:
-        expect.set_options(timeout=None)
+        olive.locator("#nav-audit").click()
+        expect(olive.locator("#audit-chain")).to_contain_text("Intact")
+        decision = olive.locator('.audit-row[data-kind="decision"]').first
+        expect(decision.locator("td").nth(3)).to_have_text(ADA)  # Who
+        expect(decision).to_contain_text("Approved transfer")
+        # This app's own export would be another trail: it is not offered.
+        expect(olive.locator("#audit-export")).to_have_count(0)

@@ -46,14 +46,6 @@ def shot(page: Page, directory: Path, name: str) -> None:
     page.screenshot(path=str(directory / f"signoff-{name}.png"), full_page=True)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _patient_expect() -> Iterator[None]:
-    """Runs, page loads and sign-ins share two cores with the app (and, at times, other test
-    runs): wait up to 20 s for what the page shows, as the contexts do for actions."""
-    expect.set_options(timeout=20_000)
-    yield
-    expect.set_options(timeout=None)  # back to Playwright's default for other modules
-
 
 # --- demo sign-in, the session's app -------------------------------------------------------
 
