@@ -33,14 +33,18 @@ import getpass
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import Engine
 
 from chat_app.agent import Agent, ScriptedModel
 from chat_app.config import (
+    AUTH_ENV,
     POLICY_ENV,
+    SECURE_ENV,
+    TTL_ENV,
+    RemoteAgent,
     auth_from_env,
     data_dir,
     interrupt_ttl_from_env,
@@ -51,7 +55,7 @@ from chat_app.config import (
 from chat_app.demo import POLICY_PATH, build_demo_agent
 from chat_app.demo.script import demo_script
 from chat_app.interrupts.strict_json import strict_loads
-from chat_app.trust import Identity, Policy, PolicyError
+from chat_app.trust import Identity, Policy, PolicyError, describe_duration
 from chat_app.trust.accounts import MIN_PASSWORD_LENGTH, Account, AccountError, Accounts
 from chat_app.trust.identity import AUDIT_ROLES, is_control
 from chat_app.trust.ledger import AuditRecord, verify_chain
@@ -80,7 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             if options.topic == "audit":
                 return _audit_verify(options.file)
-            return _policy_check(options.file, options.call or [], strict=options.strict)
+            return _policy_check(
+                options.file, options.call or [], strict=options.strict, server=options.server
+            )
         except CommandError as error:
             print(f"{PROG}: error: {error}", file=sys.stderr)
             return 1
@@ -203,57 +209,47 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--strict", action="store_true", help="exit with status 1 when there is a warning"
     )
+    check.add_argument(
+        "--server",
+        action="store_true",
+        help="read it as python -m chat_app.server starts (sign-in off unless CHAT_APP_AUTH "
+        "says otherwise; its own agent) rather than as the app does (demo sign-in)",
+    )
     return parser
 
 
-def _policy_check(path: str | None, calls: Sequence[Sequence[str]], *, strict: bool) -> int:
+def _policy_check(
+    path: str | None, calls: Sequence[Sequence[str]], *, strict: bool, server: bool
+) -> int:
     """Say what the policy at `path` (else the one in force) does, and where each of `calls`
-    falls; 0 when a start would take it (and, with `strict`, warns of nothing), else 1."""
+    falls, as the app starts (with `server`, as `python -m chat_app.server` does); 0 when a
+    start would take it (and, with `strict`, warns of nothing), else 1."""
     try:
         policy = Policy.load(path) if path is not None else policy_from_env(POLICY_PATH)
-        auth_mode = auth_from_env("demo").mode  # the default of `make run`'s app
+        auth_mode = auth_from_env("none" if server else "demo").mode  # each start's default
         ttl = interrupt_ttl_from_env()
-        remote = remote_agent_from_env(auth_mode)
-        agent = None if remote is not None else build_demo_agent(
-            ScriptedModel(demo_script), policy=policy
-        )  # fmt: skip
+        remote = None if server else remote_agent_from_env(auth_mode)
+        # The scripted model: a check reads no CHAT_APP_MODEL and needs no provider's key.
+        # With a remote agent the app still builds its own, and checks the rules against it.
+        agent = build_demo_agent(ScriptedModel(demo_script), policy=policy)
     except (PolicyError, ValueError) as error:
         raise CommandError(str(error)) from None
+    judged = policy if policy is not None else Policy.empty()
+    # Every call is read before anything is printed: a mistyped one refuses the command whole.
+    verdicts = [(tool, text, _judge(judged, agent, tool, text)) for tool, text in calls]
+    print(_read_as(auth_mode, ttl, server=server, remote=remote))
     if policy is None:
         print(f"No policy is in force ({POLICY_ENV}=none): whoever asked decides every call.")
-        return 0
-    # Every call is read before anything is printed: a mistyped one refuses the command whole.
-    verdicts = [(tool, text, _judge(policy, agent, tool, text)) for tool, text in calls]
-    count = len(policy.rules)
-    print(
-        f"{policy.source}: {count} rule{'' if count == 1 else 's'}. The first whose tool (or "
-        "question) and `when` match a call governs it; whoever asked decides a call no rule "
-        "matches."
-    )
-    if policy.roles:
-        print("\nRoles:")
-        width = max(len(role) for role in policy.roles)
-        for role, members in sorted(policy.roles.items()):
-            print(f"  {role:<{width}}  {', '.join(sorted(members)) or 'nobody'}")
-    if policy.rules:
-        print("\nRules:")
-        for number, rule in enumerate(policy.rules, start=1):
-            first, *rest = describe_rule(policy, rule, ttl_seconds=ttl)
-            print(f"  {number}. {first}")
-            for line in rest:
-                print(f"     {line}")
-    if agent is not None:
-        _print_unruled(policy, agent)
-    elif remote is not None:
-        print(f"\nThe tools are those of the agent at {remote.url}, which checks the rules "
-              "against them when it starts.")  # fmt: skip
+    else:
+        _print_policy(policy, agent, ttl)
     for tool, text, verdict in verdicts:
         print(f"\n--call {tool} {text}\n  {verdict}")
     warnings = policy_warnings(
         policy,
         auth_mode=auth_mode,
         ttl_seconds=ttl,
-        input_schemas=agent.input_schemas() if agent is not None else None,
+        # A remote agent's tools are its own: the start warns of no `editable` name then.
+        input_schemas=agent.input_schemas() if remote is None else None,
     )
     if warnings:
         print(f"\n{len(warnings)} warning{'' if len(warnings) == 1 else 's'}:")
@@ -264,6 +260,51 @@ def _policy_check(path: str | None, calls: Sequence[Sequence[str]], *, strict: b
     return 1 if strict and warnings else 0
 
 
+def _read_as(auth_mode: str, ttl: float | None, *, server: bool, remote: RemoteAgent | None) -> str:
+    """The settings the check read the policy under, since they change what it says: the
+    sign-in (each start has its own default), the TTL, a remote agent."""
+    start = "python -m chat_app.server" if server else "the app (make run)"
+    default = "" if os.environ.get(AUTH_ENV, "").strip() else " unset: its default"
+    if ttl is None:
+        expiry = (f"{SECURE_ENV}=0: nothing is sealed, so the engine cannot tell who asked a "
+                  "call and not_requester keeps nobody out.")  # fmt: skip
+    else:
+        expiry = f"interrupts expire after {describe_duration(timedelta(seconds=ttl))} ({TTL_ENV})."
+    lines = [f"Read as {start} starts: sign-in {auth_mode} ({AUTH_ENV}{default}); {expiry}"]
+    if auth_mode == "none":
+        lines.append('With sign-in off everyone is the same visitor: "whoever asked" is anyone '
+                     "who can open the app.")  # fmt: skip
+    if remote is not None:
+        lines.append(f"The agent is at {remote.url}: its own policy decides its calls; this one "
+                     "routes them to people at the desk.")  # fmt: skip
+    return "\n".join(lines)
+
+
+def _print_policy(policy: Policy, agent: Agent, ttl: float | None) -> None:
+    count = len(policy.rules)
+    print(
+        f"\n{policy.source}: {count} rule{'' if count == 1 else 's'}. The first whose tool (or "
+        "question) and `when` match a call governs it; whoever asked decides a call no rule "
+        "matches."
+    )
+    elsewhere = sorted(policy.role_names - set(policy.roles))
+    if policy.role_names:
+        print("\nRoles:")
+        width = max(len(role) for role in policy.role_names)
+        for role, members in sorted(policy.roles.items()):
+            print(f"  {role:<{width}}  {', '.join(sorted(members)) or 'nobody'}")
+        for role in elsewhere:
+            print(f"  {role:<{width}}  (members from accounts or a sign-in proxy's groups)")
+    if policy.rules:
+        print("\nRules:")
+        for number, rule in enumerate(policy.rules, start=1):
+            first, *rest = describe_rule(policy, rule, ttl_seconds=ttl)
+            print(f"  {number}. {first}")
+            for line in rest:
+                print(f"     {line}")
+    _print_unruled(policy, agent)
+
+
 def _print_unruled(policy: Policy, agent: Agent) -> None:
     """The tools that ask for approval, and the questions, that no rule names: whoever asked
     decides them, which a policy's author may not have meant."""
@@ -271,28 +312,34 @@ def _print_unruled(policy: Policy, agent: Agent) -> None:
                    and not any(rule.tool == name for rule in policy.rules))  # fmt: skip
     questions = sorted(name for name in agent.definitions
                        if not any(rule.interrupt == name for rule in policy.rules))  # fmt: skip
+    if tools or questions:
+        print()
     if tools:
-        print(f"\nNo rule names {', '.join(tools)}: whoever asked approves them.")
+        print(f"No rule names {', '.join(tools)}: whoever asked approves them.")
     if questions:
         print(f"No rule names the question{'s' if len(questions) > 1 else ''} "
               f"{', '.join(questions)}: whoever asked answers.")  # fmt: skip
 
 
-def _judge(policy: Policy, agent: Agent | None, name: str, text: str) -> str:
-    """Where a `--call` falls, or why it cannot be judged."""
+def _judge(policy: Policy, agent: Agent, name: str, text: str) -> str:
+    """Where a `--call` falls, as the engine takes it, or why it cannot be judged."""
     try:
         args = strict_loads(text)
     except ValueError as error:
         raise CommandError(f"--call {name}: {text!r} is not JSON ({error}).") from None
-    if agent is not None and name not in agent.tools and name not in agent.definitions:
+    tool = agent.tools.get(name)
+    if tool is None and name not in agent.definitions:
         known = ", ".join(sorted([*agent.tools, *agent.definitions]))
         raise CommandError(
             f"--call {name}: the agent has no tool or question {name}; it has: {known}."
         )
-    if agent is not None and name in agent.tools and not agent.tools[name].needs_approval:
-        return f"{name} runs without asking anyone: no rule applies."
-    question = agent is not None and name in agent.definitions
-    return judge_call(policy, name, args, question=question).words
+    if tool is not None:
+        problem = tool.arguments_problem(args)
+        if problem is not None:  # the engine tells the model, before any rule
+            return f"Refused before anyone is asked, and the model is told: {problem}"
+        if not tool.needs_approval:
+            return f"{name} runs without asking anyone: no rule applies."
+    return judge_call(policy, name, args, question=tool is None).words
 
 
 def _audit_verify(path: str) -> int:

@@ -122,6 +122,7 @@ def data_dir() -> Path:
 
 
 TTL_ENV = "CHAT_APP_INTERRUPT_TTL_SECONDS"
+SECURE_ENV = "CHAT_APP_SECURE"
 LEDGER_URL_ENV = "CHAT_APP_LEDGER_URL"
 #: Fifty years (`LONGEST_DURATION`): an interrupt must still be able to say when it expires,
 #: and no other setting's time may be longer.
@@ -136,7 +137,7 @@ def interrupt_ttl_from_env() -> float | None:
         ValueError: the TTL is not a number of seconds above 0 and at most `MAX_TTL_SECONDS`;
             the message names it.
     """
-    if os.environ.get("CHAT_APP_SECURE", "1").strip().lower() in ("0", "false", "no", "off"):
+    if os.environ.get(SECURE_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
         return None
     return _seconds(TTL_ENV, DEFAULT_TTL_SECONDS, at_most=MAX_TTL_SECONDS)
 

@@ -55,7 +55,6 @@ from chat_app.interrupts import (
     ItemInterruptErrorCode,
     JSONSchema,
     expired_result,
-    schema_problem,
     tool_call_id_of,
 )
 from chat_app.trust import (
@@ -791,13 +790,7 @@ class _Run:
             sent = call.function.arguments
             shown = sent if len(sent) <= SENT_ARGUMENTS_SHOWN else sent[:SENT_ARGUMENTS_SHOWN] + "…"
             return f"Tool {tool.name} arguments are not a JSON object; they were: {shown}"
-        if tool.input_schema is not None:
-            problem = schema_problem(tool.input_schema, parse_arguments(call.function.arguments))
-            if problem is not None:
-                where = "/".join(str(part) for part in problem.path)
-                place = f" at {where}" if where else ""
-                return f"Tool {tool.name} arguments are invalid{place}: {problem.message}"
-        return None
+        return tool.arguments_problem(parse_arguments(call.function.arguments))
 
     async def _model_turn(self, calls: list[ToolCall]) -> AsyncIterator[BaseEvent]:
         message_id = f"msg_{secrets.token_hex(6)}"

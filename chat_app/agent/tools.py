@@ -19,6 +19,7 @@ from chat_app.interrupts import (
     client_tool_response_schema,
     hash_schema_input,
     normalize_approval_schema,
+    schema_problem,
 )
 
 from ._schema import SchemaLike, to_approval_schema, to_json_schema
@@ -72,6 +73,21 @@ class Tool:
         if isinstance(result, BaseModel):
             return result.model_dump(mode="json")
         return result
+
+    def arguments_problem(self, args: object) -> str | None:
+        """Why the engine refuses a call of this tool with `args` before anyone is asked (the
+        model is told), or `None`: they are not an object, or not what its input schema
+        takes."""
+        if not isinstance(args, dict):
+            return f"Tool {self.name} arguments are not a JSON object."
+        if self.input_schema is None:
+            return None
+        problem = schema_problem(self.input_schema, args)
+        if problem is None:
+            return None
+        where = "/".join(str(part) for part in problem.path)
+        place = f" at {where}" if where else ""
+        return f"Tool {self.name} arguments are invalid{place}: {problem.message}"
 
     def manifest(self) -> dict[str, object]:
         """The tool as `GET /api/tools` describes it (camelCase, raw schemas)."""

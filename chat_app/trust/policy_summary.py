@@ -20,7 +20,7 @@ from .policy import (
     rule_lifetime,
 )
 
-__all__ = ["CallVerdict", "decides", "describe_rule", "judge_call"]
+__all__ = ["CallVerdict", "describe_rule", "judge_call", "who_decides"]
 
 
 def describe_rule(policy: Policy, rule: Rule, *, ttl_seconds: float | None) -> list[str]:
@@ -28,7 +28,7 @@ def describe_rule(policy: Policy, rule: Rule, *, ttl_seconds: float | None) -> l
     and escalates (`ttl_seconds`: the interrupt TTL, `None` when nothing expires)."""
     subject = rule.tool if rule.tool is not None else f"question {rule.interrupt}"
     when = f", when {_json(rule.when)}" if rule.when is not None else ""
-    lines = [f"{rule.name}: {subject}{when}", decides(policy, rule)]
+    lines = [f"{rule.name}: {subject}{when}", who_decides(policy, rule)]
     if asking_a_person(rule) is None:
         return lines
     timing: list[str] = []
@@ -38,17 +38,18 @@ def describe_rule(policy: Policy, rule: Rule, *, ttl_seconds: float | None) -> l
         timing.append(f"Expires after {describe_duration(_span(lifetime))}{source}.")
     if rule.remind_after is not None:
         timing.append(f"Reminds the approvers after {describe_duration(rule.remind_after)}.")
-    if rule.escalate_after is not None and rule.escalate_to:
+    added = [who for who in rule.escalate_to if who not in rule.approvers]
+    if rule.escalate_after is not None and added:
         timing.append(
-            f"After {describe_duration(rule.escalate_after)}, "
-            f"{describe_people(rule.escalate_to)} may decide too."
+            f"After {describe_duration(rule.escalate_after)}, {describe_people(added)} may "
+            "decide too."
         )
     if timing:
         lines.append(" ".join(timing))
     return lines
 
 
-def decides(policy: Policy, rule: Rule) -> str:
+def who_decides(policy: Policy, rule: Rule) -> str:
     """Who decides a request under `rule`, and what they may change, in one or two
     sentences."""
     if rule.decide == "approve":
@@ -65,9 +66,15 @@ def decides(policy: Policy, rule: Rule) -> str:
     if rule.not_requester:
         needs += ", not the requester"
     sentence = f"{needs}; any rejection decides." if rule.quorum > 1 else f"{needs}."
-    if not rule.not_requester:
-        # Said, since nobody approving their own request is what most rules want.
-        sentence += " One of them may decide their own request (no not_requester)."
+    if rule.interrupt is None and not rule.not_requester:
+        # Said, since nobody approving their own request is what most rules want (a
+        # question is another matter: whoever asked may well know the answer).
+        if rule.quorum > 1:
+            sentence += (" Whoever asked counts towards the approvals if they are among "
+                         "these (no not_requester).")  # fmt: skip
+        else:
+            sentence += (" Whoever asked may approve it themselves if they are among these "
+                         "(no not_requester).")  # fmt: skip
     if rule.editable is not None:
         may = f"only {', '.join(rule.editable)}" if rule.editable else "nothing"
         sentence += f" An approver may change {may}."
@@ -93,7 +100,7 @@ def judge_call(policy: Policy, name: str, args: object, *, question: bool = Fals
         rule = policy.rule_for_tool(name, args)
     if rule is None:
         return CallVerdict(None, "No rule matches: whoever asked decides.")
-    return CallVerdict(rule, f"Rule {rule.name}. {decides(policy, rule)}")
+    return CallVerdict(rule, f"Rule {rule.name}. {who_decides(policy, rule)}")
 
 
 def _json(value: object) -> str:

@@ -15,7 +15,7 @@ import pytest
 from chat_app.cli import main
 from chat_app.demo import POLICY_PATH
 from chat_app.trust import Policy
-from chat_app.trust.policy_summary import decides, describe_rule, judge_call
+from chat_app.trust.policy_summary import describe_rule, judge_call, who_decides
 from tests.trust.test_cli import ROOT, Result
 
 #: A policy that the demo agent takes but a start warns of: a quorum its own people cannot
@@ -59,13 +59,14 @@ def check(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> Check:
     """`main(["policy", "check", ARGS…])` in this process, with no `CHAT_APP_` setting but
-    those given and a data folder nobody may create (the check opens no database)."""
-    for key in [key for key in os.environ if key.startswith("CHAT_APP_")]:
-        monkeypatch.delenv(key)
-    monkeypatch.setenv("CHAT_APP_DATA_DIR", str(tmp_path / "never" / "made"))
+    those given (`env`, for that call alone) and a data folder nobody may create (the check
+    opens no database)."""
+    never = str(tmp_path / "never" / "made")
 
     def run(*args: str, env: dict[str, str] | None = None) -> Result:
-        for key, value in (env or {}).items():
+        for key in [key for key in os.environ if key.startswith("CHAT_APP_")]:
+            monkeypatch.delenv(key)
+        for key, value in {"CHAT_APP_DATA_DIR": never, **(env or {})}.items():
             monkeypatch.setenv(key, value)
         capsys.readouterr()
         monkeypatch.setattr("sys.stdin", io.StringIO(""))
@@ -86,7 +87,11 @@ def warned(tmp_path: Path) -> Path:
 def test_the_demo_policy_in_words(check: Check, tmp_path: Path) -> None:
     done = check()
     assert (done.status, done.err) == (0, "")
-    assert done.out.startswith(f"{POLICY_PATH}: 3 rules. The first whose tool")
+    assert done.out.startswith(
+        "Read as the app (make run) starts: sign-in demo (CHAT_APP_AUTH unset: its default); "
+        "interrupts expire after 1 day (CHAT_APP_INTERRUPT_TTL_SECONDS).\n\n"
+        f"{POLICY_PATH}: 3 rules. The first whose tool"
+    )
     assert "  finance  ada@example.com\n" in done.out
     assert "  ops      olive@example.com, sam@example.com, theo@example.com\n" in done.out
     assert (
@@ -114,13 +119,20 @@ def test_the_demo_policy_in_words(check: Check, tmp_path: Path) -> None:
 
 def test_the_ttl_in_force_is_the_one_said(check: Check) -> None:
     done = check(env={"CHAT_APP_INTERRUPT_TTL_SECONDS": "5400"})
+    assert "interrupts expire after 1 h 30 min (CHAT_APP_INTERRUPT_TTL_SECONDS)." in done.out
     assert "Expires after 1 h 30 min (the interrupt TTL)." in done.out
     # The demo's escalation after 2 h can no longer come: the start's own warning.
     assert "1 warning:\n" in done.out
     assert "escalate_after is 2 h, but its decisions expire after 1 h 30 min" in done.out
     assert done.status == 0
-    assert check("--strict").status == 1
+    assert check("--strict", env={"CHAT_APP_INTERRUPT_TTL_SECONDS": "5400"}).status == 1
+    assert check("--strict").status == 0
     off = check(env={"CHAT_APP_SECURE": "0"})
+    assert off.out.startswith(
+        "Read as the app (make run) starts: sign-in demo (CHAT_APP_AUTH unset: its default); "
+        "CHAT_APP_SECURE=0: nothing is sealed, so the engine cannot tell who asked a call and "
+        "not_requester keeps nobody out.\n"
+    )
     assert "Expires after" not in off.out and off.out.endswith("No warnings.\n")
 
 
@@ -129,7 +141,7 @@ def test_sample_calls_fall_under_the_rule_the_engine_would_pick(check: Check) ->
         "--call", "transfer", '{"recipient": "Bob", "amount": 5300}',
         "--call", "transfer", '{"recipient": "Bob", "amount": 50}',
         "--call", "refund", '{"order": "42", "amount": 20}',
-        "--call", "ship_order", '{"order": "42"}',
+        "--call", "ship_order", '{"order": "42", "speed": "express", "giftWrap": false}',
     )  # fmt: skip
     assert done.status == 0, done.err
     assert (
@@ -151,10 +163,7 @@ def test_a_question_is_matched_on_its_display_payload(check: Check, warned: Path
         "--call", "shipping-speed", '{"order": "42"}',
         "--call", "shipping-speed", '{"order": "7"}',
     )  # fmt: skip
-    assert (
-        "  Rule shipping. Needs an answer from role ops. "
-        "One of them may decide their own request (no not_requester).\n"
-    ) in done.out
+    assert "  Rule shipping. Needs an answer from role ops.\n" in done.out
     assert done.out.count("No rule matches: whoever asked decides.") == 1
 
 
@@ -178,13 +187,13 @@ def test_the_starts_warnings_are_listed_and_strict_fails_on_them(
     assert "rule 'transfers': editable names amout, which transfer does not take" in done.out
     assert "rule 'transfers': remind_after is 2 h, but its decisions expire after 1 h" in done.out
     assert (
-        "     Needs approval from ada@example.com. One of them may decide their own request "
-        "(no not_requester). An approver may change only amout.\n"
+        "     Needs approval from ada@example.com. Whoever asked may approve it themselves if "
+        "they are among these (no not_requester). An approver may change only amout.\n"
     ) in done.out
     assert (
         "     Expires after 1 h (the interrupt TTL). Reminds the approvers after 2 h.\n"
     ) in done.out
-    strict = check(str(warned), "--strict")
+    strict = check(str(warned), "--strict", env=HOUR)
     assert (strict.status, strict.out) == (1, done.out)
     # Without sign-in, a rule that names approvers refuses every answer: a fourth.
     none = check(str(warned), env={**HOUR, "CHAT_APP_AUTH": "none"})
@@ -211,28 +220,73 @@ def test_a_policy_a_start_would_refuse_exits_1_with_the_starts_words(
 
 def test_the_policy_in_force_is_the_one_the_app_would_read(check: Check, warned: Path) -> None:
     done = check(env={"CHAT_APP_POLICY": str(warned)})
-    assert done.out.startswith(f"{warned}: 3 rules.")
-    off = check(env={"CHAT_APP_POLICY": "none"})
-    assert (off.status, off.out) == (
-        0, "No policy is in force (CHAT_APP_POLICY=none): whoever asked decides every call.\n"
-    )  # fmt: skip
+    assert f"\n\n{warned}: 3 rules. " in done.out
+    off = check("--call", "transfer", '{"recipient": "Bob", "amount": 5300}',
+                env={"CHAT_APP_POLICY": "none"})  # fmt: skip
+    assert off.status == 0
+    assert (
+        "\nNo policy is in force (CHAT_APP_POLICY=none): whoever asked decides every call.\n"
+        '\n--call transfer {"recipient": "Bob", "amount": 5300}\n'
+        "  No rule matches: whoever asked decides.\n\nNo warnings.\n"
+    ) in off.out
+    # A mistyped call is refused with no policy too, and nothing is said before it.
+    typo = check("--call", "transfr", "{}", env={"CHAT_APP_POLICY": "none"})
+    assert (typo.status, typo.out) == (1, "") and "no tool or question transfr" in typo.err
     bad = check(env={"CHAT_APP_INTERRUPT_TTL_SECONDS": "soon"})
     assert bad.status == 1 and "CHAT_APP_INTERRUPT_TTL_SECONDS='soon'" in bad.err
 
 
-def test_a_remote_agents_tools_are_its_own_to_check(check: Check, tmp_path: Path) -> None:
+def test_with_a_remote_agent_the_check_says_so_and_reads_the_policy_as_the_app_does(
+    check: Check, tmp_path: Path
+) -> None:
+    remote = {"CHAT_APP_AGENT_URL": "http://agent:9/api/chat"}
     path = tmp_path / "remote.toml"
-    path.write_text(
-        '[[rules]]\nname = "wires"\ntool = "wire"\napprovers = ["ada@example.com"]\n'
-        'editable = ["amout"]\n'
-    )
-    done = check(str(path), "--call", "wire", "{}", env={"CHAT_APP_AGENT_URL": "http://agent:9"})
+    path.write_text('[[rules]]\nname = "t"\ntool = "transfer"\napprovers = ["ada@example.com"]\n'
+                    'editable = ["amout"]\n')  # fmt: skip
+    done = check(str(path), env=remote)
     assert done.status == 0, done.err
-    assert "The tools are those of the agent at http://agent:9, which checks the rules" in (
-        done.out
+    assert (
+        "The agent is at http://agent:9/api/chat: its own policy decides its calls; this one "
+        "routes them to people at the desk.\n"
+    ) in done.out
+    # Its tools are its own: the start warns of no `editable` name then, nor does the check.
+    assert done.out.endswith("No warnings.\n")
+    # The app still builds its own agent with the policy, and refuses a tool it lacks.
+    path.write_text('[[rules]]\nname = "w"\ntool = "wire"\napprovers = ["ada@example.com"]\n')
+    refused = check(str(path), env=remote)
+    assert refused.status == 1 and "names tool 'wire', which this agent does not have" in (
+        refused.err
     )
-    assert "  Rule wires. Needs approval from ada@example.com." in done.out
-    assert "No rule names" not in done.out and done.out.endswith("No warnings.\n")
+
+
+def test_the_standalone_servers_start_is_read_with_its_own_default_sign_in(check: Check) -> None:
+    done = check("--server", env={"CHAT_APP_AGENT_URL": "http://agent:9/api/chat"})
+    assert done.out.startswith(
+        "Read as python -m chat_app.server starts: sign-in none (CHAT_APP_AUTH unset: its "
+        "default); interrupts expire after 1 day (CHAT_APP_INTERRUPT_TTL_SECONDS).\n"
+        'With sign-in off everyone is the same visitor: "whoever asked" is anyone who can open '
+        "the app.\n\n"
+    )
+    assert "The agent is at" not in done.out  # the server has no remote agent
+    assert "\n1 warning:\n" in done.out and "sign-in is off (CHAT_APP_AUTH=none)" in done.out
+    assert check("--server", "--strict").status == 1
+    signed = check("--server", env={"CHAT_APP_AUTH": "password"})
+    assert "sign-in password (CHAT_APP_AUTH); " in signed.out
+    assert signed.out.endswith("No warnings.\n")
+
+
+def test_arguments_the_tool_refuses_are_refused_before_any_rule(check: Check) -> None:
+    done = check(
+        "--call", "transfer", '{"recipient": "Bob", "amount": "lots"}',
+        "--call", "transfer", "[1]",
+    )  # fmt: skip
+    assert done.status == 0, done.err
+    assert (
+        "  Refused before anyone is asked, and the model is told: Tool transfer arguments are "
+        "invalid at amount: 'lots' is not of type 'number'\n"
+    ) in done.out
+    assert "Tool transfer arguments are not a JSON object." in done.out
+    assert "Rule large-transfers" not in done.out.split("--call", 1)[1]
 
 
 def test_the_command_as_a_person_runs_it(tmp_path: Path, warned: Path) -> None:
@@ -283,15 +337,15 @@ escalate_to = ["boss@example.com", "role:ops"]
     frozen, mail, plans = policy.rules
     assert describe_rule(policy, plans, ttl_seconds=60) == [
         "plans: question release-plan",
-        "Needs an answer from role ops. "
-        "One of them may decide their own request (no not_requester).",
-        "Expires after 3 h. After 1 h 30 min, boss@example.com or role ops may decide too.",
+        "Needs an answer from role ops.",  # a question's asker may well answer it
+        # The approvers already decide: the escalation names only whom it adds.
+        "Expires after 3 h. After 1 h 30 min, boss@example.com may decide too.",
     ]
     assert describe_rule(policy, frozen, ttl_seconds=60) == [
         "no-deploys: deploy",
         "Rejected by the policy: nobody is asked. The model reads: Deploys are frozen this week.",
     ]
-    assert decides(policy, mail) == (
+    assert who_decides(policy, mail) == (
         "Needs approval from sam@example.com or role ops, not the requester. "
         "An approver may change nothing."
     )

@@ -95,10 +95,11 @@ def _failing_if_it_does_not_start() -> Iterator[None]:
         pytest.fail(str(error), pytrace=False)
 
 
-#: How long `expect` waits for what a page should show (Playwright's own is 5 s): the app,
-#: Chromium and the other test processes share two cores, and a reply or a live update can
-#: take longer there. Only a failing assertion waits it out; no test asserts a wall-clock
-#: time, and a step that must be quick says so with its own timeout.
+#: How long `expect` waits for what a page should show (Playwright's own is 5 s), and a
+#: context's actions (a click, a fill) for their element: the app, Chromium and the other
+#: test processes share two cores, and a reply or a live update can take longer there. Only
+#: a failing step waits it out; no test asserts a wall-clock time, and a step that must be
+#: quick says so with its own timeout.
 EXPECT_TIMEOUT_MS = 20_000
 
 

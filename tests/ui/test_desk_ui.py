@@ -49,7 +49,6 @@ SAM, OLIVE = "sam@example.com", "olive@example.com"
 WAITING_FOR_FINANCE = "Waiting for finance — you asked for this, so someone else approves it"
 
 
-
 @contextmanager
 def signed_in(browser: Browser, app_url: str, email: str) -> Iterator[Page]:
     """A context of its own (its own tab token and cookie) signed in as a demo person."""

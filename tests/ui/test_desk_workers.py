@@ -81,7 +81,6 @@ TOKEN_JS = "sessionStorage.getItem('token')"
 RECEIPT = re.compile(r"Sent 5,000 to Ada\. Receipt id: (rcpt-[0-9a-f]+)")
 
 
-
 @dataclass
 class DeskWorkersApp(ManyWorkersApp):
     database_url: str = ""

@@ -24,7 +24,6 @@ def _overflowing(page: Page) -> bool:
     return bool(page.locator("#transcript").evaluate("el => el.scrollHeight > el.clientHeight"))
 
 
-
 def _fill(page: Page) -> None:
     """Exchanges until the transcript scrolls (the demo answers "help" with its long list)."""
     page.set_viewport_size(SHORT_WINDOW)

@@ -79,7 +79,6 @@ class OutageApp:
         return self.log.read_text(errors="replace").count("Connection refused")
 
 
-
 @pytest.fixture(scope="module")
 def outage_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OutageApp]:
     root = tmp_path_factory.mktemp("ledger-outage")

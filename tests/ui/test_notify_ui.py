@@ -59,7 +59,6 @@ ESCALATED = "escalated to admin after 4 s"
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
 
-
 # --- the words, in-process --------------------------------------------------------------------
 
 

@@ -122,7 +122,6 @@ def _alive(pid: int) -> bool:
     return "zombie" not in state and "dead" not in state
 
 
-
 @pytest.fixture(scope="module")
 def one_worker_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OneWorkerApp]:
     root = tmp_path_factory.mktemp("reconnect-clicks")

@@ -46,7 +46,6 @@ def shot(page: Page, directory: Path, name: str) -> None:
     page.screenshot(path=str(directory / f"signoff-{name}.png"), full_page=True)
 
 
-
 # --- demo sign-in, the session's app -------------------------------------------------------
 
 

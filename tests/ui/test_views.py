@@ -620,7 +620,6 @@ def test_an_answered_question_goes_first_or_last_when_its_place_is_gone() -> Non
     run_on_own_loop(scenario())
 
 
-
 def test_a_question_after_a_message_without_a_row_follows_the_row_before_it() -> None:
     async def scenario() -> None:
         client = await shipped_42("express", True)
