@@ -96,8 +96,12 @@ try:
     security = security_from_env()  # the TTL's value, the ledger's Redis
     authenticator = authenticator_from_env("demo")
     policy = policy_from_env(POLICY_PATH)
-    agent = build_demo_agent(sealer=security.sealer, ledger=security.ledger, policy=policy)
     remote = remote_agent_from_env(authenticator.mode)
+    # A remote agent runs every call under its own policy, naming its own tools; the app's
+    # routes them to people, and its own agent (a fallback manifest) applies none.
+    agent = build_demo_agent(
+        sealer=security.sealer, ledger=security.ledger, policy=policy if remote is None else None
+    )
 except (ValueError, DatabaseUnavailable, PolicyError) as problem:  # say which, and stop
     sys.exit(f"chat_app: {problem}")
 AGENT_URL = remote.url if remote is not None else ""

@@ -229,9 +229,11 @@ def _policy_check(
         auth_mode = auth_from_env("none" if server else "demo").mode  # each start's default
         ttl = interrupt_ttl_from_env()
         remote = None if server else remote_agent_from_env(auth_mode)
-        # The scripted model: a check reads no CHAT_APP_MODEL and needs no provider's key.
-        # With a remote agent the app still builds its own, and checks the rules against it.
-        agent = build_demo_agent(ScriptedModel(demo_script), policy=policy)
+        # As the app: its own agent (with the scripted model: a check reads no CHAT_APP_MODEL
+        # and needs no provider's key) takes the policy only when no remote agent serves.
+        agent = None if remote is not None else build_demo_agent(
+            ScriptedModel(demo_script), policy=policy
+        )  # fmt: skip
     except (PolicyError, ValueError) as error:
         raise CommandError(str(error)) from None
     judged = policy if policy is not None else Policy.empty()
@@ -249,7 +251,7 @@ def _policy_check(
         auth_mode=auth_mode,
         ttl_seconds=ttl,
         # A remote agent's tools are its own: the start warns of no `editable` name then.
-        input_schemas=agent.input_schemas() if remote is None else None,
+        input_schemas=agent.input_schemas() if agent is not None else None,
     )
     if warnings:
         print(f"\n{len(warnings)} warning{'' if len(warnings) == 1 else 's'}:")
@@ -275,12 +277,13 @@ def _read_as(auth_mode: str, ttl: float | None, *, server: bool, remote: RemoteA
         lines.append('With sign-in off everyone is the same visitor: "whoever asked" is anyone '
                      "who can open the app.")  # fmt: skip
     if remote is not None:
-        lines.append(f"The agent is at {remote.url}: its own policy decides its calls; this one "
-                     "routes them to people at the desk.")  # fmt: skip
+        lines.append(f"The agent is at {remote.url}: its tools are its own, not checked here, "
+                     "and its policy decides its calls; this one routes them to people at the "
+                     "desk.")  # fmt: skip
     return "\n".join(lines)
 
 
-def _print_policy(policy: Policy, agent: Agent, ttl: float | None) -> None:
+def _print_policy(policy: Policy, agent: Agent | None, ttl: float | None) -> None:
     count = len(policy.rules)
     print(
         f"\n{policy.source}: {count} rule{'' if count == 1 else 's'}. The first whose tool (or "
@@ -302,7 +305,8 @@ def _print_policy(policy: Policy, agent: Agent, ttl: float | None) -> None:
             print(f"  {number}. {first}")
             for line in rest:
                 print(f"     {line}")
-    _print_unruled(policy, agent)
+    if agent is not None:
+        _print_unruled(policy, agent)
 
 
 def _print_unruled(policy: Policy, agent: Agent) -> None:
@@ -321,12 +325,16 @@ def _print_unruled(policy: Policy, agent: Agent) -> None:
               f"{', '.join(questions)}: whoever asked answers.")  # fmt: skip
 
 
-def _judge(policy: Policy, agent: Agent, name: str, text: str) -> str:
-    """Where a `--call` falls, as the engine takes it, or why it cannot be judged."""
+def _judge(policy: Policy, agent: Agent | None, name: str, text: str) -> str:
+    """Where a `--call` falls, as the engine takes it, or why it cannot be judged (`agent`:
+    the app's own, `None` when a remote agent's tools are not known here)."""
     try:
         args = strict_loads(text)
     except ValueError as error:
         raise CommandError(f"--call {name}: {text!r} is not JSON ({error}).") from None
+    if agent is None:  # a question is what a rule names as one; the rest are tools
+        question = any(rule.interrupt == name for rule in policy.rules)
+        return judge_call(policy, name, args, question=question).words
     tool = agent.tools.get(name)
     if tool is None and name not in agent.definitions:
         known = ", ".join(sorted([*agent.tools, *agent.definitions]))

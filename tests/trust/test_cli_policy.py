@@ -236,24 +236,30 @@ def test_the_policy_in_force_is_the_one_the_app_would_read(check: Check, warned:
     assert bad.status == 1 and "CHAT_APP_INTERRUPT_TTL_SECONDS='soon'" in bad.err
 
 
-def test_with_a_remote_agent_the_check_says_so_and_reads_the_policy_as_the_app_does(
+def test_with_a_remote_agent_the_rules_name_its_tools_as_the_app_takes_them(
     check: Check, tmp_path: Path
 ) -> None:
     remote = {"CHAT_APP_AGENT_URL": "http://agent:9/api/chat"}
     path = tmp_path / "remote.toml"
-    path.write_text('[[rules]]\nname = "t"\ntool = "transfer"\napprovers = ["ada@example.com"]\n'
-                    'editable = ["amout"]\n')  # fmt: skip
-    done = check(str(path), env=remote)
+    path.write_text(
+        '[[rules]]\nname = "wires"\ntool = "wire"\napprovers = ["ada@example.com"]\n'
+        'editable = ["amout"]\n'
+        '[[rules]]\nname = "audits"\ninterrupt = "audit-scope"\napprovers = ["ada@example.com"]\n'
+    )
+    done = check(
+        str(path), "--call", "wire", "{}", "--call", "audit-scope", '{"scope": "all"}', env=remote
+    )
     assert done.status == 0, done.err
     assert (
-        "The agent is at http://agent:9/api/chat: its own policy decides its calls; this one "
-        "routes them to people at the desk.\n"
+        "The agent is at http://agent:9/api/chat: its tools are its own, not checked here, and "
+        "its policy decides its calls; this one routes them to people at the desk.\n"
     ) in done.out
-    # Its tools are its own: the start warns of no `editable` name then, nor does the check.
-    assert done.out.endswith("No warnings.\n")
-    # The app still builds its own agent with the policy, and refuses a tool it lacks.
-    path.write_text('[[rules]]\nname = "w"\ntool = "wire"\napprovers = ["ada@example.com"]\n')
-    refused = check(str(path), env=remote)
+    assert "\n--call wire {}\n  Rule wires. Needs approval from ada@example.com." in done.out
+    assert "  Rule audits. Needs an answer from ada@example.com.\n" in done.out
+    # Its tools are its own: neither the demo's tools left unnamed nor an `editable` name.
+    assert "No rule names" not in done.out and done.out.endswith("No warnings.\n")
+    # Without the remote agent, the app's own agent lacks the tool: the start would stop.
+    refused = check(str(path))
     assert refused.status == 1 and "names tool 'wire', which this agent does not have" in (
         refused.err
     )
