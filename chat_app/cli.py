@@ -11,7 +11,7 @@ and policy files checked.
     python -m chat_app tokens list
     python -m chat_app tokens revoke NAME [--user EMAIL]
     python -m chat_app audit verify FILE
-    python -m chat_app policy check [FILE] [--call TOOL ARGS]… [--strict]
+    python -m chat_app policy check [FILE] [--call TOOL ARGS]… [--strict] [--server]
 
 `audit verify` reads an export of the audit trail (the Audit page's Export JSON lines, `GET
 /api/audit.jsonl`; `-` for standard input) and checks its hash chain, with no database.
