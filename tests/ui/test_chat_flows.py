@@ -450,6 +450,29 @@ def test_generic_form_invalid_then_valid(page: Page, screenshot_dir: Path) -> No
     generic.locator("button[type=submit]").click()
     expect(generic.locator(".card-replies")).to_have_text("2")
     expect(generic).not_to_have_attribute("aria-busy", "true")
+    # A field typed over loses its error as it is typed, long before the draft reaches the
+    # server (700 ms after typing pauses): the form moves while the person types, not under
+    # the click that follows. Typed back as it was, the error holds again.
+    note = generic.locator('[name="note"]')
+    note_error = generic.locator('[data-field="note"] .field-error')
+    note.fill("y" * 502)
+    assert not note_error.is_visible()
+    assert generic.locator('[data-field="approved"] .field-error').is_visible()
+    assert note.evaluate(
+        """(note) => {
+          note.value = 'x'.repeat(501);
+          note.dispatchEvent(new Event('input', {bubbles: true}));
+          const shown = note.closest('.form-field').querySelector('.field-error');
+          return Boolean(shown && shown.checkVisibility());
+        }"""
+    )
+    note.fill("y" * 502)
+    assert not note_error.is_visible()
+    # A Submit that refuses it again shows its error again.
+    generic.locator("button[type=submit]").click()
+    expect(generic.locator(".card-replies")).to_have_text("3")
+    expect(note_error).to_be_visible()
+    expect(note_error).to_have_text("Use at most 500 characters.")
     yes.click()
     generic.locator('[name="note"]').fill("Ship it")
     generic.locator("button[type=submit]").click()

@@ -191,8 +191,9 @@ PROPOSED_SCRIPT = """
 #: Keeps what is typed in a decision form as its draft on the server, so a reload or a
 #: reconnect shows it again: once typing pauses (or a field is left, a box ticked, an option
 #: chosen), the form is submitted with `__draft` set, which stores the values and sends
-#: nothing (the one path that reads a whole form, lists of ticked boxes included). Delegated,
-#: once per page.
+#: nothing (the one path that reads a whole form, lists of ticked boxes included). A field
+#: typed over since a refused Submit hides that Submit's error at once (the draft then takes
+#: it away). Delegated, once per page.
 #:
 #: Text typed within the pause before a reload would miss the server, and an unloading page
 #: cannot count on a message reaching it: so until the draft is sent, typed text is also held
@@ -244,10 +245,19 @@ DRAFT_SCRIPT = """
     try { form.requestSubmit(); } finally { flag.value = ''; }
     release(form);
   };
+  // The draft takes a changed field's error away (`_keep_draft`); the page hides it as the
+  // field is typed over, so the form moves while the person types, not under their next click.
+  const typedOver = (control) => {
+    const row = control.closest('.form-field');
+    if (row) row.classList.toggle('typed-over', control.value !== control.defaultValue);
+  };
   const soon = (event, wait) => {
     const form = event.target && event.target.closest && event.target.closest('.decision-form');
     if (!form) return;
-    if (event.type === 'input' && typed(event.target)) hold(form, event.target);
+    if (event.type === 'input' && typed(event.target)) {
+      hold(form, event.target);
+      typedOver(event.target);
+    }
     clearTimeout(timers.get(form));
     timers.set(form, setTimeout(() => keep(form), wait));
   };
@@ -264,11 +274,16 @@ DRAFT_SCRIPT = """
     // Radix's boxes and options are buttons: their form input changes a render later.
     else if (target && target.closest('[role=checkbox], [role=radio]')) soon(event, 150);
   }, true);
-  // A Submit sends the values itself: no draft of them after it.
+  // A Submit sends the values itself: no draft of them after it, and the errors it brings
+  // back are shown, typed over or not.
   document.addEventListener('submit', (event) => {
     const form = event.target;
     const flag = form && form.querySelector && form.querySelector('input[name="__draft"]');
-    if (flag && flag.value !== '1') { clearTimeout(timers.get(form)); release(form); }
+    if (flag && flag.value !== '1') {
+      clearTimeout(timers.get(form));
+      release(form);
+      for (const row of form.querySelectorAll('.typed-over')) row.classList.remove('typed-over');
+    }
   }, true);
   // Held from before this page loaded: given back to each form as it appears, once, while
   // the page comes up (a minute). The sign-in page is a new person's: nothing is given, and
