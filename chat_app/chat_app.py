@@ -110,7 +110,7 @@ for warning in [
     *policy_warnings(
         policy,
         auth_mode=authenticator.mode,
-        ttl_seconds=security.sealer.ttl_seconds if security.sealer is not None else None,
+        ttl_seconds=security.ttl_seconds,
         # A remote agent's tools are its own: what its policy names is its to judge.
         input_schemas=agent.input_schemas() if remote is None else None,
     ),
@@ -147,10 +147,6 @@ def _desk_tool_list() -> list[Any]:
     return _desk_tools
 
 
-#: Where the remote agent's other routes live (`…/api/chat` -> `…/api`).
-API_BASE = AGENT_URL.rsplit("/", 1)[0]
-
-
 def _connection(identity: Callable[[], Identity]) -> Connection:
     """A tab's connection: the agent runs as whoever is signed in at each run (a remote one
     as the app signs them in to it, if it does)."""
@@ -183,14 +179,14 @@ def _manifest() -> ToolManifest:
     (the tool definitions must then match by name and schema). What went wrong reading it
     is kept in `problems`, which the page shows once."""
     local = read_manifest({"tools": agent.tool_manifest()})
-    if not AGENT_URL:
+    if remote is None:
         return local
-    remote = fetch_manifest(os.environ.get("CHAT_APP_TOOLS_URL") or API_BASE + "/tools")
-    if remote.found:
-        return remote
+    found = fetch_manifest(remote.tools_url)
+    if found.found:
+        return found
     fallback = "Tool approvals are typed with this app's own tool definitions instead."
     return ToolManifest(
-        tools=local.tools, problems=tuple(f"{p} {fallback}" for p in remote.problems)
+        tools=local.tools, problems=tuple(f"{p} {fallback}" for p in found.problems)
     )
 
 
@@ -199,7 +195,7 @@ def _audit(viewer: Identity) -> Mapping[str, Any] | None:
     the app signs people in to it), or this app's own ledger; `None` when there is none to
     read (the page says so, rather than "intact: 0 records")."""
     if remote is not None:
-        return _remote_json(API_BASE + "/audit", remote.sign_in(viewer))
+        return _remote_json(remote.api_base + "/audit", remote.sign_in(viewer))
     return audit_report(agent.ledger.records()) if agent.ledger is not None else None
 
 

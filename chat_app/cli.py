@@ -23,7 +23,7 @@ reads them), migrated first; every command names it on stderr. Roles are stored 
 as a sign-in proxy's groups are, and one the policy in force (`CHAT_APP_POLICY`, as the app
 reads it) does not name draws a warning. A refused command prints why and exits with status 1.
 An entry point: imports `config`, `demo` (the default policy's path, and its agent's tools
-for `policy check`), `agent` and `trust`.
+for `policy check`), `agent`, `client` (a remote agent's tool manifest) and `trust`.
 """
 
 from __future__ import annotations
@@ -32,13 +32,16 @@ import argparse
 import getpass
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import Engine
 
-from chat_app.agent import Agent, ScriptedModel
+from chat_app.agent import ScriptedModel, Tool
+from chat_app.agent.gate import policy_problems
+from chat_app.client import fetch_manifest
 from chat_app.config import (
     AUTH_ENV,
     POLICY_ENV,
@@ -190,7 +193,7 @@ def _parser() -> argparse.ArgumentParser:
         "check",
         help="read a policy as a start would: its rules in words and its warnings",
         description="Read a policy file as the app's start does, against the demo agent's "
-        "tools (or, with CHAT_APP_AGENT_URL, as the app does for a remote agent), and say "
+        "tools (or, with CHAT_APP_AGENT_URL, the remote agent's tool manifest), and say "
         "each rule in words, what a start would warn of, and which rule each --call falls "
         "under. Exit status 1 when the app would not start on it (with --strict, when it "
         "warns too).",
@@ -218,6 +221,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+@dataclass(frozen=True)
+class _Checked:
+    """What a policy is checked against: an agent's tools and questions (`None`: not known
+    here), where they were read from, and what a rule names that they lack."""
+
+    tools: Mapping[str, Tool] | None
+    questions: Collection[str] | None
+    #: Lines said before the rules: where the tools came from, or why they are not checked.
+    notes: tuple[str, ...] = ()
+    #: What the check warns of beyond a start's warnings.
+    problems: tuple[str, ...] = ()
+
+
 def _policy_check(
     path: str | None, calls: Sequence[Sequence[str]], *, strict: bool, server: bool
 ) -> int:
@@ -229,30 +245,33 @@ def _policy_check(
         auth_mode = auth_from_env("none" if server else "demo").mode  # each start's default
         ttl = interrupt_ttl_from_env()
         remote = None if server else remote_agent_from_env(auth_mode)
-        # As the app: its own agent (with the scripted model: a check reads no CHAT_APP_MODEL
-        # and needs no provider's key) takes the policy only when no remote agent serves.
-        agent = None if remote is not None else build_demo_agent(
-            ScriptedModel(demo_script), policy=policy
-        )  # fmt: skip
+        checked = _own_tools(policy) if remote is None else _remote_tools(policy, remote)
     except (PolicyError, ValueError) as error:
         raise CommandError(str(error)) from None
     judged = policy if policy is not None else Policy.empty()
     # Every call is read before anything is printed: a mistyped one refuses the command whole.
-    verdicts = [(tool, text, _judge(judged, agent, tool, text)) for tool, text in calls]
+    verdicts = [(tool, text, _judge(judged, checked, tool, text)) for tool, text in calls]
     print(_read_as(auth_mode, ttl, server=server, remote=remote))
+    for note in checked.notes:
+        print(note)
     if policy is None:
         print(f"No policy is in force ({POLICY_ENV}=none): whoever asked decides every call.")
     else:
-        _print_policy(policy, agent, ttl)
+        _print_policy(policy, checked, ttl)
     for tool, text, verdict in verdicts:
         print(f"\n--call {tool} {text}\n  {verdict}")
-    warnings = policy_warnings(
-        policy,
-        auth_mode=auth_mode,
-        ttl_seconds=ttl,
-        # A remote agent's tools are its own: the start warns of no `editable` name then.
-        input_schemas=agent.input_schemas() if agent is not None else None,
-    )
+    warnings = [
+        *checked.problems,
+        *policy_warnings(
+            policy,
+            auth_mode=auth_mode,
+            ttl_seconds=ttl,
+            input_schemas=(
+                {name: tool.input_schema for name, tool in checked.tools.items()}
+                if checked.tools is not None else None
+            ),
+        ),
+    ]  # fmt: skip
     if warnings:
         print(f"\n{len(warnings)} warning{'' if len(warnings) == 1 else 's'}:")
         for warning in warnings:
@@ -262,9 +281,48 @@ def _policy_check(
     return 1 if strict and warnings else 0
 
 
+def _own_tools(policy: Policy | None) -> _Checked:
+    """The app's own agent, built as a start builds it, which refuses (`PolicyError`) a rule
+    naming a tool or question it lacks. With the scripted model: a check reads no
+    `CHAT_APP_MODEL` and needs no provider's key."""
+    agent = build_demo_agent(ScriptedModel(demo_script), policy=policy)
+    return _Checked(tools=agent.tools, questions=set(agent.definitions))
+
+
+def _remote_tools(policy: Policy | None, remote: RemoteAgent) -> _Checked:
+    """A remote agent's tools, from its manifest as the app reads it. A start takes any
+    policy then (its own agent serves no call): what a rule names that the manifest lacks is
+    a warning here. Its questions are not listed anywhere, so a rule's are taken as named."""
+    said = (
+        f"The agent is at {remote.url}: its policy decides its calls; this one routes them to "
+        "people at the desk."
+    )
+    manifest = fetch_manifest(remote.tools_url)
+    if not manifest.found:
+        reasons = " ".join(manifest.problems)
+        return _Checked(tools=None, questions=None, notes=(
+            said, f"Its tools are not checked here: {reasons}",
+        ))  # fmt: skip
+    tools = {
+        found.name: Tool(name=found.name, description=found.description,
+                         input_schema=found.input_schema, needs_approval=found.needs_approval)
+        for found in manifest.tools
+    }  # fmt: skip
+    listed = ", ".join(sorted(tools)) or "none"
+    notes = [said, f"Its tools, from its manifest at {remote.tools_url}: {listed}."]
+    notes.extend(f"  {problem}" for problem in manifest.problems)
+    problems = [] if policy is None else policy_problems(policy, tools, None)
+    return _Checked(
+        tools=tools,
+        questions=None,
+        notes=tuple(notes),
+        problems=tuple(f"{problem} (the agent's manifest)" for problem in problems),
+    )
+
+
 def _read_as(auth_mode: str, ttl: float | None, *, server: bool, remote: RemoteAgent | None) -> str:
     """The settings the check read the policy under, since they change what it says: the
-    sign-in (each start has its own default), the TTL, a remote agent."""
+    sign-in (each start has its own default), the TTL."""
     start = "python -m chat_app.server" if server else "the app (make run)"
     default = "" if os.environ.get(AUTH_ENV, "").strip() else " unset: its default"
     if ttl is None:
@@ -276,14 +334,10 @@ def _read_as(auth_mode: str, ttl: float | None, *, server: bool, remote: RemoteA
     if auth_mode == "none":
         lines.append('With sign-in off everyone is the same visitor: "whoever asked" is anyone '
                      "who can open the app.")  # fmt: skip
-    if remote is not None:
-        lines.append(f"The agent is at {remote.url}: its tools are its own, not checked here, "
-                     "and its policy decides its calls; this one routes them to people at the "
-                     "desk.")  # fmt: skip
     return "\n".join(lines)
 
 
-def _print_policy(policy: Policy, agent: Agent | None, ttl: float | None) -> None:
+def _print_policy(policy: Policy, checked: _Checked, ttl: float | None) -> None:
     count = len(policy.rules)
     print(
         f"\n{policy.source}: {count} rule{'' if count == 1 else 's'}. The first whose tool (or "
@@ -305,16 +359,15 @@ def _print_policy(policy: Policy, agent: Agent | None, ttl: float | None) -> Non
             print(f"  {number}. {first}")
             for line in rest:
                 print(f"     {line}")
-    if agent is not None:
-        _print_unruled(policy, agent)
+    _print_unruled(policy, checked)
 
 
-def _print_unruled(policy: Policy, agent: Agent) -> None:
+def _print_unruled(policy: Policy, checked: _Checked) -> None:
     """The tools that ask for approval, and the questions, that no rule names: whoever asked
     decides them, which a policy's author may not have meant."""
-    tools = sorted(name for name, tool in agent.tools.items() if tool.needs_approval
+    tools = sorted(name for name, tool in (checked.tools or {}).items() if tool.needs_approval
                    and not any(rule.tool == name for rule in policy.rules))  # fmt: skip
-    questions = sorted(name for name in agent.definitions
+    questions = sorted(name for name in checked.questions or ()
                        if not any(rule.interrupt == name for rule in policy.rules))  # fmt: skip
     if tools or questions:
         print()
@@ -325,29 +378,29 @@ def _print_unruled(policy: Policy, agent: Agent) -> None:
               f"{', '.join(questions)}: whoever asked answers.")  # fmt: skip
 
 
-def _judge(policy: Policy, agent: Agent | None, name: str, text: str) -> str:
-    """Where a `--call` falls, as the engine takes it, or why it cannot be judged (`agent`:
-    the app's own, `None` when a remote agent's tools are not known here)."""
+def _judge(policy: Policy, checked: _Checked, name: str, text: str) -> str:
+    """Where a `--call` falls, as the engine takes it, or why it cannot be judged."""
     try:
         args = strict_loads(text)
     except ValueError as error:
         raise CommandError(f"--call {name}: {text!r} is not JSON ({error}).") from None
-    if agent is None:  # a question is what a rule names as one; the rest are tools
+    if checked.questions is not None:
+        question = name in checked.questions
+    else:  # a question is what a rule names as one
         question = any(rule.interrupt == name for rule in policy.rules)
+    if question or checked.tools is None:
         return judge_call(policy, name, args, question=question).words
-    tool = agent.tools.get(name)
-    if tool is None and name not in agent.definitions:
-        known = ", ".join(sorted([*agent.tools, *agent.definitions]))
-        raise CommandError(
-            f"--call {name}: the agent has no tool or question {name}; it has: {known}."
-        )
-    if tool is not None:
-        problem = tool.arguments_problem(args)
-        if problem is not None:  # the engine tells the model, before any rule
-            return f"Refused before anyone is asked, and the model is told: {problem}"
-        if not tool.needs_approval:
-            return f"{name} runs without asking anyone: no rule applies."
-    return judge_call(policy, name, args, question=tool is None).words
+    tool = checked.tools.get(name)
+    if tool is None:
+        known = ", ".join(sorted([*checked.tools, *(checked.questions or ())]))
+        what = "tool or question" if checked.questions is not None else "tool"
+        raise CommandError(f"--call {name}: the agent has no {what} {name}; it has: {known}.")
+    problem = tool.arguments_problem(args)
+    if problem is not None:  # the engine tells the model, before any rule
+        return f"Refused before anyone is asked, and the model is told: {problem}"
+    if not tool.needs_approval:
+        return f"{name} runs without asking anyone: no rule applies."
+    return judge_call(policy, name, args).words
 
 
 def _audit_verify(path: str) -> int:

@@ -114,6 +114,11 @@ class Security:
     sealer: Sealer | None
     ledger: Ledger | None
 
+    @property
+    def ttl_seconds(self) -> float | None:
+        """How long an interrupt lives; `None` when nothing is sealed, so nothing expires."""
+        return self.sealer.ttl_seconds if self.sealer is not None else None
+
 
 def data_dir() -> Path:
     """The app's data folder (`CHAT_APP_DATA_DIR`); whatever writes there first makes it,
@@ -471,6 +476,7 @@ def _notified(delivery: Delivery) -> None:
 
 AGENT_URL_ENV = "CHAT_APP_AGENT_URL"
 AGENT_SIGN_IN_ENV = "CHAT_APP_AGENT_SIGN_IN"
+TOOLS_URL_ENV = "CHAT_APP_TOOLS_URL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -481,6 +487,18 @@ class RemoteAgent:
 
     url: str
     as_proxy: bool
+    #: Its tool manifest, where it is not beside its chat route (`CHAT_APP_TOOLS_URL`).
+    manifest_url: str | None = None
+
+    @property
+    def api_base(self) -> str:
+        """Where the agent's other routes live (`…/api/chat` -> `…/api`)."""
+        return self.url.rsplit("/", 1)[0]
+
+    @property
+    def tools_url(self) -> str:
+        """Its tool manifest: `CHAT_APP_TOOLS_URL`, else `tools` beside its chat route."""
+        return self.manifest_url or self.api_base + "/tools"
 
     def sign_in(self, identity: Identity) -> dict[str, str | bytes]:
         """The headers of a request to the agent made for `identity` (none unless the agent
@@ -510,7 +528,8 @@ def remote_agent_from_env(auth_mode: AuthMode) -> RemoteAgent | None:
             f"{AUTH_ENV}=none nobody is signed in: the agent would refuse every request. "
             f"Turn sign-in on ({AUTH_ENV}=password or proxy)."
         )
-    return RemoteAgent(url=url, as_proxy=sign_in == "proxy")
+    manifest = os.environ.get(TOOLS_URL_ENV, "").strip() or None
+    return RemoteAgent(url=url, as_proxy=sign_in == "proxy", manifest_url=manifest)
 
 
 def remote_agent_problems(remote: RemoteAgent | None, auth_mode: AuthMode) -> list[str]:

@@ -86,9 +86,12 @@ def test_the_interrupt_ttl_is_read_and_has_a_default(
     opened.append(security_from_env())
     monkeypatch.setenv(TTL, "")  # set but empty: the default, as for the other seconds
     opened.append(security_from_env())
+    assert [security.ttl_seconds for security in opened] == [86400, 90.5, 86400]
     assert [security.sealer.ttl_seconds for security in opened if security.sealer] == [
         86400, 90.5, 86400
     ]  # fmt: skip
+    monkeypatch.setenv("CHAT_APP_SECURE", "0")  # nothing sealed: nothing expires
+    assert security_from_env().ttl_seconds is None
 
 
 NOT_A_NUMBER = "is not a finite number of seconds above 0"

@@ -43,7 +43,7 @@ from chat_app.trust import (
 
 from .tools import Tool
 
-__all__ = ["Gate", "Requester", "check_policy"]
+__all__ = ["Gate", "Requester", "check_policy", "policy_problems"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,26 +247,39 @@ class Gate:
 def check_policy(policy: Policy, tools: Mapping[str, Tool], definitions: Collection[str]) -> None:
     """Refuse a rule that could never apply to this agent (a typo'd tool would leave the calls
     it meant to guard to whoever asked): `PolicyError` naming the rule and what to fix."""
+    problems = policy_problems(policy, tools, definitions)
+    if problems:
+        raise problems[0]
+
+
+def policy_problems(
+    policy: Policy, tools: Mapping[str, Tool], definitions: Collection[str] | None
+) -> list[PolicyError]:
+    """Each rule that could never apply to an agent with `tools` and the questions
+    `definitions` (`None`: not known, so not checked), as `check_policy` would refuse it."""
+    problems: list[PolicyError] = []
     for rule in policy.rules:
         where = f"rule '{rule.name}'"
         if rule.tool is not None:
             tool = tools.get(rule.tool)
             if tool is None:
                 known = ", ".join(sorted(name for name, t in tools.items() if t.needs_approval))
-                raise PolicyError(
+                problems.append(PolicyError(
                     policy.source, f"names tool '{rule.tool}', which this agent does not have; "
-                    f"its tools that need approval are: {known}", rule=where,
-                )  # fmt: skip
-            if not tool.needs_approval:
-                raise PolicyError(
+                    f"its tools that need approval are: {known or 'none'}", rule=where,
+                ))  # fmt: skip
+            elif not tool.needs_approval:
+                problems.append(PolicyError(
                     policy.source, f"names tool '{rule.tool}', which runs without asking anyone; "
                     "give the tool needs_approval, or remove the rule", rule=where,
-                )  # fmt: skip
-        if rule.interrupt is not None and rule.interrupt not in definitions:
-            raise PolicyError(
+                ))  # fmt: skip
+        if (rule.interrupt is not None and definitions is not None
+                and rule.interrupt not in definitions):  # fmt: skip
+            problems.append(PolicyError(
                 policy.source, f"names question '{rule.interrupt}', which this agent never asks; "
-                f"its questions are: {', '.join(sorted(definitions))}", rule=where,
-            )  # fmt: skip
+                f"its questions are: {', '.join(sorted(definitions)) or 'none'}", rule=where,
+            ))  # fmt: skip
+    return problems
 
 
 def _escalated(rule: Rule, waited: float | None) -> bool:

@@ -139,9 +139,8 @@ def _build(*, announce: bool) -> Starlette:
         running = f"in this process, {describe_model(agent.model)}"
         for line in settings_lines(config, policy, security, desk, settings, agent=running):
             logger.info("%s", line)
-        ttl = security.sealer.ttl_seconds if security.sealer is not None else None
         for problem in [
-            *policy_warnings(policy, auth_mode=config.mode, ttl_seconds=ttl,
+            *policy_warnings(policy, auth_mode=config.mode, ttl_seconds=security.ttl_seconds,
                              input_schemas=agent.input_schemas()),
             *fanout_problems(desk),
         ]:  # fmt: skip

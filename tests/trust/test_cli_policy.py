@@ -7,15 +7,21 @@ import io
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
 import pytest
+from pydantic import BaseModel
 
+from chat_app.agent import Agent, ScriptedModel, tool
 from chat_app.cli import main
 from chat_app.demo import POLICY_PATH
+from chat_app.demo.script import demo_script
+from chat_app.server import create_app
 from chat_app.trust import Policy
 from chat_app.trust.policy_summary import describe_rule, judge_call, who_decides
+from tests.live_server import free_port, serve_asgi
 from tests.trust.test_cli import ROOT, Result
 
 #: A policy that the demo agent takes but a start warns of: a quorum its own people cannot
@@ -236,33 +242,118 @@ def test_the_policy_in_force_is_the_one_the_app_would_read(check: Check, warned:
     assert bad.status == 1 and "CHAT_APP_INTERRUPT_TTL_SECONDS='soon'" in bad.err
 
 
-def test_with_a_remote_agent_the_rules_name_its_tools_as_the_app_takes_them(
-    check: Check, tmp_path: Path
+#: A policy for the remote agent (`remote_agent`): a tool it has, with a misspelt `editable`; a
+#: tool of its that asks nobody; a tool it lacks; a question (its questions are not listed).
+REMOTE_POLICY = """
+[[rules]]
+name = "wires"
+tool = "wire"
+when = { properties = { amount = { exclusiveMinimum = 1000 } } }
+approvers = ["ada@example.com"]
+editable = ["amout"]
+
+[[rules]]
+name = "lookups"
+tool = "lookup"
+approvers = ["ada@example.com"]
+
+[[rules]]
+name = "payouts"
+tool = "payout"
+approvers = ["ada@example.com"]
+
+[[rules]]
+name = "audits"
+interrupt = "audit-scope"
+approvers = ["ada@example.com"]
+"""
+
+
+class Wire(BaseModel):
+    iban: str
+    amount: float
+
+
+@pytest.fixture(scope="module")
+def remote_agent() -> Iterator[str]:
+    """Another agent's server, with tools the demo lacks: its chat route's URL."""
+    tools = [
+        tool("wire", description="Send money abroad", input=Wire, needs_approval=True,
+             execute=lambda args: "sent"),
+        tool("lookup", description="Read an account", execute=lambda args: "found"),
+    ]  # fmt: skip
+    agent = Agent(model=ScriptedModel(demo_script), tools=tools)
+    with serve_asgi(create_app(agent), name="the remote agent") as base:
+        yield base + "/api/chat"
+
+
+def test_with_a_remote_agent_the_rules_are_read_against_its_manifest(
+    check: Check, tmp_path: Path, remote_agent: str
 ) -> None:
-    remote = {"CHAT_APP_AGENT_URL": "http://agent:9/api/chat"}
+    remote = {"CHAT_APP_AGENT_URL": remote_agent}
     path = tmp_path / "remote.toml"
-    path.write_text(
-        '[[rules]]\nname = "wires"\ntool = "wire"\napprovers = ["ada@example.com"]\n'
-        'editable = ["amout"]\n'
-        '[[rules]]\nname = "audits"\ninterrupt = "audit-scope"\napprovers = ["ada@example.com"]\n'
-    )
-    done = check(
-        str(path), "--call", "wire", "{}", "--call", "audit-scope", '{"scope": "all"}', env=remote
-    )
+    path.write_text(REMOTE_POLICY)
+    calls = (
+        "--call", "wire", '{"iban": "DE89", "amount": 5000}',
+        "--call", "wire", '{"iban": "DE89", "amount": "lots"}',
+        "--call", "lookup", "{}",
+        "--call", "audit-scope", '{"scope": "all"}',
+    )  # fmt: skip
+    done = check(str(path), *calls, env=remote)
     assert done.status == 0, done.err
+    manifest = remote_agent.removesuffix("/chat") + "/tools"
     assert (
-        "The agent is at http://agent:9/api/chat: its tools are its own, not checked here, and "
-        "its policy decides its calls; this one routes them to people at the desk.\n"
+        f"The agent is at {remote_agent}: its policy decides its calls; this one routes them to "
+        f"people at the desk.\nIts tools, from its manifest at {manifest}: lookup, wire.\n"
     ) in done.out
-    assert "\n--call wire {}\n  Rule wires. Needs approval from ada@example.com." in done.out
+    assert '--call wire {"iban": "DE89", "amount": 5000}\n  Rule wires. Needs approval from ' in (
+        done.out
+    )
+    assert (
+        "  Refused before anyone is asked, and the model is told: Tool wire arguments are "
+        "invalid at amount: 'lots' is not of type 'number'\n"
+    ) in done.out
+    assert "\n--call lookup {}\n  lookup runs without asking anyone: no rule applies.\n" in done.out
     assert "  Rule audits. Needs an answer from ada@example.com.\n" in done.out
-    # Its tools are its own: neither the demo's tools left unnamed nor an `editable` name.
-    assert "No rule names" not in done.out and done.out.endswith("No warnings.\n")
+    # A start takes it (the app's own agent serves no call): what the manifest lacks is warned of.
+    assert "\n3 warnings:\n" in done.out
+    assert (
+        f"  {path}, rule 'lookups': names tool 'lookup', which runs without asking anyone; give "
+        "the tool needs_approval, or remove the rule (the agent's manifest)\n"
+    ) in done.out
+    assert (
+        f"  {path}, rule 'payouts': names tool 'payout', which this agent does not have; its "
+        "tools that need approval are: wire (the agent's manifest)\n"
+    ) in done.out
+    assert "rule 'wires': editable names amout, which wire does not take (its arguments: iban, " \
+        "amount); check the spelling." in done.out  # fmt: skip
+    assert check(str(path), "--strict", env=remote).status == 1
+    # A call the manifest does not list refuses the command, naming what it does list.
+    typo = check(str(path), "--call", "wir", "{}", env=remote)
+    assert typo.status == 1 and typo.out == ""
+    assert "--call wir: the agent has no tool wir; it has: lookup, wire." in typo.err
     # Without the remote agent, the app's own agent lacks the tool: the start would stop.
     refused = check(str(path))
-    assert refused.status == 1 and "names tool 'wire', which this agent does not have" in (
-        refused.err
-    )
+    assert refused.status == 1
+    assert "names tool 'wire', which this agent does not have" in refused.err
+
+
+def test_a_remote_agents_manifest_that_cannot_be_read_leaves_its_tools_unchecked(
+    check: Check, tmp_path: Path
+) -> None:
+    remote = {"CHAT_APP_AGENT_URL": f"http://127.0.0.1:{free_port()}/api/chat"}
+    path = tmp_path / "remote.toml"
+    path.write_text(REMOTE_POLICY)
+    done = check(str(path), "--call", "payout", "{}", "--call", "audit-scope", "{}", env=remote)
+    assert done.status == 0, done.err
+    assert "Its tools are not checked here: Could not read the tool manifest at " in done.out
+    # The rules are taken as they name tools and questions.
+    assert "\n--call payout {}\n  Rule payouts. Needs approval from ada@example.com." in done.out
+    assert "  Rule audits. Needs an answer from ada@example.com.\n" in done.out
+    assert "No rule names" not in done.out and done.out.endswith("No warnings.\n")
+    # Elsewhere: CHAT_APP_TOOLS_URL names it.
+    moved = check(str(path), env={**remote, "CHAT_APP_TOOLS_URL": "http://127.0.0.1:9/tools"})
+    assert "Could not read the tool manifest at http://127.0.0.1:9/tools" in moved.out
 
 
 def test_the_standalone_servers_start_is_read_with_its_own_default_sign_in(check: Check) -> None:
