@@ -15,7 +15,6 @@ import os
 import sys
 from collections.abc import Callable, Container, Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import reflex as rx
@@ -55,7 +54,7 @@ from chat_app.server.metrics import MetricsSource
 from chat_app.server.origin import handshake_from_elsewhere
 from chat_app.server.run_input import KeptRunInputReader, read_run_input
 from chat_app.trust import Identity, PolicyError, audit_report
-from chat_app.trust.store import DatabaseUnavailable, shown_url
+from chat_app.trust.store import DatabaseUnavailable
 from chat_app.ui import session
 from chat_app.ui.audit_state import ROUTE as AUDIT_ROUTE
 from chat_app.ui.audit_state import AuditState
@@ -217,9 +216,8 @@ for warning in fanout_problems(desk):
 async def _say_settings() -> None:
     """What this worker runs with, in its log as it starts (`reflex run` prints its own)."""
     running = f"in this process, {describe_model(agent.model)}"
-    if AGENT_URL:  # a query or a password may be its key: neither is logged
-        bare = urlsplit(AGENT_URL)._replace(query="", fragment="")
-        running = f"remote, at {shown_url(urlunsplit(bare))}"
+    if remote is not None:
+        running = f"remote, at {remote.shown(remote.url)}"
     for line in settings_lines(authenticator.config, policy, security, desk,
                                notifications.settings, agent=running):  # fmt: skip
         logging.getLogger("chat_app").info("%s", line)

@@ -33,7 +33,7 @@ import getpass
 import os
 import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -51,6 +51,7 @@ from chat_app.config import (
     auth_from_env,
     data_dir,
     interrupt_ttl_from_env,
+    policy_edit_problems,
     policy_from_env,
     policy_warnings,
     remote_agent_from_env,
@@ -228,10 +229,18 @@ class _Checked:
 
     tools: Mapping[str, Tool] | None
     questions: Collection[str] | None
+    #: A remote agent's, from its manifest (else the app's own agent's).
+    remote: bool = False
+    #: Tools the agent has whose definitions could not be read: judged by name alone.
+    unread: Collection[str] = ()
     #: Lines said before the rules: where the tools came from, or why they are not checked.
     notes: tuple[str, ...] = ()
     #: What the check warns of beyond a start's warnings.
     problems: tuple[str, ...] = ()
+
+
+#: Said of what the check finds in a remote agent's manifest, which a start does not read.
+_FROM_MANIFEST = " (from the agent's manifest: the app's start does not check this)"
 
 
 def _policy_check(
@@ -251,7 +260,7 @@ def _policy_check(
     judged = policy if policy is not None else Policy.empty()
     # Every call is read before anything is printed: a mistyped one refuses the command whole.
     verdicts = [(tool, text, _judge(judged, checked, tool, text)) for tool, text in calls]
-    print(_read_as(auth_mode, ttl, server=server, remote=remote))
+    print(_read_as(auth_mode, ttl, server=server))
     for note in checked.notes:
         print(note)
     if policy is None:
@@ -266,9 +275,10 @@ def _policy_check(
             policy,
             auth_mode=auth_mode,
             ttl_seconds=ttl,
+            # A remote agent's `editable` names are in `problems`: its start checks none.
             input_schemas=(
                 {name: tool.input_schema for name, tool in checked.tools.items()}
-                if checked.tools is not None else None
+                if checked.tools is not None and not checked.remote else None
             ),
         ),
     ]  # fmt: skip
@@ -291,36 +301,51 @@ def _own_tools(policy: Policy | None) -> _Checked:
 
 def _remote_tools(policy: Policy | None, remote: RemoteAgent) -> _Checked:
     """A remote agent's tools, from its manifest as the app reads it. A start takes any
-    policy then (its own agent serves no call): what a rule names that the manifest lacks is
-    a warning here. Its questions are not listed anywhere, so a rule's are taken as named."""
-    said = (
-        f"The agent is at {remote.url}: its policy decides its calls; this one routes them to "
-        "people at the desk."
-    )
+    policy then (its own agent serves no call), so what a rule names that the manifest lacks
+    is a warning here, as is a manifest that cannot be read (`--strict` fails on it). Its
+    questions are listed nowhere: a rule's are taken as named."""
+    at = remote.shown(remote.url)
+    said = (f"The agent is at {at}: its policy decides its calls; this one routes them to "
+            "people at the desk.")  # fmt: skip
     manifest = fetch_manifest(remote.tools_url)
     if not manifest.found:
         reasons = " ".join(manifest.problems)
-        return _Checked(tools=None, questions=None, notes=(
-            said, f"Its tools are not checked here: {reasons}",
-        ))  # fmt: skip
+        return _Checked(
+            tools=None,
+            questions=None,
+            remote=True,
+            notes=(said, f"Its tools are not checked here: {reasons}"),
+            problems=(f"The agent's tools could not be checked: {reasons}",),
+        )
     tools = {
         found.name: Tool(name=found.name, description=found.description,
                          input_schema=found.input_schema, needs_approval=found.needs_approval)
         for found in manifest.tools
     }  # fmt: skip
     listed = ", ".join(sorted(tools)) or "none"
-    notes = [said, f"Its tools, from its manifest at {remote.tools_url}: {listed}."]
+    notes = [said, f"Its tools, from its manifest at {remote.shown(remote.tools_url)}: {listed}."]
     notes.extend(f"  {problem}" for problem in manifest.problems)
-    problems = [] if policy is None else policy_problems(policy, tools, None)
+    problems: list[str] = []
+    if policy is not None:
+        # A tool whose entry could not be read is the agent's still: only its name is known.
+        named = replace(policy, rules=tuple(
+            rule for rule in policy.rules if rule.tool not in manifest.left_out
+        ))  # fmt: skip
+        problems += [str(problem) + _FROM_MANIFEST
+                     for problem in policy_problems(named, tools, None, whose=f"the agent at {at}")]
+        schemas = {name: tool.input_schema for name, tool in tools.items()}
+        problems += [problem + _FROM_MANIFEST for problem in policy_edit_problems(policy, schemas)]
     return _Checked(
         tools=tools,
         questions=None,
+        remote=True,
+        unread=manifest.left_out,
         notes=tuple(notes),
-        problems=tuple(f"{problem} (the agent's manifest)" for problem in problems),
+        problems=tuple(problems),
     )
 
 
-def _read_as(auth_mode: str, ttl: float | None, *, server: bool, remote: RemoteAgent | None) -> str:
+def _read_as(auth_mode: str, ttl: float | None, *, server: bool) -> str:
     """The settings the check read the policy under, since they change what it says: the
     sign-in (each start has its own default), the TTL."""
     start = "python -m chat_app.server" if server else "the app (make run)"
@@ -388,15 +413,20 @@ def _judge(policy: Policy, checked: _Checked, name: str, text: str) -> str:
         question = name in checked.questions
     else:  # a question is what a rule names as one
         question = any(rule.interrupt == name for rule in policy.rules)
-    if question or checked.tools is None:
+    if question or checked.tools is None or name in checked.unread:
         return judge_call(policy, name, args, question=question).words
     tool = checked.tools.get(name)
     if tool is None:
-        known = ", ".join(sorted([*checked.tools, *(checked.questions or ())]))
-        what = "tool or question" if checked.questions is not None else "tool"
-        raise CommandError(f"--call {name}: the agent has no {what} {name}; it has: {known}.")
+        known = ", ".join(sorted([*checked.tools, *checked.unread, *(checked.questions or ())]))
+        if not checked.remote:
+            raise CommandError(f"--call {name}: the agent has no tool or question {name}; it "
+                               f"has: {known}.")  # fmt: skip
+        raise CommandError(f"--call {name}: the agent's manifest lists no tool {name}; it "
+                           f"lists: {known} (and a question is one a rule names).")  # fmt: skip
     problem = tool.arguments_problem(args)
     if problem is not None:  # the engine tells the model, before any rule
+        if checked.remote:
+            return f"Refused before anyone is asked (its schema, in the manifest): {problem}"
         return f"Refused before anyone is asked, and the model is told: {problem}"
     if not tool.needs_approval:
         return f"{name} runs without asking anyone: no rule applies."

@@ -45,6 +45,7 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from chat_app.desk import (
     LEASE_SECONDS,
@@ -499,6 +500,12 @@ class RemoteAgent:
     def tools_url(self) -> str:
         """Its tool manifest: `CHAT_APP_TOOLS_URL`, else `tools` beside its chat route."""
         return self.manifest_url or self.api_base + "/tools"
+
+    @staticmethod
+    def shown(url: str) -> str:
+        """One of its URLs as a log or a message may show it: no query (a key may be in it)
+        and no password."""
+        return shown_url(urlunsplit(urlsplit(url)._replace(query="", fragment="")))
 
     def sign_in(self, identity: Identity) -> dict[str, str | bytes]:
         """The headers of a request to the agent made for `identity` (none unless the agent

@@ -253,10 +253,15 @@ def check_policy(policy: Policy, tools: Mapping[str, Tool], definitions: Collect
 
 
 def policy_problems(
-    policy: Policy, tools: Mapping[str, Tool], definitions: Collection[str] | None
+    policy: Policy,
+    tools: Mapping[str, Tool],
+    definitions: Collection[str] | None,
+    *,
+    whose: str = "this agent",
 ) -> list[PolicyError]:
     """Each rule that could never apply to an agent with `tools` and the questions
-    `definitions` (`None`: not known, so not checked), as `check_policy` would refuse it."""
+    `definitions` (`None`: not known, so not checked), as `check_policy` would refuse it;
+    `whose` names the agent in the words."""
     problems: list[PolicyError] = []
     for rule in policy.rules:
         where = f"rule '{rule.name}'"
@@ -265,7 +270,7 @@ def policy_problems(
             if tool is None:
                 known = ", ".join(sorted(name for name, t in tools.items() if t.needs_approval))
                 problems.append(PolicyError(
-                    policy.source, f"names tool '{rule.tool}', which this agent does not have; "
+                    policy.source, f"names tool '{rule.tool}', which {whose} does not have; "
                     f"its tools that need approval are: {known or 'none'}", rule=where,
                 ))  # fmt: skip
             elif not tool.needs_approval:
@@ -276,7 +281,7 @@ def policy_problems(
         if (rule.interrupt is not None and definitions is not None
                 and rule.interrupt not in definitions):  # fmt: skip
             problems.append(PolicyError(
-                policy.source, f"names question '{rule.interrupt}', which this agent never asks; "
+                policy.source, f"names question '{rule.interrupt}', which {whose} never asks; "
                 f"its questions are: {', '.join(sorted(definitions)) or 'none'}", rule=where,
             ))  # fmt: skip
     return problems

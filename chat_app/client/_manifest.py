@@ -40,6 +40,9 @@ class ToolManifest:
     tools: tuple[ClientTool, ...] = ()
     #: Each thing that could not be used, in words a person understands.
     problems: tuple[str, ...] = ()
+    #: The names of the entries left out (those that had one): the agent has these tools,
+    #: but not as anything here can use.
+    left_out: tuple[str, ...] = ()
     #: A manifest was read (a list of tools, maybe with entries left out); `False` when it is
     #: missing, unreachable, not JSON or not a list of tools: the caller falls back.
     found: bool = False
@@ -83,15 +86,21 @@ def read_manifest(
     functions = functions or {}
     tools: list[ClientTool] = []
     problems: list[str] = []
+    left_out: list[str] = []
     for number, entry in enumerate(entries, start=1):
         tool, why = _tool(entry, functions, {tool.name for tool in tools})
         if tool is not None:
             tools.append(tool)
             continue
         name = entry.get("name") if isinstance(entry, Mapping) else None
-        label = f" ({name})" if isinstance(name, str) and name.strip() else ""
+        named = isinstance(name, str) and bool(name.strip())
+        if named and name not in left_out and all(tool.name != name for tool in tools):
+            left_out.append(str(name))
+        label = f" ({name})" if named else ""
         problems.append(f"Tool entry {number}{label} in {source} was left out: {why}.")
-    return ToolManifest(tools=tuple(tools), problems=tuple(problems), found=True)
+    return ToolManifest(
+        tools=tuple(tools), problems=tuple(problems), left_out=tuple(left_out), found=True
+    )
 
 
 def fetch_manifest(

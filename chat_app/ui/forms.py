@@ -70,6 +70,10 @@ class FormField:
     pattern: str = ""
     placeholder: str = ""
     error: str = ""  # the message shown under the control after a failed submit
+    #: Which refused Submit the error is from (`FormMemory.replies`): its element is drawn
+    #: anew for each, so the page's mark that hid the last one (typed over, `DRAFT_SCRIPT`)
+    #: is not on the next.
+    error_round: int = 0
     #: Edited arguments: the value the model proposed, shown beside a field once changed.
     proposed: str = ""
     has_proposed: bool = False

@@ -696,6 +696,7 @@ def decision_view(
         rows = form_fields(schema, initial)
         for row in rows:
             row.control_id = f"{item.id}--{form}--{row.path}"
+            row.error_round = memory.replies
         if form == "edit":  # each field says what was proposed, once changed
             for row in rows:
                 if row.kind not in ("group", "list", "checks"):

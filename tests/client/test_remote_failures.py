@@ -434,6 +434,8 @@ async def test_entries_the_client_cannot_use_are_named_and_the_rest_are_used(
         f"Tool entry 7 (ping) in {where} was left out: its needsApproval is a string, "
         "not true or false.",
     )
+    # The agent has these, though nothing here can use them (a second transfer is not one).
+    assert manifest.left_out == ("lookup", "search", "ping")
 
 
 # --- the in-process agent -----------------------------------------------------------

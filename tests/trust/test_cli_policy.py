@@ -13,6 +13,10 @@ from typing import Protocol
 
 import pytest
 from pydantic import BaseModel
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Mount, Route
 
 from chat_app.agent import Agent, ScriptedModel, tool
 from chat_app.cli import main
@@ -243,7 +247,8 @@ def test_the_policy_in_force_is_the_one_the_app_would_read(check: Check, warned:
 
 
 #: A policy for the remote agent (`remote_agent`): a tool it has, with a misspelt `editable`; a
-#: tool of its that asks nobody; a tool it lacks; a question (its questions are not listed).
+#: tool of its that asks nobody; a tool it lacks; a tool whose manifest entry cannot be read;
+#: a question (its questions are not listed).
 REMOTE_POLICY = """
 [[rules]]
 name = "wires"
@@ -263,10 +268,18 @@ tool = "payout"
 approvers = ["ada@example.com"]
 
 [[rules]]
+name = "closures"
+tool = "close_all"
+approvers = ["ada@example.com"]
+
+[[rules]]
 name = "audits"
 interrupt = "audit-scope"
 approvers = ["ada@example.com"]
 """
+
+#: A manifest entry the app cannot use (its schema is no JSON Schema): left out, named.
+UNREADABLE = {"name": "close_all", "inputSchema": {"type": "nope"}, "needsApproval": True}
 
 
 class Wire(BaseModel):
@@ -276,15 +289,27 @@ class Wire(BaseModel):
 
 @pytest.fixture(scope="module")
 def remote_agent() -> Iterator[str]:
-    """Another agent's server, with tools the demo lacks: its chat route's URL."""
+    """Another agent's server, with tools the demo lacks (and one its manifest describes so
+    that the app leaves it out): its chat route's URL."""
     tools = [
         tool("wire", description="Send money abroad", input=Wire, needs_approval=True,
              execute=lambda args: "sent"),
         tool("lookup", description="Read an account", execute=lambda args: "found"),
+        tool("close_account", description="Close an account", needs_approval=True,
+             execute=lambda args: "closed"),
     ]  # fmt: skip
     agent = Agent(model=ScriptedModel(demo_script), tools=tools)
-    with serve_asgi(create_app(agent), name="the remote agent") as base:
+
+    async def manifest(request: Request) -> JSONResponse:
+        return JSONResponse({"tools": [*agent.tool_manifest(), UNREADABLE]})
+
+    app = Starlette(routes=[Route("/api/tools", manifest), Mount("/", create_app(agent))])
+    with serve_asgi(app, name="the remote agent") as base:
         yield base + "/api/chat"
+
+
+#: What the check says of what it finds in a remote agent's manifest alone.
+FROM_MANIFEST = " (from the agent's manifest: the app's start does not check this)"
 
 
 def test_with_a_remote_agent_the_rules_are_read_against_its_manifest(
@@ -297,6 +322,7 @@ def test_with_a_remote_agent_the_rules_are_read_against_its_manifest(
         "--call", "wire", '{"iban": "DE89", "amount": 5000}',
         "--call", "wire", '{"iban": "DE89", "amount": "lots"}',
         "--call", "lookup", "{}",
+        "--call", "close_all", "{}",
         "--call", "audit-scope", '{"scope": "all"}',
     )  # fmt: skip
     done = check(str(path), *calls, env=remote)
@@ -304,55 +330,75 @@ def test_with_a_remote_agent_the_rules_are_read_against_its_manifest(
     manifest = remote_agent.removesuffix("/chat") + "/tools"
     assert (
         f"The agent is at {remote_agent}: its policy decides its calls; this one routes them to "
-        f"people at the desk.\nIts tools, from its manifest at {manifest}: lookup, wire.\n"
+        f"people at the desk.\nIts tools, from its manifest at {manifest}: close_account, lookup, "
+        f"wire.\n  Tool entry 4 (close_all) in the tool manifest at {manifest} was left out: its "
+        "inputSchema is not a valid JSON Schema.\n"
     ) in done.out
     assert '--call wire {"iban": "DE89", "amount": 5000}\n  Rule wires. Needs approval from ' in (
         done.out
     )
     assert (
-        "  Refused before anyone is asked, and the model is told: Tool wire arguments are "
+        "  Refused before anyone is asked (its schema, in the manifest): Tool wire arguments are "
         "invalid at amount: 'lots' is not of type 'number'\n"
     ) in done.out
     assert "\n--call lookup {}\n  lookup runs without asking anyone: no rule applies.\n" in done.out
+    # The tool the app could not read is the agent's still: judged by its name.
+    assert "\n--call close_all {}\n  Rule closures. Needs approval from ada@example.com." in (
+        done.out
+    )
     assert "  Rule audits. Needs an answer from ada@example.com.\n" in done.out
-    # A start takes it (the app's own agent serves no call): what the manifest lacks is warned of.
-    assert "\n3 warnings:\n" in done.out
-    assert (
+    assert "\nNo rule names close_account: whoever asked approves them.\n" in done.out
+    # A start takes it (the app's own agent serves no call): what the manifest shows is a
+    # warning of the check's own.
+    warnings = done.out.split("\n3 warnings:\n", 1)[1]
+    assert warnings == (
         f"  {path}, rule 'lookups': names tool 'lookup', which runs without asking anyone; give "
-        "the tool needs_approval, or remove the rule (the agent's manifest)\n"
-    ) in done.out
-    assert (
-        f"  {path}, rule 'payouts': names tool 'payout', which this agent does not have; its "
-        "tools that need approval are: wire (the agent's manifest)\n"
-    ) in done.out
-    assert "rule 'wires': editable names amout, which wire does not take (its arguments: iban, " \
-        "amount); check the spelling." in done.out  # fmt: skip
+        f"the tool needs_approval, or remove the rule{FROM_MANIFEST}\n"
+        f"  {path}, rule 'payouts': names tool 'payout', which the agent at {remote_agent} does "
+        f"not have; its tools that need approval are: close_account, wire{FROM_MANIFEST}\n"
+        f"  {path}, rule 'wires': editable names amout, which wire does not take (its "
+        f"arguments: iban, amount); check the spelling.{FROM_MANIFEST}\n"
+    )
     assert check(str(path), "--strict", env=remote).status == 1
     # A call the manifest does not list refuses the command, naming what it does list.
     typo = check(str(path), "--call", "wir", "{}", env=remote)
     assert typo.status == 1 and typo.out == ""
-    assert "--call wir: the agent has no tool wir; it has: lookup, wire." in typo.err
+    assert typo.err.endswith(
+        "--call wir: the agent's manifest lists no tool wir; it lists: close_account, close_all, "
+        "lookup, wire (and a question is one a rule names).\n"
+    )
+    # With no policy in force the manifest is read all the same, and calls are judged.
+    none = check("--call", "wire", '{"iban": "DE89", "amount": 5}',
+                 env={**remote, "CHAT_APP_POLICY": "none"})  # fmt: skip
+    assert none.status == 0, none.err
+    assert "No policy is in force (CHAT_APP_POLICY=none)" in none.out
+    assert "\n  No rule matches: whoever asked decides.\n" in none.out
     # Without the remote agent, the app's own agent lacks the tool: the start would stop.
     refused = check(str(path))
     assert refused.status == 1
     assert "names tool 'wire', which this agent does not have" in refused.err
 
 
-def test_a_remote_agents_manifest_that_cannot_be_read_leaves_its_tools_unchecked(
+def test_a_remote_agents_manifest_that_cannot_be_read_is_a_warning(
     check: Check, tmp_path: Path
 ) -> None:
-    remote = {"CHAT_APP_AGENT_URL": f"http://127.0.0.1:{free_port()}/api/chat"}
+    remote = {"CHAT_APP_AGENT_URL": f"http://127.0.0.1:{free_port()}/api/chat?key=s3cret"}
     path = tmp_path / "remote.toml"
     path.write_text(REMOTE_POLICY)
     done = check(str(path), "--call", "payout", "{}", "--call", "audit-scope", "{}", env=remote)
     assert done.status == 0, done.err
+    assert "s3cret" not in done.out  # a key in the agent's address is not shown
     assert "Its tools are not checked here: Could not read the tool manifest at " in done.out
     # The rules are taken as they name tools and questions.
     assert "\n--call payout {}\n  Rule payouts. Needs approval from ada@example.com." in done.out
     assert "  Rule audits. Needs an answer from ada@example.com.\n" in done.out
-    assert "No rule names" not in done.out and done.out.endswith("No warnings.\n")
+    assert "No rule names" not in done.out
+    assert "\n1 warning:\n  The agent's tools could not be checked: Could not read " in done.out
+    # A deploy pipeline cannot take "not checked" for "checked and clean".
+    assert check(str(path), "--strict", env=remote).status == 1
     # Elsewhere: CHAT_APP_TOOLS_URL names it.
     moved = check(str(path), env={**remote, "CHAT_APP_TOOLS_URL": "http://127.0.0.1:9/tools"})
+    assert moved.status == 0, moved.err
     assert "Could not read the tool manifest at http://127.0.0.1:9/tools" in moved.out
 
 

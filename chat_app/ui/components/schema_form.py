@@ -59,6 +59,7 @@ def _error(row: FormField) -> rx.Component:
             role="alert",
             class_name="field-error",
             id=row.control_id + "-error",
+            key=row.error_round,
         ),
     )
 
@@ -249,7 +250,8 @@ DRAFT_SCRIPT = """
   // field is typed over, so the form moves while the person types, not under their next click.
   const typedOver = (control) => {
     const row = control.closest('.form-field');
-    if (row) row.classList.toggle('typed-over', control.value !== control.defaultValue);
+    const error = row && row.querySelector('.field-error');
+    if (error) error.classList.toggle('typed-over', control.value !== control.defaultValue);
   };
   const soon = (event, wait) => {
     const form = event.target && event.target.closest && event.target.closest('.decision-form');
@@ -274,16 +276,12 @@ DRAFT_SCRIPT = """
     // Radix's boxes and options are buttons: their form input changes a render later.
     else if (target && target.closest('[role=checkbox], [role=radio]')) soon(event, 150);
   }, true);
-  // A Submit sends the values itself: no draft of them after it, and the errors it brings
-  // back are shown, typed over or not.
+  // A Submit sends the values itself: no draft of them after it. (An error it brings back
+  // is a new element, `error_round`, shown whatever was typed over the last.)
   document.addEventListener('submit', (event) => {
     const form = event.target;
     const flag = form && form.querySelector && form.querySelector('input[name="__draft"]');
-    if (flag && flag.value !== '1') {
-      clearTimeout(timers.get(form));
-      release(form);
-      for (const row of form.querySelectorAll('.typed-over')) row.classList.remove('typed-over');
-    }
+    if (flag && flag.value !== '1') { clearTimeout(timers.get(form)); release(form); }
   }, true);
   // Held from before this page loaded: given back to each form as it appears, once, while
   // the page comes up (a minute). The sign-in page is a new person's: nothing is given, and
