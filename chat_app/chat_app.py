@@ -69,6 +69,7 @@ from chat_app.ui.components.header import DEMO_SWITCH_SCRIPT
 from chat_app.ui.components.listing import KEEP_PLACE_SCRIPT
 from chat_app.ui.components.page import ROOT_HAS_SCRIPT, SKIP_LINK_SCRIPT
 from chat_app.ui.components.schema_form import DRAFT_SCRIPT, PROPOSED_SCRIPT
+from chat_app.ui.components.settled import WHOLE_ON_TAP_SCRIPT
 from chat_app.ui.conversations_state import ConversationsState
 from chat_app.ui.decided_state import DecidedState
 from chat_app.ui.deliveries_state import DeliveriesState
@@ -281,6 +282,7 @@ app = rx.App(
         rx.script(SKIP_LINK_SCRIPT),
         rx.script(KEEP_PLACE_SCRIPT),
         rx.script(DEMO_SWITCH_SCRIPT),
+        rx.script(WHOLE_ON_TAP_SCRIPT),
     ],
     stylesheets=["/forms.css"],
 )

@@ -53,7 +53,8 @@ TRANSFER = tool(
         "type": "object",
         "properties": {
             "recipient": {"type": "string", "minLength": 1, "title": "Recipient"},
-            "amount": {"type": "number", "exclusiveMinimum": 0, "title": "Amount"},
+            "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 1000000,
+                       "title": "Amount"},
         },
         "required": ["recipient", "amount"],
         "additionalProperties": False,
@@ -116,7 +117,8 @@ PAY_INVOICE = tool(
         "properties": {
             "invoice": {"type": "string", "title": "Invoice"},
             "supplier": {"type": "string", "title": "Supplier"},
-            "amount": {"type": "number", "exclusiveMinimum": 0, "title": "Amount"},
+            "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 1000000,
+                       "title": "Amount"},
         },
         "required": ["invoice", "supplier", "amount"],
         "additionalProperties": False,
@@ -148,7 +150,8 @@ REFUND = tool(
         "type": "object",
         "properties": {
             "order": {"type": "string", "minLength": 1, "title": "Order"},
-            "amount": {"type": "number", "exclusiveMinimum": 0, "title": "Amount"},
+            "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 1000000,
+                       "title": "Amount"},
         },
         "required": ["order", "amount"],
         "additionalProperties": False,

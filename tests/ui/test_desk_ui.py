@@ -400,7 +400,8 @@ def test_a_decision_reaches_the_approvers_inbox_live_and_leaves_it_once_decided(
 
         item.locator(".inbox-open").click()
         expect(ada).to_have_url(re.compile(r"/c/" + re.escape(quote(thread, safe="")) + "$"))
-        expect(ada.locator("#read-only-note")).to_contain_text("Rita's conversation")
+        note = ada.locator("#read-only-note")
+        expect(note).to_have_text("Rita's conversation — you decide what is yours to decide here")
         card = tool_card(ada, "transfer")
         expect(card.locator(".waiting-label")).to_have_count(0)
         # Cancel is Rita's withdrawal; Ada says no by rejecting, saying why.
@@ -412,6 +413,7 @@ def test_a_decision_reaches_the_approvers_inbox_live_and_leaves_it_once_decided(
         receipt = rita.get_by_text(re.compile(r"Sent 5,000 to Ada\. Receipt id: rcpt-"))
         expect(receipt).to_be_visible()  # Rita's chat moved on by itself
         expect_count(ada, before)  # the chat page's own loop keeps the count live
+        expect(note).to_have_text("Rita's conversation — nothing here waits for you")
 
         # "Chat" is Ada's own: not Rita's conversation, which she opened at its address.
         ada.locator("#nav-chat").click()
@@ -496,9 +498,7 @@ def test_opening_a_conversation_from_the_inbox_never_shows_the_one_before(
         assert ada.evaluate("window.__own_bar_shown") is False
         # Whose it is is said in the message box before anything is typed, and Send is off.
         box, send = ada.locator("#composer-input"), ada.locator("#composer-send")
-        expect(box).to_have_attribute(
-            "placeholder", "Rita's conversation: New conversation starts your own"
-        )
+        expect(box).to_have_attribute("placeholder", "Only Rita writes here")
         expect(send).to_be_disabled()
 
         # Her own conversation, opened by its address, shows again, hers to write in.
@@ -1277,6 +1277,10 @@ def decided_meanwhile(database: Path, thread: str, email: str, outcome: str) -> 
         store.engine.dispose()
 
 
+#: A reason longer than a phone's two lines.
+REASON = "Not this quarter: the budget for transfers to staff is spent until January"
+
+
 def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
     browser: Browser, race_app: tuple[str, Path], screenshot_dir: Path
 ) -> None:
@@ -1304,7 +1308,7 @@ def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
             card = tool_card(ada, "transfer")
             if thread == rejected:
                 card.locator("button.reject").click()
-                card.locator('.form-reject [name="reason"]').fill("Not this quarter")
+                card.locator('.form-reject [name="reason"]').fill(REASON)
                 card.locator(".form-reject button[type=submit]").click()
             else:
                 card.locator("button.approve").click()
@@ -1314,18 +1318,27 @@ def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
                 expect(told).to_have_count(0)
 
         expect(told.locator(".settled-text")).to_have_text([
-            "Rejected by Ada: Not this quarter. Your transfer request in “transfer 6000 to Ada”.",
+            f"Rejected by Ada: {REASON}. Your transfer request in “transfer 6000 to Ada”.",
             "Approved by Ada. Your transfer request in “transfer 6100 to Ada”.",
             "Approved by Ada. Your transfer request in “transfer 6300 to Ada”.",
         ])  # fmt: skip
         assert rita.evaluate("window.__not_reloaded") is True
         shot(rita, screenshot_dir, "settled-elsewhere")
-        # On a phone each row is at most two lines of words, how it ended first.
+        # On a phone each row is at most two lines of words, how it ended first; tapped, the
+        # words show whole (a reason is read where it is told), and short again.
         rita.set_viewport_size({"width": 390, "height": 844})
+        lines = "e => e.getBoundingClientRect().height / parseFloat(getComputedStyle(e).lineHeight)"
         for row in told.locator(".settled-text").all():
-            box, line = row.bounding_box(), row.evaluate("e => getComputedStyle(e).lineHeight")
-            assert box is not None and box["height"] <= 2 * float(line.removesuffix("px")) + 1
+            assert row.evaluate(lines) <= 2.05
         shot(rita, screenshot_dir, "settled-elsewhere-phone")
+        reason = told.locator(".settled-text").first
+        cut = "e => e.scrollHeight > e.clientHeight + 1"
+        assert reason.evaluate(cut) is True
+        reason.click()
+        assert reason.evaluate(cut) is False and reason.evaluate(lines) > 2.5
+        shot(rita, screenshot_dir, "settled-elsewhere-phone-whole")
+        reason.click()
+        assert reason.evaluate(lines) <= 2.05
         rita.set_viewport_size({"width": 1200, "height": 800})
 
         # Dismissed from the keyboard, the keyboard goes on to the conversation shown.

@@ -24,6 +24,7 @@ from chat_app.ui.components import (
     page,
     posting,
     schema_form,
+    settled,
 )
 from chat_app.ui.session import LOCAL_TIME_SCRIPT, LOCATION_SCRIPT
 
@@ -50,6 +51,7 @@ def _scripts() -> dict[str, str]:
         "page.ROOT_HAS_SCRIPT": page.ROOT_HAS_SCRIPT,
         "page.SKIP_LINK_SCRIPT": page.SKIP_LINK_SCRIPT,
         "listing.KEEP_PLACE_SCRIPT": listing.KEEP_PLACE_SCRIPT,
+        "settled.WHOLE_ON_TAP_SCRIPT": settled.WHOLE_ON_TAP_SCRIPT,
         "schema_form.PROPOSED_SCRIPT": schema_form.PROPOSED_SCRIPT,
         "schema_form.DRAFT_SCRIPT": schema_form.DRAFT_SCRIPT,
         "decisions.CLOSE_ON_ESCAPE_SCRIPT": decisions.CLOSE_ON_ESCAPE_SCRIPT,

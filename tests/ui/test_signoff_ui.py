@@ -181,7 +181,7 @@ def test_whoever_asked_can_withdraw_what_only_someone_else_may_approve(
     expect(page.locator(".suggestion")).to_have_count(0)  # not a new chat of his own
     # The box says whose it is before anything is typed; what is typed stays, unsent.
     expect(page.locator("#composer-input")).to_have_attribute(
-        "placeholder", "Someone else's conversation: New conversation starts your own"
+        "placeholder", "Only its owner writes here"
     )
     # An address that names no conversation says that, in the notice and in the box alike.
     page.goto("/c/thread-nobody-ever-had")
@@ -189,11 +189,11 @@ def test_whoever_asked_can_withdraw_what_only_someone_else_may_approve(
         "There is no conversation thread-nobody-ever-had."
     )
     expect(page.locator("#composer-input")).to_have_attribute(
-        "placeholder", "No conversation here: New conversation starts one"
+        "placeholder", "No conversation here"
     )
     page.go_back()
     expect(page.locator("#composer-input")).to_have_attribute(
-        "placeholder", "Someone else's conversation: New conversation starts your own"
+        "placeholder", "Only its owner writes here"
     )
     expect(page.locator("#composer-send")).to_be_disabled()
     # …and looks it (Radix's mark of a disabled button, which gives its gray look).

@@ -36,12 +36,9 @@ def composer(
     """
     elsewhere = rx.cond(
         owner_name != "",
-        owner_name + "'s conversation: New conversation starts your own",
-        rx.cond(
-            missing,
-            "No conversation here: New conversation starts one",
-            "Someone else's conversation: New conversation starts your own",
-        ),
+        # Short: a phone shows some thirty characters of it (the bar above says the rest).
+        "Only " + owner_name + " writes here",
+        rx.cond(missing, "No conversation here", "Only its owner writes here"),
     )
     return rx.vstack(
         # The live region is always on the page, empty until there is something to say:

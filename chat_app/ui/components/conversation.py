@@ -13,10 +13,12 @@ def conversation_bar(
     read_only: Prop[bool],
     notice: Prop[str],
     has_messages: Prop[bool],
+    yours: Prop[int],
     on_new: Handler,
 ) -> rx.Component:
     """`notice` (why the conversation cannot be shown, or a message cannot be sent) first;
-    then, on someone else's conversation, whose it is; New conversation once there is one."""
+    then, on someone else's conversation, whose it is and whether any of its decisions
+    (`yours`: how many) waits for this person; New conversation once there is one."""
     return rx.vstack(
         rx.cond(
             notice != "",
@@ -37,7 +39,11 @@ def conversation_bar(
                     read_only & (owner_name != ""),
                     rx.text(
                         owner_name,
-                        "'s conversation — you decide what is yours to decide here",
+                        rx.cond(
+                            yours > 0,
+                            "'s conversation — you decide what is yours to decide here",
+                            "'s conversation — nothing here waits for you",
+                        ),
                         size="2",
                         color_scheme="gray",
                         id="read-only-note",

@@ -37,7 +37,8 @@ _TARGET = {"display": "inline-flex", "align_items": "center", "min_height": "24p
 
 #: On a phone each row's words take at most two lines, cut short ("…") after: three rows of
 #: three or four lines took a third of the screen above the chat. How it ended comes first;
-#: the whole sentence stays in the page (a screen reader reads it; Open shows the rest).
+#: the whole sentence stays in the page (a screen reader reads it), and a row tapped shows
+#: it whole (`WHOLE_ON_TAP_SCRIPT`): a reason is read where it is told.
 _SHORT_ON_A_PHONE = {
     "@media (max-width: 520px)": {
         "& .settled-text": {
@@ -46,10 +47,21 @@ _SHORT_ON_A_PHONE = {
             "-webkit-box-orient": "vertical",
             "overflow": "hidden",
             "min_width": "0",
+            "cursor": "pointer",
         },
+        "& .settled-text.whole": {"display": "block"},
         "& .settled-line": {"flex_wrap": "nowrap"},
     },
 }
+
+#: A row's words tapped (or clicked) show whole, and short again (`_SHORT_ON_A_PHONE`).
+#: Delegated, once per page.
+WHOLE_ON_TAP_SCRIPT = """
+document.addEventListener('click', (event) => {
+  const text = event.target.closest && event.target.closest('.settled-text');
+  if (text) text.classList.toggle('whole');
+});
+"""
 
 
 def settled_list(

@@ -118,6 +118,7 @@ def _transcript() -> rx.Component:
             read_only=ChatState.read_only,
             notice=ChatState.desk_notice,
             has_messages=ChatState.has_messages,
+            yours=ChatState.open_count,
             on_new=ChatState.new_conversation,
         ),
     )

@@ -85,7 +85,10 @@ async def test_the_tools_go_to_the_model_as_functions_with_their_schemas(
                 "type": "object",
                 "properties": {
                     "recipient": {"type": "string", "minLength": 1, "title": "Recipient"},
-                    "amount": {"type": "number", "exclusiveMinimum": 0, "title": "Amount"},
+                    "amount": {
+                        "type": "number", "exclusiveMinimum": 0, "maximum": 1000000,
+                        "title": "Amount",
+                    },
                 },
                 "required": ["recipient", "amount"],
                 "additionalProperties": False,
