@@ -15,6 +15,7 @@ import logging
 import math
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import replace
+from functools import partial
 from typing import Protocol, runtime_checkable
 from urllib.parse import parse_qs, quote, urlencode
 
@@ -38,7 +39,7 @@ from chat_app.trust.authn import (
     safe_next,
 )
 from chat_app.trust.identity import Directory, Identity
-from chat_app.trust.sessions import SESSION_COOKIE
+from chat_app.trust.sessions import SESSION_COOKIE, SessionSigner
 from chat_app.trust.store import database_trouble, not_answering
 
 __all__ = [
@@ -54,7 +55,7 @@ WRONG_PASSWORD = "Wrong email or password."
 MISSING_FIELDS = "Enter your email and password."
 TOKEN_SIGN_OUT = (
     "An API token does not sign out: it works until it is revoked "
-    "(python -m chat_app tokens revoke NAME)."
+    "(python -m chat_app tokens revoke NAME [--user EMAIL])."
 )
 #: How a held sign-in waits (a test records the waits instead of waiting them).
 _hold = asyncio.sleep
@@ -178,6 +179,8 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         flags = f"{SESSION_COOKIE}={value}; HttpOnly; SameSite=Lax; Path=/; Max-Age={max_age}"
         return flags + "; Secure" if _came_over_https(request, authenticator) else flags
 
+    refused = partial(_refused, authenticator.signer)
+
     def signed_in(identity: Identity, target: str, request: Request) -> Response:
         """The session's cookie, with who signed in (a JSON request, as `/api/me` says it)
         or the way to `target` (a form's)."""
@@ -200,7 +203,7 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
         target = safe_next(form.get("next", ""))
         as_json = _is_json(request)
         if not email or not password:
-            return _refused(MISSING_FIELDS, target, as_json, email, status=400, code="invalid")
+            return refused(MISSING_FIELDS, target, as_json, email, status=400, code="invalid")
         client = client_host(request) or ""
         # One attempt per email at a time in this process: parallel guesses queue up, and
         # each finds the failures before it counted.
@@ -212,7 +215,7 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
                     if _now_and_then.first(("too-many", email, client)):
                         _log.warning("Sign-in refused for %s from %s: %s", _shown(email),
                                      client or "an unknown address", too_many)  # fmt: skip
-                    return _refused(too_many, target, as_json, email, status=429,
+                    return refused(too_many, target, as_json, email, status=429,
                                     code="too-many")  # fmt: skip
                 if wait.hold > 0:  # failures from elsewhere: slowed down, never locked out
                     await _hold(wait.hold)
@@ -221,13 +224,13 @@ def signin_routes(authenticator: Authenticator, roles: RolesOf) -> list[Route]:
                     await asyncio.to_thread(accounts.record_failure, email, client)
                     _log.warning("Sign-in refused for %s from %s: wrong email or password",
                                  _shown(email), client or "an unknown address")  # fmt: skip
-                    return _refused(WRONG_PASSWORD, target, as_json, email)
+                    return refused(WRONG_PASSWORD, target, as_json, email)
                 await asyncio.to_thread(accounts.clear_failures, email)
         except OperationalError as error:
             # The accounts' database is away: said as the other routes say it (503), and to
             # a browser on the sign-in form, the email kept, not as a server error's page.
             _log.warning("Sign-in could not read the accounts: %s", database_trouble(error))
-            return _refused(not_answering(error), target, as_json, email, status=503,
+            return refused(not_answering(error), target, as_json, email, status=503,
                             code="unavailable")  # fmt: skip
         _log.info("Signed in: %s (password) from %s", _shown(email),
                   client or "an unknown address")  # fmt: skip
@@ -305,6 +308,7 @@ def _error(message: str, status: int, code: str) -> Response:
 
 
 def _refused(
+    signer: SessionSigner,
     message: str,
     target: str,
     as_json: bool,
@@ -313,11 +317,13 @@ def _refused(
     status: int = 401,
     code: str = "refused",
 ) -> Response:
-    """A refused sign-in: the form comes back with the message and the email typed (never the
-    password) so only the password needs typing again; a script's gets `_error`."""
+    """A refused sign-in: the form comes back with the message (sealed: the page shows no
+    other) and the email typed (never the password) so only the password needs typing
+    again; a script's gets `_error`."""
     if as_json:
         return _error(message, status, code)
-    fields = {"error": message, "next": target} | ({"email": email} if email else {})
+    fields = {"error": message, "seal": signer.seal_note(message), "next": target}
+    fields |= {"email": email} if email else {}
     query = urlencode(fields, quote_via=quote)
     return Response(status_code=303, headers={"Location": f"/signin?{query}"})
 

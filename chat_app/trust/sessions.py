@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Literal, NamedTuple, get_args
 
-from itsdangerous import BadData, URLSafeSerializer
+from itsdangerous import BadData, Signer, URLSafeSerializer
 
 from .identity import AuthMethod, Identity
 
@@ -31,6 +31,7 @@ SESSION_COOKIE = "chat_app_session"
 SessionProblem = Literal["expired", "invalid"]
 
 _SALT = "chat_app.session"
+_NOTE_SALT = "chat_app.sign-in-note"
 _METHODS: frozenset[str] = frozenset(get_args(AuthMethod))
 #: A cookie issued this far in the future is not ours (clocks of several workers may differ).
 _CLOCK_SKEW_SECONDS = 60.0
@@ -68,6 +69,18 @@ class SessionSigner:
         self._serializer = URLSafeSerializer(
             secret, salt=_SALT, signer_kwargs={"digest_method": hashlib.sha256}
         )
+        self._notes = Signer(secret, salt=_NOTE_SALT, digest_method=hashlib.sha256)
+
+    def seal_note(self, text: str) -> str:
+        """A seal over `text`, a message for the sign-in page's address (`?error=…&seal=…`).
+        The page shows a message only with its seal: its address is anyone's to write, and
+        a line shown unsealed could be anyone's ("Sign in at https://elsewhere to reset it."),
+        in the app's own red box."""
+        return self._notes.get_signature(text.encode()).decode()
+
+    def note_sealed(self, text: str, seal: str) -> bool:
+        """Whether `seal` is this server's seal over `text` (`seal_note`)."""
+        return self._notes.verify_signature(text.encode(), seal.encode())
 
     def issue(self, identity: Identity) -> str:
         """A cookie value naming `identity` (its email and method), issued now, to the

@@ -170,7 +170,7 @@ class IdentityState(rx.State):
         does not answer)."""
         if self.auth_mode != "password" or self._identity_unknown:
             return None
-        return rx.call_script(go_sign_in_script(SIGN_IN_ROUTE, self.auth_error))
+        return rx.call_script(go_sign_in_script(SIGN_IN_ROUTE, *self._sealed(self.auth_error)))
 
     def _sign_in_first(self, route: str) -> Any:
         """Password sign-in with nobody signed in: to the sign-in page, back to `route` after.
@@ -180,8 +180,18 @@ class IdentityState(rx.State):
             return None
         address = f"{SIGN_IN_ROUTE}?next={quote(route)}"
         if self.auth_error != SIGN_IN_FIRST:
-            address += f"&error={quote(self.auth_error)}"
+            error, seal = self._sealed(self.auth_error)
+            address += f"&error={quote(error)}&seal={quote(seal)}"
         return rx.redirect(address)
+
+    @staticmethod
+    def _sealed(error: str) -> tuple[str, str]:
+        """`error` and its seal, for the sign-in page's address (which shows no message
+        without one); no message when there is no signer to seal it."""
+        authenticator = sessions.authenticator()
+        if authenticator is None or not error:
+            return "", ""
+        return error, authenticator.signer.seal_note(error)
 
     def _set_roles(self, roles: Collection[str]) -> None:
         # Assigned only when they change: every assignment is sent, and pages' live loops

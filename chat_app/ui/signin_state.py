@@ -9,6 +9,7 @@ from reflex.event import EventSpec
 
 from chat_app.trust.authn import safe_next
 
+from . import session as sessions
 from .guard import guarded
 from .identity_state import SIGN_IN_ROUTE, IdentityState, replace_address
 
@@ -26,11 +27,15 @@ class SignInState(IdentityState):
     @guarded
     def load(self) -> EventSpec | None:
         params = self.router.url.query_parameters
-        self.error = str(params.get("error", ""))[:200]
+        # Only the app's own words: the address is anyone's to write (`seal_note`).
+        error, seal = str(params.get("error", "")), str(params.get("seal", ""))
+        authenticator = sessions.authenticator()
+        sealed = authenticator is not None and authenticator.signer.note_sealed(error, seal)
+        self.error = error[:200] if sealed else ""
         self.email = str(params.get("email", ""))[:254]
         self.back = safe_next(str(params.get("next", "")))
         self._viewer()
-        if "error" not in params and "email" not in params:
+        if not {"error", "seal", "email"} & set(params):
             return None
         # Read once: a reload or a bookmark would show an old refusal again (a lockout's
         # "try again in 1 second" long after), and the email would stay in the history.

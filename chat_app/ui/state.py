@@ -1058,6 +1058,9 @@ class ChatState(IdentityState):
                     viewer = self._viewer()
                     if self._hide_signed_out(viewer):  # signed out elsewhere, or ran out
                         self._refresh(self._session(viewer))
+                    if viewer is None and self._person and not self._identity_unknown:
+                        # Whoever was here is gone, whether the page showed them anything
+                        # (an empty chat) or not: to the sign-in page, saying why.
                         leave = self._leave_signed_out()
                     synced = await self._sync_from_desk(viewer)
                     if not synced and thread and thread_topic(thread) in changed:

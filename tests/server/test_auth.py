@@ -309,8 +309,13 @@ def test_a_wrong_password_and_an_unknown_user_get_the_same_answer(
         assert "set-cookie" not in response.headers
         where = urlsplit(response.headers["location"])
         assert where.path == "/signin"
-        # The form comes back with what was typed (never the password) and the same message.
-        assert parse_qs(where.query) == {"error": [WRONG], "next": ["/desk"], "email": [typed]}
+        # The form comes back with what was typed (never the password) and the same message,
+        # sealed (the page shows no message without its seal).
+        query = parse_qs(where.query)
+        [seal] = query.pop("seal")
+        assert query == {"error": [WRONG], "next": ["/desk"], "email": [typed]}
+        assert password_server.authenticator.signer.note_sealed(WRONG, seal)
+        assert not password_server.authenticator.signer.note_sealed("Go elsewhere.", seal)
     for email in ("ada@example.com", "nobody@example.com"):
         response = password_server.http.post(
             "/api/signin", json={"email": email, "password": "not-her-password"}

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import Browser, Locator, Page, WebSocket, expect
@@ -363,6 +364,15 @@ def test_password_sign_in_and_sign_out(
         hydrated(page)
         expect(page.locator("#signin-form")).to_be_visible()
         expect(page.locator("#signin-error")).to_have_count(0)
+        # The address is anyone's to write: a message the app did not seal is not shown (a
+        # link could put a phishing line in the app's own red box).
+        lure = "Your password expired. Sign in at https://evil.example to reset it."
+        page.goto(f"/signin?next=/&email=ada%40example.com&error={quote(lure)}&seal=forged")
+        hydrated(page)
+        expect(page).to_have_url(re.compile(r"/signin\?next=/$"))  # read: the page loaded
+        expect(page.locator("#signin-email")).to_have_value("ada@example.com")
+        expect(page.locator("#signin-error")).to_have_count(0)
+        expect(page.get_by_text("evil.example")).to_have_count(0)
 
         page.locator("#signin-email").fill("ada@example.com")
         page.locator("#signin-password").fill(ADA_PASSWORD)
@@ -500,6 +510,22 @@ def bobs_transfer(browser: Browser, url: str, to: str) -> Iterator[Page]:
         expect(tool_card(bob, "transfer").locator(".waiting-label")).to_be_visible()
         expect(bob).to_have_url(re.compile(r"/c/"))
         yield bob
+
+
+def test_an_empty_chat_tab_signed_out_on_another_device_goes_to_sign_in(
+    browser: Browser, password_app_url: str
+) -> None:
+    """Nothing on Ada's laptop but the chat's greeting when she signs out on her phone: the
+    tab goes to the sign-in page all the same, saying why, at its live loop's next look."""
+    with fresh_page(browser, password_app_url) as ada:
+        sign_in(ada, "ada@example.com", "Ada")
+        expect(ada.get_by_text("What can the ops desk do for you?")).to_be_visible()
+        with fresh_page(browser, password_app_url) as phone:
+            sign_in(phone, "ada@example.com", "Ada")
+            phone.locator("#sign-out").click()
+            expect(phone).to_have_url(re.compile(r"/signin\b"))
+        expect(ada).to_have_url(re.compile(r"/signin/?\?next=/$"))
+        expect(ada.locator("#signin-error")).to_have_text(SIGNED_OUT)
 
 
 def test_a_tab_signed_out_on_another_device_goes_to_sign_in(

@@ -168,11 +168,14 @@ def viewer_menu(
     )
 
 
-def go_sign_in_script(sign_in_route: str, error: str = "") -> str:
+def go_sign_in_script(sign_in_route: str, error: str = "", seal: str = "") -> str:
     """JavaScript: to `sign_in_route`, to come back after to the address the tab shows (a
     chat's address changes without a page load, so the server's idea of it may be older),
-    with `error` said there ("": nothing)."""
-    said = f" + '&error=' + encodeURIComponent({json.dumps(error)})" if error else ""
+    with `error` said there ("": nothing) under its `seal` (`SessionSigner.seal_note`)."""
+    said = (
+        f" + '&error=' + encodeURIComponent({json.dumps(error)})"
+        f" + '&seal=' + encodeURIComponent({json.dumps(seal)})"
+    ) if error else ""  # fmt: skip
     return (
         f"window.location.assign({json.dumps(sign_in_route)} + '?next=' + "
         f"encodeURIComponent(location.pathname + location.search).replace(/%2F/g, '/'){said})"

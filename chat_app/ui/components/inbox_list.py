@@ -301,7 +301,8 @@ def _item(row: InboxRow) -> rx.Component:
             rx.cond(
                 ~row.yours,
                 rx.callout(
-                    "Not yours to decide. " + row.waiting_for + ".",
+                    # Who decides is the row above: this says why the row is shown at all.
+                    "Not yours to decide: shown among all pending.",
                     icon="eye",
                     size="1",
                     color_scheme="gray",
