@@ -12,6 +12,8 @@ from chat_app.agent import ModelRequest, ScriptedCall, ScriptedTurn, last_user_t
 from chat_app.interrupts import DEFAULT_DENIED_RESULT, is_expired_result
 from chat_app.trust.policy import all_of
 
+from .tools import MAX_AMOUNT
+
 HELP = (
     "I'm the ops desk demo agent. Try one of these:\n\n"
     "- **transfer 25 to Ada** — a payment that needs your approval (rejecting asks for a reason)\n"
@@ -53,8 +55,15 @@ def demo_script(request: ModelRequest) -> ScriptedTurn:
     return _first_turn(last_user_text(request).strip())
 
 
+#: What the demo says to a sum past `MAX_AMOUNT`, rather than a call its schema refuses.
+TOO_MUCH = f"The demo moves at most {MAX_AMOUNT:,} at a time: ask for less."
+
+
 def _first_turn(text: str) -> ScriptedTurn:
     lowered = text.lower()
+    for pattern in (_TRANSFER, _REFUND):
+        if (asked := pattern.search(text)) and float(asked.group(1)) > MAX_AMOUNT:
+            return ScriptedTurn(text=TOO_MUCH)
     if match := _TRANSFER.search(text):
         amount = float(match.group(1))
         recipient = match.group(2).strip()

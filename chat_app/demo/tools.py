@@ -8,6 +8,10 @@ from typing import Any
 
 from chat_app.agent import Tool, tool
 
+#: The most a transfer, a refund or an invoice moves in the demo (its schemas say so, and
+#: an approver's edit is held to it).
+MAX_AMOUNT = 1_000_000
+
 
 def _id(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(3)}"
@@ -53,7 +57,7 @@ TRANSFER = tool(
         "type": "object",
         "properties": {
             "recipient": {"type": "string", "minLength": 1, "title": "Recipient"},
-            "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 1000000,
+            "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_AMOUNT,
                        "title": "Amount"},
         },
         "required": ["recipient", "amount"],
@@ -117,7 +121,7 @@ PAY_INVOICE = tool(
         "properties": {
             "invoice": {"type": "string", "title": "Invoice"},
             "supplier": {"type": "string", "title": "Supplier"},
-            "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 1000000,
+            "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_AMOUNT,
                        "title": "Amount"},
         },
         "required": ["invoice", "supplier", "amount"],
@@ -150,7 +154,7 @@ REFUND = tool(
         "type": "object",
         "properties": {
             "order": {"type": "string", "minLength": 1, "title": "Order"},
-            "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 1000000,
+            "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_AMOUNT,
                        "title": "Amount"},
         },
         "required": ["order", "amount"],

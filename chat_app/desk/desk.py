@@ -649,6 +649,10 @@ class Desk:
         if item is None:
             raise DeskError("unknown", f"There is no decision {decision_id}.")
         refusal = self._refusal(item, decider, answer.kind)
+        if refusal is not None and item.status != "pending" and (
+            self._refusal(item, decider, answer.kind, escalated=True) is None
+        ):  # one the escalation would let in is told it is closed, not when to come back
+            self._check_open(item, decider)
         if refusal is not None:  # before saying who decided it: that is not theirs to know
             if answer.kind != "cancel" and item.kind == "tool" and (
                 decider.email == item.requester_email

@@ -179,8 +179,8 @@ class IdentityState(rx.State):
         if not self.auth_error or self.auth_mode != "password":
             return None
         address = f"{SIGN_IN_ROUTE}?next={quote(route)}"
-        if self.auth_error != SIGN_IN_FIRST:
-            error, seal = self._sealed(self.auth_error)
+        error, seal = self._sealed(self.auth_error)
+        if seal and error != SIGN_IN_FIRST:
             address += f"&error={quote(error)}&seal={quote(seal)}"
         return rx.redirect(address)
 

@@ -1320,8 +1320,8 @@ class ChatState(IdentityState):
             return None
         if self.read_only:
             who = self.owner_name or "someone else"
-            # Nothing of it shown (no decision of theirs in it): nothing here is theirs.
-            yours = " decide what is yours here;" if self.has_messages else ""
+            # As the bar over it says: only while a decision in it waits for them.
+            yours = " decide what is yours here;" if self.open_count else ""
             self.desk_notice = (
                 f"This is {who}'s conversation:{yours} your message is kept in the box. New "
                 "conversation starts your own."

@@ -149,6 +149,13 @@ async def test_finance_approves_and_the_transfer_runs_once(world: World) -> None
     assert error.details["decidedBy"] == "ada@example.com"
     error = await refused(world.desk, item, RITA, {"cancelled": True})
     assert (error.code, error.message) == ("already-decided", "Already decided by Ada (approved).")
+    # Olive, whom the escalation would let in, is told it is closed (not to come back in 2 h);
+    # Sam, whom nothing lets in, is refused as before, and not told how it ended.
+    error = await refused(world.desk, item, OLIVE, {"approved": True})
+    assert (error.code, error.message) == ("already-decided", "Already decided by Ada (approved).")
+    error = await refused(world.desk, item, SAM, {"approved": True})
+    assert error.code == "forbidden" and "Ada" not in error.message
+    assert [r.actor for r in world.records("refusal")] == [SAM.email]
     await world.desk.wait_idle()
     assert len(world.executions()) == 1 and len(world.continuations) == 1
 

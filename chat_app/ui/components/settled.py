@@ -49,7 +49,13 @@ _SHORT_ON_A_PHONE = {
             "min_width": "0",
             "cursor": "pointer",
         },
-        "& .settled-text.whole": {"display": "block"},
+        # Tapped, or with the keyboard on its Open or Dismiss (a desktop zoomed to a phone's
+        # width has no tap).
+        "& .settled-text.whole, & .settled-request:focus-within .settled-text": {
+            "display": "block",
+            "-webkit-line-clamp": "unset",
+            "overflow": "visible",
+        },
         "& .settled-line": {"flex_wrap": "nowrap"},
     },
 }
@@ -59,7 +65,8 @@ _SHORT_ON_A_PHONE = {
 WHOLE_ON_TAP_SCRIPT = """
 document.addEventListener('click', (event) => {
   const text = event.target.closest && event.target.closest('.settled-text');
-  if (text) text.classList.toggle('whole');
+  const selecting = !(window.getSelection() || { isCollapsed: true }).isCollapsed;
+  if (text && !selecting) text.classList.toggle('whole');
 });
 """
 
@@ -119,6 +126,8 @@ def settled_list(
                 size="1",
                 width="100%",
                 class_name="settled-request",
+                # Keyed: a row shown whole (a class the page's script sets) stays that row's.
+                key=row.decision_id,
                 data_decision=row.decision_id,
             ),
         ),
