@@ -35,6 +35,9 @@ _NOTE_SALT = "chat_app.sign-in-note"
 _METHODS: frozenset[str] = frozenset(get_args(AuthMethod))
 #: A cookie issued this far in the future is not ours (clocks of several workers may differ).
 _CLOCK_SKEW_SECONDS = 60.0
+#: How long a sealed sign-in message is shown (`SessionSigner.seal_note`): a redirect is
+#: followed at once; ten minutes cover a slow network and a page left to load.
+NOTE_SECONDS = 600.0
 
 
 class Session(NamedTuple):
@@ -72,15 +75,23 @@ class SessionSigner:
         self._notes = Signer(secret, salt=_NOTE_SALT, digest_method=hashlib.sha256)
 
     def seal_note(self, text: str) -> str:
-        """A seal over `text`, a message for the sign-in page's address (`?error=…&seal=…`).
-        The page shows a message only with its seal: its address is anyone's to write, and
-        a line shown unsealed could be anyone's ("Sign in at https://elsewhere to reset it."),
-        in the app's own red box."""
-        return self._notes.get_signature(text.encode()).decode()
+        """A seal over `text`, a message for the sign-in page's address (`?error=…&seal=…`),
+        good for `NOTE_SECONDS`. The page shows a message only with its seal: its address is
+        anyone's to write, and a line shown unsealed could be anyone's ("Sign in at
+        https://elsewhere to reset it."), in the app's own red box; and a sealed one is not
+        said again long after (a link carrying "try again in 30 seconds" for a week)."""
+        made = int(self._clock())
+        return f"{made}.{self._notes.get_signature(f'{made}:{text}'.encode()).decode()}"
 
     def note_sealed(self, text: str, seal: str) -> bool:
-        """Whether `seal` is this server's seal over `text` (`seal_note`)."""
-        return self._notes.verify_signature(text.encode(), seal.encode())
+        """Whether `seal` is this server's seal over `text` (`seal_note`), and still good."""
+        made, _, signature = seal.partition(".")
+        if not made.isdigit() or not signature:
+            return False
+        age = self._clock() - int(made)
+        if not -_CLOCK_SKEW_SECONDS <= age <= NOTE_SECONDS:
+            return False
+        return self._notes.verify_signature(f"{made}:{text}".encode(), signature.encode())
 
     def issue(self, identity: Identity) -> str:
         """A cookie value naming `identity` (its email and method), issued now, to the

@@ -23,7 +23,7 @@ from chat_app.trust.authn import (
     parse_networks,
 )
 from chat_app.trust.identity import SessionEnd
-from chat_app.trust.sessions import SESSION_COOKIE, SessionSigner
+from chat_app.trust.sessions import NOTE_SECONDS, SESSION_COOKIE, SessionSigner
 
 SECRET = b"s" * 32
 ADA = Identity(email="ada@example.com", method="password", name="Ada", roles=frozenset({"finance"}))
@@ -110,6 +110,29 @@ def test_a_session_expires_after_its_lifetime() -> None:
     clock.now += 1
     assert signer.read(value) is None
     assert signer.check(value) == "expired"
+
+
+def test_a_sign_in_message_is_shown_only_under_its_seal_and_only_for_a_while() -> None:
+    """The sign-in page's address is anyone's to write: a message shows there only with the
+    seal the server made for exactly its words, for `NOTE_SECONDS`, and not from a session's
+    key or another secret."""
+    clock = Clock()
+    signer = SessionSigner(SECRET, 3600, clock=clock)
+    said = "Wrong email or password."
+    seal = signer.seal_note(said)
+    assert signer.note_sealed(said, seal)
+    made, _, signature = seal.partition(".")
+    for text, forged in (
+        ("Sign in at https://evil.example to reset it.", seal),  # other words
+        (said, f"{int(made) + 1}.{signature}"),  # its time moved
+        (said, SessionSigner(b"another secret", 3600, clock=clock).seal_note(said)),
+        (said, signature), (said, ""), (said, "x.y"),
+    ):  # fmt: skip
+        assert not signer.note_sealed(text, forged), forged
+    clock.now += NOTE_SECONDS
+    assert signer.note_sealed(said, seal)
+    clock.now += 1
+    assert not signer.note_sealed(said, seal)
 
 
 @pytest.mark.parametrize(
