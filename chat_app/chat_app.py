@@ -104,7 +104,6 @@ try:
     )
 except (ValueError, DatabaseUnavailable, PolicyError) as problem:  # say which, and stop
     sys.exit(f"chat_app: {problem}")
-AGENT_URL = remote.url if remote is not None else ""
 for warning in [
     *remote_agent_problems(remote, authenticator.mode),
     *policy_warnings(
@@ -201,7 +200,7 @@ def _audit(viewer: Identity) -> Mapping[str, Any] | None:
 
 try:
     desk = desk_from_env(
-        _desk_connection, tools=_desk_tool_list, policy=policy, agent_reads_policy=not AGENT_URL,
+        _desk_connection, tools=_desk_tool_list, policy=policy, agent_reads_policy=remote is None,
         ledger=security.ledger,
     )  # fmt: skip
     notifications = notifications_from_env(
@@ -242,7 +241,7 @@ session.configure(
     # The Deliveries page reads the outbox even when no channel is configured (it says so).
     outbox=Outbox(desk.store.engine, notifications.settings),
     notify_settings=notifications.settings,
-    agent_reads_policy=not AGENT_URL,
+    agent_reads_policy=remote is None,
     # Reflex runs one backend process where tabs' state is not in Redis.
     one_process=not rx.config.get_config().redis_url,
 )
