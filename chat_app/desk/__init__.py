@@ -1,11 +1,11 @@
 """The approval desk: stored conversations, the inbox, and continuations the server runs.
 
-`Desk` (in `desk.py`) is the service; `DeskStore` its rows; `Fanout` its change notices
-across workers; `records.py` what it hands out. See `docs/protocol.md` §10.
+`Desk` (in `desk.py`) is the service; `Judge` (`judge.py`) its reading of the policy, who
+may see and decide what; `DeskStore` its rows; `Fanout` its change notices across workers;
+`records.py` what it hands out. See `docs/protocol.md` §10.
 """
 
 from .desk import (
-    ADMIN_ROLE,
     LEASE_SECONDS,
     RUN_SECONDS,
     ConnectionFor,
@@ -17,6 +17,7 @@ from .desk import (
     thread_topic,
 )
 from .fanout import Fanout
+from .judge import ADMIN_ROLE
 from .records import (
     Answer,
     ConversationStatus,

@@ -34,7 +34,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 from chat_app.client import (
     ANSWERABLE_STATUSES,
@@ -44,23 +44,19 @@ from chat_app.client import (
     ClientState,
     ClientTool,
     Connection,
-    GenericInterrupt,
     InterruptItem,
     ToolApprovalInterrupt,
 )
 from chat_app.interrupts import (
     ABSENT,
-    POLICY_METADATA_KEY,
     Decision,
     DecisionProblem,
     SchemaProblem,
     UnusableSchemaError,
-    parse_js_date,
     read_decision,
     schema_problem,
     schema_problems,
 )
-from chat_app.notify.notice import one_line
 from chat_app.observe import close_decision, decision_span, fail_current_span, run_span
 from chat_app.trust import (
     ANONYMOUS,
@@ -68,13 +64,8 @@ from chat_app.trust import (
     Identity,
     LedgerUnavailable,
     Policy,
-    Rule,
     approval_record,
-    asking_a_person,
-    cancel_refusal,
     describe_duration,
-    editable_shown,
-    edited_refusal,
     held_record,
     refusal_record,
     verified_by,
@@ -82,6 +73,7 @@ from chat_app.trust import (
 from chat_app.trust.identity import spelled_out
 
 from .fanout import Fanout
+from .judge import Judge
 from .records import (
     Answer,
     ConversationStatus,
@@ -92,19 +84,15 @@ from .records import (
     InboxItem,
     PastDecision,
     SettledRequest,
-    Vote,
+    arguments_line,
     expiry_note_of,
-    waiting_for_requester,
 )
 from .store import (
     AutoDecision,
-    DecisionDraft,
     DeskStore,
-    Filing,
     Saved,
     decision_id_of,
     expiry_entry,
-    route_of,
     summary_of,
     waiting_line,
 )
@@ -150,7 +138,6 @@ SAVE_EVERY_SECONDS = 0.1
 #: How often text being streamed is stored (and announced) at most: a watcher's page shows
 #: a continuation's reply growing at this pace.
 STREAM_SAVE_SECONDS = 0.5
-ADMIN_ROLE = "admin"
 #: How often a page says its owner is looking at a conversation.
 WATCH_SECONDS = 20.0
 #: How long such a word holds: they count as looking until then (slack for a late one).
@@ -255,19 +242,17 @@ class Desk:
         self.store = store
         self.connection_for = connection_for
         self.tools = tools
-        self.policy = policy
+        #: Who may see and decide what, by `policy` (the settings below write through to it).
+        self.judge = Judge(
+            policy, agent_reads_policy=agent_reads_policy, clock=clock,
+            notify_idle_seconds=notify_idle_seconds,
+        )  # fmt: skip
         self.fanout = fanout or Fanout()
         self.worker = worker or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.clock = clock
         self.lease_seconds = lease_seconds
         self.run_seconds = run_seconds
-        #: A requester's own decision (no rule) is notified only this long after the pause
-        #: and only if their page is not open on it then: they may be answering it already.
-        self.notify_idle_seconds = notify_idle_seconds
         self.refile_every_seconds = refile_every_seconds
-        #: The agent gates its answers by this same `policy` (it runs in this process); a
-        #: remote agent's own rules are known only by the name its pauses give.
-        self.agent_reads_policy = agent_reads_policy
         #: Writes to the audit trail (the agent's ledger): an answer the desk refused is put
         #: in it, as the agent puts the ones it refuses.
         self.audit = audit
@@ -294,6 +279,30 @@ class Desk:
         #: The pages' runs under way here, by their runner.
         self._page_runs: dict[str, _PageLease] = {}
 
+    @property
+    def policy(self) -> Policy | None:
+        return self.judge.policy
+
+    @policy.setter
+    def policy(self, policy: Policy | None) -> None:
+        self.judge.policy = policy
+
+    @property
+    def agent_reads_policy(self) -> bool:
+        return self.judge.agent_reads_policy
+
+    @agent_reads_policy.setter
+    def agent_reads_policy(self, reads: bool) -> None:
+        self.judge.agent_reads_policy = reads
+
+    @property
+    def notify_idle_seconds(self) -> float:
+        return self.judge.notify_idle_seconds
+
+    @notify_idle_seconds.setter
+    def notify_idle_seconds(self, seconds: float) -> None:
+        self.judge.notify_idle_seconds = seconds
+
     # --- reading ------------------------------------------------------------------------
 
     async def conversations(self, viewer: Identity) -> list[ConversationSummary]:
@@ -315,7 +324,8 @@ class Desk:
             return ConversationView(
                 summary, row.state, tuple(items), running=running, held=row.held_message or ""
             )
-        if self._is_admin(viewer) or any(self._may_see_item(item, viewer) for item in items):
+        judge = self.judge
+        if judge.is_admin(viewer) or any(judge.may_see_item(item, viewer) for item in items):
             return ConversationView(
                 summary, row.state, tuple(items), read_only=True, running=running
             )
@@ -377,7 +387,7 @@ class Desk:
             if decision is None or not item.answerable:
                 continue
             if isinstance(item, ToolApprovalInterrupt):
-                editable = self._editable(item)
+                editable = self.judge.editable(item)
                 edits = None if decision.quorum > 1 or editable == () else item.input_schema
                 found[item.id] = {
                     "approvePayload": item.approve_schema,
@@ -404,10 +414,10 @@ class Desk:
         for `everyone`), newest first, and how many there are in all."""
         if viewer.anonymous and self.policy is not None:
             return [], 0
-        everyone = everyone and self._is_admin(viewer)
+        everyone = everyone and self.judge.is_admin(viewer)
         items, total = await self._db(
             lambda: self.store.inbox(
-                self._routes(viewer),
+                self.judge.routes(viewer),
                 viewer_email=viewer.email,
                 everyone=everyone,
                 tool=tool,
@@ -416,10 +426,10 @@ class Desk:
                 now=self.clock(),
             )  # fmt: skip
         )
-        items = [self._judged(item) for item in items]
+        items = [self.judge.judged(item) for item in items]
         if everyone:
             return items, total
-        allowed = [item for item in items if self._refusal(item, viewer, "approve") is None]
+        allowed = [item for item in items if self.judge.refusal(item, viewer, "approve") is None]
         return allowed, total - (len(items) - len(allowed))
 
     async def inbox_choices(
@@ -429,10 +439,10 @@ class Desk:
         its filters."""
         if viewer.anonymous and self.policy is not None:
             return [], []
-        everyone = everyone and self._is_admin(viewer)
+        everyone = everyone and self.judge.is_admin(viewer)
         found: tuple[list[str], list[tuple[str, str]]] = await self._db(
             lambda: self.store.inbox_choices(
-                self._routes(viewer),
+                self.judge.routes(viewer),
                 viewer_email=viewer.email,
                 everyone=everyone,
                 now=self.clock(),
@@ -465,7 +475,7 @@ class Desk:
     def may_decide(self, item: InboxItem, viewer: Identity) -> bool:
         """Whether `viewer` may approve `item` (the inbox marks the rest in an admin's view
         of everything)."""
-        return self._refusal(item, viewer, "approve") is None
+        return self.judge.refusal(item, viewer, "approve") is None
 
     async def version(self, thread_id: str) -> int:
         """The stored conversation's version (0: none): it grows at every stored change."""
@@ -475,7 +485,7 @@ class Desk:
     async def decisions_of(self, thread_id: str) -> list[InboxItem]:
         """Every decision of a conversation, pending or past, with its votes."""
         found: list[InboxItem] = await self._db(self.store.decisions_of, thread_id)
-        return [self._judged(item) for item in found]
+        return [self.judge.judged(item) for item in found]
 
     async def carried(self, thread_id: str, item_ids: Sequence[str]) -> bool:
         """Whether a run carrying any of these answers went through (`DeskStore.carried`)."""
@@ -484,7 +494,7 @@ class Desk:
 
     async def decision(self, decision_id: str) -> InboxItem | None:
         found: InboxItem | None = await self._db(self.store.decision, decision_id)
-        return None if found is None else self._judged(found)
+        return None if found is None else self.judge.judged(found)
 
     # --- acting -------------------------------------------------------------------------
 
@@ -542,7 +552,7 @@ class Desk:
         row = await self._db(self.store.load, thread_id)
         if row is None:
             raise DeskError("unknown", f"There is no conversation {thread_id}.")
-        if viewer.email != row.owner_email and not self._is_admin(viewer):
+        if viewer.email != row.owner_email and not self.judge.is_admin(viewer):
             raise DeskError(
                 "forbidden", "Only the person who started it, or an admin, retries a conversation."
             )
@@ -648,22 +658,22 @@ class Desk:
         item = await self._db(self.store.decision, decision_id)
         if item is None:
             raise DeskError("unknown", f"There is no decision {decision_id}.")
-        refusal = self._refusal(item, decider, answer.kind)
+        refusal = self.judge.refusal(item, decider, answer.kind)
         if refusal is not None and item.status != "pending" and (
-            self._refusal(item, decider, answer.kind, escalated=True) is None
+            self.judge.refusal(item, decider, answer.kind, escalated=True) is None
         ):  # one the escalation would let in is told it is closed, not when to come back
-            self._check_open(item, decider)
+            self.judge.check_open(item, decider)
         if refusal is not None:  # before saying who decided it: that is not theirs to know
             if answer.kind != "cancel" and item.kind == "tool" and (
                 decider.email == item.requester_email
-                and self._refusal(item, decider, "cancel") is None
+                and self.judge.refusal(item, decider, "cancel") is None
             ):  # their own request, which they may not approve nor reject: what they may do
                 refusal += " You may withdraw your own request: cancel it."
             raise await self._audited_refusal(item, decider, refusal)
         if answer.kind != "cancel" and (answer.kind == "answer") != (item.kind == "question"):
             raise DeskError("invalid", _WRONG_KIND[item.kind])
-        self._check_open(item, decider)
-        rule = self._rule(item)
+        self.judge.check_open(item, decider)
+        rule = self.judge.rule(item)
         counts = rule is not None and rule.quorum > 1 and answer.kind in ("approve", "answer")
         if counts and answer.has_edited_args:
             # Every approval of a quorum is of the arguments as shown (the engine refuses
@@ -677,10 +687,10 @@ class Desk:
             )
         entry = await self._checked_entry(item, answer)
         now = self.clock()
-        refusal = self._run_refusal(item, decider, answer)
+        refusal = self.judge.run_refusal(item, decider, answer)
         if refusal is not None:
             raise await self._audited_refusal(item, decider, refusal)
-        judged = self._judged(item)  # a quorum's, read again once this approval is stored
+        judged = self.judge.judged(item)  # a quorum's, read again once this approval is stored
         if counts:
             voted = await self._db(
                 lambda: self.store.vote(
@@ -698,7 +708,7 @@ class Desk:
             if not voted:
                 fresh = await self.decision(decision_id)
                 assert fresh is not None
-                self._check_open(fresh)
+                self.judge.check_open(fresh)
                 raise DeskError(
                     "already-decided",
                     f"You already approved this ({fresh.progress}); someone else must too.",
@@ -769,7 +779,7 @@ class Desk:
             and any(vote.email == decider.email for vote in fresh.approvals)
         )  # fmt: skip
         if not won and not counted:
-            self._check_open(fresh, decider)
+            self.judge.check_open(fresh, decider)
         await self.fanout.publish(inbox_topic(), thread_topic(item.thread_id))
         outcome = _outcome(answer)
         said = "Approved with changes." if outcome == "edited" else f"{outcome.capitalize()}."
@@ -879,7 +889,7 @@ class Desk:
             if answered and (decided := await self._db(
                 self.store.decided_among, thread_id, answered, actor.email
             )) is not None:  # fmt: skip
-                self._check_open(decided)
+                self.judge.check_open(decided)
             raise DeskError("busy", "The conversation is running on the server; wait for it.")
         done, ended = asyncio.Event(), asyncio.Event()
         kept = asyncio.ensure_future(self._keep_lease(thread_id, runner, done))
@@ -890,7 +900,7 @@ class Desk:
                 # next worker carries them), so the tab is not told that nothing was sent.
                 raise DeskError("unavailable", ANSWERS_KEPT if answered else STOPPING)
             if isinstance(lease, InboxItem):
-                self._check_open(lease)  # says who decided it
+                self.judge.check_open(lease)  # says who decided it
             if answered:  # taken: gone from every inbox (and the headers' counts) now
                 self._spawn(self.fanout.publish(inbox_topic()))
             for item_id in answered:
@@ -1201,7 +1211,7 @@ class Desk:
         ran. Those decisions are pending again, filed as they pause now, and the card shows
         the agent's reason; the batch's other answers stay decided, to go with theirs.
         Returns the decisions opened."""
-        drafts = [self._draft(item, owner.email, owner.name)
+        drafts = [self.judge.draft(item, owner.email, owner.name)
                   for item in state.interrupts if item.id in refused]  # fmt: skip
         reopened: list[str] = await self._db(
             partial(self.store.reopen_refused, thread_id, drafts, now=self.clock())
@@ -1224,7 +1234,7 @@ class Desk:
             item = self.store.decision(row.id)
             if item is None:  # removed with its conversation meanwhile
                 continue
-            decider = next((_identity(v) for v in item.votes if v.email == row.decided_by), None)
+            decider = next((v.identity() for v in item.votes if v.email == row.decided_by), None)
             if row.outcome == "expired":
                 decider = owner
             if row is last:
@@ -1232,9 +1242,9 @@ class Desk:
             if decider is not None:
                 deciders[row.item_id] = decider
             others = tuple(
-                _identity(vote)
+                vote.identity()
                 for vote in item.votes
-                if vote.email != row.decided_by and self._counts(item, vote)
+                if vote.email != row.decided_by and self.judge.counts(item, vote)
             )
             if others:
                 cosigners[row.item_id] = others
@@ -1316,7 +1326,7 @@ class Desk:
         after: tuple[datetime, str] | None = None
         # A page a transaction: the answers being given meanwhile wait for one page at most.
         while page := await self._db(partial(self.store.pending, after=after, limit=REFILE_PAGE)):
-            filings = {item.decision_id: self._filing_in_force(item) for item in page}
+            filings = {item.decision_id: self.judge.filing_in_force(item) for item in page}
             refile = partial(self.store.refile, filings, now=self.clock())
             changed: set[str] = set(await self._db(refile))
             threads |= {item.thread_id for item in page if item.decision_id in changed}
@@ -1513,7 +1523,7 @@ class Desk:
             status = "failed"
         else:
             status = "done"
-        drafts = [self._draft(item, owner_email, owner_name) for item in open_items]
+        drafts = [self.judge.draft(item, owner_email, owner_name) for item in open_items]
         auto = _decided_by_policy(state, owner_email, owner_name)
         waiting = waiting_line(d.filing.waiting_for for d in drafts)
         waiting = waiting if status == "waiting" else ""
@@ -1562,183 +1572,6 @@ class Desk:
         await self.fanout.publish(*topics)
         return saved.version
 
-    def _draft(self, item: InterruptItem, owner_email: str, owner_name: str) -> DecisionDraft:
-        shown = (item.metadata or {}).get(POLICY_METADATA_KEY)
-        shown = shown if isinstance(shown, Mapping) else {}
-        requester = str(shown.get("requester") or owner_email).lower()
-        requester_name = owner_name if requester == owner_email else requester
-        kind: Literal["tool", "question"]
-        if isinstance(item, ToolApprovalInterrupt):
-            kind, name, args = "tool", item.tool_name, item.original_args
-        elif isinstance(item, GenericInterrupt):
-            name = item.definition_id or item.message or "question"
-            kind, args = "question", item.payload
-        else:  # pragma: no cover - unbound items are never answerable
-            kind, name, args = "question", item.message or "", None
-        filing = self._filing(
-            self._governing(kind, name, args, named=shown.get("rule")), requester, requester_name
-        )
-        expiry = parse_js_date(item.expires_at) if item.expires_at else None
-        return DecisionDraft(
-            item_id=item.id, kind=kind, name=name, summary=arguments_line(args), args=args,
-            requester_email=requester, requester_name=requester_name,
-            expires_at=None if expiry is None else datetime.fromtimestamp(expiry / 1000, UTC),
-            run_id=item.interrupted_run_id or None, filing=filing,
-        )  # fmt: skip
-
-    def _filing_in_force(self, item: InboxItem) -> Filing:
-        """A pending decision's filing had it paused under the policy in force."""
-        rule = self._governing(item.kind, item.name, item.args, named=item.rule)
-        return self._filing(rule, item.requester_email, item.requester_name)
-
-    def _filing(self, rule: Rule | None, requester: str, requester_name: str) -> Filing:
-        """What `rule` decides of a decision's filing: who finds it in their inbox, who may
-        decide and how many must, what it is waiting for, and when it is told, reminded and
-        escalated."""
-        if rule is None or self.policy is None:
-            return Filing(
-                rule=None, approvers=(), not_requester=False, quorum=1,
-                routes=(f"user:{requester}",),
-                waiting_for=waiting_for_requester(requester_name),
-                notify_after=timedelta(seconds=self.notify_idle_seconds),
-            )  # fmt: skip
-        return Filing(
-            rule=rule.name, approvers=tuple(rule.approvers), not_requester=rule.not_requester,
-            quorum=rule.quorum,
-            # Approvers by role or email; a rule naming nobody ("someone else") is everyone's.
-            routes=tuple(route_of(a) for a in rule.approvers) or ("*",),
-            waiting_for=self.policy.waiting_for(rule, viewer_is_requester=False),
-            notify_after=timedelta(0), remind_after=rule.remind_after,
-            escalate_after=rule.escalate_after, escalate_to=rule.escalate_to,
-        )  # fmt: skip
-
-    def _governing(
-        self, kind: Literal["tool", "question"], name: str, args: Any, *, named: object
-    ) -> Rule | None:
-        """The rule the engine's gate will judge an answer by. A tool call's, when the agent
-        reads this policy, is found as the gate finds it, by the tool and its arguments, so a
-        rule renamed or replaced since the pause is found too. Otherwise it is the rule
-        `named` when it paused, under its settings now: a remote agent's rules are its own,
-        and for a question, the desk's client has no definitions registered, so it knows
-        neither its definition id nor its payload."""
-        if kind == "tool" and self.policy is not None and self.agent_reads_policy:
-            return asking_a_person(self.policy.rule_for_tool(name, args))
-        return self._rule_named(named)
-
-    def _rule_named(self, name: object) -> Rule | None:
-        if self.policy is None or not isinstance(name, str):
-            return None
-        return asking_a_person(self.policy.rule_named(name))
-
-    def _rule(self, item: InboxItem) -> Rule | None:
-        return self._rule_named(item.rule)
-
-    def _routes(self, viewer: Identity) -> list[str]:
-        roles = self.policy.roles_of(viewer) if self.policy is not None else viewer.roles
-        return [f"user:{viewer.email}", "*", *(f"role:{role}" for role in sorted(roles))]
-
-    def _is_admin(self, viewer: Identity) -> bool:
-        roles = self.policy.roles_of(viewer) if self.policy is not None else viewer.roles
-        return ADMIN_ROLE in roles
-
-    def _may_see_item(self, item: InboxItem, viewer: Identity) -> bool:
-        """Whether `item` lets `viewer` see its conversation: they decided it, voted on it,
-        or it is theirs to approve; or, closed by someone else, it was filed to them by name
-        or role (an approver looking at a request its requester withdraws, or another
-        approver decides, sees how it ended). Not a closed item a rule left to anyone, nor
-        one that would have reached them only by an escalation it never had."""
-        if item.decided_by == viewer.email or any(v.email == viewer.email for v in item.votes):
-            return True
-        if item.status == "pending":
-            return self._refusal(item, viewer, "approve") is None
-        rule = self._rule(item)
-        if rule is None or not rule.approvers:
-            return False
-        escalated = item.escalated_at is not None  # as it happened, not by today's clock
-        return self._refusal(item, viewer, "approve", escalated=escalated) is None
-
-    def _refusal(
-        self, item: InboxItem, viewer: Identity, kind: str, *, escalated: bool | None = None
-    ) -> str | None:
-        """Why `viewer` may not give a `kind` answer to `item`, if they may not; `escalated`
-        as given, else by the clock (`_escalated`)."""
-        if viewer.anonymous and self.policy is not None:
-            return "Sign in first: decisions are made by a known person."
-        # Without sign-in everyone is the same anonymous person, who asked for everything.
-        asked = viewer.email == item.requester_email
-        if kind == "cancel" and asked:
-            return None  # whoever asked may always withdraw it
-        if kind == "cancel":
-            refused = cancel_refusal(
-                approval=item.kind == "tool", asked=asked if self.policy is not None else None
-            )
-            if refused is not None:
-                # Told to reject instead only by whoever may: anyone else, why they may not.
-                return self._refusal(item, viewer, "reject", escalated=escalated) or refused
-        rule = self._rule(item)
-        if rule is None:  # the person who asked decides (the engine holds to it too)
-            if asked:
-                return None
-            who = item.requester_name or item.requester_email
-            return f"Only the person who asked ({who}) decides this."
-        assert self.policy is not None
-        return self.policy.check(rule, viewer.with_roles(self.policy.roles_of(viewer)),
-                                 decider_is_requester=asked,
-                                 escalated=self._escalated(item) if escalated is None
-                                 else escalated)  # fmt: skip
-
-    def _editable(self, item: ToolApprovalInterrupt) -> tuple[str, ...] | None:
-        """The arguments the rule of `item` as shown lets an approver change (`None`: any),
-        as `_run_refusal` judges an edit; for an agent whose rules are its own, as its pause
-        said (`editable` in the policy metadata)."""
-        if self.policy is None or not self.agent_reads_policy:
-            return editable_shown(item.metadata)
-        rule = asking_a_person(self.policy.rule_for_tool(item.tool_name, item.original_args))
-        return None if rule is None else rule.editable
-
-    def _run_refusal(self, item: InboxItem, viewer: Identity, answer: Answer) -> str | None:
-        """Why the engine's gate would refuse to run what `viewer` approves of a tool call,
-        if it would, found as it finds it: a rule that rejects the call as shown or as edited,
-        an edit of an argument the rule as shown does not list in `editable`, and for edited
-        arguments their own rule, which must allow `viewer` too (editing cannot
-        move a call out of a rule's reach). Refused here, before it is stored as decided, the
-        approver reads why on the card; a remote agent's rules are its own (`_carry` opens a
-        decision it refuses again)."""
-        if answer.kind != "approve" or item.kind != "tool":
-            return None
-        if self.policy is None or not self.agent_reads_policy:
-            return None
-        shown = self.policy.rule_for_tool(item.name, item.args)
-        edited = answer.has_edited_args
-        ran = self.policy.rule_for_tool(item.name, answer.edited_args) if edited else None
-        for rule in (shown, ran):
-            rejected = rule.refuses_approval() if rule is not None else None
-            if rejected is not None:
-                return rejected
-        asked = asking_a_person(shown) if edited else None
-        fixed = asked.refuses_edit(item.args, answer.edited_args) if asked is not None else None
-        if fixed is not None:
-            return fixed
-        if not edited or (ran is not None and ran.decide is not None):
-            return None
-        if ran is None:
-            if viewer.email == item.requester_email:
-                return None
-            who = item.requester_name or item.requester_email
-            return edited_refusal(None, f"only the person who asked ({who}) runs it so.")
-        if ran.quorum > 1:
-            return (f"Edited, the call falls under rule {ran.name}, which needs {ran.quorum} "
-                    "approvals: approve the arguments as shown, or reject.")  # fmt: skip
-        escalated = ran.escalate_after is not None and (
-            item.created_at + ran.escalate_after <= self.clock()
-        )
-        refusal = self.policy.check(ran, viewer.with_roles(self.policy.roles_of(viewer)),
-                                    decider_is_requester=viewer.email == item.requester_email,
-                                    escalated=escalated)  # fmt: skip
-        if refusal is None:
-            return None
-        return edited_refusal(ran, refusal)
-
     async def _audited_refusal(
         self, item: InboxItem, decider: Identity, reason: str
     ) -> DeskError:
@@ -1772,63 +1605,6 @@ class Desk:
             await self.audit([entry])
         except Exception:
             _log.exception("Could not audit the %s of %s", kind, item.decision_id)
-
-    def _counts(self, item: InboxItem, vote: Vote) -> bool:
-        """Whether `vote` counts towards `item`'s quorum: an approval by someone the rule in
-        force allows, with the roles they have now where an account holds them (`Vote.roles`),
-        and not by an account removed since. The engine checks every cosigner so and refuses
-        the whole answer for one it does not allow, so an approval the policy no longer allows
-        (its rule's approvers changed, or the voter's roles) counts for nothing, though it
-        stays on record."""
-        return (
-            vote.approved
-            and not vote.removed
-            and self._refusal(item, _identity(vote), "approve") is None
-        )
-
-    def _judged(self, item: InboxItem) -> InboxItem:
-        """`item` as the rule in force reckons it while it is pending (a decided item's votes
-        are what decided it): its approvals marked as counting or not, and the quorum that
-        rule needs, which the engine counts against, not the one it was filed with."""
-        if item.status != "pending":
-            return item
-        rule = self._rule(item)
-        quorum = item.quorum if rule is None else rule.quorum
-        if quorum == item.quorum and not any(vote.approved for vote in item.votes):
-            return item
-        votes = tuple(replace(vote, counts=self._counts(item, vote)) for vote in item.votes)
-        return replace(item, votes=votes, quorum=quorum)
-
-    def _escalated(self, item: InboxItem) -> bool:
-        """Past its rule's `escalate_after`: by the clock, as the engine's gate reckons it
-        (the timer that tells the escalated people may fire a moment later)."""
-        return item.escalate_at is not None and item.escalate_at <= self.clock()
-
-    def _check_open(self, item: InboxItem, viewer: Identity | None = None) -> None:
-        """`DeskError` unless `item` is still to decide, saying how it ended and by whom
-        ("you" to `viewer`, when it was them)."""
-        if item.status == "decided" and item.outcome == "expired":
-            raise DeskError("expired", item.expiry_note + " Nobody can decide it any more.")
-        if item.status == "decided":
-            said = f"Already decided by {item.decided_by_name or item.decided_by or 'someone'}"
-            if viewer is not None and viewer.email and item.decided_by == viewer.email:
-                said = "You already decided this"
-            raise DeskError(
-                "already-decided", f"{said} ({item.outcome}).",
-                decidedBy=item.decided_by, outcome=item.outcome,
-            )  # fmt: skip
-        if item.status != "pending":
-            closer = item.decided_by_name or item.decided_by
-            by = f" by {closer}" if closer else ""
-            raise DeskError(
-                "already-decided", f"Already answered in the conversation{by}.",
-                decidedBy=item.decided_by, outcome=item.outcome,
-            )  # fmt: skip
-        if item.expires_at is not None and item.expires_at <= self.clock():
-            raise DeskError(
-                "expired",
-                f"Expired at {item.expires_at:%Y-%m-%d %H:%M} UTC: nobody can decide it any more.",
-            )
 
     async def _checked_entry(self, item: InboxItem, answer: Answer) -> dict[str, Any]:
         """The resume entry for `answer`, checked against the item's schemas as a client
@@ -2020,13 +1796,6 @@ def _no_browser(name: str) -> Callable[[Mapping[str, object]], object]:
     return refuse
 
 
-def _identity(vote: Vote) -> Identity:
-    return Identity(
-        email=vote.email, method=vote.verified_by, name=vote.name, roles=vote.roles,
-        token_name=vote.token_name,
-    )  # fmt: skip
-
-
 async def _go_on(client: ChatClient) -> None:
     client.manager.reset()  # the batch is over: the agent applied its answers
     await client.go_on()
@@ -2133,25 +1902,3 @@ def _title(text: str) -> str:
     # PostgreSQL text cannot hold NUL (the state's JSON escapes it; a title does not).
     line = spelled_out(" ".join(text.replace("\x00", " ").split()))
     return line if len(line) <= 80 else line[:79] + "…"
-
-
-def arguments_line(args: Any) -> str:
-    """Arguments in one short line: `recipient=Ada, amount=5000`, as they read stored
-    (`spelled_out`: lists and notices show it to the people who decide)."""
-    if isinstance(args, Mapping):
-        parts = [f"{key}={_short(value)}" for key, value in args.items()]
-        line = ", ".join(parts)
-    elif args is None:
-        line = ""
-    elif isinstance(args, str):  # a free-text answer: as much of it as the line takes
-        line = one_line(args.replace("\x00", " "))
-    else:
-        line = _short(args)
-    line = spelled_out(line)
-    return line if len(line) <= 200 else line[:199] + "…"
-
-
-def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = one_line(text.replace("\x00", " "))  # a body's newlines too
-    return text if len(text) <= 60 else text[:59] + "…"

@@ -16,7 +16,15 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar, Literal, TypeAlias
 from urllib.parse import urlencode
 
-from chat_app.trust import AuthMethod, describe_duration, escalation_note, expiry_words
+from chat_app.notify.notice import one_line
+from chat_app.trust import (
+    AuthMethod,
+    Identity,
+    describe_duration,
+    escalation_note,
+    expiry_words,
+)
+from chat_app.trust.identity import spelled_out
 from chat_app.trust.policy import any_of_approvers
 from chat_app.trust.store import not_answering
 
@@ -191,6 +199,13 @@ class Vote:
     def to_json(self) -> dict[str, Any]:
         return {"email": self.email, "name": self.name, "approved": self.approved,
                 "at": _when(self.at)}  # fmt: skip
+
+    def identity(self) -> Identity:
+        """The voter as they were verified when they voted, with the roles they hold now."""
+        return Identity(
+            email=self.email, method=self.verified_by, name=self.name, roles=self.roles,
+            token_name=self.token_name,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -516,3 +531,25 @@ class DecideResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "message": self.message, "decision": self.item.to_json()}
+
+
+def arguments_line(args: Any) -> str:
+    """Arguments in one short line: `recipient=Ada, amount=5000`, as they read stored
+    (`spelled_out`: lists and notices show it to the people who decide)."""
+    if isinstance(args, Mapping):
+        parts = [f"{key}={_short(value)}" for key, value in args.items()]
+        line = ", ".join(parts)
+    elif args is None:
+        line = ""
+    elif isinstance(args, str):  # a free-text answer: as much of it as the line takes
+        line = one_line(args.replace("\x00", " "))
+    else:
+        line = _short(args)
+    line = spelled_out(line)
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = one_line(text.replace("\x00", " "))  # a body's newlines too
+    return text if len(text) <= 60 else text[:59] + "…"

@@ -100,7 +100,7 @@ class Saved(NamedTuple):
 class Filing:
     """Where a pending decision is filed: who may decide it and how many must, what it is
     waiting for, who finds it in their inbox, and its timers. Its rule's, or with no rule,
-    the person who asked (the desk's `_filing`)."""
+    the person who asked (`Judge.filing`)."""
 
     rule: str | None
     approvers: tuple[str, ...]

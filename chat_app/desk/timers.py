@@ -49,8 +49,8 @@ from chat_app.trust import describe_duration, escalation_note
 from chat_app.trust.ledger import AuditEntry
 from chat_app.trust.policy import all_of
 
-from .desk import Desk, arguments_line, inbox_topic, thread_topic
-from .records import DeskError, InboxItem, expiry_note_of
+from .desk import Desk, inbox_topic, thread_topic
+from .records import DeskError, InboxItem, arguments_line, expiry_note_of
 from .store import Due, answered_value, rejection_reason, route_of
 
 __all__ = ["AuditSink", "PeopleFor", "Timers"]
