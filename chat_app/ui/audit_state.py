@@ -14,10 +14,11 @@ from chat_app.trust.identity import AUDIT_ROLES, spelled_out
 from chat_app.trust.policy import all_of, any_of_approvers, either_of
 
 from . import session as sessions
+from .answered import arguments_changed
 from .conversations_state import follow_page
 from .guard import guarded, guarded_task
 from .identity_state import IdentityState
-from .views import arguments_changed, pretty
+from .views import pretty
 
 _log = logging.getLogger("chat_app.ui")
 #: The page's address.

@@ -22,10 +22,10 @@ from chat_app.desk import (
 from chat_app.trust import Identity
 
 from . import session as sessions
+from .answered import UNTITLED, how_it_ended, mid_sentence
 from .components.conversation_list import ConversationRow
 from .guard import guarded, guarded_task
 from .identity_state import IdentityState
-from .views import UNTITLED, how_it_ended, mid_sentence
 
 #: The page's address.
 ROUTE = "/conversations"

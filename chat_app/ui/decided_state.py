@@ -13,12 +13,12 @@ from chat_app.desk import DeskError, PastDecision, inbox_topic
 from chat_app.trust import Identity
 
 from . import session as sessions
+from .answered import edits, how_it_ended
 from .components.decided_list import PastRow
 from .conversations_state import address, ago, follow_page, in_words, iso
 from .guard import guarded, guarded_task
 from .identity_state import IdentityState
 from .inbox_state import NO_DESK
-from .views import edits, how_it_ended
 
 #: The page's address.
 ROUTE = "/inbox/decided"

@@ -22,6 +22,7 @@ from chat_app.desk import (
 from chat_app.trust import Identity
 
 from . import session as sessions
+from .answered import mid_sentence
 from .components.inbox_list import InboxRow
 from .conversations_state import (
     EXPIRED,
@@ -34,7 +35,6 @@ from .conversations_state import (
 )
 from .guard import guarded, guarded_task
 from .identity_state import IdentityState, replace_address
-from .views import mid_sentence
 
 #: The page's address.
 ROUTE = "/inbox"

@@ -45,7 +45,8 @@ from chat_app.trust import ANONYMOUS, Identity, Policy, Rule, Sealer, asking_a_p
 from chat_app.trust.authn import Authenticator, AuthFailure
 from chat_app.trust.store import not_answering
 
-from .views import EditLimit, ViewCache, WhoDecides, pause_edit_limits
+from .edit_form import EditLimit, pause_edit_limits
+from .views import ViewCache, WhoDecides
 
 #: A connection for one tab, given how to read who is at its keyboard now (the run's identity
 #: is read when each run starts: a demo visitor may switch person mid-conversation).

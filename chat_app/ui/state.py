@@ -49,34 +49,35 @@ from chat_app.interrupts import POLICY_METADATA_KEY
 from chat_app.trust import Identity
 
 from . import session as sessions
+from .answered import (
+    WITHDRAWN,
+    answered_at_desk,
+    answered_by,
+    answered_edits,
+    edits,
+    given_at_desk,
+    mid_sentence,
+    settled_elsewhere,
+    settled_news,
+    submitted_edits,
+)
 from .components.settled import SettledRow
 from .conversations_state import CHAT_PATHS, CONVERSATION_PREFIX, address
+from .edit_form import edited_arguments, form_schema
 from .forms import DRAFT_FIELD, FORM_ERROR_KEY, form_fields, read_form
 from .guard import failure_message, guarded, guarded_task
 from .identity_state import IdentityState, replace_address
 from .views import (
     OPEN_STATUSES,
-    WITHDRAWN,
     ArchiveBlock,
     DecisionView,
     FormMemory,
     MessageView,
     WhoDecides,
-    answered_at_desk,
-    answered_by,
-    answered_edits,
     archive_blocks,
     build_views,
-    edited_arguments,
-    edits,
-    form_schema,
-    given_at_desk,
-    mid_sentence,
-    settled_elsewhere,
-    settled_news,
     split_transcript,
     streaming_preview,
-    submitted_edits,
     what_is_asked,
 )
 
@@ -391,13 +392,13 @@ class ChatState(IdentityState):
     #: Quorum votes on this conversation's items: item id -> [progress, voter emails...].
     _votes: dict[str, list[str]] = {}
     #: Who answered the conversation's tool calls, when not the person looking alone: item
-    #: id -> "Approved by Ada" (`views.answered_by`).
+    #: id -> "Approved by Ada" (`answered.answered_by`).
     _deciders: dict[str, str] = {}
     #: The conversation's answers given at the desk (from an inbox, the person looking's
-    #: too): item id -> "Approved by Ada" (`views.given_at_desk`). A failed continuation that
+    #: too): item id -> "Approved by Ada" (`answered.given_at_desk`). A failed continuation that
     #: holds one is the desk's to send again.
     _at_desk: dict[str, str] = {}
-    #: What approvals with changes changed: item id -> ["amount: 5000 → 4000"] (`views.edits`).
+    #: What approvals with changes changed: item id -> ["amount: 5000 → 4000"] (`answered.edits`).
     _changes: dict[str, list[str]] = {}
     #: The same for this tab's own answers, marked as they go (`_note_own_edits`): the desk's
     #: record of them is read only with the next stored version.

@@ -12,7 +12,8 @@ import pytest
 from chat_app.desk import Answer, DecideResult, Desk, DeskError, InboxItem
 from chat_app.desk import desk as desk_module
 from chat_app.trust import WITHDRAWAL_ONLY, verify_chain
-from chat_app.ui.views import answered_by, build_views
+from chat_app.ui.answered import answered_by
+from chat_app.ui.views import build_views
 from tests.desk.world import ADA, OLIVE, RITA, SAM, World, state_of, texts
 
 

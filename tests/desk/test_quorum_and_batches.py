@@ -16,7 +16,8 @@ from chat_app.client import ClientState
 from chat_app.demo import POLICY_PATH
 from chat_app.desk import Answer, DeskError, DeskStore, InboxItem, Vote
 from chat_app.trust import Policy
-from chat_app.ui.views import build_views, edits, given_at_desk
+from chat_app.ui.answered import edits, given_at_desk
+from chat_app.ui.views import build_views
 from tests.desk.world import ADA, OLIVE, RITA, SAM, THEO, World, texts
 
 

@@ -38,7 +38,8 @@ from chat_app.desk import LEASE_SECONDS, Answer, Desk, DeskError, thread_topic
 from chat_app.desk import desk as desk_module
 from chat_app.trust import RedisLedger
 from chat_app.trust.tables import conversation_states, conversations, decisions
-from chat_app.ui.views import IN_THE_LEDGER, build_views
+from chat_app.ui.answered import IN_THE_LEDGER
+from chat_app.ui.views import build_views
 from tests.desk.world import ADA, RITA, World, state_of, texts
 from tests.live_server import free_port
 

@@ -28,7 +28,8 @@ from chat_app.notify import Deliverer, Notice, NotifySettings, Outbox, Recipient
 from chat_app.trust import Policy, Sealer, SQLiteLedger
 from chat_app.trust.store import open_database
 from chat_app.trust.tables import decision_routes, decisions, deliveries
-from chat_app.ui.views import answered_by, build_views
+from chat_app.ui.answered import answered_by
+from chat_app.ui.views import build_views
 from tests.desk.world import ADA, OLIVE, RITA, SAM, World, state_of
 from tests.notify.servers import smtp_server, webhook_receiver
 

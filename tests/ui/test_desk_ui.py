@@ -26,10 +26,10 @@ from chat_app.client import ANSWERED_BEFORE
 from chat_app.desk import ConversationSummary, DeskStore, InboxItem, SettledRequest, Vote
 from chat_app.trust import DEMO_PEOPLE, AuditEntry, Identity, SQLiteLedger
 from chat_app.trust.store import open_database
+from chat_app.ui.answered import IN_THE_LEDGER, settled_elsewhere, settled_news
 from chat_app.ui.conversations_state import ago, conversation_row, expiry, how_long
 from chat_app.ui.inbox_state import inbox_row, requester_choices, tool_choices
 from chat_app.ui.state import NOTHING_RAN
-from chat_app.ui.views import IN_THE_LEDGER, settled_elsewhere, settled_news
 from tests.ui.conftest import (
     app_with_database,
     ask,

@@ -9,14 +9,9 @@ from typing import Any
 from chat_app.client import ToolApprovalInterrupt
 from chat_app.demo import tools as demo_tools
 from chat_app.interrupts import POLICY_METADATA_KEY
+from chat_app.ui.edit_form import EditLimit, edited_arguments, form_schema, pause_edit_limits
 from chat_app.ui.forms import read_form
-from chat_app.ui.views import (
-    EditLimit,
-    decision_view,
-    edited_arguments,
-    form_schema,
-    pause_edit_limits,
-)
+from chat_app.ui.views import decision_view
 
 TRANSFER: dict[str, Any] = dict(demo_tools.TRANSFER.input_schema or {})
 

@@ -28,25 +28,27 @@ from chat_app.client import (
 from chat_app.demo import build_demo_agent
 from chat_app.desk import InboxItem, Vote
 from chat_app.trust import RedisLedger, SQLiteLedger
+from chat_app.ui.answered import (
+    answered_by,
+    arguments_changed,
+    edits,
+    given_at_desk,
+    how_it_ended,
+    staged_answer,
+    submitted_edits,
+)
 from chat_app.ui.session import StateJson
 from chat_app.ui.views import (
     ARCHIVE_BLOCK,
     FormMemory,
     MessageView,
     ViewCache,
-    answered_by,
     archive_blocks,
-    arguments_changed,
     build_views,
     decision_view,
-    edits,
-    given_at_desk,
-    how_it_ended,
     split_transcript,
     split_turn,
-    staged_answer,
     streaming_preview,
-    submitted_edits,
 )
 from tests.live_server import free_port
 from tests.redis_server import redis_server
