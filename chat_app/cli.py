@@ -29,6 +29,7 @@ for `policy check`), `agent`, `client` (a remote agent's tool manifest) and `tru
 from __future__ import annotations
 
 import argparse
+import difflib
 import getpass
 import os
 import sys
@@ -589,9 +590,16 @@ def _warn_of_unknown_roles(roles: Sequence[str], policy: Policy | None) -> None:
         if len(unknown) == 1
         else f"the roles {_names(unknown)} grant"
     )
+    # A typo ("fiance") is stored as typed: the likeliest mistake is named with its mend.
+    meant = [
+        f"{close[0]} for {role}"
+        for role in unknown
+        if (close := difflib.get_close_matches(role, sorted(own | named), n=1))
+    ]
+    hint = f" Did you mean {', '.join(meant)}?" if meant else ""
     print(
         f"{PROG}: warning: {which} nothing yet. {where}; the app itself knows "
-        f"{_names(own)}. Change the account's roles with `{PROG} users set-roles`.",
+        f"{_names(own)}.{hint} Change the account's roles with `{PROG} users set-roles`.",
         file=sys.stderr,
     )
 

@@ -528,6 +528,13 @@ escalate_to = ["role:treasury"]
             "admin, finance, ops; the app itself knows admin, auditor. Change the account's roles "
             "with `python -m chat_app users set-roles`.\n",
         ),
+        (
+            "demo",
+            "fiance",
+            "warning: the role fiance grants nothing yet. The policy in force ({demo}) names "
+            "admin, finance, ops; the app itself knows admin, auditor. Did you mean finance for "
+            "fiance? Change the account's roles with `python -m chat_app users set-roles`.\n",
+        ),
         ("file", "treasury", None),  # named by escalate_to (and known_roles)
         ("file", "ops", "The policy in force ({file}) names finance, treasury;"),
         ("none", "finance", "No policy is in force (CHAT_APP_POLICY=none); the app itself"),
