@@ -222,7 +222,7 @@ class ConversationsState(IdentityState):
         if desk is None:
             self.problem, self.rows = NO_DESK, []
         elif viewer is None:
-            self.problem, self.rows = self.auth_error or "Sign in to see your conversations.", []
+            self.problem, self.rows = "Sign in to see your conversations.", []  # the banner: why
             self.inbox_count = 0
         else:
             try:

@@ -173,9 +173,11 @@ class DeliveriesState(IdentityState):
         if viewer is not None and (self.auth_mode == "none" or ADMIN_ROLE in viewer.roles):
             self.refused = ""
             return True
-        self.refused = self.auth_error or (
-            "The deliveries of notices are for admins; you are signed in as "
-            f"{viewer.label if viewer else 'nobody'}."
+        self.refused = (
+            "Sign in to see the deliveries of notices."  # the banner says why (`auth_error`)
+            if viewer is None
+            else "The deliveries of notices are for admins; you are signed in as "
+            f"{viewer.label}."
         )
         self.rows = []
         return False

@@ -164,7 +164,8 @@ class InboxState(IdentityState):
         desk = sessions.desk()
         self.loaded = True
         if desk is None or viewer is None:
-            self.problem = NO_DESK if desk is None else self.auth_error or "Sign in first."
+            # The banner says why nobody is signed in (`auth_error`); the list, what it needs.
+            self.problem = NO_DESK if desk is None else "Sign in to see what waits for you."
             self.rows, self.total, self.tools, self.requesters = [], 0, [], []
             self.is_admin = self.everyone = False
             self.inbox_count = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
 import reflex as rx
@@ -10,6 +11,7 @@ from reflex.event import EventSpec
 from chat_app.trust.authn import safe_next
 
 from . import session as sessions
+from .components.header import SIGNED_IN_KEY
 from .guard import guarded
 from .identity_state import SIGN_IN_ROUTE, IdentityState, replace_address
 
@@ -43,3 +45,14 @@ class SignInState(IdentityState):
         wanted = str(params.get("next", ""))
         address = SIGN_IN_ROUTE + (f"?{urlencode({'next': wanted}, safe='/')}" if wanted else "")
         return replace_address(address, on=(SIGN_IN_ROUTE,))
+
+    @rx.event
+    @guarded
+    def look_again_here(self, key: str, _old: str | None, _new: str | None, _url: str) -> Any:
+        """Another tab of this browser signed in (`SIGNED_IN_KEY`): the page loads again, to
+        say who is signed in now and lead on to where it was going rather than ask for a
+        password again (its socket still carries the cookie it was opened with, which a load
+        reads anew); any other change, as every page looks (`IdentityState.look_again`)."""
+        if key == SIGNED_IN_KEY:
+            return rx.call_script("window.location.reload()")
+        return self._leave_signed_out() if self._signed_out_elsewhere(key) else None

@@ -82,6 +82,9 @@ def _scripts() -> dict[str, str]:
             "/api/signin", {"email": "email"}, {"x": "1"}, here_as="next", query={"next": "n"},
             then=header.MARK_SIGNED_OUT_SCRIPT,
         ),
+        "posting.post_script(signed in)": posting.post_script(
+            "/api/signin", {"email": "email"}, {}, then=header.mark_signed_in_script("/signin")
+        ),
     }
 
 

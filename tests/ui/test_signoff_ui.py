@@ -479,7 +479,17 @@ def test_signing_out_in_one_tab_sends_the_others_to_sign_in(
         expect(inbox).to_have_url(re.compile(r"/signin/?\?next=/inbox"))
 
         hydrated(page)
+        # A refused sign-in here leaves the Inbox tab's sign-in page as it is (what is typed
+        # there stays); one that lets her in has it load again, to say who is signed in.
+        hydrated(inbox)
+        inbox.locator("#signin-email").fill("typed@example.com")
         page.locator("#signin-email").fill("ada@example.com")
+        page.locator("#signin-password").fill("not her password")
+        page.locator("#signin-submit").click()
+        expect(page.locator("#signin-error")).to_be_visible()
+        inbox.wait_for_timeout(1000)  # a storage event arrives at once: no load came
+        expect(inbox.locator("#signin-email")).to_have_value("typed@example.com")
+        hydrated(page)
         page.locator("#signin-password").fill(ADA_PASSWORD)
         page.locator("#signin-submit").click()
         expect(page).to_have_url(conversation)
@@ -492,7 +502,6 @@ def test_signing_out_in_one_tab_sends_the_others_to_sign_in(
 
         # The Inbox tab, still on the sign-in page, finds her signed in again and leads
         # back to where it was.
-        inbox.reload()
         hydrated(inbox)
         expect(inbox.locator("#signed-in-as")).to_contain_text("Ada")
         inbox.locator("#signed-in-back").click()
@@ -647,20 +656,30 @@ def test_the_audit_trail_goes_from_a_tab_signed_out_on_another_device(
     browser: Browser, password_app_url: str, screenshot_dir: Path
 ) -> None:
     """The trail is read once (and at Refresh); its page still looks at who is signed in
-    every few seconds, and once Olive signed out on her phone it shows nothing of it."""
+    every few seconds, and once Olive signed out on her phone it shows nothing of it. Her
+    Inbox in another tab empties too. Each page says why once, in its banner (with the way
+    to sign in), and what it would show: not the banner's sentence again."""
     with fresh_page(browser, password_app_url) as laptop:
         sign_in(laptop, "olive@example.com", "Olive")
         ask(laptop, "refund 20 to order 42")  # the policy approves it alone: on the trail
         expect(laptop.get_by_text("Refunded 20")).to_be_visible()
         laptop.locator("#nav-audit").click()
         expect(laptop.locator(".audit-row").first).to_be_visible()
+        inbox = laptop.context.new_page()
+        inbox.goto(password_app_url + "/inbox")
+        expect(inbox.locator("#inbox-problem")).to_have_count(0)
         with fresh_page(browser, password_app_url) as phone:
             sign_in(phone, "olive@example.com", "Olive")
             phone.locator("#sign-out").click()
             expect(phone).to_have_url(re.compile(r"/signin\b"))
         expect(laptop.locator(".audit-row")).to_have_count(0)
-        expect(laptop.locator("#audit-refused")).to_contain_text(SIGNED_OUT)
+        expect(laptop.locator("#auth-error")).to_contain_text(SIGNED_OUT)
+        expect(laptop.locator("#audit-refused")).to_have_text("Sign in to read the audit trail.")
+        expect(laptop.get_by_text(SIGNED_OUT)).to_have_count(1)
         shot(laptop, screenshot_dir, "audit-signed-out-elsewhere")
+        expect(inbox.locator("#auth-error")).to_contain_text(SIGNED_OUT)
+        expect(inbox.locator("#inbox-problem")).to_have_text("Sign in to see what waits for you.")
+        expect(inbox.get_by_text(SIGNED_OUT)).to_have_count(1)
 
 
 #: A session that ends while a test watches (its cookie as long: the browser drops it too).

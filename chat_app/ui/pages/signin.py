@@ -3,9 +3,10 @@ password never passes through the page's state."""
 
 import reflex as rx
 
+from chat_app.ui.components.header import mark_signed_in_script
 from chat_app.ui.components.page import page_frame
 from chat_app.ui.components.posting import post_and_follow
-from chat_app.ui.identity_state import DEMO_CHOICES
+from chat_app.ui.identity_state import DEMO_CHOICES, SIGN_IN_ROUTE
 from chat_app.ui.pages.index import signed_in_header
 from chat_app.ui.signin_state import SignInState
 
@@ -45,6 +46,7 @@ def _form() -> rx.Component:
         {"email": "signin-email", "password": "signin-password"},
         {},
         query={"next": "next"},
+        then=mark_signed_in_script(SIGN_IN_ROUTE),
     )
     return rx.form(
         rx.vstack(
@@ -91,7 +93,7 @@ def _form() -> rx.Component:
 def signin() -> rx.Component:
     return page_frame(
         # Only this page's own message: "Sign in first" would repeat what the page is for.
-        signed_in_header(banner=False, pages=False),
+        signed_in_header(banner=False, pages=False, on_storage=SignInState.look_again_here),
         rx.center(
             rx.cond(
                 SignInState.auth_mode == "password",
