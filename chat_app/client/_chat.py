@@ -414,7 +414,16 @@ class ChatClient:
     async def add_tool_result(
         self, tool_call_id: str, output: object = None, *, error: str | None = None
     ) -> None:
-        """Report a client tool's result by hand (for tools registered without `execute`)."""
+        """Report a client tool's result by hand (for tools registered without `execute`).
+
+        A result the tool's output schema refuses is not sent, nor written into the history:
+        `UsageError` says why, and the call still waits in `tool_requests`. A failure goes as
+        `{"error": error}`, the protocol's shape for it, so it too must fit that schema."""
+        name = next((n for call, n, _ in self._manager.client_tool_requests()
+                     if call == tool_call_id), None)  # fmt: skip
+        refused = _refused_result(self.tools.get(name or ""), tool_call_id, output, error)
+        if refused is not None:
+            raise UsageError(refused)
         await self._drive(self._deliver_tool_result(tool_call_id, output, error))
 
     async def aclose(self) -> None:
@@ -661,8 +670,19 @@ class ChatClient:
                 )
                 if problems:
                     error, output = problems[0].message, None
+            if error is not None and (refused := _refused_result(tool, call_id, None, error)):
+                # Its schema has no room for a failure: the call is cancelled, and the agent
+                # goes on without it, rather than wait for a result nobody can give.
+                submission = self._cancel_tool_call(call_id, refused) or submission
+                continue
             submission = self._deliver_tool_result(call_id, output, error) or submission
         return submission
+
+    def _cancel_tool_call(self, tool_call_id: str, why: str) -> Submission | None:
+        # No result goes into the history: the agent reads the call as cancelled, as the
+        # protocol sends a tool that did not run. The log keeps why.
+        _log.warning("Cancelled client tool call %s: %s", tool_call_id, why)
+        return self._manager.cancel_client_tool(tool_call_id)
 
     def _deliver_tool_result(
         self, tool_call_id: str, output: object, error: str | None
@@ -682,6 +702,24 @@ class ChatClient:
     def _notify(self) -> None:
         if self.on_change is not None:
             self.on_change(self)
+
+
+def _refused_result(
+    tool: ClientTool | None, tool_call_id: str, output: object, error: str | None
+) -> str | None:
+    """Why the client will not send this result of `tool` (its output schema refuses it),
+    or None. A failure is sent as `{"error": error}` and checked as such."""
+    if tool is None:
+        return None  # nothing to check it against: the server decides
+    value = {"error": error} if error is not None else output
+    problems = check_decision(Decision.answer(tool_call_id, value), client_tool_target(tool),
+                              side="client")  # fmt: skip
+    if not problems:
+        return None
+    if error is None:
+        return f"The result of {tool.name} was not sent: {problems[0].message}"
+    return (f"{tool.name} failed ({error}), and its output schema has no room for a failure "
+            f"(sent as {{\"error\": …}}: {problems[0].message}): the failure was not sent.")
 
 
 def _applied(submission: Submission, messages: Sequence[ChatMessage]) -> bool:

@@ -318,7 +318,11 @@ class InterruptManager:
         item = self._find_answerable(interrupt_id)
         if item.kind != "tool-approval":
             if response is ABSENT or approved is not None:
-                raise UsageError(f"Interrupt {interrupt_id} is resolved with response=.")
+                raise UsageError(
+                    f"Interrupt {interrupt_id} is a question: answer it with response=… "
+                    "(approved=, payload= and edited_args= are a tool approval's; one whose tool "
+                    "this client was not given, in tools=, arrives as a question)."
+                )
             if edited_args is not ABSENT or payload is not ABSENT:
                 raise UsageError(f"Interrupt {interrupt_id} takes only response=.")
             return self._resolve_item(item, Decision.answer(item.id, response), token)
@@ -363,6 +367,13 @@ class InterruptManager:
             if _runs_a_client_tool(item) and _call_id_of(item) == tool_call_id:
                 return True, self._resolve_item(item, Decision.answer(item.id, output), None)
         return False, None
+
+    def cancel_client_tool(self, tool_call_id: str) -> Submission | None:
+        """Cancel a client tool's (hidden) item, which no result of it can answer."""
+        for item in self._items:
+            if _runs_a_client_tool(item) and _call_id_of(item) == tool_call_id:
+                return self._cancel(item.id, None)
+        return None
 
     def client_tool_item_ids(self) -> set[str]:
         """The items that carry a client tool's output: what answers them is the tool call's

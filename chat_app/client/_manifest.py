@@ -179,7 +179,7 @@ def _tool(
             execute=functions.get(name),
         )
     except (TypeError, ValueError) as error:  # a schema the wire layer cannot hash or split
-        return None, f"its schemas cannot be used ({error})"
+        return None, f"its schemas cannot be used: {str(error).rstrip('.')}"
     for approved in (True, False):
         branch = tool.branch_schema(approved)
         if branch is not None and not schema_is_usable(branch):

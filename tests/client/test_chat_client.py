@@ -276,12 +276,30 @@ async def test_a_run_error_is_reported_on_the_client_without_raising() -> None:
     assert (client.error.code, client.error.message) == ("run-error", "model down")  # type: ignore[union-attr]
 
 
-async def test_a_client_tool_output_that_breaks_its_schema_becomes_an_error_result() -> None:
-    tool = ClientTool(
-        name="printTag",
-        output_schema={"type": "object", "required": ["tag"]},
-        execute=lambda args: {"nope": 1},
-    )
+NOPE = "Additional properties are not allowed ('nope' was unexpected)"
+
+
+@pytest.mark.parametrize(
+    ("schema", "sent"),
+    [
+        # Room for a failure: the output's problem goes as the tool's error.
+        (
+            {"type": "object", "additionalProperties": False,
+             "properties": {"tag": {"type": "string"}, "error": {"type": "string"}}},
+            {"interruptId": "client_tool_k1", "status": "resolved",
+             "payload": {"error": NOPE}},
+        ),
+        # None: the call is cancelled, rather than wait for a result nobody can give.
+        (
+            {"type": "object", "required": ["tag"]},
+            {"interruptId": "client_tool_k1", "status": "cancelled"},
+        ),
+    ],
+)  # fmt: skip
+async def test_a_client_tool_output_that_breaks_its_schema_is_sent_as_its_failure_or_cancelled(
+    schema: dict[str, Any], sent: dict[str, Any]
+) -> None:
+    tool = ClientTool(name="printTag", output_schema=schema, execute=lambda args: {"nope": 1})
     from tests.client.builders import client_call
 
     stream: list[dict[str, Any]] = [
@@ -294,11 +312,17 @@ async def test_a_client_tool_output_that_breaks_its_schema_becomes_an_error_resu
             "outcome": {"type": "interrupt", "interrupts": [client_call(tool)]},
         },
     ]
-    client = ChatClient(scripted(stream), tools=[tool], thread_id="t", new_id=lambda: "run-1")
+    after = [{"type": "RUN_STARTED", "threadId": "t", "runId": "run-2"},
+             {"type": "RUN_FINISHED", "threadId": "t", "runId": "run-2"}]  # fmt: skip
+    ids = iter(["run-1", "run-2"])
+    connection = scripted(stream, after)
+    client = ChatClient(connection, tools=[tool], thread_id="t", new_id=lambda: next(ids))
     await client.send("print")
-    part = client.messages[-1].tool_calls[0]
-    assert (part.status, part.error) == ("error", "'tag' is a required property")
-    assert [e.code for e in client.interrupt_errors] == ["item-validation-failed"]
+    assert [request["resume"] for request in connection.requests[1:]] == [[sent]]
+    assert (client.interrupt_errors, client.error) == ((), None)
+    part = client.messages[-1].tool_calls[0] if client.messages[-1].tool_calls else None
+    if "payload" in sent:
+        assert part is not None and (part.status, part.error) == ("error", NOPE)
 
 
 async def test_the_agent_state_goes_back_with_the_next_request() -> None:

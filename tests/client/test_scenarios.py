@@ -4,6 +4,8 @@ assertions."""
 
 from __future__ import annotations
 
+import pytest
+
 from chat_app.client import (
     ChatClient,
     ClientState,
@@ -354,3 +356,53 @@ async def test_a_pending_generic_resumes_after_the_state_is_serialized_and_resto
     await restored.resolve_interrupt(item.id, response={"speed": "standard", "giftWrap": False})
     assert (restored.interrupts, restored.error) == ((), None)
     assert "standard" in restored.messages[-1].text
+
+
+async def test_a_client_tool_result_its_schema_refuses_is_not_sent_and_the_call_still_waits(
+    backend: Backend,
+) -> None:
+    """The demo's clock answers `{time, timeZone}`: a failure (`{"error": …}`) or an output
+    without `time` has no place in that schema. Given by hand, either is refused at once,
+    nothing is sent or written, and the call waits for a result that fits."""
+    client, connection = backend.client()
+    await client.send("what time is it")
+    [request] = client.tool_requests
+    for output, error, said in (
+        (None, "clock unavailable", "get_local_time failed (clock unavailable), and its output "
+         "schema has no room for a failure"),
+        ({"timeZone": "UTC"}, None, "The result of get_local_time was not sent: "),
+    ):  # fmt: skip
+        try:
+            await client.add_tool_result(request.call_id, output, error=error)
+        except UsageError as refused:
+            assert said in str(refused) and "'time' is a required property" in str(refused)
+        else:
+            raise AssertionError("the refused result was taken")
+        assert (client.tool_requests, len(connection.requests)) == ((request,), 1)
+        assert only(client, "get_local_time").status != "done" and client.error is None
+    await client.add_tool_result(request.call_id, CLOCK)
+    assert client.tool_requests == () and "10:00" in client.messages[-1].text
+
+
+async def test_a_client_tool_whose_failure_its_schema_refuses_is_cancelled_and_the_run_goes_on(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tool function that raises, where the output schema has no room for a failure: the
+    call is cancelled (the protocol's answer for a tool not run), so the agent goes on
+    rather than wait for ever; the log says why."""
+
+    def broken(args: object) -> object:
+        raise RuntimeError("clock unavailable")
+
+    client, connection = backend.client(get_local_time=broken)
+    await client.send("what time is it")
+    part = only(client, "get_local_time")
+    assert len(connection.requests) == 2, "the cancelled call went, and the run went on"
+    assert connection.requests[1]["resume"] == [
+        {"interruptId": f"client_tool_{part.id}", "status": "cancelled"}
+    ]
+    assert (client.error, client.tool_requests, client.interrupts) == (None, (), ())
+    assert part.status == "cancelled"
+    assert client.state.status == "ready" and client.messages[-1].role == "assistant"
+    [logged] = [r.getMessage() for r in caplog.records if "Cancelled client tool" in r.message]
+    assert "get_local_time failed (clock unavailable)" in logged
