@@ -561,7 +561,7 @@ def _check_roles(roles: Sequence[str], *, changed: str = "") -> None:
             )
         return
     if policy is not None and changed:
-        kept = _given_by(policy, changed, roles)
+        kept = [role for role in _given_by(policy, changed) if role not in roles]
         if kept:
             it = "it" if len(kept) == 1 else "them"
             print(
@@ -623,9 +623,10 @@ def _users_list(accounts: Accounts, options: argparse.Namespace) -> None:
 
 
 def _roles_the_policy_gives(accounts: Sequence[Account]) -> dict[str, str]:
-    """By email, the roles the policy in force gives each account in its `[roles]`, beside
-    those the account holds (a person's roles are both); "?" for every account, with a
-    warning, when the policy cannot be read."""
+    """By email, the roles the policy in force gives each account in its `[roles]`, whether
+    the account holds them too or not (a person's roles are both columns'): removing one
+    from the account leaves it to them while the policy gives it. "?" for every account,
+    with a warning, when the policy cannot be read."""
     try:
         policy = policy_from_env(POLICY_PATH)
     except PolicyError as error:
@@ -634,14 +635,13 @@ def _roles_the_policy_gives(accounts: Sequence[Account]) -> dict[str, str]:
         return {account.email: "?" for account in accounts}
     if policy is None:
         return {}
-    given = {account.email: _given_by(policy, account.email, account.roles) for account in accounts}
+    given = {account.email: _given_by(policy, account.email) for account in accounts}
     return {email: ",".join(roles) for email, roles in given.items() if roles}
 
 
-def _given_by(policy: Policy, email: str, roles: Sequence[str]) -> list[str]:
-    """The roles `policy`'s `[roles]` gives `email` that its account's `roles` do not hold."""
-    person = Identity(email=email, method="password", roles=frozenset(roles))
-    return sorted(policy.roles_of(person) - set(roles))
+def _given_by(policy: Policy, email: str) -> list[str]:
+    """The roles `policy`'s `[roles]` gives `email`."""
+    return sorted(policy.roles_of(Identity(email=email, method="password")))
 
 
 def _users_remove(accounts: Accounts, options: argparse.Namespace) -> None:

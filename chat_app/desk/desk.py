@@ -1667,7 +1667,7 @@ class Desk:
                 # script is told them all at once.
                 errors += [
                     {"code": error.code, "message": problem.message, "path": list(problem.path)}
-                    for problem in (_other_problems(found, answer) if error.path else [])
+                    for problem in _other_problems(found, answer)
                 ]  # fmt: skip
                 if more := len(errors) - 1:
                     message += f" ({more} more problem{'' if more == 1 else 's'}: see errors)"

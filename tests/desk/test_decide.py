@@ -237,6 +237,13 @@ async def test_an_invalid_answer_is_refused_and_nothing_is_stored(world: World) 
         "invalid", 400,
         'This is a tool approval: give {"approved": true|false}, or {"cancelled": true}.',
     )  # fmt: skip
+    # Every problem at once, one of the whole object's (a field it does not have) too.
+    body = {"approved": True, "editedArgs": {"recipient": "Ada", "amount": "x", "extra": 1}}
+    error = await refused(world.desk, item, ADA, body)
+    assert sorted((e["path"], e["code"]) for e in error.details["errors"]) == [
+        ([], "invalid-edited-args"), (["amount"], "invalid-edited-args")
+    ]  # fmt: skip
+    assert error.message.endswith(" (1 more problem: see errors)")
     await assert_still_pending(world, item)
     # And a valid answer is taken afterwards.
     body = {"approved": False, "payload": {"reason": "Wrong account"}}

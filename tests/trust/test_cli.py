@@ -131,7 +131,7 @@ def test_users_add_reads_the_password_from_stdin_and_list_shows_roles(
     assert listed.err == database
     header, row = listed.out.splitlines()
     assert header.split() == ["EMAIL", "NAME", "ROLES", "FROM", "POLICY", "PASSWORD", "CREATED"]
-    assert row.split()[:4] == ["ada@example.com", "Ada", "finance,ops", "yes"]
+    assert row.split()[:5] == ["ada@example.com", "Ada", "finance,ops", "finance", "yes"]
     identity = Accounts(engine).check_password("ada@example.com", PASSWORD)
     assert identity is not None and identity.roles == frozenset({"finance", "ops"})
 
@@ -662,14 +662,15 @@ def test_audit_verify_checks_an_exports_chain_with_no_database(
 def test_the_list_shows_the_roles_the_policy_gives_beside_the_accounts_own(
     in_process: InProcess, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Olive's account holds ops; the demo policy's `[roles]` makes her admin as well, which
-    the list shows (it showed ops alone); a policy that cannot be read is said, not guessed."""
+    """Olive's account holds ops; the demo policy's `[roles]` makes her admin and ops, which
+    the list shows (it showed ops alone, then admin alone: the ops the policy gives her stays
+    hers were her account's taken away); a policy that cannot be read is said, not guessed."""
     in_process("users", "add", "olive@example.com", "--role", "ops", stdin=PASSWORD)
     in_process("users", "add", "rita@example.com", stdin=PASSWORD)
     listed = in_process("users", "list")
     header, olive, rita = listed.out.splitlines()
     assert header.split() == ["EMAIL", "NAME", "ROLES", "FROM", "POLICY", "PASSWORD", "CREATED"]
-    assert olive.split()[:4] == ["olive@example.com", "ops", "admin", "yes"]
+    assert olive.split()[:4] == ["olive@example.com", "ops", "admin,ops", "yes"]
     assert rita.split()[:2] == ["rita@example.com", "yes"]
 
     broken = tmp_path / "policy.toml"
