@@ -673,15 +673,18 @@ class ChatClient:
             if error is not None and (refused := _refused_result(tool, call_id, None, error)):
                 # Its schema has no room for a failure: the call is cancelled, and the agent
                 # goes on without it, rather than wait for a result nobody can give.
-                submission = self._cancel_tool_call(call_id, refused) or submission
+                _log.warning("Cancelled client tool call %s: %s", call_id, refused)
+                submission = self._cancel_tool_call(call_id, error) or submission
                 continue
             submission = self._deliver_tool_result(call_id, output, error) or submission
         return submission
 
-    def _cancel_tool_call(self, tool_call_id: str, why: str) -> Submission | None:
-        # No result goes into the history: the agent reads the call as cancelled, as the
-        # protocol sends a tool that did not run. The log keeps why.
-        _log.warning("Cancelled client tool call %s: %s", tool_call_id, why)
+    def _cancel_tool_call(self, tool_call_id: str, error: str) -> Submission | None:
+        # The failure is written into the history, where the model reads it (the call shows
+        # it too); its item is answered as cancelled, the protocol's answer for a tool that
+        # did not run.
+        self._stream = self._processor.add_tool_result(self._stream, tool_call_id, None, error)
+        self._notify()
         return self._manager.cancel_client_tool(tool_call_id)
 
     def _deliver_tool_result(

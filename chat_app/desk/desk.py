@@ -1048,7 +1048,7 @@ class Desk:
         assert row is not None
         client = self._client(row.state, run_as)
         owner_email, owner_name = row.owner_email, row.owner_name
-        task = self._live[thread_id] = asyncio.ensure_future(_without_a_browser(client, action))
+        task = self._live[thread_id] = asyncio.ensure_future(action(client))
         saved: tuple[int, bool, int] = (-1, False, -1)
         last_renew = last_save = time.monotonic()
         deadline, overdue, handed = last_save + self.run_seconds, None, None
@@ -1771,20 +1771,11 @@ def _owner_of(row: Any) -> Identity:
     return Identity(email=row.owner_email, method="none", name=row.owner_name)
 
 
-async def _without_a_browser(
-    client: ChatClient, action: Callable[[ChatClient], Awaitable[None]]
-) -> None:
-    """`action`, then: while the batch still owes answers, each tool the agent asked this
-    client to run is cancelled (its run failed, `_no_browser`, and its output schema has no
-    room for the error), so the conversation goes on rather than waiting for a browser."""
-    await action(client)
-    for item_id in sorted(client.manager.client_tool_item_ids()):
-        if client.manager.has_open_items:
-            await client.cancel(item_id)
-
-
 def _no_browser(name: str) -> Callable[[Mapping[str, object]], object]:
-    """What a tool that runs in the browser does when the desk's run is asked to run it."""
+    """What a tool that runs in the browser does when the desk's run is asked to run it: it
+    fails, and the model is told why, or, where its output schema has no room for a failure,
+    the client cancels the call (`ChatClient`); either way the conversation goes on rather
+    than wait for a browser."""
 
     def refuse(_: Mapping[str, object]) -> object:
         raise RuntimeError(

@@ -389,7 +389,8 @@ async def test_a_client_tool_whose_failure_its_schema_refuses_is_cancelled_and_t
 ) -> None:
     """A tool function that raises, where the output schema has no room for a failure: the
     call is cancelled (the protocol's answer for a tool not run), so the agent goes on
-    rather than wait for ever; the log says why."""
+    rather than wait for ever; the history (and the call) carries the failure, the log why
+    it was not sent as the tool's result."""
 
     def broken(args: object) -> object:
         raise RuntimeError("clock unavailable")
@@ -402,7 +403,9 @@ async def test_a_client_tool_whose_failure_its_schema_refuses_is_cancelled_and_t
         {"interruptId": f"client_tool_{part.id}", "status": "cancelled"}
     ]
     assert (client.error, client.tool_requests, client.interrupts) == (None, (), ())
-    assert part.status == "cancelled"
+    assert (part.status, part.error) == ("error", "clock unavailable")
+    assert any(m.get("role") == "tool" and m.get("error") == "clock unavailable"
+               for m in connection.requests[1]["messages"])  # fmt: skip
     assert client.state.status == "ready" and client.messages[-1].role == "assistant"
     [logged] = [r.getMessage() for r in caplog.records if "Cancelled client tool" in r.message]
     assert "get_local_time failed (clock unavailable)" in logged
