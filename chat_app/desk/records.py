@@ -136,6 +136,14 @@ class InboxQuery:
         return urlencode([(key, value) for key, value in named if value])
 
 
+def waiting_now(waiting_for: str, escalated_to: Sequence[str]) -> str:
+    """What a decision waits for, with whom its escalation added (`escalated_to`, empty
+    before it fired): "Waiting for finance; escalated to admin"."""
+    if not escalated_to:
+        return waiting_for
+    return f"{waiting_for}; escalated to {any_of_approvers(escalated_to)}"
+
+
 def waiting_for_requester(name: str) -> str:
     """What a decision no rule governs waits for: whoever asked ("Waiting for Rita")."""
     return f"Waiting for {name or 'the person who asked'}"
@@ -248,9 +256,7 @@ class InboxItem:
     def waiting_now(self) -> str:
         """`waiting_for` as it stands: once escalated, with who else may decide now
         ("Waiting for finance; escalated to admin")."""
-        if self.escalated_at is None or not self.escalated_to:
-            return self.waiting_for
-        return f"{self.waiting_for}; escalated to {any_of_approvers(self.escalated_to)}"
+        return waiting_now(self.waiting_for, self.escalated_to if self.escalated_at else ())
 
     @property
     def withdrawn(self) -> bool:

@@ -54,6 +54,7 @@ from .records import (
     PastDecision,
     SettledRequest,
     Vote,
+    waiting_now,
 )
 
 __all__ = [
@@ -1288,6 +1289,9 @@ class DeskStore:
             ).rowcount
             if changed and routes:
                 _add_missing_routes(connection, decision_id, routes)
+            if changed and timer == "escalate":  # its conversation waits for them too now
+                thread = select(decisions.c.thread_id).where(decisions.c.id == decision_id)
+                _rewait(connection, connection.execute(thread).scalar_one())
         return bool(changed)
 
     def postpone_notice(self, decision_id: str, until: datetime) -> None:
@@ -1430,12 +1434,18 @@ def waiting_line(waits: Iterable[str]) -> str:
 
 def _rewait(connection: Any, thread_id: str) -> None:
     """A waiting conversation's "what it waits for" read again from its pending decisions,
-    once they were filed again (under another rule, they wait for someone else)."""
-    waits = connection.execute(
-        select(decisions.c.waiting_for).where(
+    once they were filed again (under another rule, they wait for someone else) or one was
+    escalated (someone else may decide it too)."""
+    rows = connection.execute(
+        select(decisions.c.waiting_for, decisions.c.escalated_at, decisions.c.escalate_to).where(
             decisions.c.thread_id == thread_id, decisions.c.status == "pending"
         )
-    ).scalars()
+    ).all()
+    waits = (
+        waiting_now(row.waiting_for, json.loads(row.escalate_to or "[]") if row.escalated_at
+                    else ())
+        for row in rows
+    )  # fmt: skip
     connection.execute(
         update(conversations)
         .where(conversations.c.thread_id == thread_id, conversations.c.status == "waiting")

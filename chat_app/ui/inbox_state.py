@@ -128,8 +128,12 @@ class InboxState(IdentityState):
     """The pending decisions, their filters, and the admin's "all pending" switch."""
 
     rows: list[InboxRow] = []
-    #: How many decisions match the filters in all (the list shows at most `LIMIT`).
+    #: How many decisions match the filters in all (the list shows at most `shown_limit`).
     total: int = 0
+    #: How many the list shows at most: `LIMIT`, and `LIMIT` more at each Show more, up to
+    #: the count's cap (past it, the filters narrow the list). Back to `LIMIT` when the
+    #: filters change.
+    shown_limit: int = LIMIT
     #: The filters: a tool's (or question's) name, a requester's email; "" for all.
     tool: str = ""
     requester: str = ""
@@ -149,12 +153,21 @@ class InboxState(IdentityState):
 
     @rx.var
     def count_label(self) -> str:
-        """ "3 pending", "Showing 100 of 120 pending", or past the count's cap "Showing 100
-        of more than 500 pending"."""
+        """ "3 pending", "Showing the newest 100 of 120 pending", or past the count's cap
+        "Showing the newest 100 of more than 500 pending"."""
         total = f"more than {INBOX_COUNT_CAP}" if self.total > INBOX_COUNT_CAP else self.total
         if len(self.rows) < self.total:
-            return f"Showing {len(self.rows)} of {total} pending"
+            return f"Showing the newest {len(self.rows)} of {total} pending"
         return f"{total} pending"
+
+    @rx.var
+    def more_label(self) -> str:
+        """ "Show 7 more" under a list cut short, the oldest being the ones left out; ""
+        when it shows them all, or as many as it may (`INBOX_COUNT_CAP`)."""
+        left = self.total - len(self.rows)
+        if left <= 0 or len(self.rows) < self.shown_limit or self.shown_limit >= INBOX_COUNT_CAP:
+            return ""
+        return f"Show {min(left, LIMIT, INBOX_COUNT_CAP - self.shown_limit)} more"
 
     def _show_failure(self, message: str) -> bool:
         self.problem = message
@@ -180,7 +193,8 @@ class InboxState(IdentityState):
         try:
             (items, total), (_, own_total), (tools, people) = await asyncio.gather(
                 desk.inbox(
-                    viewer, tool=tool, requester=requester, everyone=self.everyone, limit=LIMIT
+                    viewer, tool=tool, requester=requester, everyone=self.everyone,
+                    limit=self.shown_limit,
                 ),
                 desk.inbox(viewer, limit=0) if own else _nothing(),
                 desk.inbox_choices(viewer, everyone=self.everyone),
@@ -203,6 +217,8 @@ class InboxState(IdentityState):
         self.requesters = requester_choices(people, self.requester)
 
     def _filter(self, *, tool: str, requester: str, everyone: bool) -> None:
+        if (tool, requester.lower(), everyone) != (self.tool, self.requester, self.everyone):
+            self.shown_limit = LIMIT  # another list: its first page
         self.tool = tool[:200]
         self.requester = requester[:320].lower()
         self.everyone = everyone
@@ -258,6 +274,13 @@ class InboxState(IdentityState):
         self._filter(tool=self.tool, requester=self.requester, everyone=bool(value))
         await self._reload(self._viewer())
         return self._shown()
+
+    @rx.event
+    @guarded
+    async def show_more(self) -> None:
+        """The next `LIMIT` of the list, older than those shown (newest first)."""
+        self.shown_limit = min(self.shown_limit + LIMIT, INBOX_COUNT_CAP)
+        await self._reload(self._viewer())
 
     @rx.event
     @guarded

@@ -174,6 +174,9 @@ async def test_reminder_and_escalation_fire_once_with_two_workers(
     other = timed.desk("worker-2")
     await _tick_all(timed, world.desk, other)
     assert (await world.desk.inbox(OLIVE))[1] == 0  # not Olive's before the escalation
+    assert [c.waiting_for for c in await world.desk.conversations(RITA)] == [
+        "Waiting for finance"
+    ]
 
     timed.clock.advance(30 * 60)
     await _tick_all(timed, world.desk, other)
@@ -213,6 +216,9 @@ async def test_reminder_and_escalation_fire_once_with_two_workers(
     shown = await world.only_item(OLIVE)
     assert shown.escalation == "escalated to admin after 2 h"
     assert shown.to_json()["note"] == "escalated to admin after 2 h"
+    # Rita's list of conversations says it too, as the card and the inbox do.
+    [listed] = await world.desk.conversations(RITA)
+    assert listed.waiting_for == shown.waiting_now == "Waiting for finance; escalated to admin"
     # The notice says it in the same words, as a sentence of its own, to those it lets in.
     notes = {json.loads(row.notice)["note"] for row in timed.deliveries("escalated")}
     assert notes == {"Escalated to admin after 2 h: you may decide it now."}

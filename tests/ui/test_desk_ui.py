@@ -1278,8 +1278,19 @@ def decided_meanwhile(database: Path, thread: str, email: str, outcome: str) -> 
         store.engine.dispose()
 
 
-#: A reason longer than a phone's two lines.
-REASON = "Not this quarter: the budget for transfers to staff is spent until January"
+#: A reason longer than a phone's two lines, with a link longer than a wide screen's line.
+REASON = (
+    "Not this quarter: the budget for transfers to staff is spent until January, see "
+    "https://wiki.example.com/finance/" + "budgets2026q4stafftransfers" * 8
+)
+#: Whether an element's words run past the right edge of the box `selector` names around
+#: it (a word that does not break): measured on the text itself, not the element's box.
+OVERFLOWS = """(e, selector) => {
+  const range = document.createRange();
+  range.selectNodeContents(e);
+  const box = e.closest(selector).getBoundingClientRect();
+  return range.getBoundingClientRect().right > box.right + 1;
+}"""
 
 
 def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
@@ -1324,6 +1335,8 @@ def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
             "Approved by Ada. Your transfer request in “transfer 6300 to Ada”.",
         ])  # fmt: skip
         assert rita.evaluate("window.__not_reloaded") is True
+        for row in told.locator(".settled-text").all():  # the link breaks, in the notice
+            assert row.evaluate(OVERFLOWS, ".settled-request") is False
         shot(rita, screenshot_dir, "settled-elsewhere")
         # On a phone each row is at most two lines of words, how it ended first; tapped, the
         # words show whole (a reason is read where it is told), and short again.
@@ -1356,6 +1369,13 @@ def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
         # Its card says it now; the other stays until dismissed or opened.
         expect(told).to_have_count(1)
         expect(told).to_contain_text("transfer 6000 to Ada")
+        # The rejected request's card, on a phone: the reason's link breaks inside the card.
+        rita.set_viewport_size({"width": 390, "height": 844})
+        rita.goto(f"/c/{quote(rejected, safe='')}")
+        reason_line = tool_card(rita, "transfer").locator(".tool-reason")
+        expect(reason_line).to_contain_text("budgets2026q4")
+        assert reason_line.evaluate(OVERFLOWS, ".tool-card") is False
+        rita.set_viewport_size({"width": 1200, "height": 800})
 
         sign_in_as_demo(rita, SAM)
         assert told.count() == 0  # gone as the page shows Sam, not at its next look
@@ -1396,3 +1416,66 @@ def test_the_keyboard_skips_the_header_to_the_pages_content(browser: Browser, ap
         assert inside, ada.evaluate("() => document.activeElement.outerHTML.slice(0, 200)")
         assert ada.evaluate("window.__kept === true")  # the same page, not loaded again
         assert "#" not in ada.url, ada.url  # nor its address changed
+
+
+#: Starts `count` conversations as the page's person, one at a time: `POST /api/conversations`
+#: with the page's own cookie (same origin), each a transfer waiting for finance.
+START_TRANSFERS = """async (count) => {
+  const statuses = [];
+  for (let i = 0; i < count; i++) {
+    const response = await fetch("/api/conversations", {
+      method: "POST", credentials: "include", headers: {"Content-Type": "text/plain"},
+      body: JSON.stringify({message: `transfer ${5001 + i} to Bob`})});
+    statuses.push(response.status);
+  }
+  return statuses;
+}"""
+
+
+def test_the_inbox_shows_the_newest_hundred_then_more_on_asking(
+    browser: Browser, tmp_path_factory: pytest.TempPathFactory, screenshot_dir: Path
+) -> None:
+    """More pending than the list's first page (100, newest first): it says it shows the
+    newest, and Show more brings the older ones, the oldest (first to escalate and expire)
+    among them. Live updates keep the longer list."""
+    with (
+        app_with_database(tmp_path_factory, "more") as (url, _),
+        people(browser, url, RITA, ADA) as (rita, ada),
+    ):
+        assert rita.evaluate(START_TRANSFERS, 102) == [201] * 102
+        open_page(ada, "#nav-inbox", "#inbox-list")
+        items = ada.locator(".inbox-item")
+        expect(ada.locator("#inbox-total")).to_have_text(
+            "Showing the newest 100 of 102 pending", timeout=60_000
+        )
+        expect(items).to_have_count(100)
+        expect(items.filter(has_text="amount=5001")).to_have_count(0)  # the oldest
+        more = ada.locator("#inbox-more")
+        expect(more).to_have_text("Show 2 more")
+        more.click()
+        expect(ada.locator("#inbox-total")).to_have_text("102 pending")
+        expect(items).to_have_count(102)
+        expect(items.last).to_contain_text("amount=5001")
+        expect(more).to_have_count(0)
+        # One more from Rita: the list, read again live, keeps its length and says so.
+        assert rita.evaluate(START_TRANSFERS, 1) == [201]
+        expect(ada.locator("#inbox-total")).to_have_text("103 pending")
+        expect(items).to_have_count(103)
+        shot(ada, screenshot_dir, "inbox-shown-more")
+
+
+def test_the_header_keeps_its_shape_from_page_to_page(browser: Browser, app_url: str) -> None:
+    """An admin's header holds every page's link: going from page to page of one width, it
+    keeps its height and its links their places (the page shown is underlined, not bolder:
+    a bolder link is wider, and the header wrapped on one page and not the next)."""
+    with signed_in(browser, app_url, OLIVE) as olive:
+        olive.set_viewport_size({"width": 1200, "height": 800})
+        shapes = []
+        for link in ("#nav-conversations", "#nav-inbox", "#nav-chat"):
+            olive.locator(link).click()
+            expect(olive.locator(link)).to_have_attribute("aria-current", "page")
+            shapes.append(olive.locator("#header nav").evaluate(
+                "nav => [nav.closest('header').offsetHeight,"
+                " ...[...nav.querySelectorAll('a')].map((a) => Math.round(a.offsetLeft))]"
+            ))  # fmt: skip
+        assert shapes[0] == shapes[1] == shapes[2], shapes

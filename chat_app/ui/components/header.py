@@ -276,7 +276,12 @@ def _nav_link(
         **({} if name is None else {"aria_label": name}),
         size="2",
         id=link_id,
-        weight=rx.cond(active, "bold", "regular"),
+        # The page shown is underlined, not made bold: a bolder link is wider, and the
+        # header would wrap on one page and not the next.
+        weight="medium",
+        text_decoration=rx.cond(active, "underline", "none"),
+        text_decoration_thickness="2px",
+        text_underline_offset="0.4em",
         aria_current=rx.cond(active, "page", "false"),
         display="inline-flex",
         align_items="center",

@@ -90,6 +90,9 @@ def settled_list(
                         " ",
                         row.what,
                         flex="1",
+                        min_width="0",
+                        # A reason's long word (a link) breaks rather than leave the notice.
+                        overflow_wrap="anywhere",
                         class_name="settled-text",
                     ),
                     rx.hstack(

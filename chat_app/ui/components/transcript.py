@@ -186,6 +186,7 @@ def tool_card(card: ToolCardView, events: DecisionEvents) -> rx.Component:
                     # An expiry, or a call the conversation went on without, is no failure:
                     # it reads muted.
                     color=rx.cond(settled, rx.color("gray", 11), rx.color("red", 11)),
+                    overflow_wrap="anywhere",  # a long link in a reason stays in the card
                     class_name="tool-reason",
                 ),
             ),

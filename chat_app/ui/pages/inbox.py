@@ -49,6 +49,16 @@ def inbox() -> rx.Component:
                 filtered=InboxState.filtered,
                 on_clear=InboxState.clear_filters,
             ),
+            rx.cond(
+                InboxState.more_label != "",
+                rx.button(
+                    InboxState.more_label,
+                    on_click=InboxState.show_more,
+                    variant="soft",
+                    size="2",
+                    id="inbox-more",
+                ),
+            ),
             padding="1.25em",
             spacing="3",
             width="100%",
