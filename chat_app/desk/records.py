@@ -358,9 +358,11 @@ class PastDecision:
 
     item: InboxItem
     acted_at: datetime
+    #: A rejection's reason ("" for none, and for any other end).
+    reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return self.item.to_json() | {"actedAt": _when(self.acted_at)}
+        return self.item.to_json() | {"actedAt": _when(self.acted_at), "reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True)

@@ -890,7 +890,12 @@ class DeskStore:
             newest = sorted(acted.values(), key=lambda row: (row.acted_at, row.id), reverse=True)
             rows = newest[:limit]
             items = self._items(connection, rows)
-            return [PastDecision(item, row.acted_at) for item, row in zip(items, rows, strict=True)]
+            return [
+                PastDecision(item, row.acted_at,
+                             reason=rejection_reason(row.answer) if row.outcome == "rejected"
+                             else "")  # fmt: skip
+                for item, row in zip(items, rows, strict=True)
+            ]
 
     def settled_for(self, email: str, since: datetime, *, limit: int = 50) -> list[SettledRequest]:
         """`email`'s requests settled after `since` by someone else (or by nobody: expired),

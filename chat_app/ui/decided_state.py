@@ -50,6 +50,7 @@ def past_row(past: PastDecision, viewer_email: str, now: datetime) -> PastRow:
         tone=_TONES.get(item.outcome or "", "gray"),
         yours=yours,
         changes="; ".join(changed),
+        reason=past.reason,
         acted=ago(past.acted_at, now),
         acted_iso=iso(past.acted_at),
         acted_title=f"You acted {in_words(past.acted_at)}",

@@ -95,3 +95,21 @@ async def test_the_newest_come_first_up_to_the_limit(world: World) -> None:
     ]  # fmt: skip
     # Nobody signed in decided nothing.
     assert await world.desk.decided(ANONYMOUS) == []
+
+
+async def test_a_rejection_is_listed_with_its_reason(world: World) -> None:
+    """Ada's "Decided by you" says why she rejected, as the requester was told; an approval
+    and a rejection without a payload have none."""
+    await world.start(RITA, "transfer 5000 to Ada")
+    transfer = await world.only_item(ADA)
+    body = {"approved": False, "payload": {"reason": "  Wrong account  "}}
+    await world.desk.decide(transfer.decision_id, ADA, Answer.read(body))
+    await world.start(RITA, "delete project apollo")
+    apollo = await world.only_item(RITA)
+    await world.desk.decide(apollo.decision_id, RITA, Answer("reject"))
+    await world.desk.wait_idle()
+
+    [adas] = await world.desk.decided(ADA)
+    assert (adas.reason, adas.to_json()["reason"]) == ("Wrong account", "Wrong account")
+    [ritas] = await world.desk.decided(RITA)
+    assert ritas.reason == ""

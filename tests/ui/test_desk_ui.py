@@ -1334,6 +1334,13 @@ def test_a_request_settled_in_another_conversation_is_told_with_a_link_to_it(
             "Approved by Ada. Your transfer request in “transfer 6100 to Ada”.",
             "Approved by Ada. Your transfer request in “transfer 6300 to Ada”.",
         ])  # fmt: skip
+        # Ada's "Decided by you" says why she rejected it.
+        open_page(ada, "#nav-inbox", "#inbox-total")
+        open_page(ada, "#inbox-tab-decided", "#decided-list")
+        expect(decided_item(ada, rejected).locator(".decided-reason")).to_have_text(
+            f"Reason: {REASON}"
+        )
+        expect(decided_item(ada, approved).locator(".decided-reason")).to_have_count(0)
         assert rita.evaluate("window.__not_reloaded") is True
         for row in told.locator(".settled-text").all():  # the link breaks, in the notice
             assert row.evaluate(OVERFLOWS, ".settled-request") is False

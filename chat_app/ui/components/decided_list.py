@@ -39,6 +39,8 @@ class PastRow:
     yours: str
     #: What an approval with changes changed: "amount: 5000 → 4000" ("" for none).
     changes: str
+    #: A rejection's reason ("" for none).
+    reason: str
     #: When they acted, relative ("5 min ago"), and as ISO 8601 and in words (UTC).
     acted: str
     acted_iso: str
@@ -81,6 +83,11 @@ def _row(row: PastRow) -> rx.Component:
             rx.cond(
                 row.changes != "",
                 rx.text("Changed: ", row.changes, size="1", class_name="decided-changes",
+                        overflow_wrap="anywhere"),  # fmt: skip
+            ),
+            rx.cond(
+                row.reason != "",
+                rx.text("Reason: ", row.reason, size="1", class_name="decided-reason",
                         overflow_wrap="anywhere"),  # fmt: skip
             ),
         ],
