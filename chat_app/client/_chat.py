@@ -419,12 +419,21 @@ class ChatClient:
         A result the tool's output schema refuses is not sent, nor written into the history:
         `UsageError` says why, and the call still waits in `tool_requests`. A failure goes as
         `{"error": error}`, the protocol's shape for it, so it too must fit that schema."""
-        name = next((n for call, n, _ in self._manager.client_tool_requests()
-                     if call == tool_call_id), None)  # fmt: skip
+        name = self._manager.client_tool_name(tool_call_id)
         refused = _refused_result(self.tools.get(name or ""), tool_call_id, output, error)
         if refused is not None:
             raise UsageError(refused)
         await self._drive(self._deliver_tool_result(tool_call_id, output, error))
+
+    async def cancel_tool_call(self, tool_call_id: str, error: str | None = None) -> None:
+        """Give up a client tool's call: the agent reads it as cancelled (with `error`, the
+        reason, in the history where its schema has no room for it as the tool's result)."""
+        if self._manager.client_tool_name(tool_call_id) is None:
+            raise UsageError(f"No client tool call {tool_call_id} waits for a result.")
+        if error is None:
+            await self._drive(self._manager.cancel_client_tool(tool_call_id))
+        else:
+            await self._drive(self._cancel_tool_call(tool_call_id, error))
 
     async def aclose(self) -> None:
         await self.connection.aclose()
@@ -720,9 +729,11 @@ def _refused_result(
     if not problems:
         return None
     if error is None:
-        return f"The result of {tool.name} was not sent: {problems[0].message}"
+        return (f"The result of {tool.name} was not sent: {problems[0].message}. Send one its "
+                "output schema allows, or give the call up with cancel_tool_call().")
     return (f"{tool.name} failed ({error}), and its output schema has no room for a failure "
-            f"(sent as {{\"error\": …}}: {problems[0].message}): the failure was not sent.")
+            f"(sent as {{\"error\": …}}: {problems[0].message}): the failure was not sent. "
+            "Give the call up with cancel_tool_call(call_id, error=…), or send an output.")
 
 
 def _applied(submission: Submission, messages: Sequence[ChatMessage]) -> bool:

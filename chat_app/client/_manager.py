@@ -368,6 +368,17 @@ class InterruptManager:
                 return True, self._resolve_item(item, Decision.answer(item.id, output), None)
         return False, None
 
+    def client_tool_name(self, tool_call_id: str) -> str | None:
+        """The tool a client tool item of this batch runs, whatever its status."""
+        for item in self._items:
+            if _runs_a_client_tool(item) and _call_id_of(item) == tool_call_id:
+                metadata = item.descriptor.get("metadata")
+                name = (item.binding or {}).get("toolName") or (
+                    metadata.get("toolName") if isinstance(metadata, Mapping) else None
+                )
+                return name if isinstance(name, str) else None
+        return None
+
     def cancel_client_tool(self, tool_call_id: str) -> Submission | None:
         """Cancel a client tool's (hidden) item, which no result of it can answer."""
         for item in self._items:

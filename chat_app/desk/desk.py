@@ -249,7 +249,6 @@ class Desk:
         )  # fmt: skip
         self.fanout = fanout or Fanout()
         self.worker = worker or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.clock = clock
         self.lease_seconds = lease_seconds
         self.run_seconds = run_seconds
         self.refile_every_seconds = refile_every_seconds
@@ -278,6 +277,14 @@ class Desk:
         self._handed: list[str] = []
         #: The pages' runs under way here, by their runner.
         self._page_runs: dict[str, _PageLease] = {}
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        return self.judge.clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], datetime]) -> None:
+        self.judge.clock = clock
 
     @property
     def policy(self) -> Policy | None:
@@ -1048,7 +1055,7 @@ class Desk:
         assert row is not None
         client = self._client(row.state, run_as)
         owner_email, owner_name = row.owner_email, row.owner_name
-        task = self._live[thread_id] = asyncio.ensure_future(action(client))
+        task = self._live[thread_id] = asyncio.ensure_future(_without_a_browser(client, action))
         saved: tuple[int, bool, int] = (-1, False, -1)
         last_renew = last_save = time.monotonic()
         deadline, overdue, handed = last_save + self.run_seconds, None, None
@@ -1769,6 +1776,19 @@ def _owner_of(row: Any) -> Identity:
     """Who started a stored conversation, for a run the desk makes on their behalf (a retried
     message, a reply to finish): as verified when they started it, nothing newer."""
     return Identity(email=row.owner_email, method="none", name=row.owner_name)
+
+
+async def _without_a_browser(
+    client: ChatClient, action: Callable[[ChatClient], Awaitable[None]]
+) -> None:
+    """`action`, then: while the batch still owes answers, each client tool call still
+    waiting is cancelled: one whose tool the agent's manifest does not list (the client has
+    nothing to run it with; the others failed, `_no_browser`), so the conversation goes on
+    rather than wait for a browser."""
+    await action(client)
+    for item_id in sorted(client.manager.client_tool_item_ids()):
+        if client.manager.has_open_items:
+            await client.cancel(item_id)
 
 
 def _no_browser(name: str) -> Callable[[Mapping[str, object]], object]:

@@ -372,6 +372,12 @@ class DeskStore:
                     self._add_auto(connection, thread_id, decided, now)
                     known[decided.call_id] = "decided"
                     auto_added.append(decided)
+            escalated = select(decisions.c.id).where(
+                decisions.c.thread_id == thread_id, decisions.c.status == "pending",
+                decisions.c.escalated_at.is_not(None),
+            ).limit(1)  # fmt: skip
+            if status == "waiting" and connection.execute(escalated).first() is not None:
+                _rewait(connection, thread_id)  # `waiting_for` as filed: without who was added
             found = connection.execute(
                 select(conversations.c.version).where(conversations.c.thread_id == thread_id)
             ).scalar()
@@ -1294,7 +1300,10 @@ class DeskStore:
             ).rowcount
             if changed and routes:
                 _add_missing_routes(connection, decision_id, routes)
-            if changed and timer == "escalate":  # its conversation waits for them too now
+        if changed and timer == "escalate":
+            # Its conversation waits for them too now. In a transaction of its own: this one
+            # locked the decision, and a save locks the conversation before its decisions.
+            with write_transaction(self.engine) as connection:
                 thread = select(decisions.c.thread_id).where(decisions.c.id == decision_id)
                 _rewait(connection, connection.execute(thread).scalar_one())
         return bool(changed)

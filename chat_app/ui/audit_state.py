@@ -186,8 +186,8 @@ class AuditState(IdentityState):
         """Why `viewer` may not read the trail ("" when they may)."""
         if viewer is not None and (self.auth_mode == "none" or viewer.roles & AUDIT_ROLES):
             return ""
-        if viewer is None:  # the banner says why (`auth_error`)
-            return "Sign in to read the audit trail."
+        if viewer is None:
+            return self._nobody_here("Sign in to read the audit trail.")
         return (
             "The audit trail is for the roles admin and auditor; you are signed in as "
             f"{viewer.label}."

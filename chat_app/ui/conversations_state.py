@@ -222,7 +222,7 @@ class ConversationsState(IdentityState):
         if desk is None:
             self.problem, self.rows = NO_DESK, []
         elif viewer is None:
-            self.problem, self.rows = "Sign in to see your conversations.", []  # the banner: why
+            self.problem, self.rows = self._nobody_here("Sign in to see your conversations."), []
             self.inbox_count = 0
         else:
             try:

@@ -74,7 +74,9 @@ class DecidedState(IdentityState):
         self.loaded = True
         if desk is None or viewer is None:
             # The banner says why nobody is signed in (`auth_error`); the list, what it needs.
-            self.problem = NO_DESK if desk is None else "Sign in to see what you decided."
+            self.problem = (
+                NO_DESK if desk is None else self._nobody_here("Sign in to see what you decided.")
+            )
             self.rows = []
             return
         try:

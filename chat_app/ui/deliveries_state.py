@@ -174,7 +174,7 @@ class DeliveriesState(IdentityState):
             self.refused = ""
             return True
         self.refused = (
-            "Sign in to see the deliveries of notices."  # the banner says why (`auth_error`)
+            self._nobody_here("Sign in to see the deliveries of notices.")
             if viewer is None
             else "The deliveries of notices are for admins; you are signed in as "
             f"{viewer.label}."

@@ -147,6 +147,12 @@ class IdentityState(rx.State):
             if isinstance(state, IdentityState):
                 state._forget_shown()
 
+    def _nobody_here(self, what: str) -> str:
+        """What a page says of itself with nobody signed in at it: `what` it would show, the
+        banner saying why (`auth_error`); while nobody can tell who is here (the accounts
+        database does not answer), that, which no sign-in mends."""
+        return self.auth_error if self._identity_unknown and self.auth_error else what
+
     def _forget_shown(self) -> None:
         """What this page's state holds of the person who is no longer at the tab goes.
         A page's state is what it shows, read again at its next load: back to its

@@ -165,7 +165,7 @@ class InboxState(IdentityState):
         """ "Show 7 more" under a list cut short, the oldest being the ones left out; ""
         when it shows them all, or as many as it may (`INBOX_COUNT_CAP`)."""
         left = self.total - len(self.rows)
-        if left <= 0 or len(self.rows) < self.shown_limit or self.shown_limit >= INBOX_COUNT_CAP:
+        if left <= 0 or self.shown_limit >= INBOX_COUNT_CAP:
             return ""
         return f"Show {min(left, LIMIT, INBOX_COUNT_CAP - self.shown_limit)} more"
 
@@ -178,7 +178,9 @@ class InboxState(IdentityState):
         self.loaded = True
         if desk is None or viewer is None:
             # The banner says why nobody is signed in (`auth_error`); the list, what it needs.
-            self.problem = NO_DESK if desk is None else "Sign in to see what waits for you."
+            self.problem = (
+                NO_DESK if desk is None else self._nobody_here("Sign in to see what waits for you.")
+            )
             self.rows, self.total, self.tools, self.requesters = [], 0, [], []
             self.is_admin = self.everyone = False
             self.inbox_count = 0
@@ -217,11 +219,10 @@ class InboxState(IdentityState):
         self.requesters = requester_choices(people, self.requester)
 
     def _filter(self, *, tool: str, requester: str, everyone: bool) -> None:
-        if (tool, requester.lower(), everyone) != (self.tool, self.requester, self.everyone):
+        tool, requester = tool[:200], requester[:320].lower()
+        if (tool, requester, everyone) != (self.tool, self.requester, self.everyone):
             self.shown_limit = LIMIT  # another list: its first page
-        self.tool = tool[:200]
-        self.requester = requester[:320].lower()
-        self.everyone = everyone
+        self.tool, self.requester, self.everyone = tool, requester, everyone
 
     def _address(self) -> str:
         query = InboxQuery(self.tool, self.requester, self.everyone).query_string()

@@ -382,6 +382,22 @@ async def test_a_client_tool_result_its_schema_refuses_is_not_sent_and_the_call_
         assert only(client, "get_local_time").status != "done" and client.error is None
     await client.add_tool_result(request.call_id, CLOCK)
     assert client.tool_requests == () and "10:00" in client.messages[-1].text
+    # Or the call is given up, its failure told in the history; nothing is left to give up.
+    await client.send("what time is it")
+    [request] = list(client.tool_requests)
+    await client.cancel_tool_call(request.call_id, error="clock unavailable")
+    assert client.tool_requests == () and client.error is None
+    part = calls(client, "get_local_time")[-1]
+    assert (part.status, part.error) == ("error", "clock unavailable")
+    assert connection.requests[-1]["resume"] == [
+        {"interruptId": f"client_tool_{part.id}", "status": "cancelled"}
+    ]
+    try:
+        await client.cancel_tool_call(request.call_id)
+    except UsageError as nothing:
+        assert "waits for a result" in str(nothing)
+    else:
+        raise AssertionError("a call already given up was given up again")
 
 
 async def test_a_client_tool_whose_failure_its_schema_refuses_is_cancelled_and_the_run_goes_on(

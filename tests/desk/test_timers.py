@@ -216,9 +216,18 @@ async def test_reminder_and_escalation_fire_once_with_two_workers(
     shown = await world.only_item(OLIVE)
     assert shown.escalation == "escalated to admin after 2 h"
     assert shown.to_json()["note"] == "escalated to admin after 2 h"
-    # Rita's list of conversations says it too, as the card and the inbox do.
+    # Rita's list of conversations says it too, as the card and the inbox do, and goes on
+    # saying it when the conversation is stored again (a page's save writes it as filed).
     [listed] = await world.desk.conversations(RITA)
     assert listed.waiting_for == shown.waiting_now == "Waiting for finance; escalated to admin"
+    row = world.desk.store.load(shown.thread_id)
+    assert row is not None
+    world.desk.store.save(
+        shown.thread_id, state=row.state, status="waiting", waiting_for="Waiting for finance",
+        error=None, now=timed.clock.utc(), open_items=[shown.item_id],
+    )  # fmt: skip
+    [listed] = await world.desk.conversations(RITA)
+    assert listed.waiting_for == "Waiting for finance; escalated to admin"
     # The notice says it in the same words, as a sentence of its own, to those it lets in.
     notes = {json.loads(row.notice)["note"] for row in timed.deliveries("escalated")}
     assert notes == {"Escalated to admin after 2 h: you may decide it now."}

@@ -1469,6 +1469,10 @@ def test_the_inbox_shows_the_newest_hundred_then_more_on_asking(
         expect(ada.locator("#inbox-total")).to_have_text("103 pending")
         expect(items).to_have_count(103)
         shot(ada, screenshot_dir, "inbox-shown-more")
+        # Another list (a filter) starts again at its first page.
+        ada.locator(".inbox-filter-tool").select_option("transfer")
+        expect(ada.locator("#inbox-total")).to_have_text("Showing the newest 100 of 103 pending")
+        expect(more).to_have_text("Show 3 more")
 
 
 def test_the_header_keeps_its_shape_from_page_to_page(browser: Browser, app_url: str) -> None:

@@ -117,7 +117,8 @@ def _demo_switcher(choices: list[list[str]], viewer_email: Prop[str]) -> rx.Comp
 SIGNED_OUT_KEY = "chat_app_signed_out"
 MARK_SIGNED_OUT_SCRIPT = f"localStorage.setItem({json.dumps(SIGNED_OUT_KEY)}, String(Date.now()))"
 #: The key a sign-in with a password writes once the server let the person in (it sent
-#: them on, not back to the sign-in page): a sign-in page open in another tab looks again.
+#: them on, not back to the sign-in page; a refusal as JSON sends them nowhere): a sign-in
+#: page open in another tab looks again.
 SIGNED_IN_KEY = "chat_app_signed_in"
 
 
@@ -125,7 +126,7 @@ def mark_signed_in_script(sign_in_route: str) -> str:
     """`post_script`'s `then` for the sign-in form (`r`: the server's answer, followed)."""
     back = f"new URL(r.url).pathname.replace(/\\/$/, '') === {json.dumps(sign_in_route)}"
     mark = f"localStorage.setItem({json.dumps(SIGNED_IN_KEY)}, String(Date.now()))"
-    return f"if (!({back})) {mark}"
+    return f"if (r.redirected && !({back})) {mark}"
 
 
 def _sign_out(before: EventType[()] | None) -> rx.Component:
