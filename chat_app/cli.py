@@ -29,7 +29,6 @@ for `policy check`), `agent`, `client` (a remote agent's tool manifest) and `tru
 from __future__ import annotations
 
 import argparse
-import difflib
 import getpass
 import os
 import sys
@@ -64,6 +63,7 @@ from chat_app.trust import Identity, Policy, PolicyError, describe_duration
 from chat_app.trust.accounts import MIN_PASSWORD_LENGTH, Account, AccountError, Accounts
 from chat_app.trust.identity import AUDIT_ROLES, is_control
 from chat_app.trust.ledger import AuditRecord, verify_chain
+from chat_app.trust.policy import closest
 from chat_app.trust.policy_summary import describe_rule, judge_call
 from chat_app.trust.store import (
     DATABASE_URL_ENV,
@@ -591,11 +591,7 @@ def _warn_of_unknown_roles(roles: Sequence[str], policy: Policy | None) -> None:
         else f"the roles {_names(unknown)} grant"
     )
     # A typo ("fiance") is stored as typed: the likeliest mistake is named with its mend.
-    meant = [
-        f"{close[0]} for {role}"
-        for role in unknown
-        if (close := difflib.get_close_matches(role, sorted(own | named), n=1))
-    ]
+    meant = [f"{close} for {role}" for role in unknown if (close := closest(role, own | named))]
     hint = f" Did you mean {', '.join(meant)}?" if meant else ""
     print(
         f"{PROG}: warning: {which} nothing yet. {where}; the app itself knows "

@@ -363,27 +363,31 @@ class InterruptManager:
         self, tool_call_id: str, output: object
     ) -> tuple[bool, Submission | None]:
         """Stage a client tool's output for its (hidden) item; `(found, submission)`."""
-        for item in self._items:
-            if _runs_a_client_tool(item) and _call_id_of(item) == tool_call_id:
-                return True, self._resolve_item(item, Decision.answer(item.id, output), None)
-        return False, None
+        item = self._client_tool_item(tool_call_id)
+        if item is None:
+            return False, None
+        return True, self._resolve_item(item, Decision.answer(item.id, output), None)
 
     def client_tool_name(self, tool_call_id: str) -> str | None:
         """The tool a client tool item of this batch runs, whatever its status."""
-        for item in self._items:
-            if _runs_a_client_tool(item) and _call_id_of(item) == tool_call_id:
-                metadata = item.descriptor.get("metadata")
-                name = (item.binding or {}).get("toolName") or (
-                    metadata.get("toolName") if isinstance(metadata, Mapping) else None
-                )
-                return name if isinstance(name, str) else None
-        return None
+        item = self._client_tool_item(tool_call_id)
+        if item is None:
+            return None
+        metadata = item.descriptor.get("metadata")
+        name = (item.binding or {}).get("toolName") or (
+            metadata.get("toolName") if isinstance(metadata, Mapping) else None
+        )
+        return name if isinstance(name, str) else None
 
     def cancel_client_tool(self, tool_call_id: str) -> Submission | None:
         """Cancel a client tool's (hidden) item, which no result of it can answer."""
+        item = self._client_tool_item(tool_call_id)
+        return None if item is None else self._cancel(item.id, None)
+
+    def _client_tool_item(self, tool_call_id: str) -> Record | None:
         for item in self._items:
             if _runs_a_client_tool(item) and _call_id_of(item) == tool_call_id:
-                return self._cancel(item.id, None)
+                return item
         return None
 
     def client_tool_item_ids(self) -> set[str]:

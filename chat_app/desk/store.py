@@ -897,9 +897,7 @@ class DeskStore:
             rows = newest[:limit]
             items = self._items(connection, rows)
             return [
-                PastDecision(item, row.acted_at,
-                             reason=rejection_reason(row.answer) if row.outcome == "rejected"
-                             else "")  # fmt: skip
+                PastDecision(item, row.acted_at, reason=_reason_of(row))
                 for item, row in zip(items, rows, strict=True)
             ]
 
@@ -934,7 +932,7 @@ class DeskStore:
         return [
             SettledRequest(
                 item, row.decided_at, row.thread_title,
-                reason=rejection_reason(row.answer) if row.outcome == "rejected" else "",
+                reason=_reason_of(row),
             )  # fmt: skip
             for item, row in zip(items, rows, strict=True)
         ]
@@ -1705,6 +1703,11 @@ def rejection_reason(answer: str | None) -> str:
     payload = decision.payload if isinstance(decision, Decision) else None
     reason = payload.get("reason") if isinstance(payload, Mapping) else None
     return reason.strip() if isinstance(reason, str) else ""
+
+
+def _reason_of(row: Row[Any]) -> str:
+    """A decision row's rejection reason ("" for any other end)."""
+    return rejection_reason(row.answer) if row.outcome == "rejected" else ""
 
 
 def answered_value(answer: str | None) -> Any:

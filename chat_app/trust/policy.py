@@ -22,7 +22,7 @@ import datetime
 import difflib
 import re
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -650,9 +650,15 @@ def _people(count: int) -> str:
     return f"{count} {'person' if count == 1 else 'people'}"
 
 
-def _suggest(word: str, choices: tuple[str, ...] | frozenset[str] | list[str]) -> str:
+def closest(word: str, choices: Iterable[str]) -> str | None:
+    """The one of `choices` `word` is likeliest a typo of, if any is close."""
     close = difflib.get_close_matches(word, sorted(choices), n=1)
-    return f" (did you mean `{close[0]}`?)" if close else ""
+    return close[0] if close else None
+
+
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    meant = closest(word, choices)
+    return f" (did you mean `{meant}`?)" if meant else ""
 
 
 def _read_policy(document: dict[str, Any], source: str) -> Policy:
